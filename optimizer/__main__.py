@@ -1,0 +1,5 @@
+"""``python -m optimizer`` runs the gpuplan CLI."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,264 @@
+"""The candidate space: hardware rows x strategies, evaluated with the physics in one vectorised pass.
+
+For each hardware row (offer, nodes, GPUs per node) the generator lists the strategies that respect
+the global batch: TP inside a node (dividing the heads), PP (dividing the layers), DP the rest,
+ZeRO 0-3 over all DP ranks or hybrid-sharded inside a node, recompute, and micro-batches with an
+integer gradient accumulation. All of them go through ``physics`` at once (numpy arrays), and
+for each row the fastest strategy that fits is kept: on a fixed row cost rises with time, so that
+strategy is optimal for both objectives (DESIGN section 8). Rows with nothing that fits keep their
+least-memory strategy, flagged, so the solver's memory constraint and the explanations see them.
+
+Both the CP-SAT model and the brute-force test oracle read the ``CandidateTable`` built here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .context import HardwareRow, JobContext, capacity_bytes
+from .loading import find_sku
+from .physics import cost as cost_phys
+from .physics.memory import RECOMPUTE_CODES, activation_bytes, memory_breakdown
+from .physics.time import Hardware, step_time
+from .schema import Strategy
+
+TP_CHOICES = (1, 2, 4, 8)
+PP_CHOICES = (1, 2, 4, 8, 16)
+MICRO_BATCH_CHOICES = (1, 2, 4, 8, 16, 32)
+RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
+
+
+@dataclass
+class Evaluation:
+    """Physics of many (row, strategy) layouts, aligned arrays."""
+
+    row: np.ndarray
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    zero: np.ndarray
+    shard: np.ndarray
+    micro_batch: np.ndarray
+    grad_accum: np.ndarray
+    recompute: np.ndarray
+    memory: object  # MemoryBreakdown
+    capacity_bytes: np.ndarray
+    timing: object  # StepTime
+    hours: np.ndarray
+    cost_usd: np.ndarray
+
+    @property
+    def fits(self) -> np.ndarray:
+        return self.memory.total <= self.capacity_bytes
+
+    def strategy(self, i: int) -> Strategy:
+        return Strategy(
+            tp=int(self.tp[i]), pp=int(self.pp[i]), dp=int(self.dp[i]), zero_stage=int(self.zero[i]),
+            shard_degree=int(self.shard[i]), micro_batch=int(self.micro_batch[i]),
+            grad_accum=int(self.grad_accum[i]), recompute=RECOMPUTE_NAMES[int(self.recompute[i])],
+        )
+
+
+@dataclass
+class Candidate:
+    """A hardware row with its best strategy (or least-memory one, when nothing fits)."""
+
+    row: HardwareRow
+    index: int  # into the Evaluation
+    fits: bool
+    time_s: float
+    cost_usd: float  # nan when the row has no price
+    memory_bytes: float
+    capacity_bytes: float
+    rejected_by: Optional[str] = None  # filter, supply, global_batch, memory (before deadline/budget)
+
+
+@dataclass
+class CandidateTable:
+    ctx: JobContext
+    rows: list[HardwareRow]
+    evaluation: Optional[Evaluation]
+    candidates: list[Candidate] = field(default_factory=list)
+
+    def feasible(self) -> list[Candidate]:
+        return [c for c in self.candidates if c.rejected_by is None]
+
+    @property
+    def offer_ids(self) -> dict[str, int]:
+        return {o.name: k for k, o in enumerate(self.ctx.catalog.offers)}
+
+
+# --------------------------------------------------------------------------- hardware rows
+
+
+def offer_rows(ctx: JobContext, max_nodes: Optional[int] = None) -> list[HardwareRow]:
+    """Every (offer, nodes, GPUs per node) the catalog can rent, up to each offer's supply."""
+    rows = []
+    for offer in ctx.catalog.offers:
+        sku = find_sku(ctx.catalog, offer.sku)
+        for count in offer.single_node_counts():
+            rows.append(HardwareRow(sku, offer, 1, count))
+        for nodes in range(2, min(offer.max_nodes, max_nodes or offer.max_nodes) + 1):
+            rows.append(HardwareRow(sku, offer, nodes, offer.gpus_per_node))
+    return rows
+
+
+def row_rejection(ctx: JobContext, row: HardwareRow) -> Optional[str]:
+    """Filters (GPU type, memory, provider, precision) and user supply limits (max nodes / GPUs)."""
+    c = ctx.constraints
+    gpu = c.gpu
+    if gpu.types:
+        wanted = {t.strip().lower() for t in gpu.types}
+        names = {row.sku.name.lower(), *(a.lower() for a in row.sku.aliases)}
+        if row.offer is not None:
+            names |= {row.offer.name.lower(), *(a.lower() for a in row.offer.aliases)}
+        if not wanted & names:
+            return "filter"
+    if gpu.min_memory_bytes and capacity_bytes(row, ctx.assumptions.memory_basis)[0] < gpu.min_memory_bytes:
+        return "filter"
+    if gpu.providers and (row.offer is None or row.offer.provider.lower() not in {p.lower() for p in gpu.providers}):
+        return "filter"
+    if ctx.peak_flops(row.sku) is None:
+        return "filter"
+    if c.max_nodes is not None and row.nodes > c.max_nodes:
+        return "supply"
+    if c.max_gpus is not None and row.gpus > c.max_gpus:
+        return "supply"
+    return None
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+def _divisors(n: int, choices) -> list[int]:
+    return [c for c in choices if c <= n and n % c == 0]
+
+
+def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = False) -> np.ndarray:
+    """Integer rows (tp, pp, dp, zero, shard, micro_batch, grad_accum, recompute) valid for ``row``."""
+    model = ctx.job.model
+    g, gpus = row.gpus_per_node, row.gpus
+    tps = _divisors(g, TP_CHOICES) if ctx.shape.has_shapes else [1]
+    if ctx.shape.has_shapes:
+        tps = [t for t in tps if model.heads % t == 0 and (model.kv_heads or model.heads) % t == 0]
+    pps = [p for p in PP_CHOICES if ctx.shape.has_shapes and model.layers % p == 0 and p <= model.layers] or [1]
+    recomputes = [0, 2] if ctx.job.attention == "flash" else [0, 1, 2]
+    if ctx.activation_reserve != "auto":
+        recomputes = [0]  # activations are a fixed reserve: recomputing would only cost time
+    batch = None if ignore_batch else ctx.job.global_batch_sequences
+    out = []
+    for tp in tps:
+        for pp in pps:
+            if gpus % (tp * pp):
+                continue
+            dp = gpus // (tp * pp)
+            shards = [(0, 1)] if dp == 1 else [(0, dp), (1, dp), (2, dp), (3, dp)]
+            in_node = g // tp if g % tp == 0 else 0
+            if dp > 1 and row.nodes > 1 and in_node > 1 and in_node < dp and dp % in_node == 0:
+                shards.append((3, in_node))  # hybrid shard: ZeRO-3 inside a node, replicate across
+            for mb in MICRO_BATCH_CHOICES:
+                if batch is None:
+                    accum = 1 if pp == 1 else 4 * pp
+                else:
+                    if batch % (dp * mb):
+                        continue
+                    accum = batch // (dp * mb)
+                for zero, shard in shards:
+                    for rc in recomputes:
+                        out.append((tp, pp, dp, zero, shard, mb, accum, rc))
+    return np.array(out, dtype=np.int64).reshape(-1, 8)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) -> Evaluation:
+    """Run memory, time and cost physics for every (row, strategy) pair in one vectorised pass."""
+    counts = [len(g) for g in grids]
+    row_idx = np.repeat(np.arange(len(rows)), counts)
+    grid = np.concatenate(grids) if grids else np.zeros((0, 8), dtype=np.int64)
+    tp, pp, dp, zero, shard, mb, accum, rc = (grid[:, i] for i in range(8))
+
+    def per_row(values) -> np.ndarray:
+        return np.asarray(values, dtype=float)[row_idx]
+
+    a = ctx.assumptions
+    caps = per_row([capacity_bytes(r, a.memory_basis)[0] for r in rows])
+    nodes = per_row([r.nodes for r in rows])
+    gpn = per_row([r.gpus_per_node for r in rows])
+    hw = Hardware(
+        peak_flops=per_row([ctx.peak_flops(r.sku) or np.nan for r in rows]),
+        hbm_bytes_per_s=per_row([r.sku.hbm_bandwidth_gb_per_s * 1e9 for r in rows]),
+        intra_bytes_per_s=per_row([r.sku.intra_node_bandwidth_gb_per_s * 1e9 for r in rows]),
+        network_bytes_per_s=per_row([(r.sku.network_gb_per_s_per_gpu or 12.5) * 1e9 for r in rows]),
+        gpus_per_node=gpn,
+        compute_efficiency=per_row([ctx.compute_efficiency(r.sku) for r in rows]),
+    )
+    explicit = per_row([ctx.explicit_efficiency(r.nodes) or np.nan for r in rows])
+    eager = ctx.job.attention == "eager"
+    mem = memory_breakdown(
+        ctx.shape, ctx.train, seq_len=ctx.job.seq_len, tp=tp, pp=pp, zero_stage=zero, shard_degree=shard,
+        micro_batch=mb, grad_accum=accum, recompute=rc, capacity_bytes=caps,
+        activation_reserve=ctx.activation_reserve, framework_overhead=ctx.framework_overhead,
+        eager_attention=eager,
+    )
+    # HBM traffic of activations: one stage's layers, one micro-batch (written forward, read backward).
+    acts_micro = activation_bytes(ctx.shape, ctx.job.seq_len, mb, tp, pp, 1, rc, eager) if ctx.shape.has_shapes else 0.0
+    timing = step_time(
+        ctx.shape, ctx.train, hw, seq_len=ctx.job.seq_len, nodes=nodes, gpus_per_node=gpn, tp=tp, pp=pp, dp=dp,
+        zero_stage=zero, shard_degree=shard, micro_batch=mb, grad_accum=accum, recompute=rc,
+        overlap=a.overlap, link_efficiency=a.link_efficiency, activation_bytes_per_micro=acts_micro,
+        explicit_efficiency=explicit,
+    )
+    hours = cost_phys.run_hours(ctx.job.total_tokens, timing.tokens_per_s, a.startup_s)
+    price = per_row([r.offer.price_usd_per_gpu_hour if r.offer else np.nan for r in rows])
+    billed = per_row([r.billed_gpus for r in rows])
+    increment = per_row([r.offer.billing_increment_s if r.offer else 1.0 for r in rows])
+    cost = price * billed * np.ceil(hours / (increment / 3600.0) - 1e-9) * (increment / 3600.0)
+    return Evaluation(row_idx, tp, pp, dp, zero, shard, mb, accum, rc, mem, caps, timing, hours, cost)
+
+
+def build_table(ctx: JobContext, rows: Optional[list[HardwareRow]] = None, *, keep_rejected: bool = False) -> CandidateTable:
+    """Evaluate every row's strategies and keep each row's best (see module docstring)."""
+    rows = offer_rows(ctx) if rows is None else rows
+    rejections = [row_rejection(ctx, r) for r in rows]
+    if not keep_rejected:
+        rows = [r for r, why in zip(rows, rejections) if why is None]
+        rejections = [None] * len(rows)
+    grids = []
+    for i, row in enumerate(rows):
+        grid = strategy_grid(ctx, row)
+        if len(grid) == 0:
+            # No layout divides the global batch: still evaluate (unconstrained) to show its numbers.
+            grid = strategy_grid(ctx, row, ignore_batch=True)
+            rejections[i] = rejections[i] or "global_batch"
+        grids.append(grid)
+    ev = evaluate(ctx, rows, grids)
+    table = CandidateTable(ctx, rows, ev)
+    fits, step = ev.fits, ev.timing.step_s
+    total = ev.memory.total
+    starts = np.concatenate([[0], np.cumsum([len(g) for g in grids])])
+    for i, row in enumerate(rows):
+        lo, hi = starts[i], starts[i + 1]
+        why = rejections[i]
+        if hi == lo:
+            table.candidates.append(Candidate(row, -1, False, np.inf, np.nan, np.nan,
+                                              capacity_bytes(row, ctx.assumptions.memory_basis)[0], why or "filter"))
+            continue
+        idx = np.arange(lo, hi)
+        ok = idx[fits[lo:hi]]
+        if len(ok):
+            # Fastest; ties broken by less memory, then by enumeration order (deterministic).
+            best = ok[np.lexsort((ok, total[ok], np.round(step[ok], 9)))[0]]
+        else:
+            best = idx[np.lexsort((idx, total[lo:hi]))[0]]
+        fit = bool(fits[best])
+        table.candidates.append(Candidate(
+            row=row, index=int(best), fits=fit, time_s=float(ev.hours[best] * 3600.0),
+            cost_usd=float(ev.cost_usd[best]), memory_bytes=float(total[best]),
+            capacity_bytes=float(ev.capacity_bytes[best]), rejected_by=why or (None if fit else "memory"),
+        ))
+    return table

@@ -1,0 +1,160 @@
+"""``check``: the verdict on a hand-picked configuration (DESIGN section 1).
+
+The user fixes the SKU and GPU count and any of nodes, TP, PP, ZeRO stage, micro-batch and
+recompute; gpuplan chooses the rest (the fastest layout that fits), says what it chose, and
+reports fit, time, cost and, when asked, the distance to the optimum under the same constraints.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from .candidates import build_table, evaluate, strategy_grid
+from .context import HardwareRow, JobContext, build_context, capacity_bytes
+from .errors import JobError
+from .loading import find_sku, offers_for, problem_catalog
+from .physics.memory import GIB, RECOMPUTE_CODES
+from .plans import plan_from
+from .results import CheckResult
+from .schema import Catalog, Problem
+from .units import fmt_bytes
+
+_FIELDS = ("tp", "pp", "dp", "zero", "shard", "micro_batch", "grad_accum", "recompute")
+
+
+def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: Optional[int]) -> HardwareRow:
+    """The SKU (and its cheapest offer, if priced) laid out on the fewest nodes that hold ``gpus``."""
+    if gpus < 1:
+        raise JobError("must be at least 1", field="--gpus")
+    sku = find_sku(ctx.catalog, sku_name)
+    offers = sorted(offers_for(ctx.catalog, sku_name), key=lambda o: (o.price_usd_per_gpu_hour, o.name))
+    offer = offers[0] if offers else None
+    per_node_max = offer.gpus_per_node if offer else sku.gpus_per_node
+    nodes = nodes or math.ceil(gpus / per_node_max)
+    if nodes < 1:
+        raise JobError("must be at least 1", field="--nodes")
+    if gpus % nodes:
+        raise JobError(f"{gpus} GPUs do not split evenly over {nodes} nodes; pick a GPU count divisible by the node count",
+                       field="--gpus")
+    per_node = gpus // nodes
+    if per_node > per_node_max:
+        raise JobError(f"{per_node} GPUs per node exceeds the {per_node_max} a {sku.name} node holds; "
+                       f"use --nodes {math.ceil(gpus / per_node_max)} or fewer GPUs", field="--nodes")
+    return HardwareRow(sku, offer, nodes, per_node)
+
+
+def check(
+    problem: Problem,
+    sku: str,
+    gpus: int,
+    *,
+    nodes: Optional[int] = None,
+    tp: Optional[int] = None,
+    pp: Optional[int] = None,
+    zero: Optional[int] = None,
+    micro_batch: Optional[int] = None,
+    recompute: Optional[str] = None,
+    catalog: Optional[Catalog] = None,
+    compare: bool = True,
+) -> CheckResult:
+    """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
+    catalog = catalog or problem_catalog(problem)
+    ctx = build_context(problem, catalog)
+    row = resolve_row(ctx, sku, gpus, nodes)
+    if ctx.peak_flops(row.sku) is None:
+        raise JobError(f"{row.sku.name} has no dense {problem.job.precision} rate in the catalog; "
+                       "use bf16 or another GPU", field="job.precision")
+    if tp is not None and tp > row.gpus_per_node:
+        raise JobError(f"tensor parallelism {tp} is larger than the {row.gpus_per_node} GPUs per node; "
+                       "TP runs inside a node: lower --tp or use more GPUs per node", field="--tp")
+    grid = strategy_grid(ctx, row)
+    rc_code = None if recompute is None else RECOMPUTE_CODES[recompute]
+    if rc_code == 1 and ctx.job.attention == "flash":
+        rc_code = 0  # FlashAttention already drops the s^2 tensors selective recompute would recompute
+    if ctx.activation_reserve != "auto":
+        rc_code = None  # with a fixed activation reserve, recompute changes nothing but time
+    fixed = {"tp": tp, "pp": pp, "zero": zero, "micro_batch": micro_batch, "recompute": rc_code}
+    mask = np.ones(len(grid), dtype=bool)
+    for name, value in fixed.items():
+        if value is not None:
+            mask &= grid[:, _FIELDS.index(name)] == value
+    grid = grid[mask]
+    if len(grid) == 0:
+        raise JobError(_why_no_layout(ctx, row, fixed), source=problem.source_path, field="job.global_batch")
+    ev = evaluate(ctx, [row], [grid])
+    fits = ev.fits
+    order = np.lexsort((np.arange(len(grid)), ev.memory.total, np.round(ev.timing.step_s, 9)))
+    fitting = [i for i in order if fits[i]]
+    best = fitting[0] if fitting else int(np.argmin(ev.memory.total))
+    plan = plan_from(ctx, row, ev, best)
+
+    chosen = []
+    s = plan.strategy
+    auto = {"tp": f"TP {s.tp}", "pp": f"PP {s.pp}", "zero": f"ZeRO-{s.zero_stage} over {s.shard_degree} GPUs",
+            "micro_batch": f"micro-batch {s.micro_batch} (x{s.grad_accum} accumulation)",
+            "recompute": f"recompute {s.recompute}"}
+    for name, text in auto.items():
+        if fixed.get(name) is None:
+            chosen.append(text)
+    if nodes is None:
+        chosen.append(f"{row.nodes} node(s) of {row.gpus_per_node}")
+    notes = _notes(ctx, row, plan)
+    result = CheckResult(plan=plan, fits=plan.fits, chosen=chosen, notes=notes)
+    if compare:
+        _compare_with_optimum(problem, catalog, result)
+    return result
+
+
+def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> str:
+    batch = ctx.job.global_batch_sequences
+    if batch is not None:
+        return (f"no layout of {row.gpus} GPUs with {', '.join(f'{k}={v}' for k, v in fixed.items() if v is not None) or 'any options'} "
+                f"divides the global batch of {batch} sequences (data-parallel ranks x micro-batch must divide it); "
+                "change job.global_batch, the GPU count or the micro-batch")
+    return "no valid layout for these options (TP must divide the GPUs per node and the heads, PP the layers)"
+
+
+def _notes(ctx: JobContext, row: HardwareRow, plan) -> list[str]:
+    notes = []
+    if row.offer is None:
+        notes.append(f"no offer in catalog '{ctx.catalog.name}' prices {row.sku.name}: cost is null; "
+                     "pass --catalog with a price sheet that lists it")
+    # Unit ambiguity: does the verdict change between the label read as GB and the reported GiB?
+    label = row.sku.memory_label_bytes
+    reported = row.sku.memory_reported_bytes
+    used, basis = capacity_bytes(row, ctx.assumptions.memory_basis)
+    need = plan.memory_gib.total * GIB
+    if reported and (need <= label) != (need <= reported):
+        notes.append(
+            f"the verdict depends on the memory unit: the {row.sku.name} label reads {fmt_bytes(label)}, the "
+            f"device reports {fmt_bytes(reported)}; this check used the {basis} figure ({fmt_bytes(used)})")
+    if ctx.activation_reserve != "auto":
+        notes.append("activations are the fixed job.activation_reserve, not computed from shapes")
+    return notes
+
+
+def _compare_with_optimum(problem: Problem, catalog: Catalog, result: CheckResult) -> None:
+    from .solver.plan import plan as solve_plan  # the solver layer sits above check
+
+    try:
+        answer = solve_plan(problem, catalog=catalog, runners_up=False)
+    except JobError:
+        return
+    if answer.best is None:
+        return
+    result.optimum = answer.best
+    mine = result.plan
+    if mine.cost_usd is not None and answer.best.cost_usd is not None:
+        result.extra_cost_vs_optimum_usd = round(mine.cost_usd.p50 - answer.best.cost_usd.p50, 2)
+    if mine.cost_usd is not None:
+        result.dominated_by = [
+            p for p in answer.frontier
+            if p.cost_usd is not None and p.hours.p50 <= mine.hours.p50 and p.cost_usd.p50 <= mine.cost_usd.p50
+            and (p.hours.p50 < mine.hours.p50 or p.cost_usd.p50 < mine.cost_usd.p50)
+        ]
+
+
+__all__ = ["check", "resolve_row", "build_table"]

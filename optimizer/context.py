@@ -1,0 +1,136 @@
+"""A job resolved against a catalog: the numbers the physics needs, and the hardware rows it may use.
+
+``JobContext`` is built once per query from a ``Problem`` and a ``Catalog``; it checks the
+cross-file rules (a params-only model needs an explicit activation reserve, a precision the GPU
+supports) and knows each row's usable memory under the chosen memory basis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from . import units
+from .errors import JobError
+from .loading import find_sku
+from .physics.shapes import ModelShape, TrainingState, model_shape, training_state
+from .schema import Catalog, Offer, Problem, Sku
+
+DEFAULT_COMPUTE_EFFICIENCY = {"sxm": 0.5, "oam": 0.45, "pcie": 0.45}
+
+
+@dataclass(frozen=True)
+class HardwareRow:
+    """One way to rent hardware: an offer (or a bare SKU), a node count and GPUs per node."""
+
+    sku: Sku
+    offer: Optional[Offer]
+    nodes: int
+    gpus_per_node: int
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def billed_gpus(self) -> int:
+        if self.offer is not None and self.offer.whole_nodes and self.nodes > 1:
+            return self.nodes * self.offer.gpus_per_node
+        return self.gpus
+
+    @property
+    def key(self) -> str:
+        return f"{self.offer.name if self.offer else self.sku.name}:{self.nodes}x{self.gpus_per_node}"
+
+
+def capacity_bytes(row: HardwareRow, basis: str) -> tuple[float, str]:
+    """Usable memory per GPU and the basis actually used (falls back delivered > reported > label)."""
+    sku, offer = row.sku, row.offer
+    if basis == "board" and sku.board_memory_bytes:
+        return sku.board_memory_bytes / sku.gpus_per_node, "board"
+    if basis == "label":
+        return sku.memory_label_bytes, "label"
+    if basis in ("delivered", "board") and offer is not None and offer.memory_delivered_bytes:
+        return offer.memory_delivered_bytes, "delivered"
+    if basis != "label" and sku.memory_reported_bytes:
+        return sku.memory_reported_bytes, "reported"
+    return sku.memory_label_bytes, "label"
+
+
+@dataclass(frozen=True)
+class JobContext:
+    problem: Problem
+    catalog: Catalog
+    shape: ModelShape
+    train: TrainingState
+    activation_reserve: Union[str, float]  # "auto", bytes, or a fraction of capacity (< 1)
+    framework_overhead: Union[str, float]
+
+    @property
+    def job(self):
+        return self.problem.job
+
+    @property
+    def assumptions(self):
+        return self.problem.assumptions
+
+    @property
+    def constraints(self):
+        return self.problem.constraints
+
+    def compute_efficiency(self, sku: Sku) -> float:
+        if self.assumptions.mfu != "auto":
+            return float(self.assumptions.mfu)
+        return sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, 0.45)
+
+    def peak_flops(self, sku: Sku) -> Optional[float]:
+        tflops = sku.dense_tflops(self.job.precision)
+        return None if tflops is None else tflops * 1e12
+
+    def explicit_efficiency(self, nodes: int) -> Optional[float]:
+        return self.assumptions.scaling_efficiency.get(nodes)
+
+
+def _size_or_fraction(value, field: str, source: Optional[str]) -> Union[str, float]:
+    if value == "auto":
+        return "auto"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value < 0:
+            raise JobError("must not be negative; give a size such as 40GB or a fraction such as 0.2",
+                           source=source, field=field)
+        return float(value) if value < 1 else float(value)
+    try:
+        return units.parse_bytes(str(value), field)
+    except JobError as exc:
+        raise exc.located(source, field) from None
+    except Exception as exc:  # UnitError is a GpuplanError; re-raise with location
+        raise JobError(str(getattr(exc, "reason", exc)), source=source, field=field) from None
+
+
+def build_context(problem: Problem, catalog: Catalog) -> JobContext:
+    source = problem.source_path
+    shape = model_shape(problem.job.model)
+    try:
+        train = training_state(problem.job, shape)
+    except JobError as exc:
+        raise exc.located(source) from None
+    reserve = _size_or_fraction(problem.job.activation_reserve, "job.activation_reserve", source)
+    overhead = _size_or_fraction(problem.assumptions.framework_overhead, "assumptions.framework_overhead", source)
+    if reserve == "auto" and not shape.has_shapes:
+        raise JobError(
+            "the model is given by 'params' alone, so activations cannot be computed; add the shapes "
+            "(layers, hidden, heads, kv_heads, ffn_hidden, vocab) or set job.activation_reserve (e.g. 40GB, 0.2 or 0)",
+            source=source,
+            field="job.activation_reserve",
+        )
+    if shape.has_shapes and problem.job.model.heads and problem.job.model.hidden % problem.job.model.heads and not problem.job.model.head_dim:
+        raise JobError("hidden is not a multiple of heads; give head_dim explicitly", source=source, field="job.model.head_dim")
+    for gpu_type in problem.constraints.gpu.types or []:
+        try:
+            find_sku(catalog, gpu_type)
+        except JobError:
+            raise
+        except Exception as exc:
+            if not any(gpu_type.lower() in [a.lower() for a in o.aliases] + [o.name.lower()] for o in catalog.offers):
+                raise JobError(str(getattr(exc, "reason", exc)), source=source, field="constraints.gpu.types") from None
+    return JobContext(problem, catalog, shape, train, reserve, overhead)

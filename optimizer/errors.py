@@ -1,0 +1,52 @@
+"""The one exception family of gpuplan.
+
+Every error a user can cause is a ``GpuplanError`` whose message names the file, the field and
+the fix. Only the CLI turns these into exit code 2; library callers catch them as exceptions.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+
+class GpuplanError(Exception):
+    """Bad input: the message says where (file, field) and how to fix it."""
+
+    def __init__(self, message: str, *, source: str | None = None, field: str | None = None):
+        self.source = source
+        self.field = field
+        self.reason = message
+        super().__init__(self._compose())
+
+    def _compose(self) -> str:
+        where = []
+        if self.source:
+            where.append(str(self.source))
+        if self.field:
+            where.append(f"field '{self.field}'")
+        prefix = ", ".join(where)
+        return f"{prefix}: {self.reason}" if prefix else self.reason
+
+    def located(self, source: str | None = None, field: str | None = None) -> "GpuplanError":
+        """The same error with its location filled in where it was missing."""
+        return type(self)(self.reason, source=self.source or source, field=self.field or field)
+
+
+class UnitError(GpuplanError, ValueError):
+    """A value could not be read in the unit its field expects."""
+
+
+class CatalogError(GpuplanError):
+    """Unknown catalog, SKU or offer, or a malformed catalog file."""
+
+
+class JobError(GpuplanError):
+    """A job, portfolio or hand-picked configuration that cannot be planned as written."""
+
+
+def did_you_mean(name: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(name.lower(), [c.lower() for c in choices], n=3, cutoff=0.5)
+    lookup = {c.lower(): c for c in choices}
+    if close:
+        return " Did you mean " + " or ".join(repr(lookup[c]) for c in close) + "?"
+    return ""

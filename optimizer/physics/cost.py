@@ -1,0 +1,30 @@
+"""Hours, GPU-hours and cost of a run: price x billed GPUs x billed hours (DESIGN section 7).
+
+Billing rounds the run up to the offer's increment; multi-node runs on offers that rent whole
+nodes pay for every GPU of each node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def run_hours(total_tokens: float, tokens_per_s, startup_s: float) -> np.ndarray:
+    """Training time plus start-up / final checkpoint overhead, in hours."""
+    return (total_tokens / np.asarray(tokens_per_s, float) + startup_s) / 3600.0
+
+
+def billed_hours(hours, billing_increment_s: float) -> np.ndarray:
+    increment_h = billing_increment_s / 3600.0
+    # The small epsilon keeps 125.0000000001 h (floating noise) from billing a whole extra increment.
+    return np.ceil(np.asarray(hours, float) / increment_h - 1e-9) * increment_h
+
+
+def run_cost_usd(price_usd_per_gpu_hour, gpus, hours, billing_increment_s: float = 1.0) -> np.ndarray:
+    """price x GPUs x hours, rounded up to the billing increment (seed 000: 1,000 GPU-h x $5.50 = $5,500)."""
+    return np.asarray(price_usd_per_gpu_hour, float) * np.asarray(gpus, float) * billed_hours(hours, billing_increment_s)
+
+
+def breakeven_scaling_efficiency(price_a_per_hour: float, price_b_per_hour: float, ideal_speedup_b: float) -> float:
+    """Efficiency B needs to cost the same as A (seed 000: $88.00/h vs $55.54/h over a 2x ideal = 79 %)."""
+    return (price_b_per_hour / price_a_per_hour) / ideal_speedup_b

@@ -1,0 +1,191 @@
+"""Memory per GPU, in bytes, for a layout (TP, PP, DP, ZeRO stage and shard degree, micro-batch).
+
+Pure functions over floats or numpy arrays (the candidate generator evaluates thousands of layouts
+at once with the same code ``check`` runs on one).
+
+Sources, term by term:
+- Training state: ZeRO (Rajbhandari et al. 2020, section 5): model parallelism (TP x PP) divides all
+  state; ZeRO-1 shards the optimizer state over the shard group, ZeRO-2 also the gradients, ZeRO-3
+  also the weights. ZeRO-3 additionally holds gathered layers: DeepSpeed's estimator counts
+  4 x largest-layer parameters (fp16 weights + gradients of one layer; ``estimate_zero3_model_states_
+  mem_needs``).
+- Activations: Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
+  Models", section 4.1), re-derived for the real widths by counting what the backward pass keeps,
+  2 bytes per bf16 element, no dropout. Attention: norm input 2sbh, QKV input 2sbh, Q 2sbq,
+  K and V 2sbk each, output-projection input 2sbq; MLP: norm input 2sbh, first matmul input 2sbh,
+  gated (SwiGLU, fused as in Megatron-Core) 6sbf for the gate/up outputs and the down input, or 4sbf
+  for a GeLU MLP. For GPT shapes (q = k = h, f = 4h, GeLU) this is 32 sbh = the paper's 34 sbh less
+  the two dropout masks. Eager (non-flash) attention adds the softmax output 2 a s^2 b. Sequence
+  parallelism with TP divides everything by t; full recompute keeps only the layer input 2 sbh / t
+  plus one layer's working set. 1F1B pipelining holds min(p, m) micro-batches of L/p layers on the
+  first stage (paper section 4.2.3). Logits: bf16 output plus the fp32 copy the loss upcasts,
+  6 s b V / t, on the last stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .shapes import ModelShape, TrainingState
+
+GIB = 2.0**30
+RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
+
+
+@dataclass
+class MemoryBreakdown:
+    weights: np.ndarray
+    gradients: np.ndarray
+    optimizer: np.ndarray
+    activations: np.ndarray
+    reserve: np.ndarray
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.weights + self.gradients + self.optimizer + self.activations + self.reserve
+
+    @property
+    def state(self) -> np.ndarray:
+        return self.weights + self.gradients + self.optimizer
+
+
+def state_bytes(
+    shape: ModelShape,
+    train: TrainingState,
+    tp,
+    pp,
+    zero_stage,
+    shard_degree,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weights, gradients and optimizer state per GPU (ZeRO paper section 5.1, Figure 1)."""
+    tp, pp = np.asarray(tp, float), np.asarray(pp, float)
+    zero, shard = np.asarray(zero_stage), np.asarray(shard_degree, float)
+    model_parallel = tp * pp
+    trainable = train.trainable_params
+    weights = train.weights_total(shape.params) / model_parallel
+    weights = np.where(zero >= 3, weights / shard, weights)
+    # ZeRO-3 gathers one block of weights (and reduces its gradients) at a time: DeepSpeed's
+    # "largest layer" term, 4 bytes x layer parameters, split by TP.
+    weights = weights + np.where(zero >= 3, 4.0 * shape.layer_params / tp, 0.0)
+    grads = train.grad_bytes * trainable / model_parallel
+    grads = np.where(zero >= 2, grads / shard, grads)
+    optim = train.optimizer_bytes * trainable / model_parallel
+    optim = np.where(zero >= 1, optim / shard, optim)
+    return weights, grads, optim
+
+
+def layer_activation_bytes(shape: ModelShape, seq_len: float, micro_batch, eager_attention: bool) -> np.ndarray:
+    """Bytes one transformer block keeps for backward, per micro-batch, without parallelism."""
+    s, b = float(seq_len), np.asarray(micro_batch, float)
+    h, q, k, f = shape.hidden, shape.q_width, shape.kv_width, shape.ffn_active
+    attention = 2 * h + 2 * h + 2 * q + 2 * k + 2 * k + 2 * q
+    mlp = 2 * h + 2 * h + (6 * f if shape.gated_mlp else 4 * f)
+    per_layer = s * b * (attention + mlp)
+    if eager_attention:
+        per_layer = per_layer + 2.0 * shape.heads * s * s * b
+    return per_layer
+
+
+def activation_bytes(
+    shape: ModelShape,
+    seq_len: float,
+    micro_batch,
+    tp,
+    pp,
+    grad_accum,
+    recompute,
+    eager_attention: bool = False,
+) -> np.ndarray:
+    """Activation memory of the busiest pipeline stage (sequence parallelism assumed with TP > 1)."""
+    tp, pp = np.asarray(tp, float), np.asarray(pp, float)
+    b = np.asarray(micro_batch, float)
+    rc = np.asarray(recompute)
+    s = float(seq_len)
+    full_layer = layer_activation_bytes(shape, s, b, eager_attention)
+    # Selective recompute (or FlashAttention) drops the s^2 attention term (Korthikanti section 5).
+    flash_layer = layer_activation_bytes(shape, s, b, False)
+    kept_layer = np.where(rc == 0, full_layer, flash_layer)
+    in_flight = np.minimum(pp, np.asarray(grad_accum, float))
+    layers_per_stage = shape.layers / pp
+    stored = np.where(
+        rc == 2,
+        # Full recompute: each layer keeps its input, plus one layer's working set during backward.
+        2.0 * s * b * shape.hidden * layers_per_stage * in_flight + flash_layer,
+        kept_layer * layers_per_stage * in_flight,
+    )
+    logits = 6.0 * s * b * shape.vocab
+    first_stage = stored / tp
+    last_stage = (np.where(rc == 2, 2.0 * s * b * shape.hidden * layers_per_stage + flash_layer,
+                           kept_layer * layers_per_stage) + logits) / tp
+    return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits / tp)
+
+
+def framework_reserve_bytes(setting, capacity_bytes) -> np.ndarray:
+    """CUDA context, NCCL buffers and allocator fragmentation per GPU.
+
+    ``auto``: 1.5 GiB fixed (CUDA context ~0.5-1 GiB plus NCCL channel buffers) and 5 % of capacity for
+    fragmentation (PyTorch's caching allocator; a common planning margin, cf. EleutherAI's 'misc
+    memory' allowance). A size is taken as is; a number below 1 is a fraction of capacity.
+    """
+    capacity = np.asarray(capacity_bytes, float)
+    if setting == "auto":
+        return 1.5 * GIB + 0.05 * capacity
+    if isinstance(setting, float) and setting < 1.0:
+        return setting * capacity
+    return np.full_like(capacity, float(setting))
+
+
+def memory_breakdown(
+    shape: ModelShape,
+    train: TrainingState,
+    *,
+    seq_len: float,
+    tp,
+    pp,
+    zero_stage,
+    shard_degree,
+    micro_batch,
+    grad_accum,
+    recompute,
+    capacity_bytes,
+    activation_reserve,
+    framework_overhead,
+    eager_attention: bool = False,
+) -> MemoryBreakdown:
+    """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1)."""
+    weights, grads, optim = state_bytes(shape, train, tp, pp, zero_stage, shard_degree)
+    capacity = np.asarray(capacity_bytes, float)
+    if activation_reserve == "auto":
+        acts = activation_bytes(shape, seq_len, micro_batch, tp, pp, grad_accum, recompute, eager_attention)
+    elif activation_reserve < 1.0:
+        acts = activation_reserve * capacity
+    else:
+        acts = np.full_like(capacity, float(activation_reserve))
+    reserve = framework_reserve_bytes(framework_overhead, capacity)
+    shape_of = np.broadcast(weights, acts, capacity).shape
+    return MemoryBreakdown(
+        weights=np.broadcast_to(weights, shape_of).astype(float),
+        gradients=np.broadcast_to(grads, shape_of).astype(float),
+        optimizer=np.broadcast_to(optim, shape_of).astype(float),
+        activations=np.broadcast_to(acts, shape_of).astype(float),
+        reserve=np.broadcast_to(reserve, shape_of).astype(float),
+    )
+
+
+def max_params_fitting(capacity_bytes: float, gpus: int, bytes_per_param: float, reserve_bytes: float,
+                       zero_stage: int = 3) -> float:
+    """Largest parameter count whose training state fits, the seed's capacity arithmetic.
+
+    Fully sharded (ZeRO-3) over g GPUs: g x (capacity - reserve) / bytes_per_param. Lower stages
+    keep the unsharded parts on every GPU (ZeRO-1: weights and gradients 4 bytes of 16).
+    """
+    usable = capacity_bytes - reserve_bytes
+    if usable <= 0:
+        return 0.0
+    replicated = {0: bytes_per_param, 1: 4.0 * bytes_per_param / 16.0, 2: 2.0 * bytes_per_param / 16.0, 3: 0.0}[
+        zero_stage
+    ]
+    sharded = bytes_per_param - replicated
+    return usable / (replicated + sharded / gpus)

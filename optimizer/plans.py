@@ -1,0 +1,73 @@
+"""Turning one evaluated layout into a ``Plan`` (the output contract), with deadline and budget verdicts."""
+
+from __future__ import annotations
+
+import math
+
+from .candidates import Evaluation
+from .context import HardwareRow, JobContext, capacity_bytes
+from .physics.memory import GIB
+from .results import MemoryGiB, Plan, Quantiles
+from .uncertainty import spread
+
+
+def _f(x) -> float:
+    return float(x)
+
+
+def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan:
+    mem, timing = ev.memory, ev.timing
+    capacity, basis = capacity_bytes(row, ctx.assumptions.memory_basis)
+    hours_p50 = _f(ev.hours[i])
+    hours_p90 = hours_p50 * spread(ctx, row)
+    tokens_per_s = _f(timing.tokens_per_s[i])
+    peak = ctx.peak_flops(row.sku) or math.nan
+    mfu = timing.model_flops_per_token * tokens_per_s / (row.gpus * peak)
+    price = row.offer.price_usd_per_gpu_hour if row.offer else None
+    cost = None
+    if price is not None:
+        cost_p50 = _f(ev.cost_usd[i])
+        cost_p90 = cost_p50 * hours_p90 / hours_p50 if hours_p50 > 0 else cost_p50
+        cost = Quantiles(p50=round(cost_p50, 2), p90=round(cost_p90, 2))
+    c = ctx.constraints
+    hours_for_deadline = hours_p90 if c.deadline_quantile == "p90" else hours_p50
+    meets = None if c.deadline_s is None else hours_for_deadline * 3600.0 <= c.deadline_s + 1e-6
+    within = None if c.budget_usd is None or cost is None else cost.p50 <= c.budget_usd + 1e-6
+    breakdown = {
+        "compute": _f(timing.compute_s[i]),
+        "memory": _f(timing.memory_s[i]),
+        "network": max(0.0, _f(timing.network_s[i])),
+        "bubble": _f(timing.bubble_s[i]),
+    }
+    return Plan(
+        sku=row.sku.name,
+        offer=row.offer.name if row.offer else None,
+        provider=row.offer.provider if row.offer else None,
+        nodes=row.nodes,
+        gpus_per_node=row.gpus_per_node,
+        gpus=row.gpus,
+        strategy=ev.strategy(i),
+        memory_gib=MemoryGiB(
+            weights=_f(mem.weights[i]) / GIB,
+            gradients=_f(mem.gradients[i]) / GIB,
+            optimizer=_f(mem.optimizer[i]) / GIB,
+            activations=_f(mem.activations[i]) / GIB,
+            reserve=_f(mem.reserve[i]) / GIB,
+            total=_f(mem.total[i]) / GIB,
+            capacity=capacity / GIB,
+            basis=basis,
+        ),
+        fits=bool(ev.fits[i]),
+        tokens_per_s=tokens_per_s,
+        mfu=mfu,
+        scaling_efficiency=_f(timing.scaling_efficiency[i]),
+        bound=str(timing.bound()[i]),
+        step_s=_f(timing.step_s[i]),
+        time_breakdown_s=breakdown,
+        hours=Quantiles(p50=hours_p50, p90=hours_p90),
+        gpu_hours=hours_p50 * row.gpus,
+        price_usd_per_gpu_hour=price,
+        cost_usd=cost,
+        meets_deadline=meets,
+        within_budget=within,
+    )

@@ -1,0 +1,112 @@
+"""Typed results that the API returns and the CLI prints (DESIGN section 9's output contract)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, Field
+
+from .schema import Strategy
+
+
+class MemoryGiB(BaseModel):
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    reserve: float
+    total: float
+    capacity: float
+    basis: str = Field(description="Which capacity the fit used: delivered, reported, label or board.")
+
+
+class Quantiles(BaseModel):
+    p50: float
+    p90: float
+
+
+class Plan(BaseModel):
+    sku: str
+    offer: Optional[str]
+    provider: Optional[str] = None
+    nodes: int
+    gpus_per_node: int
+    gpus: int
+    strategy: Strategy
+    memory_gib: MemoryGiB
+    fits: bool
+    tokens_per_s: float
+    mfu: float
+    scaling_efficiency: float
+    bound: Literal["compute", "memory", "network"]
+    step_s: float
+    time_breakdown_s: dict[str, float]
+    hours: Quantiles
+    gpu_hours: float
+    price_usd_per_gpu_hour: Optional[float]
+    cost_usd: Optional[Quantiles]
+    meets_deadline: Optional[bool]
+    within_budget: Optional[bool]
+
+    def label(self) -> str:
+        per = f"{self.nodes} x {self.gpus_per_node}" if self.nodes > 1 else f"{self.gpus}"
+        return f"{per} {self.sku}" + (f" ({self.offer})" if self.offer else "")
+
+
+class RunnerUp(Plan):
+    lost_on: str
+    breakeven_price_usd_per_gpu_hour: Optional[float]
+    breakeven_scaling_efficiency: Optional[float]
+
+
+class Option(Plan):
+    feasible: bool
+    rejected_by: Optional[Literal["memory", "deadline", "budget", "supply", "global_batch", "filter"]]
+
+
+class Infeasibility(BaseModel):
+    constraint: str
+    detail: str
+    over_by: Optional[float] = Field(None, description="How far the nearest candidate misses, in the constraint's unit.")
+
+
+class CheckResult(BaseModel):
+    plan: Plan
+    fits: bool
+    chosen: list[str] = Field(default_factory=list, description="Options gpuplan chose for you.")
+    notes: list[str] = Field(default_factory=list)
+    optimum: Optional[Plan] = None
+    extra_cost_vs_optimum_usd: Optional[float] = None
+    dominated_by: list[Plan] = Field(default_factory=list)
+
+
+class SolveResult(BaseModel):
+    status: Literal["optimal", "feasible", "infeasible"]
+    objective: Literal["cost", "time"]
+    best: Optional[Plan]
+    frontier: list[Plan]
+    infeasible: list[Infeasibility] = Field(default_factory=list)
+    runners_up: list[RunnerUp] = Field(default_factory=list)
+    gap: float = 0.0
+    solve_s: float = 0.0
+    candidates: int = 0
+    deadline_h: Optional[float] = None
+    budget_usd: Optional[float] = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class OptionsResult(BaseModel):
+    options: list[Option]
+
+
+class CapacityResult(BaseModel):
+    sku: str
+    gpus: int
+    zero_stage: int
+    method: str
+    bytes_per_param: float
+    memory_per_gpu_gb: float
+    memory_per_gpu_gib: float
+    memory_basis: str
+    reserve_gb: float
+    max_params: float

@@ -1,0 +1,274 @@
+"""Input schema: hardware SKUs, offers, catalogs, models, jobs, assumptions, constraints, strategies.
+
+Pydantic v2 models. YAML keys are what people type (``memory: 180GB``, ``price: $5.50/h``); each
+is parsed by ``units`` on the way in and stored in a field whose name carries its unit
+(``memory_bytes``, ``price_usd_per_gpu_hour``). Cross-field rules are small validators with
+one-sentence messages. Results (plans, verdicts) live in ``results``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from . import units
+
+Bytes = Annotated[float, BeforeValidator(lambda v: units.parse_bytes(v, "a memory size"))]
+Seconds = Annotated[float, BeforeValidator(lambda v: units.parse_duration_s(v, "a duration"))]
+Usd = Annotated[float, BeforeValidator(lambda v: units.parse_usd(v, "an amount in USD"))]
+UsdPerHour = Annotated[float, BeforeValidator(lambda v: units.parse_price_per_hour(v))]
+Count = Annotated[float, BeforeValidator(lambda v: units.parse_count(v))]
+
+Precision = Literal["bf16", "fp16", "fp8", "nvfp4"]
+Method = Literal["full", "lora", "qlora"]
+Recompute = Literal["none", "selective", "full"]
+MemoryBasis = Literal["delivered", "reported", "label", "board"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# --------------------------------------------------------------------------- hardware and offers
+
+
+class Sku(_Model):
+    """One accelerator model with sourced, dated specs (dense, never sparse, TFLOPS)."""
+
+    name: str = Field(description="Canonical name, e.g. B200; matched case-insensitively.")
+    aliases: list[str] = Field(default_factory=list, description="Other names: H100, b200-hgx, ...")
+    vendor: str = "NVIDIA"
+    architecture: str = ""
+    form_factor: str = Field("sxm", description="sxm, pcie or oam: decides the default efficiency class.")
+    memory_label_bytes: Bytes = Field(alias="memory", gt=0, description="Vendor label, e.g. 180GB.")
+    memory_reported_bytes: Optional[Bytes] = Field(
+        None, alias="memory_reported", description="What nvidia-smi/rocm-smi reports, e.g. 183359MiB."
+    )
+    board_memory_bytes: Optional[Bytes] = Field(
+        None, alias="board_memory", description="Board total as the vendor's HGX table states it (e.g. 2.1TB)."
+    )
+    hbm_bandwidth_gb_per_s: float = Field(gt=0, description="Memory bandwidth per GPU, GB/s (10^9).")
+    dense_bf16_tflops: float = Field(gt=0, description="Dense BF16 tensor TFLOPS (vendors quote sparse: halve).")
+    dense_fp8_tflops: Optional[float] = Field(None, gt=0)
+    dense_fp4_tflops: Optional[float] = Field(None, gt=0)
+    interconnect: str = Field("", description="Intra-node link, e.g. NVLink 5 or PCIe Gen5 x16.")
+    intra_node_bandwidth_gb_per_s: float = Field(
+        gt=0, description="Per-GPU intra-node bandwidth, bidirectional (vendor convention), GB/s."
+    )
+    network_gb_per_s_per_gpu: Optional[float] = Field(
+        None, gt=0, description="Scale-out network per GPU, GB/s (400 Gb/s = 50 GB/s)."
+    )
+    gpus_per_node: int = Field(8, ge=1, le=72)
+    default_mfu: Optional[float] = Field(None, gt=0, le=1, description="Compute efficiency default for this SKU.")
+    checked: Optional[dt.date] = None
+    sources: list[str] = Field(default_factory=list)
+    notes: str = ""
+
+    def dense_tflops(self, precision: str) -> Optional[float]:
+        return {
+            "bf16": self.dense_bf16_tflops,
+            "fp16": self.dense_bf16_tflops,
+            "fp8": self.dense_fp8_tflops,
+            "nvfp4": self.dense_fp4_tflops,
+        }[precision]
+
+
+class Offer(_Model):
+    """A row of a provider's price sheet."""
+
+    name: str = Field(description="Unique offer id within the catalog, e.g. nodus-b200.")
+    sku: str = Field(description="Name or alias of a SKU in the hardware file.")
+    provider: str = ""
+    aliases: list[str] = Field(default_factory=list, description="Names users select it by (type: B200).")
+    price_usd_per_gpu_hour: UsdPerHour = Field(alias="price", gt=0)
+    spot_price_usd_per_gpu_hour: Optional[UsdPerHour] = Field(None, alias="spot_price", gt=0)
+    gpus_per_node: int = Field(8, ge=1, le=72)
+    gpu_counts: Optional[list[int]] = Field(
+        None, description="GPU counts rentable on one node; default: the divisors-of-two up to gpus_per_node."
+    )
+    max_nodes: int = Field(1, ge=1, description="Supply: most nodes one job can get.")
+    memory_delivered_bytes: Optional[Bytes] = Field(
+        None, alias="memory_delivered", description="Per-GPU memory as the provider delivers it."
+    )
+    billing_increment_s: Seconds = Field(60.0, alias="billing_increment", gt=0)
+    whole_nodes: bool = Field(True, description="Multi-node jobs rent whole nodes.")
+    checked: Optional[dt.date] = None
+    source: str = ""
+    illustrative: bool = False
+
+    @model_validator(mode="after")
+    def _counts_fit_node(self) -> "Offer":
+        for count in self.gpu_counts or []:
+            if count < 1 or count > self.gpus_per_node:
+                raise ValueError(f"gpu_counts entry {count} is outside 1..gpus_per_node ({self.gpus_per_node})")
+        return self
+
+    def single_node_counts(self) -> list[int]:
+        if self.gpu_counts:
+            return sorted(set(self.gpu_counts))
+        counts, n = [], 1
+        while n < self.gpus_per_node:
+            counts.append(n)
+            n *= 2
+        return counts + [self.gpus_per_node]
+
+
+class Catalog(_Model):
+    name: str
+    description: str = ""
+    skus: list[Sku]
+    offers: list[Offer] = Field(default_factory=list)
+    source_files: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- model and job
+
+
+class ModelSpec(_Model):
+    """A transformer, by total parameters alone or by its shapes (which the physics prefers)."""
+
+    name: Optional[str] = None
+    params: Count = Field(gt=0, description="Total parameters (70B, 14e9).")
+    active_params: Optional[Count] = Field(None, gt=0, description="Parameters used per token (MoE).")
+    layers: Optional[int] = Field(None, ge=1)
+    hidden: Optional[int] = Field(None, ge=1)
+    heads: Optional[int] = Field(None, ge=1)
+    kv_heads: Optional[int] = Field(None, ge=1, description="Key/value heads (GQA); default heads.")
+    head_dim: Optional[int] = Field(None, ge=1, description="Default hidden / heads.")
+    ffn_hidden: Optional[int] = Field(None, ge=1, description="MLP width (per expert for MoE).")
+    vocab: Optional[int] = Field(None, ge=1)
+    gated_mlp: bool = Field(True, description="SwiGLU-style gate+up+down (Llama, Qwen, Mistral).")
+    experts: Optional[int] = Field(None, ge=1)
+    experts_per_token: Optional[int] = Field(None, ge=1)
+    shared_experts: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _shapes_consistent(self) -> "ModelSpec":
+        if self.active_params is not None and self.active_params > self.params:
+            raise ValueError("active_params is larger than params; active parameters are a subset of the total")
+        if self.heads and self.kv_heads and self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if self.experts_per_token and self.experts and self.experts_per_token > self.experts:
+            raise ValueError("experts_per_token is larger than experts")
+        return self
+
+    @property
+    def has_shapes(self) -> bool:
+        return all(v is not None for v in (self.layers, self.hidden, self.heads, self.ffn_hidden, self.vocab))
+
+
+class JobSpec(_Model):
+    name: str = "job"
+    model: ModelSpec
+    method: Method = "full"
+    lora_rank: int = Field(16, ge=1)
+    trainable_params: Optional[Count] = Field(
+        None, gt=0, description="Adapter parameters when shapes are not given (LoRA/QLoRA)."
+    )
+    tokens: Optional[Count] = Field(None, gt=0, description="Tokens to process in total.")
+    dataset_tokens: Optional[Count] = Field(None, gt=0)
+    epochs: Optional[float] = Field(None, gt=0)
+    seq_len: int = Field(4096, ge=1)
+    global_batch: Optional[Union[int, str]] = Field(
+        None, description="Sequences per optimizer step (an int) or tokens ('4M tokens'); default: free."
+    )
+    precision: Precision = "bf16"
+    optimizer: Literal["adamw", "adamw8bit", "sgd", "adafactor"] = "adamw"
+    bytes_per_param: Optional[float] = Field(None, gt=0, description="Training-state bytes per parameter.")
+    activation_reserve: Union[Literal["auto"], float, str] = Field(
+        "auto", description="auto (from shapes), a size per GPU (40GB) or a fraction of capacity (0.2)."
+    )
+    attention: Literal["flash", "eager"] = "flash"
+
+    @model_validator(mode="after")
+    def _tokens_given_once(self) -> "JobSpec":
+        if self.tokens is None and self.dataset_tokens is None:
+            raise ValueError("give job.tokens, or job.dataset_tokens with job.epochs")
+        if self.tokens is not None and self.dataset_tokens is not None:
+            raise ValueError("give job.tokens or job.dataset_tokens + job.epochs, not both")
+        return self
+
+    @property
+    def total_tokens(self) -> float:
+        if self.tokens is not None:
+            return float(self.tokens)
+        return float(self.dataset_tokens) * float(self.epochs or 1.0)
+
+    @property
+    def global_batch_sequences(self) -> Optional[int]:
+        if self.global_batch is None:
+            return None
+        if isinstance(self.global_batch, int):
+            return self.global_batch
+        return max(1, round(units.parse_count(self.global_batch, "job.global_batch") / self.seq_len))
+
+
+class Assumptions(_Model):
+    mfu: Union[Literal["auto"], float] = Field(
+        "auto", description="Compute efficiency of the matmuls when compute-bound (0-1); auto = per SKU."
+    )
+    overlap: float = Field(0.7, ge=0, le=1, description="Share of compute time that hides data-parallel traffic.")
+    link_efficiency: float = Field(0.8, gt=0, le=1, description="Achieved / nominal bandwidth for collectives.")
+    framework_overhead: Union[Literal["auto"], float, str] = Field(
+        "auto", description="CUDA context, NCCL buffers, fragmentation: auto, a size or a fraction of capacity."
+    )
+    scaling_efficiency: dict[int, float] = Field(
+        default_factory=dict, description="Explicit efficiency by node count; replaces the derived one there."
+    )
+    startup_s: Seconds = Field(600.0, alias="startup", ge=0, description="Start-up and final checkpoint time.")
+    memory_basis: MemoryBasis = Field(
+        "delivered", description="Capacity used for fit: delivered (offer) > reported (nvidia-smi) > label."
+    )
+
+    @model_validator(mode="after")
+    def _efficiency_range(self) -> "Assumptions":
+        if isinstance(self.mfu, float) and not 0 < self.mfu <= 1:
+            raise ValueError(f"mfu {self.mfu} must be in (0, 1]: it is a fraction of dense peak")
+        for nodes, eff in self.scaling_efficiency.items():
+            if nodes < 1 or not 0 < eff <= 1:
+                raise ValueError(f"scaling_efficiency {{{nodes}: {eff}}} needs nodes >= 1 and 0 < efficiency <= 1")
+        return self
+
+
+class GpuFilter(_Model):
+    min_memory_bytes: Optional[Bytes] = Field(None, alias="min_memory", gt=0)
+    types: Optional[list[str]] = None
+    providers: Optional[list[str]] = None
+
+
+class Constraints(_Model):
+    deadline_s: Optional[Seconds] = Field(None, alias="deadline", gt=0)
+    budget_usd: Optional[Usd] = Field(None, alias="budget", gt=0)
+    max_nodes: Optional[int] = Field(None, ge=1)
+    max_gpus: Optional[int] = Field(None, ge=1)
+    gpu: GpuFilter = Field(default_factory=GpuFilter)
+    deadline_quantile: Literal["p50", "p90"] = "p50"
+
+
+class Problem(_Model):
+    """A job file: the job plus its catalog, assumptions, constraints and objective."""
+
+    catalog: Optional[str] = None
+    objective: Literal["cost", "time"] = "cost"
+    job: JobSpec
+    assumptions: Assumptions = Field(default_factory=Assumptions)
+    constraints: Constraints = Field(default_factory=Constraints)
+    source_path: Optional[str] = Field(None, exclude=True)
+
+
+# --------------------------------------------------------------------------- strategy
+
+
+class Strategy(_Model):
+    """How a job runs on its GPUs. dp x micro_batch x grad_accum = global batch (sequences)."""
+
+    tp: int = Field(1, ge=1)
+    pp: int = Field(1, ge=1)
+    dp: int = Field(1, ge=1)
+    zero_stage: int = Field(0, ge=0, le=3)
+    shard_degree: int = Field(1, ge=1, description="GPUs one ZeRO shard group spans (dp = full shard).")
+    micro_batch: int = Field(1, ge=1)
+    grad_accum: int = Field(1, ge=1)
+    recompute: Recompute = "none"

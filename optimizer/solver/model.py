@@ -1,0 +1,189 @@
+"""The CP-SAT model builder shared by ``solve`` (one job) and ``portfolio`` (many jobs).
+
+Formulation, per job j with candidate table C_j (rows of ``candidates.CandidateTable``; each row
+is a hardware choice with its best strategy, its physics pre-computed and integer-scaled):
+
+  data      offer_i, nodes_i, gpus_per_node_i, gpus_i, tp_i, pp_i, zero_i, shard_i, micro_batch_i,
+            recompute_i; time_s_i (p50, ceil to s), deadline_time_s_i (at the deadline quantile),
+            cost_cents_i, memory_mib_i, capacity_mib_i, filtered_i in {0, 1}
+  variables choice_j in C_j (an index); pick_{j,i} <=> (choice_j == i); and the decision variables
+            of DESIGN section 4, each an element of its column at choice_j:
+            offer_j, nodes_j, gpus_per_node_j, gpus_j, tp_j, pp_j, zero_stage_j, shard_degree_j,
+            micro_batch_j, recompute_j, time_s_j, deadline_time_s_j, cost_cents_j, memory_mib_j,
+            capacity_mib_j, filtered_j
+  families  (each switched on by an assumption literal, so an infeasible model can name the ones
+            that bind via ``sufficient_assumptions_for_infeasibility``)
+            memory:   memory_mib_j <= capacity_mib_j
+            deadline: deadline_time_s_j <= D
+            budget:   sum_j cost_cents_j <= B
+            supply:   nodes_j <= max_nodes, gpus_j <= max_gpus; (offer_j, nodes_j) within the offer's
+                      supply (an allowed-assignments table)
+            filter:   filtered_j == 0 (GPU type, minimum memory, provider, precision support)
+  objective cost: minimise sum cost_cents * W + sum time_s (ties broken by time);
+            time: minimise sum time_s * W + sum cost_cents; W = 1 + the largest tie-breaker total.
+
+Deterministic: one worker and a fixed seed, so the same input gives the same answer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ortools.sat.python import cp_model
+
+from ..candidates import Candidate, CandidateTable
+from ..uncertainty import spread
+
+CONSTRAINT_FAMILIES = ("memory", "deadline", "budget", "supply", "filter")
+
+
+def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
+    """Integer columns of one candidate: seconds, cents, MiB."""
+    ev = table.evaluation
+    i = candidate.index
+    ctx = table.ctx
+    time_s = math.ceil(candidate.time_s)
+    quantile = spread(ctx, candidate.row) if ctx.constraints.deadline_quantile == "p90" else 1.0
+    s = ev.strategy(i)
+    return {
+        "offer": table.offer_ids[candidate.row.offer.name],
+        "nodes": candidate.row.nodes,
+        "gpus_per_node": candidate.row.gpus_per_node,
+        "gpus": candidate.row.gpus,
+        "tp": s.tp,
+        "pp": s.pp,
+        "zero_stage": s.zero_stage,
+        "shard_degree": s.shard_degree,
+        "micro_batch": s.micro_batch,
+        "recompute": int(ev.recompute[i]),
+        "time_s": time_s,
+        "deadline_time_s": math.ceil(candidate.time_s * quantile),
+        "cost_cents": int(round(candidate.cost_usd * 100)),
+        "memory_mib": int(math.ceil(candidate.memory_bytes / 2**20)),
+        "capacity_mib": int(math.floor(candidate.capacity_bytes / 2**20)),
+        "filtered": 1 if candidate.rejected_by == "filter" else 0,
+        "over_supply": 1 if candidate.rejected_by == "supply" else 0,
+    }
+
+
+COLUMNS = ("offer", "nodes", "gpus_per_node", "gpus", "tp", "pp", "zero_stage", "shard_degree", "micro_batch",
+           "recompute", "time_s", "deadline_time_s", "cost_cents", "memory_mib", "capacity_mib", "filtered",
+           "over_supply")
+
+
+def solver_rows(table: CandidateTable) -> list[Candidate]:
+    """Candidates the model can choose among: priced rows whose strategies respect the global batch."""
+    return [c for c in table.candidates if c.index >= 0 and c.rejected_by != "global_batch"
+            and c.row.offer is not None and not math.isnan(c.cost_usd) and not math.isnan(c.time_s)]
+
+
+@dataclass
+class JobVars:
+    """Handles to one job's decision variables."""
+
+    name: str
+    rows: list[Candidate]
+    data: list[dict[str, int]]
+    choice: cp_model.IntVar
+    picks: list[cp_model.IntVar]
+    attr: dict[str, cp_model.IntVar]
+
+    def chosen(self, solver: cp_model.CpSolver) -> Candidate:
+        return self.rows[solver.Value(self.choice)]
+
+
+@dataclass
+class PlanModel:
+    model: cp_model.CpModel = field(default_factory=cp_model.CpModel)
+    jobs: list[JobVars] = field(default_factory=list)
+    switches: dict[str, cp_model.IntVar] = field(default_factory=dict)
+
+    def switch(self, family: str) -> cp_model.IntVar:
+        """The assumption literal that turns a constraint family on."""
+        if family not in self.switches:
+            self.switches[family] = self.model.NewBoolVar(f"enforce_{family}")
+        return self.switches[family]
+
+    def add_job(self, name: str, table: CandidateTable) -> JobVars:
+        rows = solver_rows(table)
+        data = [scaled(c, table) for c in rows]
+        m = self.model
+        choice = m.NewIntVar(0, max(len(rows) - 1, 0), f"choice_{name}")
+        picks = [m.NewBoolVar(f"pick_{name}_{i}") for i in range(len(rows))]
+        if rows:
+            m.AddExactlyOne(picks)
+            for i, pick in enumerate(picks):
+                m.Add(choice == i).OnlyEnforceIf(pick)
+        attr = {}
+        for col in COLUMNS:
+            values = [d[col] for d in data] or [0]
+            var = m.NewIntVar(min(values), max(values), f"{col}_{name}")
+            m.AddElement(choice, values, var)
+            attr[col] = var
+        job = JobVars(name, rows, data, choice, picks, attr)
+        self.jobs.append(job)
+        if not rows:
+            m.AddBoolOr([])  # nothing to choose: infeasible by construction
+        return job
+
+    # --- constraint families ------------------------------------------------------------------
+
+    def add_memory(self, job: JobVars) -> None:
+        self.model.Add(job.attr["memory_mib"] <= job.attr["capacity_mib"]).OnlyEnforceIf(self.switch("memory"))
+
+    def add_deadline(self, job: JobVars, deadline_s: Optional[float], name: str = "deadline") -> None:
+        if deadline_s is not None:
+            self.model.Add(job.attr["deadline_time_s"] <= int(math.floor(deadline_s))).OnlyEnforceIf(self.switch(name))
+
+    def add_budget(self, jobs: list[JobVars], budget_usd: Optional[float]) -> None:
+        if budget_usd is not None:
+            self.model.Add(sum(j.attr["cost_cents"] for j in jobs) <= int(round(budget_usd * 100))).OnlyEnforceIf(
+                self.switch("budget"))
+
+    def add_supply(self, job: JobVars, table: CandidateTable) -> None:
+        on = self.switch("supply")
+        self.model.Add(job.attr["over_supply"] == 0).OnlyEnforceIf(on)
+        # The catalog's own supply: each offer's node count stays within its max_nodes.
+        allowed = sorted({(table.offer_ids[o.name], n) for o in table.ctx.catalog.offers
+                          for n in range(1, o.max_nodes + 1)})
+        self.model.AddAllowedAssignments([job.attr["offer"], job.attr["nodes"]], allowed)
+
+    def add_filter(self, job: JobVars) -> None:
+        self.model.Add(job.attr["filtered"] == 0).OnlyEnforceIf(self.switch("filter"))
+
+    def restrict(self, job: JobVars, allowed: list[int]) -> None:
+        """Limit a job's choice to some rows (used for per-SKU runners-up)."""
+        self.model.AddAllowedAssignments([job.choice], [(i,) for i in allowed])
+
+    # --- objective ----------------------------------------------------------------------------
+
+    def set_objective(self, objective: str) -> None:
+        time_total = sum(j.attr["time_s"] for j in self.jobs)
+        cost_total = sum(j.attr["cost_cents"] for j in self.jobs)
+        max_time = sum(max(d["time_s"] for d in j.data) for j in self.jobs if j.data) + 1
+        max_cost = sum(max(d["cost_cents"] for d in j.data) for j in self.jobs if j.data) + 1
+        if objective == "cost":
+            self.model.Minimize(cost_total * max_time + time_total)
+        else:
+            self.model.Minimize(time_total * max_cost + cost_total)
+
+    def solve(self, time_limit_s: float = 10.0, assumptions: Optional[dict[str, bool]] = None,
+              workers: int = 1) -> tuple[cp_model.CpSolver, int]:
+        self.model.ClearAssumptions()
+        literals = []
+        for family, var in self.switches.items():
+            on = True if assumptions is None else assumptions.get(family, True)
+            literals.append(var if on else var.Not())
+        self.model.AddAssumptions(literals)
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = time_limit_s
+        solver.parameters.num_workers = workers
+        solver.parameters.random_seed = 0
+        status = solver.Solve(self.model)
+        return solver, status
+
+    def binding_families(self, solver: cp_model.CpSolver) -> list[str]:
+        names = {v.Index(): k for k, v in self.switches.items()}
+        return [names[i] for i in solver.SufficientAssumptionsForInfeasibility() if i in names]

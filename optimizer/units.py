@@ -1,0 +1,203 @@
+"""Parsing of the quantities people type: sizes, durations, prices, counts.
+
+Every unit conversion in gpuplan happens here, so the physics and the solver only ever see bytes,
+seconds, USD, FLOP/s and plain counts. Decimal and binary prefixes are kept apart on purpose:
+``180GB`` is 180e9 bytes, ``160Gi`` / ``160GiB`` is 160 * 2**30 bytes (Kubernetes spelling), and
+a B200's 180 GB label is therefore 167.6 GiB (seed 000).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import UnitError
+
+GIB = 2**30
+GB = 10**9
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "pb": 10**15,
+    "k": 10**3,
+    "ki": 2**10,
+    "kib": 2**10,
+    "mi": 2**20,
+    "mib": 2**20,
+    "gi": 2**30,
+    "gib": 2**30,
+    "ti": 2**40,
+    "tib": 2**40,
+}
+
+_DURATION_UNITS = {
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "mins": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hrs": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+    "w": 7 * 86400,
+    "week": 7 * 86400,
+    "weeks": 7 * 86400,
+}
+
+_COUNT_SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+
+
+def _number_and_unit(text: str, what: str, example: str) -> tuple[float, str]:
+    match = re.fullmatch(r"\s*" + _NUMBER + r"\s*([A-Za-z/]*)\s*", text.replace(",", "").replace("_", ""))
+    if not match:
+        raise UnitError(f"cannot read {text!r} as {what}; write it like {example}")
+    return float(match.group(1)), match.group(2)
+
+
+def parse_bytes(value: str | int | float, what: str = "a size") -> float:
+    """``180GB`` -> 1.8e11, ``160Gi`` -> 160 * 2**30, ``2.1TB`` -> 2.1e12; a bare number is bytes."""
+    if isinstance(value, bool):
+        raise UnitError(f"cannot read {value!r} as {what}; write it like 180GB or 160GiB")
+    if isinstance(value, (int, float)):
+        number, unit = float(value), ""
+    else:
+        number, unit = _number_and_unit(str(value), what, "180GB, 167.6GiB or 160Gi")
+    factor = _SIZE_UNITS.get(unit.lower())
+    if factor is None:
+        raise UnitError(f"unknown size unit {unit!r} in {value!r}; use GB/TB (10^9, 10^12) or GiB/Gi/TiB (2^30, 2^40)")
+    return number * factor
+
+
+def parse_duration_s(value: str | int | float, what: str = "a duration") -> float:
+    """``5d`` -> 432000 s, ``36h``, ``90m``, ``1w``; a bare number is hours (what people mean in a plan)."""
+    if isinstance(value, bool):
+        raise UnitError(f"cannot read {value!r} as {what}; write it like 5d, 36h or 90m")
+    if isinstance(value, (int, float)):
+        return float(value) * 3600.0
+    text = str(value).strip()
+    parts = re.findall(r"([0-9]*\.?[0-9]+)\s*([A-Za-z]*)", text)
+    if not parts or re.sub(r"[0-9.\sA-Za-z]", "", text):
+        raise UnitError(f"cannot read {value!r} as {what}; write it like 5d, 36h, 90m or 1d12h")
+    total = 0.0
+    for number, unit in parts:
+        factor = _DURATION_UNITS.get(unit.lower() or "h")
+        if factor is None:
+            raise UnitError(f"unknown time unit {unit!r} in {value!r}; use s, m, h, d or w")
+        total += float(number) * factor
+    return total
+
+
+def parse_usd(value: str | int | float, what: str = "an amount in USD") -> float:
+    """``$20,000`` / ``20k`` / ``20000`` -> 20000.0."""
+    if isinstance(value, bool):
+        raise UnitError(f"cannot read {value!r} as {what}; write it like $20,000 or 20k")
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip().replace("$", "").replace("USD", "").replace("usd", "")
+    number, unit = _number_and_unit(text, what, "$20,000 or 20k")
+    factor = _COUNT_SUFFIX.get(unit.lower())
+    if factor is None:
+        raise UnitError(f"cannot read {value!r} as {what}; write it like $20,000 or 20k")
+    return number * factor
+
+
+def parse_price_per_hour(value: str | int | float, what: str = "a price per GPU-hour") -> float:
+    """``$5.50/h``, ``5.50``, ``$5.50/hr``, ``$132/day`` -> USD per hour."""
+    if isinstance(value, bool):
+        raise UnitError(f"cannot read {value!r} as {what}; write it like $5.50/h")
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip().replace("$", "").replace("USD", "").replace(" ", "")
+    amount, _, per = text.partition("/")
+    per = per.lower()
+    for suffix in ("gpu-hour", "gpu-hr", "gpuh", "gpu-h"):
+        if per.startswith(suffix):
+            per = "h"
+    if per in ("", "h", "hr", "hour"):
+        seconds = 3600.0
+    elif per in _DURATION_UNITS:
+        seconds = float(_DURATION_UNITS[per])
+    else:
+        raise UnitError(f"cannot read {value!r} as {what}; write it like $5.50/h")
+    try:
+        usd = float(amount.replace(",", ""))
+    except ValueError:
+        raise UnitError(f"cannot read {value!r} as {what}; write it like $5.50/h") from None
+    return usd * 3600.0 / seconds
+
+
+def parse_count(value: str | int | float, what: str = "a count") -> float:
+    """``70B`` -> 7e10 parameters, ``500M`` / ``2B`` tokens, ``14e9``, ``1.5T``, ``14.8k``."""
+    if isinstance(value, bool):
+        raise UnitError(f"cannot read {value!r} as {what}; write it like 70B, 500M or 14e9")
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip()
+    for word in (" tokens", "tokens", " tok", "tok", " params", "params"):
+        if text.lower().endswith(word):
+            text = text[: -len(word)]
+    number, unit = _number_and_unit(text, what, "70B, 500M or 14e9")
+    factor = _COUNT_SUFFIX.get(unit.lower())
+    if factor is None:
+        raise UnitError(f"unknown suffix {unit!r} in {value!r}; use k, M, B or T (10^3 .. 10^12)")
+    return number * factor
+
+
+def parse_rate(value: str | int | float, what: str = "a throughput") -> float:
+    """``14.8k tok/s`` / ``14800`` -> tokens per second."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip().lower().replace("tokens", "tok").replace(" ", "")
+    if text.endswith("tok/s"):
+        text = text[:-5]
+    elif text.endswith("/s"):
+        text = text[:-2]
+    return parse_count(text, what)
+
+
+def gib(n_bytes: float) -> float:
+    return n_bytes / GIB
+
+
+def gb(n_bytes: float) -> float:
+    return n_bytes / GB
+
+
+def fmt_bytes(n_bytes: float) -> str:
+    """Both decimal and binary, since the two disagree by 7 % and vendors mix them."""
+    return f"{n_bytes / GB:,.1f} GB ({n_bytes / GIB:,.1f} GiB)"
+
+
+def fmt_duration(seconds: float) -> str:
+    if seconds is None or math.isinf(seconds):
+        return "never"
+    hours = seconds / 3600.0
+    if hours >= 48:
+        return f"{hours / 24:,.1f} days"
+    if hours >= 1:
+        return f"{hours:,.1f} h"
+    return f"{seconds / 60:,.0f} min"
+
+
+def fmt_count(n: float) -> str:
+    for factor, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= factor:
+            return f"{n / factor:,.4g}{suffix}"
+    return f"{n:,.4g}"
