@@ -13,6 +13,7 @@ from typing import Any, Optional
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from . import units
 from .errors import CatalogError, GpuplanError, JobError, did_you_mean
 from .schema import Catalog, Offer, Problem, Sku
 
@@ -201,32 +202,35 @@ def problem_catalog(problem: Problem, override: Optional[str] = None) -> Catalog
 def apply_overrides(problem: Problem, **overrides) -> Problem:
     """Command-line flags over the file: ``deadline='5d'``, ``budget='20k'``, ``max_nodes=2``,
     ``gpu_types='B200,B300'``, ``min_memory='160Gi'``, ``objective='time'``. None leaves a field alone."""
-    data = problem.model_dump(by_alias=True, exclude={"source_path"})
-    cons = data.setdefault("constraints", {})
-    gpu = cons.setdefault("gpu", {})
-    flag_names = {"deadline": "--deadline", "budget": "--budget", "max_nodes": "--max-nodes",
-                  "max_gpus": "--max-gpus", "min_memory": "--min-memory", "gpu_types": "--gpu-types",
-                  "objective": "--objective", "deadline_quantile": "--deadline-quantile"}
+    flags = {"deadline": ("deadline_s", "--deadline", lambda v: units.parse_duration_s(v, "a deadline")),
+             "budget": ("budget_usd", "--budget", lambda v: units.parse_usd(v, "a budget")),
+             "max_nodes": ("max_nodes", "--max-nodes", int),
+             "max_gpus": ("max_gpus", "--max-gpus", int),
+             "deadline_quantile": ("deadline_quantile", "--deadline-quantile", str)}
+    constraints: dict = {}
+    gpu: dict = {}
+    objective = problem.objective
     for key, value in overrides.items():
         if value is None:
             continue
         if key == "objective":
-            data["objective"] = value
-        elif key == "gpu_types":
-            gpu["types"] = [t.strip() for t in str(value).split(",") if t.strip()]
-        elif key == "min_memory":
-            gpu["min_memory"] = value
-        elif key in ("deadline", "budget", "max_nodes", "max_gpus", "deadline_quantile"):
-            cons[key] = value
-        else:
-            raise TypeError(f"unknown override {key}")
-    try:
-        updated = Problem.model_validate(data)
-    except ValidationError as exc:
-        err = validation_error(exc, problem.source_path or "command line")
-        flag = next((f for k, f in flag_names.items() if err.field and err.field.endswith(k.replace("gpu_types", "types"))), None)
-        raise GpuplanError(err.reason, source="command line", field=flag or err.field) from None
-    except GpuplanError as exc:
-        raise exc.located("command line") from None
-    updated.source_path = problem.source_path
-    return updated
+            objective = value
+            continue
+        try:
+            if key == "gpu_types":
+                gpu["types"] = [t.strip() for t in str(value).split(",") if t.strip()]
+            elif key == "min_memory":
+                gpu["min_memory_bytes"] = units.parse_bytes(value, "a memory size")
+                if gpu["min_memory_bytes"] <= 0:
+                    raise GpuplanError("must be positive, e.g. 160Gi")
+            else:
+                field, flag, parse = flags[key]
+                constraints[field] = parse(value)
+                if isinstance(constraints[field], (int, float)) and constraints[field] <= 0:
+                    raise GpuplanError(f"must be positive (got {value!r})")
+        except GpuplanError as exc:
+            flag = flags[key][1] if key in flags else "--" + key.replace("_", "-")
+            raise GpuplanError(exc.reason, source="command line", field=flag) from None
+    new_gpu = problem.constraints.gpu.model_copy(update=gpu)
+    new_constraints = problem.constraints.model_copy(update={**constraints, "gpu": new_gpu})
+    return problem.model_copy(update={"constraints": new_constraints, "objective": objective})

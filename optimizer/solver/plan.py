@@ -125,49 +125,53 @@ def _efficiency_to_win(table: CandidateTable, runner: Plan, best_cost: float) ->
 
 
 def find_runners_up(table: CandidateTable, best: Optional[Candidate], time_limit_s: float = 10.0) -> list[RunnerUp]:
-    """For every SKU other than the best one: its best plan and why it lost."""
+    """For every SKU other than the best one: its best plan and why it lost.
+
+    Its best plan under every constraint, if it has one (it lost on the objective); else its best
+    plan with the deadline and budget off (it lost on whichever of them it breaks); else the layout
+    closest to fitting (memory) or the one the supply limit excludes (supply).
+    """
     if best is None:
         return []
     ctx = table.ctx
     objective = ctx.problem.objective
     best_plan = _to_plan(table, best)
     best_cost = best_plan.cost_usd.p50 if best_plan.cost_usd else math.inf
-    probe, probe_job = _model(table, deadline=False, budget=False)
-    skus = sorted({c.row.sku.name for c in probe_job.rows} - {best.row.sku.name})
+    pm, job = _model(table)
+    skus = sorted({c.row.sku.name for c in job.rows if c.rejected_by != "filter"} - {best.row.sku.name})
     out = []
     for sku in skus:
-        pm, job = _model(table, deadline=False, budget=False)
+        pm, job = _model(table)
         allowed = [i for i, cand in enumerate(job.rows) if cand.row.sku.name == sku]
-        if all(job.rows[i].rejected_by == "filter" for i in allowed):
-            continue
         pm.restrict(job, allowed)
         pm.set_objective(objective)
+        lost_on = objective
         solver, status = pm.solve(time_limit_s)
-        lost_on = None
         if status not in SOLVED:
-            solver, status = pm.solve(time_limit_s, assumptions={"memory": False})
-            if status not in SOLVED:
-                solver, status = pm.solve(time_limit_s, assumptions={"memory": False, "supply": False})
-            lost_on = "memory" if status in SOLVED and not job.chosen(solver).fits else "supply"
-            if status not in SOLVED:
-                continue
-        cand = job.chosen(solver)
-        p = _to_plan(table, cand)
-        if lost_on is None:
-            if p.meets_deadline is False:
-                lost_on = "deadline"
-            elif p.within_budget is False:
-                lost_on = "budget"
+            lost_on = None
+            solver, status = pm.solve(time_limit_s, assumptions={"deadline": False, "budget": False})
+        if status in SOLVED:
+            p = _to_plan(table, job.chosen(solver))
+        else:
+            mine = [job.rows[i] for i in allowed]
+            fitting = [c for c in mine if c.fits]
+            if fitting:
+                lost_on, cand = "supply", min(fitting, key=lambda c: (c.row.gpus, c.time_s))
             else:
-                lost_on = objective
+                lost_on, cand = "memory", min(mine, key=lambda c: (c.memory_bytes - c.capacity_bytes, c.row.gpus))
+            p = _to_plan(table, cand)
+        if lost_on is None:
+            lost_on = "deadline" if p.meets_deadline is False else "budget"
         price = None
-        if p.cost_usd is not None and p.price_usd_per_gpu_hour:
+        if lost_on not in ("memory", "supply") and p.cost_usd is not None and p.price_usd_per_gpu_hour:
             price = round(best_cost * p.price_usd_per_gpu_hour / p.cost_usd.p50, 4)
+        efficiency = _efficiency_to_win(table, p, best_cost) if lost_on not in ("memory", "supply") else None
         out.append(RunnerUp(**p.model_dump(), lost_on=lost_on, breakeven_price_usd_per_gpu_hour=price,
-                            breakeven_scaling_efficiency=_efficiency_to_win(table, p, best_cost)))
-    key = (lambda r: (r.cost_usd.p50 if r.cost_usd else math.inf, r.hours.p50)) if objective == "cost" else \
-        (lambda r: (r.hours.p50, r.cost_usd.p50 if r.cost_usd else math.inf))
-    return sorted(out, key=key)
+                            breakeven_scaling_efficiency=efficiency))
+    order = {"cost": 0, "time": 0, "deadline": 1, "budget": 1, "supply": 2, "memory": 3}
+    if objective == "cost":
+        return sorted(out, key=lambda r: (order[r.lost_on], r.cost_usd.p50 if r.cost_usd else math.inf, r.hours.p50))
+    return sorted(out, key=lambda r: (order[r.lost_on], r.hours.p50, r.cost_usd.p50 if r.cost_usd else math.inf))
 
 
 def explain(table: CandidateTable, binding: list[str]) -> list[Infeasibility]:

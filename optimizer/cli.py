@@ -1,0 +1,257 @@
+"""The ``gpuplan`` command line: a thin client of the Python API.
+
+Exit codes: 0 answered (an infeasible problem is an answer), 2 bad input, 1 internal error.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+import yaml
+from pydantic import BaseModel
+
+from . import __version__, render
+from .capacity import capacity as capacity_api
+from .check import check as check_api
+from .errors import GpuplanError
+from .loading import apply_overrides, find_sku, load_catalog, load_job, problem_catalog
+from .solver.plan import options as options_api
+from .solver.plan import plan as plan_api
+from .units import parse_bytes
+
+app = typer.Typer(
+    name="gpuplan",
+    help="Plan which GPUs to rent for a training or fine-tuning job: how many, how sharded, what it costs, how long it takes.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+)
+_state = {"debug": False}
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+class Objective(str, Enum):
+    cost = "cost"
+    time = "time"
+
+
+class RecomputeOpt(str, Enum):
+    none = "none"
+    selective = "selective"
+    full = "full"
+
+
+class MethodOpt(str, Enum):
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
+
+
+class BasisOpt(str, Enum):
+    delivered = "delivered"
+    reported = "reported"
+    label = "label"
+    board = "board"
+
+
+FormatOpt = typer.Option(Format.table, "--format", "-f", help="table (for people), json or yaml (for scripts).")
+CatalogOpt = typer.Option(None, "--catalog", "-c", help="Bundled catalog name (default, nodus-2026-11, ...) or a YAML path; overrides the job file.")
+JobArg = typer.Argument(..., help="Job file (YAML); see problems/ for examples.", show_default=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gpuplan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    _state["debug"] = debug
+
+
+def _emit(result: Any, fmt: Format, printer: Callable) -> None:
+    if fmt == Format.table:
+        printer(result, render.console())
+        return
+    data = result.model_dump(mode="json") if isinstance(result, BaseModel) else result
+    if fmt == Format.json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(yaml.safe_dump(data, sort_keys=False))
+
+
+def handled(fn: Callable) -> Callable:
+    """Bad input -> one paragraph and exit 2; a bug -> exit 1 (traceback with --debug)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except GpuplanError as exc:
+            if _state["debug"]:
+                traceback.print_exc()
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            if _state["debug"]:
+                traceback.print_exc()
+            typer.echo(f"internal error: {exc.__class__.__name__}: {exc} (rerun with --debug and report it)", err=True)
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
+def _problem(job: Path, **overrides):
+    problem = load_job(job)
+    return apply_overrides(problem, **overrides)
+
+
+def _catalog_for(problem, catalog: Optional[str]):
+    return problem_catalog(problem, catalog)
+
+
+@app.command()
+@handled
+def check(
+    job: Path = JobArg,
+    sku: str = typer.Option(..., "--sku", help="GPU by name or alias (B200, h100, rtx-pro-6000-blackwell)."),
+    gpus: int = typer.Option(..., "--gpus", help="Total GPUs."),
+    nodes: Optional[int] = typer.Option(None, "--nodes", help="Nodes; default the fewest that hold the GPUs."),
+    tp: Optional[int] = typer.Option(None, "--tp", help="Tensor-parallel degree (inside a node)."),
+    pp: Optional[int] = typer.Option(None, "--pp", help="Pipeline-parallel degree."),
+    zero: Optional[int] = typer.Option(None, "--zero", min=0, max=3, help="ZeRO stage 0-3 (FSDP no-shard .. full-shard)."),
+    micro_batch: Optional[int] = typer.Option(None, "--micro-batch", min=1, help="Sequences per micro-batch."),
+    recompute: Optional[RecomputeOpt] = typer.Option(None, "--recompute", help="Activation recompute."),
+    deadline: Optional[str] = typer.Option(None, "--deadline", help="e.g. 5d, 36h."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="e.g. 20000, $20k."),
+    compare: bool = typer.Option(True, "--compare/--no-compare", help="Compare with the best plan under the same constraints."),
+    catalog: Optional[str] = CatalogOpt,
+    fmt: Format = FormatOpt,
+) -> None:
+    """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
+    problem = _problem(job, deadline=deadline, budget=budget)
+    cat = _catalog_for(problem, catalog)
+    result = check_api(problem, sku, gpus, nodes=nodes, tp=tp, pp=pp, zero=zero, micro_batch=micro_batch,
+                       recompute=recompute.value if recompute else None, catalog=cat, compare=compare)
+    if fmt == Format.table:
+        _emit(result, fmt, render.print_check)
+        return
+    data = {**result.plan.model_dump(mode="json"), **result.model_dump(mode="json", exclude={"plan"})}
+    _emit(data, fmt, render.print_check)
+
+
+@app.command()
+@handled
+def solve(
+    job: Path = JobArg,
+    objective: Optional[Objective] = typer.Option(None, "--objective", help="Minimise cost or time (default: the file's, else cost)."),
+    deadline: Optional[str] = typer.Option(None, "--deadline", help="Finish within, e.g. 5d, 36h."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Spend at most, e.g. 20000, $20k."),
+    max_nodes: Optional[int] = typer.Option(None, "--max-nodes", help="At most this many nodes."),
+    max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="At most this many GPUs."),
+    gpu_types: Optional[str] = typer.Option(None, "--gpu-types", help="Only these GPUs, comma-separated: B200,B300."),
+    min_memory: Optional[str] = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory: 160Gi, 80GB."),
+    time_limit: float = typer.Option(10.0, "--time-limit", help="CP-SAT time limit per solve, seconds."),
+    catalog: Optional[str] = CatalogOpt,
+    fmt: Format = FormatOpt,
+) -> None:
+    """The optimal plan, the cost/time Pareto frontier, and why the other GPUs lost."""
+    problem = _problem(job, objective=objective.value if objective else None, deadline=deadline, budget=budget,
+                       max_nodes=max_nodes, max_gpus=max_gpus, gpu_types=gpu_types, min_memory=min_memory)
+    result = plan_api(problem, catalog=_catalog_for(problem, catalog), time_limit_s=time_limit)
+    _emit(result, fmt, render.print_solve)
+
+
+@app.command()
+@handled
+def options(
+    job: Path = JobArg,
+    deadline: Optional[str] = typer.Option(None, "--deadline", help="e.g. 5d."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="e.g. 20000."),
+    max_nodes: Optional[int] = typer.Option(None, "--max-nodes"),
+    gpu_types: Optional[str] = typer.Option(None, "--gpu-types", help="B200,B300"),
+    min_memory: Optional[str] = typer.Option(None, "--min-memory", help="160Gi"),
+    catalog: Optional[str] = CatalogOpt,
+    fmt: Format = FormatOpt,
+) -> None:
+    """Every hardware row considered, with its best strategy, time, cost and what rejected it."""
+    problem = _problem(job, deadline=deadline, budget=budget, max_nodes=max_nodes, gpu_types=gpu_types,
+                       min_memory=min_memory)
+    _emit(options_api(problem, catalog=_catalog_for(problem, catalog)), fmt, render.print_options)
+
+
+@app.command("catalog")
+@handled
+def catalog_cmd(
+    name: str = typer.Argument("default", help="Bundled catalog name or a YAML path."),
+    min_memory: Optional[str] = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory (160Gi)."),
+    types: Optional[str] = typer.Option(None, "--types", help="Only these GPUs, comma-separated."),
+    fmt: Format = FormatOpt,
+) -> None:
+    """List a catalog's GPUs and offers: memory in GB and GiB, dense BF16 TFLOPS, bandwidths, price."""
+    cat = load_catalog(name)
+    skus = cat.skus
+    if types:
+        wanted = {find_sku(cat, t).name for t in types.split(",") if t.strip()}
+        skus = [s for s in skus if s.name in wanted]
+    offers_by_sku: dict[str, list] = {}
+    for offer in cat.offers:
+        offers_by_sku.setdefault(find_sku(cat, offer.sku).name, []).append(offer)
+    rows = render.catalog_rows(cat, skus, offers_by_sku)
+    if min_memory:
+        floor_gib = parse_bytes(min_memory, "--min-memory") / 2**30
+        rows = [r for r in rows if r["memory_gib"] >= floor_gib]
+    if fmt == Format.table:
+        render.print_catalog(cat.name, rows, render.console())
+    else:
+        _emit({"catalog": cat.name, "description": cat.description, "rows": rows}, fmt, lambda r, c: None)
+
+
+@app.command()
+@handled
+def capacity(
+    sku: str = typer.Option(..., "--sku", help="GPU by name or alias."),
+    gpus: int = typer.Option(1, "--gpus", help="GPUs sharing the state."),
+    zero: int = typer.Option(3, "--zero", min=0, max=3, help="ZeRO stage (3 = fully sharded)."),
+    method: MethodOpt = typer.Option(MethodOpt.full, "--method"),
+    bytes_per_param: Optional[float] = typer.Option(None, "--bytes-per-param", help="Default 16 (full), 2 (lora), ~0.52 (qlora)."),
+    reserve: str = typer.Option("0", "--reserve", help="Per-GPU memory kept for activations etc., e.g. 40GB."),
+    memory_basis: BasisOpt = typer.Option(BasisOpt.delivered, "--memory-basis", help="delivered, reported, label or board (B300's 2.1 TB)."),
+    catalog: str = typer.Option("default", "--catalog", "-c"),
+    fmt: Format = FormatOpt,
+) -> None:
+    """The largest model (parameters) whose training state plus reserve fits on these GPUs."""
+    result = capacity_api(sku, gpus, zero=zero, method=method.value, bytes_per_param=bytes_per_param, reserve=reserve,
+                          memory_basis=memory_basis.value, catalog=load_catalog(catalog))
+    _emit(result, fmt, render.print_capacity)
+
+
+def main() -> None:
+    try:
+        app()
+    except SystemExit as exc:
+        code = exc.code
+        # click reports usage errors with code 2 already; keep codes as they are.
+        sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

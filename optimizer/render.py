@@ -1,0 +1,279 @@
+"""Presentation: rich tables and one-line verdicts for the CLI's table format.
+
+Nothing here computes physics or solves anything; it only formats results.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .results import CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
+from .schema import Catalog
+from .units import fmt_count, fmt_duration
+
+
+def _usd(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"${value:,.2f}"
+
+
+def _hours(h: float) -> str:
+    return fmt_duration(h * 3600.0)
+
+
+def strategy_text(plan: Plan) -> str:
+    """Compact: 'TP 4, PP 2, ZeRO-3/8 hybrid of DP 64, mb 1x16, full recompute'."""
+    s = plan.strategy
+    parts = []
+    if s.tp > 1:
+        parts.append(f"TP {s.tp}")
+    if s.pp > 1:
+        parts.append(f"PP {s.pp}")
+    if s.dp > 1:
+        if s.zero_stage == 0:
+            parts.append(f"DP {s.dp}")
+        elif s.shard_degree < s.dp:
+            parts.append(f"ZeRO-{s.zero_stage}/{s.shard_degree} hybrid of DP {s.dp}")
+        else:
+            parts.append(f"ZeRO-{s.zero_stage} DP {s.dp}")
+    parts.append(f"mb {s.micro_batch}x{s.grad_accum}")
+    if s.recompute != "none":
+        parts.append(f"{s.recompute} recompute")
+    return ", ".join(parts)
+
+
+def console() -> Console:
+    """Wide enough for the tables when output is piped (rich assumes 80 columns there)."""
+    probe = Console()
+    return Console(highlight=False, width=None if probe.is_terminal else 160)
+
+
+def memory_bar(used: float, capacity: float, width: int = 40) -> Text:
+    share = used / capacity if capacity else 0.0
+    filled = min(width, int(round(share * width)))
+    bar = Text("[")
+    bar.append("█" * filled, style="red" if share > 1 else ("yellow" if share > 0.9 else "green"))
+    bar.append("░" * (width - filled))
+    bar.append(f"] {share:.0%}")
+    return bar
+
+
+def _memory_table(plan: Plan) -> Table:
+    m = plan.memory_gib
+    table = Table(title=f"Memory per GPU ({m.basis} capacity)", title_justify="left")
+    table.add_column("part")
+    table.add_column("GiB", justify="right")
+    table.add_column("GB", justify="right")
+    for name in ("weights", "gradients", "optimizer", "activations", "reserve", "total", "capacity"):
+        value = getattr(m, name)
+        style = "bold" if name in ("total", "capacity") else None
+        table.add_row(name, f"{value:,.1f}", f"{value * 2**30 / 1e9:,.1f}", style=style)
+    return table
+
+
+def print_check(result: CheckResult, console: Console) -> None:
+    p = result.plan
+    m = p.memory_gib
+    head = "FITS" if p.fits else "DOES NOT FIT"
+    headroom = m.capacity - m.total
+    verdict = Text(f"{head}: ", style="bold green" if p.fits else "bold red")
+    verdict.append(f"{p.label()}, {strategy_text(p)}: {m.total:,.1f} of {m.capacity:,.1f} GiB per GPU, "
+                   f"{'headroom' if headroom >= 0 else 'short by'} {abs(headroom):,.1f} GiB")
+    console.print(verdict)
+    console.print(memory_bar(m.total, m.capacity))
+    console.print(_memory_table(p))
+    perf = Table(title="Time and cost", title_justify="left", show_header=False)
+    perf.add_column("what")
+    perf.add_column("value", justify="right")
+    perf.add_row("throughput", f"{p.tokens_per_s:,.0f} tokens/s")
+    perf.add_row("MFU", f"{p.mfu:.1%}")
+    perf.add_row("scaling efficiency", f"{p.scaling_efficiency:.1%}")
+    perf.add_row("bound by", p.bound)
+    perf.add_row("time p50 / p90", f"{_hours(p.hours.p50)} / {_hours(p.hours.p90)}")
+    perf.add_row("GPU-hours", f"{p.gpu_hours:,.1f}")
+    perf.add_row("price", _usd(p.price_usd_per_gpu_hour) + " per GPU-hour")
+    perf.add_row("cost p50 / p90", "n/a" if p.cost_usd is None else f"{_usd(p.cost_usd.p50)} / {_usd(p.cost_usd.p90)}")
+    if p.meets_deadline is not None:
+        perf.add_row("meets deadline", "yes" if p.meets_deadline else "NO")
+    if p.within_budget is not None:
+        perf.add_row("within budget", "yes" if p.within_budget else "NO")
+    console.print(perf)
+    if result.chosen:
+        console.print("Chosen for you: " + "; ".join(result.chosen))
+    for note in result.notes:
+        console.print(f"Note: {note}", style="dim")
+    if result.optimum is not None:
+        o = result.optimum
+        line = f"Best plan under the same constraints: {o.label()}, {strategy_text(o)}: {_usd(o.cost_usd.p50 if o.cost_usd else None)}, {_hours(o.hours.p50)}"
+        console.print(line)
+        if result.extra_cost_vs_optimum_usd is not None:
+            extra = result.extra_cost_vs_optimum_usd
+            console.print(f"This configuration costs {_usd(abs(extra))} {'more' if extra > 0 else 'less'} than that plan."
+                          if abs(extra) >= 0.01 else "This configuration is as cheap as the best plan.")
+        if result.dominated_by:
+            console.print("Dominated by (faster and cheaper): " + "; ".join(
+                f"{d.label()} {_usd(d.cost_usd.p50)} {_hours(d.hours.p50)}" for d in result.dominated_by))
+
+
+def headline(result: SolveResult) -> str:
+    if result.best is None:
+        return "No plan satisfies every constraint."
+    b = result.best
+    goal = "Cheapest plan" if result.objective == "cost" else "Fastest plan"
+    limits = []
+    if result.deadline_h is not None:
+        limits.append(f"finishing within {_hours(result.deadline_h)}")
+    if result.budget_usd is not None:
+        limits.append(f"within {_usd(result.budget_usd)}")
+    cost = _usd(b.cost_usd.p50) if b.cost_usd else "n/a"
+    return (f"{goal}{' ' + ' and '.join(limits) if limits else ''}: {b.label()}, {strategy_text(b)}: "
+            f"{cost}, {_hours(b.hours.p50)} (p90 {_hours(b.hours.p90)})")
+
+
+def _plan_row(p: Plan) -> list[str]:
+    return [p.label(), strategy_text(p), _hours(p.hours.p50), _usd(p.cost_usd.p50 if p.cost_usd else None),
+            f"{p.tokens_per_s:,.0f}", f"{p.mfu:.0%}", p.bound]
+
+
+def frontier_chart(result: SolveResult, width: int = 60, height: int = 12) -> Optional[str]:
+    """Hours (x) against cost (y) as text; '*' frontier, '@' chosen, '|' deadline."""
+    pts = [(p.hours.p50, p.cost_usd.p50) for p in result.frontier if p.cost_usd]
+    if len(pts) < 2:
+        return None
+    xs, ys = [x for x, _ in pts], [y for _, y in pts]
+    x0, x1 = min(xs), max(xs + ([result.deadline_h] if result.deadline_h else []))
+    y0, y1 = min(ys), max(ys)
+    if x1 <= x0 or y1 <= y0:
+        return None
+    grid = [[" "] * width for _ in range(height)]
+
+    def cell(x, y):
+        return (min(width - 1, int((x - x0) / (x1 - x0) * (width - 1))),
+                height - 1 - min(height - 1, int((y - y0) / (y1 - y0) * (height - 1))))
+
+    if result.deadline_h:
+        cx, _ = cell(result.deadline_h, y0)
+        for row in grid:
+            row[cx] = "|"
+    for x, y in pts:
+        cx, cy = cell(x, y)
+        grid[cy][cx] = "*"
+    if result.best and result.best.cost_usd:
+        cx, cy = cell(result.best.hours.p50, result.best.cost_usd.p50)
+        grid[cy][cx] = "@"
+    lines = [f"{_usd(y1):>12} ┤" + "".join(grid[0])]
+    lines += [" " * 13 + "│" + "".join(r) for r in grid[1:-1]]
+    lines.append(f"{_usd(y0):>12} ┤" + "".join(grid[-1]))
+    lines.append(" " * 13 + "└" + "─" * width)
+    lines.append(" " * 14 + f"{_hours(x0)}".ljust(width - 12) + f"{_hours(x1)}")
+    lines.append(" " * 14 + "* frontier   @ chosen" + ("   | deadline" if result.deadline_h else ""))
+    return "\n".join(lines)
+
+
+def print_solve(result: SolveResult, console: Console) -> None:
+    console.print(Text(headline(result), style="bold"))
+    if result.status == "feasible":
+        console.print(f"(time limit hit: best found, gap {result.gap:.2%} to the bound)")
+    for item in result.infeasible:
+        console.print(Text(f"Infeasible ({item.constraint}): {item.detail}", style="red"))
+    if result.best is not None:
+        b = result.best
+        console.print(f"  memory {b.memory_gib.total:,.1f} of {b.memory_gib.capacity:,.1f} GiB per GPU; "
+                      f"{b.tokens_per_s:,.0f} tokens/s, MFU {b.mfu:.0%}, scaling {b.scaling_efficiency:.0%}, {b.bound}-bound; "
+                      f"{b.gpu_hours:,.0f} GPU-hours")
+    if result.frontier:
+        table = Table(title="Cost/time frontier (fastest first; each next plan strictly cheaper)", title_justify="left")
+        for col in ("plan", "strategy", "time", "cost", "tokens/s", "MFU", "bound"):
+            table.add_column(col, justify="right" if col in ("time", "cost", "tokens/s", "MFU") else "left")
+        for p in result.frontier:
+            row = _plan_row(p)
+            marks = []
+            if result.best is not None and p.label() == result.best.label() and p.strategy == result.best.strategy:
+                marks.append("chosen")
+            if p.meets_deadline is False:
+                marks.append("late")
+            if p.within_budget is False:
+                marks.append("over budget")
+            row[0] += f" [{', '.join(marks)}]" if marks else ""
+            table.add_row(*row)
+        console.print(table)
+        chart = frontier_chart(result)
+        if chart:
+            console.print(chart, highlight=False)
+    if result.runners_up:
+        table = Table(title="Runners-up: best plan per other GPU and why it lost", title_justify="left")
+        for col in ("plan", "time", "cost", "lost on", "wins below $/GPU-h", "wins above efficiency"):
+            table.add_column(col)
+        for r in result.runners_up:
+            table.add_row(r.label(), _hours(r.hours.p50), _usd(r.cost_usd.p50 if r.cost_usd else None), r.lost_on,
+                          _usd(r.breakeven_price_usd_per_gpu_hour) if r.breakeven_price_usd_per_gpu_hour else "-",
+                          f"{r.breakeven_scaling_efficiency:.1%}" if r.breakeven_scaling_efficiency else "-")
+        console.print(table)
+    for note in result.notes:
+        console.print(f"Note: {note}", style="dim")
+    console.print(f"{result.candidates} hardware candidates, solved in {result.solve_s:.2f} s", style="dim")
+
+
+def print_options(result: OptionsResult, console: Console) -> None:
+    table = Table(title="Every hardware option with its best strategy", title_justify="left")
+    for col in ("plan", "strategy", "GiB/GPU", "time", "cost", "status"):
+        table.add_column(col)
+    for o in result.options:
+        status = "ok" if o.feasible else f"rejected: {o.rejected_by}"
+        table.add_row(o.label(), strategy_text(o), f"{o.memory_gib.total:,.0f}/{o.memory_gib.capacity:,.0f}",
+                      _hours(o.hours.p50), _usd(o.cost_usd.p50 if o.cost_usd else None), status,
+                      style=None if o.feasible else "dim")
+    console.print(table)
+
+
+def catalog_rows(catalog: Catalog, skus, offers_by_sku) -> list[dict]:
+    rows = []
+    for sku in skus:
+        offers = offers_by_sku.get(sku.name) or [None]
+        for offer in offers:
+            cap = offer.memory_delivered_bytes if offer and offer.memory_delivered_bytes else sku.memory_label_bytes
+            rows.append({
+                "sku": sku.name,
+                "offer": offer.name if offer else None,
+                "provider": offer.provider if offer else None,
+                "memory_gb": round(cap / 1e9, 1),
+                "memory_gib": round(cap / 2**30, 1),
+                "memory_reported_gib": round(sku.memory_reported_bytes / 2**30, 2) if sku.memory_reported_bytes else None,
+                "dense_bf16_tflops": sku.dense_bf16_tflops,
+                "dense_fp8_tflops": sku.dense_fp8_tflops,
+                "hbm_bandwidth_gb_per_s": sku.hbm_bandwidth_gb_per_s,
+                "intra_node_bandwidth_gb_per_s": sku.intra_node_bandwidth_gb_per_s,
+                "interconnect": sku.interconnect,
+                "network_gb_per_s_per_gpu": sku.network_gb_per_s_per_gpu,
+                "gpus_per_node": offer.gpus_per_node if offer else sku.gpus_per_node,
+                "max_nodes": offer.max_nodes if offer else None,
+                "price_usd_per_gpu_hour": offer.price_usd_per_gpu_hour if offer else None,
+                "price_checked": str(offer.checked) if offer and offer.checked else None,
+                "illustrative": offer.illustrative if offer else None,
+            })
+    return rows
+
+
+def print_catalog(name: str, rows: list[dict], console: Console) -> None:
+    table = Table(title=f"Catalog {name}", title_justify="left")
+    for col in ("SKU", "offer", "memory GB", "GiB", "BF16 TFLOPS", "HBM GB/s", "intra-node GB/s", "net GB/s/GPU", "$/GPU-h"):
+        table.add_column(col, justify="left" if col in ("SKU", "offer") else "right")
+    for r in rows:
+        price = "-" if r["price_usd_per_gpu_hour"] is None else f"${r['price_usd_per_gpu_hour']:.3f}" + ("*" if r["illustrative"] else "")
+        table.add_row(r["sku"], r["offer"] or "-", f"{r['memory_gb']:,.0f}", f"{r['memory_gib']:,.1f}",
+                      f"{r['dense_bf16_tflops']:,.0f}", f"{r['hbm_bandwidth_gb_per_s']:,.0f}",
+                      f"{r['intra_node_bandwidth_gb_per_s']:,.0f}",
+                      "-" if r["network_gb_per_s_per_gpu"] is None else f"{r['network_gb_per_s_per_gpu']:g}", price)
+    console.print(table)
+    if any(r["illustrative"] for r in rows):
+        console.print("* illustrative public price: check the provider before you rent", style="dim")
+
+
+def print_capacity(result: CapacityResult, console: Console) -> None:
+    console.print(
+        f"{result.gpus} x {result.sku} ({result.memory_per_gpu_gb:,.1f} GB = {result.memory_per_gpu_gib:,.1f} GiB each, "
+        f"{result.memory_basis}), {result.method}, ZeRO-{result.zero_stage}, {result.bytes_per_param:g} bytes/param, "
+        f"reserve {result.reserve_gb:,.1f} GB per GPU: up to {fmt_count(result.max_params)} parameters")
