@@ -1,0 +1,22 @@
+"""The public Python API: what ``__all__`` promises exists, and the CLI's answers come from it."""
+
+import types
+
+import optimizer
+from optimizer import check, load_job, plan
+
+
+def test_all_lists_exactly_the_public_names():
+    public = {name for name, value in vars(optimizer).items()
+              if not name.startswith("_") and not isinstance(value, types.ModuleType)}
+    assert public == set(optimizer.__all__)
+
+
+def test_api_returns_typed_results(problems):
+    job = load_job(problems / "llama-8b-lora.yaml")
+    answer = plan(job)
+    assert isinstance(answer, optimizer.SolveResult) and isinstance(answer.best, optimizer.Plan)
+    verdict = check(job, answer.best.sku, answer.best.gpus, compare=False)
+    assert isinstance(verdict, optimizer.CheckResult)
+    # check on the optimum's hardware reproduces the optimum's numbers (same physics, same choice)
+    assert verdict.plan.hours.p50 == answer.best.hours.p50

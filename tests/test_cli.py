@@ -1,0 +1,209 @@
+"""The command line: answers exit 0, bad input exits 2 with one paragraph naming file, field and fix."""
+
+import json
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from optimizer.cli import app
+
+runner = CliRunner()
+
+
+def run(*args):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert "Traceback" not in result.output
+    return result
+
+
+def write(tmp_path, text, name="job.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+GOOD = """
+catalog: nodus-2026-11
+job:
+  model: {params: 14B}
+  tokens: 1B
+  activation_reserve: 0
+"""
+
+
+def test_check_table_says_the_verdict(problems):
+    r = run("check", problems / "seed-14b-full-finetune.yaml", "--sku", "B200", "--gpus", "2", "--zero", "3")
+    assert r.exit_code == 0, r.output
+    assert "FITS" in r.output and "DOES NOT FIT" not in r.output
+    assert "Chosen for you" in r.output
+
+
+def test_check_json_follows_the_plan_contract_plus_fits(problems):
+    r = run("check", problems / "seed-14b-full-finetune.yaml", "--sku", "B200", "--gpus", "1", "--format", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    for key in ("sku", "offer", "nodes", "gpus_per_node", "gpus", "strategy", "memory_gib", "tokens_per_s", "mfu",
+                "scaling_efficiency", "bound", "hours", "gpu_hours", "cost_usd", "meets_deadline", "within_budget", "fits"):
+        assert key in data, key
+    assert set(data["strategy"]) >= {"tp", "pp", "dp", "zero_stage", "shard_degree", "micro_batch", "grad_accum", "recompute"}
+    assert set(data["memory_gib"]) >= {"weights", "gradients", "optimizer", "activations", "reserve", "total", "capacity"}
+    assert data["fits"] is False
+
+
+def test_check_sku_without_price_has_null_cost(tmp_path):
+    job = write(tmp_path, GOOD)
+    r = run("check", job, "--sku", "MI300X", "--gpus", "8", "--catalog", "hardware", "--format", "json", "--no-compare")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["cost_usd"] is None
+    assert any("no offer" in n for n in data["notes"])
+
+
+def test_solve_json_contract(problems):
+    r = run("solve", problems / "llama-70b-within-5-days.yaml", "--format", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["status"] == "optimal" and data["objective"] == "cost"
+    assert data["best"]["meets_deadline"] is True
+    assert data["frontier"] and all("lost_on" in r and "breakeven_price_usd_per_gpu_hour" in r for r in data["runners_up"])
+
+
+def test_solve_flags_override_the_file(problems):
+    r = run("solve", problems / "llama-70b-within-5-days.yaml", "--gpu-types", "H100", "--deadline", "10d", "-f", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["best"]["sku"] == "H100-SXM"
+
+
+def test_infeasible_is_an_answer_with_exit_0(problems):
+    r = run("solve", problems / "llama-70b-within-5-days.yaml", "--deadline", "1h", "-f", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["status"] == "infeasible" and data["best"] is None
+    deadline = next(i for i in data["infeasible"] if i["constraint"] == "deadline")
+    assert "over the deadline" in deadline["detail"] and deadline["over_by"] > 0
+
+
+def test_options_lists_rejections(problems):
+    r = run("options", problems / "llama-70b-within-5-days.yaml", "--format", "json")
+    assert r.exit_code == 0, r.output
+    opts = json.loads(r.stdout)["options"]
+    reasons = {o["rejected_by"] for o in opts}
+    assert {None, "memory", "deadline"} <= reasons
+    late = next(o for o in opts if o["rejected_by"] == "deadline")
+    assert late["hours"]["p50"] > 0 and late["cost_usd"]["p50"] > 0
+
+
+def test_catalog_listing_and_filters():
+    r = run("catalog", "default", "--min-memory", "160Gi", "--format", "json")
+    assert r.exit_code == 0, r.output
+    skus = {row["sku"] for row in json.loads(r.stdout)["rows"]}
+    assert {"B200", "B300"} <= skus  # 180 GB = 167.6 GiB and 288 GB pass 160 GiB
+    assert "H200" not in skus and "H100-SXM" not in skus
+    r = run("catalog", "nodus-2026-11", "--types", "B200,B300")
+    assert r.exit_code == 0 and "B300" in r.output and "H200" not in r.output
+
+
+def test_capacity_command():
+    r = run("capacity", "--sku", "B300", "--gpus", "8", "--memory-basis", "board", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["max_params"] == pytest.approx(131.25e9)
+
+
+def test_version():
+    r = run("--version")
+    assert r.exit_code == 0 and "gpuplan" in r.output
+
+
+# --------------------------------------------------------------------------- bad input: exit 2, no traceback
+
+
+def bad(*args, expect):
+    r = run(*args)
+    assert r.exit_code == 2, r.output
+    for text in expect:
+        assert text in r.output, (text, r.output)
+
+
+def test_malformed_yaml(tmp_path):
+    job = write(tmp_path, "job:\n  model: {params: 14B\n  tokens: 1B\n")
+    bad("check", job, "--sku", "B200", "--gpus", "1", expect=[str(job), "malformed YAML", "line"])
+
+
+def test_missing_file(tmp_path):
+    bad("solve", tmp_path / "nope.yaml", expect=["not found"])
+
+
+def test_unknown_sku_suggests(tmp_path):
+    bad("check", write(tmp_path, GOOD), "--sku", "B201", "--gpus", "1", expect=["unknown GPU 'B201'", "Did you mean"])
+
+
+def test_unknown_catalog(tmp_path):
+    job = write(tmp_path, GOOD.replace("nodus-2026-11", "nodus-2025"))
+    bad("solve", job, expect=["unknown catalog 'nodus-2025'", "field 'catalog'", "nodus-2026-11"])
+
+
+def test_negative_parameters(tmp_path):
+    job = write(tmp_path, GOOD.replace("14B", "-14B"))
+    bad("solve", job, expect=[str(job), "job.model.params"])
+
+
+def test_zero_tokens(tmp_path):
+    job = write(tmp_path, GOOD.replace("tokens: 1B", "tokens: 0"))
+    bad("solve", job, expect=["job.tokens", "greater than 0"])
+
+
+def test_unparseable_unit_in_file(tmp_path):
+    job = write(tmp_path, GOOD + "constraints:\n  deadline: 5 fortnights\n")
+    bad("solve", job, expect=["constraints.deadline", "fortnights"])
+
+
+def test_unparseable_flag(problems):
+    bad("solve", problems / "llama-70b-within-5-days.yaml", "--budget", "lots", expect=["--budget", "$20,000"])
+
+
+def test_contradictory_token_fields(tmp_path):
+    job = write(tmp_path, GOOD.replace("tokens: 1B", "tokens: 1B\n  dataset_tokens: 1B\n  epochs: 2"))
+    bad("solve", job, expect=["not both"])
+
+
+def test_active_params_above_total(tmp_path):
+    job = write(tmp_path, GOOD.replace("{params: 14B}", "{params: 14B, active_params: 20B}"))
+    bad("solve", job, expect=["active_params"])
+
+
+def test_unknown_field_is_named(tmp_path):
+    job = write(tmp_path, GOOD.replace("tokens: 1B", "tokens: 1B\n  tokenz: 1B"))
+    bad("solve", job, expect=["job.tokenz", "unknown field"])
+
+
+def test_more_tp_than_gpus_per_node(problems):
+    bad("check", problems / "llama-70b-within-5-days.yaml", "--sku", "B200", "--gpus", "8", "--tp", "16",
+        expect=["--tp", "inside a node"])
+
+
+def test_params_only_needs_shapes_or_reserve(tmp_path):
+    job = write(tmp_path, GOOD.replace("  activation_reserve: 0\n", ""))
+    bad("solve", job, expect=["job.activation_reserve", "shapes"])
+
+
+def test_zero_gpus(tmp_path):
+    bad("check", write(tmp_path, GOOD), "--sku", "B200", "--gpus", "0", expect=["--gpus"])
+
+
+def test_gpus_not_divisible_by_nodes(tmp_path):
+    bad("check", write(tmp_path, GOOD), "--sku", "B200", "--gpus", "12", "--nodes", "5", expect=["--gpus", "evenly"])
+
+
+def test_job_file_without_job(tmp_path):
+    bad("solve", write(tmp_path, "catalog: default\n"), expect=["'job:'"])
+
+
+def test_bad_catalog_file(tmp_path, problems):
+    cat = write(tmp_path, "offers:\n  - name: x\n    sku: B999\n    price: $1/h\n", name="cat.yaml")
+    bad("solve", problems / "llama-70b-within-5-days.yaml", "--catalog", cat, expect=["unknown GPU 'B999'", "offers[0].sku"])
+
+
+def test_negative_price_in_catalog(tmp_path, problems):
+    cat = write(tmp_path, "hardware: hardware\noffers:\n  - name: x\n    sku: B200\n    price: -5\n", name="cat.yaml")
+    bad("solve", problems / "llama-70b-within-5-days.yaml", "--catalog", cat, expect=["offers[0].price", "greater than 0"])

@@ -1,0 +1,163 @@
+"""CP-SAT against the brute-force oracle on the same candidate table: the optimum and the whole
+frontier, for hand-written cases and hypothesis-generated catalogs and jobs; plus the properties
+a planner must have (dearer never cheaper, looser never dearer, more choice never worse)."""
+
+import copy
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bruteforce
+from optimizer import apply_overrides, load_catalog, load_job, plan
+from optimizer.schema import Catalog, JobSpec, ModelSpec, Offer, Problem
+from optimizer.solver.model import scaled
+from optimizer.solver.plan import frontier, prepare
+
+HARDWARE = {s.name: s for s in load_catalog("hardware").skus}
+
+
+def cpsat_best(problem, catalog=None):
+    table = prepare(problem, catalog)
+    answer = plan(problem, catalog=catalog, runners_up=False)
+    if answer.best is None:
+        return table, None, answer
+    chosen = next(c for c in table.candidates if c.row.key == _key(answer.best) and c.fits)
+    d = scaled(chosen, table)
+    return table, (d["cost_cents"], d["time_s"]), answer
+
+
+def _key(p):
+    return f"{p.offer}:{p.nodes}x{p.gpus_per_node}"
+
+
+def cpsat_frontier(table):
+    return [(scaled(c, table)["time_s"], scaled(c, table)["cost_cents"]) for c in frontier(table)]
+
+
+@pytest.mark.parametrize("name", ["llama-70b-within-5-days", "llama-8b-lora", "llama-70b-qlora", "seed-b300-breakeven",
+                                  "seed-100b-one-node"])
+@pytest.mark.parametrize("objective", ["cost", "time"])
+def test_bundled_problems_agree_with_brute_force(problems, name, objective):
+    problem = apply_overrides(load_job(problems / f"{name}.yaml"), objective=objective)
+    table, best, _ = cpsat_best(problem)
+    assert best == bruteforce.best(table, objective)
+    assert cpsat_frontier(table) == bruteforce.frontier(table)
+
+
+def test_frontier_is_fastest_first_strictly_cheaper_and_contains_the_best(problems):
+    answer = plan(load_job(problems / "llama-70b-within-5-days.yaml"))
+    hours = [p.hours.p50 for p in answer.frontier]
+    costs = [p.cost_usd.p50 for p in answer.frontier]
+    assert hours == sorted(hours) and all(a > b for a, b in zip(costs, costs[1:]))
+    # the deadline is a line across the frontier, not a filter: plans past it stay on the curve
+    assert any(p.meets_deadline is False for p in answer.frontier)
+    assert any(p.offer == answer.best.offer and p.nodes == answer.best.nodes for p in answer.frontier)
+
+
+# --------------------------------------------------------------------------- random instances
+
+SKU_NAMES = ["A100-80GB", "H100-SXM", "H200", "B200", "B300", "RTX-PRO-6000", "L40S", "MI300X"]
+
+
+@st.composite
+def instances(draw):
+    names = draw(st.lists(st.sampled_from(SKU_NAMES), min_size=1, max_size=4, unique=True))
+    offers = []
+    for i, name in enumerate(names):
+        offers.append(Offer(
+            name=f"o{i}-{name.lower()}", sku=name, provider=draw(st.sampled_from(["p1", "p2"])),
+            price=draw(st.floats(0.5, 12.0)), gpus_per_node=draw(st.sampled_from([4, 8])),
+            max_nodes=draw(st.integers(1, 4)), billing_increment=draw(st.sampled_from(["1s", "1m", "1h"])),
+        ))
+    catalog = Catalog(name="random", skus=[HARDWARE[n] for n in names], offers=offers)
+    shaped = draw(st.booleans())
+    if shaped:
+        layers, hidden, heads = draw(st.sampled_from([(16, 2048, 16), (32, 4096, 32), (48, 5120, 40), (80, 8192, 64)]))
+        params = 12 * layers * hidden * hidden + 2 * 64000 * hidden
+        model = ModelSpec(params=params, layers=layers, hidden=hidden, heads=heads, kv_heads=heads // 4 or 1,
+                          ffn_hidden=int(hidden * 3.5), vocab=64000)
+        reserve = "auto"
+    else:
+        model = ModelSpec(params=draw(st.floats(1e9, 150e9)))
+        reserve = draw(st.sampled_from([0, "10GB", 0.2]))
+    method = draw(st.sampled_from(["full", "full", "lora"]))
+    job = JobSpec(model=model, method=method, trainable_params=5e7 if method == "lora" and not shaped else None,
+                  tokens=draw(st.floats(1e8, 3e10)), seq_len=draw(st.sampled_from([1024, 4096])),
+                  global_batch=draw(st.sampled_from([None, 64, 256])), activation_reserve=reserve)
+    constraints = {}
+    if draw(st.booleans()):
+        constraints["deadline"] = f"{draw(st.integers(1, 400))}h"
+    if draw(st.booleans()):
+        constraints["budget"] = draw(st.floats(100, 200000))
+    if draw(st.booleans()):
+        constraints["max_nodes"] = draw(st.integers(1, 3))
+    problem = Problem(job=job, objective=draw(st.sampled_from(["cost", "time"])), constraints=constraints)
+    return problem, catalog
+
+
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(instances())
+def test_cpsat_matches_brute_force_on_random_instances(instance):
+    problem, catalog = instance
+    table, best, answer = cpsat_best(problem, catalog)
+    assert best == bruteforce.best(table, problem.objective)
+    assert answer.status == ("infeasible" if best is None else "optimal")
+    assert cpsat_frontier(table) == bruteforce.frontier(table)
+
+
+def _optimal_cost(problem, catalog):
+    answer = plan(problem, catalog=catalog, runners_up=False)
+    return None if answer.best is None else answer.best.cost_usd.p50
+
+
+@FAST
+@given(instances(), st.floats(1.01, 3.0), st.integers(0, 3))
+def test_raising_a_price_never_lowers_the_optimal_cost(instance, factor, which):
+    problem, catalog = instance
+    problem = problem.model_copy(update={"objective": "cost"})
+    before = _optimal_cost(problem, catalog)
+    dearer = copy.deepcopy(catalog)
+    offer = dearer.offers[which % len(dearer.offers)]
+    offer.price_usd_per_gpu_hour *= factor
+    after = _optimal_cost(problem, dearer)
+    if before is None:
+        assert after is None
+    elif after is not None:
+        assert after >= before - 0.01
+
+
+@FAST
+@given(instances(), st.floats(1.1, 5.0))
+def test_loosening_the_deadline_never_raises_the_optimal_cost(instance, factor):
+    problem, catalog = instance
+    problem = problem.model_copy(update={"objective": "cost"})
+    if problem.constraints.deadline_s is None:
+        problem = apply_overrides(problem, deadline="48h")
+    before = _optimal_cost(problem, catalog)
+    looser = apply_overrides(problem, deadline=f"{problem.constraints.deadline_s * factor}s")
+    after = _optimal_cost(looser, catalog)
+    if before is not None:
+        assert after is not None and after <= before + 0.01
+
+
+@FAST
+@given(instances(), st.sampled_from(SKU_NAMES), st.floats(0.5, 12.0))
+def test_adding_a_sku_never_makes_the_answer_worse(instance, extra, price):
+    problem, catalog = instance
+    before = plan(problem, catalog=catalog, runners_up=False).best
+    richer = copy.deepcopy(catalog)
+    if extra not in {s.name for s in richer.skus}:
+        richer.skus.append(HARDWARE[extra])
+    richer.offers.append(Offer(name="extra", sku=extra, price=price, gpus_per_node=8, max_nodes=2))
+    after = plan(problem, catalog=richer, runners_up=False).best
+    if before is None:
+        return
+    assert after is not None
+    if problem.objective == "cost":
+        assert after.cost_usd.p50 <= before.cost_usd.p50 + 0.01
+    else:
+        assert after.hours.p50 <= before.hours.p50 + 1 / 3600
