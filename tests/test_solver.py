@@ -161,3 +161,29 @@ def test_adding_a_sku_never_makes_the_answer_worse(instance, extra, price):
         assert after.cost_usd.p50 <= before.cost_usd.p50 + 0.01
     else:
         assert after.hours.p50 <= before.hours.p50 + 1 / 3600
+
+
+def test_infeasible_memory_and_supply_explain_themselves(tmp_path):
+    # A 405B full fine-tune needs 405e9 x 16 = 6,480 GB of state; two 8x B300 nodes hold 4,608 GB.
+    job = tmp_path / "405b.yaml"
+    job.write_text("catalog: nodus-2026-11\njob:\n  model: {params: 405B}\n  tokens: 1B\n  activation_reserve: 0\n"
+                   "assumptions: {framework_overhead: 0}\nconstraints: {max_nodes: 2}\n")
+    answer = plan(load_job(job))
+    assert answer.status == "infeasible" and answer.best is None
+    binding = {i.constraint: i for i in answer.infeasible}
+    assert set(binding) == {"memory", "supply"}  # a minimal core: loosening either one helps
+    assert "6,480.0 GB" in binding["memory"].detail and "4,608.0 GB" in binding["memory"].detail
+    assert "3 x 8 B300" in binding["supply"].detail
+
+
+def test_budget_infeasibility_says_by_how_much(problems):
+    answer = plan(apply_overrides(load_job(problems / "llama-70b-within-5-days.yaml"), budget="1000"))
+    (item,) = answer.infeasible
+    assert item.constraint == "budget" and item.over_by > 0
+    cheapest_in_time = min(p.cost_usd.p50 for p in answer.frontier if p.meets_deadline)
+    assert item.over_by == pytest.approx(cheapest_in_time - 1000, abs=0.01)
+
+
+def test_time_limit_result_carries_status_and_gap(problems):
+    answer = plan(load_job(problems / "llama-70b-within-5-days.yaml"), time_limit_s=5)
+    assert answer.status == "optimal" and answer.gap == 0.0

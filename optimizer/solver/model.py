@@ -185,5 +185,16 @@ class PlanModel:
         return solver, status
 
     def binding_families(self, solver: cp_model.CpSolver) -> list[str]:
+        """A minimal set of constraint families that cannot hold together.
+
+        CP-SAT's core is sufficient, not minimal; dropping each family in turn and re-solving with
+        only the rest switched on leaves the irreducible ones.
+        """
         names = {v.Index(): k for k, v in self.switches.items()}
-        return [names[i] for i in solver.SufficientAssumptionsForInfeasibility() if i in names]
+        core = [names[i] for i in solver.SufficientAssumptionsForInfeasibility() if i in names]
+        for family in list(core):
+            rest = [f for f in core if f != family]
+            _, status = self.solve(assumptions={f: f in rest for f in self.switches})
+            if status == cp_model.INFEASIBLE:
+                core = rest
+        return core
