@@ -11,10 +11,12 @@ Public API (the CLI is a thin client of it)::
 from .capacity import capacity
 from .check import check
 from .errors import CatalogError, GpuplanError, JobError, UnitError
-from .loading import apply_overrides, load_catalog, load_job
-from .results import CapacityResult, CheckResult, Option, OptionsResult, Plan, RunnerUp, SolveResult
-from .schema import Catalog, JobSpec, Problem, Strategy
+from .loading import apply_overrides, load_catalog, load_job, load_portfolio
+from .results import (CapacityResult, CheckResult, Option, OptionsResult, Plan, PortfolioResult, RunnerUp,
+                      SolveResult)
+from .schema import Catalog, JobSpec, Portfolio, Problem, Strategy
 from .solver.plan import options, plan
+from .solver.portfolio import portfolio
 
 __version__ = "0.1.0"
 
@@ -29,6 +31,8 @@ __all__ = [
     "Option",
     "OptionsResult",
     "Plan",
+    "Portfolio",
+    "PortfolioResult",
     "Problem",
     "RunnerUp",
     "SolveResult",
@@ -39,6 +43,8 @@ __all__ = [
     "check",
     "load_catalog",
     "load_job",
+    "load_portfolio",
     "options",
     "plan",
+    "portfolio",
 ]

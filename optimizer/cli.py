@@ -21,9 +21,12 @@ from . import __version__, render
 from .capacity import capacity as capacity_api
 from .check import check as check_api
 from .errors import GpuplanError
-from .loading import apply_overrides, find_sku, load_catalog, load_job, problem_catalog
+from .loading import apply_overrides, find_sku, load_catalog, load_job, load_portfolio, problem_catalog
+from .plot import frontier_plot, portfolio_plot
 from .solver.plan import options as options_api
 from .solver.plan import plan as plan_api
+from .solver.portfolio import portfolio as portfolio_api
+from .solver.portfolio import progress_printer
 from .units import parse_bytes
 
 app = typer.Typer(
@@ -170,6 +173,7 @@ def solve(
     gpu_types: Optional[str] = typer.Option(None, "--gpu-types", help="Only these GPUs, comma-separated: B200,B300."),
     min_memory: Optional[str] = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory: 160Gi, 80GB."),
     time_limit: float = typer.Option(10.0, "--time-limit", help="CP-SAT time limit per solve, seconds."),
+    plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write the frontier chart (PNG or SVG)."),
     catalog: Optional[str] = CatalogOpt,
     fmt: Format = FormatOpt,
 ) -> None:
@@ -178,6 +182,8 @@ def solve(
                        max_nodes=max_nodes, max_gpus=max_gpus, gpu_types=gpu_types, min_memory=min_memory)
     result = plan_api(problem, catalog=_catalog_for(problem, catalog), time_limit_s=time_limit)
     _emit(result, fmt, render.print_solve)
+    if plot_path:
+        frontier_plot(result, plot_path)
 
 
 @app.command()
@@ -242,6 +248,26 @@ def capacity(
     result = capacity_api(sku, gpus, zero=zero, method=method.value, bytes_per_param=bytes_per_param, reserve=reserve,
                           memory_basis=memory_basis.value, catalog=load_catalog(catalog))
     _emit(result, fmt, render.print_capacity)
+
+
+@app.command("portfolio")
+@handled
+def portfolio_cmd(
+    file: Path = typer.Argument(..., help="Portfolio file (YAML): pools, budget, horizon, jobs.", show_default=False),
+    time_limit: float = typer.Option(60.0, "--time-limit", help="CP-SAT time limit, seconds."),
+    workers: int = typer.Option(2, "--workers", min=1, help="CP-SAT workers (1 = fully deterministic)."),
+    plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write a Gantt + pool utilisation chart (PNG/SVG)."),
+    catalog: Optional[str] = CatalogOpt,
+    fmt: Format = FormatOpt,
+) -> None:
+    """Schedule many jobs on shared GPU pools within one budget: plan, start and end per job, what was dropped."""
+    pf = load_portfolio(file)
+    cat = load_catalog(catalog) if catalog else None
+    progress = progress_printer() if fmt == Format.table else None
+    result = portfolio_api(pf, catalog=cat, time_limit_s=time_limit, workers=workers, progress=progress)
+    _emit(result, fmt, render.print_portfolio)
+    if plot_path and result.schedule:
+        portfolio_plot(result, plot_path)
 
 
 def main() -> None:

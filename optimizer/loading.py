@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import units
 from .errors import CatalogError, GpuplanError, JobError, did_you_mean
-from .schema import Catalog, Offer, Problem, Sku
+from .schema import Assumptions, Catalog, Offer, Problem, Sku
 
 _HERE = Path(__file__).resolve().parent
 
@@ -234,3 +234,34 @@ def apply_overrides(problem: Problem, **overrides) -> Problem:
     new_gpu = problem.constraints.gpu.model_copy(update=gpu)
     new_constraints = problem.constraints.model_copy(update={**constraints, "gpu": new_gpu})
     return problem.model_copy(update={"constraints": new_constraints, "objective": objective})
+
+
+def load_portfolio(path: str | Path) -> "Portfolio":
+    """A portfolio file: catalog, start, horizon, budget, pools, objective and jobs."""
+    from .schema import Portfolio
+
+    path = Path(path)
+    data = read_yaml(path, "portfolio")
+    if not isinstance(data, dict) or "jobs" not in data:
+        raise JobError("a portfolio file needs a top-level 'jobs:' list (see problems/portfolio-*.yaml)",
+                       source=str(path))
+    portfolio = parse_model(Portfolio, data, str(path))
+    portfolio.source_path = str(path)
+    return portfolio
+
+
+def portfolio_job_problem(portfolio, index: int) -> Problem:
+    """The Problem of one portfolio job: its file, or its inline job with assumptions and GPU filter."""
+    entry = portfolio.jobs[index]
+    base = Path(portfolio.source_path).parent if portfolio.source_path else Path(".")
+    if entry.file is not None:
+        problem = load_job(base / entry.file)
+    else:
+        problem = Problem(job=entry.job, assumptions=entry.assumptions or Assumptions())
+        problem.source_path = portfolio.source_path
+    updates = {}
+    if entry.gpu is not None:
+        updates["gpu"] = entry.gpu
+    # Deadlines are the portfolio's (from its start), not a per-row filter of the job's table.
+    constraints = problem.constraints.model_copy(update={**updates, "deadline_s": None, "budget_usd": None})
+    return problem.model_copy(update={"constraints": constraints})

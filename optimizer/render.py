@@ -277,3 +277,46 @@ def print_capacity(result: CapacityResult, console: Console) -> None:
         f"{result.gpus} x {result.sku} ({result.memory_per_gpu_gb:,.1f} GB = {result.memory_per_gpu_gib:,.1f} GiB each, "
         f"{result.memory_basis}), {result.method}, ZeRO-{result.zero_stage}, {result.bytes_per_param:g} bytes/param, "
         f"reserve {result.reserve_gb:,.1f} GB per GPU: up to {fmt_count(result.max_params)} parameters")
+
+
+def gantt(result, width: int = 60) -> str:
+    """Text Gantt: one row per scheduled job over the horizon, '█' while it runs."""
+    horizon = max(result.horizon_h, result.makespan_h, 1e-9)
+    name_w = max((len(j.job) for j in result.schedule), default=4)
+    lines = []
+    for j in sorted(result.schedule, key=lambda j: (j.start_h, j.job)):
+        a = int(j.start_h / horizon * width)
+        b = max(a + 1, int(round(j.end_h / horizon * width)))
+        lines.append(f"{j.job:<{name_w}} │{' ' * a}{'█' * (b - a)}{' ' * (width - b)}│ {j.plan.gpus:>3} {j.plan.sku}")
+    lines.append(f"{'':<{name_w}} └{'─' * width}┘")
+    lines.append(f"{'':<{name_w}}  0 h{' ' * (width - 10)}{horizon:,.0f} h")
+    return "\n".join(lines)
+
+
+def print_portfolio(result, console: Console) -> None:
+    head = {"optimal": "Optimal schedule", "feasible": f"Feasible schedule (gap {result.gap:.2%} to the bound)",
+            "infeasible": "No schedule satisfies every constraint", "unknown": "No schedule found"}[result.status]
+    console.print(Text(f"{head}: {len(result.schedule)} jobs, total {_usd(result.total_cost_usd)}"
+                       + (f" of {_usd(result.budget_usd)}" if result.budget_usd else "")
+                       + (f", all done by {result.makespan_h:,.0f} h" if result.schedule else ""), style="bold"))
+    for item in result.infeasible:
+        console.print(Text(f"Infeasible ({item.constraint}): {item.detail}", style="red"))
+    if result.schedule:
+        table = Table(title="Schedule", title_justify="left")
+        for col in ("job", "plan", "strategy", "start", "end", "cost", "late"):
+            table.add_column(col)
+        for j in sorted(result.schedule, key=lambda j: (j.start_h, j.job)):
+            table.add_row(j.job, j.plan.label(), strategy_text(j.plan), j.start_date or f"{j.start_h:,.0f} h",
+                          j.end_date or f"{j.end_h:,.0f} h", _usd(j.cost_usd), f"{j.late_h:,.0f} h" if j.late_h else "")
+        console.print(table)
+        console.print(gantt(result), highlight=False)
+    if result.pools:
+        table = Table(title="GPU pools", title_justify="left")
+        for col in ("pool", "GPUs", "peak used"):
+            table.add_column(col)
+        for p in result.pools:
+            table.add_row(p.offer, str(p.gpus), str(p.peak_used))
+        console.print(table)
+    for d in result.dropped:
+        console.print(f"Dropped {d.job}: {d.reason}")
+    console.print(f"solved in {result.solve_s:.2f} s", style="dim")

@@ -110,3 +110,42 @@ class CapacityResult(BaseModel):
     memory_basis: str
     reserve_gb: float
     max_params: float
+
+
+class ScheduledJob(BaseModel):
+    job: str
+    offer: str
+    plan: Plan
+    start_h: float
+    end_h: float
+    cost_usd: float
+    start_date: Optional[str] = None
+    end_date: Optional[str] = None
+    late_h: float = 0.0
+
+
+class DroppedJob(BaseModel):
+    job: str
+    reason: str
+
+
+class PoolUse(BaseModel):
+    offer: str
+    gpus: int
+    peak_used: int
+    timeline: list[tuple[float, int]] = Field(default_factory=list, description="(hour, GPUs in use) at each change.")
+
+
+class PortfolioResult(BaseModel):
+    status: Literal["optimal", "feasible", "infeasible", "unknown"]
+    objective: str
+    total_cost_usd: float
+    gap: float
+    schedule: list[ScheduledJob]
+    dropped: list[DroppedJob]
+    pools: list[PoolUse]
+    makespan_h: float = 0.0
+    budget_usd: Optional[float] = None
+    horizon_h: float = 0.0
+    infeasible: list[Infeasibility] = Field(default_factory=list)
+    solve_s: float = 0.0

@@ -272,3 +272,71 @@ class Strategy(_Model):
     micro_batch: int = Field(1, ge=1)
     grad_accum: int = Field(1, ge=1)
     recompute: Recompute = "none"
+
+
+# --------------------------------------------------------------------------- portfolio
+
+
+class PoolWindow(_Model):
+    start_s: Seconds = Field(alias="from", ge=0, description="Offset from the portfolio start, e.g. 0d.")
+    end_s: Seconds = Field(alias="to", gt=0, description="Offset from the portfolio start, e.g. 14d.")
+    gpus: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "PoolWindow":
+        if self.end_s <= self.start_s:
+            raise ValueError("a window's 'to' must be after its 'from'")
+        return self
+
+
+class Pool(_Model):
+    """GPUs of one offer available at once, optionally different inside time windows."""
+
+    offer: str = Field(description="Offer name, offer alias or SKU name/alias (as check --sku).")
+    gpus: int = Field(ge=0, description="GPUs available concurrently outside any window.")
+    windows: list[PoolWindow] = Field(default_factory=list)
+
+
+class PortfolioJob(_Model):
+    name: str
+    file: Optional[str] = Field(None, description="A job file (relative to the portfolio file).")
+    job: Optional[JobSpec] = None
+    assumptions: Optional[Assumptions] = None
+    gpu: Optional[GpuFilter] = None
+    deadline_s: Optional[Seconds] = Field(None, alias="deadline", gt=0, description="From the portfolio start.")
+    release_s: Seconds = Field(0.0, alias="release", ge=0, description="Earliest start, from the portfolio start.")
+    weight: float = Field(1.0, alias="priority", gt=0)
+    required: bool = True
+    after: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "PortfolioJob":
+        if (self.file is None) == (self.job is None):
+            raise ValueError("give either 'file:' (a job file) or an inline 'job:', not both or neither")
+        return self
+
+
+class Portfolio(_Model):
+    catalog: Optional[str] = None
+    start: Optional[dt.date] = None
+    horizon_s: Seconds = Field(alias="horizon", gt=0)
+    budget_usd: Optional[Usd] = Field(None, alias="budget", gt=0)
+    objective: Literal["cost", "makespan", "weighted_lateness"] = "cost"
+    time_step_s: Seconds = Field(3600.0, alias="time_step", gt=0, description="Schedule granularity (1h).")
+    pools: list[Pool] = Field(default_factory=list)
+    jobs: list[PortfolioJob] = Field(min_length=1)
+    source_path: Optional[str] = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _names_and_dependencies(self) -> "Portfolio":
+        names = [j.name for j in self.jobs]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"job names must be unique; repeated: {', '.join(dup)}")
+        for job in self.jobs:
+            for dep in job.after:
+                if dep not in names:
+                    raise ValueError(f"job {job.name!r} is 'after' unknown job {dep!r}")
+                if dep == job.name:
+                    raise ValueError(f"job {job.name!r} cannot come after itself")
+        return self

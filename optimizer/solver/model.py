@@ -91,7 +91,11 @@ class JobVars:
     attr: dict[str, cp_model.IntVar]
 
     def chosen(self, solver: cp_model.CpSolver) -> Candidate:
-        return self.rows[solver.Value(self.choice)]
+        return self.rows[self.picked(solver)]
+
+    def picked(self, solver: cp_model.CpSolver) -> Optional[int]:
+        """Index of the chosen row, or None for a dropped optional job."""
+        return next((i for i, p in enumerate(self.picks) if solver.BooleanValue(p)), None)
 
 
 @dataclass
@@ -106,26 +110,32 @@ class PlanModel:
             self.switches[family] = self.model.NewBoolVar(f"enforce_{family}")
         return self.switches[family]
 
-    def add_job(self, name: str, table: CandidateTable) -> JobVars:
-        rows = solver_rows(table)
+    def add_job(self, name: str, table: CandidateTable, *, rows: Optional[list[Candidate]] = None,
+                required: bool = True, attributes: bool = True) -> JobVars:
+        """One job's choice among its candidate rows: ``pick`` booleans (exactly one, or at most one
+        for an optional job) and, with ``attributes``, the index and element variables of DESIGN section 4."""
+        rows = solver_rows(table) if rows is None else rows
         data = [scaled(c, table) for c in rows]
         m = self.model
-        choice = m.NewIntVar(0, max(len(rows) - 1, 0), f"choice_{name}")
         picks = [m.NewBoolVar(f"pick_{name}_{i}") for i in range(len(rows))]
-        if rows:
+        if required and picks:
             m.AddExactlyOne(picks)
+        elif required:
+            m.AddBoolOr([])  # nothing to choose: infeasible by construction
+        else:
+            m.AddAtMostOne(picks)
+        choice = m.NewIntVar(0, max(len(rows) - 1, 0), f"choice_{name}")
+        attr = {}
+        if attributes:
             for i, pick in enumerate(picks):
                 m.Add(choice == i).OnlyEnforceIf(pick)
-        attr = {}
-        for col in COLUMNS:
-            values = [d[col] for d in data] or [0]
-            var = m.NewIntVar(min(values), max(values), f"{col}_{name}")
-            m.AddElement(choice, values, var)
-            attr[col] = var
+            for col in COLUMNS:
+                values = [d[col] for d in data] or [0]
+                var = m.NewIntVar(min(values), max(values), f"{col}_{name}")
+                m.AddElement(choice, values, var)
+                attr[col] = var
         job = JobVars(name, rows, data, choice, picks, attr)
         self.jobs.append(job)
-        if not rows:
-            m.AddBoolOr([])  # nothing to choose: infeasible by construction
         return job
 
     # --- constraint families ------------------------------------------------------------------

@@ -1,0 +1,70 @@
+"""Pictures (optional, needs matplotlib: ``pip install 'gpuplan[plot]'``): the portfolio Gantt chart
+with pool utilisation, and the solve frontier."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import GpuplanError
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise GpuplanError("plots need matplotlib: pip install 'gpuplan[plot]'", field="--plot") from None
+    return plt
+
+
+def portfolio_plot(result, path: str | Path) -> None:
+    plt = _pyplot()
+    jobs = sorted(result.schedule, key=lambda j: (j.start_h, j.job))
+    pools = [p for p in result.pools if p.timeline]
+    fig, axes = plt.subplots(2, 1, figsize=(11, 3 + 0.35 * len(jobs) + 2), height_ratios=[max(2, len(jobs)), 3],
+                             sharex=True)
+    colors = {}
+    for k, j in enumerate(jobs):
+        color = colors.setdefault(j.offer, f"C{len(colors)}")
+        axes[0].barh(k, j.end_h - j.start_h, left=j.start_h, color=color)
+        axes[0].text(j.start_h, k, f" {j.plan.gpus}x {j.plan.sku}", va="center", fontsize=8)
+    axes[0].set_yticks(range(len(jobs)), [j.job for j in jobs])
+    axes[0].invert_yaxis()
+    axes[0].set_title(f"Schedule: {len(jobs)} jobs, ${result.total_cost_usd:,.0f}")
+    for p in pools:
+        xs = [t for t, _ in p.timeline] + [result.makespan_h]
+        ys = [u / p.gpus if p.gpus else 0 for _, u in p.timeline]
+        axes[1].step(xs, ys + ys[-1:], where="post", label=p.offer, color=colors.get(p.offer))
+    axes[1].set_ylabel("pool utilisation")
+    axes[1].set_xlabel("hours from start")
+    axes[1].set_ylim(0, 1.05)
+    if pools:
+        axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def frontier_plot(result, path: str | Path) -> None:
+    plt = _pyplot()
+    pts = [p for p in result.frontier if p.cost_usd]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    ax.plot([p.hours.p50 for p in pts], [p.cost_usd.p50 for p in pts], "o-", color="C0", label="frontier")
+    for p in pts:
+        ax.annotate(f"{p.nodes}x{p.gpus_per_node} {p.sku}", (p.hours.p50, p.cost_usd.p50), fontsize=8,
+                    xytext=(4, 4), textcoords="offset points")
+    if result.best and result.best.cost_usd:
+        ax.plot([result.best.hours.p50], [result.best.cost_usd.p50], "*", ms=16, color="C3", label="chosen")
+    if result.deadline_h:
+        ax.axvline(result.deadline_h, color="grey", ls="--", label="deadline")
+    if result.budget_usd:
+        ax.axhline(result.budget_usd, color="grey", ls=":", label="budget")
+    ax.set_xlabel("hours (p50)")
+    ax.set_ylabel("cost, USD (p50)")
+    ax.set_title("Cost/time frontier")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

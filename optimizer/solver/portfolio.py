@@ -1,0 +1,337 @@
+"""``portfolio``: many jobs sharing GPU pools and one budget over a calendar, scheduled by CP-SAT.
+
+Formulation (time in steps of ``time_step``, default one hour, counted from the portfolio start):
+
+  data      per job j: options o = the rows of its candidate table that fit (same table as
+            ``solve``), with duration d_jo = ceil(time / step), GPUs g_jo, cost c_jo (cents) and
+            pool p(o); release r_j, deadline D_j, weight w_j, required or optional, predecessors.
+            Per pool p: capacity over time (a base and windows).
+  variables pick_jo (the PlanModel's per-job booleans: exactly one if required, at most one if
+            optional), start_j, end_j, done_j = sum_o pick_jo, and an optional interval per (j, o)
+            of length d_jo starting at start_j, present iff pick_jo; late_j for weighted lateness.
+  constraints
+            cumulative per pool: sum of g_jo over present intervals <= capacity(t); windows with
+            less capacity become fixed blocking intervals of the difference;
+            budget: sum pick_jo c_jo <= B; release: start_j >= r_j; horizon: end_j <= H;
+            deadline (cost, makespan objectives): end_j <= D_j when done_j;
+            dependencies: start_j >= end_k and done_j <= done_k for k before j.
+  objective lexicographic by big weights: first the weight of dropped optional jobs, then
+            cost (sum c), makespan (max end) or weighted lateness (sum w_j late_j), ties broken by cost.
+
+A single job is a portfolio of one; the same ``PlanModel`` builds both. Options on one offer that
+another option of the same job beats on GPUs, duration and cost at once are pruned first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ortools.sat.python import cp_model
+
+from ..candidates import Candidate, CandidateTable, build_table
+from ..context import build_context
+from ..errors import GpuplanError, JobError
+from ..loading import load_catalog, offers_for, portfolio_job_problem
+from ..plans import plan_from
+from ..results import DroppedJob, Infeasibility, PoolUse, PortfolioResult, ScheduledJob
+from ..schema import Catalog, Portfolio
+from ..units import fmt_duration
+from .model import JobVars, PlanModel, solver_rows
+
+WEIGHT_SCALE = 1000  # job weights to integers
+
+
+@dataclass
+class PoolSpec:
+    name: str
+    offers: set[str]
+    segments: list[tuple[int, int, int]]  # (start step, end step, GPUs)
+
+    @property
+    def peak_capacity(self) -> int:
+        return max(g for _, _, g in self.segments)
+
+    def capacity_at(self, step: int) -> int:
+        return next((g for s, e, g in self.segments if s <= step < e), 0)
+
+
+@dataclass
+class JobData:
+    index: int
+    name: str
+    table: CandidateTable
+    options: list[Candidate]
+    durations: list[int]
+    release: int
+    deadline: Optional[int]
+    weight: int
+    required: bool
+    after: list[str]
+
+
+def _steps(seconds: float, step_s: float) -> int:
+    return int(math.ceil(seconds / step_s - 1e-9))
+
+
+def _pools(pf: Portfolio, catalog: Catalog, horizon: int) -> list[PoolSpec]:
+    pools, named = [], set()
+    for i, pool in enumerate(pf.pools):
+        try:
+            offers = {o.name for o in offers_for(catalog, pool.offer)}
+        except GpuplanError as exc:
+            raise exc.located(pf.source_path, f"pools[{i}].offer") from None
+        if not offers:
+            raise JobError(f"no offer in catalog '{catalog.name}' matches {pool.offer!r}",
+                           source=pf.source_path, field=f"pools[{i}].offer")
+        bounds = sorted({0, horizon, *(min(horizon, _steps(w.start_s, pf.time_step_s)) for w in pool.windows),
+                         *(min(horizon, _steps(w.end_s, pf.time_step_s)) for w in pool.windows)})
+        segments = []
+        for s, e in zip(bounds, bounds[1:]):
+            gpus = pool.gpus
+            for w in pool.windows:
+                if _steps(w.start_s, pf.time_step_s) <= s and e <= _steps(w.end_s, pf.time_step_s):
+                    gpus = w.gpus
+            segments.append((s, e, gpus))
+        pools.append(PoolSpec(pool.offer, offers, segments))
+        named |= offers
+    for offer in catalog.offers:  # offers without a pool: their catalog supply, all the time
+        if offer.name not in named:
+            pools.append(PoolSpec(offer.name, {offer.name}, [(0, horizon, offer.max_nodes * offer.gpus_per_node)]))
+    return pools
+
+
+def _prune(options: list[Candidate], durations: list[int]) -> tuple[list[Candidate], list[int]]:
+    """Drop options that another option on the same offer beats (or ties) on GPUs, duration and cost."""
+    keep, seen = [], set()
+    for a, da in zip(options, durations):
+        key = (a.row.offer.name, a.row.gpus, da, a.cost_usd)
+        beaten = any(b.row.offer.name == key[0] and (b.row.gpus, db, b.cost_usd) != key[1:]
+                     and b.row.gpus <= a.row.gpus and db <= da and b.cost_usd <= a.cost_usd
+                     for b, db in zip(options, durations))
+        if not beaten and key not in seen:
+            seen.add(key)
+            keep.append((a, da))
+    return [a for a, _ in keep], [d for _, d in keep]
+
+
+def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[JobData]:
+    jobs = []
+    for i, entry in enumerate(pf.jobs):
+        problem = portfolio_job_problem(pf, i)
+        ctx = build_context(problem, catalog)
+        table = build_table(ctx)
+        options = [c for c in solver_rows(table) if c.rejected_by is None]
+        durations = [_steps(c.time_s, pf.time_step_s) for c in options]
+        options, durations = _prune(options, durations)
+        deadline = None if entry.deadline_s is None else int(entry.deadline_s // pf.time_step_s)
+        jobs.append(JobData(i, entry.name, table, options, durations, _steps(entry.release_s, pf.time_step_s),
+                            deadline, int(round(entry.weight * WEIGHT_SCALE)), entry.required, entry.after))
+    return jobs
+
+
+class _Progress(cp_model.CpSolverSolutionCallback):
+    """Prints the current best objective and bound while solving (interactive terminals only)."""
+
+    def __init__(self, out: Callable[[str], None]):
+        super().__init__()
+        self._out = out
+        self._t0 = time.perf_counter()
+
+    def on_solution_callback(self) -> None:
+        self._out(f"  {time.perf_counter() - self._t0:6.1f} s  objective {self.ObjectiveValue():,.0f}  "
+                  f"bound {self.BestObjectiveBound():,.0f}")
+
+
+def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s: float = 60.0, workers: int = 2,
+              progress: Optional[Callable[[str], None]] = None) -> PortfolioResult:
+    """Schedule every job of the portfolio: which option, when, at what cost; what was dropped."""
+    started = time.perf_counter()
+    if catalog is None:
+        from pathlib import Path
+
+        base = Path(pf.source_path).parent if pf.source_path else None
+        catalog = load_catalog(pf.catalog or "default", relative_to=base)
+    step = pf.time_step_s
+    horizon = int(pf.horizon_s // step)
+    pools = _pools(pf, catalog, horizon)
+    jobs = prepare_jobs(pf, catalog, horizon)
+    pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
+
+    pm = PlanModel()
+    m = pm.model
+    jv: list[JobVars] = []
+    starts, ends, dones, lates = [], [], [], []
+    intervals_by_pool: dict[int, list] = {k: [] for k in range(len(pools))}
+    for job in jobs:
+        v = pm.add_job(f"j{job.index}", job.table, rows=job.options, required=job.required, attributes=False)
+        jv.append(v)
+        start = m.NewIntVar(min(job.release, horizon), horizon, f"start_j{job.index}")
+        end = m.NewIntVar(0, horizon, f"end_j{job.index}")
+        done = m.NewBoolVar(f"done_j{job.index}")
+        m.Add(sum(v.picks) == done)
+        m.Add(end == start + sum(d * p for d, p in zip(job.durations, v.picks)))
+        m.Add(start == min(job.release, horizon)).OnlyEnforceIf(done.Not())
+        for opt, dur, pick in zip(job.options, job.durations, v.picks):
+            interval = m.NewOptionalFixedSizeIntervalVar(start, dur, pick, f"run_j{job.index}_{opt.row.key}")
+            intervals_by_pool[pool_of[opt.row.offer.name]].append((interval, opt.row.gpus))
+        late = m.NewIntVar(0, horizon, f"late_j{job.index}")
+        if job.deadline is not None:
+            if pf.objective == "weighted_lateness":
+                m.Add(late >= end - job.deadline)
+            else:
+                m.Add(end <= job.deadline).OnlyEnforceIf([done, pm.switch("deadline")])
+        starts.append(start), ends.append(end), dones.append(done), lates.append(late)
+    index = {job.name: k for k, job in enumerate(jobs)}
+    for k, job in enumerate(jobs):
+        for dep in job.after:
+            d = index[dep]
+            m.Add(starts[k] >= ends[d]).OnlyEnforceIf(dones[k])
+            m.Add(dones[k] <= dones[d])
+    for k, pool in enumerate(pools):
+        items = intervals_by_pool[k]
+        if not items:
+            continue
+        cap = pool.peak_capacity
+        for s, e, gpus in pool.segments:
+            if gpus < cap and e > s:  # less capacity in this window: block the difference
+                items.append((m.NewIntervalVar(s, e - s, e, f"block_{k}_{s}"), cap - gpus))
+        m.AddCumulative([i for i, _ in items], [g for _, g in items], cap)
+    cost_terms = [int(round(c.cost_usd * 100)) * p for job, v in zip(jobs, jv) for c, p in zip(job.options, v.picks)]
+    total_cost = sum(cost_terms)
+    if pf.budget_usd is not None:
+        m.Add(total_cost <= int(round(pf.budget_usd * 100))).OnlyEnforceIf(pm.switch("budget"))
+    max_cost = sum(max((int(round(c.cost_usd * 100)) for c in job.options), default=0) for job in jobs) + 1
+    dropped = sum(job.weight * (1 - dones[k]) for k, job in enumerate(jobs) if not job.required)
+    if pf.objective == "cost":
+        primary, span = total_cost, max_cost
+    elif pf.objective == "makespan":
+        makespan = m.NewIntVar(0, horizon, "makespan")
+        m.AddMaxEquality(makespan, ends)
+        primary, span = makespan * max_cost + total_cost, (horizon + 1) * max_cost
+    else:
+        weighted = sum(job.weight * lates[k] for k, job in enumerate(jobs))
+        span_late = sum(job.weight for job in jobs) * (horizon + 1)
+        primary, span = weighted * max_cost + total_cost, span_late * max_cost
+    m.Minimize(dropped * span + primary)
+
+    m.ClearAssumptions()
+    m.AddAssumptions(list(pm.switches.values()))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit_s
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = 0
+    status = solver.Solve(m, _Progress(progress) if progress else None)
+
+    result = PortfolioResult(status="unknown", objective=pf.objective, total_cost_usd=0.0, gap=0.0, schedule=[],
+                             dropped=[], pools=[], budget_usd=pf.budget_usd, horizon_h=horizon * step / 3600.0)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        result.status = "optimal" if status == cp_model.OPTIMAL else "feasible"
+        obj, bound = solver.ObjectiveValue(), solver.BestObjectiveBound()
+        result.gap = 0.0 if status == cp_model.OPTIMAL or obj == 0 else abs(obj - bound) / abs(obj)
+        _extract(pf, jobs, jv, starts, solver, pools, result)
+    elif status == cp_model.INFEASIBLE:
+        result.status = "infeasible"
+        result.infeasible = explain_portfolio(pf, jobs, pools, horizon)
+    else:
+        result.infeasible = [Infeasibility(constraint="time_limit", detail=(
+            f"no schedule found within {time_limit_s:g} s; raise --time-limit or coarsen time_step"))]
+    result.solve_s = time.perf_counter() - started
+    return result
+
+
+def _date(pf: Portfolio, hours: float) -> Optional[str]:
+    if pf.start is None:
+        return None
+    return (dt.datetime.combine(pf.start, dt.time()) + dt.timedelta(hours=hours)).strftime("%Y-%m-%d %H:%M")
+
+
+def _extract(pf, jobs, jv, starts, solver, pools, result: PortfolioResult) -> None:
+    step_h = pf.time_step_s / 3600.0
+    usage = {k: [] for k in range(len(pools))}
+    pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
+    for job, v, start in zip(jobs, jv, starts):
+        i = v.picked(solver)
+        if i is None:
+            result.dropped.append(DroppedJob(job=job.name, reason=_drop_reason(pf, job)))
+            continue
+        opt = job.options[i]
+        s = solver.Value(start)
+        e = s + job.durations[i]
+        plan = plan_from(job.table.ctx, opt.row, job.table.evaluation, opt.index)
+        late = 0.0 if job.deadline is None else max(0.0, (e - job.deadline) * step_h)
+        result.schedule.append(ScheduledJob(job=job.name, offer=opt.row.offer.name, plan=plan, start_h=s * step_h,
+                                            end_h=e * step_h, cost_usd=round(opt.cost_usd, 2),
+                                            start_date=_date(pf, s * step_h), end_date=_date(pf, e * step_h),
+                                            late_h=late))
+        usage[pool_of[opt.row.offer.name]].append((s, e, opt.row.gpus))
+    result.total_cost_usd = round(sum(j.cost_usd for j in result.schedule), 2)
+    result.makespan_h = max((j.end_h for j in result.schedule), default=0.0)
+    for k, pool in enumerate(pools):
+        if not usage[k] and pool.name not in {p.offer for p in pf.pools}:
+            continue
+        events = sorted({t for s, e, _ in usage[k] for t in (s, e)})
+        timeline = [(t * step_h, sum(g for s, e, g in usage[k] if s <= t < e)) for t in events]
+        result.pools.append(PoolUse(offer=pool.name, gpus=pool.peak_capacity,
+                                    peak_used=max((u for _, u in timeline), default=0), timeline=timeline))
+
+
+def _drop_reason(pf: Portfolio, job: JobData) -> str:
+    if not job.options:
+        return "no option fits this job (memory or GPU filters)"
+    fastest = min(job.durations)
+    if job.deadline is not None and job.release + fastest > job.deadline:
+        return "cannot meet its deadline even alone"
+    return "dropped so that the budget and GPU supply carry the higher-priority jobs"
+
+
+def explain_portfolio(pf: Portfolio, jobs: list[JobData], pools: list[PoolSpec], horizon: int) -> list[Infeasibility]:
+    step_h = pf.time_step_s / 3600.0
+    out = []
+    for job in jobs:
+        if not job.required:
+            continue
+        if not job.options:
+            out.append(Infeasibility(constraint="memory", detail=f"job {job.name!r}: no option fits (memory or GPU filters)"))
+            continue
+        fastest = min(job.durations)
+        limit = min(horizon, job.deadline if job.deadline is not None and pf.objective != "weighted_lateness" else horizon)
+        if job.release + fastest > limit:
+            over = (job.release + fastest - limit) * step_h
+            out.append(Infeasibility(constraint="deadline", over_by=over, detail=(
+                f"job {job.name!r} cannot finish in time even alone: its fastest option takes "
+                f"{fmt_duration(fastest * pf.time_step_s)}, {fmt_duration(over * 3600)} past its "
+                f"{'deadline' if limit != horizon else 'horizon'}")))
+    if pf.budget_usd is not None:
+        floor = sum(min(c.cost_usd for c in job.options) for job in jobs if job.required and job.options)
+        if floor > pf.budget_usd:
+            out.append(Infeasibility(constraint="budget", over_by=floor - pf.budget_usd, detail=(
+                f"the required jobs cost at least ${floor:,.2f} at their cheapest options: "
+                f"${floor - pf.budget_usd:,.2f} over the budget of ${pf.budget_usd:,.2f}")))
+    for k, pool in enumerate(pools):
+        pool_names = {o for o in pool.offers}
+        need = 0.0
+        for job in jobs:
+            if job.required and job.options and all(c.row.offer.name in pool_names for c in job.options):
+                need += min(c.row.gpus * d for c, d in zip(job.options, job.durations)) * step_h
+        have = sum((e - s) * g for s, e, g in pool.segments) * step_h
+        if need > have:
+            out.append(Infeasibility(constraint="supply", over_by=need - have, detail=(
+                f"pool {pool.name}: required jobs that can only run there need at least {need:,.0f} GPU-hours; "
+                f"it offers {have:,.0f} over the horizon")))
+    if not out:
+        out.append(Infeasibility(constraint="schedule", detail=(
+            "each job fits alone, but not all together: GPU pools, deadlines, dependencies and the budget "
+            "conflict; loosen a deadline, add pool capacity, raise the budget or make a job optional")))
+    return out
+
+
+def progress_printer() -> Optional[Callable[[str], None]]:
+    """Progress lines on stderr when it is an interactive terminal, else nothing."""
+    if sys.stderr.isatty():
+        return lambda line: print(line, file=sys.stderr, flush=True)
+    return None

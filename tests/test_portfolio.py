@@ -1,0 +1,203 @@
+"""Portfolio scheduling: an independent brute force over option choices and start times agrees with
+CP-SAT on small instances; every returned schedule respects pools (swept over the timeline),
+releases, deadlines, dependencies and the budget; the answer is deterministic."""
+
+import itertools
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from optimizer import load_catalog, load_portfolio, portfolio
+from optimizer.cli import app
+from optimizer.schema import Catalog, Offer, Portfolio
+from optimizer.solver.portfolio import _pools, prepare_jobs
+
+HW = load_catalog("hardware")
+MODELS = [
+    {"params": "8B", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256},
+    {"params": "14B", "layers": 40, "hidden": 5120, "heads": 40, "kv_heads": 8, "ffn_hidden": 17408, "vocab": 151936},
+]
+
+
+def check_schedule(pf, result, catalog):
+    """Sweep every pool's timeline; check releases, deadlines, dependencies and the budget."""
+    step = pf.time_step_s / 3600
+    horizon = int(pf.horizon_s // pf.time_step_s)
+    pools = _pools(pf, catalog, horizon)
+    by_name = {j.job: j for j in result.schedule}
+    for pool in pools:
+        runs = [j for j in result.schedule if j.offer in pool.offers]
+        for t in range(horizon):
+            used = sum(j.plan.gpus for j in runs if j.start_h <= t * step < j.end_h)
+            assert used <= pool.capacity_at(t), (pool.name, t, used)
+    for entry in pf.jobs:
+        j = by_name.get(entry.name)
+        if j is None:
+            assert not entry.required
+            continue
+        assert j.start_h >= entry.release_s / 3600 - 1e-9
+        assert j.end_h <= pf.horizon_s / 3600 + 1e-9
+        if entry.deadline_s is not None and pf.objective != "weighted_lateness":
+            assert j.end_h <= entry.deadline_s / 3600 + 1e-9
+        for dep in entry.after:
+            assert dep in by_name and by_name[dep].end_h <= j.start_h + 1e-9
+    if pf.budget_usd is not None:
+        assert result.total_cost_usd <= pf.budget_usd + 0.01
+
+
+def brute_force(pf, catalog):
+    """(dropped weight, cost cents) of the best schedule by enumerating options and start steps."""
+    horizon = int(pf.horizon_s // pf.time_step_s)
+    jobs = prepare_jobs(pf, catalog, horizon)
+    pools = _pools(pf, catalog, horizon)
+    pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}
+    index = {j.name: k for k, j in enumerate(jobs)}
+    choices = []
+    for job in jobs:
+        opts = [None] if not job.required else []
+        for o, d in zip(job.options, job.durations):
+            for s in range(job.release, horizon - d + 1):
+                if job.deadline is None or s + d <= job.deadline:
+                    opts.append((o, d, s))
+        choices.append(opts)
+    best = None
+    for combo in itertools.product(*choices):
+        ok = True
+        for k, pick in enumerate(combo):
+            for dep in jobs[k].after:
+                other = combo[index[dep]]
+                if pick is not None and (other is None or other[2] + other[1] > pick[2]):
+                    ok = False
+        if not ok:
+            continue
+        cost = sum(int(round(p[0].cost_usd * 100)) for p in combo if p)
+        if pf.budget_usd is not None and cost > round(pf.budget_usd * 100):
+            continue
+        for t in range(horizon):
+            for k, pool in enumerate(pools):
+                used = sum(p[0].row.gpus for p in combo if p and pool_of[p[0].row.offer.name] == k and p[2] <= t < p[2] + p[1])
+                if used > pool.capacity_at(t):
+                    ok = False
+                    break
+            if not ok:
+                break
+        if not ok:
+            continue
+        dropped = sum(j.weight for j, p in zip(jobs, combo) if p is None)
+        key = (dropped, cost)
+        best = key if best is None or key < best else best
+    return best
+
+
+@st.composite
+def small_portfolios(draw):
+    skus = draw(st.lists(st.sampled_from(["B200", "H100-SXM", "H200"]), min_size=1, max_size=2, unique=True))
+    offers = [Offer(name=f"o-{s.lower()}", sku=s, price=draw(st.floats(1.0, 8.0)), gpus_per_node=8,
+                    gpu_counts=[4, 8], max_nodes=1) for s in skus]
+    catalog = Catalog(name="small", skus=HW.skus, offers=offers)
+    n = draw(st.integers(2, 3))
+    jobs = []
+    for i in range(n):
+        job = {"name": f"j{i}", "job": {"model": draw(st.sampled_from(MODELS)),
+                                        "tokens": f"{draw(st.integers(3, 20)) * 100}M", "seq_len": 4096}}
+        if draw(st.booleans()):
+            job["deadline"] = f"{draw(st.integers(2, 6)) * 12}h"
+        if draw(st.booleans()):
+            job["release"] = f"{draw(st.integers(0, 2)) * 12}h"
+        if i > 0 and draw(st.booleans()):
+            job["after"] = ["j0"]
+        if draw(st.booleans()):
+            job["required"] = False
+            job["priority"] = draw(st.sampled_from([1, 2]))
+        jobs.append(job)
+    data = {"horizon": "4d", "time_step": "12h", "jobs": jobs,
+            "pools": [{"offer": o.name, "gpus": draw(st.sampled_from([4, 8]))} for o in offers]}
+    if draw(st.booleans()):
+        data["budget"] = draw(st.floats(200, 5000))
+    return Portfolio.model_validate(data), catalog
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_portfolios())
+def test_cpsat_schedule_matches_brute_force(instance):
+    pf, catalog = instance
+    result = portfolio(pf, catalog=catalog, workers=1, time_limit_s=20)
+    expected = brute_force(pf, catalog)
+    if expected is None:
+        assert result.status == "infeasible"
+        return
+    assert result.status == "optimal"
+    check_schedule(pf, result, catalog)
+    weights = {j.name: round(j.weight * 1000) for j in pf.jobs}
+    dropped = sum(weights[d.job] for d in result.dropped)
+    cost = sum(int(round(j.cost_usd * 100)) for j in result.schedule)
+    assert (dropped, cost) == expected
+
+
+def test_bundled_portfolio_respects_everything_and_drops_the_optional_job(problems):
+    pf = load_portfolio(problems / "portfolio-q1-finetunes.yaml")
+    catalog = load_catalog("default")
+    result = portfolio(pf, workers=1)
+    assert result.status == "optimal" and len(pf.jobs) >= 8
+    check_schedule(pf, result, catalog)
+    assert [d.job for d in result.dropped] == ["llama8b-long-context"]  # the $15,000 budget cannot carry it
+    assert result.schedule[0].start_date.startswith("2027-01-")
+
+
+def test_deterministic(problems):
+    pf = load_portfolio(problems / "portfolio-q1-finetunes.yaml")
+    a = portfolio(pf, workers=1).model_dump(exclude={"solve_s"})
+    b = portfolio(pf, workers=1).model_dump(exclude={"solve_s"})
+    assert a == b
+
+
+def variant(problems, tmp_path, *replacements):
+    """A copy of the bundled portfolio (and the job files it names) with some text replaced."""
+    for f in problems.glob("*.yaml"):
+        (tmp_path / f.name).write_text(f.read_text())
+    text = (problems / "portfolio-q1-finetunes.yaml").read_text()
+    for old, new in replacements:
+        text = text.replace(old, new)
+    path = tmp_path / "portfolio-q1-finetunes.yaml"
+    path.write_text(text)
+    return load_portfolio(path)
+
+
+def test_infeasible_portfolio_names_the_job_that_cannot_make_it(problems, tmp_path):
+    result = portfolio(variant(problems, tmp_path, ("deadline: 14d", "deadline: 1d")), workers=1)
+    assert result.status == "infeasible"
+    item = next(i for i in result.infeasible if i.constraint == "deadline")
+    assert "llama70b-sft" in item.detail and item.over_by > 0
+
+
+def test_weighted_lateness_lets_jobs_run_late_instead_of_failing(problems, tmp_path):
+    pf = variant(problems, tmp_path, ("objective: cost", "objective: weighted_lateness"), ("deadline: 14d", "deadline: 2d"))
+    result = portfolio(pf, workers=1)
+    assert result.status in ("optimal", "feasible")
+    late = next(j for j in result.schedule if j.job == "llama70b-sft")
+    assert late.late_h > 0
+
+
+def test_portfolio_cli_json_contract(problems):
+    r = CliRunner().invoke(app, ["portfolio", str(problems / "portfolio-q1-finetunes.yaml"), "--format", "json",
+                                 "--workers", "1"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert set(data) >= {"status", "objective", "total_cost_usd", "gap", "schedule", "dropped", "pools"}
+    row = data["schedule"][0]
+    assert set(row) >= {"job", "offer", "plan", "start_h", "end_h", "cost_usd"}
+    assert set(data["pools"][0]) >= {"offer", "gpus", "peak_used"}
+
+
+def test_bad_portfolio_inputs_exit_2(tmp_path):
+    bad = tmp_path / "p.yaml"
+    bad.write_text("horizon: 10d\njobs:\n  - name: a\n    job: {model: {params: 8B}, tokens: 1B, activation_reserve: 0}\n"
+                   "    after: [zzz]\n")
+    r = CliRunner().invoke(app, ["portfolio", str(bad)])
+    assert r.exit_code == 2 and "unknown job 'zzz'" in r.output
+    bad.write_text("horizon: 10d\npools: [{offer: B999, gpus: 8}]\njobs:\n  - name: a\n    job: {model: {params: 8B}, tokens: 1B, activation_reserve: 0}\n")
+    r = CliRunner().invoke(app, ["portfolio", str(bad)])
+    assert r.exit_code == 2 and "pools[0].offer" in r.output
