@@ -191,7 +191,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     gpn = per_row([r.gpus_per_node for r in rows])
     hw = Hardware(
         peak_flops=per_row([ctx.peak_flops(r.sku) or np.nan for r in rows]),
-        hbm_bytes_per_s=per_row([r.sku.hbm_bandwidth_gb_per_s * 1e9 for r in rows]),
+        hbm_bytes_per_s=per_row([r.sku.hbm_bandwidth_gb_per_s * 1e9 * ctx.calibration.memory for r in rows]),
         intra_bytes_per_s=per_row([r.sku.intra_node_bandwidth_gb_per_s * 1e9 for r in rows]),
         network_bytes_per_s=per_row([(r.sku.network_gb_per_s_per_gpu or 12.5) * 1e9 for r in rows]),
         gpus_per_node=gpn,
@@ -205,12 +205,15 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         activation_reserve=ctx.activation_reserve, framework_overhead=ctx.framework_overhead,
         eager_attention=eager,
     )
+    if ctx.calibration.reserve_delta_bytes:
+        mem.reserve = np.maximum(0.0, mem.reserve + ctx.calibration.reserve_delta_bytes)
     # HBM traffic of activations: one stage's layers, one micro-batch (written forward, read backward).
     acts_micro = activation_bytes(ctx.shape, ctx.job.seq_len, mb, tp, pp, 1, rc, eager) if ctx.shape.has_shapes else 0.0
     timing = step_time(
         ctx.shape, ctx.train, hw, seq_len=ctx.job.seq_len, nodes=nodes, gpus_per_node=gpn, tp=tp, pp=pp, dp=dp,
         zero_stage=zero, shard_degree=shard, micro_batch=mb, grad_accum=accum, recompute=rc,
-        overlap=a.overlap, link_efficiency=a.link_efficiency, activation_bytes_per_micro=acts_micro,
+        overlap=a.overlap, link_efficiency=a.link_efficiency * ctx.calibration.network,
+        activation_bytes_per_micro=acts_micro,
         explicit_efficiency=explicit,
     )
     hours = cost_phys.run_hours(ctx.job.total_tokens, timing.tokens_per_s, a.startup_s)
@@ -219,6 +222,17 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     increment = per_row([r.offer.billing_increment_s if r.offer else 1.0 for r in rows])
     cost = price * billed * np.ceil(hours / (increment / 3600.0) - 1e-9) * (increment / 3600.0)
     return Evaluation(row_idx, tp, pp, dp, zero, shard, mb, accum, rc, mem, caps, timing, hours, cost)
+
+
+def best_layout(ev: Evaluation, lo: int = 0, hi: Optional[int] = None) -> int:
+    """Index of the fastest fitting layout in ``[lo, hi)`` (ties: less memory, then enumeration
+    order, so the choice is deterministic); the least-memory layout when none fits."""
+    hi = len(ev.row) if hi is None else hi
+    idx = np.arange(lo, hi)
+    ok = idx[ev.fits[lo:hi]]
+    if len(ok):
+        return int(ok[np.lexsort((ok, ev.memory.total[ok], np.round(ev.timing.step_s[ok], 9)))[0]])
+    return int(idx[np.lexsort((idx, ev.memory.total[lo:hi]))[0]])
 
 
 def build_table(ctx: JobContext, rows: Optional[list[HardwareRow]] = None, *, keep_rejected: bool = False) -> CandidateTable:
@@ -238,8 +252,7 @@ def build_table(ctx: JobContext, rows: Optional[list[HardwareRow]] = None, *, ke
         grids.append(grid)
     ev = evaluate(ctx, rows, grids)
     table = CandidateTable(ctx, rows, ev)
-    fits, step = ev.fits, ev.timing.step_s
-    total = ev.memory.total
+    fits = ev.fits
     starts = np.concatenate([[0], np.cumsum([len(g) for g in grids])])
     for i, row in enumerate(rows):
         lo, hi = starts[i], starts[i + 1]
@@ -248,17 +261,11 @@ def build_table(ctx: JobContext, rows: Optional[list[HardwareRow]] = None, *, ke
             table.candidates.append(Candidate(row, -1, False, np.inf, np.nan, np.nan,
                                               capacity_bytes(row, ctx.assumptions.memory_basis)[0], why or "filter"))
             continue
-        idx = np.arange(lo, hi)
-        ok = idx[fits[lo:hi]]
-        if len(ok):
-            # Fastest; ties broken by less memory, then by enumeration order (deterministic).
-            best = ok[np.lexsort((ok, total[ok], np.round(step[ok], 9)))[0]]
-        else:
-            best = idx[np.lexsort((idx, total[lo:hi]))[0]]
+        best = best_layout(ev, lo, hi)
         fit = bool(fits[best])
         table.candidates.append(Candidate(
             row=row, index=int(best), fits=fit, time_s=float(ev.hours[best] * 3600.0),
-            cost_usd=float(ev.cost_usd[best]), memory_bytes=float(total[best]),
+            cost_usd=float(ev.cost_usd[best]), memory_bytes=float(ev.memory.total[best]),
             capacity_bytes=float(ev.capacity_bytes[best]), rejected_by=why or (None if fit else "memory"),
         ))
     return table

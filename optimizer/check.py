@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from .candidates import build_table, evaluate, strategy_grid
+from .candidates import best_layout, build_table, evaluate, strategy_grid
 from .context import HardwareRow, JobContext, build_context, capacity_bytes
 from .errors import JobError
 from .loading import find_sku, offers_for, problem_catalog
@@ -85,11 +85,7 @@ def check(
     if len(grid) == 0:
         raise JobError(_why_no_layout(ctx, row, fixed), source=problem.source_path, field="job.global_batch")
     ev = evaluate(ctx, [row], [grid])
-    fits = ev.fits
-    order = np.lexsort((np.arange(len(grid)), ev.memory.total, np.round(ev.timing.step_s, 9)))
-    fitting = [i for i in order if fits[i]]
-    best = fitting[0] if fitting else int(np.argmin(ev.memory.total))
-    plan = plan_from(ctx, row, ev, best)
+    plan = plan_from(ctx, row, ev, best_layout(ev))
 
     chosen = []
     s = plan.strategy
@@ -102,7 +98,8 @@ def check(
     if nodes is None:
         chosen.append(f"{row.nodes} node(s) of {row.gpus_per_node}")
     notes = _notes(ctx, row, plan)
-    result = CheckResult(plan=plan, fits=plan.fits, chosen=chosen, notes=notes)
+    result = CheckResult(plan=plan, fits=plan.fits, chosen=chosen, notes=notes,
+                         vs_measured=_versus_measured(ctx, row, plan))
     if compare:
         _compare_with_optimum(problem, catalog, result)
     return result
@@ -134,6 +131,50 @@ def _notes(ctx: JobContext, row: HardwareRow, plan) -> list[str]:
     if ctx.activation_reserve != "auto":
         notes.append("activations are the fixed job.activation_reserve, not computed from shapes")
     return notes
+
+
+def _versus_measured(ctx: JobContext, row: HardwareRow, plan) -> Optional[dict]:
+    """How this configuration compares with the first measured one, and which hardware ratio carries it."""
+    if not ctx.calibration.active or ctx.is_measured(row):
+        return None
+    from .calibration import measured_row  # calibration sits above check's imports
+
+    m = ctx.job.measured[0]
+    base_row = measured_row(ctx, m.sku, m.gpus, m.nodes)
+    from .calibration import predict_layout
+
+    ev, i = predict_layout(ctx, base_row)
+    base = plan_from(ctx, base_row, ev, i)
+    a, b = base_row.sku, row.sku
+    ratios = {
+        "dense_compute": (ctx.peak_flops(b) or 0) / (ctx.peak_flops(a) or 1),
+        "hbm_bandwidth": b.hbm_bandwidth_gb_per_s / a.hbm_bandwidth_gb_per_s,
+        "intra_node_link": b.intra_node_bandwidth_gb_per_s / a.intra_node_bandwidth_gb_per_s,
+    }
+    carried = {"compute": "dense_compute", "memory": "hbm_bandwidth", "network": "intra_node_link"}[base.bound]
+    speedup = plan.tokens_per_s / base.tokens_per_s
+    out = {
+        "measured": f"{base.gpus} x {a.name}", "measured_tokens_per_s": base.tokens_per_s,
+        "measured_bound": base.bound, "speedup": speedup, "ratios": ratios, "carried_by": carried,
+        "cost_ratio": (plan.cost_usd.p50 / base.cost_usd.p50) if plan.cost_usd and base.cost_usd else None,
+    }
+    share = base.time_breakdown_s["network"] / base.step_s if base.step_s else 0.0
+    verdict = "faster" if speedup > 1 else "slower"
+    money = ""
+    if out["cost_ratio"] is not None:
+        money = f" and {'cheaper' if out['cost_ratio'] < 1 else 'dearer'} ({out['cost_ratio']:.2f}x the cost)"
+    ctx_note = (f"vs the measured {out['measured']} ({base.tokens_per_s:,.0f} tokens/s, {base.bound}-bound): "
+                f"{speedup:.2f}x {verdict}{money}; carried by the {carried.replace('_', ' ')} ratio "
+                f"{ratios[carried]:.2f}x (compute {ratios['dense_compute']:.2f}x, HBM {ratios['hbm_bandwidth']:.2f}x, "
+                f"link {ratios['intra_node_link']:.2f}x)")
+    class_ratio = ctx.compute_efficiency(b) / ctx.compute_efficiency(a)
+    if carried == "dense_compute" and abs(class_ratio - 1) > 0.01:
+        ctx_note += (f"; x{class_ratio:.2f} for the efficiency class ({b.form_factor} {ctx.compute_efficiency(b) / ctx.calibration.compute:.2f}"
+                     f" vs {a.form_factor} {ctx.compute_efficiency(a) / ctx.calibration.compute:.2f} default, both scaled by the measured x{ctx.calibration.compute:.2f})")
+    if share > 0.02:
+        ctx_note += f"; {share:.0%} of the measured step is exposed communication, which the faster link shrinks"
+    out["summary"] = ctx_note
+    return out
 
 
 def _compare_with_optimum(problem: Problem, catalog: Catalog, result: CheckResult) -> None:

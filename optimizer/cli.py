@@ -146,11 +146,12 @@ def check(
     deadline: Optional[str] = typer.Option(None, "--deadline", help="e.g. 5d, 36h."),
     budget: Optional[str] = typer.Option(None, "--budget", help="e.g. 20000, $20k."),
     compare: bool = typer.Option(True, "--compare/--no-compare", help="Compare with the best plan under the same constraints."),
+    measured: Optional[list[str]] = typer.Option(None, "--measured", help="A short-run measurement to calibrate from, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable)."),
     catalog: Optional[str] = CatalogOpt,
     fmt: Format = FormatOpt,
 ) -> None:
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
-    problem = _problem(job, deadline=deadline, budget=budget)
+    problem = _problem(job, deadline=deadline, budget=budget, measured=measured)
     cat = _catalog_for(problem, catalog)
     result = check_api(problem, sku, gpus, nodes=nodes, tp=tp, pp=pp, zero=zero, micro_batch=micro_batch,
                        recompute=recompute.value if recompute else None, catalog=cat, compare=compare)
@@ -172,6 +173,8 @@ def solve(
     max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="At most this many GPUs."),
     gpu_types: Optional[str] = typer.Option(None, "--gpu-types", help="Only these GPUs, comma-separated: B200,B300."),
     min_memory: Optional[str] = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory: 160Gi, 80GB."),
+    deadline_quantile: Optional[str] = typer.Option(None, "--deadline-quantile", help="p50 or p90: which time must meet the deadline."),
+    measured: Optional[list[str]] = typer.Option(None, "--measured", help="Short-run measurement, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable)."),
     time_limit: float = typer.Option(10.0, "--time-limit", help="CP-SAT time limit per solve, seconds."),
     plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write the frontier chart (PNG or SVG)."),
     catalog: Optional[str] = CatalogOpt,
@@ -179,7 +182,8 @@ def solve(
 ) -> None:
     """The optimal plan, the cost/time Pareto frontier, and why the other GPUs lost."""
     problem = _problem(job, objective=objective.value if objective else None, deadline=deadline, budget=budget,
-                       max_nodes=max_nodes, max_gpus=max_gpus, gpu_types=gpu_types, min_memory=min_memory)
+                       max_nodes=max_nodes, max_gpus=max_gpus, gpu_types=gpu_types, min_memory=min_memory,
+                       deadline_quantile=deadline_quantile, measured=measured)
     result = plan_api(problem, catalog=_catalog_for(problem, catalog), time_limit_s=time_limit)
     _emit(result, fmt, render.print_solve)
     if plot_path:

@@ -58,6 +58,21 @@ def capacity_bytes(row: HardwareRow, basis: str) -> tuple[float, str]:
 
 
 @dataclass(frozen=True)
+class Calibration:
+    """Multipliers fitted to measurements (``calibration.py``); identity when nothing was measured."""
+
+    compute: float = 1.0  # on the compute efficiency
+    memory: float = 1.0  # on the achieved HBM bandwidth
+    network: float = 1.0  # on the link efficiency
+    reserve_delta_bytes: float = 0.0  # measured peak minus predicted, added to the framework reserve
+    points: tuple = ()  # (sku name, gpus, nodes) of each measured configuration
+
+    @property
+    def active(self) -> bool:
+        return bool(self.points)
+
+
+@dataclass(frozen=True)
 class JobContext:
     problem: Problem
     catalog: Catalog
@@ -65,6 +80,7 @@ class JobContext:
     train: TrainingState
     activation_reserve: Union[str, float]  # "auto", bytes, or a fraction of capacity (< 1)
     framework_overhead: Union[str, float]
+    calibration: Calibration = Calibration()
 
     @property
     def job(self):
@@ -80,8 +96,13 @@ class JobContext:
 
     def compute_efficiency(self, sku: Sku) -> float:
         if self.assumptions.mfu != "auto":
-            return float(self.assumptions.mfu)
-        return sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, 0.45)
+            base = float(self.assumptions.mfu)
+        else:
+            base = sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, 0.45)
+        return base * self.calibration.compute
+
+    def is_measured(self, row: "HardwareRow") -> bool:
+        return (row.sku.name, row.gpus, row.nodes) in self.calibration.points
 
     def peak_flops(self, sku: Sku) -> Optional[float]:
         tflops = sku.dense_tflops(self.job.precision)
@@ -133,4 +154,9 @@ def build_context(problem: Problem, catalog: Catalog) -> JobContext:
         except Exception as exc:
             if not any(gpu_type.lower() in [a.lower() for a in o.aliases] + [o.name.lower()] for o in catalog.offers):
                 raise JobError(str(getattr(exc, "reason", exc)), source=source, field="constraints.gpu.types") from None
-    return JobContext(problem, catalog, shape, train, reserve, overhead)
+    ctx = JobContext(problem, catalog, shape, train, reserve, overhead)
+    if problem.job.measured:
+        from .calibration import calibrate  # calibration evaluates candidates, which import this module
+
+        ctx = calibrate(ctx)
+    return ctx

@@ -7,6 +7,7 @@ user never sees a pydantic traceback).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -199,6 +200,12 @@ def problem_catalog(problem: Problem, override: Optional[str] = None) -> Catalog
         raise exc.located(problem.source_path if not override else None, "catalog" if not override else "--catalog")
 
 
+def _quantile(value: str) -> str:
+    if value not in ("p50", "p90"):
+        raise GpuplanError(f"must be p50 or p90 (got {value!r})")
+    return value
+
+
 def apply_overrides(problem: Problem, **overrides) -> Problem:
     """Command-line flags over the file: ``deadline='5d'``, ``budget='20k'``, ``max_nodes=2``,
     ``gpu_types='B200,B300'``, ``min_memory='160Gi'``, ``objective='time'``. None leaves a field alone."""
@@ -206,15 +213,19 @@ def apply_overrides(problem: Problem, **overrides) -> Problem:
              "budget": ("budget_usd", "--budget", lambda v: units.parse_usd(v, "a budget")),
              "max_nodes": ("max_nodes", "--max-nodes", int),
              "max_gpus": ("max_gpus", "--max-gpus", int),
-             "deadline_quantile": ("deadline_quantile", "--deadline-quantile", str)}
+             "deadline_quantile": ("deadline_quantile", "--deadline-quantile", _quantile)}
     constraints: dict = {}
     gpu: dict = {}
     objective = problem.objective
+    job = problem.job
     for key, value in overrides.items():
         if value is None:
             continue
         if key == "objective":
             objective = value
+            continue
+        if key == "measured":
+            job = job.model_copy(update={"measured": job.measured + [parse_measurement(v) for v in value]})
             continue
         try:
             if key == "gpu_types":
@@ -233,7 +244,29 @@ def apply_overrides(problem: Problem, **overrides) -> Problem:
             raise GpuplanError(exc.reason, source="command line", field=flag) from None
     new_gpu = problem.constraints.gpu.model_copy(update=gpu)
     new_constraints = problem.constraints.model_copy(update={**constraints, "gpu": new_gpu})
-    return problem.model_copy(update={"constraints": new_constraints, "objective": objective})
+    return problem.model_copy(update={"constraints": new_constraints, "objective": objective, "job": job})
+
+
+def parse_measurement(text: str) -> "Measurement":
+    """``4xRTX-PRO-6000:14.8k tok/s`` or ``16xB200@2:45k tok/s,150GiB`` (GPUs x SKU [@nodes]: rate [, peak])."""
+    from .schema import Measurement
+
+    match = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*([A-Za-z0-9._-]+)\s*(?:@\s*(\d+))?\s*:\s*([^,]+?)\s*(?:,\s*(.+))?", text)
+    if not match:
+        raise GpuplanError(f"cannot read {text!r}; write it like '4xRTX-PRO-6000:14.8k tok/s' or "
+                           "'16xB200@2:45k tok/s,150GiB' (GPUs x SKU [@nodes]: throughput [, peak memory])",
+                           source="command line", field="--measured")
+    gpus, sku, nodes, rate, peak = match.groups()
+    data = {"sku": sku, "gpus": int(gpus), "tokens_per_s": rate}
+    if nodes:
+        data["nodes"] = int(nodes)
+    if peak:
+        data["peak_memory"] = peak
+    try:
+        return Measurement.model_validate(data)
+    except ValidationError as exc:
+        err = validation_error(exc, "command line")
+        raise GpuplanError(err.reason, source="command line", field="--measured") from None
 
 
 def load_portfolio(path: str | Path) -> "Portfolio":

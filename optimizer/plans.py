@@ -8,7 +8,7 @@ from .candidates import Evaluation
 from .context import HardwareRow, JobContext, capacity_bytes
 from .physics.memory import GIB
 from .results import MemoryGiB, Plan, Quantiles
-from .uncertainty import spread
+from .uncertainty import sources, spread
 
 
 def _f(x) -> float:
@@ -70,4 +70,5 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         cost_usd=cost,
         meets_deadline=meets,
         within_budget=within,
+        spread_source=sources(ctx, row),
     )

@@ -105,6 +105,10 @@ def print_check(result: CheckResult, console: Console) -> None:
         console.print("Chosen for you: " + "; ".join(result.chosen))
     for note in result.notes:
         console.print(f"Note: {note}", style="dim")
+    if result.vs_measured:
+        console.print(Text("Compared " + result.vs_measured["summary"], style="bold"))
+    if p.spread_source:
+        console.print(f"p90 spread from: {p.spread_source}", style="dim")
     if result.optimum is not None:
         o = result.optimum
         line = f"Best plan under the same constraints: {o.label()}, {strategy_text(o)}: {_usd(o.cost_usd.p50 if o.cost_usd else None)}, {_hours(o.hours.p50)}"

@@ -47,6 +47,7 @@ class Plan(BaseModel):
     cost_usd: Optional[Quantiles]
     meets_deadline: Optional[bool]
     within_budget: Optional[bool]
+    spread_source: str = Field("", description="Where the p50-p90 spread comes from (lognormal, sigma per source).")
 
     def label(self) -> str:
         per = f"{self.nodes} x {self.gpus_per_node}" if self.nodes > 1 else f"{self.gpus}"
@@ -78,6 +79,7 @@ class CheckResult(BaseModel):
     optimum: Optional[Plan] = None
     extra_cost_vs_optimum_usd: Optional[float] = None
     dominated_by: list[Plan] = Field(default_factory=list)
+    vs_measured: Optional[dict] = Field(None, description="Comparison with the measured configuration, if any.")
 
 
 class SolveResult(BaseModel):

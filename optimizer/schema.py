@@ -159,6 +159,19 @@ class ModelSpec(_Model):
         return all(v is not None for v in (self.layers, self.hidden, self.heads, self.ffn_hidden, self.vocab))
 
 
+Rate = Annotated[float, BeforeValidator(lambda v: units.parse_rate(v, "a throughput in tokens/s"))]
+
+
+class Measurement(_Model):
+    """A short run's throughput (and peak memory) on one configuration."""
+
+    sku: str = Field(description="GPU name or alias, as check --sku.")
+    gpus: int = Field(ge=1)
+    nodes: Optional[int] = Field(None, ge=1, description="Default: the fewest nodes that hold the GPUs.")
+    tokens_per_s: Rate = Field(gt=0, description="Measured training throughput, e.g. 14.8k.")
+    peak_memory_bytes: Optional[Bytes] = Field(None, alias="peak_memory", gt=0, description="Peak per GPU, e.g. 71GiB.")
+
+
 class JobSpec(_Model):
     name: str = "job"
     model: ModelSpec
@@ -166,6 +179,9 @@ class JobSpec(_Model):
     lora_rank: int = Field(16, ge=1)
     trainable_params: Optional[Count] = Field(
         None, gt=0, description="Adapter parameters when shapes are not given (LoRA/QLoRA)."
+    )
+    teacher_params: Optional[Count] = Field(
+        None, gt=0, description="A frozen teacher/target run forward-only each step (distillation, drafters)."
     )
     tokens: Optional[Count] = Field(None, gt=0, description="Tokens to process in total.")
     dataset_tokens: Optional[Count] = Field(None, gt=0)
@@ -181,6 +197,7 @@ class JobSpec(_Model):
         "auto", description="auto (from shapes), a size per GPU (40GB) or a fraction of capacity (0.2)."
     )
     attention: Literal["flash", "eager"] = "flash"
+    measured: list[Measurement] = Field(default_factory=list, description="Short-run measurements to calibrate from.")
 
     @model_validator(mode="after")
     def _tokens_given_once(self) -> "JobSpec":

@@ -3,9 +3,11 @@
 Time = predicted x exp(sigma x Z), Z standard normal, so the prediction is the p50 and
 p90 = p50 x exp(1.2816 sigma). Sigma combines, as independent log-errors:
 - compute efficiency: 0.12 with the per-class default (published MFUs for one hardware class span
-  roughly 0.35-0.55, i.e. about +-25 % around 0.45), 0.08 when the user states an efficiency;
-- multi-node scaling: 0.10 when the run spans nodes and no explicit efficiency table covers it
-  (network contention, stragglers).
+  roughly 0.35-0.55, about +-25 % around 0.45: see the validation table in BENCHMARKS.md); 0.08 when
+  the user states an efficiency; 0.06 when projected from a measurement on other hardware (the
+  measured factor carries over, the bound may shift); 0.02 at a measured configuration (run-to-run noise);
+- multi-node scaling: 0.10 when the run spans nodes and neither an explicit efficiency nor a
+  measurement covers it (network contention, stragglers).
 """
 
 from __future__ import annotations
@@ -17,10 +19,23 @@ from .context import HardwareRow, JobContext
 Z90 = 1.2815515655446004
 
 
+def _terms(ctx: JobContext, row: HardwareRow) -> list[tuple[str, float]]:
+    if ctx.is_measured(row):
+        compute = ("measured on this configuration", 0.02)
+    elif ctx.calibration.active:
+        compute = ("compute efficiency projected from a measurement", 0.06)
+    elif ctx.assumptions.mfu == "auto":
+        compute = ("compute efficiency (per-class default)", 0.12)
+    else:
+        compute = ("compute efficiency (stated)", 0.08)
+    terms = [compute]
+    if row.nodes > 1 and ctx.explicit_efficiency(row.nodes) is None and not ctx.is_measured(row):
+        terms.append(("multi-node scaling", 0.10))
+    return terms
+
+
 def sigma(ctx: JobContext, row: HardwareRow) -> float:
-    compute = 0.12 if ctx.assumptions.mfu == "auto" else 0.08
-    network = 0.10 if row.nodes > 1 and ctx.explicit_efficiency(row.nodes) is None else 0.0
-    return math.hypot(compute, network)
+    return math.sqrt(sum(s * s for _, s in _terms(ctx, row)))
 
 
 def spread(ctx: JobContext, row: HardwareRow, z: float = Z90) -> float:
@@ -29,7 +44,4 @@ def spread(ctx: JobContext, row: HardwareRow, z: float = Z90) -> float:
 
 
 def sources(ctx: JobContext, row: HardwareRow) -> str:
-    parts = ["compute efficiency " + ("(per-class default)" if ctx.assumptions.mfu == "auto" else "(stated)")]
-    if row.nodes > 1 and ctx.explicit_efficiency(row.nodes) is None:
-        parts.append("multi-node scaling")
-    return ", ".join(parts)
+    return "; ".join(f"{name} (sigma {s:.2f})" for name, s in _terms(ctx, row))

@@ -169,7 +169,10 @@ def parse_rate(value: str | int | float, what: str = "a throughput") -> float:
         text = text[:-5]
     elif text.endswith("/s"):
         text = text[:-2]
-    return parse_count(text, what)
+    try:
+        return parse_count(text, what)
+    except UnitError:
+        raise UnitError(f"cannot read {value!r} as {what}; write it like 14.8k tok/s or 14800") from None
 
 
 def gib(n_bytes: float) -> float:

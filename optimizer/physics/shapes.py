@@ -78,9 +78,10 @@ class TrainingState:
     optimizer_bytes: float  # per trainable parameter
     lora: bool = False
     quantized_base: bool = False
+    teacher_params: float = 0.0  # frozen teacher in bf16, forward only (distillation, drafter training)
 
     def weights_total(self, params: float) -> float:
-        return params * self.weight_bytes + self.trainable_params * self.adapter_weight_bytes
+        return params * self.weight_bytes + self.trainable_params * self.adapter_weight_bytes + 2.0 * self.teacher_params
 
 
 def lora_adapter_params(shape: ModelShape, rank: int) -> float:
@@ -96,6 +97,13 @@ def lora_adapter_params(shape: ModelShape, rank: int) -> float:
 
 
 def training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
+    from dataclasses import replace
+
+    state = _training_state(job, shape)
+    return replace(state, teacher_params=float(job.teacher_params or 0.0))
+
+
+def _training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
     optimizer = OPTIMIZER_BYTES[job.optimizer]
     if job.method == "full":
         if job.bytes_per_param is not None:

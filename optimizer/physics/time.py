@@ -3,6 +3,7 @@
 Pure functions over floats or numpy arrays. Sources:
 - FLOPs per token: 6 N + 12 L h s (Chowdhery et al. 2022, "PaLM", appendix B: model FLOPs); MoE
   counts active parameters. LoRA skips the frozen weights' weight-gradient matmuls: 4 N + 6 N_adapter.
+  A frozen teacher adds its forward pass, 2 N_teacher.
   Full recompute adds one forward pass (2 N + 4 L h s; Korthikanti et al. 2022, section 5: 6PD -> 8PD);
   selective recompute re-runs the attention core only (4 L h s).
 - Roofline (Williams et al. 2009): a micro-batch takes max(FLOPs / (peak x efficiency), HBM bytes /
@@ -82,6 +83,7 @@ def flops_per_token(shape: ModelShape, train: TrainingState, seq_len: float, rec
         model = 4.0 * shape.active_params + 6.0 * train.trainable_params + attention
     else:
         model = 6.0 * shape.active_params + attention
+    model += 2.0 * train.teacher_params
     rc = np.asarray(recompute)
     extra = np.where(rc == 2, 2.0 * shape.active_params + attention / 3.0, np.where(rc == 1, attention / 3.0, 0.0))
     return model, model + extra
@@ -128,7 +130,10 @@ def step_time(
     model_parallel = tp * pp
     weight_bytes = train.weights_total(shape.params) / model_parallel
     grad_bytes = train.grad_bytes * train.trainable_params / model_parallel
-    weight_reads = (2.0 if train.lora else 3.0) * weight_bytes
+    teacher_bytes = 2.0 * train.teacher_params / model_parallel
+    # Trained weights are read forward, for the data gradient and for the weight gradient; frozen ones
+    # twice (no weight gradient); a teacher once (forward only).
+    weight_reads = (2.0 if train.lora else 3.0) * (weight_bytes - teacher_bytes) + teacher_bytes
     acts = 0.0 if activation_bytes_per_micro is None else np.asarray(activation_bytes_per_micro, float)
     hbm_mb = weight_reads + 2.0 * grad_bytes + 2.0 * acts
     memory_mb = hbm_mb / hw.hbm_bytes_per_s

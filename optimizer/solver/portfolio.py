@@ -41,9 +41,11 @@ from ..plans import plan_from
 from ..results import DroppedJob, Infeasibility, PoolUse, PortfolioResult, ScheduledJob
 from ..schema import Catalog, Portfolio
 from ..units import fmt_duration
+from .greedy import greedy_schedule
 from .model import JobVars, PlanModel, solver_rows
 
 WEIGHT_SCALE = 1000  # job weights to integers
+LINEARIZATION = 1
 
 
 @dataclass
@@ -201,6 +203,8 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
             if gpus < cap and e > s:  # less capacity in this window: block the difference
                 items.append((m.NewIntervalVar(s, e - s, e, f"block_{k}_{s}"), cap - gpus))
         m.AddCumulative([i for i, _ in items], [g for _, g in items], cap)
+    if pf.objective != "weighted_lateness":
+        _energy_cuts(m, jobs, jv, pools, pool_of, horizon)
     cost_terms = [int(round(c.cost_usd * 100)) * p for job, v in zip(jobs, jv) for c, p in zip(job.options, v.picks)]
     total_cost = sum(cost_terms)
     if pf.budget_usd is not None:
@@ -208,24 +212,46 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
     max_cost = sum(max((int(round(c.cost_usd * 100)) for c in job.options), default=0) for job in jobs) + 1
     dropped = sum(job.weight * (1 - dones[k]) for k, job in enumerate(jobs) if not job.required)
     if pf.objective == "cost":
-        primary, span = total_cost, max_cost
+        primary = total_cost
     elif pf.objective == "makespan":
         makespan = m.NewIntVar(0, horizon, "makespan")
         m.AddMaxEquality(makespan, ends)
-        primary, span = makespan * max_cost + total_cost, (horizon + 1) * max_cost
+        primary = makespan * max_cost + total_cost
     else:
-        weighted = sum(job.weight * lates[k] for k, job in enumerate(jobs))
-        span_late = sum(job.weight for job in jobs) * (horizon + 1)
-        primary, span = weighted * max_cost + total_cost, span_late * max_cost
-    m.Minimize(dropped * span + primary)
+        primary = sum(job.weight * lates[k] for k, job in enumerate(jobs)) * max_cost + total_cost
 
     m.ClearAssumptions()
     m.AddAssumptions(list(pm.switches.values()))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit_s
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = 0
-    status = solver.Solve(m, _Progress(progress) if progress else None)
+    solver.parameters.linearization_level = LINEARIZATION
+    callback = _Progress(progress) if progress else None
+    # Lexicographic: first keep the most weight of optional jobs, then optimise the objective with that
+    # weight fixed, so the reported gap is the objective's own.
+    placed = greedy_schedule(jobs, pools, pool_of, horizon)
+    for k, (job, v) in enumerate(zip(jobs, jv)):  # warm start from the greedy schedule
+        for i, pick in enumerate(v.picks):
+            m.AddHint(pick, placed[k] is not None and placed[k][0] == i)
+        m.AddHint(starts[k], placed[k][1] if placed[k] else min(job.release, horizon))
+    status = cp_model.OPTIMAL
+    if any(not job.required for job in jobs):
+        solver.parameters.max_time_in_seconds = time_limit_s / 3
+        m.Minimize(dropped)
+        status = solver.Solve(m, callback)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            m.Add(dropped <= int(solver.ObjectiveValue()))
+            m.ClearHints()
+            for v in jv:
+                for pick in v.picks:
+                    m.AddHint(pick, solver.BooleanValue(pick))
+            for start in starts:
+                m.AddHint(start, solver.Value(start))
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        elapsed = time.perf_counter() - started
+        solver.parameters.max_time_in_seconds = max(1.0, time_limit_s - elapsed)
+        m.Minimize(primary)
+        status = solver.Solve(m, callback)
 
     result = PortfolioResult(status="unknown", objective=pf.objective, total_cost_usd=0.0, gap=0.0, schedule=[],
                              dropped=[], pools=[], budget_usd=pf.budget_usd, horizon_h=horizon * step / 3600.0)
@@ -242,6 +268,27 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
             f"no schedule found within {time_limit_s:g} s; raise --time-limit or coarsen time_step"))]
     result.solve_s = time.perf_counter() - started
     return result
+
+
+def _energy_cuts(m, jobs, jv, pools, pool_of, horizon) -> None:
+    """Redundant linear cuts that tighten CP-SAT's LP bound: per pool and window [R, D) between a
+    release and a deadline, the GPU-steps of the jobs that must run inside it fit its capacity."""
+    for k, pool in enumerate(pools):
+        cap = [pool.capacity_at(t) for t in range(horizon)]
+        energy = [(job, g_d, pick) for job, v in zip(jobs, jv)
+                  for opt, d, pick in zip(job.options, job.durations, v.picks)
+                  if pool_of[opt.row.offer.name] == k for g_d in [opt.row.gpus * d]]
+        if not energy:
+            continue
+        dues = sorted({job.deadline for job, _, _ in energy if job.deadline is not None} | {horizon})
+        for release in sorted({job.release for job, _, _ in energy}):
+            for due in dues:
+                if due <= release:
+                    continue
+                terms = [e * p for job, e, p in energy
+                         if job.release >= release and (job.deadline if job.deadline is not None else horizon) <= due]
+                if terms:
+                    m.Add(sum(terms) <= sum(cap[release:due]))
 
 
 def _date(pf: Portfolio, hours: float) -> Optional[str]:

@@ -1,0 +1,83 @@
+"""Calibration from short-run measurements (``job.measured``; the seed's advice: run short, record
+throughput and peak memory, then plan from that).
+
+Rule, per measurement: predict its configuration with the current model and note what bounds it.
+Then scale the efficiency of that resource alone, by bisection, until the prediction equals the
+measurement: compute-bound -> the compute efficiency (so other GPUs project by dense FLOPS),
+memory-bound -> the achieved HBM bandwidth (projects by HBM bandwidth), network-bound -> the link
+efficiency (projects by link bandwidth). Two measurements with the same bound share the geometric
+mean of their factors. A measured peak memory corrects the framework reserve by (measured -
+predicted) for every configuration. At a measured configuration the prediction then equals the
+measurement; its spread narrows (``uncertainty``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from .candidates import best_layout, evaluate, strategy_grid
+from .context import Calibration, HardwareRow, JobContext
+from .errors import JobError
+from .loading import find_sku, offers_for
+
+RESOURCE = {"compute": "compute", "memory": "memory", "network": "network"}
+
+
+def measured_row(ctx: JobContext, sku_name: str, gpus: int, nodes) -> HardwareRow:
+    sku = find_sku(ctx.catalog, sku_name)
+    offers = sorted(offers_for(ctx.catalog, sku_name), key=lambda o: o.price_usd_per_gpu_hour)
+    per_node = offers[0].gpus_per_node if offers else sku.gpus_per_node
+    nodes = nodes or math.ceil(gpus / per_node)
+    if gpus % nodes:
+        raise JobError(f"{gpus} GPUs do not split evenly over {nodes} nodes", field="job.measured")
+    return HardwareRow(sku, offers[0] if offers else None, nodes, gpus // nodes)
+
+
+def predict_layout(ctx: JobContext, row: HardwareRow):
+    """The evaluation of a row's strategies and the index of its best layout, as ``check`` picks it."""
+    grid = strategy_grid(ctx, row)
+    if len(grid) == 0:
+        grid = strategy_grid(ctx, row, ignore_batch=True)
+    ev = evaluate(ctx, [row], [grid])
+    return ev, best_layout(ev)
+
+
+def predict(ctx: JobContext, row: HardwareRow) -> tuple[float, str, float]:
+    """(tokens/s, bound, total memory bytes) of the row's best layout under ``ctx``."""
+    ev, i = predict_layout(ctx, row)
+    return float(ev.timing.tokens_per_s[i]), str(ev.timing.bound()[i]), float(ev.memory.total[i])
+
+
+def _fit(ctx: JobContext, row: HardwareRow, resource: str, target: float) -> float:
+    """The factor on ``resource`` that makes the predicted throughput equal ``target`` (bisection in log)."""
+    lo, hi = math.log(1e-3), math.log(1e3)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        trial = replace(ctx, calibration=replace(ctx.calibration, **{resource: getattr(ctx.calibration, resource) * math.exp(mid)}))
+        if predict(trial, row)[0] < target:
+            lo = mid
+        else:
+            hi = mid
+    return getattr(ctx.calibration, resource) * math.exp((lo + hi) / 2)
+
+
+def calibrate(ctx: JobContext) -> JobContext:
+    measurements = ctx.job.measured
+    rows = []
+    for i, m in enumerate(measurements):
+        try:
+            rows.append(measured_row(ctx, m.sku, m.gpus, m.nodes))
+        except JobError as exc:
+            raise exc.located(ctx.problem.source_path, f"job.measured[{i}]") from None
+    bounds = [predict(ctx, row)[1] for row in rows]
+    factors: dict[str, list[float]] = {}
+    for row, m, bound in zip(rows, measurements, bounds):
+        factors.setdefault(bound, []).append(_fit(ctx, row, bound, m.tokens_per_s))
+    fitted = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in factors.items()}
+    calibration = Calibration(points=tuple((r.sku.name, r.gpus, r.nodes) for r in rows), **fitted)
+    ctx = replace(ctx, calibration=calibration)
+    deltas = [m.peak_memory_bytes - predict(ctx, row)[2] for row, m in zip(rows, measurements) if m.peak_memory_bytes]
+    if deltas:
+        ctx = replace(ctx, calibration=replace(calibration, reserve_delta_bytes=sum(deltas) / len(deltas)))
+    return ctx

@@ -1,0 +1,75 @@
+"""Trustworthy estimates: p50 <= p90 with a stated source, calibration exact at the measured point,
+seed 003's 8.8 days and its B200 answer, and a p90 deadline that changes the plan."""
+
+import pytest
+
+from optimizer import apply_overrides, check, load_job, plan
+
+
+def test_quantiles_are_ordered_and_sourced(problems):
+    answer = plan(load_job(problems / "llama-70b-within-5-days.yaml"))
+    for p in answer.frontier + [answer.best] + answer.runners_up:
+        assert p.hours.p50 <= p.hours.p90
+        assert p.cost_usd.p50 <= p.cost_usd.p90
+        assert "compute efficiency" in p.spread_source
+    multi = next(p for p in answer.frontier if p.nodes > 1)
+    assert "multi-node scaling" in multi.spread_source
+
+
+def test_seed_003_measured_point_reproduces_8_8_days(problems):
+    job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
+    rtx = check(job, "RTX-PRO-6000", 4, compare=False).plan
+    assert rtx.tokens_per_s == pytest.approx(14800, rel=1e-6)
+    assert rtx.hours.p50 / 24 == pytest.approx(8.8, rel=1e-6)
+
+
+def test_calibration_narrows_the_spread(problems):
+    job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
+    measured = check(job, "RTX-PRO-6000", 4, compare=False).plan
+    uncalibrated = job.model_copy(update={"job": job.job.model_copy(update={"measured": []})})
+    raw = check(uncalibrated, "RTX-PRO-6000", 4, compare=False).plan
+    assert measured.hours.p90 / measured.hours.p50 < raw.hours.p90 / raw.hours.p50
+    projected = check(job, "B200", 4, compare=False).plan
+    assert measured.hours.p90 / measured.hours.p50 < projected.hours.p90 / projected.hours.p50 < raw.hours.p90 / raw.hours.p50
+
+
+def test_seed_003_four_b200_are_faster_and_cheaper_and_say_why(problems):
+    job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
+    result = check(job, "B200", 4)
+    vs = result.vs_measured
+    rtx = check(job, "RTX-PRO-6000", 4, compare=False).plan
+    # The compute-bound measurement projects by dense BF16: 2,250 / 503.8 = 4.47x, times the SXM/PCIe
+    # efficiency classes (0.50 / 0.45).
+    assert vs["measured_bound"] == "compute" and vs["carried_by"] == "dense_compute"
+    assert vs["ratios"]["dense_compute"] == pytest.approx(2250 / 503.8)
+    assert vs["speedup"] == pytest.approx(2250 / 503.8 * 0.50 / 0.45, rel=0.01)
+    # 3.4x the price per GPU-hour for ~4.96x the speed: cheaper by about 1 - 3.4 / 4.96
+    assert vs["cost_ratio"] == pytest.approx(3.4 / vs["speedup"], rel=0.01)
+    assert result.plan.hours.p50 < rtx.hours.p50 and result.plan.cost_usd.p50 < rtx.cost_usd.p50
+    assert "faster and cheaper" in vs["summary"]
+    best = plan(job).best
+    assert best.sku == "B200" and best.gpus == 4
+
+
+def test_measured_flag_matches_the_file(problems):
+    job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
+    bare = job.model_copy(update={"job": job.job.model_copy(update={"measured": []})})
+    flagged = apply_overrides(bare, measured=["4xRTX-PRO-6000:14.8k tok/s"])
+    assert check(flagged, "B200", 4, compare=False).plan.tokens_per_s == pytest.approx(
+        check(job, "B200", 4, compare=False).plan.tokens_per_s)
+
+
+def test_peak_memory_corrects_the_reserve(problems):
+    job = apply_overrides(load_job(problems / "llama-8b-lora.yaml"), measured=["8xH100:30k tok/s,60GiB"])
+    p = check(job, "H100", 8, compare=False).plan
+    assert p.tokens_per_s == pytest.approx(30000, rel=1e-6)
+    assert p.memory_gib.total == pytest.approx(60.0, rel=1e-4)
+
+
+def test_p90_deadline_picks_a_safer_plan_than_p50(problems):
+    p90 = plan(load_job(problems / "llama-70b-p90-deadline.yaml"))
+    p50 = plan(apply_overrides(load_job(problems / "llama-70b-p90-deadline.yaml"), deadline_quantile="p50"))
+    assert (p50.best.nodes, p50.best.sku) != (p90.best.nodes, p90.best.sku)
+    assert p50.best.hours.p90 > 6.5 * 24 >= p50.best.hours.p50
+    assert p90.best.hours.p90 <= 6.5 * 24
+    assert p90.best.cost_usd.p50 > p50.best.cost_usd.p50
