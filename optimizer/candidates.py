@@ -20,7 +20,7 @@ import numpy as np
 
 from .context import HardwareRow, JobContext, capacity_bytes
 from .loading import find_sku
-from .physics import cost as cost_phys
+from .physics import reliability
 from .physics.memory import RECOMPUTE_CODES, activation_bytes, memory_breakdown
 from .physics.time import Hardware, step_time
 from .schema import Strategy
@@ -99,10 +99,11 @@ def offer_rows(ctx: JobContext, max_nodes: Optional[int] = None) -> list[Hardwar
     rows = []
     for offer in ctx.catalog.offers:
         sku = find_sku(ctx.catalog, offer.sku)
-        for count in offer.single_node_counts():
-            rows.append(HardwareRow(sku, offer, 1, count))
-        for nodes in range(2, min(offer.max_nodes, max_nodes or offer.max_nodes) + 1):
-            rows.append(HardwareRow(sku, offer, nodes, offer.gpus_per_node))
+        for spot in (False, True) if offer.spot_price_usd_per_gpu_hour else (False,):
+            for count in offer.single_node_counts():
+                rows.append(HardwareRow(sku, offer, 1, count, spot))
+            for nodes in range(2, min(offer.max_nodes, max_nodes or offer.max_nodes) + 1):
+                rows.append(HardwareRow(sku, offer, nodes, offer.gpus_per_node, spot))
     return rows
 
 
@@ -175,6 +176,20 @@ def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = Fal
 # --------------------------------------------------------------------------- evaluation
 
 
+def interruption_rate(ctx: JobContext, row: HardwareRow) -> float:
+    """Failures and (on spot rows) preemptions per hour for the whole job."""
+    return float(reliability.interruption_rate_per_hour(
+        row.gpus, row.nodes, ctx.assumptions.failure_rate_per_gpu_hour, row.preemptions_per_node_hour))
+
+
+def checkpoint_hours(ctx: JobContext, row: HardwareRow) -> float:
+    """Time to write a checkpoint: bf16 weights plus optimizer state, spread over the nodes' storage links."""
+    train = ctx.train
+    state = train.weights_total(ctx.shape.params) - 2.0 * train.teacher_params + train.optimizer_bytes * train.trainable_params
+    return state / (ctx.assumptions.checkpoint_gb_per_s_per_node * 1e9 * row.nodes) / 3600.0
+
+
+
 def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) -> Evaluation:
     """Run memory, time and cost physics for every (row, strategy) pair in one vectorised pass."""
     counts = [len(g) for g in grids]
@@ -216,8 +231,11 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         activation_bytes_per_micro=acts_micro,
         explicit_efficiency=explicit,
     )
-    hours = cost_phys.run_hours(ctx.job.total_tokens, timing.tokens_per_s, a.startup_s)
-    price = per_row([r.offer.price_usd_per_gpu_hour if r.offer else np.nan for r in rows])
+    train_h = ctx.job.total_tokens / timing.tokens_per_s / 3600.0
+    rate = per_row([interruption_rate(ctx, r) for r in rows])
+    hours = reliability.expected_hours(train_h, rate, per_row([checkpoint_hours(ctx, r) for r in rows]),
+                                       a.restart_s / 3600.0) + a.startup_s / 3600.0
+    price = per_row([r.price_usd_per_gpu_hour if r.offer else np.nan for r in rows])
     billed = per_row([r.billed_gpus for r in rows])
     increment = per_row([r.offer.billing_increment_s if r.offer else 1.0 for r in rows])
     cost = price * billed * np.ceil(hours / (increment / 3600.0) - 1e-9) * (increment / 3600.0)

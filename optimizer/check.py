@@ -25,12 +25,16 @@ from .units import fmt_bytes
 _FIELDS = ("tp", "pp", "dp", "zero", "shard", "micro_batch", "grad_accum", "recompute")
 
 
-def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: Optional[int]) -> HardwareRow:
+def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: Optional[int], spot: bool = False) -> HardwareRow:
     """The SKU (and its cheapest offer, if priced) laid out on the fewest nodes that hold ``gpus``."""
     if gpus < 1:
         raise JobError("must be at least 1", field="--gpus")
     sku = find_sku(ctx.catalog, sku_name)
     offers = sorted(offers_for(ctx.catalog, sku_name), key=lambda o: (o.price_usd_per_gpu_hour, o.name))
+    if spot:
+        offers = [o for o in offers if o.spot_price_usd_per_gpu_hour]
+        if not offers:
+            raise JobError(f"no offer in catalog '{ctx.catalog.name}' has a spot price for {sku_name}", field="--spot")
     offer = offers[0] if offers else None
     per_node_max = offer.gpus_per_node if offer else sku.gpus_per_node
     nodes = nodes or math.ceil(gpus / per_node_max)
@@ -43,7 +47,7 @@ def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: Optional[int])
     if per_node > per_node_max:
         raise JobError(f"{per_node} GPUs per node exceeds the {per_node_max} a {sku.name} node holds; "
                        f"use --nodes {math.ceil(gpus / per_node_max)} or fewer GPUs", field="--nodes")
-    return HardwareRow(sku, offer, nodes, per_node)
+    return HardwareRow(sku, offer, nodes, per_node, spot)
 
 
 def check(
@@ -59,11 +63,12 @@ def check(
     recompute: Optional[str] = None,
     catalog: Optional[Catalog] = None,
     compare: bool = True,
+    spot: bool = False,
 ) -> CheckResult:
     """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
     catalog = catalog or problem_catalog(problem)
     ctx = build_context(problem, catalog)
-    row = resolve_row(ctx, sku, gpus, nodes)
+    row = resolve_row(ctx, sku, gpus, nodes, spot)
     if ctx.peak_flops(row.sku) is None:
         raise JobError(f"{row.sku.name} has no dense {problem.job.precision} rate in the catalog; "
                        "use bf16 or another GPU", field="job.precision")

@@ -146,6 +146,7 @@ def check(
     deadline: Optional[str] = typer.Option(None, "--deadline", help="e.g. 5d, 36h."),
     budget: Optional[str] = typer.Option(None, "--budget", help="e.g. 20000, $20k."),
     compare: bool = typer.Option(True, "--compare/--no-compare", help="Compare with the best plan under the same constraints."),
+    spot: bool = typer.Option(False, "--spot", help="Use the offer's spot price (with expected preemptions)."),
     measured: Optional[list[str]] = typer.Option(None, "--measured", help="A short-run measurement to calibrate from, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable)."),
     catalog: Optional[str] = CatalogOpt,
     fmt: Format = FormatOpt,
@@ -154,7 +155,7 @@ def check(
     problem = _problem(job, deadline=deadline, budget=budget, measured=measured)
     cat = _catalog_for(problem, catalog)
     result = check_api(problem, sku, gpus, nodes=nodes, tp=tp, pp=pp, zero=zero, micro_batch=micro_batch,
-                       recompute=recompute.value if recompute else None, catalog=cat, compare=compare)
+                       recompute=recompute.value if recompute else None, catalog=cat, compare=compare, spot=spot)
     if fmt == Format.table:
         _emit(result, fmt, render.print_check)
         return

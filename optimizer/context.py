@@ -27,6 +27,17 @@ class HardwareRow:
     offer: Optional[Offer]
     nodes: int
     gpus_per_node: int
+    spot: bool = False
+
+    @property
+    def price_usd_per_gpu_hour(self) -> Optional[float]:
+        if self.offer is None:
+            return None
+        return self.offer.spot_price_usd_per_gpu_hour if self.spot else self.offer.price_usd_per_gpu_hour
+
+    @property
+    def preemptions_per_node_hour(self) -> float:
+        return self.offer.spot_preemptions_per_node_hour if self.spot and self.offer else 0.0
 
     @property
     def gpus(self) -> int:
@@ -40,7 +51,7 @@ class HardwareRow:
 
     @property
     def key(self) -> str:
-        return f"{self.offer.name if self.offer else self.sku.name}:{self.nodes}x{self.gpus_per_node}"
+        return f"{self.offer.name if self.offer else self.sku.name}{':spot' if self.spot else ''}:{self.nodes}x{self.gpus_per_node}"
 
 
 def capacity_bytes(row: HardwareRow, basis: str) -> tuple[float, str]:

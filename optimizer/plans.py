@@ -8,7 +8,7 @@ from .candidates import Evaluation
 from .context import HardwareRow, JobContext, capacity_bytes
 from .physics.memory import GIB
 from .results import MemoryGiB, Plan, Quantiles
-from .uncertainty import sources, spread
+from .uncertainty import p90_hours, sources
 
 
 def _f(x) -> float:
@@ -19,11 +19,11 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
     mem, timing = ev.memory, ev.timing
     capacity, basis = capacity_bytes(row, ctx.assumptions.memory_basis)
     hours_p50 = _f(ev.hours[i])
-    hours_p90 = hours_p50 * spread(ctx, row)
     tokens_per_s = _f(timing.tokens_per_s[i])
+    hours_p90 = p90_hours(ctx, row, tokens_per_s)
     peak = ctx.peak_flops(row.sku) or math.nan
     mfu = timing.model_flops_per_token * tokens_per_s / (row.gpus * peak)
-    price = row.offer.price_usd_per_gpu_hour if row.offer else None
+    price = row.price_usd_per_gpu_hour
     cost = None
     if price is not None:
         cost_p50 = _f(ev.cost_usd[i])
@@ -41,7 +41,8 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
     }
     return Plan(
         sku=row.sku.name,
-        offer=row.offer.name if row.offer else None,
+        offer=(row.offer.name + (" (spot)" if row.spot else "")) if row.offer else None,
+        spot=row.spot,
         provider=row.offer.provider if row.offer else None,
         nodes=row.nodes,
         gpus_per_node=row.gpus_per_node,

@@ -28,6 +28,7 @@ class Quantiles(BaseModel):
 class Plan(BaseModel):
     sku: str
     offer: Optional[str]
+    spot: bool = False
     provider: Optional[str] = None
     nodes: int
     gpus_per_node: int

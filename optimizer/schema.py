@@ -84,6 +84,9 @@ class Offer(_Model):
     aliases: list[str] = Field(default_factory=list, description="Names users select it by (type: B200).")
     price_usd_per_gpu_hour: UsdPerHour = Field(alias="price", gt=0)
     spot_price_usd_per_gpu_hour: Optional[UsdPerHour] = Field(None, alias="spot_price", gt=0)
+    spot_preemptions_per_node_hour: float = Field(
+        0.02, ge=0, description="Expected preemptions per node-hour on spot capacity (assumed 0.02 when not stated)."
+    )
     gpus_per_node: int = Field(8, ge=1, le=72)
     gpu_counts: Optional[list[int]] = Field(
         None, description="GPU counts rentable on one node; default: the divisors-of-two up to gpus_per_node."
@@ -235,6 +238,11 @@ class Assumptions(_Model):
         default_factory=dict, description="Explicit efficiency by node count; replaces the derived one there."
     )
     startup_s: Seconds = Field(600.0, alias="startup", ge=0, description="Start-up and final checkpoint time.")
+    failure_rate_per_gpu_hour: float = Field(
+        419 / (16384 * 54 * 24), ge=0, description="Interruptions per GPU-hour (Llama 3: 419 in 54 days on 16,384 GPUs)."
+    )
+    checkpoint_gb_per_s_per_node: float = Field(2.0, gt=0, description="Checkpoint write bandwidth per node, GB/s.")
+    restart_s: Seconds = Field(600.0, alias="restart", ge=0, description="Time to restart after an interruption.")
     memory_basis: MemoryBasis = Field(
         "delivered", description="Capacity used for fit: delivered (offer) > reported (nvidia-smi) > label."
     )

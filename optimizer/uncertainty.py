@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from .context import HardwareRow, JobContext
+from .physics import reliability
 
 Z90 = 1.2815515655446004
 
@@ -43,5 +44,19 @@ def spread(ctx: JobContext, row: HardwareRow, z: float = Z90) -> float:
     return math.exp(sigma(ctx, row) * z)
 
 
+def p90_hours(ctx: JobContext, row: HardwareRow, tokens_per_s: float) -> float:
+    """p90 hours: the lognormal efficiency spread on the 90th-percentile interruption count."""
+    from .candidates import checkpoint_hours, interruption_rate  # candidates imports this module's users
+
+    a = ctx.assumptions
+    train_h = ctx.job.total_tokens / tokens_per_s / 3600.0
+    rate, checkpoint_h, restart_h = interruption_rate(ctx, row), checkpoint_hours(ctx, row), a.restart_s / 3600.0
+    # Rare interruptions have a p90 count of zero: never go below the expected time.
+    interrupted = max(reliability.quantile_hours(train_h, rate, checkpoint_h, restart_h),
+                      float(reliability.expected_hours(train_h, rate, checkpoint_h, restart_h)))
+    return interrupted * spread(ctx, row) + a.startup_s / 3600.0
+
+
 def sources(ctx: JobContext, row: HardwareRow) -> str:
-    return "; ".join(f"{name} (sigma {s:.2f})" for name, s in _terms(ctx, row))
+    text = "; ".join(f"{name} (sigma {s:.2f})" for name, s in _terms(ctx, row))
+    return text + ("; spot preemptions (Poisson p90)" if row.spot else "; hardware failures (Poisson p90)")

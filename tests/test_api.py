@@ -16,7 +16,7 @@ def test_api_returns_typed_results(problems):
     job = load_job(problems / "llama-8b-lora.yaml")
     answer = plan(job)
     assert isinstance(answer, optimizer.SolveResult) and isinstance(answer.best, optimizer.Plan)
-    verdict = check(job, answer.best.sku, answer.best.gpus, compare=False)
+    verdict = check(job, answer.best.sku, answer.best.gpus, compare=False, spot=answer.best.spot)
     assert isinstance(verdict, optimizer.CheckResult)
     # check on the optimum's hardware reproduces the optimum's numbers (same physics, same choice)
     assert verdict.plan.hours.p50 == answer.best.hours.p50

@@ -20,7 +20,9 @@ def test_seed_003_measured_point_reproduces_8_8_days(problems):
     job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
     rtx = check(job, "RTX-PRO-6000", 4, compare=False).plan
     assert rtx.tokens_per_s == pytest.approx(14800, rel=1e-6)
-    assert rtx.hours.p50 / 24 == pytest.approx(8.8, rel=1e-6)
+    assert job.job.total_tokens / rtx.tokens_per_s / 86400 == pytest.approx(8.8, rel=1e-9)  # the measured ETA
+    # plus the expected cost of hardware failures on 4 GPUs over 8.8 days (checkpoints, lost work, restarts)
+    assert round(rtx.hours.p50 / 24, 1) == 8.8 and rtx.hours.p50 / 24 > 8.8
 
 
 def test_calibration_narrows_the_spread(problems):

@@ -28,7 +28,7 @@ def cpsat_best(problem, catalog=None):
 
 
 def _key(p):
-    return f"{p.offer}:{p.nodes}x{p.gpus_per_node}"
+    return f"{p.offer.removesuffix(' (spot)')}{':spot' if p.spot else ''}:{p.nodes}x{p.gpus_per_node}"
 
 
 def cpsat_frontier(table):

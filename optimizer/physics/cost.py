@@ -9,11 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 
-def run_hours(total_tokens: float, tokens_per_s, startup_s: float) -> np.ndarray:
-    """Training time plus start-up / final checkpoint overhead, in hours."""
-    return (total_tokens / np.asarray(tokens_per_s, float) + startup_s) / 3600.0
-
-
 def billed_hours(hours, billing_increment_s: float) -> np.ndarray:
     increment_h = billing_increment_s / 3600.0
     # The small epsilon keeps 125.0000000001 h (floating noise) from billing a whole extra increment.

@@ -34,7 +34,7 @@ from typing import Optional
 from ortools.sat.python import cp_model
 
 from ..candidates import Candidate, CandidateTable
-from ..uncertainty import spread
+from ..uncertainty import p90_hours
 
 CONSTRAINT_FAMILIES = ("memory", "deadline", "budget", "supply", "filter")
 
@@ -45,7 +45,9 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
     i = candidate.index
     ctx = table.ctx
     time_s = math.ceil(candidate.time_s)
-    quantile = spread(ctx, candidate.row) if ctx.constraints.deadline_quantile == "p90" else 1.0
+    deadline_time_s = candidate.time_s
+    if ctx.constraints.deadline_quantile == "p90":
+        deadline_time_s = 3600.0 * p90_hours(ctx, candidate.row, float(table.evaluation.timing.tokens_per_s[candidate.index]))
     s = ev.strategy(i)
     return {
         "offer": table.offer_ids[candidate.row.offer.name],
@@ -59,7 +61,7 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
         "micro_batch": s.micro_batch,
         "recompute": int(ev.recompute[i]),
         "time_s": time_s,
-        "deadline_time_s": math.ceil(candidate.time_s * quantile),
+        "deadline_time_s": math.ceil(deadline_time_s),
         "cost_cents": int(round(candidate.cost_usd * 100)),
         "memory_mib": int(math.ceil(candidate.memory_bytes / 2**20)),
         "capacity_mib": int(math.floor(candidate.capacity_bytes / 2**20)),
