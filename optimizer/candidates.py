@@ -26,8 +26,10 @@ from .physics.time import Hardware, step_time
 from .schema import Strategy
 
 TP_CHOICES = (1, 2, 4, 8)
-PP_CHOICES = (1, 2, 4, 8, 16)
+PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)  # uneven stages allowed: the first holds ceil(L / p) layers
 MICRO_BATCH_CHOICES = (1, 2, 4, 8, 16, 32)
+VIRTUAL_STAGE_CHOICES = (1, 2, 4)  # interleaved 1F1B (Narayanan et al. 2021, section 2.2)
+GRID_FIELDS = ("tp", "pp", "dp", "zero", "shard", "micro_batch", "grad_accum", "recompute", "virtual_stages")
 RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
 
 
@@ -44,6 +46,7 @@ class Evaluation:
     micro_batch: np.ndarray
     grad_accum: np.ndarray
     recompute: np.ndarray
+    virtual_stages: np.ndarray
     memory: object  # MemoryBreakdown
     capacity_bytes: np.ndarray
     timing: object  # StepTime
@@ -59,6 +62,7 @@ class Evaluation:
             tp=int(self.tp[i]), pp=int(self.pp[i]), dp=int(self.dp[i]), zero_stage=int(self.zero[i]),
             shard_degree=int(self.shard[i]), micro_batch=int(self.micro_batch[i]),
             grad_accum=int(self.grad_accum[i]), recompute=RECOMPUTE_NAMES[int(self.recompute[i])],
+            virtual_stages=int(self.virtual_stages[i]),
         )
 
 
@@ -139,13 +143,13 @@ def _divisors(n: int, choices) -> list[int]:
 
 
 def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = False) -> np.ndarray:
-    """Integer rows (tp, pp, dp, zero, shard, micro_batch, grad_accum, recompute) valid for ``row``."""
+    """Integer rows of ``GRID_FIELDS`` valid for ``row``."""
     model = ctx.job.model
     g, gpus = row.gpus_per_node, row.gpus
     tps = _divisors(g, TP_CHOICES) if ctx.shape.has_shapes else [1]
     if ctx.shape.has_shapes:
         tps = [t for t in tps if model.heads % t == 0 and (model.kv_heads or model.heads) % t == 0]
-    pps = [p for p in PP_CHOICES if ctx.shape.has_shapes and model.layers % p == 0 and p <= model.layers] or [1]
+    pps = [p for p in PP_CHOICES if ctx.shape.has_shapes and 2 * p <= model.layers] or [1]
     recomputes = [0, 2] if ctx.job.attention == "flash" else [0, 1, 2]
     if ctx.activation_reserve != "auto":
         recomputes = [0]  # activations are a fixed reserve: recomputing would only cost time
@@ -167,10 +171,12 @@ def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = Fal
                     if batch % (dp * mb):
                         continue
                     accum = batch // (dp * mb)
+                stages = [v for v in VIRTUAL_STAGE_CHOICES if pp > 1 and model.layers >= 2 * pp * v] or [1]
                 for zero, shard in shards:
                     for rc in recomputes:
-                        out.append((tp, pp, dp, zero, shard, mb, accum, rc))
-    return np.array(out, dtype=np.int64).reshape(-1, 8)
+                        for v in stages:
+                            out.append((tp, pp, dp, zero, shard, mb, accum, rc, v))
+    return np.array(out, dtype=np.int64).reshape(-1, len(GRID_FIELDS))
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -194,8 +200,8 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     """Run memory, time and cost physics for every (row, strategy) pair in one vectorised pass."""
     counts = [len(g) for g in grids]
     row_idx = np.repeat(np.arange(len(rows)), counts)
-    grid = np.concatenate(grids) if grids else np.zeros((0, 8), dtype=np.int64)
-    tp, pp, dp, zero, shard, mb, accum, rc = (grid[:, i] for i in range(8))
+    grid = np.concatenate(grids) if grids else np.zeros((0, len(GRID_FIELDS)), dtype=np.int64)
+    tp, pp, dp, zero, shard, mb, accum, rc, vs = (grid[:, i] for i in range(len(GRID_FIELDS)))
 
     def per_row(values) -> np.ndarray:
         return np.asarray(values, dtype=float)[row_idx]
@@ -216,7 +222,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     eager = ctx.job.attention == "eager"
     mem = memory_breakdown(
         ctx.shape, ctx.train, seq_len=ctx.job.seq_len, tp=tp, pp=pp, zero_stage=zero, shard_degree=shard,
-        micro_batch=mb, grad_accum=accum, recompute=rc, capacity_bytes=caps,
+        micro_batch=mb, grad_accum=accum, recompute=rc, capacity_bytes=caps, virtual_stages=vs,
         activation_reserve=ctx.activation_reserve, framework_overhead=ctx.framework_overhead,
         eager_attention=eager,
     )
@@ -226,7 +232,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     acts_micro = activation_bytes(ctx.shape, ctx.job.seq_len, mb, tp, pp, 1, rc, eager) if ctx.shape.has_shapes else 0.0
     timing = step_time(
         ctx.shape, ctx.train, hw, seq_len=ctx.job.seq_len, nodes=nodes, gpus_per_node=gpn, tp=tp, pp=pp, dp=dp,
-        zero_stage=zero, shard_degree=shard, micro_batch=mb, grad_accum=accum, recompute=rc,
+        zero_stage=zero, shard_degree=shard, micro_batch=mb, grad_accum=accum, recompute=rc, virtual_stages=vs,
         overlap=a.overlap, link_efficiency=a.link_efficiency * ctx.calibration.network,
         activation_bytes_per_micro=acts_micro,
         explicit_efficiency=explicit,
@@ -239,7 +245,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     billed = per_row([r.billed_gpus for r in rows])
     increment = per_row([r.offer.billing_increment_s if r.offer else 1.0 for r in rows])
     cost = price * billed * np.ceil(hours / (increment / 3600.0) - 1e-9) * (increment / 3600.0)
-    return Evaluation(row_idx, tp, pp, dp, zero, shard, mb, accum, rc, mem, caps, timing, hours, cost)
+    return Evaluation(row_idx, tp, pp, dp, zero, shard, mb, accum, rc, vs, mem, caps, timing, hours, cost)
 
 
 def best_layout(ev: Evaluation, lo: int = 0, hi: Optional[int] = None) -> int:

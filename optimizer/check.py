@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from .candidates import best_layout, build_table, evaluate, strategy_grid
+from .candidates import GRID_FIELDS, best_layout, build_table, evaluate, strategy_grid
 from .context import HardwareRow, JobContext, build_context, capacity_bytes
 from .errors import JobError
 from .loading import find_sku, offers_for, problem_catalog
@@ -22,7 +22,7 @@ from .results import CheckResult
 from .schema import Catalog, Problem
 from .units import fmt_bytes
 
-_FIELDS = ("tp", "pp", "dp", "zero", "shard", "micro_batch", "grad_accum", "recompute")
+
 
 
 def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: Optional[int], spot: bool = False) -> HardwareRow:
@@ -85,7 +85,7 @@ def check(
     mask = np.ones(len(grid), dtype=bool)
     for name, value in fixed.items():
         if value is not None:
-            mask &= grid[:, _FIELDS.index(name)] == value
+            mask &= grid[:, GRID_FIELDS.index(name)] == value
     grid = grid[mask]
     if len(grid) == 0:
         raise JobError(_why_no_layout(ctx, row, fixed), source=problem.source_path, field="job.global_batch")

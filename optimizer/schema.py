@@ -297,6 +297,7 @@ class Strategy(_Model):
     micro_batch: int = Field(1, ge=1)
     grad_accum: int = Field(1, ge=1)
     recompute: Recompute = "none"
+    virtual_stages: int = Field(1, ge=1, description="Interleaved pipeline chunks per GPU (1 = plain 1F1B).")
 
 
 # --------------------------------------------------------------------------- portfolio

@@ -97,8 +97,12 @@ def activation_bytes(
     grad_accum,
     recompute,
     eager_attention: bool = False,
+    virtual_stages=1,
 ) -> np.ndarray:
-    """Activation memory of the busiest pipeline stage (sequence parallelism assumed with TP > 1)."""
+    """Activation memory of the busiest pipeline stage (sequence parallelism assumed with TP > 1).
+
+    Interleaving v > 1 chunks per GPU keeps more micro-batches in flight: x (1 + (p - 1) / (p v))
+    (Korthikanti et al. 2022, section 4.2.3; Megatron-LM's interleaved-schedule memory penalty)."""
     tp, pp = np.asarray(tp, float), np.asarray(pp, float)
     b = np.asarray(micro_batch, float)
     rc = np.asarray(recompute)
@@ -108,7 +112,7 @@ def activation_bytes(
     flash_layer = layer_activation_bytes(shape, s, b, False)
     kept_layer = np.where(rc == 0, full_layer, flash_layer)
     in_flight = np.minimum(pp, np.asarray(grad_accum, float))
-    layers_per_stage = shape.layers / pp
+    layers_per_stage = np.ceil(shape.layers / pp)  # uneven stages: the first one holds the most
     stored = np.where(
         rc == 2,
         # Full recompute: each layer keeps its input, plus one layer's working set during backward.
@@ -116,7 +120,8 @@ def activation_bytes(
         kept_layer * layers_per_stage * in_flight,
     )
     logits = 6.0 * s * b * shape.vocab
-    first_stage = stored / tp
+    v = np.asarray(virtual_stages, float)
+    first_stage = stored / tp * np.where(v > 1, 1.0 + (pp - 1.0) / (pp * v), 1.0)
     last_stage = (np.where(rc == 2, 2.0 * s * b * shape.hidden * layers_per_stage + flash_layer,
                            kept_layer * layers_per_stage) + logits) / tp
     return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits / tp)
@@ -153,12 +158,14 @@ def memory_breakdown(
     activation_reserve,
     framework_overhead,
     eager_attention: bool = False,
+    virtual_stages=1,
 ) -> MemoryBreakdown:
     """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1)."""
     weights, grads, optim = state_bytes(shape, train, tp, pp, zero_stage, shard_degree)
     capacity = np.asarray(capacity_bytes, float)
     if activation_reserve == "auto":
-        acts = activation_bytes(shape, seq_len, micro_batch, tp, pp, grad_accum, recompute, eager_attention)
+        acts = activation_bytes(shape, seq_len, micro_batch, tp, pp, grad_accum, recompute, eager_attention,
+                                virtual_stages)
     elif activation_reserve < 1.0:
         acts = activation_reserve * capacity
     else:

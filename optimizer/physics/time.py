@@ -111,6 +111,7 @@ def step_time(
     grad_accum,
     recompute,
     overlap: float,
+    virtual_stages=1,
     link_efficiency: float,
     activation_bytes_per_micro=None,
     explicit_efficiency=None,
@@ -124,10 +125,12 @@ def step_time(
     model_fpt, hw_fpt = flops_per_token(shape, train, s, recompute)
 
     # --- one micro-batch on one GPU: roofline
-    flops_mb = hw_fpt * b * s / (tp * pp)
+    # The slowest stage sets the pace: with uneven stages it holds ceil(L / p) of the L layers.
+    stage_share = np.ceil(shape.layers / pp) / shape.layers if shape.layers else 1.0 / pp
+    flops_mb = hw_fpt * b * s * stage_share / tp
     slowdown = QLORA_DEQUANT_SLOWDOWN if train.quantized_base else 1.0
     compute_mb = slowdown * flops_mb / (hw.peak_flops * hw.compute_efficiency)
-    model_parallel = tp * pp
+    model_parallel = tp / stage_share
     weight_bytes = train.weights_total(shape.params) / model_parallel
     grad_bytes = train.grad_bytes * train.trainable_params / model_parallel
     teacher_bytes = 2.0 * train.teacher_params / model_parallel
@@ -143,10 +146,12 @@ def step_time(
     net = hw.network_bytes_per_s * link_efficiency
     multi_node = nodes > 1
     tp_comm_bytes = np.where(np.asarray(recompute) == 2, 6.0, 4.0) * 2.0 * _ring(tp) * b * s * shape.hidden * 2.0
-    tp_mb = (shape.layers / pp) * tp_comm_bytes / intra
+    tp_mb = (shape.layers * stage_share) * tp_comm_bytes / intra
     stage_spans_nodes = multi_node & (tp * dp >= g)
     pp_bw = np.where(stage_spans_nodes, net, intra)
-    pp_mb = np.where(pp > 1, 2.0 * b * s * shape.hidden * 2.0 / tp / pp_bw, 0.0)
+    v = np.asarray(virtual_stages, float)
+    # each of the v chunks sends its activation forward and its gradient back
+    pp_mb = np.where(pp > 1, v * 2.0 * b * s * shape.hidden * 2.0 / tp / pp_bw, 0.0)
     busy_mb = np.maximum(compute_mb, memory_mb)
     micro_s = busy_mb + tp_mb + pp_mb
 
@@ -176,7 +181,8 @@ def step_time(
                           + (0.0 if train.lora else train.weight_bytes)) * train.trainable_params
     update_s = update_bytes / model_parallel / opt_shard / hw.hbm_bytes_per_s
 
-    pipeline_s = (m + pp - 1.0) * micro_s
+    # interleaving v chunks per GPU shrinks the bubble to (p - 1) / v micro-batch slots
+    pipeline_s = (m + (pp - 1.0) / v) * micro_s
     step_s = pipeline_s + update_s + exposed
     ideal_s = m * busy_mb + update_s
     if explicit_efficiency is not None:
@@ -187,8 +193,8 @@ def step_time(
         ideal_s=ideal_s,
         compute_s=m * compute_mb,
         memory_s=m * memory_mb,
-        network_s=step_s - ideal_s - (pp - 1.0) * busy_mb,
-        bubble_s=(pp - 1.0) * busy_mb,
+        network_s=step_s - ideal_s - (pp - 1.0) / v * busy_mb,
+        bubble_s=(pp - 1.0) / v * busy_mb,
         tokens_per_step=dp * b * m * s,
         model_flops_per_token=model_fpt,
     )

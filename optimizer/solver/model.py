@@ -60,6 +60,7 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
         "shard_degree": s.shard_degree,
         "micro_batch": s.micro_batch,
         "recompute": int(ev.recompute[i]),
+        "virtual_stages": s.virtual_stages,
         "time_s": time_s,
         "deadline_time_s": math.ceil(deadline_time_s),
         "cost_cents": int(round(candidate.cost_usd * 100)),
@@ -71,7 +72,7 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
 
 
 COLUMNS = ("offer", "nodes", "gpus_per_node", "gpus", "tp", "pp", "zero_stage", "shard_degree", "micro_batch",
-           "recompute", "time_s", "deadline_time_s", "cost_cents", "memory_mib", "capacity_mib", "filtered",
+           "recompute", "virtual_stages", "time_s", "deadline_time_s", "cost_cents", "memory_mib", "capacity_mib", "filtered",
            "over_supply")
 
 
