@@ -27,7 +27,10 @@ from .solver.plan import options as options_api
 from .solver.plan import plan as plan_api
 from .solver.portfolio import portfolio as portfolio_api
 from .solver.portfolio import progress_printer
-from .units import parse_bytes
+from .models import model_fields, presets
+from .schema import ModelSpec
+from .units import fmt_count, parse_bytes
+from rich.table import Table
 
 app = typer.Typer(
     name="gpuplan",
@@ -273,6 +276,44 @@ def portfolio_cmd(
     _emit(result, fmt, render.print_portfolio)
     if plot_path and result.schedule:
         portfolio_plot(result, plot_path)
+
+
+@app.command("models")
+@handled
+def models_cmd(fmt: Format = FormatOpt) -> None:
+    """List the bundled model presets (use them as job.model: {preset: NAME})."""
+    rows = []
+    for name, entry in presets().items():
+        fields = model_fields(entry["config"], name)
+        rows.append({"name": name, "params": fields["params"], "active_params": fields.get("active_params", fields["params"]),
+                     "layers": fields["layers"], "hidden": fields["hidden"], "source": entry["published"]["source"]})
+    if fmt != Format.table:
+        _emit({"models": rows}, fmt, lambda r, c: None)
+        return
+    table = Table(title="Model presets", title_justify="left")
+    for col in ("name", "params", "active", "layers", "hidden", "source"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], fmt_count(r["params"]), fmt_count(r["active_params"]), str(r["layers"]), str(r["hidden"]), r["source"])
+    render.console().print(table)
+
+
+@app.command("model")
+@handled
+def model_cmd(
+    name: str = typer.Argument(..., help="A preset name or a path to a Hugging Face config.json."),
+    fmt: Format = FormatOpt,
+) -> None:
+    """Show one model: total and active parameters and the shapes, from a preset or a config.json."""
+    spec = ModelSpec.model_validate({"hf_config": name} if name.endswith(".json") else {"preset": name})
+    data = spec.model_dump(exclude_none=True)
+    data.setdefault("active_params", data["params"])
+    if fmt != Format.table:
+        _emit(data, fmt, lambda r, c: None)
+        return
+    for key, value in data.items():
+        shown = fmt_count(value) if key in ("params", "active_params") else value
+        typer.echo(f"{key:>18}: {shown}")
 
 
 def main() -> None:

@@ -185,9 +185,17 @@ def load_job(path: str | Path) -> Problem:
     data = read_yaml(path, "job")
     if not isinstance(data, dict) or "job" not in data:
         raise JobError("a job file needs a top-level 'job:' mapping (see problems/ for examples)", source=str(path))
+    _anchor_hf_config(data.get("job"), path.parent)
     problem = parse_model(Problem, data, str(path))
     problem.source_path = str(path)
     return problem
+
+
+def _anchor_hf_config(job, base: Path) -> None:
+    """A relative ``hf_config`` path is relative to the file that names it."""
+    model = job.get("model") if isinstance(job, dict) else None
+    if isinstance(model, dict) and isinstance(model.get("hf_config"), str) and not Path(model["hf_config"]).is_absolute():
+        model["hf_config"] = str(base / model["hf_config"])
 
 
 def problem_catalog(problem: Problem, override: Optional[str] = None) -> Catalog:
@@ -278,6 +286,9 @@ def load_portfolio(path: str | Path) -> "Portfolio":
     if not isinstance(data, dict) or "jobs" not in data:
         raise JobError("a portfolio file needs a top-level 'jobs:' list (see problems/portfolio-*.yaml)",
                        source=str(path))
+    for entry in data.get("jobs") or []:
+        if isinstance(entry, dict):
+            _anchor_hf_config(entry.get("job"), path.parent)
     portfolio = parse_model(Portfolio, data, str(path))
     portfolio.source_path = str(path)
     return portfolio

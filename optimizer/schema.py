@@ -130,7 +130,15 @@ class Catalog(_Model):
 
 
 class ModelSpec(_Model):
-    """A transformer, by total parameters alone or by its shapes (which the physics prefers)."""
+    """A transformer, by total parameters alone or by its shapes (which the physics prefers), or by
+    ``preset: llama-3.1-70b`` / ``hf_config: path/to/config.json`` (expanded by ``models.resolve``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_preset_or_hf_config(cls, data):
+        from .models import resolve  # models reads bundled files; keep the schema import-light
+
+        return resolve(data)
 
     name: Optional[str] = None
     params: Count = Field(gt=0, description="Total parameters (70B, 14e9).")

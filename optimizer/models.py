@@ -1,0 +1,160 @@
+"""Models described the way Hugging Face does: bundled presets and offline ``config.json`` import.
+
+Parameter counts from the shapes (what each tensor of a decoder block holds):
+- embeddings V h, plus an LM head V h unless ``tie_word_embeddings``;
+- attention: q h (a d), k and v h (kv d) each (GQA), o (a d) h; DeepSeek's multi-head latent attention
+  (MLA) instead: q = h r_q + r_q a (d_nope + d_rope), kv = h (r_kv + d_rope) + r_kv a (d_nope + d_v),
+  o = a d_v h, with the low-rank norms;
+- MLP: 3 h f when gated (SwiGLU/GeGLU: gate, up, down), else 2 h f; MoE layers hold every routed expert
+  (3 h f_e each), the shared experts and a router h E; only experts_per_token of them are active;
+- norms: 2 h per block (+ q/k norms for Qwen3), h at the end.
+Active parameters (what FLOPs count) are the total less the routed experts a token does not visit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from .errors import GpuplanError, JobError, did_you_mean
+
+_GATED = ("silu", "swiglu", "gelu_pytorch_tanh", "geglu", "swish")
+
+
+def _presets_file() -> Path:
+    from .loading import bundled_dir
+
+    return bundled_dir("catalogs") / "models.yaml"
+
+
+def presets() -> dict[str, dict]:
+    return yaml.safe_load(_presets_file().read_text())
+
+
+def _get(cfg: dict, *names, default=None):
+    for name in names:
+        if cfg.get(name) is not None:
+            return cfg[name]
+    return default
+
+
+def count_params(cfg: dict) -> dict[str, float]:
+    """Total and active parameters, with the shapes gpuplan's physics uses, from a HF-style config."""
+    h = int(_get(cfg, "hidden_size", "d_model", "n_embd"))
+    layers = int(_get(cfg, "num_hidden_layers", "n_layer", "num_layers"))
+    heads = int(_get(cfg, "num_attention_heads", "n_head"))
+    kv_heads = int(_get(cfg, "num_key_value_heads", default=heads))
+    head_dim = int(_get(cfg, "head_dim", default=h // heads))
+    vocab = int(_get(cfg, "vocab_size"))
+    ffn = int(_get(cfg, "intermediate_size", "ffn_dim", "n_inner", default=4 * h))
+    act = str(_get(cfg, "hidden_act", "hidden_activation", "activation_function", default="silu"))
+    gated = act in _GATED or cfg.get("model_type") in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2")
+    per_mlp = 3 if gated else 2
+
+    if cfg.get("kv_lora_rank"):  # DeepSeek multi-head latent attention
+        r_q, r_kv = int(cfg.get("q_lora_rank") or 0), int(cfg["kv_lora_rank"])
+        d_nope, d_rope, d_v = int(cfg["qk_nope_head_dim"]), int(cfg["qk_rope_head_dim"]), int(cfg["v_head_dim"])
+        q = (h * r_q + r_q + r_q * heads * (d_nope + d_rope)) if r_q else h * heads * (d_nope + d_rope)
+        kv = h * (r_kv + d_rope) + r_kv + r_kv * heads * (d_nope + d_v)
+        attention = q + kv + heads * d_v * h
+        head_dim = d_nope + d_rope
+        kv_width = r_kv + d_rope  # what the latent cache stores per token
+    else:
+        attention = h * heads * head_dim + 2 * h * kv_heads * head_dim + heads * head_dim * h
+        if cfg.get("attention_bias") or cfg.get("qkv_bias"):
+            attention += heads * head_dim + 2 * kv_heads * head_dim
+        if cfg.get("model_type", "").startswith("qwen3"):
+            attention += 2 * head_dim  # q_norm, k_norm
+        kv_width = kv_heads * head_dim
+
+    experts = int(_get(cfg, "num_experts", "num_local_experts", "n_routed_experts", default=0) or 0)
+    top_k = int(_get(cfg, "num_experts_per_tok", "moe_topk", default=0) or 0)
+    expert_ffn = int(_get(cfg, "moe_intermediate_size", default=ffn))
+    shared = int(_get(cfg, "n_shared_experts", default=0) or 0)
+    shared_ffn = shared * expert_ffn
+    if cfg.get("shared_expert_intermediate_size"):
+        shared, shared_ffn = 1, int(cfg["shared_expert_intermediate_size"])
+    dense_layers = int(cfg.get("first_k_dense_replace", 0) or 0)
+    sparse_step = int(cfg.get("decoder_sparse_step", 1) or 1)
+    mlp_only = set(cfg.get("mlp_only_layers") or [])
+    moe_layers = [i for i in range(layers) if experts and i >= dense_layers and i not in mlp_only and (i + 1) % sparse_step == 0]
+
+    dense_mlp = per_mlp * h * ffn
+    routed = experts * per_mlp * h * expert_ffn
+    moe_mlp = routed + per_mlp * h * shared_ffn + h * experts
+    norms = 2 * h
+    blocks = layers * (attention + norms) + (layers - len(moe_layers)) * dense_mlp + len(moe_layers) * moe_mlp
+    embeddings = vocab * h * (1 if cfg.get("tie_word_embeddings", False) else 2)
+    total = blocks + embeddings + h
+    inactive = len(moe_layers) * (experts - top_k) * per_mlp * h * expert_ffn if experts else 0
+    return {
+        "params": float(total),
+        "active_params": float(total - inactive),
+        "layers": layers,
+        "hidden": h,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "head_dim": head_dim,
+        "ffn_hidden": expert_ffn if experts else ffn,
+        "vocab": vocab,
+        "gated_mlp": gated,
+        "experts": experts or None,
+        "experts_per_token": top_k or None,
+        "shared_experts": shared,
+        "kv_width": kv_width,
+    }
+
+
+def model_fields(cfg: dict, name: Optional[str] = None) -> dict[str, Any]:
+    """The ``job.model`` fields for a HF-style config (what ``ModelSpec`` takes)."""
+    counted = count_params(cfg)
+    fields = {k: v for k, v in counted.items() if k != "kv_width" and v is not None}
+    if fields["active_params"] == fields["params"]:
+        fields.pop("active_params")
+    if not fields.get("experts"):
+        fields.pop("shared_experts", None)
+    if name:
+        fields["name"] = name
+    return fields
+
+
+def read_hf_config(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise JobError("Hugging Face config.json not found; check the path", source=str(path), field="job.model.hf_config") from None
+    except json.JSONDecodeError as exc:
+        raise JobError(f"not valid JSON (line {exc.lineno}): {exc.msg}", source=str(path), field="job.model.hf_config") from None
+
+
+def resolve(spec: dict | str, base: Optional[Path] = None) -> dict:
+    """``job.model`` with ``preset:`` or ``hf_config:`` expanded to shapes and counts (explicit keys win)."""
+    if isinstance(spec, str):
+        spec = {"preset": spec}
+    if not isinstance(spec, dict) or not ({"preset", "hf_config"} & set(spec)):
+        return spec
+    spec = dict(spec)
+    if "preset" in spec:
+        name = str(spec.pop("preset"))
+        table = presets()
+        key = name.lower()
+        if key not in table:
+            raise JobError(f"unknown model preset {name!r}; run 'gpuplan models' for the list.{did_you_mean(name, list(table))}",
+                           field="job.model.preset")
+        fields = model_fields(table[key]["config"], name=key)
+    else:
+        path = Path(spec.pop("hf_config"))
+        if base is not None and not path.is_absolute():
+            path = base / path
+        cfg = read_hf_config(path)
+        try:
+            fields = model_fields(cfg, name=spec.get("name") or cfg.get("_name_or_path") or path.parent.name)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise GpuplanError(f"cannot size the model from this config ({exc.__class__.__name__}: {exc}); "
+                               "it needs hidden_size, num_hidden_layers, num_attention_heads and vocab_size",
+                               source=str(path), field="job.model.hf_config") from None
+    return {**fields, **spec}

@@ -1,0 +1,70 @@
+"""Models the way Hugging Face describes them: config.json import and presets, checked against the
+parameter counts their authors publish."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from optimizer import load_job, plan
+from optimizer.cli import app
+from optimizer.models import count_params, presets
+from optimizer.schema import ModelSpec
+from optimizer.units import parse_count
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_llama_3_1_8b_config_gives_8_03b():
+    spec = ModelSpec.model_validate({"hf_config": str(DATA / "llama-3.1-8b-config.json")})
+    assert spec.params == pytest.approx(8.03e9, rel=0.005)
+    assert (spec.layers, spec.hidden, spec.heads, spec.kv_heads, spec.ffn_hidden, spec.vocab) == (32, 4096, 32, 8, 14336, 128256)
+
+
+def test_qwen3_30b_a3b_total_and_active():
+    spec = ModelSpec.model_validate({"hf_config": str(DATA / "qwen3-30b-a3b-config.json")})
+    assert spec.params == pytest.approx(30.5e9, rel=0.005)
+    assert spec.active_params == pytest.approx(3.3e9, rel=0.02)
+    assert (spec.experts, spec.experts_per_token, spec.ffn_hidden) == (128, 8, 768)
+
+
+@pytest.mark.parametrize("name", sorted(presets()))
+def test_every_preset_matches_its_published_count(name):
+    entry = presets()[name]
+    counted = count_params(entry["config"])
+    # published counts are rounded to 2-3 significant figures
+    assert counted["params"] == pytest.approx(parse_count(entry["published"]["params"]), rel=0.006)
+    if "active_params" in entry["published"]:
+        assert counted["active_params"] == pytest.approx(parse_count(entry["published"]["active_params"]), rel=0.02)
+
+
+def test_job_file_with_preset_and_relative_hf_config(tmp_path):
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.json").write_text((DATA / "llama-3.1-8b-config.json").read_text())
+    for model in ("{preset: llama-3.1-8b}", "{hf_config: cfg/config.json}"):
+        job = tmp_path / "job.yaml"
+        job.write_text(f"catalog: nodus-2026-11\njob:\n  model: {model}\n  method: lora\n  tokens: 100M\n")
+        answer = plan(load_job(job))
+        assert answer.status == "optimal"
+        assert answer.best.memory_gib.activations > 0  # shapes came through
+
+
+def test_model_commands():
+    runner = CliRunner()
+    r = runner.invoke(app, ["model", str(DATA / "qwen3-30b-a3b-config.json"), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert {"params", "active_params", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab"} <= set(data)
+    r = runner.invoke(app, ["models", "--format", "json"])
+    assert r.exit_code == 0 and len(json.loads(r.stdout)["models"]) >= 11
+
+
+def test_bad_model_inputs_exit_2(tmp_path):
+    runner = CliRunner()
+    r = runner.invoke(app, ["model", "llama-9"])
+    assert r.exit_code == 2 and "unknown model preset" in r.output
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    r = runner.invoke(app, ["model", str(bad)])
+    assert r.exit_code == 2 and "not valid JSON" in r.output
