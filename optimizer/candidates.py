@@ -124,6 +124,8 @@ def row_rejection(ctx: JobContext, row: HardwareRow) -> Optional[str]:
             return "filter"
     if gpu.min_memory_bytes and capacity_bytes(row, ctx.assumptions.memory_basis)[0] < gpu.min_memory_bytes:
         return "filter"
+    if gpu.count is not None and row.gpus_per_node != gpu.count:
+        return "filter"
     if gpu.providers and (row.offer is None or row.offer.provider.lower() not in {p.lower() for p in gpu.providers}):
         return "filter"
     if ctx.peak_flops(row.sku) is None:

@@ -21,6 +21,8 @@ from . import __version__, render
 from .capacity import capacity as capacity_api
 from .check import check as check_api
 from .errors import GpuplanError
+from .exports import export
+from .schemas import json_schema
 from .loading import apply_overrides, find_sku, load_catalog, load_job, load_portfolio, problem_catalog
 from .plot import frontier_plot, portfolio_plot
 from .solver.plan import options as options_api
@@ -72,6 +74,8 @@ class BasisOpt(str, Enum):
     board = "board"
 
 
+ExportOpt = typer.Option(None, "--export", help="Write a launcher config for the plan: skypilot, kubernetes, deepspeed, accelerate or torchrun.")
+OutOpt = typer.Option(None, "--out", help="File for --export (default: print it).")
 FormatOpt = typer.Option(Format.table, "--format", "-f", help="table (for people), json or yaml (for scripts).")
 CatalogOpt = typer.Option(None, "--catalog", "-c", help="Bundled catalog name (default, nodus-2026-11, ...) or a YAML path; overrides the job file.")
 JobArg = typer.Argument(..., help="Job file (YAML); see problems/ for examples.", show_default=False)
@@ -125,6 +129,15 @@ def handled(fn: Callable) -> Callable:
     return wrapper
 
 
+def _write_export(plan, kind: str, out: Optional[Path], name: str) -> None:
+    text = export(plan, kind, name=name)
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.write_text(text)
+        typer.echo(f"wrote {kind} config to {out}", err=True)
+
+
 def _problem(job: Path, **overrides):
     problem = load_job(job)
     return apply_overrides(problem, **overrides)
@@ -150,6 +163,8 @@ def check(
     budget: Optional[str] = typer.Option(None, "--budget", help="e.g. 20000, $20k."),
     compare: bool = typer.Option(True, "--compare/--no-compare", help="Compare with the best plan under the same constraints."),
     spot: bool = typer.Option(False, "--spot", help="Use the offer's spot price (with expected preemptions)."),
+    export_kind: Optional[str] = ExportOpt,
+    out: Optional[Path] = OutOpt,
     measured: Optional[list[str]] = typer.Option(None, "--measured", help="A short-run measurement to calibrate from, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable)."),
     catalog: Optional[str] = CatalogOpt,
     fmt: Format = FormatOpt,
@@ -159,6 +174,10 @@ def check(
     cat = _catalog_for(problem, catalog)
     result = check_api(problem, sku, gpus, nodes=nodes, tp=tp, pp=pp, zero=zero, micro_batch=micro_batch,
                        recompute=recompute.value if recompute else None, catalog=cat, compare=compare, spot=spot)
+    if export_kind:
+        _write_export(result.plan, export_kind, out, problem.job.name)
+        if out is None:
+            return
     if fmt == Format.table:
         _emit(result, fmt, render.print_check)
         return
@@ -181,6 +200,8 @@ def solve(
     measured: Optional[list[str]] = typer.Option(None, "--measured", help="Short-run measurement, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable)."),
     time_limit: float = typer.Option(10.0, "--time-limit", help="CP-SAT time limit per solve, seconds."),
     plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write the frontier chart (PNG or SVG)."),
+    export_kind: Optional[str] = ExportOpt,
+    out: Optional[Path] = OutOpt,
     catalog: Optional[str] = CatalogOpt,
     fmt: Format = FormatOpt,
 ) -> None:
@@ -189,6 +210,13 @@ def solve(
                        max_nodes=max_nodes, max_gpus=max_gpus, gpu_types=gpu_types, min_memory=min_memory,
                        deadline_quantile=deadline_quantile, measured=measured)
     result = plan_api(problem, catalog=_catalog_for(problem, catalog), time_limit_s=time_limit)
+    if export_kind:
+        if result.best is None:
+            raise GpuplanError("no plan satisfies the constraints, so there is nothing to export; see 'gpuplan solve' "
+                               "without --export for what binds", field="--export")
+        _write_export(result.best, export_kind, out, problem.job.name)
+        if out is None:
+            return
     _emit(result, fmt, render.print_solve)
     if plot_path:
         frontier_plot(result, plot_path)
@@ -314,6 +342,13 @@ def model_cmd(
     for key, value in data.items():
         shown = fmt_count(value) if key in ("params", "active_params") else value
         typer.echo(f"{key:>18}: {shown}")
+
+
+@app.command("schema")
+@handled
+def schema_cmd(kind: str = typer.Argument(..., help="job, portfolio or catalog.")) -> None:
+    """Print the JSON Schema of a file kind (for editor autocompletion and validation)."""
+    typer.echo(json.dumps(json_schema(kind), indent=2))
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import units
 from .errors import CatalogError, GpuplanError, JobError, did_you_mean
-from .schema import Assumptions, Catalog, Offer, Problem, Sku
+from .schema import Assumptions, Catalog, CatalogFile, Offer, Problem, Sku
 
 _HERE = Path(__file__).resolve().parent
 
@@ -118,6 +118,10 @@ def load_catalog(name_or_path: str = "default", relative_to: Optional[Path] = No
     data = read_yaml(path, "catalog")
     if not isinstance(data, dict):
         raise CatalogError("a catalog file is a mapping with 'offers:' (and 'hardware:') or 'skus:'", source=str(path))
+    unknown = sorted(set(data) - set(CatalogFile.model_fields))
+    if unknown:
+        raise CatalogError(f"unknown field; a catalog file takes {', '.join(CatalogFile.model_fields)}",
+                           source=str(path), field=unknown[0])
     skus: dict[str, Sku] = {}
     offers: list[Offer] = []
     files = [str(path)]

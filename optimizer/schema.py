@@ -11,15 +11,20 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from . import units
 
-Bytes = Annotated[float, BeforeValidator(lambda v: units.parse_bytes(v, "a memory size"))]
-Seconds = Annotated[float, BeforeValidator(lambda v: units.parse_duration_s(v, "a duration"))]
-Usd = Annotated[float, BeforeValidator(lambda v: units.parse_usd(v, "an amount in USD"))]
-UsdPerHour = Annotated[float, BeforeValidator(lambda v: units.parse_price_per_hour(v))]
-Count = Annotated[float, BeforeValidator(lambda v: units.parse_count(v))]
+def _unit(example: str) -> WithJsonSchema:
+    """JSON Schema for a field that takes a number or a string with a unit."""
+    return WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "string"}], "examples": [example]})
+
+
+Bytes = Annotated[float, BeforeValidator(lambda v: units.parse_bytes(v, "a memory size")), _unit("180GB")]
+Seconds = Annotated[float, BeforeValidator(lambda v: units.parse_duration_s(v, "a duration")), _unit("5d")]
+Usd = Annotated[float, BeforeValidator(lambda v: units.parse_usd(v, "an amount in USD")), _unit("$20,000")]
+UsdPerHour = Annotated[float, BeforeValidator(lambda v: units.parse_price_per_hour(v)), _unit("$5.50/h")]
+Count = Annotated[float, BeforeValidator(lambda v: units.parse_count(v)), _unit("70B")]
 
 Precision = Literal["bf16", "fp16", "fp8", "nvfp4"]
 Method = Literal["full", "lora", "qlora"]
@@ -118,6 +123,17 @@ class Offer(_Model):
         return counts + [self.gpus_per_node]
 
 
+class CatalogFile(_Model):
+    """A catalog file as written: SKUs, offers, or includes of other catalogs."""
+
+    name: Optional[str] = None
+    description: str = ""
+    include: list[str] = Field(default_factory=list, description="Other catalogs (names or paths) to merge in.")
+    hardware: Optional[str] = Field(None, description="The hardware file the offers' SKUs come from.")
+    skus: list[Sku] = Field(default_factory=list)
+    offers: list[Offer] = Field(default_factory=list)
+
+
 class Catalog(_Model):
     name: str
     description: str = ""
@@ -170,7 +186,7 @@ class ModelSpec(_Model):
         return all(v is not None for v in (self.layers, self.hidden, self.heads, self.ffn_hidden, self.vocab))
 
 
-Rate = Annotated[float, BeforeValidator(lambda v: units.parse_rate(v, "a throughput in tokens/s"))]
+Rate = Annotated[float, BeforeValidator(lambda v: units.parse_rate(v, "a throughput in tokens/s")), _unit("14.8k")]
 
 
 class Measurement(_Model):
@@ -269,6 +285,7 @@ class GpuFilter(_Model):
     min_memory_bytes: Optional[Bytes] = Field(None, alias="min_memory", gt=0)
     types: Optional[list[str]] = None
     providers: Optional[list[str]] = None
+    count: Optional[int] = Field(None, ge=1, description="GPUs per node (the seed's spec.resources.gpu.count).")
 
 
 class Constraints(_Model):
@@ -289,6 +306,29 @@ class Problem(_Model):
     assumptions: Assumptions = Field(default_factory=Assumptions)
     constraints: Constraints = Field(default_factory=Constraints)
     source_path: Optional[str] = Field(None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kubernetes_gpu_spec(cls, data):
+        """Accept the seed's job spec block ``spec.resources.gpu: {minMemory, count, type}`` as GPU filters."""
+        if not isinstance(data, dict) or "spec" not in data:
+            return data
+        data = dict(data)
+        spec = data.pop("spec") or {}
+        gpu = ((spec.get("resources") or {}).get("gpu") or {}) if isinstance(spec, dict) else {}
+        if not isinstance(gpu, dict) or set(gpu) - {"minMemory", "count", "type"}:
+            raise ValueError("spec.resources.gpu takes minMemory, count and type (e.g. {minMemory: 160Gi, count: 8})")
+        constraints = dict(data.get("constraints") or {})
+        filters = dict(constraints.get("gpu") or {})
+        if "minMemory" in gpu:
+            filters["min_memory"] = gpu["minMemory"]
+        if "type" in gpu:
+            filters["types"] = [gpu["type"]]
+        if "count" in gpu:
+            filters["count"] = gpu["count"]
+        constraints["gpu"] = filters
+        data["constraints"] = constraints
+        return data
 
 
 # --------------------------------------------------------------------------- strategy

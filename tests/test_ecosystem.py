@@ -1,0 +1,112 @@
+"""Meeting users where they are: exports for launchers, the seed's spec.resources.gpu block as input,
+JSON Schemas that every bundled file validates against, pictures and the HTML report."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from optimizer import load_job, plan
+from optimizer.cli import app
+from optimizer.exports import export
+from optimizer.schemas import json_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def best():
+    return plan(load_job(ROOT / "problems" / "llama-70b-within-5-days.yaml")).best
+
+
+def test_skypilot_task_keys(best):
+    task = yaml.safe_load(export(best, "skypilot", "sft"))
+    assert task["resources"]["accelerators"] == f"{best.sku}:{best.gpus_per_node}"
+    assert task["num_nodes"] == best.nodes and "run" in task and task["name"] == "sft"
+
+
+def test_kubernetes_spec_is_the_seeds_format(best):
+    spec = yaml.safe_load(export(best, "kubernetes"))
+    gpu = spec["spec"]["resources"]["gpu"]
+    assert gpu == {"type": best.sku, "count": best.gpus_per_node, "minMemory": f"{int(best.memory_gib.capacity)}Gi"}
+
+
+def test_deepspeed_config_carries_stage_micro_batch_and_accumulation(best):
+    cfg = json.loads(export(best, "deepspeed"))
+    s = best.strategy
+    assert cfg["zero_optimization"]["stage"] == s.zero_stage
+    assert cfg["train_micro_batch_size_per_gpu"] == s.micro_batch
+    assert cfg["gradient_accumulation_steps"] == s.grad_accum
+    assert cfg["train_batch_size"] == s.dp * s.micro_batch * s.grad_accum  # DeepSpeed's own consistency rule
+    assert cfg["bf16"]["enabled"] is True
+
+
+def test_accelerate_fsdp_config(best):
+    text = export(best, "accelerate")
+    cfg = yaml.safe_load(text)
+    assert cfg["distributed_type"] == "FSDP" and cfg["num_processes"] == best.gpus and cfg["num_machines"] == best.nodes
+    expected = {0: "NO_SHARD", 1: "SHARD_GRAD_OP", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"}[best.strategy.zero_stage]
+    if best.strategy.zero_stage == 3 and best.strategy.shard_degree < best.strategy.dp:
+        expected = "HYBRID_SHARD"
+    assert cfg["fsdp_config"]["fsdp_sharding_strategy"] == expected
+    assert f"gradient accumulation {best.strategy.grad_accum}" in text
+
+
+def test_torchrun_command(best):
+    line = export(best, "torchrun")
+    assert f"--nnodes {best.nodes}" in line and f"--nproc-per-node {best.gpus_per_node}" in line
+
+
+def test_export_flag_and_unknown_kind(tmp_path):
+    out = tmp_path / "task.yaml"
+    r = runner.invoke(app, ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--export", "skypilot", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert yaml.safe_load(out.read_text())["resources"]["accelerators"]
+    r = runner.invoke(app, ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--export", "slurm"])
+    assert r.exit_code == 2 and "skypilot" in r.output
+
+
+def test_skypilot_parses_our_task_when_installed(best):
+    sky = pytest.importorskip("sky")
+    task = sky.Task.from_yaml_config(yaml.safe_load(export(best, "skypilot")))
+    assert task.num_nodes == best.nodes
+
+
+def test_seed_spec_resources_gpu_block_filters(problems):
+    answer = plan(load_job(problems / "seed-k8s-spec.yaml"))
+    assert answer.best.sku in ("B200", "B300") and answer.best.gpus_per_node == 8
+    assert all(p.sku != "H200" for p in answer.frontier)
+
+
+def as_json(path):
+    """What a YAML language server validates: the document as JSON (dates as strings)."""
+    return json.loads(json.dumps(yaml.safe_load(path.read_text()), default=str))
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "problems").glob("*.yaml")), ids=lambda p: p.name)
+def test_problem_files_validate_against_the_generated_schema(path):
+    data = as_json(path)
+    kind = "portfolio" if "jobs" in data else "job"
+    jsonschema.validate(data, json_schema(kind))
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "catalogs").glob("*.yaml")), ids=lambda p: p.name)
+def test_catalog_files_validate_against_the_generated_schema(path):
+    if path.name == "models.yaml":
+        pytest.skip("model presets are not a catalog")
+    jsonschema.validate(as_json(path), json_schema("catalog"))
+
+
+def test_schema_rejects_a_typo():
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"job": {"model": {"params": "7B"}, "tokenz": "1B"}}, json_schema("job"))
+
+
+def test_schema_command():
+    r = runner.invoke(app, ["schema", "portfolio"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "gpuplan portfolio file"
+    assert runner.invoke(app, ["schema", "nope"]).exit_code == 2
