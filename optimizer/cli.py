@@ -24,7 +24,8 @@ from .errors import GpuplanError
 from .exports import export
 from .schemas import json_schema
 from .loading import apply_overrides, find_sku, load_catalog, load_job, load_portfolio, problem_catalog
-from .plot import frontier_plot, portfolio_plot
+from .plot import frontier_plot, memory_plot, portfolio_plot
+from .report import html_report
 from .solver.plan import options as options_api
 from .solver.plan import plan as plan_api
 from .solver.portfolio import portfolio as portfolio_api
@@ -163,6 +164,7 @@ def check(
     budget: Optional[str] = typer.Option(None, "--budget", help="e.g. 20000, $20k."),
     compare: bool = typer.Option(True, "--compare/--no-compare", help="Compare with the best plan under the same constraints."),
     spot: bool = typer.Option(False, "--spot", help="Use the offer's spot price (with expected preemptions)."),
+    plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write the memory breakdown chart (PNG or SVG)."),
     export_kind: Optional[str] = ExportOpt,
     out: Optional[Path] = OutOpt,
     measured: Optional[list[str]] = typer.Option(None, "--measured", help="A short-run measurement to calibrate from, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable)."),
@@ -178,6 +180,8 @@ def check(
         _write_export(result.plan, export_kind, out, problem.job.name)
         if out is None:
             return
+    if plot_path:
+        memory_plot(result.plan, plot_path)
     if fmt == Format.table:
         _emit(result, fmt, render.print_check)
         return
@@ -200,6 +204,7 @@ def solve(
     measured: Optional[list[str]] = typer.Option(None, "--measured", help="Short-run measurement, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable)."),
     time_limit: float = typer.Option(10.0, "--time-limit", help="CP-SAT time limit per solve, seconds."),
     plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write the frontier chart (PNG or SVG)."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write a self-contained HTML report."),
     export_kind: Optional[str] = ExportOpt,
     out: Optional[Path] = OutOpt,
     catalog: Optional[str] = CatalogOpt,
@@ -220,6 +225,10 @@ def solve(
     _emit(result, fmt, render.print_solve)
     if plot_path:
         frontier_plot(result, plot_path)
+    if report:
+        cat = _catalog_for(problem, catalog)
+        report.write_text(html_report(f"gpuplan: {problem.job.name}", result, options_api(problem, catalog=cat)))
+        typer.echo(f"wrote report to {report}", err=True)
 
 
 @app.command()

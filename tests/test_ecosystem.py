@@ -110,3 +110,23 @@ def test_schema_command():
     r = runner.invoke(app, ["schema", "portfolio"])
     assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "gpuplan portfolio file"
     assert runner.invoke(app, ["schema", "nope"]).exit_code == 2
+
+
+def test_html_report_is_self_contained(tmp_path, problems):
+    out = tmp_path / "report.html"
+    r = runner.invoke(app, ["solve", str(problems / "llama-70b-within-5-days.yaml"), "--report", str(out)])
+    assert r.exit_code == 0, r.output
+    page = out.read_text()
+    assert page.startswith("<!doctype html>") and page.count("<svg") >= 2
+    assert "<script" not in page and "src=" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "Cheapest plan" in page and "Every option considered" in page and "rejected: memory" in page
+
+
+@pytest.mark.parametrize("cmd", [["solve", "llama-8b-lora.yaml"], ["check", "seed-100b-one-node.yaml", "--sku", "B300", "--gpus", "8"],
+                                 ["portfolio", "portfolio-q1-finetunes.yaml", "--workers", "1"]])
+def test_plots_are_written(tmp_path, problems, cmd):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "chart.png"
+    r = runner.invoke(app, [cmd[0], str(problems / cmd[1]), *cmd[2:], "--plot", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
