@@ -6,6 +6,7 @@ Exit codes: 0 answered (an infeasible problem is an answer), 2 bad input, 1 inte
 from __future__ import annotations
 
 import functools
+import io
 import json
 import sys
 import traceback
@@ -42,7 +43,7 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
 )
-_state = {"debug": False}
+_state = {"debug": False, "quiet": False}
 
 
 class Format(str, Enum):
@@ -91,14 +92,23 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Tables: print only the one-line answer."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     _state["debug"] = debug
+    _state["quiet"] = quiet
 
 
 def _emit(result: Any, fmt: Format, printer: Callable) -> None:
     if fmt == Format.table:
-        printer(result, render.console())
+        console = render.console()
+        if _state["quiet"]:
+            console = render.Console(record=True, file=io.StringIO(), width=console.width)
+            printer(result, console)
+            lines = console.export_text().splitlines()
+            typer.echo(lines[0] if lines else "")
+            return
+        printer(result, console)
         return
     data = result.model_dump(mode="json") if isinstance(result, BaseModel) else result
     if fmt == Format.json:
