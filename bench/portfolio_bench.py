@@ -68,14 +68,15 @@ def instance(n_jobs: int, n_offers: int, seed: int = 0, load: float = 0.5) -> tu
     return pf, catalog
 
 
-def greedy(pf: Portfolio, catalog: Catalog) -> tuple[float, int]:
-    """The product's greedy schedule (EDF, cheapest option that fits): (cost, jobs scheduled)."""
+def greedy(pf: Portfolio, catalog: Catalog) -> tuple[float, int, float]:
+    """The product's greedy schedule (EDF, cheapest option that fits): (cost, jobs scheduled, weight done)."""
     horizon = int(pf.horizon_s // pf.time_step_s)
     jobs = pmod.prepare_jobs(pf, catalog, horizon)
     pools = pmod._pools(pf, catalog, horizon)
     pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}
     placed = greedy_schedule(jobs, pools, pool_of, horizon)
-    return sum(job.options[p[0]].cost_usd for job, p in zip(jobs, placed) if p), sum(p is not None for p in placed)
+    weight = sum(entry.weight for entry, p in zip(pf.jobs, placed) if p)
+    return sum(job.options[p[0]].cost_usd for job, p in zip(jobs, placed) if p), sum(p is not None for p in placed), weight
 
 
 class Recorder(cp_model.CpSolverSolutionCallback):
@@ -103,7 +104,7 @@ def main() -> None:
     args = ap.parse_args()
     print(f"time limit {args.time_limit:g} s, {args.workers} workers; times in seconds")
     print(f"{'jobs':>5} {'offers':>6} {'options':>7} {'prep':>6} {'first':>7} {'1% gap':>7} {'optimal':>8} {'status':>8} "
-          f"{'gap':>6} {'done':>5} {'cp-sat $':>11} {'greedy done':>11} {'greedy $':>11} {'saving':>7}")
+          f"{'gap':>6} {'done':>5} {'weight':>6} {'cp-sat $':>11} {'greedy done':>11} {'g weight':>8} {'greedy $':>11} {'saving':>10}")
     for n in [int(x) for x in args.sizes.split(",")]:
         offers = min(12, 5 + n // 50)
         pf, catalog = instance(n, offers, load=args.load)
@@ -122,14 +123,19 @@ def main() -> None:
             wall = time.perf_counter() - t1
         finally:
             pmod._Progress = original
-        g_cost, g_done = greedy(pf, catalog)
+        g_cost, g_done, g_weight = greedy(pf, catalog)
         done = len(result.schedule)
-        saving = f"{(g_cost - result.total_cost_usd) / g_cost:.1%}" if g_cost and done == g_done else f"+{done - g_done} jobs"
+        weights = {e.name: e.weight for e in pf.jobs}
+        weight = sum(weights[j.job] for j in result.schedule)
+        if abs(weight - g_weight) < 1e-9:
+            saving = f"{(g_cost - result.total_cost_usd) / g_cost:.1%}" if g_cost else "-"
+        else:
+            saving = f"{weight - g_weight:+g} weight"
         optimal = f"{wall:.1f}" if result.status == "optimal" else "-"
         one = rec.one_percent if rec.one_percent is not None else (wall if result.status == "optimal" else None)
         print(f"{n:>5} {offers:>6} {options:>7} {prep:>6.1f} {rec.first if rec.first is not None else float('nan'):>7.1f} "
               f"{one if one is not None else float('nan'):>7.1f} {optimal:>8} {result.status:>8} {result.gap:>6.2%} "
-              f"{done:>5} {result.total_cost_usd:>11,.0f} {g_done:>11} {g_cost:>11,.0f} {saving:>8}")
+              f"{done:>5} {weight:>6g} {result.total_cost_usd:>11,.0f} {g_done:>11} {g_weight:>8g} {g_cost:>11,.0f} {saving:>10}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from .candidates import GRID_FIELDS, best_layout, build_table, evaluate, strategy_grid
+from .candidates import GRID_FIELDS, best_layout, evaluate, strategy_grid
 from .context import HardwareRow, JobContext, build_context, capacity_bytes
 from .errors import JobError
 from .loading import find_sku, offers_for, problem_catalog
@@ -202,5 +202,3 @@ def _compare_with_optimum(problem: Problem, catalog: Catalog, result: CheckResul
             and (p.hours.p50 < mine.hours.p50 or p.cost_usd.p50 < mine.cost_usd.p50)
         ]
 
-
-__all__ = ["check", "resolve_row", "build_table"]

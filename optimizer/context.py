@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from . import units
-from .errors import JobError
-from .loading import find_sku
+from .errors import GpuplanError, JobError
+from .loading import offers_for
 from .physics.shapes import ModelShape, TrainingState, model_shape, training_state
 from .schema import Catalog, Offer, Problem, Sku
 
@@ -124,19 +124,17 @@ class JobContext:
 
 
 def _size_or_fraction(value, field: str, source: Optional[str]) -> Union[str, float]:
+    """'auto', a number below 1 (a fraction of capacity), or a size in bytes ('40GB', or a number >= 1)."""
     if value == "auto":
         return "auto"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value < 0:
-            raise JobError("must not be negative; give a size such as 40GB or a fraction such as 0.2",
-                           source=source, field=field)
-        return float(value) if value < 1 else float(value)
     try:
-        return units.parse_bytes(str(value), field)
-    except JobError as exc:
-        raise exc.located(source, field) from None
-    except Exception as exc:  # UnitError is a GpuplanError; re-raise with location
-        raise JobError(str(getattr(exc, "reason", exc)), source=source, field=field) from None
+        number = units.parse_bytes(value, field)
+    except GpuplanError as exc:
+        raise JobError(exc.reason, source=source, field=field) from None
+    if number < 0:
+        raise JobError("must not be negative; give a size such as 40GB or a fraction such as 0.2",
+                       source=source, field=field)
+    return number
 
 
 def build_context(problem: Problem, catalog: Catalog) -> JobContext:
@@ -159,12 +157,9 @@ def build_context(problem: Problem, catalog: Catalog) -> JobContext:
         raise JobError("hidden is not a multiple of heads; give head_dim explicitly", source=source, field="job.model.head_dim")
     for gpu_type in problem.constraints.gpu.types or []:
         try:
-            find_sku(catalog, gpu_type)
-        except JobError:
-            raise
-        except Exception as exc:
-            if not any(gpu_type.lower() in [a.lower() for a in o.aliases] + [o.name.lower()] for o in catalog.offers):
-                raise JobError(str(getattr(exc, "reason", exc)), source=source, field="constraints.gpu.types") from None
+            offers_for(catalog, gpu_type)  # an offer name or alias, or a SKU name or alias
+        except GpuplanError as exc:
+            raise JobError(exc.reason, source=source, field="constraints.gpu.types") from None
     ctx = JobContext(problem, catalog, shape, train, reserve, overhead)
     if problem.job.measured:
         from .calibration import calibrate  # calibration evaluates candidates, which import this module

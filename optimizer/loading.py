@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import units
 from .errors import CatalogError, GpuplanError, JobError, did_you_mean
-from .schema import Assumptions, Catalog, CatalogFile, Offer, Problem, Sku
+from .schema import Assumptions, Catalog, CatalogFile, Measurement, Offer, Portfolio, Problem, Sku
 
 _HERE = Path(__file__).resolve().parent
 
@@ -259,10 +259,8 @@ def apply_overrides(problem: Problem, **overrides) -> Problem:
     return problem.model_copy(update={"constraints": new_constraints, "objective": objective, "job": job})
 
 
-def parse_measurement(text: str) -> "Measurement":
+def parse_measurement(text: str) -> Measurement:
     """``4xRTX-PRO-6000:14.8k tok/s`` or ``16xB200@2:45k tok/s,150GiB`` (GPUs x SKU [@nodes]: rate [, peak])."""
-    from .schema import Measurement
-
     match = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*([A-Za-z0-9._-]+)\s*(?:@\s*(\d+))?\s*:\s*([^,]+?)\s*(?:,\s*(.+))?", text)
     if not match:
         raise GpuplanError(f"cannot read {text!r}; write it like '4xRTX-PRO-6000:14.8k tok/s' or "
@@ -281,10 +279,8 @@ def parse_measurement(text: str) -> "Measurement":
         raise GpuplanError(err.reason, source="command line", field="--measured") from None
 
 
-def load_portfolio(path: str | Path) -> "Portfolio":
+def load_portfolio(path: str | Path) -> Portfolio:
     """A portfolio file: catalog, start, horizon, budget, pools, objective and jobs."""
-    from .schema import Portfolio
-
     path = Path(path)
     data = read_yaml(path, "portfolio")
     if not isinstance(data, dict) or "jobs" not in data:

@@ -5,7 +5,6 @@ releases, deadlines, dependencies and the budget; the answer is deterministic.""
 import itertools
 import json
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner

@@ -233,7 +233,6 @@ def explain(table: CandidateTable, binding: list[str]) -> list[Infeasibility]:
 def options(problem: Problem, *, catalog: Optional[Catalog] = None) -> OptionsResult:
     """Every hardware row considered, with its best strategy, hours, cost and what rejected it."""
     table = prepare(problem, catalog)
-    c = table.ctx.constraints
     out = []
     for cand in table.candidates:
         if cand.index < 0 or math.isnan(cand.time_s):
