@@ -130,3 +130,11 @@ def test_plots_are_written(tmp_path, problems, cmd):
     r = runner.invoke(app, [cmd[0], str(problems / cmd[1]), *cmd[2:], "--plot", str(out)])
     assert r.exit_code == 0, r.output
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_accelerate_parses_our_fsdp_config_when_installed(best, tmp_path):
+    config_args = pytest.importorskip("accelerate.commands.config.config_args")
+    path = tmp_path / "fsdp.yaml"
+    path.write_text(export(best, "accelerate"))
+    parsed = config_args.ClusterConfig.from_yaml_file(str(path))
+    assert parsed.num_processes == best.gpus and parsed.fsdp_config["fsdp_sharding_strategy"]

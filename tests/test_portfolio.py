@@ -128,7 +128,7 @@ def test_cpsat_schedule_matches_brute_force(instance):
     if expected is None:
         assert result.status == "infeasible"
         return
-    assert result.status == "optimal"
+    assert result.status == "optimal", (result.status, result.dropped, result.infeasible, expected, result.solve_s)
     check_schedule(pf, result, catalog)
     weights = {j.name: round(j.weight * 1000) for j in pf.jobs}
     dropped = sum(weights[d.job] for d in result.dropped)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Optional
 
 
-def greedy_schedule(jobs, pools, pool_of, horizon: int) -> list[Optional[tuple[int, int]]]:
-    """Per job, (option index, start step) or None when it could not be placed."""
+def greedy_schedule(jobs, pools, pool_of, horizon: int, budget_cents: Optional[int] = None) -> list[Optional[tuple[int, int]]]:
+    """Per job, (option index, start step) or None when it could not be placed (pools, deadline, budget)."""
     used = [[0] * (horizon + 1) for _ in pools]
+    spent = 0
     placed: list[Optional[tuple[int, int]]] = [None] * len(jobs)
     index = {job.name: k for k, job in enumerate(jobs)}
     order = sorted(range(len(jobs)), key=lambda k: (jobs[k].deadline if jobs[k].deadline is not None else horizon,
@@ -29,6 +30,9 @@ def greedy_schedule(jobs, pools, pool_of, horizon: int) -> list[Optional[tuple[i
             ranked = sorted(range(len(job.options)), key=lambda i: (job.options[i].cost_usd, job.durations[i]))
             for i in ranked:
                 opt, dur = job.options[i], job.durations[i]
+                cents = int(round(opt.cost_usd * 100))
+                if budget_cents is not None and spent + cents > budget_cents:
+                    continue
                 p = pool_of[opt.row.offer.name]
                 last = min(horizon, job.deadline if job.deadline is not None else horizon) - dur
                 start = next((s for s in range(ready, last + 1)
@@ -38,6 +42,7 @@ def greedy_schedule(jobs, pools, pool_of, horizon: int) -> list[Optional[tuple[i
                     for t in range(start, start + dur):
                         used[p][t] += opt.row.gpus
                     placed[k] = (i, start)
+                    spent += cents
                     break
         if not progress:
             break

@@ -6,8 +6,7 @@ Formulation (time in steps of ``time_step``, default one hour, counted from the 
             ``solve``), with duration d_jo = ceil(time / step), GPUs g_jo, cost c_jo (cents) and
             pool p(o); release r_j, deadline D_j, weight w_j, required or optional, predecessors.
             Per pool p: capacity over time (a base and windows).
-  variables pick_jo (the PlanModel's per-job booleans: exactly one if required, at most one if
-            optional), start_j, end_j, done_j = sum_o pick_jo, and an optional interval per (j, o)
+  variables pick_jo (the PlanModel's per-job booleans, at most one per job), start_j, end_j, done_j = sum_o pick_jo, and an optional interval per (j, o)
             of length d_jo starting at start_j, present iff pick_jo; late_j for weighted lateness.
   constraints
             cumulative per pool: sum of g_jo over present intervals <= capacity(t); windows with
@@ -15,8 +14,11 @@ Formulation (time in steps of ``time_step``, default one hour, counted from the 
             budget: sum pick_jo c_jo <= B; release: start_j >= r_j; horizon: end_j <= H;
             deadline (cost, makespan objectives): end_j <= D_j when done_j;
             dependencies: start_j >= end_k and done_j <= done_k for k before j.
-  objective lexicographic by big weights: first the weight of dropped optional jobs, then
-            cost (sum c), makespan (max end) or weighted lateness (sum w_j late_j), ties broken by cost.
+  objective lexicographic, in two solves: first the weight of dropped jobs (a required job weighs
+            more than all optional ones together, so a schedule always exists and the greedy one is a
+            complete warm start), then, with that weight fixed, cost (sum c), makespan (max end) or
+            weighted lateness (sum w_j late_j), ties broken by cost. A required job still dropped at
+            the end makes the answer infeasible (proven when the first solve is optimal).
 
 A single job is a portfolio of one; the same ``PlanModel`` builds both. Options on one offer that
 another option of the same job beats on GPUs, duration and cost at once are pruned first.
@@ -45,7 +47,6 @@ from .greedy import greedy_schedule
 from .model import JobVars, PlanModel, solver_rows
 
 WEIGHT_SCALE = 1000  # job weights to integers
-LINEARIZATION = 1
 
 
 @dataclass
@@ -170,7 +171,7 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
     starts, ends, dones, lates = [], [], [], []
     intervals_by_pool: dict[int, list] = {k: [] for k in range(len(pools))}
     for job in jobs:
-        v = pm.add_job(f"j{job.index}", job.table, rows=job.options, required=job.required, attributes=False)
+        v = pm.add_job(f"j{job.index}", job.table, rows=job.options, required=False, attributes=False)
         jv.append(v)
         start = m.NewIntVar(min(job.release, horizon), horizon, f"start_j{job.index}")
         end = m.NewIntVar(0, horizon, f"end_j{job.index}")
@@ -210,7 +211,8 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
     if pf.budget_usd is not None:
         m.Add(total_cost <= int(round(pf.budget_usd * 100))).OnlyEnforceIf(pm.switch("budget"))
     max_cost = sum(max((int(round(c.cost_usd * 100)) for c in job.options), default=0) for job in jobs) + 1
-    dropped = sum(job.weight * (1 - dones[k]) for k, job in enumerate(jobs) if not job.required)
+    must = sum(job.weight for job in jobs if not job.required) + 1  # a required job outweighs all optional ones
+    dropped = sum((must if job.required else job.weight) * (1 - dones[k]) for k, job in enumerate(jobs))
     if pf.objective == "cost":
         primary = total_cost
     elif pf.objective == "makespan":
@@ -225,29 +227,27 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = 0
-    solver.parameters.linearization_level = LINEARIZATION
     callback = _Progress(progress) if progress else None
     # Lexicographic: first keep the most weight of optional jobs, then optimise the objective with that
     # weight fixed, so the reported gap is the objective's own.
-    placed = greedy_schedule(jobs, pools, pool_of, horizon)
+    budget_cents = None if pf.budget_usd is None else int(round(pf.budget_usd * 100))
+    placed = greedy_schedule(jobs, pools, pool_of, horizon, budget_cents)
     for k, (job, v) in enumerate(zip(jobs, jv)):  # warm start from the greedy schedule
         for i, pick in enumerate(v.picks):
             m.AddHint(pick, placed[k] is not None and placed[k][0] == i)
         m.AddHint(starts[k], placed[k][1] if placed[k] else min(job.release, horizon))
-    status = cp_model.OPTIMAL
-    if any(not job.required for job in jobs):
-        solver.parameters.max_time_in_seconds = time_limit_s / 3
-        m.Minimize(dropped)
-        status = solver.Solve(m, callback)
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            m.Add(dropped <= int(solver.ObjectiveValue()))
-            m.ClearHints()
-            for v in jv:
-                for pick in v.picks:
-                    m.AddHint(pick, solver.BooleanValue(pick))
-            for start in starts:
-                m.AddHint(start, solver.Value(start))
+    solver.parameters.max_time_in_seconds = time_limit_s / 3
+    m.Minimize(dropped)
+    status = solver.Solve(m, callback)
+    dropped_proven = status == cp_model.OPTIMAL
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        m.Add(dropped <= round(solver.ObjectiveValue()))
+        m.ClearHints()
+        for v in jv:
+            for pick in v.picks:
+                m.AddHint(pick, solver.BooleanValue(pick))
+        for start in starts:
+            m.AddHint(start, solver.Value(start))
         elapsed = time.perf_counter() - started
         solver.parameters.max_time_in_seconds = max(1.0, time_limit_s - elapsed)
         m.Minimize(primary)
@@ -260,9 +260,14 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
         obj, bound = solver.ObjectiveValue(), solver.BestObjectiveBound()
         result.gap = 0.0 if status == cp_model.OPTIMAL or obj == 0 else abs(obj - bound) / abs(obj)
         _extract(pf, jobs, jv, starts, solver, pools, result)
-    elif status == cp_model.INFEASIBLE:
-        result.status = "infeasible"
-        result.infeasible = explain_portfolio(pf, jobs, pools, horizon)
+        missing = [d.job for d in result.dropped if jobs[index[d.job]].required]
+        if missing:
+            result.status = "infeasible" if dropped_proven else "unknown"
+            result.infeasible = explain_portfolio(pf, jobs, pools, horizon)
+            if not dropped_proven:
+                result.infeasible.append(Infeasibility(constraint="time_limit", detail=(
+                    f"required jobs {', '.join(missing)} were not placed within {time_limit_s:g} s; "
+                    "raise --time-limit, coarsen time_step or add capacity")))
     else:
         result.infeasible = [Infeasibility(constraint="time_limit", detail=(
             f"no schedule found within {time_limit_s:g} s; raise --time-limit or coarsen time_step"))]
@@ -333,6 +338,8 @@ def _drop_reason(pf: Portfolio, job: JobData) -> str:
     fastest = min(job.durations)
     if job.deadline is not None and job.release + fastest > job.deadline:
         return "cannot meet its deadline even alone"
+    if job.required:
+        return "required, but the GPU pools, deadlines and budget cannot carry it together with the others"
     return "dropped so that the budget and GPU supply carry the higher-priority jobs"
 
 
