@@ -323,4 +323,6 @@ def print_portfolio(result, console: Console) -> None:
         console.print(table)
     for d in result.dropped:
         console.print(f"Dropped {d.job}: {d.reason}")
+    for note in result.notes:
+        console.print(f"Note: {note}", style="dim")
     console.print(f"solved in {result.solve_s:.2f} s", style="dim")

@@ -151,4 +151,5 @@ class PortfolioResult(BaseModel):
     budget_usd: Optional[float] = None
     horizon_h: float = 0.0
     infeasible: list[Infeasibility] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
     solve_s: float = 0.0

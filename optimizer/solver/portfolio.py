@@ -259,18 +259,26 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
         result.status = "optimal" if status == cp_model.OPTIMAL else "feasible"
         obj, bound = solver.ObjectiveValue(), solver.BestObjectiveBound()
         result.gap = 0.0 if status == cp_model.OPTIMAL or obj == 0 else abs(obj - bound) / abs(obj)
-        _extract(pf, jobs, jv, starts, solver, pools, result)
-        missing = [d.job for d in result.dropped if jobs[index[d.job]].required]
-        if missing:
-            result.status = "infeasible" if dropped_proven else "unknown"
-            result.infeasible = explain_portfolio(pf, jobs, pools, horizon)
-            if not dropped_proven:
-                result.infeasible.append(Infeasibility(constraint="time_limit", detail=(
-                    f"required jobs {', '.join(missing)} were not placed within {time_limit_s:g} s; "
-                    "raise --time-limit, coarsen time_step or add capacity")))
+        choices = [(v.picked(solver), solver.Value(start)) for v, start in zip(jv, starts)]
     else:
-        result.infeasible = [Infeasibility(constraint="time_limit", detail=(
-            f"no schedule found within {time_limit_s:g} s; raise --time-limit or coarsen time_step"))]
+        # CP-SAT found nothing in time (very large portfolios): answer with the greedy schedule, its gap
+        # measured against each scheduled job's cheapest option.
+        result.status = "feasible"
+        choices = [(p[0], p[1]) if p else (None, 0) for p in placed]
+        cost = sum(job.options[i].cost_usd for job, (i, _) in zip(jobs, choices) if i is not None)
+        floor = sum(min(c.cost_usd for c in job.options) for job, (i, _) in zip(jobs, choices) if i is not None)
+        result.gap = (cost - floor) / cost if cost else 0.0
+        result.notes.append(f"CP-SAT found no schedule within {time_limit_s:g} s: this is the greedy schedule "
+                            "(earliest deadline first, cheapest option); raise --time-limit or coarsen time_step")
+    _extract(pf, jobs, choices, pools, result)
+    missing = [d.job for d in result.dropped if jobs[index[d.job]].required]
+    if missing:
+        result.status = "infeasible" if dropped_proven else "unknown"
+        result.infeasible = explain_portfolio(pf, jobs, pools, horizon)
+        if not dropped_proven:
+            result.infeasible.append(Infeasibility(constraint="time_limit", detail=(
+                f"required jobs {', '.join(missing)} were not placed within {time_limit_s:g} s; "
+                "raise --time-limit, coarsen time_step or add capacity")))
     result.solve_s = time.perf_counter() - started
     return result
 
@@ -302,17 +310,16 @@ def _date(pf: Portfolio, hours: float) -> Optional[str]:
     return (dt.datetime.combine(pf.start, dt.time()) + dt.timedelta(hours=hours)).strftime("%Y-%m-%d %H:%M")
 
 
-def _extract(pf, jobs, jv, starts, solver, pools, result: PortfolioResult) -> None:
+def _extract(pf, jobs, choices, pools, result: PortfolioResult) -> None:
+    """Fill the result from per-job (option index or None, start step)."""
     step_h = pf.time_step_s / 3600.0
     usage = {k: [] for k in range(len(pools))}
     pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
-    for job, v, start in zip(jobs, jv, starts):
-        i = v.picked(solver)
+    for job, (i, s) in zip(jobs, choices):
         if i is None:
             result.dropped.append(DroppedJob(job=job.name, reason=_drop_reason(pf, job)))
             continue
         opt = job.options[i]
-        s = solver.Value(start)
         e = s + job.durations[i]
         plan = plan_from(job.table.ctx, opt.row, job.table.evaluation, opt.index)
         late = 0.0 if job.deadline is None else max(0.0, (e - job.deadline) * step_h)
