@@ -1,9 +1,10 @@
 """The candidate space: hardware rows x strategies, evaluated with the physics in one vectorised pass.
 
 For each hardware row (offer, nodes, GPUs per node) the generator lists the strategies that respect
-the global batch: TP inside a node (dividing the heads), PP (dividing the layers), DP the rest,
-ZeRO 0-3 over all DP ranks or hybrid-sharded inside a node, recompute, and micro-batches with an
-integer gradient accumulation. All of them go through ``physics`` at once (numpy arrays), and
+the global batch: TP inside a node (dividing the heads), PP (uneven stages allowed, plain or
+interleaved 1F1B), DP the rest, ZeRO 0-3 over all DP ranks or hybrid-sharded inside a node,
+recompute, and micro-batches with an integer gradient accumulation. Offers with a spot price add
+spot rows. All of them go through ``physics`` at once (numpy arrays), and
 for each row the fastest strategy that fits is kept: on a fixed row cost rises with time, so that
 strategy is optimal for both objectives (DESIGN section 8). Rows with nothing that fits keep their
 least-memory strategy, flagged, so the solver's memory constraint and the explanations see them.
@@ -21,8 +22,8 @@ import numpy as np
 from .context import HardwareRow, JobContext, capacity_bytes
 from .loading import find_sku
 from .physics import reliability
-from .physics.memory import RECOMPUTE_CODES, activation_bytes, memory_breakdown
-from .physics.time import Hardware, step_time
+from .physics.memory import RECOMPUTE_CODES, MemoryBreakdown, activation_bytes, memory_breakdown
+from .physics.time import Hardware, StepTime, step_time
 from .schema import Strategy
 
 TP_CHOICES = (1, 2, 4, 8)
@@ -47,9 +48,9 @@ class Evaluation:
     grad_accum: np.ndarray
     recompute: np.ndarray
     virtual_stages: np.ndarray
-    memory: object  # MemoryBreakdown
+    memory: MemoryBreakdown
     capacity_bytes: np.ndarray
-    timing: object  # StepTime
+    timing: StepTime
     hours: np.ndarray
     cost_usd: np.ndarray
 
@@ -98,7 +99,7 @@ class CandidateTable:
 # --------------------------------------------------------------------------- hardware rows
 
 
-def offer_rows(ctx: JobContext, max_nodes: Optional[int] = None) -> list[HardwareRow]:
+def offer_rows(ctx: JobContext) -> list[HardwareRow]:
     """Every (offer, nodes, GPUs per node) the catalog can rent, up to each offer's supply."""
     rows = []
     for offer in ctx.catalog.offers:
@@ -106,7 +107,7 @@ def offer_rows(ctx: JobContext, max_nodes: Optional[int] = None) -> list[Hardwar
         for spot in (False, True) if offer.spot_price_usd_per_gpu_hour else (False,):
             for count in offer.single_node_counts():
                 rows.append(HardwareRow(sku, offer, 1, count, spot))
-            for nodes in range(2, min(offer.max_nodes, max_nodes or offer.max_nodes) + 1):
+            for nodes in range(2, offer.max_nodes + 1):
                 rows.append(HardwareRow(sku, offer, nodes, offer.gpus_per_node, spot))
     return rows
 

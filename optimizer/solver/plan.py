@@ -6,8 +6,9 @@
   infeasible. Points come fastest first, each strictly cheaper, and each is the fastest plan under
   its cost bound, hence also the cheapest under its own time: the exact non-dominated set.
   The deadline and budget are lines drawn across it, not filters of it.
-- Runners-up: per other SKU, its best plan with the deadline and budget off, the reason it lost
-  and its break-even price (and, multi-node, the scaling efficiency) at which it would win.
+- Runners-up: per other SKU, its best plan (under every constraint if it has one, else with the
+  deadline and budget relaxed), the reason it lost and its break-even price (and, multi-node, the
+  scaling efficiency) at which it would win.
 - Infeasible: the assumption literals CP-SAT reports as sufficient for infeasibility name the
   binding families; the candidate table says by how much the nearest candidate misses each.
 """
@@ -29,12 +30,12 @@ from ..plans import plan_from
 from ..results import Infeasibility, Option, OptionsResult, Plan, RunnerUp, SolveResult
 from ..schema import Catalog, Problem
 from ..units import fmt_bytes, fmt_duration
-from .model import PlanModel
+from .model import JobVars, PlanModel, solver_rows
 
 SOLVED = (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
-def _model(table: CandidateTable, *, deadline: bool = True, budget: bool = True) -> tuple[PlanModel, object]:
+def _model(table: CandidateTable, *, deadline: bool = True, budget: bool = True) -> tuple[PlanModel, JobVars]:
     c = table.ctx.constraints
     pm = PlanModel()
     job = pm.add_job("job", table)
@@ -137,8 +138,7 @@ def find_runners_up(table: CandidateTable, best: Optional[Candidate], time_limit
     objective = ctx.problem.objective
     best_plan = _to_plan(table, best)
     best_cost = best_plan.cost_usd.p50 if best_plan.cost_usd else math.inf
-    pm, job = _model(table)
-    skus = sorted({c.row.sku.name for c in job.rows if c.rejected_by != "filter"} - {best.row.sku.name})
+    skus = sorted({c.row.sku.name for c in solver_rows(table) if c.rejected_by != "filter"} - {best.row.sku.name})
     out = []
     for sku in skus:
         pm, job = _model(table)
