@@ -63,14 +63,15 @@ def memory_bar(used: float, capacity: float, width: int = 40) -> Text:
 
 def _memory_table(plan: Plan) -> Table:
     m = plan.memory_gib
-    table = Table(title=f"Memory per GPU ({m.basis} capacity)", title_justify="left")
+    table = Table(title="Memory per GPU", title_justify="left")
     table.add_column("part")
     table.add_column("GiB", justify="right")
     table.add_column("GB", justify="right")
     for name in ("weights", "gradients", "optimizer", "activations", "reserve", "total", "capacity"):
         value = getattr(m, name)
         style = "bold" if name in ("total", "capacity") else None
-        table.add_row(name, f"{value:,.1f}", f"{value * 2**30 / 1e9:,.1f}", style=style)
+        label = f"capacity ({m.basis})" if name == "capacity" else name
+        table.add_row(label, f"{value:,.1f}", f"{value * 2**30 / 1e9:,.1f}", style=style)
     return table
 
 
