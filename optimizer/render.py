@@ -82,7 +82,7 @@ def print_check(result: CheckResult, console: Console) -> None:
     headroom = m.capacity - m.total
     verdict = Text(f"{head}: ", style="bold green" if p.fits else "bold red")
     verdict.append(f"{p.label()}, {strategy_text(p)}: {m.total:,.1f} of {m.capacity:,.1f} GiB per GPU, "
-                   f"{'headroom' if headroom >= 0 else 'short by'} {abs(headroom):,.1f} GiB")
+                   f"{'headroom' if headroom >= 0 else 'short by'} {abs(headroom):,.1f} GiB ({abs(headroom) * 2**30 / 1e9:,.1f} GB)")
     console.print(verdict)
     console.print(memory_bar(m.total, m.capacity))
     console.print(_memory_table(p))
