@@ -22,7 +22,8 @@ import numpy as np
 from .context import HardwareRow, JobContext, capacity_bytes
 from .loading import find_sku
 from .physics import reliability
-from .physics.memory import RECOMPUTE_CODES, MemoryBreakdown, activation_bytes, memory_breakdown
+from .physics.memory import (RECOMPUTE_CODES, MemoryBreakdown, activation_bytes, host_optimizer_bytes,
+                             memory_breakdown)
 from .physics.time import Hardware, StepTime, step_time
 from .schema import Strategy
 
@@ -30,7 +31,9 @@ TP_CHOICES = (1, 2, 4, 8)
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)  # uneven stages allowed: the first holds ceil(L / p) layers
 MICRO_BATCH_CHOICES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGE_CHOICES = (1, 2, 4)  # interleaved 1F1B (Narayanan et al. 2021, section 2.2)
-GRID_FIELDS = ("tp", "pp", "dp", "zero", "shard", "micro_batch", "grad_accum", "recompute", "virtual_stages")
+GRID_FIELDS = ("tp", "pp", "dp", "zero", "shard", "micro_batch", "grad_accum", "recompute", "virtual_stages",
+               "offload")
+OFFLOAD_NAMES = {0: "none", 1: "optimizer"}
 RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
 
 
@@ -48,7 +51,10 @@ class Evaluation:
     grad_accum: np.ndarray
     recompute: np.ndarray
     virtual_stages: np.ndarray
+    offload: np.ndarray
     memory: MemoryBreakdown
+    host_bytes: np.ndarray  # CPU memory per node for offloaded optimizer state
+    host_capacity_bytes: float
     capacity_bytes: np.ndarray
     timing: StepTime
     hours: np.ndarray
@@ -56,14 +62,14 @@ class Evaluation:
 
     @property
     def fits(self) -> np.ndarray:
-        return self.memory.total <= self.capacity_bytes
+        return (self.memory.total <= self.capacity_bytes) & (self.host_bytes <= self.host_capacity_bytes)
 
     def strategy(self, i: int) -> Strategy:
         return Strategy(
             tp=int(self.tp[i]), pp=int(self.pp[i]), dp=int(self.dp[i]), zero_stage=int(self.zero[i]),
             shard_degree=int(self.shard[i]), micro_batch=int(self.micro_batch[i]),
             grad_accum=int(self.grad_accum[i]), recompute=RECOMPUTE_NAMES[int(self.recompute[i])],
-            virtual_stages=int(self.virtual_stages[i]),
+            virtual_stages=int(self.virtual_stages[i]), offload=OFFLOAD_NAMES[int(self.offload[i])],
         )
 
 
@@ -145,6 +151,16 @@ def _divisors(n: int, choices) -> list[int]:
     return [c for c in choices if c <= n and n % c == 0]
 
 
+def _offload_choices(setting: str, zero: int, dp: int) -> tuple[int, ...]:
+    """ZeRO-Offload runs with stage 2 or 3 (or a single data-parallel rank)."""
+    possible = zero >= 2 or dp == 1
+    if setting == "optimizer":
+        return (1,) if possible else ()
+    if setting == "auto" and possible:
+        return (0, 1)
+    return (0,)
+
+
 def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = False) -> np.ndarray:
     """Integer rows of ``GRID_FIELDS`` valid for ``row``."""
     model = ctx.job.model
@@ -176,9 +192,11 @@ def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = Fal
                     accum = batch // (dp * mb)
                 stages = [v for v in VIRTUAL_STAGE_CHOICES if pp > 1 and model.layers >= 2 * pp * v] or [1]
                 for zero, shard in shards:
+                    offloads = _offload_choices(ctx.job.offload, zero, dp)
                     for rc in recomputes:
                         for v in stages:
-                            out.append((tp, pp, dp, zero, shard, mb, accum, rc, v))
+                            for off in offloads:
+                                out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off))
     return np.array(out, dtype=np.int64).reshape(-1, len(GRID_FIELDS))
 
 
@@ -204,7 +222,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     counts = [len(g) for g in grids]
     row_idx = np.repeat(np.arange(len(rows)), counts)
     grid = np.concatenate(grids) if grids else np.zeros((0, len(GRID_FIELDS)), dtype=np.int64)
-    tp, pp, dp, zero, shard, mb, accum, rc, vs = (grid[:, i] for i in range(len(GRID_FIELDS)))
+    tp, pp, dp, zero, shard, mb, accum, rc, vs, off = (grid[:, i] for i in range(len(GRID_FIELDS)))
 
     def per_row(values) -> np.ndarray:
         return np.asarray(values, dtype=float)[row_idx]
@@ -220,12 +238,14 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         network_bytes_per_s=per_row([(r.sku.network_gb_per_s_per_gpu or 12.5) * 1e9 for r in rows]),
         gpus_per_node=gpn,
         compute_efficiency=per_row([ctx.compute_efficiency(r.sku) for r in rows]),
+        host_link_bytes_per_s=a.host_link_gb_per_s_per_gpu * 1e9,
+        host_memory_bytes_per_s=a.host_memory_gb_per_s_per_gpu * 1e9,
     )
     explicit = per_row([ctx.explicit_efficiency(r.nodes) or np.nan for r in rows])
     eager = ctx.job.attention == "eager"
     mem = memory_breakdown(
         ctx.shape, ctx.train, seq_len=ctx.job.seq_len, tp=tp, pp=pp, zero_stage=zero, shard_degree=shard,
-        micro_batch=mb, grad_accum=accum, recompute=rc, capacity_bytes=caps, virtual_stages=vs,
+        micro_batch=mb, grad_accum=accum, recompute=rc, capacity_bytes=caps, virtual_stages=vs, offload=off,
         activation_reserve=ctx.activation_reserve, framework_overhead=ctx.framework_overhead,
         eager_attention=eager,
     )
@@ -235,7 +255,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     acts_micro = activation_bytes(ctx.shape, ctx.job.seq_len, mb, tp, pp, 1, rc, eager) if ctx.shape.has_shapes else 0.0
     timing = step_time(
         ctx.shape, ctx.train, hw, seq_len=ctx.job.seq_len, nodes=nodes, gpus_per_node=gpn, tp=tp, pp=pp, dp=dp,
-        zero_stage=zero, shard_degree=shard, micro_batch=mb, grad_accum=accum, recompute=rc, virtual_stages=vs,
+        zero_stage=zero, shard_degree=shard, micro_batch=mb, grad_accum=accum, recompute=rc, virtual_stages=vs, offload=off,
         overlap=a.overlap, link_efficiency=a.link_efficiency * ctx.calibration.network,
         activation_bytes_per_micro=acts_micro,
         explicit_efficiency=explicit,
@@ -248,7 +268,9 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     billed = per_row([r.billed_gpus for r in rows])
     increment = per_row([r.offer.billing_increment_s if r.offer else 1.0 for r in rows])
     cost = price * billed * np.ceil(hours / (increment / 3600.0) - 1e-9) * (increment / 3600.0)
-    return Evaluation(row_idx, tp, pp, dp, zero, shard, mb, accum, rc, vs, mem, caps, timing, hours, cost)
+    host = host_optimizer_bytes(ctx.train, tp, pp, np.where(zero >= 1, shard, 1), gpn, off)
+    return Evaluation(row_idx, tp, pp, dp, zero, shard, mb, accum, rc, vs, off, mem, host,
+                      a.host_memory_per_node_bytes, caps, timing, hours, cost)
 
 
 def best_layout(ev: Evaluation, lo: int = 0, hi: Optional[int] = None) -> int:

@@ -61,12 +61,15 @@ def check(
     zero: Optional[int] = None,
     micro_batch: Optional[int] = None,
     recompute: Optional[str] = None,
+    offload: Optional[str] = None,
     catalog: Optional[Catalog] = None,
     compare: bool = True,
     spot: bool = False,
 ) -> CheckResult:
     """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
     catalog = catalog or problem_catalog(problem)
+    if offload is not None:
+        problem = problem.model_copy(update={"job": problem.job.model_copy(update={"offload": offload})})
     ctx = build_context(problem, catalog)
     row = resolve_row(ctx, sku, gpus, nodes, spot)
     if ctx.peak_flops(row.sku) is None:

@@ -63,6 +63,12 @@ class RecomputeOpt(str, Enum):
     full = "full"
 
 
+class OffloadOpt(str, Enum):
+    none = "none"
+    optimizer = "optimizer"
+    auto = "auto"
+
+
 class MethodOpt(str, Enum):
     full = "full"
     lora = "lora"
@@ -170,6 +176,7 @@ def check(
     zero: Optional[int] = typer.Option(None, "--zero", min=0, max=3, help="ZeRO stage 0-3 (FSDP no-shard .. full-shard)."),
     micro_batch: Optional[int] = typer.Option(None, "--micro-batch", min=1, help="Sequences per micro-batch."),
     recompute: Optional[RecomputeOpt] = typer.Option(None, "--recompute", help="Activation recompute."),
+    offload: Optional[OffloadOpt] = typer.Option(None, "--offload", help="Optimizer state in CPU memory: none, optimizer, or auto (gpuplan decides); default: the job file's."),
     deadline: Optional[str] = typer.Option(None, "--deadline", help="e.g. 5d, 36h."),
     budget: Optional[str] = typer.Option(None, "--budget", help="e.g. 20000, $20k."),
     compare: bool = typer.Option(True, "--compare/--no-compare", help="Compare with the best plan under the same constraints."),
@@ -185,7 +192,8 @@ def check(
     problem = _problem(job, deadline=deadline, budget=budget, measured=measured)
     cat = _catalog_for(problem, catalog)
     result = check_api(problem, sku, gpus, nodes=nodes, tp=tp, pp=pp, zero=zero, micro_batch=micro_batch,
-                       recompute=recompute.value if recompute else None, catalog=cat, compare=compare, spot=spot)
+                       recompute=recompute.value if recompute else None,
+                       offload=offload.value if offload else None, catalog=cat, compare=compare, spot=spot)
     if export_kind:
         _write_export(result.plan, export_kind, out, problem.job.name)
         if out is None:

@@ -63,7 +63,8 @@ def kubernetes(plan: Plan, name: str) -> str:
 def deepspeed(plan: Plan) -> str:
     s = plan.strategy
     zero = {"stage": s.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
-            "offload_optimizer": {"device": "none"}, "offload_param": {"device": "none"}}
+            "offload_optimizer": {"device": "cpu" if s.offload == "optimizer" else "none"},
+            "offload_param": {"device": "none"}}
     if s.zero_stage == 3 and s.shard_degree < s.dp:
         zero["zero_hpz_partition_size"] = s.shard_degree  # ZeRO++ hierarchical partitioning (hybrid shard)
     config = {
@@ -102,7 +103,7 @@ def accelerate(plan: Plan) -> str:
             "fsdp_backward_prefetch": "BACKWARD_PRE",
             "fsdp_state_dict_type": "SHARDED_STATE_DICT",
             "fsdp_activation_checkpointing": s.recompute != "none",
-            "fsdp_offload_params": False,
+            "fsdp_offload_params": s.offload != "none",  # FSDP offloads parameters with their optimizer state
             "fsdp_sync_module_states": True,
             "fsdp_use_orig_params": True,
         },

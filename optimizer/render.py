@@ -42,6 +42,10 @@ def strategy_text(plan: Plan) -> str:
     parts.append(f"mb {s.micro_batch}x{s.grad_accum}")
     if s.recompute != "none":
         parts.append(f"{s.recompute} recompute")
+    if s.virtual_stages > 1:
+        parts.append(f"{s.virtual_stages} chunks/GPU")
+    if s.offload != "none":
+        parts.append("optimizer offloaded to CPU")
     return ", ".join(parts)
 
 

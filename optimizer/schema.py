@@ -224,6 +224,9 @@ class JobSpec(_Model):
         "auto", description="auto (from shapes), a size per GPU (40GB) or a fraction of capacity (0.2)."
     )
     attention: Literal["flash", "eager"] = "flash"
+    offload: Literal["none", "optimizer", "auto"] = Field(
+        "none", description="Optimizer state in CPU memory (ZeRO-Offload): never, always, or where it pays."
+    )
     measured: list[Measurement] = Field(default_factory=list, description="Short-run measurements to calibrate from.")
 
     @model_validator(mode="after")
@@ -266,6 +269,13 @@ class Assumptions(_Model):
         419 / (16384 * 54 * 24), ge=0, description="Interruptions per GPU-hour (Llama 3: 419 in 54 days on 16,384 GPUs)."
     )
     checkpoint_gb_per_s_per_node: float = Field(2.0, gt=0, description="Checkpoint write bandwidth per node, GB/s.")
+    host_memory_per_node_bytes: Bytes = Field(
+        2e12, alias="host_memory_per_node", gt=0, description="CPU memory per node for optimizer offload (2TB)."
+    )
+    host_link_gb_per_s_per_gpu: float = Field(25.0, gt=0, description="GPU-host PCIe bandwidth per GPU, GB/s.")
+    host_memory_gb_per_s_per_gpu: float = Field(
+        20.0, gt=0, description="CPU DRAM bandwidth share per GPU for the offloaded optimizer step, GB/s."
+    )
     restart_s: Seconds = Field(600.0, alias="restart", ge=0, description="Time to restart after an interruption.")
     memory_basis: MemoryBasis = Field(
         "delivered", description="Capacity used for fit: delivered (offer) > reported (nvidia-smi) > label."
@@ -346,6 +356,7 @@ class Strategy(_Model):
     grad_accum: int = Field(1, ge=1)
     recompute: Recompute = "none"
     virtual_stages: int = Field(1, ge=1, description="Interleaved pipeline chunks per GPU (1 = plain 1F1B).")
+    offload: Literal["none", "optimizer"] = Field("none", description="ZeRO-Offload: optimizer state in CPU memory.")
 
 
 # --------------------------------------------------------------------------- portfolio

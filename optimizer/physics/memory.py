@@ -58,8 +58,12 @@ def state_bytes(
     pp,
     zero_stage,
     shard_degree,
+    offload=0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Weights, gradients and optimizer state per GPU (ZeRO paper section 5.1, Figure 1)."""
+    """Weights, gradients and optimizer state per GPU (ZeRO paper section 5.1, Figure 1).
+
+    With optimizer offload (ZeRO-Offload, Ren et al. 2021) the fp32 master weights and Adam moments
+    live in CPU memory (``host_optimizer_bytes``) and leave the GPU."""
     tp, pp = np.asarray(tp, float), np.asarray(pp, float)
     zero, shard = np.asarray(zero_stage), np.asarray(shard_degree, float)
     model_parallel = tp * pp
@@ -73,7 +77,14 @@ def state_bytes(
     grads = np.where(zero >= 2, grads / shard, grads)
     optim = train.optimizer_bytes * trainable / model_parallel
     optim = np.where(zero >= 1, optim / shard, optim)
-    return weights, grads, optim
+    return weights, grads, np.where(np.asarray(offload) > 0, 0.0, optim)
+
+
+def host_optimizer_bytes(train: TrainingState, tp, pp, shard_degree, gpus_per_node, offload) -> np.ndarray:
+    """CPU memory one node needs for its GPUs' offloaded optimizer shards."""
+    per_gpu = train.optimizer_bytes * train.trainable_params / (np.asarray(tp, float) * np.asarray(pp, float)) \
+        / np.asarray(shard_degree, float)
+    return np.where(np.asarray(offload) > 0, per_gpu * np.asarray(gpus_per_node, float), 0.0)
 
 
 def layer_activation_bytes(shape: ModelShape, seq_len: float, micro_batch, eager_attention: bool) -> np.ndarray:
@@ -159,9 +170,10 @@ def memory_breakdown(
     framework_overhead,
     eager_attention: bool = False,
     virtual_stages=1,
+    offload=0,
 ) -> MemoryBreakdown:
     """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1)."""
-    weights, grads, optim = state_bytes(shape, train, tp, pp, zero_stage, shard_degree)
+    weights, grads, optim = state_bytes(shape, train, tp, pp, zero_stage, shard_degree, offload)
     capacity = np.asarray(capacity_bytes, float)
     if activation_reserve == "auto":
         acts = activation_bytes(shape, seq_len, micro_batch, tp, pp, grad_accum, recompute, eager_attention,

@@ -20,6 +20,8 @@ Pure functions over floats or numpy arrays. Sources:
 - Links: a collective inside a node runs at the intra-node bandwidth per direction (vendors quote
   NVLink bidirectional: halve it), one that spans nodes at the per-GPU network bandwidth, both
   times an achieved-bandwidth efficiency.
+- Optimizer offload: PCIe transfers of gradients and weights plus a CPU Adam step bound by host
+  memory bandwidth replace the GPU update (ZeRO-Offload, Ren et al. 2021); not overlapped.
 - Overlap: exposed data-parallel time = max(0, comm - overlap x compute it can hide behind).
   Per-micro-batch collectives hide behind each micro-batch; the step's all-reduce only behind the
   last backward (about 2/3 of a micro-batch). Pipeline bubble: 1F1B takes (m + p - 1) micro-batch
@@ -49,6 +51,8 @@ class Hardware:
     network_bytes_per_s: np.ndarray
     gpus_per_node: np.ndarray
     compute_efficiency: np.ndarray
+    host_link_bytes_per_s: float = 25e9  # GPU <-> CPU (PCIe) per GPU
+    host_memory_bytes_per_s: float = 20e9  # CPU DRAM share per GPU
 
 
 @dataclass
@@ -112,6 +116,7 @@ def step_time(
     recompute,
     overlap: float,
     virtual_stages=1,
+    offload=0,
     link_efficiency: float,
     activation_bytes_per_micro=None,
     explicit_efficiency=None,
@@ -180,6 +185,12 @@ def step_time(
     update_bytes = 2.0 * (train.optimizer_bytes + train.grad_bytes + train.adapter_weight_bytes
                           + (0.0 if train.lora else train.weight_bytes)) * train.trainable_params
     update_s = update_bytes / model_parallel / opt_shard / hw.hbm_bytes_per_s
+    # ZeRO-Offload (Ren et al. 2021, section 4): gradients go to the CPU and updated bf16 weights come
+    # back over PCIe; the CPU Adam step streams fp32 state (plus the fp32 gradient) through host memory.
+    local = train.trainable_params / model_parallel / opt_shard
+    offloaded_s = 2.0 * 2.0 * local / hw.host_link_bytes_per_s + \
+        2.0 * (train.optimizer_bytes + 4.0) * local / hw.host_memory_bytes_per_s
+    update_s = np.where(np.asarray(offload) > 0, offloaded_s, update_s)
 
     # interleaving v chunks per GPU shrinks the bubble to (p - 1) / v micro-batch slots
     pipeline_s = (m + (pp - 1.0) / v) * micro_s

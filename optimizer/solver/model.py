@@ -61,6 +61,7 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
         "micro_batch": s.micro_batch,
         "recompute": int(ev.recompute[i]),
         "virtual_stages": s.virtual_stages,
+        "offload": int(ev.offload[i]),
         "time_s": time_s,
         "deadline_time_s": math.ceil(deadline_time_s),
         "cost_cents": int(round(candidate.cost_usd * 100)),
@@ -72,7 +73,7 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
 
 
 COLUMNS = ("offer", "nodes", "gpus_per_node", "gpus", "tp", "pp", "zero_stage", "shard_degree", "micro_batch",
-           "recompute", "virtual_stages", "time_s", "deadline_time_s", "cost_cents", "memory_mib", "capacity_mib", "filtered",
+           "recompute", "virtual_stages", "offload", "time_s", "deadline_time_s", "cost_cents", "memory_mib", "capacity_mib", "filtered",
            "over_supply")
 
 
