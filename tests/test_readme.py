@@ -18,3 +18,18 @@ def test_readme_python_examples_run(capsys):
     finally:
         os.chdir(cwd)
     assert "optimal" in capsys.readouterr().out
+
+
+def test_readme_file_formats_validate():
+    import yaml
+
+    from optimizer.schema import Portfolio, Problem
+
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)]
+    jobs = [b for b in blocks if "job" in b]
+    portfolios = [b for b in blocks if "jobs" in b]
+    assert jobs and portfolios
+    for block in jobs:
+        Problem.model_validate(block)
+    for block in portfolios:
+        Portfolio.model_validate(block)
