@@ -97,7 +97,8 @@ def check(
 
     chosen = []
     s = plan.strategy
-    auto = {"tp": f"TP {s.tp}", "pp": f"PP {s.pp}", "zero": f"ZeRO-{s.zero_stage} over {s.shard_degree} GPUs",
+    sharding = f"ZeRO-{s.zero_stage} over {s.shard_degree} GPUs" if s.dp > 1 else "no data parallelism to shard over"
+    auto = {"tp": f"TP {s.tp}", "pp": f"PP {s.pp}", "zero": sharding,
             "micro_batch": f"micro-batch {s.micro_batch} (x{s.grad_accum} accumulation)",
             "recompute": f"recompute {s.recompute}"}
     for name, text in auto.items():

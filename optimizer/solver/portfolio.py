@@ -157,10 +157,18 @@ class _Progress(cp_model.CpSolverSolutionCallback):
         super().__init__()
         self._out = out
         self._t0 = time.perf_counter()
+        self.phase = "jobs"  # "jobs": dropped weight; then the objective (cost in USD, or its own unit)
 
     def on_solution_callback(self) -> None:
-        self._out(f"  {time.perf_counter() - self._t0:6.1f} s  objective {self.ObjectiveValue():,.0f}  "
-                  f"bound {self.BestObjectiveBound():,.0f}")
+        value, bound = self.ObjectiveValue(), self.BestObjectiveBound()
+        if self.phase == "cost":
+            value, bound = value / 100.0, bound / 100.0
+            text = f"cost ${value:,.2f}  bound ${bound:,.2f}"
+        elif self.phase == "jobs":
+            text = f"dropped weight {value:,.0f}  bound {bound:,.0f}"
+        else:
+            text = f"{self.phase} objective {value:,.0f}  bound {bound:,.0f}"
+        self._out(f"  {time.perf_counter() - self._t0:6.1f} s  {text}")
 
 
 def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s: float = 60.0, workers: int = 2,
@@ -281,6 +289,8 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
         elapsed = time.perf_counter() - started
         solver.parameters.max_time_in_seconds = max(1.0, time_limit_s - elapsed)
         m.Minimize(primary)
+        if callback:
+            callback.phase = pf.objective
         status = solver.Solve(m, callback)
 
     result = PortfolioResult(status="unknown", objective=pf.objective, total_cost_usd=0.0, gap=0.0, schedule=[],
