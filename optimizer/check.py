@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from .candidates import GRID_FIELDS, best_layout, evaluate, strategy_grid
+from .candidates import GRID_FIELDS, PP_CHOICES, TP_CHOICES, best_layout, evaluate, strategy_grid
 from .context import HardwareRow, JobContext, build_context, capacity_bytes
 from .errors import JobError
 from .loading import find_sku, offers_for, problem_catalog
@@ -91,7 +91,8 @@ def check(
             mask &= grid[:, GRID_FIELDS.index(name)] == value
     grid = grid[mask]
     if len(grid) == 0:
-        raise JobError(_why_no_layout(ctx, row, fixed), source=problem.source_path, field="job.global_batch")
+        field, reason = _why_no_layout(ctx, row, fixed)
+        raise JobError(reason, source=problem.source_path if field.startswith("job.") else None, field=field)
     ev = evaluate(ctx, [row], [grid])
     plan = plan_from(ctx, row, ev, best_layout(ev))
 
@@ -114,13 +115,26 @@ def check(
     return result
 
 
-def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> str:
+def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> tuple[str, str]:
+    """(field, reason) for a hand-picked configuration no layout satisfies."""
+    model = ctx.job.model
+    tp, pp = fixed.get("tp"), fixed.get("pp")
+    if tp is not None and (tp not in TP_CHOICES or row.gpus_per_node % tp
+                           or (model.heads and (model.heads % tp or (model.kv_heads or model.heads) % tp))):
+        return "--tp", (f"TP {tp} is not possible here: it must be one of {', '.join(map(str, TP_CHOICES))}, divide the "
+                f"{row.gpus_per_node} GPUs per node" + (" and the attention (and key/value) heads" if model.heads else
+                                                         " (and a params-only model has no TP)"))
+    if pp is not None and pp > 1 and (pp not in PP_CHOICES or not model.layers or 2 * pp > model.layers
+                                      or row.gpus % pp):
+        return "--pp", (f"PP {pp} is not possible here: it must be one of {', '.join(map(str, PP_CHOICES))}, divide the "
+                f"{row.gpus} GPUs and leave at least two layers per stage (the model needs its layers given)")
     batch = ctx.job.global_batch_sequences
     if batch is not None:
-        return (f"no layout of {row.gpus} GPUs with {', '.join(f'{k}={v}' for k, v in fixed.items() if v is not None) or 'any options'} "
+        return "job.global_batch", (f"no layout of {row.gpus} GPUs with {', '.join(f'{k}={v}' for k, v in fixed.items() if v is not None) or 'any options'} "
                 f"divides the global batch of {batch} sequences (data-parallel ranks x micro-batch must divide it); "
                 "change job.global_batch, the GPU count or the micro-batch")
-    return "no valid layout for these options (TP must divide the GPUs per node and the heads, PP the layers)"
+    return "--offload", ("no valid layout for these options: optimizer offload needs ZeRO-2/3 or a single "
+                         "data-parallel rank, TP must divide the GPUs per node and the heads, PP the layers")
 
 
 def _notes(ctx: JobContext, row: HardwareRow, plan) -> list[str]:

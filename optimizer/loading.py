@@ -28,7 +28,7 @@ def bundled_dir(kind: str) -> Path:
 
 
 def bundled_catalog_names() -> list[str]:
-    return sorted(p.stem for p in bundled_dir("catalogs").glob("*.yaml"))
+    return sorted(p.stem for p in bundled_dir("catalogs").glob("*.yaml") if p.stem != "models")
 
 
 def read_yaml(path: Path, what: str) -> Any:
