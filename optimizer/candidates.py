@@ -15,6 +15,7 @@ Both the CP-SAT model and the brute-force test oracle read the ``CandidateTable`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -30,7 +31,7 @@ from .schema import Strategy
 TP_CHOICES = (1, 2, 4, 8)
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)  # uneven stages allowed: the first holds ceil(L / p) layers
 MICRO_BATCH_CHOICES = (1, 2, 4, 8, 16, 32)
-VIRTUAL_STAGE_CHOICES = (1, 2, 4)  # interleaved 1F1B (Narayanan et al. 2021, section 2.2)
+VIRTUAL_STAGE_CHOICES = (1, 2, 4, 8)  # interleaved 1F1B (Narayanan et al. 2021, section 2.2)
 GRID_FIELDS = ("tp", "pp", "dp", "zero", "shard", "micro_batch", "grad_accum", "recompute", "virtual_stages",
                "offload")
 OFFLOAD_NAMES = {0: "none", 1: "optimizer"}
@@ -60,7 +61,7 @@ class Evaluation:
     hours: np.ndarray
     cost_usd: np.ndarray
 
-    @property
+    @cached_property
     def fits(self) -> np.ndarray:
         return (self.memory.total <= self.capacity_bytes) & (self.host_bytes <= self.host_capacity_bytes)
 
@@ -190,7 +191,10 @@ def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = Fal
                     if batch % (dp * mb):
                         continue
                     accum = batch // (dp * mb)
-                stages = [v for v in VIRTUAL_STAGE_CHOICES if pp > 1 and model.layers >= 2 * pp * v] or [1]
+                # Interleaving needs the micro-batch count to be a multiple of the stages (Megatron-LM's rule)
+                # and at least one layer per chunk.
+                stages = [v for v in VIRTUAL_STAGE_CHOICES
+                          if v == 1 or (pp > 1 and accum % pp == 0 and model.layers >= pp * v)]
                 for zero, shard in shards:
                     offloads = _offload_choices(ctx.job.offload, zero, dp)
                     for rc in recomputes:
@@ -249,7 +253,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         activation_reserve=ctx.activation_reserve, framework_overhead=ctx.framework_overhead,
         eager_attention=eager,
     )
-    if ctx.calibration.reserve_delta_bytes:
+    if ctx.calibration.reserve_delta_bytes:  # before anything reads (and caches) mem.total
         mem.reserve = np.maximum(0.0, mem.reserve + ctx.calibration.reserve_delta_bytes)
     # HBM traffic of activations: one stage's layers, one micro-batch (written forward, read backward).
     acts_micro = activation_bytes(ctx.shape, ctx.job.seq_len, mb, tp, pp, 1, rc, eager) if ctx.shape.has_shapes else 0.0
@@ -291,12 +295,16 @@ def build_table(ctx: JobContext, rows: Optional[list[HardwareRow]] = None, *, ke
     if not keep_rejected:
         rows = [r for r, why in zip(rows, rejections) if why is None]
         rejections = [None] * len(rows)
-    grids = []
+    grids, cache = [], {}
     for i, row in enumerate(rows):
-        grid = strategy_grid(ctx, row)
-        if len(grid) == 0:
+        # A row's strategies depend only on its shape, so offers of the same shape share one grid.
+        shape = (row.gpus_per_node, row.gpus, row.nodes > 1)
+        if shape not in cache:
+            grid = strategy_grid(ctx, row)
+            cache[shape] = (grid, False) if len(grid) else (strategy_grid(ctx, row, ignore_batch=True), True)
+        grid, unconstrained = cache[shape]
+        if unconstrained:
             # No layout divides the global batch: still evaluate (unconstrained) to show its numbers.
-            grid = strategy_grid(ctx, row, ignore_batch=True)
             rejections[i] = rejections[i] or "global_batch"
         grids.append(grid)
     ev = evaluate(ctx, rows, grids)

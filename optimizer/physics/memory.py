@@ -25,6 +25,7 @@ Sources, term by term:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -42,8 +43,9 @@ class MemoryBreakdown:
     activations: np.ndarray
     reserve: np.ndarray
 
-    @property
+    @cached_property
     def total(self) -> np.ndarray:
+        # Cached: the candidate table reads it once per row over arrays of a million layouts.
         return self.weights + self.gradients + self.optimizer + self.activations + self.reserve
 
     @property
