@@ -23,6 +23,7 @@ import numpy as np
 from .context import HardwareRow, JobContext, capacity_bytes
 from .loading import find_sku
 from .physics import reliability
+from .physics.cost import run_cost_usd
 from .physics.memory import (RECOMPUTE_CODES, MemoryBreakdown, activation_bytes, host_optimizer_bytes,
                              memory_breakdown)
 from .physics.time import Hardware, StepTime, step_time
@@ -271,7 +272,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     price = per_row([r.price_usd_per_gpu_hour if r.offer else np.nan for r in rows])
     billed = per_row([r.billed_gpus for r in rows])
     increment = per_row([r.offer.billing_increment_s if r.offer else 1.0 for r in rows])
-    cost = price * billed * np.ceil(hours / (increment / 3600.0) - 1e-9) * (increment / 3600.0)
+    cost = run_cost_usd(price, billed, hours, increment)
     host = host_optimizer_bytes(ctx.train, tp, pp, np.where(zero >= 1, shard, 1), gpn, off)
     return Evaluation(row_idx, tp, pp, dp, zero, shard, mb, accum, rc, vs, off, mem, host,
                       a.host_memory_per_node_bytes, caps, timing, hours, cost)
