@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 from optimizer import load_catalog, units  # noqa: E402
 from optimizer.schema import Catalog, Offer, Portfolio  # noqa: E402
 from optimizer.solver import portfolio as pmod  # noqa: E402
+from optimizer.solver import portfolio_data as pdata  # noqa: E402
 from optimizer.solver.greedy import greedy_schedule  # noqa: E402
 
 MODELS = [
@@ -58,7 +59,7 @@ def instance(n_jobs: int, n_offers: int, seed: int = 0, load: float = 0.5) -> tu
     # Every required job must be able to finish alone: widen its deadline to 1.5x its fastest option,
     # and make it optional when even that passes the horizon.
     horizon = int(pf.horizon_s // pf.time_step_s)
-    for entry, job in zip(pf.jobs, pmod.prepare_jobs(pf, catalog, horizon)):
+    for entry, job in zip(pf.jobs, pdata.prepare_jobs(pf, catalog, horizon)):
         fastest = min(job.durations, default=horizon + 1)
         need = job.release + int(1.5 * fastest)
         if need > horizon:
@@ -71,8 +72,8 @@ def instance(n_jobs: int, n_offers: int, seed: int = 0, load: float = 0.5) -> tu
 def greedy(pf: Portfolio, catalog: Catalog) -> tuple[float, tuple[int, float]]:
     """The product's greedy schedule (EDF, cheapest option that fits): (cost, value)."""
     horizon = int(pf.horizon_s // pf.time_step_s)
-    jobs = pmod.prepare_jobs(pf, catalog, horizon)
-    pools = pmod._pools(pf, catalog, horizon)
+    jobs = pdata.prepare_jobs(pf, catalog, horizon)
+    pools = pdata.pool_specs(pf, catalog, horizon)
     pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}
     placed = greedy_schedule(jobs, pools, pool_of, horizon)
     return sum(job.options[p[0]].cost_usd for job, p in zip(jobs, placed) if p), _value(pf, [e.name for e, p in zip(pf.jobs, placed) if p])
@@ -117,7 +118,7 @@ def main() -> None:
         pf = pf.model_copy(update={"time_step_s": units.parse_duration_s(args.time_step)})
         t0 = time.perf_counter()
         horizon = int(pf.horizon_s // pf.time_step_s)
-        jobs = pmod.prepare_jobs(pf, catalog, horizon)
+        jobs = pdata.prepare_jobs(pf, catalog, horizon)
         prep = time.perf_counter() - t0
         options = sum(len(j.options) for j in jobs)
         rec = Recorder()

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from optimizer import load_catalog, load_portfolio, portfolio
 from optimizer.cli import app
 from optimizer.schema import Catalog, Offer, Portfolio
-from optimizer.solver.portfolio import _pools, prepare_jobs
+from optimizer.solver.portfolio_data import pool_specs, prepare_jobs
 
 HW = load_catalog("hardware")
 MODELS = [
@@ -25,7 +25,7 @@ def check_schedule(pf, result, catalog):
     """Sweep every pool's timeline; check releases, deadlines, dependencies and the budget."""
     step = pf.time_step_s / 3600
     horizon = int(pf.horizon_s // pf.time_step_s)
-    pools = _pools(pf, catalog, horizon)
+    pools = pool_specs(pf, catalog, horizon)
     by_name = {j.job: j for j in result.schedule}
     for pool in pools:
         runs = [j for j in result.schedule if j.offer in pool.offers]
@@ -51,7 +51,7 @@ def brute_force(pf, catalog):
     """(dropped weight, cost cents) of the best schedule by enumerating options and start steps."""
     horizon = int(pf.horizon_s // pf.time_step_s)
     jobs = prepare_jobs(pf, catalog, horizon)
-    pools = _pools(pf, catalog, horizon)
+    pools = pool_specs(pf, catalog, horizon)
     pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}
     index = {j.name: k for k, j in enumerate(jobs)}
     choices = []

@@ -26,128 +26,19 @@ another option of the same job beats on GPUs, duration and cost at once are prun
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import sys
 import time
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ortools.sat.python import cp_model
 
-from ..candidates import Candidate, CandidateTable, build_table
-from ..context import build_context
-from ..errors import GpuplanError, JobError
-from ..loading import load_catalog, offers_for, portfolio_job_problem
-from ..plans import plan_from
-from ..results import DroppedJob, Infeasibility, PoolUse, PortfolioResult, ScheduledJob
+from ..loading import load_catalog
+from ..results import Infeasibility, PortfolioResult
 from ..schema import Catalog, Portfolio
-from ..units import fmt_duration
 from .greedy import greedy_schedule
-from .model import JobVars, PlanModel, solver_rows
-
-WEIGHT_SCALE = 1000  # job weights to integers
-
-
-@dataclass
-class PoolSpec:
-    name: str
-    offers: set[str]
-    segments: list[tuple[int, int, int]]  # (start step, end step, GPUs)
-
-    @property
-    def peak_capacity(self) -> int:
-        return max(g for _, _, g in self.segments)
-
-    def capacity_at(self, step: int) -> int:
-        return next((g for s, e, g in self.segments if s <= step < e), 0)
-
-
-@dataclass
-class JobData:
-    index: int
-    name: str
-    table: CandidateTable
-    options: list[Candidate]
-    durations: list[int]
-    release: int
-    deadline: Optional[int]
-    weight: int
-    required: bool
-    after: list[str]
-
-
-def _steps(seconds: float, step_s: float) -> int:
-    return int(math.ceil(seconds / step_s - 1e-9))
-
-
-def _pools(pf: Portfolio, catalog: Catalog, horizon: int) -> list[PoolSpec]:
-    pools, named = [], set()
-    for i, pool in enumerate(pf.pools):
-        try:
-            offers = {o.name for o in offers_for(catalog, pool.offer)}
-        except GpuplanError as exc:
-            raise exc.located(pf.source_path, f"pools[{i}].offer") from None
-        if not offers:
-            raise JobError(f"no offer in catalog '{catalog.name}' matches {pool.offer!r}",
-                           source=pf.source_path, field=f"pools[{i}].offer")
-        bounds = sorted({0, horizon, *(min(horizon, _steps(w.start_s, pf.time_step_s)) for w in pool.windows),
-                         *(min(horizon, _steps(w.end_s, pf.time_step_s)) for w in pool.windows)})
-        segments = []
-        for s, e in zip(bounds, bounds[1:]):
-            gpus = pool.gpus
-            for w in pool.windows:
-                if _steps(w.start_s, pf.time_step_s) <= s and e <= _steps(w.end_s, pf.time_step_s):
-                    gpus = w.gpus
-            segments.append((s, e, gpus))
-        pools.append(PoolSpec(pool.offer, offers, segments))
-        named |= offers
-    for offer in catalog.offers:  # offers without a pool: their catalog supply, all the time
-        if offer.name not in named:
-            pools.append(PoolSpec(offer.name, {offer.name}, [(0, horizon, offer.max_nodes * offer.gpus_per_node)]))
-    return pools
-
-
-def _prune(options: list[Candidate], durations: list[int]) -> tuple[list[Candidate], list[int]]:
-    """Drop options that another option on the same offer beats (or ties) on GPUs, duration and cost."""
-    keep, seen = [], set()
-    for a, da in zip(options, durations):
-        key = (a.row.offer.name, a.row.gpus, da, a.cost_usd)
-        beaten = any(b.row.offer.name == key[0] and (b.row.gpus, db, b.cost_usd) != key[1:]
-                     and b.row.gpus <= a.row.gpus and db <= da and b.cost_usd <= a.cost_usd
-                     for b, db in zip(options, durations))
-        if not beaten and key not in seen:
-            seen.add(key)
-            keep.append((a, da))
-    return [a for a, _ in keep], [d for _, d in keep]
-
-
-def _shortlist(options: list[Candidate], durations: list[int]) -> tuple[list[Candidate], list[int]]:
-    """Per offer, the two cheapest options and the fastest one (large portfolios only)."""
-    keep = set()
-    by_offer: dict[str, list[int]] = {}
-    for i, opt in enumerate(options):
-        by_offer.setdefault(opt.row.key.split(":")[0] + (":spot" if opt.row.spot else ""), []).append(i)
-    for idx in by_offer.values():
-        keep.update(sorted(idx, key=lambda i: (options[i].cost_usd, durations[i]))[:2])
-        keep.add(min(idx, key=lambda i: (durations[i], options[i].cost_usd)))
-    chosen = sorted(keep)
-    return [options[i] for i in chosen], [durations[i] for i in chosen]
-
-
-def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[JobData]:
-    jobs = []
-    for i, entry in enumerate(pf.jobs):
-        problem = portfolio_job_problem(pf, i)
-        ctx = build_context(problem, catalog)
-        table = build_table(ctx)
-        options = [c for c in solver_rows(table) if c.rejected_by is None]
-        durations = [_steps(c.time_s, pf.time_step_s) for c in options]
-        options, durations = _prune(options, durations)
-        deadline = None if entry.deadline_s is None else int(entry.deadline_s // pf.time_step_s)
-        jobs.append(JobData(i, entry.name, table, options, durations, _steps(entry.release_s, pf.time_step_s),
-                            deadline, int(round(entry.weight * WEIGHT_SCALE)), entry.required, entry.after))
-    return jobs
+from .model import JobVars, PlanModel
+from .portfolio_data import pool_specs, prepare_jobs, shortlist
+from .portfolio_report import explain_portfolio, extract
 
 
 class _Progress(cp_model.CpSolverSolutionCallback):
@@ -182,14 +73,14 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
         catalog = load_catalog(pf.catalog or "default", relative_to=base)
     step = pf.time_step_s
     horizon = int(pf.horizon_s // step)
-    pools = _pools(pf, catalog, horizon)
+    pools = pool_specs(pf, catalog, horizon)
     jobs = prepare_jobs(pf, catalog, horizon)
     pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
     notes = []
     total_options = sum(len(job.options) for job in jobs)
     if total_options > LARGE_MODEL_OPTIONS:
         for job in jobs:
-            job.options, job.durations = _shortlist(job.options, job.durations)
+            job.options, job.durations = shortlist(job.options, job.durations)
         kept = sum(len(job.options) for job in jobs)
         notes.append(f"large portfolio: each job keeps its two cheapest and its fastest option per offer "
                      f"({kept:,} of {total_options:,} options); the optimum is over that shortlist")
@@ -311,7 +202,7 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
         result.gap = (cost - floor) / cost if cost else 0.0
         result.notes.append(f"CP-SAT found no schedule within {time_limit_s:g} s: this is the greedy schedule "
                             "(earliest deadline first, cheapest option); raise --time-limit or coarsen time_step")
-    _extract(pf, jobs, choices, pools, result)
+    extract(pf, jobs, choices, pools, result)
     missing = [d.job for d in result.dropped if jobs[index[d.job]].required]
     if missing:
         result.status = "infeasible" if dropped_proven else "unknown"
@@ -350,93 +241,6 @@ def _energy_cuts(m, jobs, jv, pools, pool_of, horizon) -> None:
             terms = [e * p for r, d, e, p in energy if r >= start and d <= due]
             if terms:
                 m.Add(sum(terms) <= sum(cap[start:due]))
-
-
-def _date(pf: Portfolio, hours: float) -> Optional[str]:
-    if pf.start is None:
-        return None
-    return (dt.datetime.combine(pf.start, dt.time()) + dt.timedelta(hours=hours)).strftime("%Y-%m-%d %H:%M")
-
-
-def _extract(pf, jobs, choices, pools, result: PortfolioResult) -> None:
-    """Fill the result from per-job (option index or None, start step)."""
-    step_h = pf.time_step_s / 3600.0
-    usage = {k: [] for k in range(len(pools))}
-    pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
-    for job, (i, s) in zip(jobs, choices):
-        if i is None:
-            result.dropped.append(DroppedJob(job=job.name, reason=_drop_reason(pf, job)))
-            continue
-        opt = job.options[i]
-        e = s + job.durations[i]
-        plan = plan_from(job.table.ctx, opt.row, job.table.evaluation, opt.index)
-        late = 0.0 if job.deadline is None else max(0.0, (e - job.deadline) * step_h)
-        result.schedule.append(ScheduledJob(job=job.name, offer=opt.row.offer.name, plan=plan, start_h=s * step_h,
-                                            end_h=e * step_h, cost_usd=round(opt.cost_usd, 2),
-                                            start_date=_date(pf, s * step_h), end_date=_date(pf, e * step_h),
-                                            late_h=late))
-        usage[pool_of[opt.row.offer.name]].append((s, e, opt.row.gpus))
-    result.total_cost_usd = round(sum(j.cost_usd for j in result.schedule), 2)
-    result.makespan_h = max((j.end_h for j in result.schedule), default=0.0)
-    for k, pool in enumerate(pools):
-        if not usage[k] and pool.name not in {p.offer for p in pf.pools}:
-            continue
-        events = sorted({t for s, e, _ in usage[k] for t in (s, e)})
-        timeline = [(t * step_h, sum(g for s, e, g in usage[k] if s <= t < e)) for t in events]
-        result.pools.append(PoolUse(offer=pool.name, gpus=pool.peak_capacity,
-                                    peak_used=max((u for _, u in timeline), default=0), timeline=timeline))
-
-
-def _drop_reason(pf: Portfolio, job: JobData) -> str:
-    if not job.options:
-        return "no option fits this job (memory or GPU filters)"
-    fastest = min(job.durations)
-    if job.deadline is not None and job.release + fastest > job.deadline:
-        return "cannot meet its deadline even alone"
-    if job.required:
-        return "required, but the GPU pools, deadlines and budget cannot carry it together with the others"
-    return "dropped so that the budget and GPU supply carry the higher-priority jobs"
-
-
-def explain_portfolio(pf: Portfolio, jobs: list[JobData], pools: list[PoolSpec], horizon: int) -> list[Infeasibility]:
-    step_h = pf.time_step_s / 3600.0
-    out = []
-    for job in jobs:
-        if not job.required:
-            continue
-        if not job.options:
-            out.append(Infeasibility(constraint="memory", detail=f"job {job.name!r}: no option fits (memory or GPU filters)"))
-            continue
-        fastest = min(job.durations)
-        limit = min(horizon, job.deadline if job.deadline is not None and pf.objective != "weighted_lateness" else horizon)
-        if job.release + fastest > limit:
-            over = (job.release + fastest - limit) * step_h
-            out.append(Infeasibility(constraint="deadline", over_by=over, detail=(
-                f"job {job.name!r} cannot finish in time even alone: its fastest option takes "
-                f"{fmt_duration(fastest * pf.time_step_s)}, {fmt_duration(over * 3600)} past its "
-                f"{'deadline' if limit != horizon else 'horizon'}")))
-    if pf.budget_usd is not None:
-        floor = sum(min(c.cost_usd for c in job.options) for job in jobs if job.required and job.options)
-        if floor > pf.budget_usd:
-            out.append(Infeasibility(constraint="budget", over_by=floor - pf.budget_usd, detail=(
-                f"the required jobs cost at least ${floor:,.2f} at their cheapest options: "
-                f"${floor - pf.budget_usd:,.2f} over the budget of ${pf.budget_usd:,.2f}")))
-    for k, pool in enumerate(pools):
-        pool_names = {o for o in pool.offers}
-        need = 0.0
-        for job in jobs:
-            if job.required and job.options and all(c.row.offer.name in pool_names for c in job.options):
-                need += min(c.row.gpus * d for c, d in zip(job.options, job.durations)) * step_h
-        have = sum((e - s) * g for s, e, g in pool.segments) * step_h
-        if need > have:
-            out.append(Infeasibility(constraint="supply", over_by=need - have, detail=(
-                f"pool {pool.name}: required jobs that can only run there need at least {need:,.0f} GPU-hours; "
-                f"it offers {have:,.0f} over the horizon")))
-    if not out:
-        out.append(Infeasibility(constraint="schedule", detail=(
-            "each job fits alone, but not all together: GPU pools, deadlines, dependencies and the budget "
-            "conflict; loosen a deadline, add pool capacity, raise the budget or make a job optional")))
-    return out
 
 
 def progress_printer() -> Optional[Callable[[str], None]]:

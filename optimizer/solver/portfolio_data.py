@@ -1,0 +1,118 @@
+"""Portfolio inputs: GPU pools over time and each job's options (rows of its candidate table, with
+durations in time steps), pruned of options another one on the same offer beats."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from ..candidates import Candidate, CandidateTable, build_table
+from ..context import build_context
+from ..errors import GpuplanError, JobError
+from ..loading import offers_for, portfolio_job_problem
+from ..schema import Catalog, Portfolio
+from .model import solver_rows
+
+WEIGHT_SCALE = 1000  # job weights to integers
+
+
+@dataclass
+class PoolSpec:
+    name: str
+    offers: set[str]
+    segments: list[tuple[int, int, int]]  # (start step, end step, GPUs)
+
+    @property
+    def peak_capacity(self) -> int:
+        return max(g for _, _, g in self.segments)
+
+    def capacity_at(self, step: int) -> int:
+        return next((g for s, e, g in self.segments if s <= step < e), 0)
+
+
+@dataclass
+class JobData:
+    index: int
+    name: str
+    table: CandidateTable
+    options: list[Candidate]
+    durations: list[int]
+    release: int
+    deadline: Optional[int]
+    weight: int
+    required: bool
+    after: list[str]
+
+
+def _steps(seconds: float, step_s: float) -> int:
+    return int(math.ceil(seconds / step_s - 1e-9))
+
+
+def pool_specs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[PoolSpec]:
+    pools, named = [], set()
+    for i, pool in enumerate(pf.pools):
+        try:
+            offers = {o.name for o in offers_for(catalog, pool.offer)}
+        except GpuplanError as exc:
+            raise exc.located(pf.source_path, f"pools[{i}].offer") from None
+        if not offers:
+            raise JobError(f"no offer in catalog '{catalog.name}' matches {pool.offer!r}",
+                           source=pf.source_path, field=f"pools[{i}].offer")
+        bounds = sorted({0, horizon, *(min(horizon, _steps(w.start_s, pf.time_step_s)) for w in pool.windows),
+                         *(min(horizon, _steps(w.end_s, pf.time_step_s)) for w in pool.windows)})
+        segments = []
+        for s, e in zip(bounds, bounds[1:]):
+            gpus = pool.gpus
+            for w in pool.windows:
+                if _steps(w.start_s, pf.time_step_s) <= s and e <= _steps(w.end_s, pf.time_step_s):
+                    gpus = w.gpus
+            segments.append((s, e, gpus))
+        pools.append(PoolSpec(pool.offer, offers, segments))
+        named |= offers
+    for offer in catalog.offers:  # offers without a pool: their catalog supply, all the time
+        if offer.name not in named:
+            pools.append(PoolSpec(offer.name, {offer.name}, [(0, horizon, offer.max_nodes * offer.gpus_per_node)]))
+    return pools
+
+
+def _prune(options: list[Candidate], durations: list[int]) -> tuple[list[Candidate], list[int]]:
+    """Drop options that another option on the same offer beats (or ties) on GPUs, duration and cost."""
+    keep, seen = [], set()
+    for a, da in zip(options, durations):
+        key = (a.row.offer.name, a.row.gpus, da, a.cost_usd)
+        beaten = any(b.row.offer.name == key[0] and (b.row.gpus, db, b.cost_usd) != key[1:]
+                     and b.row.gpus <= a.row.gpus and db <= da and b.cost_usd <= a.cost_usd
+                     for b, db in zip(options, durations))
+        if not beaten and key not in seen:
+            seen.add(key)
+            keep.append((a, da))
+    return [a for a, _ in keep], [d for _, d in keep]
+
+
+def shortlist(options: list[Candidate], durations: list[int]) -> tuple[list[Candidate], list[int]]:
+    """Per offer, the two cheapest options and the fastest one (large portfolios only)."""
+    keep = set()
+    by_offer: dict[str, list[int]] = {}
+    for i, opt in enumerate(options):
+        by_offer.setdefault(opt.row.key.split(":")[0] + (":spot" if opt.row.spot else ""), []).append(i)
+    for idx in by_offer.values():
+        keep.update(sorted(idx, key=lambda i: (options[i].cost_usd, durations[i]))[:2])
+        keep.add(min(idx, key=lambda i: (durations[i], options[i].cost_usd)))
+    chosen = sorted(keep)
+    return [options[i] for i in chosen], [durations[i] for i in chosen]
+
+
+def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[JobData]:
+    jobs = []
+    for i, entry in enumerate(pf.jobs):
+        problem = portfolio_job_problem(pf, i)
+        ctx = build_context(problem, catalog)
+        table = build_table(ctx)
+        options = [c for c in solver_rows(table) if c.rejected_by is None]
+        durations = [_steps(c.time_s, pf.time_step_s) for c in options]
+        options, durations = _prune(options, durations)
+        deadline = None if entry.deadline_s is None else int(entry.deadline_s // pf.time_step_s)
+        jobs.append(JobData(i, entry.name, table, options, durations, _steps(entry.release_s, pf.time_step_s),
+                            deadline, int(round(entry.weight * WEIGHT_SCALE)), entry.required, entry.after))
+    return jobs
