@@ -179,6 +179,7 @@ def check(
     offload: Optional[OffloadOpt] = typer.Option(None, "--offload", help="Optimizer state in CPU memory: none, optimizer, or auto (gpuplan decides); default: the job file's."),
     deadline: Optional[str] = typer.Option(None, "--deadline", help="e.g. 5d, 36h."),
     budget: Optional[str] = typer.Option(None, "--budget", help="e.g. 20000, $20k."),
+    deadline_quantile: Optional[str] = typer.Option(None, "--deadline-quantile", help="p50 or p90: which time must meet the deadline."),
     compare: bool = typer.Option(True, "--compare/--no-compare", help="Compare with the best plan under the same constraints."),
     spot: bool = typer.Option(False, "--spot", help="Use the offer's spot price (with expected preemptions)."),
     plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write the memory breakdown chart (PNG or SVG)."),
@@ -189,7 +190,7 @@ def check(
     fmt: Format = FormatOpt,
 ) -> None:
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
-    problem = _problem(job, deadline=deadline, budget=budget, measured=measured)
+    problem = _problem(job, deadline=deadline, budget=budget, measured=measured, deadline_quantile=deadline_quantile)
     cat = _catalog_for(problem, catalog)
     result = check_api(problem, sku, gpus, nodes=nodes, tp=tp, pp=pp, zero=zero, micro_batch=micro_batch,
                        recompute=recompute.value if recompute else None,
