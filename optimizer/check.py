@@ -205,7 +205,8 @@ def _compare_with_optimum(problem: Problem, catalog: Catalog, result: CheckResul
 
     try:
         answer = solve_plan(problem, catalog=catalog, runners_up=False)
-    except JobError:
+    except JobError as exc:  # e.g. a hardware-only catalog: the verdict stands, the comparison cannot be made
+        result.notes.append(f"no comparison with the best plan: {exc.reason}")
         return
     if answer.best is None:
         return

@@ -202,8 +202,8 @@ def _anchor_hf_config(job, base: Path) -> None:
         model["hf_config"] = str(base / model["hf_config"])
 
 
-def problem_catalog(problem: Problem, override: Optional[str] = None) -> Catalog:
-    """The catalog a problem names (relative to its file), a command-line override, or the default."""
+def problem_catalog(problem: Problem | Portfolio, override: Optional[str] = None) -> Catalog:
+    """The catalog a job or portfolio file names (relative to the file), a command-line override, or the default."""
     name = override or problem.catalog or "default"
     base = Path(problem.source_path).parent if problem.source_path and not override else None
     try:

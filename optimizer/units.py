@@ -175,14 +175,6 @@ def parse_rate(value: str | int | float, what: str = "a throughput") -> float:
         raise UnitError(f"cannot read {value!r} as {what}; write it like 14.8k tok/s or 14800") from None
 
 
-def gib(n_bytes: float) -> float:
-    return n_bytes / GIB
-
-
-def gb(n_bytes: float) -> float:
-    return n_bytes / GB
-
-
 def fmt_bytes(n_bytes: float) -> str:
     """Both decimal and binary, since the two disagree by 7 % and vendors mix them."""
     return f"{n_bytes / GB:,.1f} GB ({n_bytes / GIB:,.1f} GiB)"

@@ -7,7 +7,7 @@ Seed 000 ("B300 vs B200: compute memory and cost first") works with training sta
 import pytest
 
 from optimizer import capacity, check, load_catalog, load_job, plan
-from optimizer.physics.cost import breakeven_scaling_efficiency, run_cost_usd
+from optimizer.physics.cost import run_cost_usd
 
 GB = 1e9
 GIB = 2**30
@@ -89,10 +89,6 @@ def test_thousand_gpu_hours_costs():
     assert run_cost_usd(6.943, 8, 125.0) == pytest.approx(6943.0)
     assert run_cost_usd(6.943, 8, 125.0) - run_cost_usd(5.50, 8, 125.0) == pytest.approx(1443.0)
     assert run_cost_usd(6.943, 8, 125.0 / 1.5) == pytest.approx(4628.67, abs=0.005)
-
-
-def test_79_percent_breakeven_arithmetic():
-    assert breakeven_scaling_efficiency(55.544, 88.0, 2.0) == pytest.approx(0.792, abs=0.001)
 
 
 def test_same_job_on_8_b300_costs_1_262x_more_at_equal_throughput(problems):

@@ -19,7 +19,3 @@ def run_cost_usd(price_usd_per_gpu_hour, gpus, hours, billing_increment_s=1.0) -
     """price x GPUs x hours, rounded up to the billing increment (seed 000: 1,000 GPU-h x $5.50 = $5,500)."""
     return np.asarray(price_usd_per_gpu_hour, float) * np.asarray(gpus, float) * billed_hours(hours, billing_increment_s)
 
-
-def breakeven_scaling_efficiency(price_a_per_hour: float, price_b_per_hour: float, ideal_speedup_b: float) -> float:
-    """Efficiency B needs to cost the same as A (seed 000: $88.00/h vs $55.54/h over a 2x ideal = 79 %)."""
-    return (price_b_per_hour / price_a_per_hour) / ideal_speedup_b

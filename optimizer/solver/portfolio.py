@@ -32,7 +32,7 @@ from typing import Callable, Optional
 
 from ortools.sat.python import cp_model
 
-from ..loading import load_catalog
+from ..loading import problem_catalog
 from ..results import Infeasibility, PortfolioResult
 from ..schema import Catalog, Portfolio
 from .greedy import greedy_schedule
@@ -66,11 +66,7 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
               progress: Optional[Callable[[str], None]] = None) -> PortfolioResult:
     """Schedule every job of the portfolio: which option, when, at what cost; what was dropped."""
     started = time.perf_counter()
-    if catalog is None:
-        from pathlib import Path
-
-        base = Path(pf.source_path).parent if pf.source_path else None
-        catalog = load_catalog(pf.catalog or "default", relative_to=base)
+    catalog = catalog or problem_catalog(pf)
     step = pf.time_step_s
     horizon = int(pf.horizon_s // step)
     pools = pool_specs(pf, catalog, horizon)
