@@ -19,11 +19,13 @@ from ortools.sat.python import cp_model
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optimizer import load_catalog, units  # noqa: E402
-from optimizer.schema import Catalog, Offer, Portfolio  # noqa: E402
-from optimizer.solver import portfolio as pmod  # noqa: E402
-from optimizer.solver import portfolio_data as pdata  # noqa: E402
-from optimizer.solver.greedy import greedy_schedule  # noqa: E402
+from optimizer import load_catalog  # noqa: E402
+from optimizer import api  # noqa: E402
+from optimizer.inputs import units  # noqa: E402
+from optimizer.inputs.schema import Catalog, Offer, Portfolio  # noqa: E402
+from optimizer.solver.portfolio import data as pdata  # noqa: E402
+from optimizer.solver.portfolio import solve as pmod  # noqa: E402
+from optimizer.solver.portfolio.greedy import greedy_schedule  # noqa: E402
 
 MODELS = [
     {"name": "llama-3.1-8b", "params": "8.03B", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256},
@@ -126,7 +128,7 @@ def main() -> None:
         pmod._Progress = lambda out: rec  # reuse the product's callback hook to record timings
         try:
             t1 = time.perf_counter()
-            result = pmod.portfolio(pf, catalog=catalog, time_limit_s=args.time_limit, workers=args.workers,
+            result = api.portfolio(pf, catalog=catalog, time_limit_s=args.time_limit, workers=args.workers,
                                     progress=lambda line: None)
             wall = time.perf_counter() - t1
         finally:

@@ -19,10 +19,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 import bruteforce  # noqa: E402  (the test oracle, reused on the same table)
 
 from optimizer import load_catalog, load_job  # noqa: E402
-from optimizer.candidates import build_table  # noqa: E402
-from optimizer.context import build_context  # noqa: E402
-from optimizer.schema import Catalog, Offer  # noqa: E402
-from optimizer.solver.plan import _model, frontier  # noqa: E402
+from optimizer.planning.calibration import job_context  # noqa: E402
+from optimizer.planning.candidates import build_table  # noqa: E402
+from optimizer.inputs.schema import Catalog, Offer  # noqa: E402
+from optimizer.solver.model import scaled  # noqa: E402
+from optimizer.solver.single import _model, frontier  # noqa: E402
 
 SKUS = ["B200", "B300", "H200", "H100-SXM", "A100-80GB", "MI300X", "H800", "A100-40GB", "RTX-PRO-6000", "L40S",
         "H100-PCIe", "B200"]
@@ -56,7 +57,7 @@ def main() -> None:
           f"{'frontier':>8} {'points':>6} {'brute best':>10} {'brute front':>11} {'agree':>5}")
     for offers, nodes in grid:
         cat = catalog(offers, nodes)
-        ctx = build_context(problem, cat)
+        ctx = job_context(problem, cat)
         t_table, table = timed(lambda: build_table(ctx, keep_rejected=True))
 
         def best():
@@ -69,7 +70,6 @@ def main() -> None:
         t_front, points = timed(lambda: frontier(table))
         t_bbest, bbest = timed(lambda: bruteforce.best(table, problem.objective))
         t_bfront, bfront = timed(lambda: bruteforce.frontier(table))
-        from optimizer.solver.model import scaled
         d = scaled(chosen, table)
         agree = (d["cost_cents"], d["time_s"]) == bbest and \
             [(scaled(c, table)["time_s"], scaled(c, table)["cost_cents"]) for c in points] == bfront

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from optimizer import check, load_catalog  # noqa: E402
-from optimizer.schema import JobSpec, Problem  # noqa: E402
+from optimizer.inputs.schema import JobSpec, Problem  # noqa: E402
 
 DATA = ROOT / "validation" / "published_runs.yaml"
 

@@ -6,21 +6,26 @@ Public API (the CLI is a thin client of it)::
     problem = load_job("problems/llama-70b-within-5-days.yaml")
     answer = plan(problem)            # SolveResult: status, best, frontier, runners_up
     verdict = check(problem, "B200", 16, zero=3)
+
+How the package is laid out (lowest layer first; imports only point down): ``errors``; ``inputs``
+(schema, units, files, catalogs, presets, overrides); ``physics`` (pure formulas); ``results`` (the
+output contract); ``planning`` (context, candidate table, calibration, plans); ``solver`` (CP-SAT);
+``explain`` (sentences); ``api``; ``present`` (tables, reports, plots, exports); ``cli``.
+See docs/design.md section 13.
 """
 
-from .capacity import capacity
-from .check import check
-from .errors import CatalogError, GpuplanError, JobError, UnitError
-from .loading import apply_overrides, load_catalog, load_job, load_portfolio
-from .results import (CapacityResult, CheckResult, Option, OptionsResult, Plan, PortfolioResult, RunnerUp,
-                      SolveResult)
-from .schema import Catalog, JobSpec, Portfolio, Problem, Strategy
-from .solver.plan import options, plan
-from .solver.portfolio import portfolio
+from .api import capacity, check, options, plan, portfolio
+from .errors import ArgumentError, CatalogError, GpuplanError, JobError, UnitError
+from .inputs.files import load_catalog, load_job, load_portfolio
+from .inputs.overrides import apply_overrides
+from .inputs.schema import Catalog, JobSpec, ModelSpec, Portfolio, Problem, Strategy
+from .results import (CapacityResult, CheckResult, MeasuredComparison, Option, OptionsResult, Plan,
+                      PortfolioResult, RunnerUp, SolveResult)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgumentError",
     "CapacityResult",
     "Catalog",
     "CatalogError",
@@ -28,6 +33,8 @@ __all__ = [
     "GpuplanError",
     "JobError",
     "JobSpec",
+    "MeasuredComparison",
+    "ModelSpec",
     "Option",
     "OptionsResult",
     "Plan",

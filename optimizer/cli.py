@@ -18,23 +18,22 @@ import typer
 import yaml
 from pydantic import BaseModel
 
-from . import __version__, render
-from .capacity import capacity as capacity_api
-from .check import check as check_api
-from .errors import GpuplanError
-from .exports import export
-from .schemas import json_schema
-from .loading import apply_overrides, find_sku, load_catalog, load_job, load_portfolio, problem_catalog
-from .plot import frontier_plot, memory_plot, portfolio_plot
-from .report import html_report
-from .solver.plan import options as options_api
-from .solver.plan import plan as plan_api
-from .solver.portfolio import portfolio as portfolio_api
-from .solver.portfolio import progress_printer
-from .models import model_fields, presets
-from .schema import ModelSpec
-from .units import fmt_count, parse_bytes
 from rich.table import Table
+
+from . import __version__, api
+from .errors import ArgumentError, GpuplanError
+from .inputs.catalog import find_sku
+from .inputs.files import expand_models, load_catalog, load_job, load_portfolio, parse_model, problem_catalog
+from .inputs.hf_models import model_fields, presets
+from .inputs.overrides import apply_overrides
+from .inputs.schema import ModelSpec
+from .inputs.units import fmt_count, parse_bytes
+from .physics.constants import GIB
+from .present import render
+from .present.exports import export
+from .present.jsonschema import json_schema
+from .present.plot import frontier_plot, memory_plot, portfolio_plot
+from .present.report import html_report
 
 app = typer.Typer(
     name="gpuplan",
@@ -44,6 +43,21 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 _state = {"debug": False, "quiet": False}
+
+# API parameter -> the flag that sets it, where the flag is not simply --name-with-dashes.
+_FLAG_OF = {"time_limit_s": "--time-limit", "kind": "KIND"}
+
+
+def flag_of(parameter: str) -> str:
+    """The command-line flag a user typed for an API parameter."""
+    return _FLAG_OF.get(parameter, "--" + parameter.replace("_", "-"))
+
+
+def error_text(exc: GpuplanError) -> str:
+    """One paragraph: a library error's location in the user's words (a file and field, or a flag)."""
+    if isinstance(exc, ArgumentError) and not exc.source:
+        return f"command line, option '{flag_of(exc.field or '')}': {exc.reason}"
+    return str(exc)
 
 
 class Format(str, Enum):
@@ -135,7 +149,7 @@ def handled(fn: Callable) -> Callable:
         except GpuplanError as exc:
             if _state["debug"]:
                 traceback.print_exc()
-            typer.echo(f"error: {exc}", err=True)
+            typer.echo(f"error: {error_text(exc)}", err=True)
             raise typer.Exit(2) from None
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if _state["debug"]:
@@ -192,7 +206,7 @@ def check(
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
     problem = _problem(job, deadline=deadline, budget=budget, measured=measured, deadline_quantile=deadline_quantile)
     cat = _catalog_for(problem, catalog)
-    result = check_api(problem, sku, gpus, nodes=nodes, tp=tp, pp=pp, zero=zero, micro_batch=micro_batch,
+    result = api.check(problem, sku, gpus, nodes=nodes, tp=tp, pp=pp, zero=zero, micro_batch=micro_batch,
                        recompute=recompute.value if recompute else None,
                        offload=offload.value if offload else None, catalog=cat, compare=compare, spot=spot)
     if export_kind:
@@ -233,11 +247,13 @@ def solve(
     problem = _problem(job, objective=objective.value if objective else None, deadline=deadline, budget=budget,
                        max_nodes=max_nodes, max_gpus=max_gpus, gpu_types=gpu_types, min_memory=min_memory,
                        deadline_quantile=deadline_quantile, measured=measured)
-    result = plan_api(problem, catalog=_catalog_for(problem, catalog), time_limit_s=time_limit)
+    cat = _catalog_for(problem, catalog)
+    table = api.candidate_table(problem, cat)
+    result = api.plan(problem, catalog=cat, time_limit_s=time_limit, table=table)
     if export_kind:
         if result.best is None:
-            raise GpuplanError("no plan satisfies the constraints, so there is nothing to export; see 'gpuplan solve' "
-                               "without --export for what binds", field="--export")
+            raise ArgumentError("no plan satisfies the constraints, so there is nothing to export; see 'gpuplan solve' "
+                                "without --export for what binds", field="export")
         _write_export(result.best, export_kind, out, problem.job.name)
         if out is None:
             return
@@ -245,8 +261,7 @@ def solve(
     if plot_path:
         frontier_plot(result, plot_path)
     if report:
-        cat = _catalog_for(problem, catalog)
-        report.write_text(html_report(f"gpuplan: {problem.job.name}", result, options_api(problem, catalog=cat)))
+        report.write_text(html_report(f"gpuplan: {problem.job.name}", result, api.options(problem, table=table)))
         typer.echo(f"wrote report to {report}", err=True)
 
 
@@ -265,7 +280,7 @@ def options(
     """Every hardware row considered, with its best strategy, time, cost and what rejected it."""
     problem = _problem(job, deadline=deadline, budget=budget, max_nodes=max_nodes, gpu_types=gpu_types,
                        min_memory=min_memory)
-    _emit(options_api(problem, catalog=_catalog_for(problem, catalog)), fmt, render.print_options)
+    _emit(api.options(problem, catalog=_catalog_for(problem, catalog)), fmt, render.print_options)
 
 
 @app.command("catalog")
@@ -287,7 +302,10 @@ def catalog_cmd(
         offers_by_sku.setdefault(find_sku(cat, offer.sku).name, []).append(offer)
     rows = render.catalog_rows(cat, skus, offers_by_sku)
     if min_memory:
-        floor_gib = parse_bytes(min_memory, "--min-memory") / 2**30
+        try:
+            floor_gib = parse_bytes(min_memory, "a memory size") / GIB
+        except GpuplanError as exc:
+            raise ArgumentError(exc.reason, field="min_memory") from None
         rows = [r for r in rows if r["memory_gib"] >= floor_gib]
     if fmt == Format.table:
         render.print_catalog(cat.name, rows, render.console())
@@ -309,7 +327,7 @@ def capacity(
     fmt: Format = FormatOpt,
 ) -> None:
     """The largest model (parameters) whose training state plus reserve fits on these GPUs."""
-    result = capacity_api(sku, gpus, zero=zero, method=method.value, bytes_per_param=bytes_per_param, reserve=reserve,
+    result = api.capacity(sku, gpus, zero=zero, method=method.value, bytes_per_param=bytes_per_param, reserve=reserve,
                           memory_basis=memory_basis.value, catalog=load_catalog(catalog))
     _emit(result, fmt, render.print_capacity)
 
@@ -327,8 +345,8 @@ def portfolio_cmd(
     """Schedule many jobs on shared GPU pools within one budget: plan, start and end per job, what was dropped."""
     pf = load_portfolio(file)
     cat = load_catalog(catalog) if catalog else None
-    progress = progress_printer() if fmt == Format.table else None
-    result = portfolio_api(pf, catalog=cat, time_limit_s=time_limit, workers=workers, progress=progress)
+    progress = _progress_printer() if fmt == Format.table else None
+    result = api.portfolio(pf, catalog=cat, time_limit_s=time_limit, workers=workers, progress=progress)
     _emit(result, fmt, render.print_portfolio)
     if plot_path and result.schedule:
         portfolio_plot(result, plot_path)
@@ -361,7 +379,8 @@ def model_cmd(
     fmt: Format = FormatOpt,
 ) -> None:
     """Show one model: total and active parameters and the shapes, from a preset or a config.json."""
-    spec = ModelSpec.model_validate({"hf_config": name} if name.endswith(".json") else {"preset": name})
+    data = expand_models({"job": {"model": {"hf_config": name} if name.endswith(".json") else {"preset": name}}})
+    spec = parse_model(ModelSpec, data["job"]["model"], name, "job.model")
     data = spec.model_dump(exclude_none=True)
     data.setdefault("active_params", data["params"])
     if fmt != Format.table:
@@ -377,6 +396,13 @@ def model_cmd(
 def schema_cmd(kind: str = typer.Argument(..., help="job, portfolio or catalog.")) -> None:
     """Print the JSON Schema of a file kind (for editor autocompletion and validation)."""
     typer.echo(json.dumps(json_schema(kind), indent=2))
+
+
+def _progress_printer() -> Optional[Callable[[str], None]]:
+    """Progress lines on stderr when it is an interactive terminal, else nothing."""
+    if sys.stderr.isatty():
+        return lambda line: print(line, file=sys.stderr, flush=True)
+    return None
 
 
 def main() -> None:

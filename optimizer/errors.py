@@ -44,6 +44,18 @@ class JobError(GpuplanError):
     """A job, portfolio or hand-picked configuration that cannot be planned as written."""
 
 
+class ArgumentError(JobError):
+    """A bad argument of a library call: ``field`` is the parameter's name (``gpus``, ``deadline``).
+
+    The library never names a command-line flag; the CLI shows the parameter as the flag it maps to."""
+
+    def __init__(self, message: str, *, field: str, source: str | None = None):
+        super().__init__(message, source=source, field=field)
+
+    def located(self, source: str | None = None, field: str | None = None) -> "ArgumentError":
+        return ArgumentError(self.reason, source=self.source or source, field=self.field or field or "")
+
+
 def did_you_mean(name: str, choices: list[str]) -> str:
     close = difflib.get_close_matches(name.lower(), [c.lower() for c in choices], n=3, cutoff=0.5)
     lookup = {c.lower(): c for c in choices}

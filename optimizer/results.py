@@ -6,7 +6,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from .schema import Strategy
+from .inputs.schema import Strategy
 
 
 class MemoryGiB(BaseModel):
@@ -72,6 +72,21 @@ class Infeasibility(BaseModel):
     over_by: Optional[float] = Field(None, description="How far the nearest candidate misses, in the constraint's unit.")
 
 
+class MeasuredComparison(BaseModel):
+    """A configuration against the first measured one: the speed-up and the hardware ratio that carries it."""
+
+    measured: str = Field(description="The measured configuration, e.g. '4 x RTX-PRO-6000'.")
+    measured_tokens_per_s: float
+    measured_bound: str
+    speedup: float
+    ratios: dict[str, float] = Field(description="This GPU over the measured one: dense_compute, hbm_bandwidth, intra_node_link.")
+    carried_by: str = Field(description="The ratio of the resource that bounds the measured run.")
+    cost_ratio: Optional[float] = None
+    efficiency_class_ratio: float = 1.0
+    exposed_network_share: float = Field(0.0, description="Share of the measured step that is exposed communication.")
+    summary: str = ""
+
+
 class CheckResult(BaseModel):
     plan: Plan
     fits: bool
@@ -80,11 +95,12 @@ class CheckResult(BaseModel):
     optimum: Optional[Plan] = None
     extra_cost_vs_optimum_usd: Optional[float] = None
     dominated_by: list[Plan] = Field(default_factory=list)
-    vs_measured: Optional[dict] = Field(None, description="Comparison with the measured configuration, if any.")
+    vs_measured: Optional[MeasuredComparison] = Field(None, description="Comparison with the measured configuration, if any.")
 
 
 class SolveResult(BaseModel):
-    status: Literal["optimal", "feasible", "infeasible"]
+    status: Literal["optimal", "feasible", "infeasible", "unknown"] = Field(
+        description="unknown: the solver stopped on its time limit before it found a plan or proved there is none.")
     objective: Literal["cost", "time"]
     best: Optional[Plan]
     frontier: list[Plan]

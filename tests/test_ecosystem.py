@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from optimizer import load_job, plan
 from optimizer.cli import app
-from optimizer.exports import export
-from optimizer.schemas import json_schema
+from optimizer.present.exports import export
+from optimizer.present.jsonschema import json_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()

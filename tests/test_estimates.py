@@ -38,7 +38,7 @@ def test_calibration_narrows_the_spread(problems):
 def test_seed_003_four_b200_are_faster_and_cheaper_and_say_why(problems):
     job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
     result = check(job, "B200", 4)
-    vs = result.vs_measured
+    vs = result.vs_measured.model_dump()
     rtx = check(job, "RTX-PRO-6000", 4, compare=False).plan
     # The compute-bound measurement projects by dense BF16: 2,250 / 503.8 = 4.47x, times the SXM/PCIe
     # efficiency classes (0.50 / 0.45).

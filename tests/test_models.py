@@ -9,21 +9,22 @@ from typer.testing import CliRunner
 
 from optimizer import load_job, plan
 from optimizer.cli import app
-from optimizer.models import count_params, presets
-from optimizer.schema import ModelSpec
-from optimizer.units import parse_count
+from optimizer.inputs.hf_models import count_params, presets
+from optimizer.inputs.hf_models import resolve
+from optimizer.inputs.schema import ModelSpec
+from optimizer.inputs.units import parse_count
 
 DATA = Path(__file__).parent / "data"
 
 
 def test_llama_3_1_8b_config_gives_8_03b():
-    spec = ModelSpec.model_validate({"hf_config": str(DATA / "llama-3.1-8b-config.json")})
+    spec = ModelSpec.model_validate(resolve({"hf_config": str(DATA / "llama-3.1-8b-config.json")}))
     assert spec.params == pytest.approx(8.03e9, rel=0.005)
     assert (spec.layers, spec.hidden, spec.heads, spec.kv_heads, spec.ffn_hidden, spec.vocab) == (32, 4096, 32, 8, 14336, 128256)
 
 
 def test_qwen3_30b_a3b_total_and_active():
-    spec = ModelSpec.model_validate({"hf_config": str(DATA / "qwen3-30b-a3b-config.json")})
+    spec = ModelSpec.model_validate(resolve({"hf_config": str(DATA / "qwen3-30b-a3b-config.json")}))
     assert spec.params == pytest.approx(30.5e9, rel=0.005)
     assert spec.active_params == pytest.approx(3.3e9, rel=0.02)
     assert (spec.experts, spec.experts_per_token, spec.ffn_hidden) == (128, 8, 768)

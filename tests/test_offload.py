@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 
 from optimizer import check, load_job
-from optimizer.exports import export
-from optimizer.physics.shapes import ModelShape, training_state
-from optimizer.physics.time import Hardware, step_time
-from optimizer.schema import JobSpec, ModelSpec
+from optimizer.present.exports import export
+from optimizer.physics.layout import Cluster, Layout, Offload, RunSettings
+from optimizer.physics.shapes import ModelShape
+from optimizer.physics.time import step_time
+from optimizer.planning.model_state import training_state
+from optimizer.inputs.schema import JobSpec, ModelSpec
 
 
 @pytest.fixture
@@ -35,13 +37,13 @@ def test_host_memory_bounds_offload(llama70b):
 def test_offload_costs_time_by_hand():
     shape = ModelShape(params=70e9, active_params=70e9)
     train = training_state(JobSpec(model=ModelSpec(params=70e9), tokens=1e9), shape)
-    hw = Hardware(**{k: np.asarray(v, float) for k, v in dict(
+    hw = Cluster(**{k: np.asarray(v, float) for k, v in dict(
         peak_flops=2.25e15, hbm_bytes_per_s=8e12, intra_bytes_per_s=1.8e12, network_bytes_per_s=50e9,
         gpus_per_node=8, compute_efficiency=0.5).items()}, host_link_bytes_per_s=25e9, host_memory_bytes_per_s=20e9)
-    args = dict(seq_len=4096, nodes=1, gpus_per_node=8, tp=1, pp=1, dp=8, zero_stage=3, shard_degree=8,
-                micro_batch=1, grad_accum=1, recompute=0, overlap=0.0, link_efficiency=1.0)
-    on_gpu = step_time(shape, train, hw, **args)
-    offloaded = step_time(shape, train, hw, offload=1, **args)
+    layout = dict(dp=8, zero=3, shard=8)
+    settings = RunSettings(seq_len=4096)
+    on_gpu = step_time(shape, train, hw, Layout(**layout), settings)
+    offloaded = step_time(shape, train, hw, Layout(**layout, offload=Offload.OPTIMIZER), settings)
     # per step each GPU moves 2 + 2 bytes per local parameter over PCIe (25 GB/s) and streams
     # 2 x (12 + 4) bytes per local parameter through host memory (20 GB/s), instead of its GPU update:
     # 2 x (12 + 2 + 2) bytes per local parameter through HBM (8 TB/s)

@@ -4,10 +4,12 @@ hand calculation written out here."""
 import numpy as np
 import pytest
 
+from optimizer.physics.layout import Cluster, Layout, Recompute, RunSettings
 from optimizer.physics.memory import activation_bytes, layer_activation_bytes, state_bytes
-from optimizer.physics.shapes import ModelShape, lora_adapter_params, model_shape, training_state
-from optimizer.physics.time import Hardware, flops_per_token, step_time
-from optimizer.schema import JobSpec, ModelSpec
+from optimizer.physics.shapes import ModelShape, lora_adapter_params
+from optimizer.physics.time import flops_per_token, step_time
+from optimizer.planning.model_state import model_shape, training_state
+from optimizer.inputs.schema import JobSpec, ModelSpec
 
 LLAMA_8B = ModelSpec(params=8.03e9, layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256)
 GPT3 = ModelSpec(params=175e9, layers=96, hidden=12288, heads=96, ffn_hidden=4 * 12288, vocab=51200, gated_mlp=False)
@@ -22,14 +24,14 @@ def test_zero_paper_figure_1(stage, expected_gb):
     # Rajbhandari et al. 2020, Figure 1: 7.5B parameters, Adam (K = 12), 64 data-parallel GPUs.
     shape = ModelShape(params=7.5e9, active_params=7.5e9)
     train = training_state(_job(ModelSpec(params=7.5e9)), shape)
-    w, g, o = state_bytes(shape, train, tp=1, pp=1, zero_stage=stage, shard_degree=64)
+    w, g, o = state_bytes(shape, train, Layout(zero=stage, shard=64))
     assert float(w + g + o) / 1e9 == pytest.approx(expected_gb, abs=0.05)
 
 
 def test_model_parallelism_divides_all_state():
     shape = ModelShape(params=7.5e9, active_params=7.5e9)
     train = training_state(_job(ModelSpec(params=7.5e9)), shape)
-    w, g, o = state_bytes(shape, train, tp=4, pp=2, zero_stage=0, shard_degree=1)
+    w, g, o = state_bytes(shape, train, Layout(tp=4, pp=2))
     assert float(w + g + o) == pytest.approx(16 * 7.5e9 / 8)
 
 
@@ -52,10 +54,10 @@ def test_gqa_and_gated_mlp_widths_enter_the_count():
 def test_tensor_sequence_parallel_divides_and_full_recompute_keeps_inputs():
     shape = model_shape(GPT3)
     s = 2048
-    one = float(activation_bytes(shape, s, 1, tp=1, pp=1, grad_accum=1, recompute=0)) - 6 * s * shape.vocab
-    eight = float(activation_bytes(shape, s, 1, tp=8, pp=1, grad_accum=1, recompute=0)) - 6 * s * shape.vocab / 8
+    one = float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=1, grad_accum=1, recompute=0))) - 6 * s * shape.vocab
+    eight = float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=8, pp=1, grad_accum=1, recompute=0))) - 6 * s * shape.vocab / 8
     assert eight == pytest.approx(one / 8)
-    full = float(activation_bytes(shape, s, 1, tp=1, pp=1, grad_accum=1, recompute=2)) - 6 * s * shape.vocab
+    full = float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=1, grad_accum=1, recompute=2))) - 6 * s * shape.vocab
     # 2 sbh per layer (the layer input) plus one layer's working set during its backward
     assert full == pytest.approx(2 * s * shape.hidden * 96 + 32 * s * shape.hidden)
 
@@ -64,11 +66,11 @@ def test_one_f_one_b_first_stage_holds_all_layers_worth():
     # Korthikanti section 4.2.3: p micro-batches of L/p layers on the first stage = L layers' worth.
     shape = model_shape(GPT3)
     s = 2048
-    flat = float(activation_bytes(shape, s, 1, tp=1, pp=1, grad_accum=8, recompute=0)) - 6 * s * shape.vocab
-    piped = float(activation_bytes(shape, s, 1, tp=1, pp=4, grad_accum=8, recompute=0))
+    flat = float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=1, grad_accum=8, recompute=0))) - 6 * s * shape.vocab
+    piped = float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=4, grad_accum=8, recompute=0)))
     assert piped == pytest.approx(flat)
     # with fewer micro-batches than stages only m are in flight
-    assert float(activation_bytes(shape, s, 1, tp=1, pp=4, grad_accum=2, recompute=0)) == pytest.approx(flat / 2)
+    assert float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=4, grad_accum=2, recompute=0))) == pytest.approx(flat / 2)
 
 
 def test_lora_adapter_count_matches_peft_for_llama_3_8b():
@@ -89,7 +91,7 @@ def test_palm_flops_per_token():
     train = training_state(_job(LLAMA_8B), shape)
     model, hardware = flops_per_token(shape, train, 4096)
     assert model == pytest.approx(6 * 8.03e9 + 12 * 32 * 4096 * 4096)
-    _, with_recompute = flops_per_token(shape, train, 4096, recompute=2)
+    _, with_recompute = flops_per_token(shape, train, 4096, recompute=Recompute.FULL)
     assert float(with_recompute) == pytest.approx(8 * 8.03e9 + 16 * 32 * 4096 * 4096)  # one more forward
 
 
@@ -97,14 +99,13 @@ def _hw(**kw):
     base = dict(peak_flops=1e15, hbm_bytes_per_s=8e12, intra_bytes_per_s=1.8e12, network_bytes_per_s=50e9,
                 gpus_per_node=8, compute_efficiency=0.5)
     base.update(kw)
-    return Hardware(**{k: np.asarray(v, float) for k, v in base.items()})
+    return Cluster(**{k: np.asarray(v, float) for k, v in base.items()})
 
 
-def _step(shape, train, hw, **kw):
-    args = dict(seq_len=4096, nodes=1, gpus_per_node=1, tp=1, pp=1, dp=1, zero_stage=0, shard_degree=1, micro_batch=1,
-                grad_accum=1, recompute=0, overlap=0.0, link_efficiency=1.0)
-    args.update(kw)
-    return step_time(shape, train, hw, **args)
+def _step(shape, train, hw, *, seq_len=4096, nodes=1, gpus_per_node=1, explicit_efficiency=None, **layout):
+    hw = Cluster(**{**vars(hw), "nodes": nodes, "gpus_per_node": gpus_per_node})
+    return step_time(shape, train, hw, Layout(**layout), RunSettings(seq_len=seq_len),
+                     explicit_efficiency=explicit_efficiency)
 
 
 def test_compute_bound_step_is_flops_over_peak_times_efficiency():

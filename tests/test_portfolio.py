@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from optimizer import load_catalog, load_portfolio, portfolio
 from optimizer.cli import app
-from optimizer.schema import Catalog, Offer, Portfolio
-from optimizer.solver.portfolio_data import pool_specs, prepare_jobs
+from optimizer.inputs.schema import Catalog, Offer, Portfolio
+from optimizer.solver.portfolio.data import pool_specs, prepare_jobs
 
 HW = load_catalog("hardware")
 MODELS = [

@@ -23,13 +23,14 @@ def test_readme_python_examples_run(capsys):
 def test_readme_file_formats_validate():
     import yaml
 
-    from optimizer.schema import Portfolio, Problem
+    from optimizer.inputs.files import expand_models
+    from optimizer.inputs.schema import Portfolio, Problem
 
     blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)]
     jobs = [b for b in blocks if "job" in b]
     portfolios = [b for b in blocks if "jobs" in b]
     assert jobs and portfolios
     for block in jobs:
-        Problem.model_validate(block)
+        Problem.model_validate(expand_models(block))
     for block in portfolios:
-        Portfolio.model_validate(block)
+        Portfolio.model_validate(expand_models(block))

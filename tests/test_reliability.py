@@ -7,17 +7,18 @@ import pytest
 
 from optimizer import check, load_job, plan
 from optimizer.physics import reliability
+from optimizer.physics.constants import FAILURES_PER_GPU_HOUR
 
 
 def test_llama3_failure_rate():
     # 419 interruptions in 54 days on 16,384 GPUs (Llama 3 paper, section 3.3.4)
-    assert reliability.FAILURES_PER_GPU_HOUR == pytest.approx(1.973e-5, rel=1e-3)
-    assert 1 / reliability.FAILURES_PER_GPU_HOUR == pytest.approx(50_680, rel=1e-3)  # per-GPU MTBF, hours
+    assert FAILURES_PER_GPU_HOUR == pytest.approx(1.973e-5, rel=1e-3)
+    assert 1 / FAILURES_PER_GPU_HOUR == pytest.approx(50_680, rel=1e-3)  # per-GPU MTBF, hours
 
 
 def test_young_interval_and_expected_time_by_hand():
     # 1,024 GPUs: M = 1 / (1024 x 1.973e-5) = 49.5 h; a 6-minute checkpoint (0.1 h): tau = sqrt(2 x 0.1 x 49.5) = 3.15 h
-    rate = reliability.interruption_rate_per_hour(1024, 128, reliability.FAILURES_PER_GPU_HOUR)
+    rate = reliability.interruption_rate_per_hour(1024, 128, FAILURES_PER_GPU_HOUR)
     mtbf = 1 / float(rate)
     tau = float(reliability.checkpoint_interval_h(rate, 0.1))
     assert tau == pytest.approx(math.sqrt(2 * 0.1 * mtbf))
@@ -32,6 +33,25 @@ def test_poisson_quantile():
     assert reliability.poisson_quantile(0.0) == 0
     assert reliability.poisson_quantile(1.0) == 2  # P(N <= 1) = 0.736, P(N <= 2) = 0.920
     assert reliability.poisson_quantile(10.0) == 14  # P(N <= 13) = 0.864, P(N <= 14) = 0.917
+
+
+def _poisson_quantile_by_summation(mean: float, q: float) -> int:
+    k, term = 0, math.exp(-mean)
+    total = term
+    while total < q:
+        k += 1
+        term *= mean / k
+        total += term
+    return k
+
+
+@pytest.mark.parametrize("mean", [450.0, 600.0, 700.0])
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
+def test_poisson_quantile_honours_q_for_large_means(mean, q):
+    # Above a mean of 500 a normal approximation takes over; it must still answer the quantile asked
+    # for (it once returned the p90 whatever q was), within one count of the exact sum.
+    assert abs(reliability.poisson_quantile(mean, q) - _poisson_quantile_by_summation(mean, q)) <= 1
+    assert reliability.poisson_quantile(mean, 0.5) < reliability.poisson_quantile(mean, 0.9) < reliability.poisson_quantile(mean, 0.99)
 
 
 def test_no_interruptions_means_no_overhead():

@@ -112,7 +112,7 @@ def test_min_memory_160gi_keeps_b200_and_b300_and_drops_h200(problems):
 
 @pytest.mark.parametrize("efficiency, winner", [(0.75, "B300"), (0.78, "B300"), (0.80, "B200"), (0.85, "B200")])
 def test_two_b200_nodes_beat_one_b300_node_only_above_79_percent(problems, efficiency, winner):
-    from optimizer.loading import load_job as load
+    from optimizer.inputs.files import load_job as load
 
     job = load(problems / "seed-b300-breakeven.yaml")
     job.assumptions.scaling_efficiency[2] = efficiency

@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 import bruteforce
 from optimizer import apply_overrides, load_catalog, load_job, plan
-from optimizer.schema import Catalog, JobSpec, ModelSpec, Offer, Problem
+from optimizer.inputs.schema import Catalog, JobSpec, ModelSpec, Offer, Problem
 from optimizer.solver.model import scaled
-from optimizer.solver.plan import frontier, prepare
+from optimizer.api import candidate_table as prepare
+from optimizer.solver.single import frontier
 
 HARDWARE = {s.name: s for s in load_catalog("hardware").skus}
 

@@ -3,7 +3,7 @@
 import pytest
 
 from optimizer.errors import UnitError
-from optimizer.units import (parse_bytes, parse_count, parse_duration_s, parse_price_per_hour, parse_rate,
+from optimizer.inputs.units import (parse_bytes, parse_count, parse_duration_s, parse_price_per_hour, parse_rate,
                              parse_usd)
 
 

@@ -29,10 +29,10 @@ from functools import cached_property
 
 import numpy as np
 
+from .constants import (FRAMEWORK_RESERVE_FIXED_BYTES, FRAMEWORK_RESERVE_FRACTION,
+                        ZERO3_GATHER_BYTES_PER_LAYER_PARAM)
+from .layout import Layout, Recompute, RunSettings
 from .shapes import ModelShape, TrainingState
-
-GIB = 2.0**30
-RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 
 
 @dataclass
@@ -53,40 +53,33 @@ class MemoryBreakdown:
         return self.weights + self.gradients + self.optimizer
 
 
-def state_bytes(
-    shape: ModelShape,
-    train: TrainingState,
-    tp,
-    pp,
-    zero_stage,
-    shard_degree,
-    offload=0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def state_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Weights, gradients and optimizer state per GPU (ZeRO paper section 5.1, Figure 1).
 
     With optimizer offload (ZeRO-Offload, Ren et al. 2021) the fp32 master weights and Adam moments
     live in CPU memory (``host_optimizer_bytes``) and leave the GPU."""
-    tp, pp = np.asarray(tp, float), np.asarray(pp, float)
-    zero, shard = np.asarray(zero_stage), np.asarray(shard_degree, float)
+    tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
+    zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
     model_parallel = tp * pp
     trainable = train.trainable_params
     weights = train.weights_total(shape.params) / model_parallel
     weights = np.where(zero >= 3, weights / shard, weights)
     # ZeRO-3 gathers one block of weights (and reduces its gradients) at a time: DeepSpeed's
-    # "largest layer" term, 4 bytes x layer parameters, split by TP.
-    weights = weights + np.where(zero >= 3, 4.0 * shape.layer_params / tp, 0.0)
+    # "largest layer" term, split by TP.
+    weights = weights + np.where(zero >= 3, ZERO3_GATHER_BYTES_PER_LAYER_PARAM * shape.layer_params / tp, 0.0)
     grads = train.grad_bytes * trainable / model_parallel
     grads = np.where(zero >= 2, grads / shard, grads)
     optim = train.optimizer_bytes * trainable / model_parallel
     optim = np.where(zero >= 1, optim / shard, optim)
-    return weights, grads, np.where(np.asarray(offload) > 0, 0.0, optim)
+    return weights, grads, np.where(np.asarray(layout.offload) > 0, 0.0, optim)
 
 
-def host_optimizer_bytes(train: TrainingState, tp, pp, shard_degree, gpus_per_node, offload) -> np.ndarray:
+def host_optimizer_bytes(train: TrainingState, layout: Layout, gpus_per_node) -> np.ndarray:
     """CPU memory one node needs for its GPUs' offloaded optimizer shards."""
-    per_gpu = train.optimizer_bytes * train.trainable_params / (np.asarray(tp, float) * np.asarray(pp, float)) \
-        / np.asarray(shard_degree, float)
-    return np.where(np.asarray(offload) > 0, per_gpu * np.asarray(gpus_per_node, float), 0.0)
+    shard = np.where(np.asarray(layout.zero) >= 1, np.asarray(layout.shard, float), 1.0)
+    per_gpu = train.optimizer_bytes * train.trainable_params / (np.asarray(layout.tp, float) * np.asarray(layout.pp, float)) \
+        / shard
+    return np.where(np.asarray(layout.offload) > 0, per_gpu * np.asarray(gpus_per_node, float), 0.0)
 
 
 def layer_activation_bytes(shape: ModelShape, seq_len: float, micro_batch, eager_attention: bool) -> np.ndarray:
@@ -101,41 +94,31 @@ def layer_activation_bytes(shape: ModelShape, seq_len: float, micro_batch, eager
     return per_layer
 
 
-def activation_bytes(
-    shape: ModelShape,
-    seq_len: float,
-    micro_batch,
-    tp,
-    pp,
-    grad_accum,
-    recompute,
-    eager_attention: bool = False,
-    virtual_stages=1,
-) -> np.ndarray:
+def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -> np.ndarray:
     """Activation memory of the busiest pipeline stage (sequence parallelism assumed with TP > 1).
 
     Interleaving v > 1 chunks per GPU keeps more micro-batches in flight: x (1 + (p - 1) / (p v))
     (Korthikanti et al. 2022, section 4.2.3; Megatron-LM's interleaved-schedule memory penalty)."""
-    tp, pp = np.asarray(tp, float), np.asarray(pp, float)
-    b = np.asarray(micro_batch, float)
-    rc = np.asarray(recompute)
-    s = float(seq_len)
-    full_layer = layer_activation_bytes(shape, s, b, eager_attention)
+    tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
+    b = np.asarray(layout.micro_batch, float)
+    rc = np.asarray(layout.recompute)
+    s = float(settings.seq_len)
+    full_layer = layer_activation_bytes(shape, s, b, settings.eager_attention)
     # Selective recompute (or FlashAttention) drops the s^2 attention term (Korthikanti section 5).
     flash_layer = layer_activation_bytes(shape, s, b, False)
-    kept_layer = np.where(rc == 0, full_layer, flash_layer)
-    in_flight = np.minimum(pp, np.asarray(grad_accum, float))
+    kept_layer = np.where(rc == Recompute.NONE, full_layer, flash_layer)
+    in_flight = np.minimum(pp, np.asarray(layout.grad_accum, float))
     layers_per_stage = np.ceil(shape.layers / pp)  # uneven stages: the first one holds the most
     stored = np.where(
-        rc == 2,
+        rc == Recompute.FULL,
         # Full recompute: each layer keeps its input, plus one layer's working set during backward.
         2.0 * s * b * shape.hidden * layers_per_stage * in_flight + flash_layer,
         kept_layer * layers_per_stage * in_flight,
     )
     logits = 6.0 * s * b * shape.vocab
-    v = np.asarray(virtual_stages, float)
+    v = np.asarray(layout.virtual_stages, float)
     first_stage = stored / tp * np.where(v > 1, 1.0 + (pp - 1.0) / (pp * v), 1.0)
-    last_stage = (np.where(rc == 2, 2.0 * s * b * shape.hidden * layers_per_stage + flash_layer,
+    last_stage = (np.where(rc == Recompute.FULL, 2.0 * s * b * shape.hidden * layers_per_stage + flash_layer,
                            kept_layer * layers_per_stage) + logits) / tp
     return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits / tp)
 
@@ -149,42 +132,25 @@ def framework_reserve_bytes(setting, capacity_bytes) -> np.ndarray:
     """
     capacity = np.asarray(capacity_bytes, float)
     if setting == "auto":
-        return 1.5 * GIB + 0.05 * capacity
+        return FRAMEWORK_RESERVE_FIXED_BYTES + FRAMEWORK_RESERVE_FRACTION * capacity
     if isinstance(setting, float) and setting < 1.0:
         return setting * capacity
     return np.full_like(capacity, float(setting))
 
 
-def memory_breakdown(
-    shape: ModelShape,
-    train: TrainingState,
-    *,
-    seq_len: float,
-    tp,
-    pp,
-    zero_stage,
-    shard_degree,
-    micro_batch,
-    grad_accum,
-    recompute,
-    capacity_bytes,
-    activation_reserve,
-    framework_overhead,
-    eager_attention: bool = False,
-    virtual_stages=1,
-    offload=0,
-) -> MemoryBreakdown:
+def memory_breakdown(shape: ModelShape, train: TrainingState, layout: Layout, settings: RunSettings,
+                     capacity_bytes) -> MemoryBreakdown:
     """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1)."""
-    weights, grads, optim = state_bytes(shape, train, tp, pp, zero_stage, shard_degree, offload)
+    weights, grads, optim = state_bytes(shape, train, layout)
     capacity = np.asarray(capacity_bytes, float)
+    activation_reserve = settings.activation_reserve
     if activation_reserve == "auto":
-        acts = activation_bytes(shape, seq_len, micro_batch, tp, pp, grad_accum, recompute, eager_attention,
-                                virtual_stages)
+        acts = activation_bytes(shape, settings, layout)
     elif activation_reserve < 1.0:
         acts = activation_reserve * capacity
     else:
         acts = np.full_like(capacity, float(activation_reserve))
-    reserve = framework_reserve_bytes(framework_overhead, capacity)
+    reserve = framework_reserve_bytes(settings.framework_overhead, capacity)
     shape_of = np.broadcast(weights, acts, capacity).shape
     return MemoryBreakdown(
         weights=np.broadcast_to(weights, shape_of).astype(float),

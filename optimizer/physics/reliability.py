@@ -15,10 +15,13 @@
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
-FAILURES_PER_GPU_HOUR = 419 / (16384 * 54 * 24)
+# Above this mean the Poisson count is summed in thousands of terms; its normal approximation
+# (mean + z sqrt(mean), continuity-corrected) is then within one count of the exact quantile.
+NORMAL_APPROXIMATION_MEAN = 500.0
 
 
 def interruption_rate_per_hour(gpus, nodes, failure_rate_per_gpu_hour: float, preemptions_per_node_hour=0.0):
@@ -42,10 +45,11 @@ def expected_hours(train_h, rate_per_hour, checkpoint_h, restart_h):
 
 
 def poisson_quantile(mean: float, q: float = 0.9) -> int:
+    """The smallest count k with P(N <= k) >= q for N ~ Poisson(mean)."""
     if mean <= 0:
         return 0
-    if mean > 500:  # normal approximation, well inside its accuracy there
-        return int(math.ceil(mean + 1.2815515655446004 * math.sqrt(mean)))
+    if mean > NORMAL_APPROXIMATION_MEAN:
+        return max(0, int(math.ceil(mean + NormalDist().inv_cdf(q) * math.sqrt(mean) - 0.5)))
     k, term = 0, math.exp(-mean)
     total = term
     while total < q:

@@ -36,23 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .constants import LAST_BACKWARD_SHARE_OF_MICRO_BATCH, QLORA_DEQUANT_SLOWDOWN
+from .layout import Cluster, Layout, Recompute, RunSettings
 from .shapes import ModelShape, TrainingState
-
-QLORA_DEQUANT_SLOWDOWN = 1.3  # NF4 dequantisation on every matmul; QLoRA runs ~30 % slower than LoRA
-
-
-@dataclass
-class Hardware:
-    """Per-GPU hardware figures in base units (arrays allowed)."""
-
-    peak_flops: np.ndarray
-    hbm_bytes_per_s: np.ndarray
-    intra_bytes_per_s: np.ndarray  # bidirectional, vendor convention
-    network_bytes_per_s: np.ndarray
-    gpus_per_node: np.ndarray
-    compute_efficiency: np.ndarray
-    host_link_bytes_per_s: float = 25e9  # GPU <-> CPU (PCIe) per GPU
-    host_memory_bytes_per_s: float = 20e9  # CPU DRAM share per GPU
 
 
 @dataclass
@@ -80,7 +66,8 @@ class StepTime:
         return np.array(["compute", "memory", "network"])[np.argmax(terms, axis=0)]
 
 
-def flops_per_token(shape: ModelShape, train: TrainingState, seq_len: float, recompute="none") -> tuple[float, float]:
+def flops_per_token(shape: ModelShape, train: TrainingState, seq_len: float,
+                    recompute=Recompute.NONE) -> tuple[float, np.ndarray]:
     """(model FLOPs, hardware FLOPs) per token; model FLOPs define MFU, hardware FLOPs take time."""
     attention = 12.0 * shape.layers * shape.hidden * seq_len
     if train.lora:
@@ -89,7 +76,8 @@ def flops_per_token(shape: ModelShape, train: TrainingState, seq_len: float, rec
         model = 6.0 * shape.active_params + attention
     model += 2.0 * train.teacher_params
     rc = np.asarray(recompute)
-    extra = np.where(rc == 2, 2.0 * shape.active_params + attention / 3.0, np.where(rc == 1, attention / 3.0, 0.0))
+    extra = np.where(rc == Recompute.FULL, 2.0 * shape.active_params + attention / 3.0,
+                     np.where(rc == Recompute.SELECTIVE, attention / 3.0, 0.0))
     return model, model + extra
 
 
@@ -98,35 +86,16 @@ def _ring(n) -> np.ndarray:
     return (n - 1.0) / np.maximum(n, 1.0)
 
 
-def step_time(
-    shape: ModelShape,
-    train: TrainingState,
-    hw: Hardware,
-    *,
-    seq_len: float,
-    nodes,
-    gpus_per_node,
-    tp,
-    pp,
-    dp,
-    zero_stage,
-    shard_degree,
-    micro_batch,
-    grad_accum,
-    recompute,
-    overlap: float,
-    virtual_stages=1,
-    offload=0,
-    link_efficiency: float,
-    activation_bytes_per_micro=None,
-    explicit_efficiency=None,
-) -> StepTime:
+def step_time(shape: ModelShape, train: TrainingState, hw: Cluster, layout: Layout, settings: RunSettings, *,
+              activation_bytes_per_micro=None, explicit_efficiency=None) -> StepTime:
     """Time of one optimizer step. ``explicit_efficiency`` (nan = none) replaces the derived one."""
-    nodes, g = np.asarray(nodes, float), np.asarray(gpus_per_node, float)
-    tp, pp, dp = np.asarray(tp, float), np.asarray(pp, float), np.asarray(dp, float)
-    zero, shard = np.asarray(zero_stage), np.asarray(shard_degree, float)
-    b, m = np.asarray(micro_batch, float), np.asarray(grad_accum, float)
-    s = float(seq_len)
+    nodes, g = np.asarray(hw.nodes, float), np.asarray(hw.gpus_per_node, float)
+    tp, pp, dp = np.asarray(layout.tp, float), np.asarray(layout.pp, float), np.asarray(layout.dp, float)
+    zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
+    b, m = np.asarray(layout.micro_batch, float), np.asarray(layout.grad_accum, float)
+    recompute = np.asarray(layout.recompute)
+    s = float(settings.seq_len)
+    overlap, link_efficiency = settings.overlap, settings.link_efficiency
     model_fpt, hw_fpt = flops_per_token(shape, train, s, recompute)
 
     # --- one micro-batch on one GPU: roofline
@@ -150,11 +119,11 @@ def step_time(
     intra = hw.intra_bytes_per_s / 2.0 * link_efficiency
     net = hw.network_bytes_per_s * link_efficiency
     multi_node = nodes > 1
-    tp_comm_bytes = np.where(np.asarray(recompute) == 2, 6.0, 4.0) * 2.0 * _ring(tp) * b * s * shape.hidden * 2.0
+    tp_comm_bytes = np.where(recompute == Recompute.FULL, 6.0, 4.0) * 2.0 * _ring(tp) * b * s * shape.hidden * 2.0
     tp_mb = (shape.layers * stage_share) * tp_comm_bytes / intra
     stage_spans_nodes = multi_node & (tp * dp >= g)
     pp_bw = np.where(stage_spans_nodes, net, intra)
-    v = np.asarray(virtual_stages, float)
+    v = np.asarray(layout.virtual_stages, float)
     # each of the v chunks sends its activation forward and its gradient back
     pp_mb = np.where(pp > 1, v * 2.0 * b * s * shape.hidden * 2.0 / tp / pp_bw, 0.0)
     busy_mb = np.maximum(compute_mb, memory_mb)
@@ -177,7 +146,7 @@ def step_time(
     per_micro_s = per_micro_bytes / shard_bw
     per_step_s = per_step_shard_bytes / shard_bw + allreduce_bytes / allreduce_bw
     exposed = m * np.maximum(0.0, per_micro_s - overlap * busy_mb) + np.maximum(
-        0.0, per_step_s - overlap * (2.0 / 3.0) * busy_mb
+        0.0, per_step_s - overlap * LAST_BACKWARD_SHARE_OF_MICRO_BATCH * busy_mb
     )
 
     # --- optimizer update: read and write the local optimizer shard, gradients and weights
@@ -190,7 +159,7 @@ def step_time(
     local = train.trainable_params / model_parallel / opt_shard
     offloaded_s = 2.0 * 2.0 * local / hw.host_link_bytes_per_s + \
         2.0 * (train.optimizer_bytes + 4.0) * local / hw.host_memory_bytes_per_s
-    update_s = np.where(np.asarray(offload) > 0, offloaded_s, update_s)
+    update_s = np.where(np.asarray(layout.offload) > 0, offloaded_s, update_s)
 
     # interleaving v chunks per GPU shrinks the bubble to (p - 1) / v micro-batch slots
     pipeline_s = (m + (pp - 1.0) / v) * micro_s

@@ -33,10 +33,9 @@ from typing import Optional
 
 from ortools.sat.python import cp_model
 
-from ..candidates import Candidate, CandidateTable
-from ..uncertainty import p90_hours
-
-CONSTRAINT_FAMILIES = ("memory", "deadline", "budget", "supply", "filter")
+from ..physics.constants import MIB, usd_to_cents
+from ..planning.candidates import Candidate, CandidateTable
+from ..planning.uncertainty import p90_hours
 
 
 def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
@@ -59,14 +58,14 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
         "zero_stage": s.zero_stage,
         "shard_degree": s.shard_degree,
         "micro_batch": s.micro_batch,
-        "recompute": int(ev.recompute[i]),
+        "recompute": int(ev.layout.recompute[i]),
         "virtual_stages": s.virtual_stages,
-        "offload": int(ev.offload[i]),
+        "offload": int(ev.layout.offload[i]),
         "time_s": time_s,
         "deadline_time_s": math.ceil(deadline_time_s),
-        "cost_cents": int(round(candidate.cost_usd * 100)),
-        "memory_mib": int(math.ceil(candidate.memory_bytes / 2**20)),
-        "capacity_mib": int(math.floor(candidate.capacity_bytes / 2**20)),
+        "cost_cents": usd_to_cents(candidate.cost_usd),
+        "memory_mib": int(math.ceil(candidate.memory_bytes / MIB)),
+        "capacity_mib": int(math.floor(candidate.capacity_bytes / MIB)),
         "filtered": 1 if candidate.rejected_by == "filter" else 0,
         "over_supply": 1 if candidate.rejected_by == "supply" else 0,
     }
@@ -151,9 +150,17 @@ class PlanModel:
         if deadline_s is not None:
             self.model.Add(job.attr["deadline_time_s"] <= int(math.floor(deadline_s))).OnlyEnforceIf(self.switch(name))
 
+    @staticmethod
+    def cost_cents(job: JobVars) -> cp_model.LinearExprT:
+        """The job's cost in cents: its element variable, or the sum over its picks when it has none
+        (an optional portfolio job costs nothing when dropped)."""
+        if "cost_cents" in job.attr:
+            return job.attr["cost_cents"]
+        return sum(d["cost_cents"] * p for d, p in zip(job.data, job.picks))
+
     def add_budget(self, jobs: list[JobVars], budget_usd: Optional[float]) -> None:
         if budget_usd is not None:
-            self.model.Add(sum(j.attr["cost_cents"] for j in jobs) <= int(round(budget_usd * 100))).OnlyEnforceIf(
+            self.model.Add(sum(self.cost_cents(j) for j in jobs) <= usd_to_cents(budget_usd)).OnlyEnforceIf(
                 self.switch("budget"))
 
     def add_supply(self, job: JobVars, table: CandidateTable) -> None:
@@ -173,18 +180,28 @@ class PlanModel:
 
     # --- objective ----------------------------------------------------------------------------
 
-    def set_objective(self, objective: str) -> None:
-        time_total = sum(j.attr["time_s"] for j in self.jobs)
-        cost_total = sum(j.attr["cost_cents"] for j in self.jobs)
-        max_time = sum(max(d["time_s"] for d in j.data) for j in self.jobs if j.data) + 1
-        max_cost = sum(max(d["cost_cents"] for d in j.data) for j in self.jobs if j.data) + 1
-        if objective == "cost":
-            self.model.Minimize(cost_total * max_time + time_total)
-        else:
-            self.model.Minimize(time_total * max_cost + cost_total)
+    def max_total(self, column: str) -> int:
+        """The largest possible sum of a column over the jobs (each at its largest row)."""
+        return sum(max(d[column] for d in j.data) for j in self.jobs if j.data)
 
-    def solve(self, time_limit_s: float = 10.0, assumptions: Optional[dict[str, bool]] = None,
-              workers: int = 1) -> tuple[cp_model.CpSolver, int]:
+    def lexicographic(self, primary: cp_model.LinearExprT, secondary: cp_model.LinearExprT,
+                      secondary_max: int) -> cp_model.LinearExprT:
+        """primary x (secondary_max + 1) + secondary: the secondary term only breaks ties of the primary."""
+        return primary * (secondary_max + 1) + secondary
+
+    def set_objective(self, objective: str) -> None:
+        """Single jobs: cost with time as the tie-breaker, or time with cost as the tie-breaker."""
+        time_total = sum(j.attr["time_s"] for j in self.jobs)
+        cost_total = sum(self.cost_cents(j) for j in self.jobs)
+        if objective == "cost":
+            self.model.Minimize(self.lexicographic(cost_total, time_total, self.max_total("time_s")))
+        else:
+            self.model.Minimize(self.lexicographic(time_total, cost_total, self.max_total("cost_cents")))
+
+    def solver(self, time_limit_s: float, assumptions: Optional[dict[str, bool]] = None,
+               workers: int = 1) -> cp_model.CpSolver:
+        """A CP-SAT solver for this model with the constraint families switched as asked (all on by
+        default); one worker and a fixed seed unless told otherwise, so answers are reproducible."""
         self.model.ClearAssumptions()
         literals = []
         for family, var in self.switches.items():
@@ -195,6 +212,11 @@ class PlanModel:
         solver.parameters.max_time_in_seconds = time_limit_s
         solver.parameters.num_workers = workers
         solver.parameters.random_seed = 0
+        return solver
+
+    def solve(self, time_limit_s: float = 10.0, assumptions: Optional[dict[str, bool]] = None,
+              workers: int = 1) -> tuple[cp_model.CpSolver, int]:
+        solver = self.solver(time_limit_s, assumptions, workers)
         status = solver.Solve(self.model)
         return solver, status
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
+from ..physics.constants import GIB
+from ..results import MemoryGiB, Plan, Quantiles
 from .candidates import Evaluation
 from .context import HardwareRow, JobContext, capacity_bytes
-from .physics.memory import GIB
-from .results import MemoryGiB, Plan, Quantiles
 from .uncertainty import p90_hours, sources
 
 

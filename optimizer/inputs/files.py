@@ -1,34 +1,24 @@
-"""Reading YAML files into the schema: catalogs (bundled or by path), job files, and name lookup.
+"""Reading files into the schema: catalogs (bundled or by path, with includes), jobs, portfolios.
 
 Every failure becomes a ``GpuplanError`` naming the file, the field and the fix: malformed YAML,
 missing files, unknown catalogs or SKUs, and pydantic validation errors (translated here, so a
-user never sees a pydantic traceback).
+user never sees a pydantic traceback). Model presets and ``hf_config`` references are expanded
+here, before validation, so the schema itself reads no files.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Optional
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from . import units
-from .errors import CatalogError, GpuplanError, JobError, did_you_mean
-from .schema import Assumptions, Catalog, CatalogFile, Measurement, Offer, Portfolio, Problem, Sku
-
-_HERE = Path(__file__).resolve().parent
-
-
-def bundled_dir(kind: str) -> Path:
-    """The bundled ``catalogs`` or ``problems`` folder: inside the wheel, or the source checkout."""
-    inside = _HERE / "_bundled" / kind
-    return inside if inside.is_dir() else _HERE.parent / kind
-
-
-def bundled_catalog_names() -> list[str]:
-    return sorted(p.stem for p in bundled_dir("catalogs").glob("*.yaml") if p.stem != "models")
+from ..errors import ArgumentError, CatalogError, GpuplanError, JobError, did_you_mean
+from .bundled import bundled_catalog_names, bundled_dir
+from .catalog import find_sku
+from .hf_models import resolve
+from .schema import Assumptions, Catalog, CatalogFile, Offer, Portfolio, Problem, Sku
 
 
 def read_yaml(path: Path, what: str) -> Any:
@@ -154,32 +144,6 @@ def load_catalog(name_or_path: str = "default", relative_to: Optional[Path] = No
     return catalog
 
 
-def _norm(name: str) -> str:
-    return name.strip().lower().replace("_", "-").replace(" ", "-")
-
-
-def find_sku(catalog: Catalog, name: str) -> Sku:
-    """A SKU by canonical name or alias, case-insensitively (``h100`` -> H100-SXM)."""
-    key = _norm(name)
-    for sku in catalog.skus:
-        if key == _norm(sku.name) or key in (_norm(a) for a in sku.aliases):
-            return sku
-    names = [s.name for s in catalog.skus]
-    raise CatalogError(
-        f"unknown GPU {name!r}; known SKUs: {', '.join(names)}.{did_you_mean(name, names + sum((s.aliases for s in catalog.skus), []))}"
-    )
-
-
-def offers_for(catalog: Catalog, name: str) -> list[Offer]:
-    """Offers selected by an offer name, an offer alias (``type: B200``) or a SKU name/alias."""
-    key = _norm(name)
-    direct = [o for o in catalog.offers if key == _norm(o.name) or key in (_norm(a) for a in o.aliases)]
-    if direct:
-        return direct
-    sku = find_sku(catalog, name)
-    return [o for o in catalog.offers if find_sku(catalog, o.sku).name == sku.name]
-
-
 # --------------------------------------------------------------------------- jobs
 
 
@@ -189,17 +153,28 @@ def load_job(path: str | Path) -> Problem:
     data = read_yaml(path, "job")
     if not isinstance(data, dict) or "job" not in data:
         raise JobError("a job file needs a top-level 'job:' mapping (see problems/ for examples)", source=str(path))
-    _anchor_hf_config(data.get("job"), path.parent)
+    expand_models(data, base=path.parent, source=str(path))
     problem = parse_model(Problem, data, str(path))
     problem.source_path = str(path)
     return problem
 
 
-def _anchor_hf_config(job, base: Path) -> None:
-    """A relative ``hf_config`` path is relative to the file that names it."""
-    model = job.get("model") if isinstance(job, dict) else None
-    if isinstance(model, dict) and isinstance(model.get("hf_config"), str) and not Path(model["hf_config"]).is_absolute():
-        model["hf_config"] = str(base / model["hf_config"])
+def expand_models(data: Any, base: Optional[Path] = None, source: Optional[str] = None) -> Any:
+    """Expand ``model: PRESET`` / ``{preset: ...}`` / ``{hf_config: ...}`` in a job or portfolio mapping,
+    in place, before validation (a relative ``hf_config`` is relative to ``base``, the file's folder)."""
+    if not isinstance(data, dict):
+        return data
+    entries = [("job", data.get("job"))]
+    if isinstance(data.get("jobs"), list):
+        entries += [(f"jobs[{i}].job", entry.get("job")) for i, entry in enumerate(data["jobs"]) if isinstance(entry, dict)]
+    for prefix, job in entries:
+        if isinstance(job, dict) and "model" in job:
+            try:
+                job["model"] = resolve(job["model"], base)
+            except GpuplanError as exc:
+                field = (exc.field or "job.model").replace("job.", prefix + ".", 1)
+                raise type(exc)(exc.reason, source=exc.source or source, field=field) from None
+    return data
 
 
 def problem_catalog(problem: Problem | Portfolio, override: Optional[str] = None) -> Catalog:
@@ -209,74 +184,9 @@ def problem_catalog(problem: Problem | Portfolio, override: Optional[str] = None
     try:
         return load_catalog(name, relative_to=base)
     except CatalogError as exc:
-        raise exc.located(problem.source_path if not override else None, "catalog" if not override else "--catalog")
-
-
-def _quantile(value: str) -> str:
-    if value not in ("p50", "p90"):
-        raise GpuplanError(f"must be p50 or p90 (got {value!r})")
-    return value
-
-
-def apply_overrides(problem: Problem, **overrides) -> Problem:
-    """Command-line flags over the file: ``deadline='5d'``, ``budget='20k'``, ``max_nodes=2``,
-    ``gpu_types='B200,B300'``, ``min_memory='160Gi'``, ``objective='time'``. None leaves a field alone."""
-    flags = {"deadline": ("deadline_s", "--deadline", lambda v: units.parse_duration_s(v, "a deadline")),
-             "budget": ("budget_usd", "--budget", lambda v: units.parse_usd(v, "a budget")),
-             "max_nodes": ("max_nodes", "--max-nodes", int),
-             "max_gpus": ("max_gpus", "--max-gpus", int),
-             "deadline_quantile": ("deadline_quantile", "--deadline-quantile", _quantile)}
-    constraints: dict = {}
-    gpu: dict = {}
-    objective = problem.objective
-    job = problem.job
-    for key, value in overrides.items():
-        if value is None:
-            continue
-        if key == "objective":
-            objective = value
-            continue
-        if key == "measured":
-            job = job.model_copy(update={"measured": job.measured + [parse_measurement(v) for v in value]})
-            continue
-        try:
-            if key == "gpu_types":
-                gpu["types"] = [t.strip() for t in str(value).split(",") if t.strip()]
-            elif key == "min_memory":
-                gpu["min_memory_bytes"] = units.parse_bytes(value, "a memory size")
-                if gpu["min_memory_bytes"] <= 0:
-                    raise GpuplanError("must be positive, e.g. 160Gi")
-            else:
-                field, flag, parse = flags[key]
-                constraints[field] = parse(value)
-                if isinstance(constraints[field], (int, float)) and constraints[field] <= 0:
-                    raise GpuplanError(f"must be positive (got {value!r})")
-        except GpuplanError as exc:
-            flag = flags[key][1] if key in flags else "--" + key.replace("_", "-")
-            raise GpuplanError(exc.reason, source="command line", field=flag) from None
-    new_gpu = problem.constraints.gpu.model_copy(update=gpu)
-    new_constraints = problem.constraints.model_copy(update={**constraints, "gpu": new_gpu})
-    return problem.model_copy(update={"constraints": new_constraints, "objective": objective, "job": job})
-
-
-def parse_measurement(text: str) -> Measurement:
-    """``4xRTX-PRO-6000:14.8k tok/s`` or ``16xB200@2:45k tok/s,150GiB`` (GPUs x SKU [@nodes]: rate [, peak])."""
-    match = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*([A-Za-z0-9._-]+)\s*(?:@\s*(\d+))?\s*:\s*([^,]+?)\s*(?:,\s*(.+))?", text)
-    if not match:
-        raise GpuplanError(f"cannot read {text!r}; write it like '4xRTX-PRO-6000:14.8k tok/s' or "
-                           "'16xB200@2:45k tok/s,150GiB' (GPUs x SKU [@nodes]: throughput [, peak memory])",
-                           source="command line", field="--measured")
-    gpus, sku, nodes, rate, peak = match.groups()
-    data = {"sku": sku, "gpus": int(gpus), "tokens_per_s": rate}
-    if nodes:
-        data["nodes"] = int(nodes)
-    if peak:
-        data["peak_memory"] = peak
-    try:
-        return Measurement.model_validate(data)
-    except ValidationError as exc:
-        err = validation_error(exc, "command line")
-        raise GpuplanError(err.reason, source="command line", field="--measured") from None
+        if override and exc.source is None:  # the name itself is wrong; an error inside the file names the file
+            raise ArgumentError(exc.reason, field="catalog") from None
+        raise exc.located(problem.source_path, "catalog") from None
 
 
 def load_portfolio(path: str | Path) -> Portfolio:
@@ -286,9 +196,7 @@ def load_portfolio(path: str | Path) -> Portfolio:
     if not isinstance(data, dict) or "jobs" not in data:
         raise JobError("a portfolio file needs a top-level 'jobs:' list (see problems/portfolio-*.yaml)",
                        source=str(path))
-    for entry in data.get("jobs") or []:
-        if isinstance(entry, dict):
-            _anchor_hf_config(entry.get("job"), path.parent)
+    expand_models(data, base=path.parent, source=str(path))
     portfolio = parse_model(Portfolio, data, str(path))
     portfolio.source_path = str(path)
     return portfolio

@@ -15,23 +15,48 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Optional
 
+from ..errors import ArgumentError, GpuplanError, JobError
+from ..inputs.catalog import find_sku, offers_for
+from ..inputs.schema import Catalog, Problem
 from .candidates import best_layout, evaluate, strategy_grid
-from .context import Calibration, HardwareRow, JobContext
-from .errors import JobError
-from .loading import find_sku, offers_for
-
-RESOURCE = {"compute": "compute", "memory": "memory", "network": "network"}
+from .context import Calibration, HardwareRow, JobContext, build_context
 
 
-def measured_row(ctx: JobContext, sku_name: str, gpus: int, nodes) -> HardwareRow:
+def job_context(problem: Problem, catalog: Catalog) -> JobContext:
+    """The context a query plans with: built from the problem, calibrated when it carries measurements."""
+    ctx = build_context(problem, catalog)
+    return calibrate(ctx) if problem.job.measured else ctx
+
+
+def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: Optional[int] = None,
+                spot: bool = False) -> HardwareRow:
+    """The SKU on its cheapest offer (ties by offer name; the bare SKU if none prices it), with
+    ``gpus`` laid out on ``nodes`` nodes (default: the fewest that hold them). Errors name the
+    argument (``gpus``, ``nodes``, ``spot``); callers relocate them to a file field where needed."""
+    if gpus < 1:
+        raise ArgumentError("must be at least 1", field="gpus")
     sku = find_sku(ctx.catalog, sku_name)
-    offers = sorted(offers_for(ctx.catalog, sku_name), key=lambda o: o.price_usd_per_gpu_hour)
-    per_node = offers[0].gpus_per_node if offers else sku.gpus_per_node
-    nodes = nodes or math.ceil(gpus / per_node)
+    offers = sorted(offers_for(ctx.catalog, sku_name), key=lambda o: (o.price_usd_per_gpu_hour, o.name))
+    if spot:
+        offers = [o for o in offers if o.spot_price_usd_per_gpu_hour]
+        if not offers:
+            raise ArgumentError(f"no offer in catalog '{ctx.catalog.name}' has a spot price for {sku_name}",
+                                field="spot")
+    offer = offers[0] if offers else None
+    per_node_max = offer.gpus_per_node if offer else sku.gpus_per_node
+    nodes = nodes or math.ceil(gpus / per_node_max)
+    if nodes < 1:
+        raise ArgumentError("must be at least 1", field="nodes")
     if gpus % nodes:
-        raise JobError(f"{gpus} GPUs do not split evenly over {nodes} nodes", field="job.measured")
-    return HardwareRow(sku, offers[0] if offers else None, nodes, gpus // nodes)
+        raise ArgumentError(f"{gpus} GPUs do not split evenly over {nodes} nodes; pick a GPU count divisible by "
+                            "the node count", field="gpus")
+    per_node = gpus // nodes
+    if per_node > per_node_max:
+        raise ArgumentError(f"{per_node} GPUs per node exceeds the {per_node_max} a {sku.name} node holds; "
+                            f"use {math.ceil(gpus / per_node_max)} nodes or fewer GPUs", field="nodes")
+    return HardwareRow(sku, offer, nodes, per_node, spot)
 
 
 def predict_layout(ctx: JobContext, row: HardwareRow):
@@ -67,9 +92,9 @@ def calibrate(ctx: JobContext) -> JobContext:
     rows = []
     for i, m in enumerate(measurements):
         try:
-            rows.append(measured_row(ctx, m.sku, m.gpus, m.nodes))
-        except JobError as exc:
-            raise exc.located(ctx.problem.source_path, f"job.measured[{i}]") from None
+            rows.append(resolve_row(ctx, m.sku, m.gpus, m.nodes))
+        except GpuplanError as exc:
+            raise JobError(exc.reason, source=ctx.problem.source_path, field=f"job.measured[{i}]") from None
     bounds = [predict(ctx, row)[1] for row in rows]
     factors: dict[str, list[float]] = {}
     for row, m, bound in zip(rows, measurements, bounds):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import copy
 
-from .errors import GpuplanError
-from .schema import CatalogFile, Portfolio, Problem
+from ..errors import ArgumentError
+from ..inputs.schema import CatalogFile, Portfolio, Problem
 
 KINDS = {"job": Problem, "portfolio": Portfolio, "catalog": CatalogFile}
 
@@ -30,7 +30,7 @@ def _model_variants(schema: dict) -> None:
 
 def json_schema(kind: str) -> dict:
     if kind not in KINDS:
-        raise GpuplanError(f"unknown schema {kind!r}; choose job, portfolio or catalog", field="KIND")
+        raise ArgumentError(f"unknown schema {kind!r}; choose job, portfolio or catalog", field="kind")
     schema = copy.deepcopy(KINDS[kind].model_json_schema(by_alias=True, mode="validation"))
     _model_variants(schema)
     props = schema.get("properties", {})

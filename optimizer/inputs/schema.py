@@ -13,6 +13,7 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
+from ..physics.constants import FAILURES_PER_GPU_HOUR, HOST_LINK_GB_PER_S_PER_GPU, HOST_MEMORY_GB_PER_S_PER_GPU
 from . import units
 
 def _unit(example: str) -> WithJsonSchema:
@@ -146,15 +147,19 @@ class Catalog(_Model):
 
 
 class ModelSpec(_Model):
-    """A transformer, by total parameters alone or by its shapes (which the physics prefers), or by
-    ``preset: llama-3.1-70b`` / ``hf_config: path/to/config.json`` (expanded by ``models.resolve``)."""
+    """A transformer, by total parameters alone or by its shapes (which the physics prefers).
+
+    In files, ``preset: llama-3.1-70b`` / ``hf_config: path/to/config.json`` stand for these fields:
+    ``inputs.files`` expands them before validation (``inputs.hf_models.resolve``), so this schema
+    reads no files."""
 
     @model_validator(mode="before")
     @classmethod
-    def _expand_preset_or_hf_config(cls, data):
-        from .models import resolve  # models reads bundled files; keep the schema import-light
-
-        return resolve(data)
+    def _presets_are_expanded_first(cls, data):
+        if isinstance(data, str) or (isinstance(data, dict) and {"preset", "hf_config"} & set(data)):
+            raise ValueError("a preset or hf_config is expanded when a file is read: use optimizer.load_job, "
+                             "or optimizer.inputs.files.expand_models on the mapping first")
+        return data
 
     name: Optional[str] = None
     params: Count = Field(gt=0, description="Total parameters (70B, 14e9).")
@@ -266,15 +271,15 @@ class Assumptions(_Model):
     )
     startup_s: Seconds = Field(600.0, alias="startup", ge=0, description="Start-up and final checkpoint time.")
     failure_rate_per_gpu_hour: float = Field(
-        419 / (16384 * 54 * 24), ge=0, description="Interruptions per GPU-hour (Llama 3: 419 in 54 days on 16,384 GPUs)."
+        FAILURES_PER_GPU_HOUR, ge=0, description="Interruptions per GPU-hour (Llama 3: 419 in 54 days on 16,384 GPUs)."
     )
     checkpoint_gb_per_s_per_node: float = Field(2.0, gt=0, description="Checkpoint write bandwidth per node, GB/s.")
     host_memory_per_node_bytes: Bytes = Field(
         2e12, alias="host_memory_per_node", gt=0, description="CPU memory per node for optimizer offload (2TB)."
     )
-    host_link_gb_per_s_per_gpu: float = Field(25.0, gt=0, description="GPU-host PCIe bandwidth per GPU, GB/s.")
+    host_link_gb_per_s_per_gpu: float = Field(HOST_LINK_GB_PER_S_PER_GPU, gt=0, description="GPU-host PCIe bandwidth per GPU, GB/s.")
     host_memory_gb_per_s_per_gpu: float = Field(
-        20.0, gt=0, description="CPU DRAM bandwidth share per GPU for the offloaded optimizer step, GB/s."
+        HOST_MEMORY_GB_PER_S_PER_GPU, gt=0, description="CPU DRAM bandwidth share per GPU for the offloaded optimizer step, GB/s."
     )
     restart_s: Seconds = Field(600.0, alias="restart", ge=0, description="Time to restart after an interruption.")
     memory_basis: MemoryBasis = Field(

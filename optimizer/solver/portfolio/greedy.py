@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ...physics.constants import usd_to_cents
+
 
 def greedy_schedule(jobs, pools, pool_of, horizon: int, budget_cents: Optional[int] = None) -> list[Optional[tuple[int, int]]]:
     """Per job, (option index, start step) or None when it could not be placed (pools, deadline, budget)."""
@@ -30,7 +32,7 @@ def greedy_schedule(jobs, pools, pool_of, horizon: int, budget_cents: Optional[i
             ranked = sorted(range(len(job.options)), key=lambda i: (job.options[i].cost_usd, job.durations[i]))
             for i in ranked:
                 opt, dur = job.options[i], job.durations[i]
-                cents = int(round(opt.cost_usd * 100))
+                cents = usd_to_cents(opt.cost_usd)
                 if budget_cents is not None and spent + cents > budget_cents:
                     continue
                 p = pool_of[opt.row.offer.name]

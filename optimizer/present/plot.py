@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import GpuplanError
+from ..errors import ArgumentError
 
 
 def _pyplot():
@@ -15,7 +15,7 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise GpuplanError("plots need matplotlib: pip install 'gpuplan[plot]'", field="--plot") from None
+        raise ArgumentError("plots need matplotlib: pip install 'gpuplan[plot]'", field="plot") from None
     return plt
 
 

@@ -19,13 +19,13 @@ from typing import Any, Optional
 
 import yaml
 
-from .errors import GpuplanError, JobError, did_you_mean
+from ..errors import GpuplanError, JobError, did_you_mean
+from .bundled import MODEL_PRESETS, bundled_dir
 
 _GATED = ("silu", "swiglu", "gelu_pytorch_tanh", "geglu", "swish")
 
 
 def _presets_file() -> Path:
-    from .loading import bundled_dir
 
     return bundled_dir("catalogs") / "models.yaml"
 

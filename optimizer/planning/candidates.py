@@ -20,40 +20,30 @@ from typing import Optional
 
 import numpy as np
 
+from ..inputs.catalog import find_sku
+from ..inputs.schema import Strategy
+from ..physics import reliability
+from ..physics.constants import FALLBACK_NETWORK_GB_PER_S_PER_GPU, FREE_BATCH_MICRO_BATCHES_PER_STAGE
+from ..physics.cost import run_cost_usd
+from ..physics.layout import Cluster, Layout, Offload, Recompute
+from ..physics.memory import MemoryBreakdown, activation_bytes, host_optimizer_bytes, memory_breakdown
+from ..physics.time import StepTime, step_time
 from .context import HardwareRow, JobContext, capacity_bytes
-from .loading import find_sku
-from .physics import reliability
-from .physics.cost import run_cost_usd
-from .physics.memory import (RECOMPUTE_CODES, MemoryBreakdown, activation_bytes, host_optimizer_bytes,
-                             memory_breakdown)
-from .physics.time import Hardware, StepTime, step_time
-from .schema import Strategy
+from .reliability import checkpoint_hours, interruption_rate
 
 TP_CHOICES = (1, 2, 4, 8)
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)  # uneven stages allowed: the first holds ceil(L / p) layers
 MICRO_BATCH_CHOICES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGE_CHOICES = (1, 2, 4, 8)  # interleaved 1F1B (Narayanan et al. 2021, section 2.2)
-GRID_FIELDS = ("tp", "pp", "dp", "zero", "shard", "micro_batch", "grad_accum", "recompute", "virtual_stages",
-               "offload")
-OFFLOAD_NAMES = {0: "none", 1: "optimizer"}
-RECOMPUTE_NAMES = {v: k for k, v in RECOMPUTE_CODES.items()}
+GRID_FIELDS = Layout.field_names()
 
 
 @dataclass
 class Evaluation:
     """Physics of many (row, strategy) layouts, aligned arrays."""
 
-    row: np.ndarray
-    tp: np.ndarray
-    pp: np.ndarray
-    dp: np.ndarray
-    zero: np.ndarray
-    shard: np.ndarray
-    micro_batch: np.ndarray
-    grad_accum: np.ndarray
-    recompute: np.ndarray
-    virtual_stages: np.ndarray
-    offload: np.ndarray
+    row: np.ndarray  # index into the hardware rows
+    layout: Layout
     memory: MemoryBreakdown
     host_bytes: np.ndarray  # CPU memory per node for offloaded optimizer state
     host_capacity_bytes: float
@@ -67,11 +57,11 @@ class Evaluation:
         return (self.memory.total <= self.capacity_bytes) & (self.host_bytes <= self.host_capacity_bytes)
 
     def strategy(self, i: int) -> Strategy:
+        lay = self.layout.at(i)
         return Strategy(
-            tp=int(self.tp[i]), pp=int(self.pp[i]), dp=int(self.dp[i]), zero_stage=int(self.zero[i]),
-            shard_degree=int(self.shard[i]), micro_batch=int(self.micro_batch[i]),
-            grad_accum=int(self.grad_accum[i]), recompute=RECOMPUTE_NAMES[int(self.recompute[i])],
-            virtual_stages=int(self.virtual_stages[i]), offload=OFFLOAD_NAMES[int(self.offload[i])],
+            tp=lay.tp, pp=lay.pp, dp=lay.dp, zero_stage=lay.zero, shard_degree=lay.shard,
+            micro_batch=lay.micro_batch, grad_accum=lay.grad_accum, recompute=Recompute(lay.recompute).label,
+            virtual_stages=lay.virtual_stages, offload=Offload(lay.offload).label,
         )
 
 
@@ -153,14 +143,14 @@ def _divisors(n: int, choices) -> list[int]:
     return [c for c in choices if c <= n and n % c == 0]
 
 
-def _offload_choices(setting: str, zero: int, dp: int) -> tuple[int, ...]:
+def _offload_choices(setting: str, zero: int, dp: int) -> tuple[Offload, ...]:
     """ZeRO-Offload runs with stage 2 or 3 (or a single data-parallel rank)."""
     possible = zero >= 2 or dp == 1
     if setting == "optimizer":
-        return (1,) if possible else ()
+        return (Offload.OPTIMIZER,) if possible else ()
     if setting == "auto" and possible:
-        return (0, 1)
-    return (0,)
+        return (Offload.NONE, Offload.OPTIMIZER)
+    return (Offload.NONE,)
 
 
 def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = False) -> np.ndarray:
@@ -171,9 +161,10 @@ def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = Fal
     if ctx.shape.has_shapes:
         tps = [t for t in tps if model.heads % t == 0 and (model.kv_heads or model.heads) % t == 0]
     pps = [p for p in PP_CHOICES if ctx.shape.has_shapes and 2 * p <= model.layers] or [1]
-    recomputes = [0, 2] if ctx.job.attention == "flash" else [0, 1, 2]
+    # Under FlashAttention selective recompute keeps the same tensors as none (section 4 of the design).
+    recomputes = [Recompute.NONE, Recompute.FULL] if ctx.job.attention == "flash" else list(Recompute)
     if ctx.activation_reserve != "auto":
-        recomputes = [0]  # activations are a fixed reserve: recomputing would only cost time
+        recomputes = [Recompute.NONE]  # activations are a fixed reserve: recomputing would only cost time
     batch = None if ignore_batch else ctx.job.global_batch_sequences
     out = []
     for tp in tps:
@@ -187,7 +178,7 @@ def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = Fal
                 shards.append((3, in_node))  # hybrid shard: ZeRO-3 inside a node, replicate across
             for mb in MICRO_BATCH_CHOICES:
                 if batch is None:
-                    accum = 1 if pp == 1 else 4 * pp
+                    accum = 1 if pp == 1 else FREE_BATCH_MICRO_BATCHES_PER_STAGE * pp
                 else:
                     if batch % (dp * mb):
                         continue
@@ -208,63 +199,49 @@ def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = Fal
 # --------------------------------------------------------------------------- evaluation
 
 
-def interruption_rate(ctx: JobContext, row: HardwareRow) -> float:
-    """Failures and (on spot rows) preemptions per hour for the whole job."""
-    return float(reliability.interruption_rate_per_hour(
-        row.gpus, row.nodes, ctx.assumptions.failure_rate_per_gpu_hour, row.preemptions_per_node_hour))
-
-
-def checkpoint_hours(ctx: JobContext, row: HardwareRow) -> float:
-    """Time to write a checkpoint: bf16 weights plus optimizer state, spread over the nodes' storage links."""
-    train = ctx.train
-    state = train.weights_total(ctx.shape.params) - 2.0 * train.teacher_params + train.optimizer_bytes * train.trainable_params
-    return state / (ctx.assumptions.checkpoint_gb_per_s_per_node * 1e9 * row.nodes) / 3600.0
-
-
-
-def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) -> Evaluation:
-    """Run memory, time and cost physics for every (row, strategy) pair in one vectorised pass."""
-    counts = [len(g) for g in grids]
-    row_idx = np.repeat(np.arange(len(rows)), counts)
-    grid = np.concatenate(grids) if grids else np.zeros((0, len(GRID_FIELDS)), dtype=np.int64)
-    tp, pp, dp, zero, shard, mb, accum, rc, vs, off = (grid[:, i] for i in range(len(GRID_FIELDS)))
+def _cluster(ctx: JobContext, rows: list[HardwareRow], row_idx: np.ndarray) -> Cluster:
+    """Per-layout hardware figures (each row's, repeated over its layouts)."""
 
     def per_row(values) -> np.ndarray:
         return np.asarray(values, dtype=float)[row_idx]
 
     a = ctx.assumptions
-    caps = per_row([capacity_bytes(r, a.memory_basis)[0] for r in rows])
-    nodes = per_row([r.nodes for r in rows])
-    gpn = per_row([r.gpus_per_node for r in rows])
-    hw = Hardware(
+    return Cluster(
         peak_flops=per_row([ctx.peak_flops(r.sku) or np.nan for r in rows]),
         hbm_bytes_per_s=per_row([r.sku.hbm_bandwidth_gb_per_s * 1e9 * ctx.calibration.memory for r in rows]),
         intra_bytes_per_s=per_row([r.sku.intra_node_bandwidth_gb_per_s * 1e9 for r in rows]),
-        network_bytes_per_s=per_row([(r.sku.network_gb_per_s_per_gpu or 12.5) * 1e9 for r in rows]),
-        gpus_per_node=gpn,
+        network_bytes_per_s=per_row([(r.sku.network_gb_per_s_per_gpu or FALLBACK_NETWORK_GB_PER_S_PER_GPU) * 1e9
+                                     for r in rows]),
+        gpus_per_node=per_row([r.gpus_per_node for r in rows]),
         compute_efficiency=per_row([ctx.compute_efficiency(r.sku) for r in rows]),
+        nodes=per_row([r.nodes for r in rows]),
         host_link_bytes_per_s=a.host_link_gb_per_s_per_gpu * 1e9,
         host_memory_bytes_per_s=a.host_memory_gb_per_s_per_gpu * 1e9,
     )
-    explicit = per_row([ctx.explicit_efficiency(r.nodes) or np.nan for r in rows])
-    eager = ctx.job.attention == "eager"
-    mem = memory_breakdown(
-        ctx.shape, ctx.train, seq_len=ctx.job.seq_len, tp=tp, pp=pp, zero_stage=zero, shard_degree=shard,
-        micro_batch=mb, grad_accum=accum, recompute=rc, capacity_bytes=caps, virtual_stages=vs, offload=off,
-        activation_reserve=ctx.activation_reserve, framework_overhead=ctx.framework_overhead,
-        eager_attention=eager,
-    )
+
+
+def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) -> Evaluation:
+    """Run memory, time and cost physics for every (row, strategy) pair in one vectorised pass."""
+    row_idx = np.repeat(np.arange(len(rows)), [len(g) for g in grids])
+    grid = np.concatenate(grids) if grids else np.zeros((0, len(GRID_FIELDS)), dtype=np.int64)
+    layout = Layout.from_grid(grid)
+
+    def per_row(values) -> np.ndarray:
+        return np.asarray(values, dtype=float)[row_idx]
+
+    a = ctx.assumptions
+    settings = ctx.settings
+    hw = _cluster(ctx, rows, row_idx)
+    caps = per_row([capacity_bytes(r, a.memory_basis)[0] for r in rows])
+    mem = memory_breakdown(ctx.shape, ctx.train, layout, settings, caps)
     if ctx.calibration.reserve_delta_bytes:  # before anything reads (and caches) mem.total
         mem.reserve = np.maximum(0.0, mem.reserve + ctx.calibration.reserve_delta_bytes)
     # HBM traffic of activations: one stage's layers, one micro-batch (written forward, read backward).
-    acts_micro = activation_bytes(ctx.shape, ctx.job.seq_len, mb, tp, pp, 1, rc, eager) if ctx.shape.has_shapes else 0.0
-    timing = step_time(
-        ctx.shape, ctx.train, hw, seq_len=ctx.job.seq_len, nodes=nodes, gpus_per_node=gpn, tp=tp, pp=pp, dp=dp,
-        zero_stage=zero, shard_degree=shard, micro_batch=mb, grad_accum=accum, recompute=rc, virtual_stages=vs, offload=off,
-        overlap=a.overlap, link_efficiency=a.link_efficiency * ctx.calibration.network,
-        activation_bytes_per_micro=acts_micro,
-        explicit_efficiency=explicit,
-    )
+    one_micro = Layout(**{**vars(layout), "grad_accum": 1, "virtual_stages": 1})
+    acts_micro = activation_bytes(ctx.shape, settings, one_micro) if ctx.shape.has_shapes else 0.0
+    explicit = per_row([ctx.explicit_efficiency(r.nodes) or np.nan for r in rows])
+    timing = step_time(ctx.shape, ctx.train, hw, layout, settings,
+                       activation_bytes_per_micro=acts_micro, explicit_efficiency=explicit)
     train_h = ctx.job.total_tokens / timing.tokens_per_s / 3600.0
     rate = per_row([interruption_rate(ctx, r) for r in rows])
     hours = reliability.expected_hours(train_h, rate, per_row([checkpoint_hours(ctx, r) for r in rows]),
@@ -273,9 +250,10 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     billed = per_row([r.billed_gpus for r in rows])
     increment = per_row([r.offer.billing_increment_s if r.offer else 1.0 for r in rows])
     cost = run_cost_usd(price, billed, hours, increment)
-    host = host_optimizer_bytes(ctx.train, tp, pp, np.where(zero >= 1, shard, 1), gpn, off)
-    return Evaluation(row_idx, tp, pp, dp, zero, shard, mb, accum, rc, vs, off, mem, host,
-                      a.host_memory_per_node_bytes, caps, timing, hours, cost)
+    host = host_optimizer_bytes(ctx.train, layout, hw.gpus_per_node)
+    return Evaluation(row=row_idx, layout=layout, memory=mem, host_bytes=host,
+                      host_capacity_bytes=a.host_memory_per_node_bytes, capacity_bytes=caps, timing=timing,
+                      hours=hours, cost_usd=cost)
 
 
 def best_layout(ev: Evaluation, lo: int = 0, hi: Optional[int] = None) -> int:

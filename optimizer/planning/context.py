@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from . import units
-from .errors import GpuplanError, JobError
-from .loading import offers_for
-from .physics.shapes import ModelShape, TrainingState, model_shape, training_state
-from .schema import Catalog, Offer, Problem, Sku
-
-DEFAULT_COMPUTE_EFFICIENCY = {"sxm": 0.5, "oam": 0.45, "pcie": 0.45}
+from ..errors import GpuplanError, JobError
+from ..inputs import units
+from ..inputs.catalog import offers_for
+from ..inputs.schema import Catalog, Offer, Problem, Sku
+from ..physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY
+from ..physics.layout import RunSettings
+from ..physics.shapes import ModelShape, TrainingState
+from .model_state import model_shape, training_state
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def capacity_bytes(row: HardwareRow, basis: str) -> tuple[float, str]:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Multipliers fitted to measurements (``calibration.py``); identity when nothing was measured."""
+    """Multipliers fitted to measurements (``planning.calibration``); identity when nothing was measured."""
 
     compute: float = 1.0  # on the compute efficiency
     memory: float = 1.0  # on the achieved HBM bandwidth
@@ -85,6 +86,8 @@ class Calibration:
 
 @dataclass(frozen=True)
 class JobContext:
+    """One job resolved against one catalog: what every planning step reads (data only)."""
+
     problem: Problem
     catalog: Catalog
     shape: ModelShape
@@ -109,7 +112,7 @@ class JobContext:
         if self.assumptions.mfu != "auto":
             base = float(self.assumptions.mfu)
         else:
-            base = sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, 0.45)
+            base = sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
         return base * self.calibration.compute
 
     def is_measured(self, row: "HardwareRow") -> bool:
@@ -121,6 +124,13 @@ class JobContext:
 
     def explicit_efficiency(self, nodes: int) -> Optional[float]:
         return self.assumptions.scaling_efficiency.get(nodes)
+
+    @property
+    def settings(self) -> RunSettings:
+        a = self.assumptions
+        return RunSettings(seq_len=float(self.job.seq_len), eager_attention=self.job.attention == "eager",
+                           overlap=a.overlap, link_efficiency=a.link_efficiency * self.calibration.network,
+                           activation_reserve=self.activation_reserve, framework_overhead=self.framework_overhead)
 
 
 def _size_or_fraction(value, field: str, source: Optional[str]) -> Union[str, float]:
@@ -160,9 +170,4 @@ def build_context(problem: Problem, catalog: Catalog) -> JobContext:
             offers_for(catalog, gpu_type)  # an offer name or alias, or a SKU name or alias
         except GpuplanError as exc:
             raise JobError(exc.reason, source=source, field="constraints.gpu.types") from None
-    ctx = JobContext(problem, catalog, shape, train, reserve, overhead)
-    if problem.job.measured:
-        from .calibration import calibrate  # calibration evaluates candidates, which import this module
-
-        ctx = calibrate(ctx)
-    return ctx
+    return JobContext(problem, catalog, shape, train, reserve, overhead)

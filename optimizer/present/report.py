@@ -7,7 +7,7 @@ import html
 from typing import Optional
 
 from .render import headline, strategy_text
-from .results import OptionsResult, Plan, SolveResult
+from ..results import OptionsResult, Plan, SolveResult
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2433}

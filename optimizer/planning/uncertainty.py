@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 
+from ..physics import reliability
+from ..physics.constants import Z90
 from .context import HardwareRow, JobContext
-from .physics import reliability
-
-Z90 = 1.2815515655446004
+from .reliability import checkpoint_hours, interruption_rate
 
 
 def _terms(ctx: JobContext, row: HardwareRow) -> list[tuple[str, float]]:
@@ -46,8 +46,6 @@ def spread(ctx: JobContext, row: HardwareRow, z: float = Z90) -> float:
 
 def p90_hours(ctx: JobContext, row: HardwareRow, tokens_per_s: float) -> float:
     """p90 hours: the lognormal efficiency spread on the 90th-percentile interruption count."""
-    from .candidates import checkpoint_hours, interruption_rate  # candidates imports this module's users
-
     a = ctx.assumptions
     train_h = ctx.job.total_tokens / tokens_per_s / 3600.0
     rate, checkpoint_h, restart_h = interruption_rate(ctx, row), checkpoint_hours(ctx, row), a.restart_s / 3600.0

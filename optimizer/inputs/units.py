@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import UnitError
+from ..errors import UnitError
+from ..physics.constants import GIB
 
-GIB = 2**30
 GB = 10**9
 
 _SIZE_UNITS = {

@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .results import CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
-from .schema import Catalog
-from .units import fmt_count, fmt_duration
+from ..results import CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
+from ..inputs.schema import Catalog
+from ..inputs.units import fmt_count, fmt_duration
 
 
 def _usd(value: Optional[float]) -> str:
@@ -111,7 +111,7 @@ def print_check(result: CheckResult, console: Console) -> None:
     for note in result.notes:
         console.print(f"Note: {note}", style="dim")
     if result.vs_measured:
-        console.print(Text("Compared " + result.vs_measured["summary"], style="bold"))
+        console.print(Text("Compared " + result.vs_measured.summary, style="bold"))
     if p.spread_source:
         console.print(f"p90 spread from: {p.spread_source}", style="dim")
     if result.optimum is not None:

@@ -7,12 +7,13 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from ..candidates import Candidate, CandidateTable, build_table
-from ..context import build_context
-from ..errors import GpuplanError, JobError
-from ..loading import offers_for, portfolio_job_problem
-from ..schema import Catalog, Portfolio
-from .model import solver_rows
+from ...errors import GpuplanError, JobError
+from ...inputs.catalog import offers_for
+from ...inputs.files import portfolio_job_problem
+from ...inputs.schema import Catalog, Portfolio
+from ...planning.calibration import job_context
+from ...planning.candidates import Candidate, CandidateTable, build_table
+from ..model import solver_rows
 
 WEIGHT_SCALE = 1000  # job weights to integers
 
@@ -107,7 +108,7 @@ def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[JobData]
     jobs = []
     for i, entry in enumerate(pf.jobs):
         problem = portfolio_job_problem(pf, i)
-        ctx = build_context(problem, catalog)
+        ctx = job_context(problem, catalog)
         table = build_table(ctx)
         options = [c for c in solver_rows(table) if c.rejected_by is None]
         durations = [_steps(c.time_s, pf.time_step_s) for c in options]

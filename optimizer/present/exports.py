@@ -11,8 +11,8 @@ import math
 
 import yaml
 
-from .errors import GpuplanError
-from .results import Plan
+from ..errors import ArgumentError, GpuplanError
+from ..results import Plan
 
 KINDS = ("skypilot", "kubernetes", "deepspeed", "accelerate", "torchrun")
 
@@ -130,4 +130,4 @@ def export(plan: Plan, kind: str, name: str = "gpuplan-job") -> str:
         return accelerate(plan)
     if kind == "torchrun":
         return torchrun(plan) + "\n"
-    raise GpuplanError(f"unknown export {kind!r}; choose one of {', '.join(KINDS)}", field="--export")
+    raise ArgumentError(f"unknown export {kind!r}; choose one of {', '.join(KINDS)}", field="export")

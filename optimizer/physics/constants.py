@@ -1,0 +1,103 @@
+"""Every sourced constant of gpuplan, defined once with its citation (docs/design.md section 12).
+
+A leaf module: it imports nothing from gpuplan, so every layer (the input schema's defaults
+included) may read it. Values without a published source are marked ``ASSUMPTION`` and are
+overridable in a job's ``assumptions`` or a catalog row where the comment says so.
+"""
+
+from __future__ import annotations
+
+# --------------------------------------------------------------------------- units
+
+GIB = 2.0**30  # bytes in a GiB (IEC 80000-13)
+MIB = 2.0**20
+CENTS_PER_USD = 100  # the solver works in integer cents
+
+
+def usd_to_cents(usd: float) -> int:
+    """Integer cents for the CP-SAT model (round half to even, like Python's ``round``)."""
+    return int(round(usd * CENTS_PER_USD))
+
+
+def optimality_gap(objective: float, bound: float, proven: bool) -> float:
+    """Relative distance between a solution and the solver's bound: |obj - bound| / |obj| (0 when proven)."""
+    return 0.0 if proven or objective == 0 else abs(objective - bound) / abs(objective)
+
+
+# --------------------------------------------------------------------------- statistics
+
+Z90 = 1.2815515655446004  # standard-normal 90th percentile, Phi^-1(0.9)
+
+# --------------------------------------------------------------------------- training state
+
+# Optimizer state bytes per trainable parameter, with an fp32 master copy (Transformer Math 101,
+# EleutherAI 2023: AdamW 12 = 4 master + 4 m + 4 v; bitsandbytes 8-bit Adam 6 = 4 master + 1 + 1;
+# SGD with momentum 8 = 4 master + 4 momentum; Adafactor ~4 = master copy + factored second moment).
+OPTIMIZER_BYTES = {"adamw": 12.0, "adamw8bit": 6.0, "sgd": 8.0, "adafactor": 4.0}
+
+# Mixed-precision Adam: 2 (bf16 weights) + 2 (bf16 gradients) + 12 (optimizer) = 16 bytes per
+# parameter (Rajbhandari et al. 2020, "ZeRO", section 3.1).
+MIXED_PRECISION_ADAM_BYTES = 16.0
+
+# QLoRA stores frozen weights in NF4 with double quantisation: 4 bits + 0.127 bits of constants per
+# parameter (Dettmers et al. 2023, "QLoRA", section 3: 0.127 bits after double quantisation).
+QLORA_BYTES_PER_PARAM = (4.0 + 0.127) / 8.0
+
+# ZeRO-3 holds one gathered block at a time: DeepSpeed's estimator counts 4 bytes x the largest
+# layer's parameters (fp16 weights + gradients; ``estimate_zero3_model_states_mem_needs``).
+ZERO3_GATHER_BYTES_PER_LAYER_PARAM = 4.0
+
+# ASSUMPTION: embeddings and LM head hold at most half of the parameters, so a block holds at least
+# params / (2 L). True of every bundled preset (the largest share, Gemma 2 9B with a 256k vocabulary,
+# is 8 %); it only guards params-and-vocabulary inputs that would otherwise leave nothing per block.
+MIN_BLOCK_SHARE_OF_PARAMS = 0.5
+
+# --------------------------------------------------------------------------- memory reserve
+
+# CUDA context (~0.5-1 GiB) plus NCCL channel buffers, fixed per GPU; and 5 % of capacity for the
+# caching allocator's fragmentation (a common planning margin, cf. EleutherAI's Transformer Math 101
+# "miscellaneous memory" allowance). Overridable: assumptions.framework_overhead.
+FRAMEWORK_RESERVE_FIXED_BYTES = 1.5 * GIB
+FRAMEWORK_RESERVE_FRACTION = 0.05
+
+# --------------------------------------------------------------------------- time
+
+# Achieved fraction of dense peak FLOPS, per form factor, when a SKU row gives no ``default_mfu``:
+# Megatron-LM sustains 52 % of A100 peak at 1T parameters (Narayanan et al. 2021, abstract and
+# Table 1) and up to 56 % MFU with selective recompute (Korthikanti et al. 2022, Table 5): 0.5 for
+# SXM. ASSUMPTION: PCIe and OAM parts 0.45 (lower sustained clocks and power under load).
+# Overridable: assumptions.mfu, catalog default_mfu.
+DEFAULT_COMPUTE_EFFICIENCY = {"sxm": 0.5, "oam": 0.45, "pcie": 0.45}
+FALLBACK_COMPUTE_EFFICIENCY = 0.45
+
+# ASSUMPTION: a SKU row without ``network_gb_per_s_per_gpu`` gets one 100 Gb/s NIC per GPU
+# (12.5 GB/s), the smallest scale-out link sold with current 8-GPU servers. Override in the catalog.
+FALLBACK_NETWORK_GB_PER_S_PER_GPU = 12.5
+
+# GPU <-> host PCIe per GPU: PCIe Gen5 x16 is 32 GB/s per direction raw (PCI-SIG 5.0 specification),
+# about 25 GB/s achieved. ASSUMPTION: the host DRAM share per GPU, a 2-socket server's ~300-400 GB/s
+# over 8 GPUs halved for the CPU Adam's read+write mix (ZeRO-Offload, Ren et al. 2021, section 4).
+# Overridable: assumptions.host_link_gb_per_s_per_gpu, assumptions.host_memory_gb_per_s_per_gpu.
+HOST_LINK_GB_PER_S_PER_GPU = 25.0
+HOST_MEMORY_GB_PER_S_PER_GPU = 20.0
+
+# ASSUMPTION: QLoRA dequantises NF4 weights to bf16 before every matmul, so it trains slower than
+# 16-bit LoRA on the same layout (Dettmers et al. 2023, "QLoRA", section 3); 1.3x the step time is
+# a planning value, not a published figure (the overhead shrinks as tokens per micro-batch grow).
+QLORA_DEQUANT_SLOWDOWN = 1.3
+
+# The step's final gradient all-reduce overlaps only the last micro-batch's backward pass, which is
+# two of its three matmul passes (forward 1, backward 2: Chowdhery et al. 2022, appendix B).
+LAST_BACKWARD_SHARE_OF_MICRO_BATCH = 2.0 / 3.0
+
+# ASSUMPTION: with the global batch left free, pipeline layouts run 4 micro-batches per stage, which
+# keeps the 1F1B bubble (p - 1) / (m + p - 1) under 20 % (Narayanan et al. 2021, section 2.2 and
+# Figure 13: m >= 4p is where their throughput flattens).
+FREE_BATCH_MICRO_BATCHES_PER_STAGE = 4
+
+# --------------------------------------------------------------------------- reliability
+
+# Llama 3 (Dubey et al. 2024, "The Llama 3 Herd of Models", section 3.3.4): 419 unexpected
+# interruptions in 54 days of pre-training on 16,384 H100s = 1.97e-5 per GPU-hour.
+# Overridable: assumptions.failure_rate_per_gpu_hour.
+FAILURES_PER_GPU_HOUR = 419 / (16384 * 54 * 24)

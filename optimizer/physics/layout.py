@@ -1,0 +1,115 @@
+"""How a job is laid out on its GPUs, as one typed struct the memory and time formulas share.
+
+``Layout`` is a struct of arrays: each field is an integer numpy array (or a scalar), one entry per
+layout, so the candidate table evaluates a million layouts with the same code ``check`` runs on one.
+Adding a parallel dimension means adding a field here and reading it in the formulas that use it.
+``Cluster`` is the hardware side of the same rows; ``RunSettings`` the job-wide numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import IntEnum
+from typing import Any, Union
+
+import numpy as np
+
+from .constants import HOST_LINK_GB_PER_S_PER_GPU, HOST_MEMORY_GB_PER_S_PER_GPU
+
+Ints = Union[int, np.ndarray]
+Floats = Union[float, np.ndarray]
+
+
+class Recompute(IntEnum):
+    """Activation recomputation (Korthikanti et al. 2022, section 5)."""
+
+    NONE = 0
+    SELECTIVE = 1  # attention core only
+    FULL = 2  # every layer re-runs its forward pass in backward
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def from_label(cls, label: str) -> "Recompute":
+        return cls[label.upper()]
+
+
+class Offload(IntEnum):
+    """Where the optimizer state lives (ZeRO-Offload, Ren et al. 2021)."""
+
+    NONE = 0
+    OPTIMIZER = 1
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def from_label(cls, label: str) -> "Offload":
+        return cls[label.upper()]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Parallel degrees and batching of one or many layouts (aligned arrays or scalars).
+
+    ``dp = gpus / (tp x pp)``; ``shard`` is the group ZeRO shards over (``dp`` for full sharding,
+    the ranks inside a node for a hybrid shard, 1 without ZeRO); ``grad_accum`` micro-batches of
+    ``micro_batch`` sequences per optimizer step; ``virtual_stages`` interleaved chunks per GPU.
+    """
+
+    tp: Ints = 1
+    pp: Ints = 1
+    dp: Ints = 1
+    zero: Ints = 0
+    shard: Ints = 1
+    micro_batch: Ints = 1
+    grad_accum: Ints = 1
+    recompute: Ints = Recompute.NONE
+    virtual_stages: Ints = 1
+    offload: Ints = Offload.NONE
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_grid(cls, grid: np.ndarray) -> "Layout":
+        """Columns of an integer grid, in ``field_names`` order."""
+        return cls(*(grid[:, i] for i in range(grid.shape[1])))
+
+    def at(self, i: int) -> "Layout":
+        """The i-th layout as plain integers."""
+        return Layout(*(int(np.asarray(getattr(self, name))[i]) for name in self.field_names()))
+
+    def as_floats(self) -> dict[str, np.ndarray]:
+        return {name: np.asarray(getattr(self, name), float) for name in self.field_names()}
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Per-GPU hardware figures in base units (arrays aligned with a ``Layout``, or scalars)."""
+
+    peak_flops: Floats
+    hbm_bytes_per_s: Floats
+    intra_bytes_per_s: Floats  # bidirectional, the vendors' NVLink convention
+    network_bytes_per_s: Floats
+    gpus_per_node: Floats
+    compute_efficiency: Floats
+    nodes: Floats = 1.0
+    host_link_bytes_per_s: float = HOST_LINK_GB_PER_S_PER_GPU * 1e9  # GPU <-> CPU (PCIe) per GPU
+    host_memory_bytes_per_s: float = HOST_MEMORY_GB_PER_S_PER_GPU * 1e9  # CPU DRAM share per GPU
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Job-wide numbers the formulas need besides the model, the training state and the layout."""
+
+    seq_len: float
+    eager_attention: bool = False  # materialised s x s attention (no FlashAttention)
+    overlap: float = 0.0  # fraction of data-parallel traffic hidden behind compute
+    link_efficiency: float = 1.0  # achieved / nominal link bandwidth
+    activation_reserve: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)
+    framework_overhead: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)

@@ -1,0 +1,70 @@
+"""From the input schema to the physics' structs: a job's ``ModelShape`` and ``TrainingState``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import JobError
+from ..inputs.schema import JobSpec, ModelSpec
+from ..physics.constants import MIXED_PRECISION_ADAM_BYTES, OPTIMIZER_BYTES, QLORA_BYTES_PER_PARAM
+from ..physics.shapes import ModelShape, TrainingState, lora_adapter_params
+
+
+def model_shape(model: ModelSpec) -> ModelShape:
+    active = float(model.active_params or model.params)
+    if not model.has_shapes:
+        return ModelShape(params=float(model.params), active_params=active)
+    head_dim = model.head_dim or model.hidden // model.heads
+    kv_heads = model.kv_heads or model.heads
+    per_token_experts = (model.experts_per_token or 1) + model.shared_experts if model.experts else 1
+    return ModelShape(
+        params=float(model.params),
+        active_params=active,
+        layers=float(model.layers),
+        hidden=float(model.hidden),
+        heads=float(model.heads),
+        kv_width=float(kv_heads * head_dim),
+        q_width=float(model.heads * head_dim),
+        ffn_active=float(model.ffn_hidden * per_token_experts),
+        vocab=float(model.vocab),
+        gated_mlp=model.gated_mlp,
+        has_shapes=True,
+    )
+
+
+def training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
+    """Bytes per parameter of the job's method and optimizer, plus a frozen teacher if any."""
+    state = _training_state(job, shape)
+    return replace(state, teacher_params=float(job.teacher_params or 0.0))
+
+
+def _training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
+    optimizer = OPTIMIZER_BYTES[job.optimizer]
+    if job.method == "full":
+        if job.bytes_per_param is not None:
+            # Keep the ZeRO split (2 : 2 : 12) so sharding still divides the right parts.
+            scale = job.bytes_per_param / MIXED_PRECISION_ADAM_BYTES
+            return TrainingState(shape.params, 2.0 * scale, 0.0, 2.0 * scale, 12.0 * scale)
+        return TrainingState(shape.params, 2.0, 0.0, 2.0, optimizer)
+    if job.trainable_params is not None:
+        adapters = float(job.trainable_params)
+    elif shape.has_shapes:
+        adapters = lora_adapter_params(shape, job.lora_rank)
+    else:
+        raise JobError(
+            f"{job.method} needs the model's shapes (layers, hidden, heads, ffn_hidden, vocab) to size the "
+            "adapters, or job.trainable_params (e.g. 40M)",
+            field="job.model",
+        )
+    base = QLORA_BYTES_PER_PARAM if job.method == "qlora" else 2.0
+    per_adapter = job.bytes_per_param if job.bytes_per_param is not None else 4.0 + optimizer
+    scale = per_adapter / (4.0 + optimizer)
+    return TrainingState(
+        trainable_params=adapters,
+        weight_bytes=base,
+        adapter_weight_bytes=2.0 * scale,
+        grad_bytes=2.0 * scale,
+        optimizer_bytes=optimizer * scale,
+        lora=True,
+        quantized_base=job.method == "qlora",
+    )
