@@ -32,25 +32,49 @@ def main() -> None:
     cfg = data["model"]
     catalog = load_catalog("hardware")
     print(f"model: {cfg}, torch {data.get('torch')}")
-    print(f"{'mb':>3} {'recompute':>9} {'measured GiB':>12} {'reserved':>9} {'predicted':>9} {'err':>7} "
-          f"{'measured tok/s':>14} {'predicted':>10} {'err':>7}")
+    print(
+        f"{'mb':>3} {'recompute':>9} {'measured GiB':>12} {'reserved':>9} {'predicted':>9} {'err':>7} "
+        f"{'measured tok/s':>14} {'predicted':>10} {'err':>7}"
+    )
     for r in data["results"]:
         if r.get("oom"):
             print(f"{r['micro_batch']:>3} {r['recompute']:>9}  out of memory")
             continue
-        job = JobSpec.model_validate({
-            "model": {"params": r["params"], "layers": cfg["layers"], "hidden": cfg["hidden"], "heads": cfg["heads"],
-                      "kv_heads": cfg["kv_heads"], "ffn_hidden": cfg["ffn"], "vocab": cfg["vocab"]},
-            "tokens": 1e9, "seq_len": cfg["seq"], "global_batch": r["micro_batch"]})
-        plan = check(Problem(job=job), args.sku, 1, zero=0, micro_batch=r["micro_batch"], recompute=r["recompute"],
-                     catalog=catalog, compare=False).plan
+        job = JobSpec.model_validate(
+            {
+                "model": {
+                    "params": r["params"],
+                    "layers": cfg["layers"],
+                    "hidden": cfg["hidden"],
+                    "heads": cfg["heads"],
+                    "kv_heads": cfg["kv_heads"],
+                    "ffn_hidden": cfg["ffn"],
+                    "vocab": cfg["vocab"],
+                },
+                "tokens": 1e9,
+                "seq_len": cfg["seq"],
+                "global_batch": r["micro_batch"],
+            }
+        )
+        plan = check(
+            Problem(job=job),
+            args.sku,
+            1,
+            zero=0,
+            micro_batch=r["micro_batch"],
+            recompute=r["recompute"],
+            catalog=catalog,
+            compare=False,
+        ).plan
         m = plan.memory_gib
         predicted_gib = m.total - m.reserve
         measured_gib = r.get("peak_allocated_bytes", float("nan")) / GIB
         reserved_gib = r.get("peak_reserved_bytes", float("nan")) / GIB
-        print(f"{r['micro_batch']:>3} {r['recompute']:>9} {measured_gib:>12.1f} {reserved_gib:>9.1f} {predicted_gib:>9.1f} "
-              f"{predicted_gib / measured_gib - 1:>+7.1%} {r['tokens_per_s']:>14,.0f} {plan.tokens_per_s:>10,.0f} "
-              f"{plan.tokens_per_s / r['tokens_per_s'] - 1:>+7.1%}")
+        print(
+            f"{r['micro_batch']:>3} {r['recompute']:>9} {measured_gib:>12.1f} {reserved_gib:>9.1f} {predicted_gib:>9.1f} "
+            f"{predicted_gib / measured_gib - 1:>+7.1%} {r['tokens_per_s']:>14,.0f} {plan.tokens_per_s:>10,.0f} "
+            f"{plan.tokens_per_s / r['tokens_per_s'] - 1:>+7.1%}"
+        )
 
 
 if __name__ == "__main__":

@@ -106,8 +106,13 @@ def run(cfg: dict, micro_batch: int, recompute: bool, steps: int, device: torch.
         if step >= 3:  # warm-up: allocator, kernels, optimizer state
             times.append(time.perf_counter() - t0)
     step_s = sorted(times)[len(times) // 2]
-    out = {"micro_batch": micro_batch, "recompute": "full" if recompute else "none", "params": params,
-           "step_s": step_s, "tokens_per_s": micro_batch * cfg["seq"] / step_s}
+    out = {
+        "micro_batch": micro_batch,
+        "recompute": "full" if recompute else "none",
+        "params": params,
+        "step_s": step_s,
+        "tokens_per_s": micro_batch * cfg["seq"] / step_s,
+    }
     if device.type == "cuda":
         out["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
         out["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
@@ -127,8 +132,11 @@ def main() -> None:
     os.environ.setdefault("MASTER_PORT", "29511")
     dist.init_process_group("nccl" if cuda else "gloo", rank=0, world_size=1)
     # A 1.3B-parameter Llama-shaped model on the GPU; a tiny one on a CPU (code-path check only).
-    cfg = (dict(layers=24, hidden=2048, heads=16, kv_heads=4, ffn=5632, vocab=32000, seq=4096) if cuda else
-           dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=256, seq=32))
+    cfg = (
+        dict(layers=24, hidden=2048, heads=16, kv_heads=4, ffn=5632, vocab=32000, seq=4096)
+        if cuda
+        else dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=256, seq=32)
+    )
     settings = [(1, False), (2, False), (4, False), (4, True), (8, True)] if cuda else [(1, False), (2, True)]
     results = []
     for micro_batch, recompute in settings:

@@ -19,8 +19,7 @@ from ortools.sat.python import cp_model
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optimizer import load_catalog  # noqa: E402
-from optimizer import api  # noqa: E402
+from optimizer import api, load_catalog
 from optimizer.inputs import units  # noqa: E402
 from optimizer.inputs.schema import Catalog, Offer, Portfolio  # noqa: E402
 from optimizer.solver.portfolio import data as pdata  # noqa: E402
@@ -28,20 +27,71 @@ from optimizer.solver.portfolio import solve as pmod  # noqa: E402
 from optimizer.solver.portfolio.greedy import greedy_schedule  # noqa: E402
 
 MODELS = [
-    {"name": "llama-3.1-8b", "params": "8.03B", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256},
-    {"name": "qwen3-14b", "params": "14.77B", "layers": 40, "hidden": 5120, "heads": 40, "kv_heads": 8, "ffn_hidden": 17408, "vocab": 151936},
-    {"name": "qwen3-32b", "params": "32.76B", "layers": 64, "hidden": 5120, "heads": 64, "kv_heads": 8, "head_dim": 128, "ffn_hidden": 25600, "vocab": 151936},
-    {"name": "mistral-7b", "params": "7.25B", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 32768},
+    {
+        "name": "llama-3.1-8b",
+        "params": "8.03B",
+        "layers": 32,
+        "hidden": 4096,
+        "heads": 32,
+        "kv_heads": 8,
+        "ffn_hidden": 14336,
+        "vocab": 128256,
+    },
+    {
+        "name": "qwen3-14b",
+        "params": "14.77B",
+        "layers": 40,
+        "hidden": 5120,
+        "heads": 40,
+        "kv_heads": 8,
+        "ffn_hidden": 17408,
+        "vocab": 151936,
+    },
+    {
+        "name": "qwen3-32b",
+        "params": "32.76B",
+        "layers": 64,
+        "hidden": 5120,
+        "heads": 64,
+        "kv_heads": 8,
+        "head_dim": 128,
+        "ffn_hidden": 25600,
+        "vocab": 151936,
+    },
+    {
+        "name": "mistral-7b",
+        "params": "7.25B",
+        "layers": 32,
+        "hidden": 4096,
+        "heads": 32,
+        "kv_heads": 8,
+        "ffn_hidden": 14336,
+        "vocab": 32768,
+    },
 ]
-SKUS = ["B200", "B300", "H200", "H100-SXM", "A100-80GB", "H800", "MI300X", "A100-40GB", "RTX-PRO-6000", "L40S",
-        "H100-PCIe", "B200"]
+SKUS = [
+    "B200",
+    "B300",
+    "H200",
+    "H100-SXM",
+    "A100-80GB",
+    "H800",
+    "MI300X",
+    "A100-40GB",
+    "RTX-PRO-6000",
+    "L40S",
+    "H100-PCIe",
+    "B200",
+]
 
 
 def instance(n_jobs: int, n_offers: int, seed: int = 0, load: float = 0.5) -> tuple[Portfolio, Catalog]:
     rng = random.Random(seed)
     hw = load_catalog("hardware")
-    offers = [Offer(name=f"o{i}-{s.lower()}", sku=s, price=round(rng.uniform(1.0, 7.0), 3), gpus_per_node=8,
-                    max_nodes=1) for i, s in enumerate(SKUS[:n_offers])]
+    offers = [
+        Offer(name=f"o{i}-{s.lower()}", sku=s, price=round(rng.uniform(1.0, 7.0), 3), gpus_per_node=8, max_nodes=1)
+        for i, s in enumerate(SKUS[:n_offers])
+    ]
     catalog = Catalog(name="bench", skus=hw.skus, offers=offers)
     horizon_d = 30
     jobs = []
@@ -51,10 +101,16 @@ def instance(n_jobs: int, n_offers: int, seed: int = 0, load: float = 0.5) -> tu
         # Size jobs so that demand is about the pools' capacity: supply binds, cheap offers run out.
         tokens = rng.uniform(0.3, 1.7) * load * n_offers * 8 * horizon_d * 86400 * 0.6e15 / (n_jobs * 6 * 15e9)
         release = rng.randint(0, horizon_d // 2)
-        jobs.append({"name": f"job{i}", "job": {"model": model, "method": method, "tokens": tokens, "seq_len": 4096,
-                                                "global_batch": 64},
-                     "release": f"{release}d", "deadline": f"{min(horizon_d, release + rng.randint(3, 10))}d",
-                     "priority": rng.choice([1, 2, 3]), "required": rng.random() > 0.2})
+        jobs.append(
+            {
+                "name": f"job{i}",
+                "job": {"model": model, "method": method, "tokens": tokens, "seq_len": 4096, "global_batch": 64},
+                "release": f"{release}d",
+                "deadline": f"{min(horizon_d, release + rng.randint(3, 10))}d",
+                "priority": rng.choice([1, 2, 3]),
+                "required": rng.random() > 0.2,
+            }
+        )
     gpus = 8  # one node per offer
     pools = [{"offer": o.name, "gpus": gpus} for o in offers]
     pf = Portfolio.model_validate({"horizon": f"{horizon_d}d", "time_step": "1h", "pools": pools, "jobs": jobs})
@@ -78,7 +134,9 @@ def greedy(pf: Portfolio, catalog: Catalog) -> tuple[float, tuple[int, float]]:
     pools = pdata.pool_specs(pf, catalog, horizon)
     pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}
     placed = greedy_schedule(jobs, pools, pool_of, horizon)
-    return sum(job.options[p[0]].cost_usd for job, p in zip(jobs, placed) if p), _value(pf, [e.name for e, p in zip(pf.jobs, placed) if p])
+    return sum(job.options[p[0]].cost_usd for job, p in zip(jobs, placed) if p), _value(
+        pf, [e.name for e, p in zip(pf.jobs, placed) if p]
+    )
 
 
 def _value(pf: Portfolio, done: list[str]) -> tuple[int, float]:
@@ -98,7 +156,7 @@ class Recorder(cp_model.CpSolverSolutionCallback):
         t = time.perf_counter() - self.t0
         if self.first is None:
             self.first = t
-        obj, bound = self.ObjectiveValue(), self.BestObjectiveBound()
+        obj, bound = self.objective_value, self.best_objective_bound
         if self.one_percent is None and obj and abs(obj - bound) / abs(obj) <= 0.01:
             self.one_percent = t
 
@@ -112,8 +170,10 @@ def main() -> None:
     ap.add_argument("--load", type=float, default=0.5, help="Demand / pool capacity (roughly); 0.7 is very tight.")
     args = ap.parse_args()
     print(f"time limit {args.time_limit:g} s, {args.workers} workers, time step {args.time_step}; times in seconds")
-    print(f"{'jobs':>5} {'offers':>6} {'options':>7} {'prep':>6} {'first':>7} {'1% gap':>7} {'optimal':>8} {'status':>8} "
-          f"{'gap':>6} {'req done':>9} {'opt wt':>6} {'cp-sat $':>11} {'greedy req':>10} {'g opt wt':>8} {'greedy $':>11} {'saving':>10}")
+    print(
+        f"{'jobs':>5} {'offers':>6} {'options':>7} {'prep':>6} {'first':>7} {'1% gap':>7} {'optimal':>8} {'status':>8} "
+        f"{'gap':>6} {'req done':>9} {'opt wt':>6} {'cp-sat $':>11} {'greedy req':>10} {'g opt wt':>8} {'greedy $':>11} {'saving':>10}"
+    )
     for n in [int(x) for x in args.sizes.split(",")]:
         offers = min(12, 5 + n // 50)
         pf, catalog = instance(n, offers, load=args.load)
@@ -128,8 +188,9 @@ def main() -> None:
         pmod._Progress = lambda out: rec  # reuse the product's callback hook to record timings
         try:
             t1 = time.perf_counter()
-            result = api.portfolio(pf, catalog=catalog, time_limit_s=args.time_limit, workers=args.workers,
-                                    progress=lambda line: None)
+            result = api.portfolio(
+                pf, catalog=catalog, time_limit_s=args.time_limit, workers=args.workers, progress=lambda line: None
+            )
             wall = time.perf_counter() - t1
         finally:
             pmod._Progress = original
@@ -144,10 +205,12 @@ def main() -> None:
             saving = "less done"
         optimal = f"{wall:.1f}" if result.status == "optimal" else "-"
         one = rec.one_percent if rec.one_percent is not None else (wall if result.status == "optimal" else None)
-        print(f"{n:>5} {offers:>6} {options:>7} {prep:>6.1f} {rec.first if rec.first is not None else float('nan'):>7.1f} "
-              f"{one if one is not None else float('nan'):>7.1f} {optimal:>8} {result.status:>8} {result.gap:>6.2%} "
-              f"{f'{value[0]}/{required}':>9} {value[1]:>6g} {result.total_cost_usd:>11,.0f} {f'{g_value[0]}/{required}':>10} "
-              f"{g_value[1]:>8g} {g_cost:>11,.0f} {saving:>10}")
+        print(
+            f"{n:>5} {offers:>6} {options:>7} {prep:>6.1f} {rec.first if rec.first is not None else float('nan'):>7.1f} "
+            f"{one if one is not None else float('nan'):>7.1f} {optimal:>8} {result.status:>8} {result.gap:>6.2%} "
+            f"{f'{value[0]}/{required}':>9} {value[1]:>6g} {result.total_cost_usd:>11,.0f} {f'{g_value[0]}/{required}':>10} "
+            f"{g_value[1]:>8g} {g_cost:>11,.0f} {saving:>10}"
+        )
 
 
 if __name__ == "__main__":

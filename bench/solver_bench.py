@@ -19,20 +19,41 @@ sys.path.insert(0, str(ROOT / "tests"))
 import bruteforce  # noqa: E402  (the test oracle, reused on the same table)
 
 from optimizer import load_catalog, load_job  # noqa: E402
+from optimizer.inputs.schema import Catalog, Offer  # noqa: E402
 from optimizer.planning.calibration import job_context  # noqa: E402
 from optimizer.planning.candidates import build_table  # noqa: E402
-from optimizer.inputs.schema import Catalog, Offer  # noqa: E402
 from optimizer.solver.model import scaled  # noqa: E402
 from optimizer.solver.single import _model, frontier  # noqa: E402
 
-SKUS = ["B200", "B300", "H200", "H100-SXM", "A100-80GB", "MI300X", "H800", "A100-40GB", "RTX-PRO-6000", "L40S",
-        "H100-PCIe", "B200"]
+SKUS = [
+    "B200",
+    "B300",
+    "H200",
+    "H100-SXM",
+    "A100-80GB",
+    "MI300X",
+    "H800",
+    "A100-40GB",
+    "RTX-PRO-6000",
+    "L40S",
+    "H100-PCIe",
+    "B200",
+]
 
 
 def catalog(offers: int, max_nodes: int) -> Catalog:
     hardware = load_catalog("hardware")
-    rows = [Offer(name=f"offer{i}-{sku.lower()}", sku=sku, provider=f"p{i % 3}", price=1.0 + 0.37 * i,
-                  gpus_per_node=8, max_nodes=max_nodes) for i, sku in enumerate(SKUS[:offers])]
+    rows = [
+        Offer(
+            name=f"offer{i}-{sku.lower()}",
+            sku=sku,
+            provider=f"p{i % 3}",
+            price=1.0 + 0.37 * i,
+            gpus_per_node=8,
+            max_nodes=max_nodes,
+        )
+        for i, sku in enumerate(SKUS[:offers])
+    ]
     return Catalog(name=f"bench-{offers}x{max_nodes}", skus=hardware.skus, offers=rows)
 
 
@@ -53,8 +74,10 @@ def main() -> None:
     problem = load_job(args.job)
     grid = [(3, 8)] if args.quick else [(o, n) for o in (3, 6, 12) for n in (8, 32, 64)]
     print(f"job: {Path(args.job).name}; times are medians of 3 runs, seconds")
-    print(f"{'offers':>6} {'max nodes':>9} {'rows':>6} {'layouts':>8} {'table':>7} {'cp-sat best':>11} "
-          f"{'frontier':>8} {'points':>6} {'brute best':>10} {'brute front':>11} {'agree':>5}")
+    print(
+        f"{'offers':>6} {'max nodes':>9} {'rows':>6} {'layouts':>8} {'table':>7} {'cp-sat best':>11} "
+        f"{'frontier':>8} {'points':>6} {'brute best':>10} {'brute front':>11} {'agree':>5}"
+    )
     for offers, nodes in grid:
         cat = catalog(offers, nodes)
         ctx = job_context(problem, cat)
@@ -71,10 +94,13 @@ def main() -> None:
         t_bbest, bbest = timed(lambda: bruteforce.best(table, problem.objective))
         t_bfront, bfront = timed(lambda: bruteforce.frontier(table))
         d = scaled(chosen, table)
-        agree = (d["cost_cents"], d["time_s"]) == bbest and \
-            [(scaled(c, table)["time_s"], scaled(c, table)["cost_cents"]) for c in points] == bfront
-        print(f"{offers:>6} {nodes:>9} {len(table.rows):>6} {len(table.evaluation.row):>8} {t_table:>7.3f} "
-              f"{t_best:>11.3f} {t_front:>8.3f} {len(points):>6} {t_bbest:>10.4f} {t_bfront:>11.4f} {'yes' if agree else 'NO':>5}")
+        agree = (d["cost_cents"], d["time_s"]) == bbest and [
+            (scaled(c, table)["time_s"], scaled(c, table)["cost_cents"]) for c in points
+        ] == bfront
+        print(
+            f"{offers:>6} {nodes:>9} {len(table.rows):>6} {len(table.evaluation.row):>8} {t_table:>7.3f} "
+            f"{t_best:>11.3f} {t_front:>8.3f} {len(points):>6} {t_bbest:>10.4f} {t_bfront:>11.4f} {'yes' if agree else 'NO':>5}"
+        )
 
 
 if __name__ == "__main__":

@@ -26,8 +26,15 @@ DATA = ROOT / "validation" / "published_runs.yaml"
 
 
 def predict(run: dict, catalog) -> float:
-    job = JobSpec.model_validate({"name": run["name"], "model": run["model"], "tokens": run["tokens"],
-                                  "seq_len": run["seq_len"], "global_batch": run["global_batch"]})
+    job = JobSpec.model_validate(
+        {
+            "name": run["name"],
+            "model": run["model"],
+            "tokens": run["tokens"],
+            "seq_len": run["seq_len"],
+            "global_batch": run["global_batch"],
+        }
+    )
     result = check(Problem(job=job), run["sku"], run["gpus"], catalog=catalog, compare=False)
     return result.plan.hours.p50 * run["gpus"], result.plan
 
@@ -37,9 +44,19 @@ def table(path: Path = DATA) -> list[dict]:
     rows = []
     for run in yaml.safe_load(path.read_text())["runs"]:
         predicted, plan = predict(run, catalog)
-        rows.append({"name": run["name"], "sku": run["sku"], "gpus": run["gpus"], "reported": run["reported_gpu_hours"],
-                     "predicted": predicted, "error": predicted / run["reported_gpu_hours"] - 1, "mfu": plan.mfu,
-                     "strategy": plan.strategy, "source": run["source"]})
+        rows.append(
+            {
+                "name": run["name"],
+                "sku": run["sku"],
+                "gpus": run["gpus"],
+                "reported": run["reported_gpu_hours"],
+                "predicted": predicted,
+                "error": predicted / run["reported_gpu_hours"] - 1,
+                "mfu": plan.mfu,
+                "strategy": plan.strategy,
+                "source": run["source"],
+            }
+        )
     return rows
 
 
@@ -50,8 +67,10 @@ def main() -> int:
     rows = table()
     print(f"{'run':<16} {'GPU':<10} {'GPUs':>6} {'reported GPU-h':>15} {'predicted':>12} {'error':>7} {'MFU':>5}")
     for r in rows:
-        print(f"{r['name']:<16} {r['sku']:<10} {r['gpus']:>6} {r['reported']:>15,.0f} {r['predicted']:>12,.0f} "
-              f"{r['error']:>+7.1%} {r['mfu']:>5.0%}")
+        print(
+            f"{r['name']:<16} {r['sku']:<10} {r['gpus']:>6} {r['reported']:>15,.0f} {r['predicted']:>12,.0f} "
+            f"{r['error']:>+7.1%} {r['mfu']:>5.0%}"
+        )
     errors = [abs(r["error"]) for r in rows]
     median, worst = statistics.median(errors), max(errors)
     signed = statistics.median(r["error"] for r in rows)

@@ -19,8 +19,17 @@ from .errors import ArgumentError, CatalogError, GpuplanError, JobError, UnitErr
 from .inputs.files import load_catalog, load_job, load_portfolio
 from .inputs.overrides import apply_overrides
 from .inputs.schema import Catalog, JobSpec, ModelSpec, Portfolio, Problem, Strategy
-from .results import (CapacityResult, CheckResult, MeasuredComparison, Option, OptionsResult, Plan,
-                      PortfolioResult, RunnerUp, SolveResult)
+from .results import (
+    CapacityResult,
+    CheckResult,
+    MeasuredComparison,
+    Option,
+    OptionsResult,
+    Plan,
+    PortfolioResult,
+    RunnerUp,
+    SolveResult,
+)
 
 __version__ = "0.1.0"
 

@@ -7,7 +7,7 @@ knows about command-line flags: a bad argument raises ``ArgumentError`` naming t
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from .errors import ArgumentError, JobError
 from .explain import check_notes, fill_drop_reasons, infeasibility, measured_summary, portfolio_infeasibility
@@ -23,18 +23,27 @@ from .solver.portfolio.solve import solve_portfolio
 from .solver.single import options_table, solve_table
 
 
-def candidate_table(problem: Problem, catalog: Optional[Catalog] = None) -> CandidateTable:
+def candidate_table(problem: Problem, catalog: Catalog | None = None) -> CandidateTable:
     """Every hardware row the problem's catalog offers, each with its best layout (rejected rows kept)."""
     catalog = catalog or problem_catalog(problem)
     if not catalog.offers:
-        raise JobError(f"catalog '{catalog.name}' has no offers (prices), so there is nothing to plan with; "
-                       "use a price sheet such as 'default' or 'nodus-2026-11'", source=problem.source_path,
-                       field="catalog")
+        raise JobError(
+            f"catalog '{catalog.name}' has no offers (prices), so there is nothing to plan with; "
+            "use a price sheet such as 'default' or 'nodus-2026-11'",
+            source=problem.source_path,
+            field="catalog",
+        )
     return build_table(job_context(problem, catalog), keep_rejected=True)
 
 
-def plan(problem: Problem, *, catalog: Optional[Catalog] = None, time_limit_s: float = 10.0,
-         runners_up: bool = True, table: Optional[CandidateTable] = None) -> SolveResult:
+def plan(
+    problem: Problem,
+    *,
+    catalog: Catalog | None = None,
+    time_limit_s: float = 10.0,
+    runners_up: bool = True,
+    table: CandidateTable | None = None,
+) -> SolveResult:
     """The best plan for the problem's objective, the cost/time frontier and the runners-up."""
     if not time_limit_s > 0:
         raise ArgumentError("must be a positive number of seconds", field="time_limit_s")
@@ -44,23 +53,36 @@ def plan(problem: Problem, *, catalog: Optional[Catalog] = None, time_limit_s: f
     if result.status == "infeasible":
         result.infeasible = infeasibility(table, outcome.binding)
     elif result.status == "unknown":
-        result.notes.append(f"the solver stopped after {time_limit_s:g} s without a plan or a proof that none "
-                            "exists; raise the time limit")
+        result.notes.append(
+            f"the solver stopped after {time_limit_s:g} s without a plan or a proof that none "
+            "exists; raise the time limit"
+        )
     if table.ctx.constraints.deadline_quantile == "p90":
         result.notes.append("the deadline must hold at p90")
     return result
 
 
-def options(problem: Problem, *, catalog: Optional[Catalog] = None,
-            table: Optional[CandidateTable] = None) -> OptionsResult:
+def options(problem: Problem, *, catalog: Catalog | None = None, table: CandidateTable | None = None) -> OptionsResult:
     """Every hardware row considered, with its best strategy, hours, cost and what rejected it."""
     return options_table(table or candidate_table(problem, catalog))
 
 
-def check(problem: Problem, sku: str, gpus: int, *, nodes: Optional[int] = None, tp: Optional[int] = None,
-          pp: Optional[int] = None, zero: Optional[int] = None, micro_batch: Optional[int] = None,
-          recompute: Optional[str] = None, offload: Optional[str] = None, catalog: Optional[Catalog] = None,
-          compare: bool = True, spot: bool = False) -> CheckResult:
+def check(
+    problem: Problem,
+    sku: str,
+    gpus: int,
+    *,
+    nodes: int | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+    zero: int | None = None,
+    micro_batch: int | None = None,
+    recompute: str | None = None,
+    offload: str | None = None,
+    catalog: Catalog | None = None,
+    compare: bool = True,
+    spot: bool = False,
+) -> CheckResult:
     """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
     catalog = catalog or problem_catalog(problem)
     if offload is not None:
@@ -68,7 +90,9 @@ def check(problem: Problem, sku: str, gpus: int, *, nodes: Optional[int] = None,
     ctx = job_context(problem, catalog)
     fixed = Fixed(tp=tp, pp=pp, zero=zero, micro_batch=micro_batch, recompute=recompute)
     plan_ = check_row(ctx, sku, gpus, nodes, spot, fixed)
-    result = CheckResult(plan=plan_, fits=plan_.fits, chosen=_chosen(plan_, fixed, nodes), notes=check_notes(ctx, plan_))
+    result = CheckResult(
+        plan=plan_, fits=plan_.fits, chosen=_chosen(plan_, fixed, nodes), notes=check_notes(ctx, plan_)
+    )
     comparison = versus_measured(ctx, sku, gpus, nodes, plan_)
     if comparison is not None:
         base = ctx.job.measured[0]
@@ -79,13 +103,17 @@ def check(problem: Problem, sku: str, gpus: int, *, nodes: Optional[int] = None,
     return result
 
 
-def _chosen(plan_, fixed: Fixed, nodes: Optional[int]) -> list[str]:
+def _chosen(plan_, fixed: Fixed, nodes: int | None) -> list[str]:
     """What gpuplan chose for the options the user left open."""
     s = plan_.strategy
     sharding = f"ZeRO-{s.zero_stage} over {s.shard_degree} GPUs" if s.dp > 1 else "no data parallelism to shard over"
-    auto = {"tp": f"TP {s.tp}", "pp": f"PP {s.pp}", "zero": sharding,
-            "micro_batch": f"micro-batch {s.micro_batch} (x{s.grad_accum} accumulation)",
-            "recompute": f"recompute {s.recompute}"}
+    auto = {
+        "tp": f"TP {s.tp}",
+        "pp": f"PP {s.pp}",
+        "zero": sharding,
+        "micro_batch": f"micro-batch {s.micro_batch} (x{s.grad_accum} accumulation)",
+        "recompute": f"recompute {s.recompute}",
+    }
     chosen = [text for name, text in auto.items() if getattr(fixed, name) is None]
     if nodes is None:
         chosen.append(f"{plan_.nodes} node(s) of {plan_.gpus_per_node}")
@@ -107,28 +135,53 @@ def _compare_with_optimum(problem: Problem, catalog: Catalog, result: CheckResul
         result.extra_cost_vs_optimum_usd = round(mine.cost_usd.p50 - answer.best.cost_usd.p50, 2)
     if mine.cost_usd is not None:
         result.dominated_by = [
-            p for p in answer.frontier
-            if p.cost_usd is not None and p.hours.p50 <= mine.hours.p50 and p.cost_usd.p50 <= mine.cost_usd.p50
+            p
+            for p in answer.frontier
+            if p.cost_usd is not None
+            and p.hours.p50 <= mine.hours.p50
+            and p.cost_usd.p50 <= mine.cost_usd.p50
             and (p.hours.p50 < mine.hours.p50 or p.cost_usd.p50 < mine.cost_usd.p50)
         ]
 
 
-def capacity(sku: str, gpus: int = 1, *, zero: int = 3, method: str = "full", bytes_per_param: Optional[float] = None,
-             reserve: str | float = 0, memory_basis: str = "delivered",
-             catalog: Optional[Catalog] = None) -> CapacityResult:
+def capacity(
+    sku: str,
+    gpus: int = 1,
+    *,
+    zero: int = 3,
+    method: str = "full",
+    bytes_per_param: float | None = None,
+    reserve: str | float = 0,
+    memory_basis: str = "delivered",
+    catalog: Catalog | None = None,
+) -> CapacityResult:
     """Largest parameter count whose state fits on ``gpus`` GPUs of ``sku`` (adapters ignored for LoRA)."""
-    return capacity_planning.capacity(sku, gpus, zero=zero, method=method, bytes_per_param=bytes_per_param,
-                                      reserve=reserve, memory_basis=memory_basis,
-                                      catalog=catalog or load_catalog("default"))
+    return capacity_planning.capacity(
+        sku,
+        gpus,
+        zero=zero,
+        method=method,
+        bytes_per_param=bytes_per_param,
+        reserve=reserve,
+        memory_basis=memory_basis,
+        catalog=catalog or load_catalog("default"),
+    )
 
 
-def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s: float = 60.0, workers: int = 2,
-              progress: Optional[Callable[[str], None]] = None) -> PortfolioResult:
+def portfolio(
+    pf: Portfolio,
+    *,
+    catalog: Catalog | None = None,
+    time_limit_s: float = 60.0,
+    workers: int = 2,
+    progress: Callable[[str], None] | None = None,
+) -> PortfolioResult:
     """Schedule every job of the portfolio: which option, when, at what cost; what was dropped and why."""
     if not time_limit_s > 0:
         raise ArgumentError("must be a positive number of seconds", field="time_limit_s")
-    outcome = solve_portfolio(pf, catalog or problem_catalog(pf), time_limit_s=time_limit_s, workers=workers,
-                              progress=progress)
+    outcome = solve_portfolio(
+        pf, catalog or problem_catalog(pf), time_limit_s=time_limit_s, workers=workers, progress=progress
+    )
     result, pm = outcome.result, outcome.model
     fill_drop_reasons(result, pf, pm.jobs)
     required = {job.name for job in pm.jobs if job.required}
@@ -137,7 +190,13 @@ def portfolio(pf: Portfolio, *, catalog: Optional[Catalog] = None, time_limit_s:
         result.status = "infeasible" if outcome.dropped_proven else "unknown"
         result.infeasible = portfolio_infeasibility(pf, pm.jobs, pm.pools, pm.horizon)
         if not outcome.dropped_proven:
-            result.infeasible.append(Infeasibility(constraint="time_limit", detail=(
-                f"required jobs {', '.join(missing)} were not placed within {time_limit_s:g} s; "
-                "raise the time limit, coarsen time_step or add capacity")))
+            result.infeasible.append(
+                Infeasibility(
+                    constraint="time_limit",
+                    detail=(
+                        f"required jobs {', '.join(missing)} were not placed within {time_limit_s:g} s; "
+                        "raise the time limit, coarsen time_step or add capacity"
+                    ),
+                )
+            )
     return result

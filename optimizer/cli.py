@@ -10,14 +10,14 @@ import io
 import json
 import sys
 import traceback
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import typer
 import yaml
 from pydantic import BaseModel
-
 from rich.table import Table
 
 from . import __version__, api
@@ -96,10 +96,19 @@ class BasisOpt(str, Enum):
     board = "board"
 
 
-ExportOpt = typer.Option(None, "--export", help="Write a launcher config for the plan: skypilot, kubernetes, deepspeed, accelerate or torchrun.")
+ExportOpt = typer.Option(
+    None,
+    "--export",
+    help="Write a launcher config for the plan: skypilot, kubernetes, deepspeed, accelerate or torchrun.",
+)
 OutOpt = typer.Option(None, "--out", help="File for --export (default: print it).")
 FormatOpt = typer.Option(Format.table, "--format", "-f", help="table (for people), json or yaml (for scripts).")
-CatalogOpt = typer.Option(None, "--catalog", "-c", help="Bundled catalog name (default, nodus-2026-11, ...) or a YAML path; overrides the job file.")
+CatalogOpt = typer.Option(
+    None,
+    "--catalog",
+    "-c",
+    help="Bundled catalog name (default, nodus-2026-11, ...) or a YAML path; overrides the job file.",
+)
 JobArg = typer.Argument(..., help="Job file (YAML); see problems/ for examples.", show_default=False)
 
 
@@ -113,7 +122,9 @@ def _version(value: bool) -> None:
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Tables: print only the one-line answer."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     _state["debug"] = debug
     _state["quiet"] = quiet
@@ -160,7 +171,7 @@ def handled(fn: Callable) -> Callable:
     return wrapper
 
 
-def _write_export(plan, kind: str, out: Optional[Path], name: str) -> None:
+def _write_export(plan, kind: str, out: Path | None, name: str) -> None:
     text = export(plan, kind, name=name)
     if out is None:
         typer.echo(text, nl=False)
@@ -174,7 +185,7 @@ def _problem(job: Path, **overrides):
     return apply_overrides(problem, **overrides)
 
 
-def _catalog_for(problem, catalog: Optional[str]):
+def _catalog_for(problem, catalog: str | None):
     return problem_catalog(problem, catalog)
 
 
@@ -184,31 +195,55 @@ def check(
     job: Path = JobArg,
     sku: str = typer.Option(..., "--sku", help="GPU by name or alias (B200, h100, rtx-pro-6000-blackwell)."),
     gpus: int = typer.Option(..., "--gpus", help="Total GPUs."),
-    nodes: Optional[int] = typer.Option(None, "--nodes", help="Nodes; default the fewest that hold the GPUs."),
-    tp: Optional[int] = typer.Option(None, "--tp", help="Tensor-parallel degree (inside a node)."),
-    pp: Optional[int] = typer.Option(None, "--pp", help="Pipeline-parallel degree."),
-    zero: Optional[int] = typer.Option(None, "--zero", min=0, max=3, help="ZeRO stage 0-3 (FSDP no-shard .. full-shard)."),
-    micro_batch: Optional[int] = typer.Option(None, "--micro-batch", min=1, help="Sequences per micro-batch."),
-    recompute: Optional[RecomputeOpt] = typer.Option(None, "--recompute", help="Activation recompute."),
-    offload: Optional[OffloadOpt] = typer.Option(None, "--offload", help="Optimizer state in CPU memory: none, optimizer, or auto (gpuplan decides); default: the job file's."),
-    deadline: Optional[str] = typer.Option(None, "--deadline", help="e.g. 5d, 36h."),
-    budget: Optional[str] = typer.Option(None, "--budget", help="e.g. 20000, $20k."),
-    deadline_quantile: Optional[str] = typer.Option(None, "--deadline-quantile", help="p50 or p90: which time must meet the deadline."),
-    compare: bool = typer.Option(True, "--compare/--no-compare", help="Compare with the best plan under the same constraints."),
+    nodes: int | None = typer.Option(None, "--nodes", help="Nodes; default the fewest that hold the GPUs."),
+    tp: int | None = typer.Option(None, "--tp", help="Tensor-parallel degree (inside a node)."),
+    pp: int | None = typer.Option(None, "--pp", help="Pipeline-parallel degree."),
+    zero: int | None = typer.Option(None, "--zero", min=0, max=3, help="ZeRO stage 0-3 (FSDP no-shard .. full-shard)."),
+    micro_batch: int | None = typer.Option(None, "--micro-batch", min=1, help="Sequences per micro-batch."),
+    recompute: RecomputeOpt | None = typer.Option(None, "--recompute", help="Activation recompute."),
+    offload: OffloadOpt | None = typer.Option(
+        None,
+        "--offload",
+        help="Optimizer state in CPU memory: none, optimizer, or auto (gpuplan decides); default: the job file's.",
+    ),
+    deadline: str | None = typer.Option(None, "--deadline", help="e.g. 5d, 36h."),
+    budget: str | None = typer.Option(None, "--budget", help="e.g. 20000, $20k."),
+    deadline_quantile: str | None = typer.Option(
+        None, "--deadline-quantile", help="p50 or p90: which time must meet the deadline."
+    ),
+    compare: bool = typer.Option(
+        True, "--compare/--no-compare", help="Compare with the best plan under the same constraints."
+    ),
     spot: bool = typer.Option(False, "--spot", help="Use the offer's spot price (with expected preemptions)."),
-    plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write the memory breakdown chart (PNG or SVG)."),
-    export_kind: Optional[str] = ExportOpt,
-    out: Optional[Path] = OutOpt,
-    measured: Optional[list[str]] = typer.Option(None, "--measured", help="A short-run measurement to calibrate from, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable)."),
-    catalog: Optional[str] = CatalogOpt,
+    plot_path: Path | None = typer.Option(None, "--plot", help="Write the memory breakdown chart (PNG or SVG)."),
+    export_kind: str | None = ExportOpt,
+    out: Path | None = OutOpt,
+    measured: list[str] | None = typer.Option(
+        None,
+        "--measured",
+        help="A short-run measurement to calibrate from, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable).",
+    ),
+    catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,
 ) -> None:
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
     problem = _problem(job, deadline=deadline, budget=budget, measured=measured, deadline_quantile=deadline_quantile)
     cat = _catalog_for(problem, catalog)
-    result = api.check(problem, sku, gpus, nodes=nodes, tp=tp, pp=pp, zero=zero, micro_batch=micro_batch,
-                       recompute=recompute.value if recompute else None,
-                       offload=offload.value if offload else None, catalog=cat, compare=compare, spot=spot)
+    result = api.check(
+        problem,
+        sku,
+        gpus,
+        nodes=nodes,
+        tp=tp,
+        pp=pp,
+        zero=zero,
+        micro_batch=micro_batch,
+        recompute=recompute.value if recompute else None,
+        offload=offload.value if offload else None,
+        catalog=cat,
+        compare=compare,
+        spot=spot,
+    )
     if export_kind:
         _write_export(result.plan, export_kind, out, problem.job.name)
         if out is None:
@@ -226,34 +261,54 @@ def check(
 @handled
 def solve(
     job: Path = JobArg,
-    objective: Optional[Objective] = typer.Option(None, "--objective", help="Minimise cost or time (default: the file's, else cost)."),
-    deadline: Optional[str] = typer.Option(None, "--deadline", help="Finish within, e.g. 5d, 36h."),
-    budget: Optional[str] = typer.Option(None, "--budget", help="Spend at most, e.g. 20000, $20k."),
-    max_nodes: Optional[int] = typer.Option(None, "--max-nodes", help="At most this many nodes."),
-    max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="At most this many GPUs."),
-    gpu_types: Optional[str] = typer.Option(None, "--gpu-types", help="Only these GPUs, comma-separated: B200,B300."),
-    min_memory: Optional[str] = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory: 160Gi, 80GB."),
-    deadline_quantile: Optional[str] = typer.Option(None, "--deadline-quantile", help="p50 or p90: which time must meet the deadline."),
-    measured: Optional[list[str]] = typer.Option(None, "--measured", help="Short-run measurement, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable)."),
+    objective: Objective | None = typer.Option(
+        None, "--objective", help="Minimise cost or time (default: the file's, else cost)."
+    ),
+    deadline: str | None = typer.Option(None, "--deadline", help="Finish within, e.g. 5d, 36h."),
+    budget: str | None = typer.Option(None, "--budget", help="Spend at most, e.g. 20000, $20k."),
+    max_nodes: int | None = typer.Option(None, "--max-nodes", help="At most this many nodes."),
+    max_gpus: int | None = typer.Option(None, "--max-gpus", help="At most this many GPUs."),
+    gpu_types: str | None = typer.Option(None, "--gpu-types", help="Only these GPUs, comma-separated: B200,B300."),
+    min_memory: str | None = typer.Option(
+        None, "--min-memory", help="Only GPUs with at least this memory: 160Gi, 80GB."
+    ),
+    deadline_quantile: str | None = typer.Option(
+        None, "--deadline-quantile", help="p50 or p90: which time must meet the deadline."
+    ),
+    measured: list[str] | None = typer.Option(
+        None, "--measured", help="Short-run measurement, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable)."
+    ),
     time_limit: float = typer.Option(10.0, "--time-limit", help="CP-SAT time limit per solve, seconds."),
-    plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write the frontier chart (PNG or SVG)."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Write a self-contained HTML report."),
-    export_kind: Optional[str] = ExportOpt,
-    out: Optional[Path] = OutOpt,
-    catalog: Optional[str] = CatalogOpt,
+    plot_path: Path | None = typer.Option(None, "--plot", help="Write the frontier chart (PNG or SVG)."),
+    report: Path | None = typer.Option(None, "--report", help="Write a self-contained HTML report."),
+    export_kind: str | None = ExportOpt,
+    out: Path | None = OutOpt,
+    catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,
 ) -> None:
     """The optimal plan, the cost/time Pareto frontier, and why the other GPUs lost."""
-    problem = _problem(job, objective=objective.value if objective else None, deadline=deadline, budget=budget,
-                       max_nodes=max_nodes, max_gpus=max_gpus, gpu_types=gpu_types, min_memory=min_memory,
-                       deadline_quantile=deadline_quantile, measured=measured)
+    problem = _problem(
+        job,
+        objective=objective.value if objective else None,
+        deadline=deadline,
+        budget=budget,
+        max_nodes=max_nodes,
+        max_gpus=max_gpus,
+        gpu_types=gpu_types,
+        min_memory=min_memory,
+        deadline_quantile=deadline_quantile,
+        measured=measured,
+    )
     cat = _catalog_for(problem, catalog)
     table = api.candidate_table(problem, cat)
     result = api.plan(problem, catalog=cat, time_limit_s=time_limit, table=table)
     if export_kind:
         if result.best is None:
-            raise ArgumentError("no plan satisfies the constraints, so there is nothing to export; see 'gpuplan solve' "
-                                "without --export for what binds", field="export")
+            raise ArgumentError(
+                "no plan satisfies the constraints, so there is nothing to export; see 'gpuplan solve' "
+                "without --export for what binds",
+                field="export",
+            )
         _write_export(result.best, export_kind, out, problem.job.name)
         if out is None:
             return
@@ -269,17 +324,18 @@ def solve(
 @handled
 def options(
     job: Path = JobArg,
-    deadline: Optional[str] = typer.Option(None, "--deadline", help="e.g. 5d."),
-    budget: Optional[str] = typer.Option(None, "--budget", help="e.g. 20000."),
-    max_nodes: Optional[int] = typer.Option(None, "--max-nodes"),
-    gpu_types: Optional[str] = typer.Option(None, "--gpu-types", help="B200,B300"),
-    min_memory: Optional[str] = typer.Option(None, "--min-memory", help="160Gi"),
-    catalog: Optional[str] = CatalogOpt,
+    deadline: str | None = typer.Option(None, "--deadline", help="e.g. 5d."),
+    budget: str | None = typer.Option(None, "--budget", help="e.g. 20000."),
+    max_nodes: int | None = typer.Option(None, "--max-nodes"),
+    gpu_types: str | None = typer.Option(None, "--gpu-types", help="B200,B300"),
+    min_memory: str | None = typer.Option(None, "--min-memory", help="160Gi"),
+    catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,
 ) -> None:
     """Every hardware row considered, with its best strategy, time, cost and what rejected it."""
-    problem = _problem(job, deadline=deadline, budget=budget, max_nodes=max_nodes, gpu_types=gpu_types,
-                       min_memory=min_memory)
+    problem = _problem(
+        job, deadline=deadline, budget=budget, max_nodes=max_nodes, gpu_types=gpu_types, min_memory=min_memory
+    )
     _emit(api.options(problem, catalog=_catalog_for(problem, catalog)), fmt, render.print_options)
 
 
@@ -287,8 +343,8 @@ def options(
 @handled
 def catalog_cmd(
     name: str = typer.Argument("default", help="Bundled catalog name or a YAML path."),
-    min_memory: Optional[str] = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory (160Gi)."),
-    types: Optional[str] = typer.Option(None, "--types", help="Only these GPUs, comma-separated."),
+    min_memory: str | None = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory (160Gi)."),
+    types: str | None = typer.Option(None, "--types", help="Only these GPUs, comma-separated."),
     fmt: Format = FormatOpt,
 ) -> None:
     """List a catalog's GPUs and offers: memory in GB and GiB, dense BF16 TFLOPS, bandwidths, price."""
@@ -320,15 +376,27 @@ def capacity(
     gpus: int = typer.Option(1, "--gpus", help="GPUs sharing the state."),
     zero: int = typer.Option(3, "--zero", min=0, max=3, help="ZeRO stage (3 = fully sharded)."),
     method: MethodOpt = typer.Option(MethodOpt.full, "--method"),
-    bytes_per_param: Optional[float] = typer.Option(None, "--bytes-per-param", help="Default 16 (full), 2 (lora), ~0.52 (qlora)."),
+    bytes_per_param: float | None = typer.Option(
+        None, "--bytes-per-param", help="Default 16 (full), 2 (lora), ~0.52 (qlora)."
+    ),
     reserve: str = typer.Option("0", "--reserve", help="Per-GPU memory kept for activations etc., e.g. 40GB."),
-    memory_basis: BasisOpt = typer.Option(BasisOpt.delivered, "--memory-basis", help="delivered, reported, label or board (B300's 2.1 TB)."),
+    memory_basis: BasisOpt = typer.Option(
+        BasisOpt.delivered, "--memory-basis", help="delivered, reported, label or board (B300's 2.1 TB)."
+    ),
     catalog: str = typer.Option("default", "--catalog", "-c"),
     fmt: Format = FormatOpt,
 ) -> None:
     """The largest model (parameters) whose training state plus reserve fits on these GPUs."""
-    result = api.capacity(sku, gpus, zero=zero, method=method.value, bytes_per_param=bytes_per_param, reserve=reserve,
-                          memory_basis=memory_basis.value, catalog=load_catalog(catalog))
+    result = api.capacity(
+        sku,
+        gpus,
+        zero=zero,
+        method=method.value,
+        bytes_per_param=bytes_per_param,
+        reserve=reserve,
+        memory_basis=memory_basis.value,
+        catalog=load_catalog(catalog),
+    )
     _emit(result, fmt, render.print_capacity)
 
 
@@ -338,8 +406,8 @@ def portfolio_cmd(
     file: Path = typer.Argument(..., help="Portfolio file (YAML): pools, budget, horizon, jobs.", show_default=False),
     time_limit: float = typer.Option(60.0, "--time-limit", help="CP-SAT time limit, seconds."),
     workers: int = typer.Option(2, "--workers", min=1, help="CP-SAT workers (1 = fully deterministic)."),
-    plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write a Gantt + pool utilisation chart (PNG/SVG)."),
-    catalog: Optional[str] = CatalogOpt,
+    plot_path: Path | None = typer.Option(None, "--plot", help="Write a Gantt + pool utilisation chart (PNG/SVG)."),
+    catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,
 ) -> None:
     """Schedule many jobs on shared GPU pools within one budget: plan, start and end per job, what was dropped."""
@@ -359,8 +427,16 @@ def models_cmd(fmt: Format = FormatOpt) -> None:
     rows = []
     for name, entry in presets().items():
         fields = model_fields(entry["config"], name)
-        rows.append({"name": name, "params": fields["params"], "active_params": fields.get("active_params", fields["params"]),
-                     "layers": fields["layers"], "hidden": fields["hidden"], "source": entry["published"]["source"]})
+        rows.append(
+            {
+                "name": name,
+                "params": fields["params"],
+                "active_params": fields.get("active_params", fields["params"]),
+                "layers": fields["layers"],
+                "hidden": fields["hidden"],
+                "source": entry["published"]["source"],
+            }
+        )
     if fmt != Format.table:
         _emit({"models": rows}, fmt, lambda r, c: None)
         return
@@ -368,7 +444,14 @@ def models_cmd(fmt: Format = FormatOpt) -> None:
     for col in ("name", "params", "active", "layers", "hidden", "source"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["name"], fmt_count(r["params"]), fmt_count(r["active_params"]), str(r["layers"]), str(r["hidden"]), r["source"])
+        table.add_row(
+            r["name"],
+            fmt_count(r["params"]),
+            fmt_count(r["active_params"]),
+            str(r["layers"]),
+            str(r["hidden"]),
+            r["source"],
+        )
     render.console().print(table)
 
 
@@ -398,7 +481,7 @@ def schema_cmd(kind: str = typer.Argument(..., help="job, portfolio or catalog."
     typer.echo(json.dumps(json_schema(kind), indent=2))
 
 
-def _progress_printer() -> Optional[Callable[[str], None]]:
+def _progress_printer() -> Callable[[str], None] | None:
     """Progress lines on stderr when it is an interactive terminal, else nothing."""
     if sys.stderr.isatty():
         return lambda line: print(line, file=sys.stderr, flush=True)

@@ -27,7 +27,7 @@ class GpuplanError(Exception):
         prefix = ", ".join(where)
         return f"{prefix}: {self.reason}" if prefix else self.reason
 
-    def located(self, source: str | None = None, field: str | None = None) -> "GpuplanError":
+    def located(self, source: str | None = None, field: str | None = None) -> GpuplanError:
         """The same error with its location filled in where it was missing."""
         return type(self)(self.reason, source=self.source or source, field=self.field or field)
 
@@ -52,7 +52,7 @@ class ArgumentError(JobError):
     def __init__(self, message: str, *, field: str, source: str | None = None):
         super().__init__(message, source=source, field=field)
 
-    def located(self, source: str | None = None, field: str | None = None) -> "ArgumentError":
+    def located(self, source: str | None = None, field: str | None = None) -> ArgumentError:
         return ArgumentError(self.reason, source=self.source or source, field=self.field or field or "")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -27,9 +27,9 @@ class Quantiles(BaseModel):
 
 class Plan(BaseModel):
     sku: str
-    offer: Optional[str]
+    offer: str | None
     spot: bool = False
-    provider: Optional[str] = None
+    provider: str | None = None
     nodes: int
     gpus_per_node: int
     gpus: int
@@ -44,32 +44,41 @@ class Plan(BaseModel):
     time_breakdown_s: dict[str, float]
     hours: Quantiles
     gpu_hours: float
-    price_usd_per_gpu_hour: Optional[float]
-    cost_usd: Optional[Quantiles]
-    meets_deadline: Optional[bool]
-    within_budget: Optional[bool]
+    price_usd_per_gpu_hour: float | None
+    cost_usd: Quantiles | None
+    meets_deadline: bool | None
+    within_budget: bool | None
     spread_source: str = Field("", description="Where the p50-p90 spread comes from (lognormal, sigma per source).")
 
     def label(self) -> str:
         per = f"{self.nodes} x {self.gpus_per_node}" if self.nodes > 1 else f"{self.gpus}"
         return f"{per} {self.sku}" + (f" ({self.offer})" if self.offer else "")
 
+    def same_layout(self, other: Plan | None) -> bool:
+        """The same hardware row and strategy (e.g. this frontier point is the chosen plan)."""
+        return other is not None and self.label() == other.label() and self.strategy == other.strategy
+
+    @property
+    def cost_p50_usd(self) -> float:
+        """The median cost, or infinity for an unpriced plan (so it never wins a comparison on cost)."""
+        return self.cost_usd.p50 if self.cost_usd is not None else float("inf")
+
 
 class RunnerUp(Plan):
     lost_on: str
-    breakeven_price_usd_per_gpu_hour: Optional[float]
-    breakeven_scaling_efficiency: Optional[float]
+    breakeven_price_usd_per_gpu_hour: float | None
+    breakeven_scaling_efficiency: float | None
 
 
 class Option(Plan):
     feasible: bool
-    rejected_by: Optional[Literal["memory", "deadline", "budget", "supply", "global_batch", "filter"]]
+    rejected_by: Literal["memory", "deadline", "budget", "supply", "global_batch", "filter"] | None
 
 
 class Infeasibility(BaseModel):
     constraint: str
     detail: str
-    over_by: Optional[float] = Field(None, description="How far the nearest candidate misses, in the constraint's unit.")
+    over_by: float | None = Field(None, description="How far the nearest candidate misses, in the constraint's unit.")
 
 
 class MeasuredComparison(BaseModel):
@@ -79,9 +88,11 @@ class MeasuredComparison(BaseModel):
     measured_tokens_per_s: float
     measured_bound: str
     speedup: float
-    ratios: dict[str, float] = Field(description="This GPU over the measured one: dense_compute, hbm_bandwidth, intra_node_link.")
+    ratios: dict[str, float] = Field(
+        description="This GPU over the measured one: dense_compute, hbm_bandwidth, intra_node_link."
+    )
     carried_by: str = Field(description="The ratio of the resource that bounds the measured run.")
-    cost_ratio: Optional[float] = None
+    cost_ratio: float | None = None
     efficiency_class_ratio: float = 1.0
     exposed_network_share: float = Field(0.0, description="Share of the measured step that is exposed communication.")
     summary: str = ""
@@ -92,25 +103,28 @@ class CheckResult(BaseModel):
     fits: bool
     chosen: list[str] = Field(default_factory=list, description="Options gpuplan chose for you.")
     notes: list[str] = Field(default_factory=list)
-    optimum: Optional[Plan] = None
-    extra_cost_vs_optimum_usd: Optional[float] = None
+    optimum: Plan | None = None
+    extra_cost_vs_optimum_usd: float | None = None
     dominated_by: list[Plan] = Field(default_factory=list)
-    vs_measured: Optional[MeasuredComparison] = Field(None, description="Comparison with the measured configuration, if any.")
+    vs_measured: MeasuredComparison | None = Field(
+        None, description="Comparison with the measured configuration, if any."
+    )
 
 
 class SolveResult(BaseModel):
     status: Literal["optimal", "feasible", "infeasible", "unknown"] = Field(
-        description="unknown: the solver stopped on its time limit before it found a plan or proved there is none.")
+        description="unknown: the solver stopped on its time limit before it found a plan or proved there is none."
+    )
     objective: Literal["cost", "time"]
-    best: Optional[Plan]
+    best: Plan | None
     frontier: list[Plan]
     infeasible: list[Infeasibility] = Field(default_factory=list)
     runners_up: list[RunnerUp] = Field(default_factory=list)
     gap: float = 0.0
     solve_s: float = 0.0
     candidates: int = 0
-    deadline_h: Optional[float] = None
-    budget_usd: Optional[float] = None
+    deadline_h: float | None = None
+    budget_usd: float | None = None
     notes: list[str] = Field(default_factory=list)
 
 
@@ -138,8 +152,8 @@ class ScheduledJob(BaseModel):
     start_h: float
     end_h: float
     cost_usd: float
-    start_date: Optional[str] = None
-    end_date: Optional[str] = None
+    start_date: str | None = None
+    end_date: str | None = None
     late_h: float = 0.0
 
 
@@ -164,7 +178,7 @@ class PortfolioResult(BaseModel):
     dropped: list[DroppedJob]
     pools: list[PoolUse]
     makespan_h: float = 0.0
-    budget_usd: Optional[float] = None
+    budget_usd: float | None = None
     horizon_h: float = 0.0
     infeasible: list[Infeasibility] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

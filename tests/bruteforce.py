@@ -17,9 +17,7 @@ def allowed(d, table, *, deadline=True, budget=True):
         return False
     if deadline and c.deadline_s is not None and d["deadline_time_s"] > int(c.deadline_s // 1):
         return False
-    if budget and c.budget_usd is not None and d["cost_cents"] > round(c.budget_usd * 100):
-        return False
-    return True
+    return not (budget and c.budget_usd is not None and d["cost_cents"] > round(c.budget_usd * 100))
 
 
 def best(table, objective):
@@ -27,7 +25,11 @@ def best(table, objective):
     feasible = [d for d in rows(table) if allowed(d, table)]
     if not feasible:
         return None
-    key = (lambda d: (d["cost_cents"], d["time_s"])) if objective == "cost" else (lambda d: (d["time_s"], d["cost_cents"]))
+    key = (
+        (lambda d: (d["cost_cents"], d["time_s"]))
+        if objective == "cost"
+        else (lambda d: (d["time_s"], d["cost_cents"]))
+    )
     d = min(feasible, key=key)
     return d["cost_cents"], d["time_s"]
 
@@ -35,8 +37,10 @@ def best(table, objective):
 def frontier(table):
     """[(time_s, cost_cents)] fastest first, each strictly cheaper: the non-dominated set."""
     pts, cheapest = [], None
-    for d in sorted((d for d in rows(table) if allowed(d, table, deadline=False, budget=False)),
-                    key=lambda d: (d["time_s"], d["cost_cents"])):
+    for d in sorted(
+        (d for d in rows(table) if allowed(d, table, deadline=False, budget=False)),
+        key=lambda d: (d["time_s"], d["cost_cents"]),
+    ):
         if cheapest is None or d["cost_cents"] < cheapest:
             pts.append((d["time_s"], d["cost_cents"]))
             cheapest = d["cost_cents"]

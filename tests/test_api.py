@@ -7,8 +7,11 @@ from optimizer import check, load_job, plan
 
 
 def test_all_lists_exactly_the_public_names():
-    public = {name for name, value in vars(optimizer).items()
-              if not name.startswith("_") and not isinstance(value, types.ModuleType)}
+    public = {
+        name
+        for name, value in vars(optimizer).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
     assert public == set(optimizer.__all__)
 
 

@@ -43,11 +43,45 @@ def test_check_json_follows_the_plan_contract_plus_fits(problems):
     r = run("check", problems / "seed-14b-full-finetune.yaml", "--sku", "B200", "--gpus", "1", "--format", "json")
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
-    for key in ("sku", "offer", "nodes", "gpus_per_node", "gpus", "strategy", "memory_gib", "tokens_per_s", "mfu",
-                "scaling_efficiency", "bound", "hours", "gpu_hours", "cost_usd", "meets_deadline", "within_budget", "fits"):
+    for key in (
+        "sku",
+        "offer",
+        "nodes",
+        "gpus_per_node",
+        "gpus",
+        "strategy",
+        "memory_gib",
+        "tokens_per_s",
+        "mfu",
+        "scaling_efficiency",
+        "bound",
+        "hours",
+        "gpu_hours",
+        "cost_usd",
+        "meets_deadline",
+        "within_budget",
+        "fits",
+    ):
         assert key in data, key
-    assert set(data["strategy"]) >= {"tp", "pp", "dp", "zero_stage", "shard_degree", "micro_batch", "grad_accum", "recompute"}
-    assert set(data["memory_gib"]) >= {"weights", "gradients", "optimizer", "activations", "reserve", "total", "capacity"}
+    assert set(data["strategy"]) >= {
+        "tp",
+        "pp",
+        "dp",
+        "zero_stage",
+        "shard_degree",
+        "micro_batch",
+        "grad_accum",
+        "recompute",
+    }
+    assert set(data["memory_gib"]) >= {
+        "weights",
+        "gradients",
+        "optimizer",
+        "activations",
+        "reserve",
+        "total",
+        "capacity",
+    }
     assert data["fits"] is False
 
 
@@ -66,11 +100,15 @@ def test_solve_json_contract(problems):
     data = json.loads(r.stdout)
     assert data["status"] == "optimal" and data["objective"] == "cost"
     assert data["best"]["meets_deadline"] is True
-    assert data["frontier"] and all("lost_on" in r and "breakeven_price_usd_per_gpu_hour" in r for r in data["runners_up"])
+    assert data["frontier"] and all(
+        "lost_on" in r and "breakeven_price_usd_per_gpu_hour" in r for r in data["runners_up"]
+    )
 
 
 def test_solve_flags_override_the_file(problems):
-    r = run("solve", problems / "llama-70b-within-5-days.yaml", "--gpu-types", "H100", "--deadline", "10d", "-f", "json")
+    r = run(
+        "solve", problems / "llama-70b-within-5-days.yaml", "--gpu-types", "H100", "--deadline", "10d", "-f", "json"
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["best"]["sku"] == "H100-SXM"
 
@@ -178,8 +216,17 @@ def test_unknown_field_is_named(tmp_path):
 
 
 def test_more_tp_than_gpus_per_node(problems):
-    bad("check", problems / "llama-70b-within-5-days.yaml", "--sku", "B200", "--gpus", "8", "--tp", "16",
-        expect=["--tp", "inside a node"])
+    bad(
+        "check",
+        problems / "llama-70b-within-5-days.yaml",
+        "--sku",
+        "B200",
+        "--gpus",
+        "8",
+        "--tp",
+        "16",
+        expect=["--tp", "inside a node"],
+    )
 
 
 def test_params_only_needs_shapes_or_reserve(tmp_path):
@@ -201,9 +248,21 @@ def test_job_file_without_job(tmp_path):
 
 def test_bad_catalog_file(tmp_path, problems):
     cat = write(tmp_path, "offers:\n  - name: x\n    sku: B999\n    price: $1/h\n", name="cat.yaml")
-    bad("solve", problems / "llama-70b-within-5-days.yaml", "--catalog", cat, expect=["unknown GPU 'B999'", "offers[0].sku"])
+    bad(
+        "solve",
+        problems / "llama-70b-within-5-days.yaml",
+        "--catalog",
+        cat,
+        expect=["unknown GPU 'B999'", "offers[0].sku"],
+    )
 
 
 def test_negative_price_in_catalog(tmp_path, problems):
     cat = write(tmp_path, "hardware: hardware\noffers:\n  - name: x\n    sku: B200\n    price: -5\n", name="cat.yaml")
-    bad("solve", problems / "llama-70b-within-5-days.yaml", "--catalog", cat, expect=["offers[0].price", "greater than 0"])
+    bad(
+        "solve",
+        problems / "llama-70b-within-5-days.yaml",
+        "--catalog",
+        cat,
+        expect=["offers[0].price", "greater than 0"],
+    )

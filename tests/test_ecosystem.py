@@ -63,7 +63,9 @@ def test_torchrun_command(best):
 
 def test_export_flag_and_unknown_kind(tmp_path):
     out = tmp_path / "task.yaml"
-    r = runner.invoke(app, ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--export", "skypilot", "--out", str(out)])
+    r = runner.invoke(
+        app, ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--export", "skypilot", "--out", str(out)]
+    )
     assert r.exit_code == 0, r.output
     assert yaml.safe_load(out.read_text())["resources"]["accelerators"]
     r = runner.invoke(app, ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--export", "slurm"])
@@ -118,12 +120,20 @@ def test_html_report_is_self_contained(tmp_path, problems):
     assert r.exit_code == 0, r.output
     page = out.read_text()
     assert page.startswith("<!doctype html>") and page.count("<svg") >= 2
-    assert "<script" not in page and "src=" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert (
+        "<script" not in page and "src=" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    )
     assert "Cheapest plan" in page and "Every option considered" in page and "rejected: memory" in page
 
 
-@pytest.mark.parametrize("cmd", [["solve", "llama-8b-lora.yaml"], ["check", "seed-100b-one-node.yaml", "--sku", "B300", "--gpus", "8"],
-                                 ["portfolio", "portfolio-q1-finetunes.yaml", "--workers", "1"]])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["solve", "llama-8b-lora.yaml"],
+        ["check", "seed-100b-one-node.yaml", "--sku", "B300", "--gpus", "8"],
+        ["portfolio", "portfolio-q1-finetunes.yaml", "--workers", "1"],
+    ],
+)
 def test_plots_are_written(tmp_path, problems, cmd):
     pytest.importorskip("matplotlib")
     out = tmp_path / "chart.png"

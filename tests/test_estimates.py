@@ -32,7 +32,11 @@ def test_calibration_narrows_the_spread(problems):
     raw = check(uncalibrated, "RTX-PRO-6000", 4, compare=False).plan
     assert measured.hours.p90 / measured.hours.p50 < raw.hours.p90 / raw.hours.p50
     projected = check(job, "B200", 4, compare=False).plan
-    assert measured.hours.p90 / measured.hours.p50 < projected.hours.p90 / projected.hours.p50 < raw.hours.p90 / raw.hours.p50
+    assert (
+        measured.hours.p90 / measured.hours.p50
+        < projected.hours.p90 / projected.hours.p50
+        < raw.hours.p90 / raw.hours.p50
+    )
 
 
 def test_seed_003_four_b200_are_faster_and_cheaper_and_say_why(problems):
@@ -58,7 +62,8 @@ def test_measured_flag_matches_the_file(problems):
     bare = job.model_copy(update={"job": job.job.model_copy(update={"measured": []})})
     flagged = apply_overrides(bare, measured=["4xRTX-PRO-6000:14.8k tok/s"])
     assert check(flagged, "B200", 4, compare=False).plan.tokens_per_s == pytest.approx(
-        check(job, "B200", 4, compare=False).plan.tokens_per_s)
+        check(job, "B200", 4, compare=False).plan.tokens_per_s
+    )
 
 
 def test_peak_memory_corrects_the_reserve(problems):

@@ -9,8 +9,7 @@ from typer.testing import CliRunner
 
 from optimizer import load_job, plan
 from optimizer.cli import app
-from optimizer.inputs.hf_models import count_params, presets
-from optimizer.inputs.hf_models import resolve
+from optimizer.inputs.hf_models import count_params, presets, resolve
 from optimizer.inputs.schema import ModelSpec
 from optimizer.inputs.units import parse_count
 
@@ -20,7 +19,14 @@ DATA = Path(__file__).parent / "data"
 def test_llama_3_1_8b_config_gives_8_03b():
     spec = ModelSpec.model_validate(resolve({"hf_config": str(DATA / "llama-3.1-8b-config.json")}))
     assert spec.params == pytest.approx(8.03e9, rel=0.005)
-    assert (spec.layers, spec.hidden, spec.heads, spec.kv_heads, spec.ffn_hidden, spec.vocab) == (32, 4096, 32, 8, 14336, 128256)
+    assert (spec.layers, spec.hidden, spec.heads, spec.kv_heads, spec.ffn_hidden, spec.vocab) == (
+        32,
+        4096,
+        32,
+        8,
+        14336,
+        128256,
+    )
 
 
 def test_qwen3_30b_a3b_total_and_active():
@@ -68,4 +74,4 @@ def test_bad_model_inputs_exit_2(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text("{not json")
     r = runner.invoke(app, ["model", str(bad)])
-    assert r.exit_code == 2 and "not valid JSON" in r.output
+    assert r.exit_code == 2 and "malformed JSON" in r.output and "line 1" in r.output

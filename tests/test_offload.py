@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from optimizer import check, load_job
-from optimizer.present.exports import export
+from optimizer.inputs.schema import JobSpec, ModelSpec
 from optimizer.physics.layout import Cluster, Layout, Offload, RunSettings
 from optimizer.physics.shapes import ModelShape
 from optimizer.physics.time import step_time
 from optimizer.planning.model_state import training_state
-from optimizer.inputs.schema import JobSpec, ModelSpec
+from optimizer.present.exports import export
 
 
 @pytest.fixture
@@ -29,17 +29,30 @@ def test_offload_makes_a_70b_full_fine_tune_fit_one_h100_node(llama70b):
 
 
 def test_host_memory_bounds_offload(llama70b):
-    small_host = llama70b.model_copy(update={"assumptions": llama70b.assumptions.model_copy(
-        update={"host_memory_per_node_bytes": 500e9})})
+    small_host = llama70b.model_copy(
+        update={"assumptions": llama70b.assumptions.model_copy(update={"host_memory_per_node_bytes": 500e9})}
+    )
     assert not check(small_host, "H100", 8, offload="optimizer", compare=False).fits  # 846 GB > 500 GB
 
 
 def test_offload_costs_time_by_hand():
     shape = ModelShape(params=70e9, active_params=70e9)
     train = training_state(JobSpec(model=ModelSpec(params=70e9), tokens=1e9), shape)
-    hw = Cluster(**{k: np.asarray(v, float) for k, v in dict(
-        peak_flops=2.25e15, hbm_bytes_per_s=8e12, intra_bytes_per_s=1.8e12, network_bytes_per_s=50e9,
-        gpus_per_node=8, compute_efficiency=0.5).items()}, host_link_bytes_per_s=25e9, host_memory_bytes_per_s=20e9)
+    hw = Cluster(
+        **{
+            k: np.asarray(v, float)
+            for k, v in dict(
+                peak_flops=2.25e15,
+                hbm_bytes_per_s=8e12,
+                intra_bytes_per_s=1.8e12,
+                network_bytes_per_s=50e9,
+                gpus_per_node=8,
+                compute_efficiency=0.5,
+            ).items()
+        },
+        host_link_bytes_per_s=25e9,
+        host_memory_bytes_per_s=20e9,
+    )
     layout = dict(dp=8, zero=3, shard=8)
     settings = RunSettings(seq_len=4096)
     on_gpu = step_time(shape, train, hw, Layout(**layout), settings)

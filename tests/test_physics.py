@@ -4,12 +4,12 @@ hand calculation written out here."""
 import numpy as np
 import pytest
 
+from optimizer.inputs.schema import JobSpec, ModelSpec
 from optimizer.physics.layout import Cluster, Layout, Recompute, RunSettings
 from optimizer.physics.memory import activation_bytes, layer_activation_bytes, state_bytes
 from optimizer.physics.shapes import ModelShape, lora_adapter_params
 from optimizer.physics.time import flops_per_token, step_time
 from optimizer.planning.model_state import model_shape, training_state
-from optimizer.inputs.schema import JobSpec, ModelSpec
 
 LLAMA_8B = ModelSpec(params=8.03e9, layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256)
 GPT3 = ModelSpec(params=175e9, layers=96, hidden=12288, heads=96, ffn_hidden=4 * 12288, vocab=51200, gated_mlp=False)
@@ -41,7 +41,9 @@ def test_gpt_activations_are_korthikanti_34_sbh_less_dropout_masks():
     shape = model_shape(GPT3)
     s, b, h, a = 2048, 1, 12288, 96
     assert float(layer_activation_bytes(shape, s, b, eager_attention=False)) == pytest.approx(32 * s * b * h)
-    assert float(layer_activation_bytes(shape, s, b, eager_attention=True)) == pytest.approx(32 * s * b * h + 2 * a * s * s * b)
+    assert float(layer_activation_bytes(shape, s, b, eager_attention=True)) == pytest.approx(
+        32 * s * b * h + 2 * a * s * s * b
+    )
 
 
 def test_gqa_and_gated_mlp_widths_enter_the_count():
@@ -54,10 +56,19 @@ def test_gqa_and_gated_mlp_widths_enter_the_count():
 def test_tensor_sequence_parallel_divides_and_full_recompute_keeps_inputs():
     shape = model_shape(GPT3)
     s = 2048
-    one = float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=1, grad_accum=1, recompute=0))) - 6 * s * shape.vocab
-    eight = float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=8, pp=1, grad_accum=1, recompute=0))) - 6 * s * shape.vocab / 8
+    one = (
+        float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=1, grad_accum=1, recompute=0)))
+        - 6 * s * shape.vocab
+    )
+    eight = (
+        float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=8, pp=1, grad_accum=1, recompute=0)))
+        - 6 * s * shape.vocab / 8
+    )
     assert eight == pytest.approx(one / 8)
-    full = float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=1, grad_accum=1, recompute=2))) - 6 * s * shape.vocab
+    full = (
+        float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=1, grad_accum=1, recompute=2)))
+        - 6 * s * shape.vocab
+    )
     # 2 sbh per layer (the layer input) plus one layer's working set during its backward
     assert full == pytest.approx(2 * s * shape.hidden * 96 + 32 * s * shape.hidden)
 
@@ -66,11 +77,16 @@ def test_one_f_one_b_first_stage_holds_all_layers_worth():
     # Korthikanti section 4.2.3: p micro-batches of L/p layers on the first stage = L layers' worth.
     shape = model_shape(GPT3)
     s = 2048
-    flat = float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=1, grad_accum=8, recompute=0))) - 6 * s * shape.vocab
+    flat = (
+        float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=1, grad_accum=8, recompute=0)))
+        - 6 * s * shape.vocab
+    )
     piped = float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=4, grad_accum=8, recompute=0)))
     assert piped == pytest.approx(flat)
     # with fewer micro-batches than stages only m are in flight
-    assert float(activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=4, grad_accum=2, recompute=0))) == pytest.approx(flat / 2)
+    assert float(
+        activation_bytes(shape, RunSettings(seq_len=s), Layout(tp=1, pp=4, grad_accum=2, recompute=0))
+    ) == pytest.approx(flat / 2)
 
 
 def test_lora_adapter_count_matches_peft_for_llama_3_8b():
@@ -96,16 +112,23 @@ def test_palm_flops_per_token():
 
 
 def _hw(**kw):
-    base = dict(peak_flops=1e15, hbm_bytes_per_s=8e12, intra_bytes_per_s=1.8e12, network_bytes_per_s=50e9,
-                gpus_per_node=8, compute_efficiency=0.5)
+    base = dict(
+        peak_flops=1e15,
+        hbm_bytes_per_s=8e12,
+        intra_bytes_per_s=1.8e12,
+        network_bytes_per_s=50e9,
+        gpus_per_node=8,
+        compute_efficiency=0.5,
+    )
     base.update(kw)
     return Cluster(**{k: np.asarray(v, float) for k, v in base.items()})
 
 
 def _step(shape, train, hw, *, seq_len=4096, nodes=1, gpus_per_node=1, explicit_efficiency=None, **layout):
     hw = Cluster(**{**vars(hw), "nodes": nodes, "gpus_per_node": gpus_per_node})
-    return step_time(shape, train, hw, Layout(**layout), RunSettings(seq_len=seq_len),
-                     explicit_efficiency=explicit_efficiency)
+    return step_time(
+        shape, train, hw, Layout(**layout), RunSettings(seq_len=seq_len), explicit_efficiency=explicit_efficiency
+    )
 
 
 def test_compute_bound_step_is_flops_over_peak_times_efficiency():
@@ -142,8 +165,18 @@ def test_ring_all_reduce_volume_for_data_parallel_gradients():
 
 
 def test_pipeline_bubble_is_p_minus_1_over_m_plus_p_minus_1():
-    shape = ModelShape(params=1e9, active_params=1e9, layers=16, hidden=2048, heads=16, kv_width=2048, q_width=2048,
-                       ffn_active=8192, vocab=32000, has_shapes=True)
+    shape = ModelShape(
+        params=1e9,
+        active_params=1e9,
+        layers=16,
+        hidden=2048,
+        heads=16,
+        kv_width=2048,
+        q_width=2048,
+        ffn_active=8192,
+        vocab=32000,
+        has_shapes=True,
+    )
     train = training_state(_job(ModelSpec(params=1e9)), shape)
     t = _step(shape, train, _hw(), gpus_per_node=4, pp=4, grad_accum=12)
     busy = float(t.ideal_s)

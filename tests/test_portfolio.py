@@ -77,7 +77,9 @@ def brute_force(pf, catalog):
             continue
         for t in range(horizon):
             for k, pool in enumerate(pools):
-                used = sum(p[0].row.gpus for p in combo if p and pool_of[p[0].row.offer.name] == k and p[2] <= t < p[2] + p[1])
+                used = sum(
+                    p[0].row.gpus for p in combo if p and pool_of[p[0].row.offer.name] == k and p[2] <= t < p[2] + p[1]
+                )
                 if used > pool.capacity_at(t):
                     ok = False
                     break
@@ -94,14 +96,29 @@ def brute_force(pf, catalog):
 @st.composite
 def small_portfolios(draw):
     skus = draw(st.lists(st.sampled_from(["B200", "H100-SXM", "H200"]), min_size=1, max_size=2, unique=True))
-    offers = [Offer(name=f"o-{s.lower()}", sku=s, price=draw(st.floats(1.0, 8.0)), gpus_per_node=8,
-                    gpu_counts=[4, 8], max_nodes=1) for s in skus]
+    offers = [
+        Offer(
+            name=f"o-{s.lower()}",
+            sku=s,
+            price=draw(st.floats(1.0, 8.0)),
+            gpus_per_node=8,
+            gpu_counts=[4, 8],
+            max_nodes=1,
+        )
+        for s in skus
+    ]
     catalog = Catalog(name="small", skus=HW.skus, offers=offers)
     n = draw(st.integers(2, 3))
     jobs = []
     for i in range(n):
-        job = {"name": f"j{i}", "job": {"model": draw(st.sampled_from(MODELS)),
-                                        "tokens": f"{draw(st.integers(3, 20)) * 100}M", "seq_len": 4096}}
+        job = {
+            "name": f"j{i}",
+            "job": {
+                "model": draw(st.sampled_from(MODELS)),
+                "tokens": f"{draw(st.integers(3, 20)) * 100}M",
+                "seq_len": 4096,
+            },
+        }
         if draw(st.booleans()):
             job["deadline"] = f"{draw(st.integers(2, 6)) * 12}h"
         if draw(st.booleans()):
@@ -112,8 +129,12 @@ def small_portfolios(draw):
             job["required"] = False
             job["priority"] = draw(st.sampled_from([1, 2]))
         jobs.append(job)
-    data = {"horizon": "4d", "time_step": "12h", "jobs": jobs,
-            "pools": [{"offer": o.name, "gpus": draw(st.sampled_from([4, 8]))} for o in offers]}
+    data = {
+        "horizon": "4d",
+        "time_step": "12h",
+        "jobs": jobs,
+        "pools": [{"offer": o.name, "gpus": draw(st.sampled_from([4, 8]))} for o in offers],
+    }
     if draw(st.booleans()):
         data["budget"] = draw(st.floats(200, 5000))
     return Portfolio.model_validate(data), catalog
@@ -173,7 +194,9 @@ def test_infeasible_portfolio_names_the_job_that_cannot_make_it(problems, tmp_pa
 
 
 def test_weighted_lateness_lets_jobs_run_late_instead_of_failing(problems, tmp_path):
-    pf = variant(problems, tmp_path, ("objective: cost", "objective: weighted_lateness"), ("deadline: 14d", "deadline: 2d"))
+    pf = variant(
+        problems, tmp_path, ("objective: cost", "objective: weighted_lateness"), ("deadline: 14d", "deadline: 2d")
+    )
     result = portfolio(pf, workers=1)
     assert result.status in ("optimal", "feasible")
     late = next(j for j in result.schedule if j.job == "llama70b-sft")
@@ -181,8 +204,9 @@ def test_weighted_lateness_lets_jobs_run_late_instead_of_failing(problems, tmp_p
 
 
 def test_portfolio_cli_json_contract(problems):
-    r = CliRunner().invoke(app, ["portfolio", str(problems / "portfolio-q1-finetunes.yaml"), "--format", "json",
-                                 "--workers", "1"])
+    r = CliRunner().invoke(
+        app, ["portfolio", str(problems / "portfolio-q1-finetunes.yaml"), "--format", "json", "--workers", "1"]
+    )
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert set(data) >= {"status", "objective", "total_cost_usd", "gap", "schedule", "dropped", "pools"}
@@ -193,10 +217,14 @@ def test_portfolio_cli_json_contract(problems):
 
 def test_bad_portfolio_inputs_exit_2(tmp_path):
     bad = tmp_path / "p.yaml"
-    bad.write_text("horizon: 10d\njobs:\n  - name: a\n    job: {model: {params: 8B}, tokens: 1B, activation_reserve: 0}\n"
-                   "    after: [zzz]\n")
+    bad.write_text(
+        "horizon: 10d\njobs:\n  - name: a\n    job: {model: {params: 8B}, tokens: 1B, activation_reserve: 0}\n"
+        "    after: [zzz]\n"
+    )
     r = CliRunner().invoke(app, ["portfolio", str(bad)])
     assert r.exit_code == 2 and "unknown job 'zzz'" in r.output
-    bad.write_text("horizon: 10d\npools: [{offer: B999, gpus: 8}]\njobs:\n  - name: a\n    job: {model: {params: 8B}, tokens: 1B, activation_reserve: 0}\n")
+    bad.write_text(
+        "horizon: 10d\npools: [{offer: B999, gpus: 8}]\njobs:\n  - name: a\n    job: {model: {params: 8B}, tokens: 1B, activation_reserve: 0}\n"
+    )
     r = CliRunner().invoke(app, ["portfolio", str(bad)])
     assert r.exit_code == 2 and "pools[0].offer" in r.output

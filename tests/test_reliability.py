@@ -12,8 +12,8 @@ from optimizer.physics.constants import FAILURES_PER_GPU_HOUR
 
 def test_llama3_failure_rate():
     # 419 interruptions in 54 days on 16,384 GPUs (Llama 3 paper, section 3.3.4)
-    assert FAILURES_PER_GPU_HOUR == pytest.approx(1.973e-5, rel=1e-3)
-    assert 1 / FAILURES_PER_GPU_HOUR == pytest.approx(50_680, rel=1e-3)  # per-GPU MTBF, hours
+    assert pytest.approx(1.973e-5, rel=1e-3) == FAILURES_PER_GPU_HOUR
+    assert pytest.approx(50_680, rel=1e-3) == 1 / FAILURES_PER_GPU_HOUR  # per-GPU MTBF, hours
 
 
 def test_young_interval_and_expected_time_by_hand():
@@ -51,7 +51,11 @@ def test_poisson_quantile_honours_q_for_large_means(mean, q):
     # Above a mean of 500 a normal approximation takes over; it must still answer the quantile asked
     # for (it once returned the p90 whatever q was), within one count of the exact sum.
     assert abs(reliability.poisson_quantile(mean, q) - _poisson_quantile_by_summation(mean, q)) <= 1
-    assert reliability.poisson_quantile(mean, 0.5) < reliability.poisson_quantile(mean, 0.9) < reliability.poisson_quantile(mean, 0.99)
+    assert (
+        reliability.poisson_quantile(mean, 0.5)
+        < reliability.poisson_quantile(mean, 0.9)
+        < reliability.poisson_quantile(mean, 0.99)
+    )
 
 
 def test_no_interruptions_means_no_overhead():

@@ -4,15 +4,15 @@ a planner must have (dearer never cheaper, looser never dearer, more choice neve
 
 import copy
 
+import bruteforce
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import bruteforce
 from optimizer import apply_overrides, load_catalog, load_job, plan
+from optimizer.api import candidate_table as prepare
 from optimizer.inputs.schema import Catalog, JobSpec, ModelSpec, Offer, Problem
 from optimizer.solver.model import scaled
-from optimizer.api import candidate_table as prepare
 from optimizer.solver.single import frontier
 
 HARDWARE = {s.name: s for s in load_catalog("hardware").skus}
@@ -36,8 +36,9 @@ def cpsat_frontier(table):
     return [(scaled(c, table)["time_s"], scaled(c, table)["cost_cents"]) for c in frontier(table)]
 
 
-@pytest.mark.parametrize("name", ["llama-70b-within-5-days", "llama-8b-lora", "llama-70b-qlora", "seed-b300-breakeven",
-                                  "seed-100b-one-node"])
+@pytest.mark.parametrize(
+    "name", ["llama-70b-within-5-days", "llama-8b-lora", "llama-70b-qlora", "seed-b300-breakeven", "seed-100b-one-node"]
+)
 @pytest.mark.parametrize("objective", ["cost", "time"])
 def test_bundled_problems_agree_with_brute_force(problems, name, objective):
     problem = apply_overrides(load_job(problems / f"{name}.yaml"), objective=objective)
@@ -66,26 +67,45 @@ def instances(draw):
     names = draw(st.lists(st.sampled_from(SKU_NAMES), min_size=1, max_size=4, unique=True))
     offers = []
     for i, name in enumerate(names):
-        offers.append(Offer(
-            name=f"o{i}-{name.lower()}", sku=name, provider=draw(st.sampled_from(["p1", "p2"])),
-            price=draw(st.floats(0.5, 12.0)), gpus_per_node=draw(st.sampled_from([4, 8])),
-            max_nodes=draw(st.integers(1, 4)), billing_increment=draw(st.sampled_from(["1s", "1m", "1h"])),
-        ))
+        offers.append(
+            Offer(
+                name=f"o{i}-{name.lower()}",
+                sku=name,
+                provider=draw(st.sampled_from(["p1", "p2"])),
+                price=draw(st.floats(0.5, 12.0)),
+                gpus_per_node=draw(st.sampled_from([4, 8])),
+                max_nodes=draw(st.integers(1, 4)),
+                billing_increment=draw(st.sampled_from(["1s", "1m", "1h"])),
+            )
+        )
     catalog = Catalog(name="random", skus=[HARDWARE[n] for n in names], offers=offers)
     shaped = draw(st.booleans())
     if shaped:
         layers, hidden, heads = draw(st.sampled_from([(16, 2048, 16), (32, 4096, 32), (48, 5120, 40), (80, 8192, 64)]))
         params = 12 * layers * hidden * hidden + 2 * 64000 * hidden
-        model = ModelSpec(params=params, layers=layers, hidden=hidden, heads=heads, kv_heads=heads // 4 or 1,
-                          ffn_hidden=int(hidden * 3.5), vocab=64000)
+        model = ModelSpec(
+            params=params,
+            layers=layers,
+            hidden=hidden,
+            heads=heads,
+            kv_heads=heads // 4 or 1,
+            ffn_hidden=int(hidden * 3.5),
+            vocab=64000,
+        )
         reserve = "auto"
     else:
         model = ModelSpec(params=draw(st.floats(1e9, 150e9)))
         reserve = draw(st.sampled_from([0, "10GB", 0.2]))
     method = draw(st.sampled_from(["full", "full", "lora"]))
-    job = JobSpec(model=model, method=method, trainable_params=5e7 if method == "lora" and not shaped else None,
-                  tokens=draw(st.floats(1e8, 3e10)), seq_len=draw(st.sampled_from([1024, 4096])),
-                  global_batch=draw(st.sampled_from([None, 64, 256])), activation_reserve=reserve)
+    job = JobSpec(
+        model=model,
+        method=method,
+        trainable_params=5e7 if method == "lora" and not shaped else None,
+        tokens=draw(st.floats(1e8, 3e10)),
+        seq_len=draw(st.sampled_from([1024, 4096])),
+        global_batch=draw(st.sampled_from([None, 64, 256])),
+        activation_reserve=reserve,
+    )
     constraints = {}
     if draw(st.booleans()):
         constraints["deadline"] = f"{draw(st.integers(1, 400))}h"
@@ -167,8 +187,10 @@ def test_adding_a_sku_never_makes_the_answer_worse(instance, extra, price):
 def test_infeasible_memory_and_supply_explain_themselves(tmp_path):
     # A 405B full fine-tune needs 405e9 x 16 = 6,480 GB of state; two 8x B300 nodes hold 4,608 GB.
     job = tmp_path / "405b.yaml"
-    job.write_text("catalog: nodus-2026-11\njob:\n  model: {params: 405B}\n  tokens: 1B\n  activation_reserve: 0\n"
-                   "assumptions: {framework_overhead: 0}\nconstraints: {max_nodes: 2}\n")
+    job.write_text(
+        "catalog: nodus-2026-11\njob:\n  model: {params: 405B}\n  tokens: 1B\n  activation_reserve: 0\n"
+        "assumptions: {framework_overhead: 0}\nconstraints: {max_nodes: 2}\n"
+    )
     answer = plan(load_job(job))
     assert answer.status == "infeasible" and answer.best is None
     binding = {i.constraint: i for i in answer.infeasible}

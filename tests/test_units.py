@@ -3,14 +3,29 @@
 import pytest
 
 from optimizer.errors import UnitError
-from optimizer.inputs.units import (parse_bytes, parse_count, parse_duration_s, parse_price_per_hour, parse_rate,
-                             parse_usd)
+from optimizer.inputs.units import (
+    parse_bytes,
+    parse_count,
+    parse_duration_s,
+    parse_price_per_hour,
+    parse_rate,
+    parse_usd,
+)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("180GB", 180e9), ("160Gi", 160 * 2**30), ("167.6GiB", 167.6 * 2**30), ("2.1TB", 2.1e12),
-    ("183359MiB", 183359 * 2**20), ("40 GB", 40e9), (1024, 1024.0), ("1,440GB", 1440e9),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("180GB", 180e9),
+        ("160Gi", 160 * 2**30),
+        ("167.6GiB", 167.6 * 2**30),
+        ("2.1TB", 2.1e12),
+        ("183359MiB", 183359 * 2**20),
+        ("40 GB", 40e9),
+        (1024, 1024.0),
+        ("1,440GB", 1440e9),
+    ],
+)
 def test_sizes(text, expected):
     assert parse_bytes(text) == pytest.approx(expected)
 
@@ -20,19 +35,25 @@ def test_b200_label_is_167_6_gib():
     assert parse_bytes("180GB") / 2**30 == pytest.approx(167.64, abs=0.01)
 
 
-@pytest.mark.parametrize("text, seconds", [("5d", 432000), ("36h", 129600), ("90m", 5400), ("1d12h", 129600),
-                                           ("1w", 604800), (2, 7200), ("45s", 45)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("5d", 432000), ("36h", 129600), ("90m", 5400), ("1d12h", 129600), ("1w", 604800), (2, 7200), ("45s", 45)],
+)
 def test_durations(text, seconds):
     assert parse_duration_s(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text, usd", [("$5.50/h", 5.5), ("5.50", 5.5), ("$132/day", 5.5), ("$6.943/hr", 6.943),
-                                       (3.593, 3.593), ("$0.0916667/m", 5.5)])
+@pytest.mark.parametrize(
+    "text, usd",
+    [("$5.50/h", 5.5), ("5.50", 5.5), ("$132/day", 5.5), ("$6.943/hr", 6.943), (3.593, 3.593), ("$0.0916667/m", 5.5)],
+)
 def test_prices(text, usd):
     assert parse_price_per_hour(text) == pytest.approx(usd, rel=1e-5)
 
 
-@pytest.mark.parametrize("text, n", [("70B", 70e9), ("14e9", 14e9), ("500M", 5e8), ("2B tokens", 2e9), ("1.5T", 1.5e12)])
+@pytest.mark.parametrize(
+    "text, n", [("70B", 70e9), ("14e9", 14e9), ("500M", 5e8), ("2B tokens", 2e9), ("1.5T", 1.5e12)]
+)
 def test_counts(text, n):
     assert parse_count(text) == pytest.approx(n)
 

@@ -9,7 +9,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_validation_median_error_stays_within_the_documented_figure():
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "validate.py"), "--max-median", "0.20"],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "validate.py"), "--max-median", "0.20"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "15 runs" in out.stdout

@@ -9,50 +9,38 @@ here, before validation, so the schema itself reads no files.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ArgumentError, CatalogError, GpuplanError, JobError, did_you_mean
 from .bundled import bundled_catalog_names, bundled_dir
 from .catalog import find_sku
 from .hf_models import resolve
+from .reader import read_yaml_file
 from .schema import Assumptions, Catalog, CatalogFile, Offer, Portfolio, Problem, Sku
 
 
 def read_yaml(path: Path, what: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise GpuplanError(f"{what} file not found; check the path", source=str(path)) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise GpuplanError(f"cannot read this {what} file ({exc.__class__.__name__})", source=str(path)) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise GpuplanError(
-            f"malformed YAML{where}: {problem}; fix the indentation or quoting there", source=str(path)
-        ) from None
+    """A YAML file, read with the bounds and strictness of ``inputs.reader`` (no duplicate keys, no
+    base-60 numbers, no alias bombs, regular files of at most 16 MiB)."""
+    return read_yaml_file(path, what)
 
 
 def validation_error(exc: ValidationError, source: str, prefix: str = "") -> GpuplanError:
     """The first pydantic error as one sentence with its dotted field path."""
     first = exc.errors()[0]
-    field = ""
+    path = ""
     for part in first["loc"]:
-        field += f"[{part}]" if isinstance(part, int) else f".{part}"
-    field = (prefix + field).strip(".") or None
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    field = (prefix + path).strip(".") or None
     message = first["msg"]
     if first["type"] == "extra_forbidden":
         message = "unknown field; check its spelling against the README's job file format"
     elif first["type"] == "missing":
         message = "required field is missing"
     elif message.startswith("Value error, "):
-        message = message[len("Value error, "):]
+        message = message[len("Value error, ") :]
     if first["type"] not in ("missing", "extra_forbidden") and "input" in first:
         value = first["input"]
         if not isinstance(value, (dict, list)):
@@ -62,7 +50,9 @@ def validation_error(exc: ValidationError, source: str, prefix: str = "") -> Gpu
 
 def parse_model(model: type[BaseModel], data: Any, source: str, prefix: str = ""):
     if not isinstance(data, dict):
-        raise GpuplanError(f"expected a mapping of fields, got {type(data).__name__}", source=source, field=prefix or None)
+        raise GpuplanError(
+            f"expected a mapping of fields, got {type(data).__name__}", source=source, field=prefix or None
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -74,7 +64,7 @@ def parse_model(model: type[BaseModel], data: Any, source: str, prefix: str = ""
 # --------------------------------------------------------------------------- catalogs
 
 
-def _catalog_path(name_or_path: str, relative_to: Optional[Path] = None) -> Path:
+def _catalog_path(name_or_path: str, relative_to: Path | None = None) -> Path:
     candidate = Path(name_or_path)
     if relative_to is not None and not candidate.is_absolute():
         near = relative_to / candidate
@@ -83,8 +73,9 @@ def _catalog_path(name_or_path: str, relative_to: Optional[Path] = None) -> Path
     if candidate.suffix in (".yaml", ".yml") or candidate.is_file():
         if candidate.is_file():
             return candidate
-        raise CatalogError(f"catalog file {name_or_path!r} not found; give a path or one of "
-                           f"{', '.join(bundled_catalog_names())}")
+        raise CatalogError(
+            f"catalog file {name_or_path!r} not found; give a path or one of {', '.join(bundled_catalog_names())}"
+        )
     bundled = bundled_dir("catalogs") / f"{name_or_path}.yaml"
     if bundled.is_file():
         return bundled
@@ -102,7 +93,7 @@ def _load_skus(path: Path) -> list[Sku]:
     return [parse_model(Sku, row, str(path), f"skus[{i}]") for i, row in enumerate(data["skus"])]
 
 
-def load_catalog(name_or_path: str = "default", relative_to: Optional[Path] = None) -> Catalog:
+def load_catalog(name_or_path: str = "default", relative_to: Path | None = None) -> Catalog:
     """A bundled catalog by name (``default``, ``nodus-2026-11``, ``hardware``) or a YAML path."""
     path = _catalog_path(name_or_path, relative_to)
     data = read_yaml(path, "catalog")
@@ -110,8 +101,11 @@ def load_catalog(name_or_path: str = "default", relative_to: Optional[Path] = No
         raise CatalogError("a catalog file is a mapping with 'offers:' (and 'hardware:') or 'skus:'", source=str(path))
     unknown = sorted(set(data) - set(CatalogFile.model_fields))
     if unknown:
-        raise CatalogError(f"unknown field; a catalog file takes {', '.join(CatalogFile.model_fields)}",
-                           source=str(path), field=unknown[0])
+        raise CatalogError(
+            f"unknown field; a catalog file takes {', '.join(CatalogFile.model_fields)}",
+            source=str(path),
+            field=unknown[0],
+        )
     skus: dict[str, Sku] = {}
     offers: list[Offer] = []
     files = [str(path)]
@@ -159,14 +153,16 @@ def load_job(path: str | Path) -> Problem:
     return problem
 
 
-def expand_models(data: Any, base: Optional[Path] = None, source: Optional[str] = None) -> Any:
+def expand_models(data: Any, base: Path | None = None, source: str | None = None) -> Any:
     """Expand ``model: PRESET`` / ``{preset: ...}`` / ``{hf_config: ...}`` in a job or portfolio mapping,
     in place, before validation (a relative ``hf_config`` is relative to ``base``, the file's folder)."""
     if not isinstance(data, dict):
         return data
     entries = [("job", data.get("job"))]
     if isinstance(data.get("jobs"), list):
-        entries += [(f"jobs[{i}].job", entry.get("job")) for i, entry in enumerate(data["jobs"]) if isinstance(entry, dict)]
+        entries += [
+            (f"jobs[{i}].job", entry.get("job")) for i, entry in enumerate(data["jobs"]) if isinstance(entry, dict)
+        ]
     for prefix, job in entries:
         if isinstance(job, dict) and "model" in job:
             try:
@@ -177,7 +173,7 @@ def expand_models(data: Any, base: Optional[Path] = None, source: Optional[str] 
     return data
 
 
-def problem_catalog(problem: Problem | Portfolio, override: Optional[str] = None) -> Catalog:
+def problem_catalog(problem: Problem | Portfolio, override: str | None = None) -> Catalog:
     """The catalog a job or portfolio file names (relative to the file), a command-line override, or the default."""
     name = override or problem.catalog or "default"
     base = Path(problem.source_path).parent if problem.source_path and not override else None
@@ -194,8 +190,9 @@ def load_portfolio(path: str | Path) -> Portfolio:
     path = Path(path)
     data = read_yaml(path, "portfolio")
     if not isinstance(data, dict) or "jobs" not in data:
-        raise JobError("a portfolio file needs a top-level 'jobs:' list (see problems/portfolio-*.yaml)",
-                       source=str(path))
+        raise JobError(
+            "a portfolio file needs a top-level 'jobs:' list (see problems/portfolio-*.yaml)", source=str(path)
+        )
     expand_models(data, base=path.parent, source=str(path))
     portfolio = parse_model(Portfolio, data, str(path))
     portfolio.source_path = str(path)

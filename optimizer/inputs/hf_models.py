@@ -13,25 +13,22 @@ Active parameters (what FLOPs count) are the total less the routed experts a tok
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Optional
-
-import yaml
+from typing import Any
 
 from ..errors import GpuplanError, JobError, did_you_mean
 from .bundled import MODEL_PRESETS, bundled_dir
+from .reader import read_json_file, read_yaml_file
 
 _GATED = ("silu", "swiglu", "gelu_pytorch_tanh", "geglu", "swish")
 
 
 def _presets_file() -> Path:
-
-    return bundled_dir("catalogs") / "models.yaml"
+    return bundled_dir("catalogs") / f"{MODEL_PRESETS}.yaml"
 
 
 def presets() -> dict[str, dict]:
-    return yaml.safe_load(_presets_file().read_text())
+    return read_yaml_file(_presets_file(), "model presets")
 
 
 def _get(cfg: dict, *names, default=None):
@@ -41,7 +38,7 @@ def _get(cfg: dict, *names, default=None):
     return default
 
 
-def count_params(cfg: dict) -> dict[str, float]:
+def count_params(cfg: dict) -> dict[str, Any]:
     """Total and active parameters, with the shapes gpuplan's physics uses, from a HF-style config."""
     h = int(_get(cfg, "hidden_size", "d_model", "n_embd"))
     layers = int(_get(cfg, "num_hidden_layers", "n_layer", "num_layers"))
@@ -51,7 +48,15 @@ def count_params(cfg: dict) -> dict[str, float]:
     vocab = int(_get(cfg, "vocab_size"))
     ffn = int(_get(cfg, "intermediate_size", "ffn_dim", "n_inner", default=4 * h))
     act = str(_get(cfg, "hidden_act", "hidden_activation", "activation_function", default="silu"))
-    gated = act in _GATED or cfg.get("model_type") in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2")
+    gated = act in _GATED or cfg.get("model_type") in (
+        "llama",
+        "mistral",
+        "mixtral",
+        "qwen2",
+        "qwen3",
+        "gemma",
+        "gemma2",
+    )
     per_mlp = 3 if gated else 2
 
     if cfg.get("kv_lora_rank"):  # DeepSeek multi-head latent attention
@@ -80,7 +85,9 @@ def count_params(cfg: dict) -> dict[str, float]:
     dense_layers = int(cfg.get("first_k_dense_replace", 0) or 0)
     sparse_step = int(cfg.get("decoder_sparse_step", 1) or 1)
     mlp_only = set(cfg.get("mlp_only_layers") or [])
-    moe_layers = [i for i in range(layers) if experts and i >= dense_layers and i not in mlp_only and (i + 1) % sparse_step == 0]
+    moe_layers = [
+        i for i in range(layers) if experts and i >= dense_layers and i not in mlp_only and (i + 1) % sparse_step == 0
+    ]
 
     dense_mlp = per_mlp * h * ffn
     routed = experts * per_mlp * h * expert_ffn
@@ -108,7 +115,7 @@ def count_params(cfg: dict) -> dict[str, float]:
     }
 
 
-def model_fields(cfg: dict, name: Optional[str] = None) -> dict[str, Any]:
+def model_fields(cfg: dict, name: str | None = None) -> dict[str, Any]:
     """The ``job.model`` fields for a HF-style config (what ``ModelSpec`` takes)."""
     counted = count_params(cfg)
     fields = {k: v for k, v in counted.items() if k != "kv_width" and v is not None}
@@ -122,16 +129,21 @@ def model_fields(cfg: dict, name: Optional[str] = None) -> dict[str, Any]:
 
 
 def read_hf_config(path: str | Path) -> dict:
-    path = Path(path)
+    """A Hugging Face ``config.json``: a JSON object, read with ``inputs.reader``'s bounds."""
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise JobError("Hugging Face config.json not found; check the path", source=str(path), field="job.model.hf_config") from None
-    except json.JSONDecodeError as exc:
-        raise JobError(f"not valid JSON (line {exc.lineno}): {exc.msg}", source=str(path), field="job.model.hf_config") from None
+        cfg = read_json_file(path, "config.json")
+    except GpuplanError as exc:
+        raise JobError(exc.reason, source=exc.source or str(path), field="job.model.hf_config") from None
+    if not isinstance(cfg, dict):
+        raise JobError(
+            f"a config.json is a JSON object of fields, got a {type(cfg).__name__}",
+            source=str(path),
+            field="job.model.hf_config",
+        )
+    return cfg
 
 
-def resolve(spec: dict | str, base: Optional[Path] = None) -> dict:
+def resolve(spec: dict | str, base: Path | None = None) -> dict:
     """``job.model`` with ``preset:`` or ``hf_config:`` expanded to shapes and counts (explicit keys win)."""
     if isinstance(spec, str):
         spec = {"preset": spec}
@@ -143,8 +155,10 @@ def resolve(spec: dict | str, base: Optional[Path] = None) -> dict:
         table = presets()
         key = name.lower()
         if key not in table:
-            raise JobError(f"unknown model preset {name!r}; run 'gpuplan models' for the list.{did_you_mean(name, list(table))}",
-                           field="job.model.preset")
+            raise JobError(
+                f"unknown model preset {name!r}; run 'gpuplan models' for the list.{did_you_mean(name, list(table))}",
+                field="job.model.preset",
+            )
         fields = model_fields(table[key]["config"], name=key)
     else:
         path = Path(spec.pop("hf_config"))
@@ -154,7 +168,10 @@ def resolve(spec: dict | str, base: Optional[Path] = None) -> dict:
         try:
             fields = model_fields(cfg, name=spec.get("name") or cfg.get("_name_or_path") or path.parent.name)
         except (KeyError, TypeError, ValueError) as exc:
-            raise GpuplanError(f"cannot size the model from this config ({exc.__class__.__name__}: {exc}); "
-                               "it needs hidden_size, num_hidden_layers, num_attention_heads and vocab_size",
-                               source=str(path), field="job.model.hf_config") from None
+            raise GpuplanError(
+                f"cannot size the model from this config ({exc.__class__.__name__}: {exc}); "
+                "it needs hidden_size, num_hidden_layers, num_attention_heads and vocab_size",
+                source=str(path),
+                field="job.model.hf_config",
+            ) from None
     return {**fields, **spec}

@@ -7,6 +7,8 @@ keyword to the flag the user typed; a Python caller sees the keyword it passed.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -23,7 +25,7 @@ def _quantile(value: str) -> str:
 
 
 # keyword -> (Constraints field, parser); every parsed number must be positive.
-_CONSTRAINTS = {
+_CONSTRAINTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "deadline": ("deadline_s", lambda v: units.parse_duration_s(v, "a deadline")),
     "budget": ("budget_usd", lambda v: units.parse_usd(v, "a budget")),
     "max_nodes": ("max_nodes", int),
@@ -69,17 +71,20 @@ def _override(key: str, value, constraints: dict, gpu: dict) -> None:
         if isinstance(constraints[field], (int, float)) and constraints[field] <= 0:
             raise GpuplanError(f"must be positive (got {value!r})")
     else:
-        raise GpuplanError(f"unknown override; use one of objective, measured, gpu_types, min_memory, "
-                           f"{', '.join(_CONSTRAINTS)}")
+        raise GpuplanError(
+            f"unknown override; use one of objective, measured, gpu_types, min_memory, {', '.join(_CONSTRAINTS)}"
+        )
 
 
 def parse_measurement(text: str) -> Measurement:
     """``4xRTX-PRO-6000:14.8k tok/s`` or ``16xB200@2:45k tok/s,150GiB`` (GPUs x SKU [@nodes]: rate [, peak])."""
     match = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*([A-Za-z0-9._-]+)\s*(?:@\s*(\d+))?\s*:\s*([^,]+?)\s*(?:,\s*(.+))?", text)
     if not match:
-        raise ArgumentError(f"cannot read {text!r}; write it like '4xRTX-PRO-6000:14.8k tok/s' or "
-                            "'16xB200@2:45k tok/s,150GiB' (GPUs x SKU [@nodes]: throughput [, peak memory])",
-                            field="measured")
+        raise ArgumentError(
+            f"cannot read {text!r}; write it like '4xRTX-PRO-6000:14.8k tok/s' or "
+            "'16xB200@2:45k tok/s,150GiB' (GPUs x SKU [@nodes]: throughput [, peak memory])",
+            field="measured",
+        )
     gpus, sku, nodes, rate, peak = match.groups()
     data = {"sku": sku, "gpus": int(gpus), "tokens_per_s": rate}
     if nodes:

@@ -9,12 +9,13 @@ one-sentence messages. Results (plans, verdicts) live in ``results``.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from ..physics.constants import FAILURES_PER_GPU_HOUR, HOST_LINK_GB_PER_S_PER_GPU, HOST_MEMORY_GB_PER_S_PER_GPU
 from . import units
+
 
 def _unit(example: str) -> WithJsonSchema:
     """JSON Schema for a field that takes a number or a string with a unit."""
@@ -49,30 +50,30 @@ class Sku(_Model):
     architecture: str = ""
     form_factor: str = Field("sxm", description="sxm, pcie or oam: decides the default efficiency class.")
     memory_label_bytes: Bytes = Field(alias="memory", gt=0, description="Vendor label, e.g. 180GB.")
-    memory_reported_bytes: Optional[Bytes] = Field(
+    memory_reported_bytes: Bytes | None = Field(
         None, alias="memory_reported", description="What nvidia-smi/rocm-smi reports, e.g. 183359MiB."
     )
-    board_memory_bytes: Optional[Bytes] = Field(
+    board_memory_bytes: Bytes | None = Field(
         None, alias="board_memory", description="Board total as the vendor's HGX table states it (e.g. 2.1TB)."
     )
     hbm_bandwidth_gb_per_s: float = Field(gt=0, description="Memory bandwidth per GPU, GB/s (10^9).")
     dense_bf16_tflops: float = Field(gt=0, description="Dense BF16 tensor TFLOPS (vendors quote sparse: halve).")
-    dense_fp8_tflops: Optional[float] = Field(None, gt=0)
-    dense_fp4_tflops: Optional[float] = Field(None, gt=0)
+    dense_fp8_tflops: float | None = Field(None, gt=0)
+    dense_fp4_tflops: float | None = Field(None, gt=0)
     interconnect: str = Field("", description="Intra-node link, e.g. NVLink 5 or PCIe Gen5 x16.")
     intra_node_bandwidth_gb_per_s: float = Field(
         gt=0, description="Per-GPU intra-node bandwidth, bidirectional (vendor convention), GB/s."
     )
-    network_gb_per_s_per_gpu: Optional[float] = Field(
+    network_gb_per_s_per_gpu: float | None = Field(
         None, gt=0, description="Scale-out network per GPU, GB/s (400 Gb/s = 50 GB/s)."
     )
     gpus_per_node: int = Field(8, ge=1, le=72)
-    default_mfu: Optional[float] = Field(None, gt=0, le=1, description="Compute efficiency default for this SKU.")
-    checked: Optional[dt.date] = None
+    default_mfu: float | None = Field(None, gt=0, le=1, description="Compute efficiency default for this SKU.")
+    checked: dt.date | None = None
     sources: list[str] = Field(default_factory=list)
     notes: str = ""
 
-    def dense_tflops(self, precision: str) -> Optional[float]:
+    def dense_tflops(self, precision: str) -> float | None:
         return {
             "bf16": self.dense_bf16_tflops,
             "fp16": self.dense_bf16_tflops,
@@ -89,26 +90,26 @@ class Offer(_Model):
     provider: str = ""
     aliases: list[str] = Field(default_factory=list, description="Names users select it by (type: B200).")
     price_usd_per_gpu_hour: UsdPerHour = Field(alias="price", gt=0)
-    spot_price_usd_per_gpu_hour: Optional[UsdPerHour] = Field(None, alias="spot_price", gt=0)
+    spot_price_usd_per_gpu_hour: UsdPerHour | None = Field(None, alias="spot_price", gt=0)
     spot_preemptions_per_node_hour: float = Field(
         0.02, ge=0, description="Expected preemptions per node-hour on spot capacity (assumed 0.02 when not stated)."
     )
     gpus_per_node: int = Field(8, ge=1, le=72)
-    gpu_counts: Optional[list[int]] = Field(
+    gpu_counts: list[int] | None = Field(
         None, description="GPU counts rentable on one node; default: the divisors-of-two up to gpus_per_node."
     )
     max_nodes: int = Field(1, ge=1, description="Supply: most nodes one job can get.")
-    memory_delivered_bytes: Optional[Bytes] = Field(
+    memory_delivered_bytes: Bytes | None = Field(
         None, alias="memory_delivered", description="Per-GPU memory as the provider delivers it."
     )
     billing_increment_s: Seconds = Field(60.0, alias="billing_increment", gt=0)
     whole_nodes: bool = Field(True, description="Multi-node jobs rent whole nodes.")
-    checked: Optional[dt.date] = None
+    checked: dt.date | None = None
     source: str = ""
     illustrative: bool = False
 
     @model_validator(mode="after")
-    def _counts_fit_node(self) -> "Offer":
+    def _counts_fit_node(self) -> Offer:
         for count in self.gpu_counts or []:
             if count < 1 or count > self.gpus_per_node:
                 raise ValueError(f"gpu_counts entry {count} is outside 1..gpus_per_node ({self.gpus_per_node})")
@@ -127,10 +128,10 @@ class Offer(_Model):
 class CatalogFile(_Model):
     """A catalog file as written: SKUs, offers, or includes of other catalogs."""
 
-    name: Optional[str] = None
+    name: str | None = None
     description: str = ""
     include: list[str] = Field(default_factory=list, description="Other catalogs (names or paths) to merge in.")
-    hardware: Optional[str] = Field(None, description="The hardware file the offers' SKUs come from.")
+    hardware: str | None = Field(None, description="The hardware file the offers' SKUs come from.")
     skus: list[Sku] = Field(default_factory=list)
     offers: list[Offer] = Field(default_factory=list)
 
@@ -157,27 +158,29 @@ class ModelSpec(_Model):
     @classmethod
     def _presets_are_expanded_first(cls, data):
         if isinstance(data, str) or (isinstance(data, dict) and {"preset", "hf_config"} & set(data)):
-            raise ValueError("a preset or hf_config is expanded when a file is read: use optimizer.load_job, "
-                             "or optimizer.inputs.files.expand_models on the mapping first")
+            raise ValueError(
+                "a preset or hf_config is expanded when a file is read: use optimizer.load_job, "
+                "or optimizer.inputs.files.expand_models on the mapping first"
+            )
         return data
 
-    name: Optional[str] = None
+    name: str | None = None
     params: Count = Field(gt=0, description="Total parameters (70B, 14e9).")
-    active_params: Optional[Count] = Field(None, gt=0, description="Parameters used per token (MoE).")
-    layers: Optional[int] = Field(None, ge=1)
-    hidden: Optional[int] = Field(None, ge=1)
-    heads: Optional[int] = Field(None, ge=1)
-    kv_heads: Optional[int] = Field(None, ge=1, description="Key/value heads (GQA); default heads.")
-    head_dim: Optional[int] = Field(None, ge=1, description="Default hidden / heads.")
-    ffn_hidden: Optional[int] = Field(None, ge=1, description="MLP width (per expert for MoE).")
-    vocab: Optional[int] = Field(None, ge=1)
+    active_params: Count | None = Field(None, gt=0, description="Parameters used per token (MoE).")
+    layers: int | None = Field(None, ge=1)
+    hidden: int | None = Field(None, ge=1)
+    heads: int | None = Field(None, ge=1)
+    kv_heads: int | None = Field(None, ge=1, description="Key/value heads (GQA); default heads.")
+    head_dim: int | None = Field(None, ge=1, description="Default hidden / heads.")
+    ffn_hidden: int | None = Field(None, ge=1, description="MLP width (per expert for MoE).")
+    vocab: int | None = Field(None, ge=1)
     gated_mlp: bool = Field(True, description="SwiGLU-style gate+up+down (Llama, Qwen, Mistral).")
-    experts: Optional[int] = Field(None, ge=1)
-    experts_per_token: Optional[int] = Field(None, ge=1)
+    experts: int | None = Field(None, ge=1)
+    experts_per_token: int | None = Field(None, ge=1)
     shared_experts: int = Field(0, ge=0)
 
     @model_validator(mode="after")
-    def _shapes_consistent(self) -> "ModelSpec":
+    def _shapes_consistent(self) -> ModelSpec:
         if self.active_params is not None and self.active_params > self.params:
             raise ValueError("active_params is larger than params; active parameters are a subset of the total")
         if self.heads and self.kv_heads and self.heads % self.kv_heads:
@@ -199,9 +202,9 @@ class Measurement(_Model):
 
     sku: str = Field(description="GPU name or alias, as check --sku.")
     gpus: int = Field(ge=1)
-    nodes: Optional[int] = Field(None, ge=1, description="Default: the fewest nodes that hold the GPUs.")
+    nodes: int | None = Field(None, ge=1, description="Default: the fewest nodes that hold the GPUs.")
     tokens_per_s: Rate = Field(gt=0, description="Measured training throughput, e.g. 14.8k.")
-    peak_memory_bytes: Optional[Bytes] = Field(None, alias="peak_memory", gt=0, description="Peak per GPU, e.g. 71GiB.")
+    peak_memory_bytes: Bytes | None = Field(None, alias="peak_memory", gt=0, description="Peak per GPU, e.g. 71GiB.")
 
 
 class JobSpec(_Model):
@@ -209,23 +212,23 @@ class JobSpec(_Model):
     model: ModelSpec
     method: Method = "full"
     lora_rank: int = Field(16, ge=1)
-    trainable_params: Optional[Count] = Field(
+    trainable_params: Count | None = Field(
         None, gt=0, description="Adapter parameters when shapes are not given (LoRA/QLoRA)."
     )
-    teacher_params: Optional[Count] = Field(
+    teacher_params: Count | None = Field(
         None, gt=0, description="A frozen teacher/target run forward-only each step (distillation, drafters)."
     )
-    tokens: Optional[Count] = Field(None, gt=0, description="Tokens to process in total.")
-    dataset_tokens: Optional[Count] = Field(None, gt=0)
-    epochs: Optional[float] = Field(None, gt=0)
+    tokens: Count | None = Field(None, gt=0, description="Tokens to process in total.")
+    dataset_tokens: Count | None = Field(None, gt=0)
+    epochs: float | None = Field(None, gt=0)
     seq_len: int = Field(4096, ge=1)
-    global_batch: Optional[Union[int, str]] = Field(
+    global_batch: int | str | None = Field(
         None, description="Sequences per optimizer step (an int) or tokens ('4M tokens'); default: free."
     )
     precision: Precision = "bf16"
     optimizer: Literal["adamw", "adamw8bit", "sgd", "adafactor"] = "adamw"
-    bytes_per_param: Optional[float] = Field(None, gt=0, description="Training-state bytes per parameter.")
-    activation_reserve: Union[Literal["auto"], float, str] = Field(
+    bytes_per_param: float | None = Field(None, gt=0, description="Training-state bytes per parameter.")
+    activation_reserve: Literal["auto"] | float | str = Field(
         "auto", description="auto (from shapes), a size per GPU (40GB) or a fraction of capacity (0.2)."
     )
     attention: Literal["flash", "eager"] = "flash"
@@ -235,7 +238,7 @@ class JobSpec(_Model):
     measured: list[Measurement] = Field(default_factory=list, description="Short-run measurements to calibrate from.")
 
     @model_validator(mode="after")
-    def _tokens_given_once(self) -> "JobSpec":
+    def _tokens_given_once(self) -> JobSpec:
         if self.tokens is None and self.dataset_tokens is None:
             raise ValueError("give job.tokens, or job.dataset_tokens with job.epochs")
         if self.tokens is not None and self.dataset_tokens is not None:
@@ -246,10 +249,10 @@ class JobSpec(_Model):
     def total_tokens(self) -> float:
         if self.tokens is not None:
             return float(self.tokens)
-        return float(self.dataset_tokens) * float(self.epochs or 1.0)
+        return float(self.dataset_tokens or 0.0) * float(self.epochs or 1.0)
 
     @property
-    def global_batch_sequences(self) -> Optional[int]:
+    def global_batch_sequences(self) -> int | None:
         if self.global_batch is None:
             return None
         if isinstance(self.global_batch, int):
@@ -258,12 +261,12 @@ class JobSpec(_Model):
 
 
 class Assumptions(_Model):
-    mfu: Union[Literal["auto"], float] = Field(
+    mfu: Literal["auto"] | float = Field(
         "auto", description="Compute efficiency of the matmuls when compute-bound (0-1); auto = per SKU."
     )
     overlap: float = Field(0.7, ge=0, le=1, description="Share of compute time that hides data-parallel traffic.")
     link_efficiency: float = Field(0.8, gt=0, le=1, description="Achieved / nominal bandwidth for collectives.")
-    framework_overhead: Union[Literal["auto"], float, str] = Field(
+    framework_overhead: Literal["auto"] | float | str = Field(
         "auto", description="CUDA context, NCCL buffers, fragmentation: auto, a size or a fraction of capacity."
     )
     scaling_efficiency: dict[int, float] = Field(
@@ -277,9 +280,13 @@ class Assumptions(_Model):
     host_memory_per_node_bytes: Bytes = Field(
         2e12, alias="host_memory_per_node", gt=0, description="CPU memory per node for optimizer offload (2TB)."
     )
-    host_link_gb_per_s_per_gpu: float = Field(HOST_LINK_GB_PER_S_PER_GPU, gt=0, description="GPU-host PCIe bandwidth per GPU, GB/s.")
+    host_link_gb_per_s_per_gpu: float = Field(
+        HOST_LINK_GB_PER_S_PER_GPU, gt=0, description="GPU-host PCIe bandwidth per GPU, GB/s."
+    )
     host_memory_gb_per_s_per_gpu: float = Field(
-        HOST_MEMORY_GB_PER_S_PER_GPU, gt=0, description="CPU DRAM bandwidth share per GPU for the offloaded optimizer step, GB/s."
+        HOST_MEMORY_GB_PER_S_PER_GPU,
+        gt=0,
+        description="CPU DRAM bandwidth share per GPU for the offloaded optimizer step, GB/s.",
     )
     restart_s: Seconds = Field(600.0, alias="restart", ge=0, description="Time to restart after an interruption.")
     memory_basis: MemoryBasis = Field(
@@ -287,7 +294,7 @@ class Assumptions(_Model):
     )
 
     @model_validator(mode="after")
-    def _efficiency_range(self) -> "Assumptions":
+    def _efficiency_range(self) -> Assumptions:
         if isinstance(self.mfu, float) and not 0 < self.mfu <= 1:
             raise ValueError(f"mfu {self.mfu} must be in (0, 1]: it is a fraction of dense peak")
         for nodes, eff in self.scaling_efficiency.items():
@@ -297,17 +304,17 @@ class Assumptions(_Model):
 
 
 class GpuFilter(_Model):
-    min_memory_bytes: Optional[Bytes] = Field(None, alias="min_memory", gt=0)
-    types: Optional[list[str]] = None
-    providers: Optional[list[str]] = None
-    count: Optional[int] = Field(None, ge=1, description="GPUs per node (the seed's spec.resources.gpu.count).")
+    min_memory_bytes: Bytes | None = Field(None, alias="min_memory", gt=0)
+    types: list[str] | None = None
+    providers: list[str] | None = None
+    count: int | None = Field(None, ge=1, description="GPUs per node (the seed's spec.resources.gpu.count).")
 
 
 class Constraints(_Model):
-    deadline_s: Optional[Seconds] = Field(None, alias="deadline", gt=0)
-    budget_usd: Optional[Usd] = Field(None, alias="budget", gt=0)
-    max_nodes: Optional[int] = Field(None, ge=1)
-    max_gpus: Optional[int] = Field(None, ge=1)
+    deadline_s: Seconds | None = Field(None, alias="deadline", gt=0)
+    budget_usd: Usd | None = Field(None, alias="budget", gt=0)
+    max_nodes: int | None = Field(None, ge=1)
+    max_gpus: int | None = Field(None, ge=1)
     gpu: GpuFilter = Field(default_factory=GpuFilter)
     deadline_quantile: Literal["p50", "p90"] = "p50"
 
@@ -315,12 +322,12 @@ class Constraints(_Model):
 class Problem(_Model):
     """A job file: the job plus its catalog, assumptions, constraints and objective."""
 
-    catalog: Optional[str] = None
+    catalog: str | None = None
     objective: Literal["cost", "time"] = "cost"
     job: JobSpec
     assumptions: Assumptions = Field(default_factory=Assumptions)
     constraints: Constraints = Field(default_factory=Constraints)
-    source_path: Optional[str] = Field(None, exclude=True)
+    source_path: str | None = Field(None, exclude=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -373,7 +380,7 @@ class PoolWindow(_Model):
     gpus: int = Field(ge=0)
 
     @model_validator(mode="after")
-    def _ordered(self) -> "PoolWindow":
+    def _ordered(self) -> PoolWindow:
         if self.end_s <= self.start_s:
             raise ValueError("a window's 'to' must be after its 'from'")
         return self
@@ -389,36 +396,36 @@ class Pool(_Model):
 
 class PortfolioJob(_Model):
     name: str
-    file: Optional[str] = Field(None, description="A job file (relative to the portfolio file).")
-    job: Optional[JobSpec] = None
-    assumptions: Optional[Assumptions] = None
-    gpu: Optional[GpuFilter] = None
-    deadline_s: Optional[Seconds] = Field(None, alias="deadline", gt=0, description="From the portfolio start.")
+    file: str | None = Field(None, description="A job file (relative to the portfolio file).")
+    job: JobSpec | None = None
+    assumptions: Assumptions | None = None
+    gpu: GpuFilter | None = None
+    deadline_s: Seconds | None = Field(None, alias="deadline", gt=0, description="From the portfolio start.")
     release_s: Seconds = Field(0.0, alias="release", ge=0, description="Earliest start, from the portfolio start.")
     weight: float = Field(1.0, alias="priority", gt=0)
     required: bool = True
     after: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _one_source(self) -> "PortfolioJob":
+    def _one_source(self) -> PortfolioJob:
         if (self.file is None) == (self.job is None):
             raise ValueError("give either 'file:' (a job file) or an inline 'job:', not both or neither")
         return self
 
 
 class Portfolio(_Model):
-    catalog: Optional[str] = None
-    start: Optional[dt.date] = None
+    catalog: str | None = None
+    start: dt.date | None = None
     horizon_s: Seconds = Field(alias="horizon", gt=0)
-    budget_usd: Optional[Usd] = Field(None, alias="budget", gt=0)
+    budget_usd: Usd | None = Field(None, alias="budget", gt=0)
     objective: Literal["cost", "makespan", "weighted_lateness"] = "cost"
     time_step_s: Seconds = Field(3600.0, alias="time_step", gt=0, description="Schedule granularity (1h).")
     pools: list[Pool] = Field(default_factory=list)
     jobs: list[PortfolioJob] = Field(min_length=1)
-    source_path: Optional[str] = Field(None, exclude=True)
+    source_path: str | None = Field(None, exclude=True)
 
     @model_validator(mode="after")
-    def _names_and_dependencies(self) -> "Portfolio":
+    def _names_and_dependencies(self) -> Portfolio:
         names = [j.name for j in self.jobs]
         if len(set(names)) != len(names):
             dup = sorted({n for n in names if names.count(n) > 1})

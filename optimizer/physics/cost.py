@@ -17,5 +17,6 @@ def billed_hours(hours, billing_increment_s) -> np.ndarray:
 
 def run_cost_usd(price_usd_per_gpu_hour, gpus, hours, billing_increment_s=1.0) -> np.ndarray:
     """price x GPUs x hours, rounded up to the billing increment (seed 000: 1,000 GPU-h x $5.50 = $5,500)."""
-    return np.asarray(price_usd_per_gpu_hour, float) * np.asarray(gpus, float) * billed_hours(hours, billing_increment_s)
-
+    return (
+        np.asarray(price_usd_per_gpu_hour, float) * np.asarray(gpus, float) * billed_hours(hours, billing_increment_s)
+    )

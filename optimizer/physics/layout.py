@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from enum import IntEnum
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
 from .constants import HOST_LINK_GB_PER_S_PER_GPU, HOST_MEMORY_GB_PER_S_PER_GPU
 
-Ints = Union[int, np.ndarray]
-Floats = Union[float, np.ndarray]
+Ints = int | np.ndarray
+Floats = float | np.ndarray
 
 
 class Recompute(IntEnum):
@@ -32,7 +32,7 @@ class Recompute(IntEnum):
         return self.name.lower()
 
     @classmethod
-    def from_label(cls, label: str) -> "Recompute":
+    def from_label(cls, label: str) -> Recompute:
         return cls[label.upper()]
 
 
@@ -47,7 +47,7 @@ class Offload(IntEnum):
         return self.name.lower()
 
     @classmethod
-    def from_label(cls, label: str) -> "Offload":
+    def from_label(cls, label: str) -> Offload:
         return cls[label.upper()]
 
 
@@ -76,11 +76,11 @@ class Layout:
         return tuple(f.name for f in fields(cls))
 
     @classmethod
-    def from_grid(cls, grid: np.ndarray) -> "Layout":
+    def from_grid(cls, grid: np.ndarray) -> Layout:
         """Columns of an integer grid, in ``field_names`` order."""
         return cls(*(grid[:, i] for i in range(grid.shape[1])))
 
-    def at(self, i: int) -> "Layout":
+    def at(self, i: int) -> Layout:
         """The i-th layout as plain integers."""
         return Layout(*(int(np.asarray(getattr(self, name))[i]) for name in self.field_names()))
 

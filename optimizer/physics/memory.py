@@ -29,8 +29,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .constants import (FRAMEWORK_RESERVE_FIXED_BYTES, FRAMEWORK_RESERVE_FRACTION,
-                        ZERO3_GATHER_BYTES_PER_LAYER_PARAM)
+from .constants import FRAMEWORK_RESERVE_FIXED_BYTES, FRAMEWORK_RESERVE_FRACTION, ZERO3_GATHER_BYTES_PER_LAYER_PARAM
 from .layout import Layout, Recompute, RunSettings
 from .shapes import ModelShape, TrainingState
 
@@ -77,8 +76,12 @@ def state_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> tupl
 def host_optimizer_bytes(train: TrainingState, layout: Layout, gpus_per_node) -> np.ndarray:
     """CPU memory one node needs for its GPUs' offloaded optimizer shards."""
     shard = np.where(np.asarray(layout.zero) >= 1, np.asarray(layout.shard, float), 1.0)
-    per_gpu = train.optimizer_bytes * train.trainable_params / (np.asarray(layout.tp, float) * np.asarray(layout.pp, float)) \
+    per_gpu = (
+        train.optimizer_bytes
+        * train.trainable_params
+        / (np.asarray(layout.tp, float) * np.asarray(layout.pp, float))
         / shard
+    )
     return np.where(np.asarray(layout.offload) > 0, per_gpu * np.asarray(gpus_per_node, float), 0.0)
 
 
@@ -118,8 +121,14 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
     logits = 6.0 * s * b * shape.vocab
     v = np.asarray(layout.virtual_stages, float)
     first_stage = stored / tp * np.where(v > 1, 1.0 + (pp - 1.0) / (pp * v), 1.0)
-    last_stage = (np.where(rc == Recompute.FULL, 2.0 * s * b * shape.hidden * layers_per_stage + flash_layer,
-                           kept_layer * layers_per_stage) + logits) / tp
+    last_stage = (
+        np.where(
+            rc == Recompute.FULL,
+            2.0 * s * b * shape.hidden * layers_per_stage + flash_layer,
+            kept_layer * layers_per_stage,
+        )
+        + logits
+    ) / tp
     return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits / tp)
 
 
@@ -138,8 +147,9 @@ def framework_reserve_bytes(setting, capacity_bytes) -> np.ndarray:
     return np.full_like(capacity, float(setting))
 
 
-def memory_breakdown(shape: ModelShape, train: TrainingState, layout: Layout, settings: RunSettings,
-                     capacity_bytes) -> MemoryBreakdown:
+def memory_breakdown(
+    shape: ModelShape, train: TrainingState, layout: Layout, settings: RunSettings, capacity_bytes
+) -> MemoryBreakdown:
     """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1)."""
     weights, grads, optim = state_bytes(shape, train, layout)
     capacity = np.asarray(capacity_bytes, float)
@@ -161,8 +171,9 @@ def memory_breakdown(shape: ModelShape, train: TrainingState, layout: Layout, se
     )
 
 
-def max_params_fitting(capacity_bytes: float, gpus: int, bytes_per_param: float, reserve_bytes: float,
-                       zero_stage: int = 3) -> float:
+def max_params_fitting(
+    capacity_bytes: float, gpus: int, bytes_per_param: float, reserve_bytes: float, zero_stage: int = 3
+) -> float:
     """Largest parameter count whose training state fits, the seed's capacity arithmetic.
 
     Fully sharded (ZeRO-3) over g GPUs: g x (capacity - reserve) / bytes_per_param. Lower stages

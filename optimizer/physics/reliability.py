@@ -32,7 +32,9 @@ def checkpoint_interval_h(rate_per_hour, checkpoint_h):
     """Young's optimum interval (hours); infinite when nothing interrupts."""
     rate = np.asarray(rate_per_hour, float)
     with np.errstate(divide="ignore"):
-        return np.where(rate > 0, np.sqrt(2.0 * np.asarray(checkpoint_h, float) / np.where(rate > 0, rate, 1.0)), np.inf)
+        return np.where(
+            rate > 0, np.sqrt(2.0 * np.asarray(checkpoint_h, float) / np.where(rate > 0, rate, 1.0)), np.inf
+        )
 
 
 def expected_hours(train_h, rate_per_hour, checkpoint_h, restart_h):
@@ -59,7 +61,9 @@ def poisson_quantile(mean: float, q: float = 0.9) -> int:
     return k
 
 
-def quantile_hours(train_h: float, rate_per_hour: float, checkpoint_h: float, restart_h: float, q: float = 0.9) -> float:
+def quantile_hours(
+    train_h: float, rate_per_hour: float, checkpoint_h: float, restart_h: float, q: float = 0.9
+) -> float:
     """Hours at quantile ``q`` of the number of interruptions (scalar)."""
     if rate_per_hour <= 0:
         return train_h

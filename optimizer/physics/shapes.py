@@ -49,7 +49,9 @@ class TrainingState:
     teacher_params: float = 0.0  # frozen teacher in bf16, forward only (distillation, drafter training)
 
     def weights_total(self, params: float) -> float:
-        return params * self.weight_bytes + self.trainable_params * self.adapter_weight_bytes + 2.0 * self.teacher_params
+        return (
+            params * self.weight_bytes + self.trainable_params * self.adapter_weight_bytes + 2.0 * self.teacher_params
+        )
 
 
 def lora_adapter_params(shape: ModelShape, rank: int) -> float:

@@ -66,8 +66,9 @@ class StepTime:
         return np.array(["compute", "memory", "network"])[np.argmax(terms, axis=0)]
 
 
-def flops_per_token(shape: ModelShape, train: TrainingState, seq_len: float,
-                    recompute=Recompute.NONE) -> tuple[float, np.ndarray]:
+def flops_per_token(
+    shape: ModelShape, train: TrainingState, seq_len: float, recompute=Recompute.NONE
+) -> tuple[float, np.ndarray]:
     """(model FLOPs, hardware FLOPs) per token; model FLOPs define MFU, hardware FLOPs take time."""
     attention = 12.0 * shape.layers * shape.hidden * seq_len
     if train.lora:
@@ -76,8 +77,11 @@ def flops_per_token(shape: ModelShape, train: TrainingState, seq_len: float,
         model = 6.0 * shape.active_params + attention
     model += 2.0 * train.teacher_params
     rc = np.asarray(recompute)
-    extra = np.where(rc == Recompute.FULL, 2.0 * shape.active_params + attention / 3.0,
-                     np.where(rc == Recompute.SELECTIVE, attention / 3.0, 0.0))
+    extra = np.where(
+        rc == Recompute.FULL,
+        2.0 * shape.active_params + attention / 3.0,
+        np.where(rc == Recompute.SELECTIVE, attention / 3.0, 0.0),
+    )
     return model, model + extra
 
 
@@ -86,8 +90,16 @@ def _ring(n) -> np.ndarray:
     return (n - 1.0) / np.maximum(n, 1.0)
 
 
-def step_time(shape: ModelShape, train: TrainingState, hw: Cluster, layout: Layout, settings: RunSettings, *,
-              activation_bytes_per_micro=None, explicit_efficiency=None) -> StepTime:
+def step_time(
+    shape: ModelShape,
+    train: TrainingState,
+    hw: Cluster,
+    layout: Layout,
+    settings: RunSettings,
+    *,
+    activation_bytes_per_micro=None,
+    explicit_efficiency=None,
+) -> StepTime:
     """Time of one optimizer step. ``explicit_efficiency`` (nan = none) replaces the derived one."""
     nodes, g = np.asarray(hw.nodes, float), np.asarray(hw.gpus_per_node, float)
     tp, pp, dp = np.asarray(layout.tp, float), np.asarray(layout.pp, float), np.asarray(layout.dp, float)
@@ -137,7 +149,8 @@ def step_time(shape: ModelShape, train: TrainingState, hw: Cluster, layout: Layo
     if not train.lora:
         trainable_weight_bytes = weight_bytes
     per_micro_bytes = np.where(
-        zero >= 3, 2.0 * _ring(shard) * weight_bytes + _ring(shard) * grad_bytes,
+        zero >= 3,
+        2.0 * _ring(shard) * weight_bytes + _ring(shard) * grad_bytes,
         np.where(zero == 2, _ring(shard) * grad_bytes, 0.0),
     )
     per_step_shard_bytes = np.where(zero == 2, _ring(shard) * trainable_weight_bytes, 0.0)
@@ -151,14 +164,24 @@ def step_time(shape: ModelShape, train: TrainingState, hw: Cluster, layout: Layo
 
     # --- optimizer update: read and write the local optimizer shard, gradients and weights
     opt_shard = np.where(zero >= 1, shard, 1.0)
-    update_bytes = 2.0 * (train.optimizer_bytes + train.grad_bytes + train.adapter_weight_bytes
-                          + (0.0 if train.lora else train.weight_bytes)) * train.trainable_params
+    update_bytes = (
+        2.0
+        * (
+            train.optimizer_bytes
+            + train.grad_bytes
+            + train.adapter_weight_bytes
+            + (0.0 if train.lora else train.weight_bytes)
+        )
+        * train.trainable_params
+    )
     update_s = update_bytes / model_parallel / opt_shard / hw.hbm_bytes_per_s
     # ZeRO-Offload (Ren et al. 2021, section 4): gradients go to the CPU and updated bf16 weights come
     # back over PCIe; the CPU Adam step streams fp32 state (plus the fp32 gradient) through host memory.
     local = train.trainable_params / model_parallel / opt_shard
-    offloaded_s = 2.0 * 2.0 * local / hw.host_link_bytes_per_s + \
-        2.0 * (train.optimizer_bytes + 4.0) * local / hw.host_memory_bytes_per_s
+    offloaded_s = (
+        2.0 * 2.0 * local / hw.host_link_bytes_per_s
+        + 2.0 * (train.optimizer_bytes + 4.0) * local / hw.host_memory_bytes_per_s
+    )
     update_s = np.where(np.asarray(layout.offload) > 0, offloaded_s, update_s)
 
     # interleaving v chunks per GPU shrinks the bubble to (p - 1) / v micro-batch slots

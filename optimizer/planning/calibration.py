@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Optional
 
 from ..errors import ArgumentError, GpuplanError, JobError
 from ..inputs.catalog import find_sku, offers_for
@@ -30,8 +29,7 @@ def job_context(problem: Problem, catalog: Catalog) -> JobContext:
     return calibrate(ctx) if problem.job.measured else ctx
 
 
-def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: Optional[int] = None,
-                spot: bool = False) -> HardwareRow:
+def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: int | None = None, spot: bool = False) -> HardwareRow:
     """The SKU on its cheapest offer (ties by offer name; the bare SKU if none prices it), with
     ``gpus`` laid out on ``nodes`` nodes (default: the fewest that hold them). Errors name the
     argument (``gpus``, ``nodes``, ``spot``); callers relocate them to a file field where needed."""
@@ -42,20 +40,26 @@ def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: Optional[int] 
     if spot:
         offers = [o for o in offers if o.spot_price_usd_per_gpu_hour]
         if not offers:
-            raise ArgumentError(f"no offer in catalog '{ctx.catalog.name}' has a spot price for {sku_name}",
-                                field="spot")
+            raise ArgumentError(
+                f"no offer in catalog '{ctx.catalog.name}' has a spot price for {sku_name}", field="spot"
+            )
     offer = offers[0] if offers else None
     per_node_max = offer.gpus_per_node if offer else sku.gpus_per_node
     nodes = nodes or math.ceil(gpus / per_node_max)
     if nodes < 1:
         raise ArgumentError("must be at least 1", field="nodes")
     if gpus % nodes:
-        raise ArgumentError(f"{gpus} GPUs do not split evenly over {nodes} nodes; pick a GPU count divisible by "
-                            "the node count", field="gpus")
+        raise ArgumentError(
+            f"{gpus} GPUs do not split evenly over {nodes} nodes; pick a GPU count divisible by the node count",
+            field="gpus",
+        )
     per_node = gpus // nodes
     if per_node > per_node_max:
-        raise ArgumentError(f"{per_node} GPUs per node exceeds the {per_node_max} a {sku.name} node holds; "
-                            f"use {math.ceil(gpus / per_node_max)} nodes or fewer GPUs", field="nodes")
+        raise ArgumentError(
+            f"{per_node} GPUs per node exceeds the {per_node_max} a {sku.name} node holds; "
+            f"use {math.ceil(gpus / per_node_max)} nodes or fewer GPUs",
+            field="nodes",
+        )
     return HardwareRow(sku, offer, nodes, per_node, spot)
 
 
@@ -79,7 +83,9 @@ def _fit(ctx: JobContext, row: HardwareRow, resource: str, target: float) -> flo
     lo, hi = math.log(1e-3), math.log(1e3)
     for _ in range(80):
         mid = (lo + hi) / 2
-        trial = replace(ctx, calibration=replace(ctx.calibration, **{resource: getattr(ctx.calibration, resource) * math.exp(mid)}))
+        trial = replace(
+            ctx, calibration=replace(ctx.calibration, **{resource: getattr(ctx.calibration, resource) * math.exp(mid)})
+        )
         if predict(trial, row)[0] < target:
             lo = mid
         else:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Optional
 
 import numpy as np
 
@@ -59,9 +58,16 @@ class Evaluation:
     def strategy(self, i: int) -> Strategy:
         lay = self.layout.at(i)
         return Strategy(
-            tp=lay.tp, pp=lay.pp, dp=lay.dp, zero_stage=lay.zero, shard_degree=lay.shard,
-            micro_batch=lay.micro_batch, grad_accum=lay.grad_accum, recompute=Recompute(lay.recompute).label,
-            virtual_stages=lay.virtual_stages, offload=Offload(lay.offload).label,
+            tp=lay.tp,
+            pp=lay.pp,
+            dp=lay.dp,
+            zero_stage=lay.zero,
+            shard_degree=lay.shard,
+            micro_batch=lay.micro_batch,
+            grad_accum=lay.grad_accum,
+            recompute=Recompute(int(lay.recompute)).label,
+            virtual_stages=lay.virtual_stages,
+            offload=Offload(int(lay.offload)).label,
         )
 
 
@@ -76,14 +82,14 @@ class Candidate:
     cost_usd: float  # nan when the row has no price
     memory_bytes: float
     capacity_bytes: float
-    rejected_by: Optional[str] = None  # filter, supply, global_batch, memory (before deadline/budget)
+    rejected_by: str | None = None  # filter, supply, global_batch, memory (before deadline/budget)
 
 
 @dataclass
 class CandidateTable:
     ctx: JobContext
     rows: list[HardwareRow]
-    evaluation: Optional[Evaluation]
+    evaluation: Evaluation
     candidates: list[Candidate] = field(default_factory=list)
 
     def feasible(self) -> list[Candidate]:
@@ -110,7 +116,7 @@ def offer_rows(ctx: JobContext) -> list[HardwareRow]:
     return rows
 
 
-def row_rejection(ctx: JobContext, row: HardwareRow) -> Optional[str]:
+def row_rejection(ctx: JobContext, row: HardwareRow) -> str | None:
     """Filters (GPU type, memory, provider, precision) and user supply limits (max nodes / GPUs)."""
     c = ctx.constraints
     gpu = c.gpu
@@ -185,8 +191,11 @@ def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = Fal
                     accum = batch // (dp * mb)
                 # Interleaving needs the micro-batch count to be a multiple of the stages (Megatron-LM's rule)
                 # and at least one layer per chunk.
-                stages = [v for v in VIRTUAL_STAGE_CHOICES
-                          if v == 1 or (pp > 1 and accum % pp == 0 and model.layers >= pp * v)]
+                stages = [
+                    v
+                    for v in VIRTUAL_STAGE_CHOICES
+                    if v == 1 or (pp > 1 and accum % pp == 0 and model.layers >= pp * v)
+                ]
                 for zero, shard in shards:
                     offloads = _offload_choices(ctx.job.offload, zero, dp)
                     for rc in recomputes:
@@ -210,8 +219,9 @@ def _cluster(ctx: JobContext, rows: list[HardwareRow], row_idx: np.ndarray) -> C
         peak_flops=per_row([ctx.peak_flops(r.sku) or np.nan for r in rows]),
         hbm_bytes_per_s=per_row([r.sku.hbm_bandwidth_gb_per_s * 1e9 * ctx.calibration.memory for r in rows]),
         intra_bytes_per_s=per_row([r.sku.intra_node_bandwidth_gb_per_s * 1e9 for r in rows]),
-        network_bytes_per_s=per_row([(r.sku.network_gb_per_s_per_gpu or FALLBACK_NETWORK_GB_PER_S_PER_GPU) * 1e9
-                                     for r in rows]),
+        network_bytes_per_s=per_row(
+            [(r.sku.network_gb_per_s_per_gpu or FALLBACK_NETWORK_GB_PER_S_PER_GPU) * 1e9 for r in rows]
+        ),
         gpus_per_node=per_row([r.gpus_per_node for r in rows]),
         compute_efficiency=per_row([ctx.compute_efficiency(r.sku) for r in rows]),
         nodes=per_row([r.nodes for r in rows]),
@@ -240,23 +250,36 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     one_micro = Layout(**{**vars(layout), "grad_accum": 1, "virtual_stages": 1})
     acts_micro = activation_bytes(ctx.shape, settings, one_micro) if ctx.shape.has_shapes else 0.0
     explicit = per_row([ctx.explicit_efficiency(r.nodes) or np.nan for r in rows])
-    timing = step_time(ctx.shape, ctx.train, hw, layout, settings,
-                       activation_bytes_per_micro=acts_micro, explicit_efficiency=explicit)
+    timing = step_time(
+        ctx.shape, ctx.train, hw, layout, settings, activation_bytes_per_micro=acts_micro, explicit_efficiency=explicit
+    )
     train_h = ctx.job.total_tokens / timing.tokens_per_s / 3600.0
     rate = per_row([interruption_rate(ctx, r) for r in rows])
-    hours = reliability.expected_hours(train_h, rate, per_row([checkpoint_hours(ctx, r) for r in rows]),
-                                       a.restart_s / 3600.0) + a.startup_s / 3600.0
+    hours = (
+        reliability.expected_hours(
+            train_h, rate, per_row([checkpoint_hours(ctx, r) for r in rows]), a.restart_s / 3600.0
+        )
+        + a.startup_s / 3600.0
+    )
     price = per_row([r.price_usd_per_gpu_hour if r.offer else np.nan for r in rows])
     billed = per_row([r.billed_gpus for r in rows])
     increment = per_row([r.offer.billing_increment_s if r.offer else 1.0 for r in rows])
     cost = run_cost_usd(price, billed, hours, increment)
     host = host_optimizer_bytes(ctx.train, layout, hw.gpus_per_node)
-    return Evaluation(row=row_idx, layout=layout, memory=mem, host_bytes=host,
-                      host_capacity_bytes=a.host_memory_per_node_bytes, capacity_bytes=caps, timing=timing,
-                      hours=hours, cost_usd=cost)
+    return Evaluation(
+        row=row_idx,
+        layout=layout,
+        memory=mem,
+        host_bytes=host,
+        host_capacity_bytes=a.host_memory_per_node_bytes,
+        capacity_bytes=caps,
+        timing=timing,
+        hours=hours,
+        cost_usd=cost,
+    )
 
 
-def best_layout(ev: Evaluation, lo: int = 0, hi: Optional[int] = None) -> int:
+def best_layout(ev: Evaluation, lo: int = 0, hi: int | None = None) -> int:
     """Index of the fastest fitting layout in ``[lo, hi)`` (ties: less memory, then enumeration
     order, so the choice is deterministic); the least-memory layout when none fits."""
     hi = len(ev.row) if hi is None else hi
@@ -267,7 +290,9 @@ def best_layout(ev: Evaluation, lo: int = 0, hi: Optional[int] = None) -> int:
     return int(idx[np.lexsort((idx, ev.memory.total[lo:hi]))[0]])
 
 
-def build_table(ctx: JobContext, rows: Optional[list[HardwareRow]] = None, *, keep_rejected: bool = False) -> CandidateTable:
+def build_table(
+    ctx: JobContext, rows: list[HardwareRow] | None = None, *, keep_rejected: bool = False
+) -> CandidateTable:
     """Evaluate every row's strategies and keep each row's best (see module docstring)."""
     rows = offer_rows(ctx) if rows is None else rows
     rejections = [row_rejection(ctx, r) for r in rows]
@@ -294,14 +319,31 @@ def build_table(ctx: JobContext, rows: Optional[list[HardwareRow]] = None, *, ke
         lo, hi = starts[i], starts[i + 1]
         why = rejections[i]
         if hi == lo:
-            table.candidates.append(Candidate(row, -1, False, np.inf, np.nan, np.nan,
-                                              capacity_bytes(row, ctx.assumptions.memory_basis)[0], why or "filter"))
+            table.candidates.append(
+                Candidate(
+                    row,
+                    -1,
+                    False,
+                    np.inf,
+                    np.nan,
+                    np.nan,
+                    capacity_bytes(row, ctx.assumptions.memory_basis)[0],
+                    why or "filter",
+                )
+            )
             continue
         best = best_layout(ev, lo, hi)
         fit = bool(fits[best])
-        table.candidates.append(Candidate(
-            row=row, index=int(best), fits=fit, time_s=float(ev.hours[best] * 3600.0),
-            cost_usd=float(ev.cost_usd[best]), memory_bytes=float(ev.memory.total[best]),
-            capacity_bytes=float(ev.capacity_bytes[best]), rejected_by=why or (None if fit else "memory"),
-        ))
+        table.candidates.append(
+            Candidate(
+                row=row,
+                index=int(best),
+                fits=fit,
+                time_s=float(ev.hours[best] * 3600.0),
+                cost_usd=float(ev.cost_usd[best]),
+                memory_bytes=float(ev.memory.total[best]),
+                capacity_bytes=float(ev.capacity_bytes[best]),
+                rejected_by=why or (None if fit else "memory"),
+            )
+        )
     return table

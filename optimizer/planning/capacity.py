@@ -6,8 +6,6 @@ per B200, x 8 fully sharded = 90B per node; with the HGX B300 board's 2.1 TB, 13
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..errors import ArgumentError, GpuplanError
 from ..inputs.catalog import find_sku, offers_for
 from ..inputs.schema import Catalog
@@ -26,7 +24,7 @@ def capacity(
     *,
     zero: int = 3,
     method: str = "full",
-    bytes_per_param: Optional[float] = None,
+    bytes_per_param: float | None = None,
     reserve: str | float = 0,
     memory_basis: str = "delivered",
     catalog: Catalog,
@@ -51,6 +49,15 @@ def capacity(
     bpp = bytes_per_param or METHOD_BYTES[method]
     stage = zero if method == "full" else 3
     params = max_params_fitting(per_gpu, gpus, bpp, reserve_bytes, stage)
-    return CapacityResult(sku=hw.name, gpus=gpus, zero_stage=zero, method=method, bytes_per_param=bpp,
-                          memory_per_gpu_gb=per_gpu / 1e9, memory_per_gpu_gib=per_gpu / GIB,
-                          memory_basis=basis, reserve_gb=reserve_bytes / 1e9, max_params=params)
+    return CapacityResult(
+        sku=hw.name,
+        gpus=gpus,
+        zero_stage=zero,
+        method=method,
+        bytes_per_param=bpp,
+        memory_per_gpu_gb=per_gpu / 1e9,
+        memory_per_gpu_gib=per_gpu / GIB,
+        memory_basis=basis,
+        reserve_gb=reserve_bytes / 1e9,
+        max_params=params,
+    )

@@ -8,7 +8,6 @@ the fastest layout that fits among the rest is chosen.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -25,13 +24,13 @@ from .plans import plan_from
 class Fixed:
     """What the user fixed (None: gpuplan chooses). Names are the API's parameter names."""
 
-    tp: Optional[int] = None
-    pp: Optional[int] = None
-    zero: Optional[int] = None
-    micro_batch: Optional[int] = None
-    recompute: Optional[str] = None
+    tp: int | None = None
+    pp: int | None = None
+    zero: int | None = None
+    micro_batch: int | None = None
+    recompute: str | None = None
 
-    def grid_values(self, ctx: JobContext) -> dict[str, Optional[int]]:
+    def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
         rc = None if self.recompute is None else int(Recompute.from_label(self.recompute))
         if rc == Recompute.SELECTIVE and ctx.job.attention == "flash":
@@ -41,15 +40,20 @@ class Fixed:
         return {"tp": self.tp, "pp": self.pp, "zero": self.zero, "micro_batch": self.micro_batch, "recompute": rc}
 
 
-def check_row(ctx: JobContext, sku: str, gpus: int, nodes: Optional[int], spot: bool, fixed: Fixed) -> Plan:
+def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: bool, fixed: Fixed) -> Plan:
     """The plan of the fastest fitting layout of ``gpus`` x ``sku`` that keeps what the user fixed."""
     row = resolve_row(ctx, sku, gpus, nodes, spot)
     if ctx.peak_flops(row.sku) is None:
-        raise JobError(f"{row.sku.name} has no dense {ctx.job.precision} rate in the catalog; "
-                       "use bf16 or another GPU", field="job.precision")
+        raise JobError(
+            f"{row.sku.name} has no dense {ctx.job.precision} rate in the catalog; use bf16 or another GPU",
+            field="job.precision",
+        )
     if fixed.tp is not None and fixed.tp > row.gpus_per_node:
-        raise ArgumentError(f"tensor parallelism {fixed.tp} is larger than the {row.gpus_per_node} GPUs per node; "
-                            "TP runs inside a node: lower TP or use more GPUs per node", field="tp")
+        raise ArgumentError(
+            f"tensor parallelism {fixed.tp} is larger than the {row.gpus_per_node} GPUs per node; "
+            "TP runs inside a node: lower TP or use more GPUs per node",
+            field="tp",
+        )
     values = fixed.grid_values(ctx)
     grid = strategy_grid(ctx, row)
     mask = np.ones(len(grid), dtype=bool)
@@ -67,30 +71,44 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
     """The error for a hand-picked configuration no layout satisfies, naming the choice that rules it out."""
     model = ctx.job.model
     tp, pp = fixed.get("tp"), fixed.get("pp")
-    if tp is not None and (tp not in TP_CHOICES or row.gpus_per_node % tp
-                           or (model.heads and (model.heads % tp or (model.kv_heads or model.heads) % tp))):
+    if tp is not None and (
+        tp not in TP_CHOICES
+        or row.gpus_per_node % tp
+        or (model.heads and (model.heads % tp or (model.kv_heads or model.heads) % tp))
+    ):
         return ArgumentError(
             f"TP {tp} is not possible here: it must be one of {', '.join(map(str, TP_CHOICES))}, divide the "
-            f"{row.gpus_per_node} GPUs per node" + (" and the attention (and key/value) heads" if model.heads else
-                                                     " (and a params-only model has no TP)"), field="tp")
-    if pp is not None and pp > 1 and (pp not in PP_CHOICES or not model.layers or 2 * pp > model.layers
-                                      or row.gpus % pp):
+            f"{row.gpus_per_node} GPUs per node"
+            + (" and the attention (and key/value) heads" if model.heads else " (and a params-only model has no TP)"),
+            field="tp",
+        )
+    if (
+        pp is not None
+        and pp > 1
+        and (pp not in PP_CHOICES or not model.layers or 2 * pp > model.layers or row.gpus % pp)
+    ):
         return ArgumentError(
             f"PP {pp} is not possible here: it must be one of {', '.join(map(str, PP_CHOICES))}, divide the "
-            f"{row.gpus} GPUs and leave at least two layers per stage (the model needs its layers given)", field="pp")
+            f"{row.gpus} GPUs and leave at least two layers per stage (the model needs its layers given)",
+            field="pp",
+        )
     batch = ctx.job.global_batch_sequences
     if batch is not None:
         given = ", ".join(f"{k}={v}" for k, v in fixed.items() if v is not None) or "any options"
         return JobError(
             f"no layout of {row.gpus} GPUs with {given} divides the global batch of {batch} sequences (data-parallel "
             "ranks x micro-batch must divide it); change job.global_batch, the GPU count or the micro-batch",
-            source=ctx.problem.source_path, field="job.global_batch")
-    return ArgumentError("no valid layout for these options: optimizer offload needs ZeRO-2/3 or a single "
-                         "data-parallel rank, TP must divide the GPUs per node and the heads, PP the layers",
-                         field="offload")
+            source=ctx.problem.source_path,
+            field="job.global_batch",
+        )
+    return ArgumentError(
+        "no valid layout for these options: optimizer offload needs ZeRO-2/3 or a single "
+        "data-parallel rank, TP must divide the GPUs per node and the heads, PP the layers",
+        field="offload",
+    )
 
 
-def versus_measured(ctx: JobContext, sku: str, gpus: int, nodes: Optional[int], plan: Plan) -> Optional[MeasuredComparison]:
+def versus_measured(ctx: JobContext, sku: str, gpus: int, nodes: int | None, plan: Plan) -> MeasuredComparison | None:
     """This configuration against the first measured one, or None (nothing measured, or this is it)."""
     row = resolve_row(ctx, sku, gpus, nodes, plan.spot)
     if not ctx.calibration.active or ctx.is_measured(row):
@@ -107,8 +125,12 @@ def versus_measured(ctx: JobContext, sku: str, gpus: int, nodes: Optional[int], 
     }
     carried = {"compute": "dense_compute", "memory": "hbm_bandwidth", "network": "intra_node_link"}[base.bound]
     return MeasuredComparison(
-        measured=f"{base.gpus} x {a.name}", measured_tokens_per_s=base.tokens_per_s, measured_bound=base.bound,
-        speedup=plan.tokens_per_s / base.tokens_per_s, ratios=ratios, carried_by=carried,
+        measured=f"{base.gpus} x {a.name}",
+        measured_tokens_per_s=base.tokens_per_s,
+        measured_bound=base.bound,
+        speedup=plan.tokens_per_s / base.tokens_per_s,
+        ratios=ratios,
+        carried_by=carried,
         cost_ratio=(plan.cost_usd.p50 / base.cost_usd.p50) if plan.cost_usd and base.cost_usd else None,
         efficiency_class_ratio=ctx.compute_efficiency(b) / ctx.compute_efficiency(a),
         exposed_network_share=base.time_breakdown_s["network"] / base.step_s if base.step_s else 0.0,

@@ -8,7 +8,6 @@ supports) and knows each row's usable memory under the chosen memory basis.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
 
 from ..errors import GpuplanError, JobError
 from ..inputs import units
@@ -25,13 +24,13 @@ class HardwareRow:
     """One way to rent hardware: an offer (or a bare SKU), a node count and GPUs per node."""
 
     sku: Sku
-    offer: Optional[Offer]
+    offer: Offer | None
     nodes: int
     gpus_per_node: int
     spot: bool = False
 
     @property
-    def price_usd_per_gpu_hour(self) -> Optional[float]:
+    def price_usd_per_gpu_hour(self) -> float | None:
         if self.offer is None:
             return None
         return self.offer.spot_price_usd_per_gpu_hour if self.spot else self.offer.price_usd_per_gpu_hour
@@ -49,6 +48,11 @@ class HardwareRow:
         if self.offer is not None and self.offer.whole_nodes and self.nodes > 1:
             return self.nodes * self.offer.gpus_per_node
         return self.gpus
+
+    @property
+    def offer_name(self) -> str:
+        """The offer's name, or the SKU's for a bare (unpriced) row."""
+        return self.offer.name if self.offer is not None else self.sku.name
 
     @property
     def key(self) -> str:
@@ -92,8 +96,8 @@ class JobContext:
     catalog: Catalog
     shape: ModelShape
     train: TrainingState
-    activation_reserve: Union[str, float]  # "auto", bytes, or a fraction of capacity (< 1)
-    framework_overhead: Union[str, float]
+    activation_reserve: str | float  # "auto", bytes, or a fraction of capacity (< 1)
+    framework_overhead: str | float
     calibration: Calibration = Calibration()
 
     @property
@@ -115,25 +119,30 @@ class JobContext:
             base = sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
         return base * self.calibration.compute
 
-    def is_measured(self, row: "HardwareRow") -> bool:
+    def is_measured(self, row: HardwareRow) -> bool:
         return (row.sku.name, row.gpus, row.nodes) in self.calibration.points
 
-    def peak_flops(self, sku: Sku) -> Optional[float]:
+    def peak_flops(self, sku: Sku) -> float | None:
         tflops = sku.dense_tflops(self.job.precision)
         return None if tflops is None else tflops * 1e12
 
-    def explicit_efficiency(self, nodes: int) -> Optional[float]:
+    def explicit_efficiency(self, nodes: int) -> float | None:
         return self.assumptions.scaling_efficiency.get(nodes)
 
     @property
     def settings(self) -> RunSettings:
         a = self.assumptions
-        return RunSettings(seq_len=float(self.job.seq_len), eager_attention=self.job.attention == "eager",
-                           overlap=a.overlap, link_efficiency=a.link_efficiency * self.calibration.network,
-                           activation_reserve=self.activation_reserve, framework_overhead=self.framework_overhead)
+        return RunSettings(
+            seq_len=float(self.job.seq_len),
+            eager_attention=self.job.attention == "eager",
+            overlap=a.overlap,
+            link_efficiency=a.link_efficiency * self.calibration.network,
+            activation_reserve=self.activation_reserve,
+            framework_overhead=self.framework_overhead,
+        )
 
 
-def _size_or_fraction(value, field: str, source: Optional[str]) -> Union[str, float]:
+def _size_or_fraction(value, field: str, source: str | None) -> str | float:
     """'auto', a number below 1 (a fraction of capacity), or a size in bytes ('40GB', or a number >= 1)."""
     if value == "auto":
         return "auto"
@@ -142,8 +151,9 @@ def _size_or_fraction(value, field: str, source: Optional[str]) -> Union[str, fl
     except GpuplanError as exc:
         raise JobError(exc.reason, source=source, field=field) from None
     if number < 0:
-        raise JobError("must not be negative; give a size such as 40GB or a fraction such as 0.2",
-                       source=source, field=field)
+        raise JobError(
+            "must not be negative; give a size such as 40GB or a fraction such as 0.2", source=source, field=field
+        )
     return number
 
 
@@ -163,8 +173,15 @@ def build_context(problem: Problem, catalog: Catalog) -> JobContext:
             source=source,
             field="job.activation_reserve",
         )
-    if shape.has_shapes and problem.job.model.heads and problem.job.model.hidden % problem.job.model.heads and not problem.job.model.head_dim:
-        raise JobError("hidden is not a multiple of heads; give head_dim explicitly", source=source, field="job.model.head_dim")
+    if (
+        shape.has_shapes
+        and problem.job.model.heads
+        and (problem.job.model.hidden or 0) % problem.job.model.heads
+        and not problem.job.model.head_dim
+    ):
+        raise JobError(
+            "hidden is not a multiple of heads; give head_dim explicitly", source=source, field="job.model.head_dim"
+        )
     for gpu_type in problem.constraints.gpu.types or []:
         try:
             offers_for(catalog, gpu_type)  # an offer name or alias, or a SKU name or alias

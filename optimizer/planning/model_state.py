@@ -11,8 +11,9 @@ from ..physics.shapes import ModelShape, TrainingState, lora_adapter_params
 
 
 def model_shape(model: ModelSpec) -> ModelShape:
+    """The transformer's sizes as floats; a params-only model has ``has_shapes=False``."""
     active = float(model.active_params or model.params)
-    if not model.has_shapes:
+    if not (model.layers and model.hidden and model.heads and model.ffn_hidden and model.vocab):
         return ModelShape(params=float(model.params), active_params=active)
     head_dim = model.head_dim or model.hidden // model.heads
     kv_heads = model.kv_heads or model.heads

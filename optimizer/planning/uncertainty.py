@@ -50,8 +50,10 @@ def p90_hours(ctx: JobContext, row: HardwareRow, tokens_per_s: float) -> float:
     train_h = ctx.job.total_tokens / tokens_per_s / 3600.0
     rate, checkpoint_h, restart_h = interruption_rate(ctx, row), checkpoint_hours(ctx, row), a.restart_s / 3600.0
     # Rare interruptions have a p90 count of zero: never go below the expected time.
-    interrupted = max(reliability.quantile_hours(train_h, rate, checkpoint_h, restart_h),
-                      float(reliability.expected_hours(train_h, rate, checkpoint_h, restart_h)))
+    interrupted = max(
+        reliability.quantile_hours(train_h, rate, checkpoint_h, restart_h),
+        float(reliability.expected_hours(train_h, rate, checkpoint_h, restart_h)),
+    )
     return interrupted * spread(ctx, row) + a.startup_s / 3600.0
 
 

@@ -11,7 +11,7 @@ import math
 
 import yaml
 
-from ..errors import ArgumentError, GpuplanError
+from ..errors import ArgumentError
 from ..results import Plan
 
 KINDS = ("skypilot", "kubernetes", "deepspeed", "accelerate", "torchrun")
@@ -25,8 +25,10 @@ def _global_batch(plan: Plan) -> int:
 def torchrun(plan: Plan, script: str = "train.py") -> str:
     node_rank = "$NODE_RANK" if plan.nodes > 1 else "0"
     master = "$MASTER_ADDR" if plan.nodes > 1 else "localhost"
-    return (f"torchrun --nnodes {plan.nodes} --nproc-per-node {plan.gpus_per_node} --node-rank {node_rank} "
-            f"--master-addr {master} --master-port 29500 {script}")
+    return (
+        f"torchrun --nnodes {plan.nodes} --nproc-per-node {plan.gpus_per_node} --node-rank {node_rank} "
+        f"--master-addr {master} --master-port 29500 {script}"
+    )
 
 
 def skypilot(plan: Plan, name: str) -> str:
@@ -34,12 +36,19 @@ def skypilot(plan: Plan, name: str) -> str:
         "name": name,
         "resources": {"accelerators": f"{plan.sku}:{plan.gpus_per_node}", "use_spot": plan.spot},
         "num_nodes": plan.nodes,
-        "envs": {"GLOBAL_BATCH": _global_batch(plan), "MICRO_BATCH": plan.strategy.micro_batch,
-                 "GRAD_ACCUM": plan.strategy.grad_accum, "TP": plan.strategy.tp, "PP": plan.strategy.pp,
-                 "ZERO_STAGE": plan.strategy.zero_stage},
-        "run": ("torchrun --nnodes $SKYPILOT_NUM_NODES --nproc-per-node $SKYPILOT_NUM_GPUS_PER_NODE "
-                "--node-rank $SKYPILOT_NODE_RANK --master-addr $(echo \"$SKYPILOT_NODE_IPS\" | head -n1) "
-                "--master-port 29500 train.py"),
+        "envs": {
+            "GLOBAL_BATCH": _global_batch(plan),
+            "MICRO_BATCH": plan.strategy.micro_batch,
+            "GRAD_ACCUM": plan.strategy.grad_accum,
+            "TP": plan.strategy.tp,
+            "PP": plan.strategy.pp,
+            "ZERO_STAGE": plan.strategy.zero_stage,
+        },
+        "run": (
+            "torchrun --nnodes $SKYPILOT_NUM_NODES --nproc-per-node $SKYPILOT_NUM_GPUS_PER_NODE "
+            '--node-rank $SKYPILOT_NODE_RANK --master-addr $(echo "$SKYPILOT_NODE_IPS" | head -n1) '
+            "--master-port 29500 train.py"
+        ),
     }
     return yaml.safe_dump(task, sort_keys=False)
 
@@ -62,9 +71,13 @@ def kubernetes(plan: Plan, name: str) -> str:
 
 def deepspeed(plan: Plan) -> str:
     s = plan.strategy
-    zero = {"stage": s.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
-            "offload_optimizer": {"device": "cpu" if s.offload == "optimizer" else "none"},
-            "offload_param": {"device": "none"}}
+    zero = {
+        "stage": s.zero_stage,
+        "overlap_comm": True,
+        "contiguous_gradients": True,
+        "offload_optimizer": {"device": "cpu" if s.offload == "optimizer" else "none"},
+        "offload_param": {"device": "none"},
+    }
     if s.zero_stage == 3 and s.shard_degree < s.dp:
         zero["zero_hpz_partition_size"] = s.shard_degree  # ZeRO++ hierarchical partitioning (hybrid shard)
     config = {
@@ -76,7 +89,10 @@ def deepspeed(plan: Plan) -> str:
         "gradient_clipping": 1.0,
     }
     if s.recompute != "none":
-        config["activation_checkpointing"] = {"partition_activations": s.tp > 1, "contiguous_memory_optimization": False}
+        config["activation_checkpointing"] = {
+            "partition_activations": s.tp > 1,
+            "contiguous_memory_optimization": False,
+        }
     return json.dumps(config, indent=2) + "\n"
 
 
@@ -110,8 +126,10 @@ def accelerate(plan: Plan) -> str:
     }
     header = ""
     if s.tp > 1 or s.pp > 1:
-        header = (f"# gpuplan: this plan uses TP {s.tp} x PP {s.pp}, which FSDP alone does not express; "
-                  "use the DeepSpeed/Megatron export or combine FSDP with a TP/PP library.\n")
+        header = (
+            f"# gpuplan: this plan uses TP {s.tp} x PP {s.pp}, which FSDP alone does not express; "
+            "use the DeepSpeed/Megatron export or combine FSDP with a TP/PP library.\n"
+        )
     if s.zero_stage == 1:
         header += "# gpuplan: FSDP has no ZeRO-1; SHARD_GRAD_OP (ZeRO-2) is the closest strategy.\n"
     header += f"# per-GPU micro-batch {s.micro_batch}, gradient accumulation {s.grad_accum} (set them in your script)\n"

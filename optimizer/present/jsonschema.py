@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import copy
 
+from pydantic import BaseModel
+
 from ..errors import ArgumentError
 from ..inputs.schema import CatalogFile, Portfolio, Problem
 
-KINDS = {"job": Problem, "portfolio": Portfolio, "catalog": CatalogFile}
+KINDS: dict[str, type[BaseModel]] = {"job": Problem, "portfolio": Portfolio, "catalog": CatalogFile}
 
 
 def _model_variants(schema: dict) -> None:
@@ -19,12 +21,24 @@ def _model_variants(schema: dict) -> None:
     if "ModelSpec" not in defs:
         return
     full = defs["ModelSpec"]
-    by_name = {"type": "object", "additionalProperties": False, "required": ["preset"],
-               "properties": {"preset": {"type": "string", "description": "A bundled preset (gpuplan models)."},
-                              "name": {"type": "string"}}}
-    by_config = {"type": "object", "additionalProperties": False, "required": ["hf_config"],
-                 "properties": {"hf_config": {"type": "string", "description": "Path to a Hugging Face config.json."},
-                                "name": {"type": "string"}}}
+    by_name = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["preset"],
+        "properties": {
+            "preset": {"type": "string", "description": "A bundled preset (gpuplan models)."},
+            "name": {"type": "string"},
+        },
+    }
+    by_config = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["hf_config"],
+        "properties": {
+            "hf_config": {"type": "string", "description": "Path to a Hugging Face config.json."},
+            "name": {"type": "string"},
+        },
+    }
     defs["ModelSpec"] = {"anyOf": [full, by_name, by_config, {"type": "string"}]}
 
 
@@ -36,7 +50,10 @@ def json_schema(kind: str) -> dict:
     props = schema.get("properties", {})
     props.pop("source_path", None)
     if kind == "job":
-        props["spec"] = {"type": "object", "description": "Kubernetes-style spec.resources.gpu {minMemory, count, type}."}
+        props["spec"] = {
+            "type": "object",
+            "description": "Kubernetes-style spec.resources.gpu {minMemory, count, type}.",
+        }
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = f"gpuplan {kind} file"
     return schema

@@ -23,9 +23,10 @@ def portfolio_plot(result, path: str | Path) -> None:
     plt = _pyplot()
     jobs = sorted(result.schedule, key=lambda j: (j.start_h, j.job))
     pools = [p for p in result.pools if p.timeline]
-    fig, axes = plt.subplots(2, 1, figsize=(11, 3 + 0.35 * len(jobs) + 2), height_ratios=[max(2, len(jobs)), 3],
-                             sharex=True)
-    colors = {}
+    fig, axes = plt.subplots(
+        2, 1, figsize=(11, 3 + 0.35 * len(jobs) + 2), height_ratios=[max(2, len(jobs)), 3], sharex=True
+    )
+    colors: dict[str, str] = {}
     for k, j in enumerate(jobs):
         color = colors.setdefault(j.offer, f"C{len(colors)}")
         axes[0].barh(k, j.end_h - j.start_h, left=j.start_h, color=color)
@@ -53,8 +54,13 @@ def frontier_plot(result, path: str | Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 5))
     ax.plot([p.hours.p50 for p in pts], [p.cost_usd.p50 for p in pts], "o-", color="C0", label="frontier")
     for p in pts:
-        ax.annotate(f"{p.nodes}x{p.gpus_per_node} {p.sku}", (p.hours.p50, p.cost_usd.p50), fontsize=8,
-                    xytext=(4, 4), textcoords="offset points")
+        ax.annotate(
+            f"{p.nodes}x{p.gpus_per_node} {p.sku}",
+            (p.hours.p50, p.cost_usd.p50),
+            fontsize=8,
+            xytext=(4, 4),
+            textcoords="offset points",
+        )
     if result.best and result.best.cost_usd:
         ax.plot([result.best.hours.p50], [result.best.cost_usd.p50], "*", ms=16, color="C3", label="chosen")
     if result.deadline_h:

@@ -5,18 +5,16 @@ Nothing here computes physics or solves anything; it only formats results.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..results import CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
 from ..inputs.schema import Catalog
 from ..inputs.units import fmt_count, fmt_duration
+from ..results import CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
 
 
-def _usd(value: Optional[float]) -> str:
+def usd(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
 
 
@@ -85,8 +83,10 @@ def print_check(result: CheckResult, console: Console) -> None:
     head = "FITS" if p.fits else "DOES NOT FIT"
     headroom = m.capacity - m.total
     verdict = Text(f"{head}: ", style="bold green" if p.fits else "bold red")
-    verdict.append(f"{p.label()}, {strategy_text(p)}: {m.total:,.1f} of {m.capacity:,.1f} GiB per GPU, "
-                   f"{'headroom' if headroom >= 0 else 'short by'} {abs(headroom):,.1f} GiB ({abs(headroom) * 2**30 / 1e9:,.1f} GB)")
+    verdict.append(
+        f"{p.label()}, {strategy_text(p)}: {m.total:,.1f} of {m.capacity:,.1f} GiB per GPU, "
+        f"{'headroom' if headroom >= 0 else 'short by'} {abs(headroom):,.1f} GiB ({abs(headroom) * 2**30 / 1e9:,.1f} GB)"
+    )
     console.print(verdict)
     console.print(memory_bar(m.total, m.capacity))
     console.print(_memory_table(p))
@@ -99,8 +99,8 @@ def print_check(result: CheckResult, console: Console) -> None:
     perf.add_row("bound by", p.bound)
     perf.add_row("time p50 / p90", f"{_hours(p.hours.p50)} / {_hours(p.hours.p90)}")
     perf.add_row("GPU-hours", f"{p.gpu_hours:,.1f}")
-    perf.add_row("price", _usd(p.price_usd_per_gpu_hour) + " per GPU-hour")
-    perf.add_row("cost p50 / p90", "n/a" if p.cost_usd is None else f"{_usd(p.cost_usd.p50)} / {_usd(p.cost_usd.p90)}")
+    perf.add_row("price", usd(p.price_usd_per_gpu_hour) + " per GPU-hour")
+    perf.add_row("cost p50 / p90", "n/a" if p.cost_usd is None else f"{usd(p.cost_usd.p50)} / {usd(p.cost_usd.p90)}")
     if p.meets_deadline is not None:
         perf.add_row("meets deadline", "yes" if p.meets_deadline else "NO")
     if p.within_budget is not None:
@@ -116,15 +116,20 @@ def print_check(result: CheckResult, console: Console) -> None:
         console.print(f"p90 spread from: {p.spread_source}", style="dim")
     if result.optimum is not None:
         o = result.optimum
-        line = f"Best plan under the same constraints: {o.label()}, {strategy_text(o)}: {_usd(o.cost_usd.p50 if o.cost_usd else None)}, {_hours(o.hours.p50)}"
+        line = f"Best plan under the same constraints: {o.label()}, {strategy_text(o)}: {usd(o.cost_usd.p50 if o.cost_usd else None)}, {_hours(o.hours.p50)}"
         console.print(line)
         if result.extra_cost_vs_optimum_usd is not None:
             extra = result.extra_cost_vs_optimum_usd
-            console.print(f"This configuration costs {_usd(abs(extra))} {'more' if extra > 0 else 'less'} than that plan."
-                          if abs(extra) >= 0.01 else "This configuration is as cheap as the best plan.")
+            console.print(
+                f"This configuration costs {usd(abs(extra))} {'more' if extra > 0 else 'less'} than that plan."
+                if abs(extra) >= 0.01
+                else "This configuration is as cheap as the best plan."
+            )
         if result.dominated_by:
-            console.print("Dominated by (faster and cheaper): " + "; ".join(
-                f"{d.label()} {_usd(d.cost_usd.p50)} {_hours(d.hours.p50)}" for d in result.dominated_by))
+            console.print(
+                "Dominated by (faster and cheaper): "
+                + "; ".join(f"{d.label()} {usd(d.cost_p50_usd)} {_hours(d.hours.p50)}" for d in result.dominated_by)
+            )
 
 
 def headline(result: SolveResult) -> str:
@@ -136,18 +141,27 @@ def headline(result: SolveResult) -> str:
     if result.deadline_h is not None:
         limits.append(f"finishing within {_hours(result.deadline_h)}")
     if result.budget_usd is not None:
-        limits.append(f"within {_usd(result.budget_usd)}")
-    cost = _usd(b.cost_usd.p50) if b.cost_usd else "n/a"
-    return (f"{goal}{' ' + ' and '.join(limits) if limits else ''}: {b.label()}, {strategy_text(b)}: "
-            f"{cost}, {_hours(b.hours.p50)} (p90 {_hours(b.hours.p90)})")
+        limits.append(f"within {usd(result.budget_usd)}")
+    cost = usd(b.cost_usd.p50) if b.cost_usd else "n/a"
+    return (
+        f"{goal}{' ' + ' and '.join(limits) if limits else ''}: {b.label()}, {strategy_text(b)}: "
+        f"{cost}, {_hours(b.hours.p50)} (p90 {_hours(b.hours.p90)})"
+    )
 
 
 def _plan_row(p: Plan) -> list[str]:
-    return [p.label(), strategy_text(p), _hours(p.hours.p50), _usd(p.cost_usd.p50 if p.cost_usd else None),
-            f"{p.tokens_per_s:,.0f}", f"{p.mfu:.0%}", p.bound]
+    return [
+        p.label(),
+        strategy_text(p),
+        _hours(p.hours.p50),
+        usd(p.cost_usd.p50 if p.cost_usd else None),
+        f"{p.tokens_per_s:,.0f}",
+        f"{p.mfu:.0%}",
+        p.bound,
+    ]
 
 
-def frontier_chart(result: SolveResult, width: int = 60, height: int = 12) -> Optional[str]:
+def frontier_chart(result: SolveResult, width: int = 60, height: int = 12) -> str | None:
     """Hours (x) against cost (y) as text; '*' frontier, '@' chosen, '|' deadline."""
     pts = [(p.hours.p50, p.cost_usd.p50) for p in result.frontier if p.cost_usd]
     if len(pts) < 2:
@@ -160,8 +174,10 @@ def frontier_chart(result: SolveResult, width: int = 60, height: int = 12) -> Op
     grid = [[" "] * width for _ in range(height)]
 
     def cell(x, y):
-        return (min(width - 1, int((x - x0) / (x1 - x0) * (width - 1))),
-                height - 1 - min(height - 1, int((y - y0) / (y1 - y0) * (height - 1))))
+        return (
+            min(width - 1, int((x - x0) / (x1 - x0) * (width - 1))),
+            height - 1 - min(height - 1, int((y - y0) / (y1 - y0) * (height - 1))),
+        )
 
     if result.deadline_h:
         cx, _ = cell(result.deadline_h, y0)
@@ -173,9 +189,9 @@ def frontier_chart(result: SolveResult, width: int = 60, height: int = 12) -> Op
     if result.best and result.best.cost_usd:
         cx, cy = cell(result.best.hours.p50, result.best.cost_usd.p50)
         grid[cy][cx] = "@"
-    lines = [f"{_usd(y1):>12} ┤" + "".join(grid[0])]
+    lines = [f"{usd(y1):>12} ┤" + "".join(grid[0])]
     lines += [" " * 13 + "│" + "".join(r) for r in grid[1:-1]]
-    lines.append(f"{_usd(y0):>12} ┤" + "".join(grid[-1]))
+    lines.append(f"{usd(y0):>12} ┤" + "".join(grid[-1]))
     lines.append(" " * 13 + "└" + "─" * width)
     lines.append(" " * 14 + f"{_hours(x0)}".ljust(width - 12) + f"{_hours(x1)}")
     lines.append(" " * 14 + "* frontier   @ chosen" + ("   | deadline" if result.deadline_h else ""))
@@ -190,9 +206,11 @@ def print_solve(result: SolveResult, console: Console) -> None:
         console.print(Text(f"Infeasible ({item.constraint}): {item.detail}", style="red"))
     if result.best is not None:
         b = result.best
-        console.print(f"  memory {b.memory_gib.total:,.1f} of {b.memory_gib.capacity:,.1f} GiB per GPU; "
-                      f"{b.tokens_per_s:,.0f} tokens/s, MFU {b.mfu:.0%}, scaling {b.scaling_efficiency:.0%}, {b.bound}-bound; "
-                      f"{b.gpu_hours:,.0f} GPU-hours")
+        console.print(
+            f"  memory {b.memory_gib.total:,.1f} of {b.memory_gib.capacity:,.1f} GiB per GPU; "
+            f"{b.tokens_per_s:,.0f} tokens/s, MFU {b.mfu:.0%}, scaling {b.scaling_efficiency:.0%}, {b.bound}-bound; "
+            f"{b.gpu_hours:,.0f} GPU-hours"
+        )
     if result.frontier:
         table = Table(title="Cost/time frontier (fastest first; each next plan strictly cheaper)", title_justify="left")
         for col in ("plan", "strategy", "time", "cost", "tokens/s", "MFU", "bound"):
@@ -200,7 +218,7 @@ def print_solve(result: SolveResult, console: Console) -> None:
         for p in result.frontier:
             row = _plan_row(p)
             marks = []
-            if result.best is not None and p.label() == result.best.label() and p.strategy == result.best.strategy:
+            if p.same_layout(result.best):
                 marks.append("chosen")
             if p.meets_deadline is False:
                 marks.append("late")
@@ -217,9 +235,14 @@ def print_solve(result: SolveResult, console: Console) -> None:
         for col in ("plan", "time", "cost", "lost on", "wins below $/GPU-h", "wins above efficiency"):
             table.add_column(col)
         for r in result.runners_up:
-            table.add_row(r.label(), _hours(r.hours.p50), _usd(r.cost_usd.p50 if r.cost_usd else None), r.lost_on,
-                          _usd(r.breakeven_price_usd_per_gpu_hour) if r.breakeven_price_usd_per_gpu_hour else "-",
-                          f"{r.breakeven_scaling_efficiency:.1%}" if r.breakeven_scaling_efficiency else "-")
+            table.add_row(
+                r.label(),
+                _hours(r.hours.p50),
+                usd(r.cost_usd.p50 if r.cost_usd else None),
+                r.lost_on,
+                usd(r.breakeven_price_usd_per_gpu_hour) if r.breakeven_price_usd_per_gpu_hour else "-",
+                f"{r.breakeven_scaling_efficiency:.1%}" if r.breakeven_scaling_efficiency else "-",
+            )
         console.print(table)
     for note in result.notes:
         console.print(f"Note: {note}", style="dim")
@@ -232,9 +255,15 @@ def print_options(result: OptionsResult, console: Console) -> None:
         table.add_column(col)
     for o in result.options:
         status = "ok" if o.feasible else f"rejected: {o.rejected_by}"
-        table.add_row(o.label(), strategy_text(o), f"{o.memory_gib.total:,.0f}/{o.memory_gib.capacity:,.0f}",
-                      _hours(o.hours.p50), _usd(o.cost_usd.p50 if o.cost_usd else None), status,
-                      style=None if o.feasible else "dim")
+        table.add_row(
+            o.label(),
+            strategy_text(o),
+            f"{o.memory_gib.total:,.0f}/{o.memory_gib.capacity:,.0f}",
+            _hours(o.hours.p50),
+            usd(o.cost_usd.p50 if o.cost_usd else None),
+            status,
+            style=None if o.feasible else "dim",
+        )
     console.print(table)
 
 
@@ -244,38 +273,63 @@ def catalog_rows(catalog: Catalog, skus, offers_by_sku) -> list[dict]:
         offers = offers_by_sku.get(sku.name) or [None]
         for offer in offers:
             cap = offer.memory_delivered_bytes if offer and offer.memory_delivered_bytes else sku.memory_label_bytes
-            rows.append({
-                "sku": sku.name,
-                "offer": offer.name if offer else None,
-                "provider": offer.provider if offer else None,
-                "memory_gb": round(cap / 1e9, 1),
-                "memory_gib": round(cap / 2**30, 1),
-                "memory_reported_gib": round(sku.memory_reported_bytes / 2**30, 2) if sku.memory_reported_bytes else None,
-                "dense_bf16_tflops": sku.dense_bf16_tflops,
-                "dense_fp8_tflops": sku.dense_fp8_tflops,
-                "hbm_bandwidth_gb_per_s": sku.hbm_bandwidth_gb_per_s,
-                "intra_node_bandwidth_gb_per_s": sku.intra_node_bandwidth_gb_per_s,
-                "interconnect": sku.interconnect,
-                "network_gb_per_s_per_gpu": sku.network_gb_per_s_per_gpu,
-                "gpus_per_node": offer.gpus_per_node if offer else sku.gpus_per_node,
-                "max_nodes": offer.max_nodes if offer else None,
-                "price_usd_per_gpu_hour": offer.price_usd_per_gpu_hour if offer else None,
-                "price_checked": str(offer.checked) if offer and offer.checked else None,
-                "illustrative": offer.illustrative if offer else None,
-            })
+            rows.append(
+                {
+                    "sku": sku.name,
+                    "offer": offer.name if offer else None,
+                    "provider": offer.provider if offer else None,
+                    "memory_gb": round(cap / 1e9, 1),
+                    "memory_gib": round(cap / 2**30, 1),
+                    "memory_reported_gib": round(sku.memory_reported_bytes / 2**30, 2)
+                    if sku.memory_reported_bytes
+                    else None,
+                    "dense_bf16_tflops": sku.dense_bf16_tflops,
+                    "dense_fp8_tflops": sku.dense_fp8_tflops,
+                    "hbm_bandwidth_gb_per_s": sku.hbm_bandwidth_gb_per_s,
+                    "intra_node_bandwidth_gb_per_s": sku.intra_node_bandwidth_gb_per_s,
+                    "interconnect": sku.interconnect,
+                    "network_gb_per_s_per_gpu": sku.network_gb_per_s_per_gpu,
+                    "gpus_per_node": offer.gpus_per_node if offer else sku.gpus_per_node,
+                    "max_nodes": offer.max_nodes if offer else None,
+                    "price_usd_per_gpu_hour": offer.price_usd_per_gpu_hour if offer else None,
+                    "price_checked": str(offer.checked) if offer and offer.checked else None,
+                    "illustrative": offer.illustrative if offer else None,
+                }
+            )
     return rows
 
 
 def print_catalog(name: str, rows: list[dict], console: Console) -> None:
     table = Table(title=f"Catalog {name}", title_justify="left")
-    for col in ("SKU", "offer", "memory GB", "GiB", "BF16 TFLOPS", "HBM GB/s", "intra-node GB/s", "net GB/s/GPU", "$/GPU-h"):
+    for col in (
+        "SKU",
+        "offer",
+        "memory GB",
+        "GiB",
+        "BF16 TFLOPS",
+        "HBM GB/s",
+        "intra-node GB/s",
+        "net GB/s/GPU",
+        "$/GPU-h",
+    ):
         table.add_column(col, justify="left" if col in ("SKU", "offer") else "right")
     for r in rows:
-        price = "-" if r["price_usd_per_gpu_hour"] is None else f"${r['price_usd_per_gpu_hour']:.3f}" + ("*" if r["illustrative"] else "")
-        table.add_row(r["sku"], r["offer"] or "-", f"{r['memory_gb']:,.0f}", f"{r['memory_gib']:,.1f}",
-                      f"{r['dense_bf16_tflops']:,.0f}", f"{r['hbm_bandwidth_gb_per_s']:,.0f}",
-                      f"{r['intra_node_bandwidth_gb_per_s']:,.0f}",
-                      "-" if r["network_gb_per_s_per_gpu"] is None else f"{r['network_gb_per_s_per_gpu']:g}", price)
+        price = (
+            "-"
+            if r["price_usd_per_gpu_hour"] is None
+            else f"${r['price_usd_per_gpu_hour']:.3f}" + ("*" if r["illustrative"] else "")
+        )
+        table.add_row(
+            r["sku"],
+            r["offer"] or "-",
+            f"{r['memory_gb']:,.0f}",
+            f"{r['memory_gib']:,.1f}",
+            f"{r['dense_bf16_tflops']:,.0f}",
+            f"{r['hbm_bandwidth_gb_per_s']:,.0f}",
+            f"{r['intra_node_bandwidth_gb_per_s']:,.0f}",
+            "-" if r["network_gb_per_s_per_gpu"] is None else f"{r['network_gb_per_s_per_gpu']:g}",
+            price,
+        )
     console.print(table)
     if any(r["illustrative"] for r in rows):
         console.print("* illustrative public price: check the provider before you rent", style="dim")
@@ -285,7 +339,8 @@ def print_capacity(result: CapacityResult, console: Console) -> None:
     console.print(
         f"{result.gpus} x {result.sku} ({result.memory_per_gpu_gb:,.1f} GB = {result.memory_per_gpu_gib:,.1f} GiB each, "
         f"{result.memory_basis}), {result.method}, ZeRO-{result.zero_stage}, {result.bytes_per_param:g} bytes/param, "
-        f"reserve {result.reserve_gb:,.1f} GB per GPU: up to {fmt_count(result.max_params)} parameters")
+        f"reserve {result.reserve_gb:,.1f} GB per GPU: up to {fmt_count(result.max_params)} parameters"
+    )
 
 
 def gantt(result, width: int = 60) -> str:
@@ -303,11 +358,20 @@ def gantt(result, width: int = 60) -> str:
 
 
 def print_portfolio(result, console: Console) -> None:
-    head = {"optimal": "Optimal schedule", "feasible": f"Feasible schedule (gap {result.gap:.2%} to the bound)",
-            "infeasible": "No schedule satisfies every constraint", "unknown": "No schedule found"}[result.status]
-    console.print(Text(f"{head}: {len(result.schedule)} jobs, total {_usd(result.total_cost_usd)}"
-                       + (f" of {_usd(result.budget_usd)}" if result.budget_usd else "")
-                       + (f", all done by {result.makespan_h:,.0f} h" if result.schedule else ""), style="bold"))
+    head = {
+        "optimal": "Optimal schedule",
+        "feasible": f"Feasible schedule (gap {result.gap:.2%} to the bound)",
+        "infeasible": "No schedule satisfies every constraint",
+        "unknown": "No schedule found",
+    }[result.status]
+    console.print(
+        Text(
+            f"{head}: {len(result.schedule)} jobs, total {usd(result.total_cost_usd)}"
+            + (f" of {usd(result.budget_usd)}" if result.budget_usd else "")
+            + (f", all done by {result.makespan_h:,.0f} h" if result.schedule else ""),
+            style="bold",
+        )
+    )
     for item in result.infeasible:
         console.print(Text(f"Infeasible ({item.constraint}): {item.detail}", style="red"))
     if result.schedule:
@@ -315,8 +379,15 @@ def print_portfolio(result, console: Console) -> None:
         for col in ("job", "plan", "strategy", "start", "end", "cost", "late"):
             table.add_column(col)
         for j in sorted(result.schedule, key=lambda j: (j.start_h, j.job)):
-            table.add_row(j.job, j.plan.label(), strategy_text(j.plan), j.start_date or f"{j.start_h:,.0f} h",
-                          j.end_date or f"{j.end_h:,.0f} h", _usd(j.cost_usd), f"{j.late_h:,.0f} h" if j.late_h else "")
+            table.add_row(
+                j.job,
+                j.plan.label(),
+                strategy_text(j.plan),
+                j.start_date or f"{j.start_h:,.0f} h",
+                j.end_date or f"{j.end_h:,.0f} h",
+                usd(j.cost_usd),
+                f"{j.late_h:,.0f} h" if j.late_h else "",
+            )
         console.print(table)
         console.print(gantt(result), highlight=False)
     if result.pools:

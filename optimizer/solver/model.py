@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Optional
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from ..physics.constants import MIB, usd_to_cents
@@ -46,10 +46,12 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
     time_s = math.ceil(candidate.time_s)
     deadline_time_s = candidate.time_s
     if ctx.constraints.deadline_quantile == "p90":
-        deadline_time_s = 3600.0 * p90_hours(ctx, candidate.row, float(table.evaluation.timing.tokens_per_s[candidate.index]))
+        deadline_time_s = 3600.0 * p90_hours(
+            ctx, candidate.row, float(table.evaluation.timing.tokens_per_s[candidate.index])
+        )
     s = ev.strategy(i)
     return {
-        "offer": table.offer_ids[candidate.row.offer.name],
+        "offer": table.offer_ids[candidate.row.offer_name],
         "nodes": candidate.row.nodes,
         "gpus_per_node": candidate.row.gpus_per_node,
         "gpus": candidate.row.gpus,
@@ -58,9 +60,9 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
         "zero_stage": s.zero_stage,
         "shard_degree": s.shard_degree,
         "micro_batch": s.micro_batch,
-        "recompute": int(ev.layout.recompute[i]),
+        "recompute": int(np.asarray(ev.layout.recompute)[i]),
         "virtual_stages": s.virtual_stages,
-        "offload": int(ev.layout.offload[i]),
+        "offload": int(np.asarray(ev.layout.offload)[i]),
         "time_s": time_s,
         "deadline_time_s": math.ceil(deadline_time_s),
         "cost_cents": usd_to_cents(candidate.cost_usd),
@@ -71,15 +73,40 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
     }
 
 
-COLUMNS = ("offer", "nodes", "gpus_per_node", "gpus", "tp", "pp", "zero_stage", "shard_degree", "micro_batch",
-           "recompute", "virtual_stages", "offload", "time_s", "deadline_time_s", "cost_cents", "memory_mib", "capacity_mib", "filtered",
-           "over_supply")
+COLUMNS = (
+    "offer",
+    "nodes",
+    "gpus_per_node",
+    "gpus",
+    "tp",
+    "pp",
+    "zero_stage",
+    "shard_degree",
+    "micro_batch",
+    "recompute",
+    "virtual_stages",
+    "offload",
+    "time_s",
+    "deadline_time_s",
+    "cost_cents",
+    "memory_mib",
+    "capacity_mib",
+    "filtered",
+    "over_supply",
+)
 
 
 def solver_rows(table: CandidateTable) -> list[Candidate]:
     """Candidates the model can choose among: priced rows whose strategies respect the global batch."""
-    return [c for c in table.candidates if c.index >= 0 and c.rejected_by != "global_batch"
-            and c.row.offer is not None and not math.isnan(c.cost_usd) and not math.isnan(c.time_s)]
+    return [
+        c
+        for c in table.candidates
+        if c.index >= 0
+        and c.rejected_by != "global_batch"
+        and c.row.offer is not None
+        and not math.isnan(c.cost_usd)
+        and not math.isnan(c.time_s)
+    ]
 
 
 @dataclass
@@ -94,11 +121,14 @@ class JobVars:
     attr: dict[str, cp_model.IntVar]
 
     def chosen(self, solver: cp_model.CpSolver) -> Candidate:
-        return self.rows[self.picked(solver)]
+        picked = self.picked(solver)
+        if picked is None:
+            raise ValueError(f"job {self.name} has no chosen row in this solution")
+        return self.rows[picked]
 
-    def picked(self, solver: cp_model.CpSolver) -> Optional[int]:
+    def picked(self, solver: cp_model.CpSolver) -> int | None:
         """Index of the chosen row, or None for a dropped optional job."""
-        return next((i for i, p in enumerate(self.picks) if solver.BooleanValue(p)), None)
+        return next((i for i, p in enumerate(self.picks) if solver.boolean_value(p)), None)
 
 
 @dataclass
@@ -110,32 +140,39 @@ class PlanModel:
     def switch(self, family: str) -> cp_model.IntVar:
         """The assumption literal that turns a constraint family on."""
         if family not in self.switches:
-            self.switches[family] = self.model.NewBoolVar(f"enforce_{family}")
+            self.switches[family] = self.model.new_bool_var(f"enforce_{family}")
         return self.switches[family]
 
-    def add_job(self, name: str, table: CandidateTable, *, rows: Optional[list[Candidate]] = None,
-                required: bool = True, attributes: bool = True) -> JobVars:
+    def add_job(
+        self,
+        name: str,
+        table: CandidateTable,
+        *,
+        rows: list[Candidate] | None = None,
+        required: bool = True,
+        attributes: bool = True,
+    ) -> JobVars:
         """One job's choice among its candidate rows: ``pick`` booleans (exactly one, or at most one
         for an optional job) and, with ``attributes``, the index and element variables of DESIGN section 4."""
         rows = solver_rows(table) if rows is None else rows
         data = [scaled(c, table) for c in rows]
         m = self.model
-        picks = [m.NewBoolVar(f"pick_{name}_{i}") for i in range(len(rows))]
+        picks = [m.new_bool_var(f"pick_{name}_{i}") for i in range(len(rows))]
         if required and picks:
-            m.AddExactlyOne(picks)
+            m.add_exactly_one(picks)
         elif required:
-            m.AddBoolOr([])  # nothing to choose: infeasible by construction
+            m.add_bool_or([])  # nothing to choose: infeasible by construction
         else:
-            m.AddAtMostOne(picks)
-        choice = m.NewIntVar(0, max(len(rows) - 1, 0), f"choice_{name}")
+            m.add_at_most_one(picks)
+        choice = m.new_int_var(0, max(len(rows) - 1, 0), f"choice_{name}")
         attr = {}
         if attributes:
             for i, pick in enumerate(picks):
-                m.Add(choice == i).OnlyEnforceIf(pick)
+                m.add(choice == i).only_enforce_if(pick)
             for col in COLUMNS:
                 values = [d[col] for d in data] or [0]
-                var = m.NewIntVar(min(values), max(values), f"{col}_{name}")
-                m.AddElement(choice, values, var)
+                var = m.new_int_var(min(values), max(values), f"{col}_{name}")
+                m.add_element(choice, values, var)
                 attr[col] = var
         job = JobVars(name, rows, data, choice, picks, attr)
         self.jobs.append(job)
@@ -144,11 +181,13 @@ class PlanModel:
     # --- constraint families ------------------------------------------------------------------
 
     def add_memory(self, job: JobVars) -> None:
-        self.model.Add(job.attr["memory_mib"] <= job.attr["capacity_mib"]).OnlyEnforceIf(self.switch("memory"))
+        self.model.add(job.attr["memory_mib"] <= job.attr["capacity_mib"]).only_enforce_if(self.switch("memory"))
 
-    def add_deadline(self, job: JobVars, deadline_s: Optional[float], name: str = "deadline") -> None:
+    def add_deadline(self, job: JobVars, deadline_s: float | None, name: str = "deadline") -> None:
         if deadline_s is not None:
-            self.model.Add(job.attr["deadline_time_s"] <= int(math.floor(deadline_s))).OnlyEnforceIf(self.switch(name))
+            self.model.add(job.attr["deadline_time_s"] <= int(math.floor(deadline_s))).only_enforce_if(
+                self.switch(name)
+            )
 
     @staticmethod
     def cost_cents(job: JobVars) -> cp_model.LinearExprT:
@@ -158,25 +197,27 @@ class PlanModel:
             return job.attr["cost_cents"]
         return sum(d["cost_cents"] * p for d, p in zip(job.data, job.picks))
 
-    def add_budget(self, jobs: list[JobVars], budget_usd: Optional[float]) -> None:
+    def add_budget(self, jobs: list[JobVars], budget_usd: float | None) -> None:
         if budget_usd is not None:
-            self.model.Add(sum(self.cost_cents(j) for j in jobs) <= usd_to_cents(budget_usd)).OnlyEnforceIf(
-                self.switch("budget"))
+            self.model.add(sum(self.cost_cents(j) for j in jobs) <= usd_to_cents(budget_usd)).only_enforce_if(
+                self.switch("budget")
+            )
 
     def add_supply(self, job: JobVars, table: CandidateTable) -> None:
         on = self.switch("supply")
-        self.model.Add(job.attr["over_supply"] == 0).OnlyEnforceIf(on)
+        self.model.add(job.attr["over_supply"] == 0).only_enforce_if(on)
         # The catalog's own supply: each offer's node count stays within its max_nodes.
-        allowed = sorted({(table.offer_ids[o.name], n) for o in table.ctx.catalog.offers
-                          for n in range(1, o.max_nodes + 1)})
-        self.model.AddAllowedAssignments([job.attr["offer"], job.attr["nodes"]], allowed)
+        allowed = sorted(
+            {(table.offer_ids[o.name], n) for o in table.ctx.catalog.offers for n in range(1, o.max_nodes + 1)}
+        )
+        self.model.add_allowed_assignments([job.attr["offer"], job.attr["nodes"]], allowed)
 
     def add_filter(self, job: JobVars) -> None:
-        self.model.Add(job.attr["filtered"] == 0).OnlyEnforceIf(self.switch("filter"))
+        self.model.add(job.attr["filtered"] == 0).only_enforce_if(self.switch("filter"))
 
     def restrict(self, job: JobVars, allowed: list[int]) -> None:
         """Limit a job's choice to some rows (used for per-SKU runners-up)."""
-        self.model.AddAllowedAssignments([job.choice], [(i,) for i in allowed])
+        self.model.add_allowed_assignments([job.choice], [(i,) for i in allowed])
 
     # --- objective ----------------------------------------------------------------------------
 
@@ -184,40 +225,43 @@ class PlanModel:
         """The largest possible sum of a column over the jobs (each at its largest row)."""
         return sum(max(d[column] for d in j.data) for j in self.jobs if j.data)
 
-    def lexicographic(self, primary: cp_model.LinearExprT, secondary: cp_model.LinearExprT,
-                      secondary_max: int) -> cp_model.LinearExprT:
+    def lexicographic(
+        self, primary: cp_model.LinearExprT, secondary: cp_model.LinearExprT, secondary_max: int
+    ) -> cp_model.LinearExprT:
         """primary x (secondary_max + 1) + secondary: the secondary term only breaks ties of the primary."""
-        return primary * (secondary_max + 1) + secondary
+        return cp_model.LinearExpr.weighted_sum([primary, secondary], [secondary_max + 1, 1])
 
     def set_objective(self, objective: str) -> None:
         """Single jobs: cost with time as the tie-breaker, or time with cost as the tie-breaker."""
         time_total = sum(j.attr["time_s"] for j in self.jobs)
         cost_total = sum(self.cost_cents(j) for j in self.jobs)
         if objective == "cost":
-            self.model.Minimize(self.lexicographic(cost_total, time_total, self.max_total("time_s")))
+            self.model.minimize(self.lexicographic(cost_total, time_total, self.max_total("time_s")))
         else:
-            self.model.Minimize(self.lexicographic(time_total, cost_total, self.max_total("cost_cents")))
+            self.model.minimize(self.lexicographic(time_total, cost_total, self.max_total("cost_cents")))
 
-    def solver(self, time_limit_s: float, assumptions: Optional[dict[str, bool]] = None,
-               workers: int = 1) -> cp_model.CpSolver:
+    def solver(
+        self, time_limit_s: float, assumptions: dict[str, bool] | None = None, workers: int = 1
+    ) -> cp_model.CpSolver:
         """A CP-SAT solver for this model with the constraint families switched as asked (all on by
         default); one worker and a fixed seed unless told otherwise, so answers are reproducible."""
-        self.model.ClearAssumptions()
+        self.model.clear_assumptions()
         literals = []
         for family, var in self.switches.items():
             on = True if assumptions is None else assumptions.get(family, True)
-            literals.append(var if on else var.Not())
-        self.model.AddAssumptions(literals)
+            literals.append(var if on else var.negated())
+        self.model.add_assumptions(literals)
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = time_limit_s
         solver.parameters.num_workers = workers
         solver.parameters.random_seed = 0
         return solver
 
-    def solve(self, time_limit_s: float = 10.0, assumptions: Optional[dict[str, bool]] = None,
-              workers: int = 1) -> tuple[cp_model.CpSolver, int]:
+    def solve(
+        self, time_limit_s: float = 10.0, assumptions: dict[str, bool] | None = None, workers: int = 1
+    ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus]:
         solver = self.solver(time_limit_s, assumptions, workers)
-        status = solver.Solve(self.model)
+        status = solver.solve(self.model)
         return solver, status
 
     def binding_families(self, solver: cp_model.CpSolver) -> list[str]:
@@ -226,8 +270,8 @@ class PlanModel:
         CP-SAT's core is sufficient, not minimal; dropping each family in turn and re-solving with
         only the rest switched on leaves the irreducible ones.
         """
-        names = {v.Index(): k for k, v in self.switches.items()}
-        core = [names[i] for i in solver.SufficientAssumptionsForInfeasibility() if i in names]
+        names = {v.index: k for k, v in self.switches.items()}
+        core = [names[i] for i in solver.sufficient_assumptions_for_infeasibility() if i in names]
         for family in list(core):
             rest = [f for f in core if f != family]
             _, status = self.solve(assumptions={f: f in rest for f in self.switches})

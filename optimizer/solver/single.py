@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Optional
+from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
-
-from dataclasses import dataclass, field
 
 from ..physics.constants import optimality_gap
 from ..planning.candidates import Candidate, CandidateTable
@@ -57,7 +55,7 @@ class SingleOutcome:
 
     result: SolveResult
     binding: list[str] = field(default_factory=list)
-    best: Optional[Candidate] = None
+    best: Candidate | None = None
 
 
 def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up: bool = True) -> SingleOutcome:
@@ -69,8 +67,12 @@ def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up
     solver, status = pm.solve(time_limit_s)
     c = ctx.constraints
     result = SolveResult(
-        status="unknown", objective=ctx.problem.objective, best=None, frontier=[],
-        candidates=len(job.rows), deadline_h=None if c.deadline_s is None else c.deadline_s / 3600.0,
+        status="unknown",
+        objective=ctx.problem.objective,
+        best=None,
+        frontier=[],
+        candidates=len(job.rows),
+        deadline_h=None if c.deadline_s is None else c.deadline_s / 3600.0,
         budget_usd=c.budget_usd,
     )
     outcome = SingleOutcome(result)
@@ -78,7 +80,7 @@ def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up
         outcome.best = job.chosen(solver)
         result.best = _to_plan(table, outcome.best)
         result.status = "optimal" if status == cp_model.OPTIMAL else "feasible"
-        result.gap = optimality_gap(solver.ObjectiveValue(), solver.BestObjectiveBound(), status == cp_model.OPTIMAL)
+        result.gap = optimality_gap(solver.objective_value, solver.best_objective_bound, status == cp_model.OPTIMAL)
     elif status == cp_model.INFEASIBLE:
         result.status = "infeasible"
         outcome.binding = pm.binding_families(solver)
@@ -98,16 +100,16 @@ def frontier(table: CandidateTable, time_limit_s: float = 10.0) -> list[Candidat
         solver, status = pm.solve(time_limit_s)
         if status not in SOLVED:
             return points
-        k = solver.Value(job.choice)
+        k = solver.value(job.choice)
         points.append(job.rows[k])
-        pm.model.Add(job.attr["cost_cents"] <= job.data[k]["cost_cents"] - 1)
+        pm.model.add(job.attr["cost_cents"] <= job.data[k]["cost_cents"] - 1)
 
 
-def _efficiency_to_win(table: CandidateTable, runner: Plan, best_cost: float) -> Optional[float]:
+def _efficiency_to_win(table: CandidateTable, runner: Plan, best_cost: float) -> float | None:
     """Scaling efficiency at which a multi-node runner-up would cost what the best plan costs."""
     if runner.nodes < 2 or runner.price_usd_per_gpu_hour is None:
         return None
-    billed = runner.cost_usd.p50 / runner.price_usd_per_gpu_hour / max(runner.hours.p50, 1e-12)  # billed GPUs
+    billed = runner.cost_p50_usd / runner.price_usd_per_gpu_hour / max(runner.hours.p50, 1e-12)  # billed GPUs
     startup_h = table.ctx.assumptions.startup_s / 3600.0
     train_h = runner.hours.p50 - startup_h
     budget_h = best_cost / (runner.price_usd_per_gpu_hour * billed) - startup_h
@@ -117,7 +119,7 @@ def _efficiency_to_win(table: CandidateTable, runner: Plan, best_cost: float) ->
     return needed if 0 < needed <= 1.0 else None
 
 
-def find_runners_up(table: CandidateTable, best: Optional[Candidate], time_limit_s: float = 10.0) -> list[RunnerUp]:
+def find_runners_up(table: CandidateTable, best: Candidate | None, time_limit_s: float = 10.0) -> list[RunnerUp]:
     """For every SKU other than the best one: its best plan and why it lost.
 
     Its best plan under every constraint, if it has one (it lost on the objective); else its best
@@ -137,7 +139,7 @@ def find_runners_up(table: CandidateTable, best: Optional[Candidate], time_limit
         allowed = [i for i, cand in enumerate(job.rows) if cand.row.sku.name == sku]
         pm.restrict(job, allowed)
         pm.set_objective(objective)
-        lost_on = objective
+        lost_on: str | None = objective
         solver, status = pm.solve(time_limit_s)
         if status not in SOLVED:
             lost_on = None
@@ -158,8 +160,14 @@ def find_runners_up(table: CandidateTable, best: Optional[Candidate], time_limit
         if lost_on not in ("memory", "supply") and p.cost_usd is not None and p.price_usd_per_gpu_hour:
             price = round(best_cost * p.price_usd_per_gpu_hour / p.cost_usd.p50, 4)
         efficiency = _efficiency_to_win(table, p, best_cost) if lost_on not in ("memory", "supply") else None
-        out.append(RunnerUp(**p.model_dump(), lost_on=lost_on, breakeven_price_usd_per_gpu_hour=price,
-                            breakeven_scaling_efficiency=efficiency))
+        out.append(
+            RunnerUp(
+                **p.model_dump(),
+                lost_on=lost_on,
+                breakeven_price_usd_per_gpu_hour=price,
+                breakeven_scaling_efficiency=efficiency,
+            )
+        )
     order = {"cost": 0, "time": 0, "deadline": 1, "budget": 1, "supply": 2, "memory": 3}
     if objective == "cost":
         return sorted(out, key=lambda r: (order[r.lost_on], r.cost_usd.p50 if r.cost_usd else math.inf, r.hours.p50))

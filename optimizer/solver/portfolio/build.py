@@ -9,7 +9,6 @@ weighting and the constraint-family switches are the PlanModel's own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ortools.sat.python import cp_model
 
@@ -55,8 +54,8 @@ class PortfolioModel:
             return cost
         max_cost = self.pm.max_total("cost_cents")
         if self.pf.objective == "makespan":
-            makespan = self.pm.model.NewIntVar(0, self.horizon, "makespan")
-            self.pm.model.AddMaxEquality(makespan, self.ends)
+            makespan = self.pm.model.new_int_var(0, self.horizon, "makespan")
+            self.pm.model.add_max_equality(makespan, self.ends)
             return self.pm.lexicographic(makespan, cost, max_cost)
         lateness = sum(job.weight * late for job, late in zip(self.jobs, self.lates))
         return self.pm.lexicographic(lateness, cost, max_cost)
@@ -77,18 +76,18 @@ def build(pf: Portfolio, jobs: list[JobData], pools: list[PoolSpec], horizon: in
 def _add_job(pm: PortfolioModel, job: JobData) -> None:
     m, horizon = pm.pm.model, pm.horizon
     v = pm.pm.add_job(f"j{job.index}", job.table, rows=job.options, required=False, attributes=False)
-    start = m.NewIntVar(min(job.release, horizon), horizon, f"start_j{job.index}")
-    end = m.NewIntVar(0, horizon, f"end_j{job.index}")
-    done = m.NewBoolVar(f"done_j{job.index}")
-    late = m.NewIntVar(0, horizon, f"late_j{job.index}")
-    m.Add(sum(v.picks) == done)
-    m.Add(end == start + sum(d * p for d, p in zip(job.durations, v.picks)))
-    m.Add(start == min(job.release, horizon)).OnlyEnforceIf(done.Not())
+    start = m.new_int_var(min(job.release, horizon), horizon, f"start_j{job.index}")
+    end = m.new_int_var(0, horizon, f"end_j{job.index}")
+    done = m.new_bool_var(f"done_j{job.index}")
+    late = m.new_int_var(0, horizon, f"late_j{job.index}")
+    m.add(sum(v.picks) == done)
+    m.add(end == start + sum(d * p for d, p in zip(job.durations, v.picks)))
+    m.add(start == min(job.release, horizon)).only_enforce_if(done.negated())
     if job.deadline is not None:
         if pm.pf.objective == "weighted_lateness":
-            m.Add(late >= end - job.deadline)
+            m.add(late >= end - job.deadline)
         else:
-            m.Add(end <= job.deadline).OnlyEnforceIf([done, pm.pm.switch("deadline")])
+            m.add(end <= job.deadline).only_enforce_if([done, pm.pm.switch("deadline")])
     pm.jv.append(v)
     pm.starts.append(start)
     pm.ends.append(end)
@@ -102,8 +101,8 @@ def _add_dependencies(pm: PortfolioModel) -> None:
     for k, job in enumerate(pm.jobs):
         for dep in job.after:
             d = index[dep]
-            pm.pm.model.Add(pm.starts[k] >= pm.ends[d]).OnlyEnforceIf(pm.dones[k])
-            pm.pm.model.Add(pm.dones[k] <= pm.dones[d])
+            pm.pm.model.add(pm.starts[k] >= pm.ends[d]).only_enforce_if(pm.dones[k])
+            pm.pm.model.add(pm.dones[k] <= pm.dones[d])
 
 
 def _add_pools(pm: PortfolioModel) -> None:
@@ -112,16 +111,16 @@ def _add_pools(pm: PortfolioModel) -> None:
     items: dict[int, list] = {k: [] for k in range(len(pm.pools))}
     for job, v, start in zip(pm.jobs, pm.jv, pm.starts):
         for opt, dur, pick in zip(job.options, job.durations, v.picks):
-            interval = m.NewOptionalFixedSizeIntervalVar(start, dur, pick, f"run_j{job.index}_{opt.row.key}")
-            items[pool_of[opt.row.offer.name]].append((interval, opt.row.gpus))
+            interval = m.new_optional_fixed_size_interval_var(start, dur, pick, f"run_j{job.index}_{opt.row.key}")
+            items[pool_of[opt.row.offer_name]].append((interval, opt.row.gpus))
     for k, pool in enumerate(pm.pools):
         if not items[k]:
             continue
         cap = pool.peak_capacity
         for s, e, gpus in pool.segments:
             if gpus < cap and e > s:
-                items[k].append((m.NewIntervalVar(s, e - s, e, f"block_{k}_{s}"), cap - gpus))
-        m.AddCumulative([i for i, _ in items[k]], [g for _, g in items[k]], cap)
+                items[k].append((m.new_interval_var(s, e - s, e, f"block_{k}_{s}"), cap - gpus))
+        m.add_cumulative([i for i, _ in items[k]], [g for _, g in items[k]], cap)
 
 
 def _energy_cuts(pm: PortfolioModel) -> None:
@@ -131,9 +130,12 @@ def _energy_cuts(pm: PortfolioModel) -> None:
     horizon, pool_of = pm.horizon, pm.pool_of
     for k, pool in enumerate(pm.pools):
         cap = [pool.capacity_at(t) for t in range(horizon)]
-        energy = [(job.release, horizon if job.deadline is None else job.deadline, opt.row.gpus * d, pick)
-                  for job, v in zip(pm.jobs, pm.jv) for opt, d, pick in zip(job.options, job.durations, v.picks)
-                  if pool_of[opt.row.offer.name] == k]
+        energy = [
+            (job.release, horizon if job.deadline is None else job.deadline, opt.row.gpus * d, pick)
+            for job, v in zip(pm.jobs, pm.jv)
+            for opt, d, pick in zip(job.options, job.durations, v.picks)
+            if pool_of[opt.row.offer_name] == k
+        ]
         if not energy:
             continue
         releases = sorted({r for r, _, _, _ in energy})
@@ -141,24 +143,25 @@ def _energy_cuts(pm: PortfolioModel) -> None:
         windows = [(r, d) for r in releases for d in dues if d > r]
         if len(windows) * len(energy) > ENERGY_CUT_TERMS:
             keep = max(1, ENERGY_CUT_TERMS // (2 * len(energy)))
-            windows = [(0, d) for d in dues[::max(1, len(dues) // keep)]] + \
-                      [(r, horizon) for r in releases[::max(1, len(releases) // keep)] if r > 0]
+            windows = [(0, d) for d in dues[:: max(1, len(dues) // keep)]] + [
+                (r, horizon) for r in releases[:: max(1, len(releases) // keep)] if r > 0
+            ]
         for start, due in windows:
             terms = [e * p for r, d, e, p in energy if r >= start and d <= due]
             if terms:
-                pm.pm.model.Add(sum(terms) <= sum(cap[start:due]))
+                pm.pm.model.add(sum(terms) <= sum(cap[start:due]))
 
 
-def warm_start(pm: PortfolioModel, placed: list[Optional[tuple[int, int]]]) -> None:
+def warm_start(pm: PortfolioModel, placed: list[tuple[int, int] | None]) -> None:
     """Hint every variable from a complete schedule (per job: option index and start, or None)."""
     m = pm.pm.model
     for k, (job, v) in enumerate(zip(pm.jobs, pm.jv)):
         chosen = placed[k]
         for i, pick in enumerate(v.picks):
-            m.AddHint(pick, chosen is not None and chosen[0] == i)
+            m.add_hint(pick, chosen is not None and chosen[0] == i)
         start = chosen[1] if chosen else min(job.release, pm.horizon)
         end = start + (job.durations[chosen[0]] if chosen else 0)
-        m.AddHint(pm.starts[k], start)
-        m.AddHint(pm.ends[k], end)
-        m.AddHint(pm.dones[k], chosen is not None)
-        m.AddHint(pm.lates[k], max(0, end - job.deadline) if job.deadline is not None and chosen else 0)
+        m.add_hint(pm.starts[k], start)
+        m.add_hint(pm.ends[k], end)
+        m.add_hint(pm.dones[k], chosen is not None)
+        m.add_hint(pm.lates[k], max(0, end - job.deadline) if job.deadline is not None and chosen else 0)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 from ...errors import GpuplanError, JobError
 from ...inputs.catalog import offers_for
@@ -40,7 +39,7 @@ class JobData:
     options: list[Candidate]
     durations: list[int]
     release: int
-    deadline: Optional[int]
+    deadline: int | None
     weight: int
     required: bool
     after: list[str]
@@ -58,10 +57,19 @@ def pool_specs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[PoolSpec]:
         except GpuplanError as exc:
             raise exc.located(pf.source_path, f"pools[{i}].offer") from None
         if not offers:
-            raise JobError(f"no offer in catalog '{catalog.name}' matches {pool.offer!r}",
-                           source=pf.source_path, field=f"pools[{i}].offer")
-        bounds = sorted({0, horizon, *(min(horizon, _steps(w.start_s, pf.time_step_s)) for w in pool.windows),
-                         *(min(horizon, _steps(w.end_s, pf.time_step_s)) for w in pool.windows)})
+            raise JobError(
+                f"no offer in catalog '{catalog.name}' matches {pool.offer!r}",
+                source=pf.source_path,
+                field=f"pools[{i}].offer",
+            )
+        bounds = sorted(
+            {
+                0,
+                horizon,
+                *(min(horizon, _steps(w.start_s, pf.time_step_s)) for w in pool.windows),
+                *(min(horizon, _steps(w.end_s, pf.time_step_s)) for w in pool.windows),
+            }
+        )
         segments = []
         for s, e in zip(bounds, bounds[1:]):
             gpus = pool.gpus
@@ -81,10 +89,15 @@ def _prune(options: list[Candidate], durations: list[int]) -> tuple[list[Candida
     """Drop options that another option on the same offer beats (or ties) on GPUs, duration and cost."""
     keep, seen = [], set()
     for a, da in zip(options, durations):
-        key = (a.row.offer.name, a.row.gpus, da, a.cost_usd)
-        beaten = any(b.row.offer.name == key[0] and (b.row.gpus, db, b.cost_usd) != key[1:]
-                     and b.row.gpus <= a.row.gpus and db <= da and b.cost_usd <= a.cost_usd
-                     for b, db in zip(options, durations))
+        key = (a.row.offer_name, a.row.gpus, da, a.cost_usd)
+        beaten = any(
+            b.row.offer_name == key[0]
+            and (b.row.gpus, db, b.cost_usd) != key[1:]
+            and b.row.gpus <= a.row.gpus
+            and db <= da
+            and b.cost_usd <= a.cost_usd
+            for b, db in zip(options, durations)
+        )
         if not beaten and key not in seen:
             seen.add(key)
             keep.append((a, da))
@@ -114,6 +127,18 @@ def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[JobData]
         durations = [_steps(c.time_s, pf.time_step_s) for c in options]
         options, durations = _prune(options, durations)
         deadline = None if entry.deadline_s is None else int(entry.deadline_s // pf.time_step_s)
-        jobs.append(JobData(i, entry.name, table, options, durations, _steps(entry.release_s, pf.time_step_s),
-                            deadline, int(round(entry.weight * WEIGHT_SCALE)), entry.required, entry.after))
+        jobs.append(
+            JobData(
+                i,
+                entry.name,
+                table,
+                options,
+                durations,
+                _steps(entry.release_s, pf.time_step_s),
+                deadline,
+                int(round(entry.weight * WEIGHT_SCALE)),
+                entry.required,
+                entry.after,
+            )
+        )
     return jobs

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Optional
 
 from ...inputs.schema import Portfolio
 from ...planning.plans import plan_from
@@ -12,7 +11,7 @@ from ...results import DroppedJob, PoolUse, PortfolioResult, ScheduledJob
 from .data import PoolSpec
 
 
-def _date(pf: Portfolio, hours: float) -> Optional[str]:
+def _date(pf: Portfolio, hours: float) -> str | None:
     if pf.start is None:
         return None
     return (dt.datetime.combine(pf.start, dt.time()) + dt.timedelta(hours=hours)).strftime("%Y-%m-%d %H:%M")
@@ -21,7 +20,7 @@ def _date(pf: Portfolio, hours: float) -> Optional[str]:
 def extract(pf: Portfolio, jobs: list, choices: list, pools: list[PoolSpec], result: PortfolioResult) -> None:
     """Fill the result from per-job (option index or None, start step)."""
     step_h = pf.time_step_s / 3600.0
-    usage = {k: [] for k in range(len(pools))}
+    usage: dict[int, list[tuple[int, int, int]]] = {k: [] for k in range(len(pools))}
     pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
     for job, (i, s) in zip(jobs, choices):
         if i is None:
@@ -31,11 +30,20 @@ def extract(pf: Portfolio, jobs: list, choices: list, pools: list[PoolSpec], res
         e = s + job.durations[i]
         plan = plan_from(job.table.ctx, opt.row, job.table.evaluation, opt.index)
         late = 0.0 if job.deadline is None else max(0.0, (e - job.deadline) * step_h)
-        result.schedule.append(ScheduledJob(job=job.name, offer=opt.row.offer.name, plan=plan, start_h=s * step_h,
-                                            end_h=e * step_h, cost_usd=round(opt.cost_usd, 2),
-                                            start_date=_date(pf, s * step_h), end_date=_date(pf, e * step_h),
-                                            late_h=late))
-        usage[pool_of[opt.row.offer.name]].append((s, e, opt.row.gpus))
+        result.schedule.append(
+            ScheduledJob(
+                job=job.name,
+                offer=opt.row.offer_name,
+                plan=plan,
+                start_h=s * step_h,
+                end_h=e * step_h,
+                cost_usd=round(opt.cost_usd, 2),
+                start_date=_date(pf, s * step_h),
+                end_date=_date(pf, e * step_h),
+                late_h=late,
+            )
+        )
+        usage[pool_of[opt.row.offer_name]].append((s, e, opt.row.gpus))
     result.total_cost_usd = round(sum(j.cost_usd for j in result.schedule), 2)
     result.makespan_h = max((j.end_h for j in result.schedule), default=0.0)
     for k, pool in enumerate(pools):
@@ -43,5 +51,11 @@ def extract(pf: Portfolio, jobs: list, choices: list, pools: list[PoolSpec], res
             continue
         events = sorted({t for s, e, _ in usage[k] for t in (s, e)})
         timeline = [(t * step_h, sum(g for s, e, g in usage[k] if s <= t < e)) for t in events]
-        result.pools.append(PoolUse(offer=pool.name, gpus=pool.peak_capacity,
-                                    peak_used=max((u for _, u in timeline), default=0), timeline=timeline))
+        result.pools.append(
+            PoolUse(
+                offer=pool.name,
+                gpus=pool.peak_capacity,
+                peak_used=max((u for _, u in timeline), default=0),
+                timeline=timeline,
+            )
+        )

@@ -11,8 +11,8 @@ answer infeasible only when the first run proved it; otherwise the status is unk
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 from ortools.sat.python import cp_model
 
@@ -28,7 +28,7 @@ from .greedy import greedy_schedule
 # 13 s of a 13 s limit at 1,000 jobs before search started).
 LARGE_MODEL_OPTIONS = 5_000
 
-Choices = list[tuple[Optional[int], int]]  # per job: option index (None: dropped) and start step
+Choices = list[tuple[int | None, int]]  # per job: option index (None: dropped) and start step
 
 
 class _Progress(cp_model.CpSolverSolutionCallback):
@@ -41,7 +41,7 @@ class _Progress(cp_model.CpSolverSolutionCallback):
         self.phase = "jobs"  # "jobs": dropped weight; then the objective (cost in USD, or its own unit)
 
     def on_solution_callback(self) -> None:
-        value, bound = self.ObjectiveValue(), self.BestObjectiveBound()
+        value, bound = self.objective_value, self.best_objective_bound
         if self.phase == "cost":
             text = f"cost ${value / CENTS_PER_USD:,.2f}  bound ${bound / CENTS_PER_USD:,.2f}"
         elif self.phase == "jobs":
@@ -60,8 +60,14 @@ class PortfolioOutcome:
     dropped_proven: bool
 
 
-def solve_portfolio(pf: Portfolio, catalog: Catalog, *, time_limit_s: float = 60.0, workers: int = 2,
-                    progress: Optional[Callable[[str], None]] = None) -> PortfolioOutcome:
+def solve_portfolio(
+    pf: Portfolio,
+    catalog: Catalog,
+    *,
+    time_limit_s: float = 60.0,
+    workers: int = 2,
+    progress: Callable[[str], None] | None = None,
+) -> PortfolioOutcome:
     """Schedule every job of the portfolio: which option, when, at what cost; what was dropped."""
     started = time.perf_counter()
     step = pf.time_step_s
@@ -74,34 +80,48 @@ def solve_portfolio(pf: Portfolio, catalog: Catalog, *, time_limit_s: float = 60
         total = sum(len(job.options) for job in jobs)
         for job in jobs:
             job.options, job.durations = shortlist(job.options, job.durations)
-        notes.append(f"large portfolio: each job keeps its two cheapest and its fastest option per offer "
-                     f"({sum(len(job.options) for job in jobs):,} of {total:,} options); the optimum is over that shortlist")
+        notes.append(
+            f"large portfolio: each job keeps its two cheapest and its fastest option per offer "
+            f"({sum(len(job.options) for job in jobs):,} of {total:,} options); the optimum is over that shortlist"
+        )
     pm = build(pf, jobs, pools, horizon)
     budget_cents = None if pf.budget_usd is None else usd_to_cents(pf.budget_usd)
     placed = greedy_schedule(jobs, pools, pm.pool_of, horizon, budget_cents)
     warm_start(pm, placed)
     solver, status, dropped_proven = _two_phase(pm, time_limit_s, workers, progress, started, large)
 
-    result = PortfolioResult(status="unknown", objective=pf.objective, total_cost_usd=0.0, gap=0.0, schedule=[],
-                             dropped=[], pools=[], budget_usd=pf.budget_usd, horizon_h=horizon * step / 3600.0,
-                             notes=notes)
+    result = PortfolioResult(
+        status="unknown",
+        objective=pf.objective,
+        total_cost_usd=0.0,
+        gap=0.0,
+        schedule=[],
+        dropped=[],
+        pools=[],
+        budget_usd=pf.budget_usd,
+        horizon_h=horizon * step / 3600.0,
+        notes=notes,
+    )
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         result.status = "optimal" if status == cp_model.OPTIMAL else "feasible"
-        result.gap = optimality_gap(solver.ObjectiveValue(), solver.BestObjectiveBound(), status == cp_model.OPTIMAL)
-        choices: Choices = [(v.picked(solver), solver.Value(start)) for v, start in zip(pm.jv, pm.starts)]
+        result.gap = optimality_gap(solver.objective_value, solver.best_objective_bound, status == cp_model.OPTIMAL)
+        choices: Choices = [(v.picked(solver), solver.value(start)) for v, start in zip(pm.jv, pm.starts)]
     else:
         result.status = "feasible"
         choices = [(p[0], p[1]) if p else (None, 0) for p in placed]
         result.gap = _greedy_gap(pm, choices)
-        result.notes.append(f"CP-SAT found no schedule within {time_limit_s:g} s: this is the greedy schedule "
-                            "(earliest deadline first, cheapest option); raise --time-limit or coarsen time_step")
+        result.notes.append(
+            f"CP-SAT found no schedule within {time_limit_s:g} s: this is the greedy schedule "
+            "(earliest deadline first, cheapest option); raise --time-limit or coarsen time_step"
+        )
     extract(pf, jobs, choices, pools, result)
     result.solve_s = time.perf_counter() - started
     return PortfolioOutcome(result, pm, dropped_proven)
 
 
-def _two_phase(pm: PortfolioModel, time_limit_s: float, workers: int, progress, started: float,
-               large: bool) -> tuple[cp_model.CpSolver, int, bool]:
+def _two_phase(
+    pm: PortfolioModel, time_limit_s: float, workers: int, progress, started: float, large: bool
+) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, bool]:
     """Minimise the dropped weight (a third of the time), then, with it fixed, the objective."""
     m = pm.pm.model
     solver = pm.pm.solver(time_limit_s / 3, workers=workers)
@@ -109,22 +129,22 @@ def _two_phase(pm: PortfolioModel, time_limit_s: float, workers: int, progress, 
         solver.parameters.cp_model_probing_level = 0
     callback = _Progress(progress) if progress else None
     dropped = pm.dropped_weight()
-    m.Minimize(dropped)
-    status = solver.Solve(m, callback)
+    m.minimize(dropped)
+    status = solver.solve(m, callback)
     dropped_proven = status == cp_model.OPTIMAL
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        m.Add(dropped <= round(solver.ObjectiveValue()))
-        m.ClearHints()
+        m.add(dropped <= round(solver.objective_value))
+        m.clear_hints()
         for v in pm.jv:
             for pick in v.picks:
-                m.AddHint(pick, solver.BooleanValue(pick))
+                m.add_hint(pick, solver.boolean_value(pick))
         for start in pm.starts:
-            m.AddHint(start, solver.Value(start))
+            m.add_hint(start, solver.value(start))
         solver.parameters.max_time_in_seconds = max(1.0, time_limit_s - (time.perf_counter() - started))
-        m.Minimize(pm.objective())
+        m.minimize(pm.objective())
         if callback:
             callback.phase = pm.pf.objective
-        status = solver.Solve(m, callback)
+        status = solver.solve(m, callback)
     return solver, status, dropped_proven
 
 
