@@ -22,13 +22,12 @@ from rich.table import Table
 
 from . import __version__, api
 from .errors import ArgumentError, GpuplanError
-from .inputs.catalog import find_sku
+from .inputs.catalog import catalog_entries
 from .inputs.files import expand_models, load_catalog, load_job, load_portfolio, parse_model, problem_catalog
 from .inputs.hf_models import model_fields, presets
 from .inputs.overrides import apply_overrides
 from .inputs.schema import ModelSpec
 from .inputs.units import fmt_count, parse_bytes
-from .physics.constants import GIB
 from .present import render
 from .present.exports import export
 from .present.jsonschema import json_schema
@@ -185,10 +184,6 @@ def _problem(job: Path, **overrides):
     return apply_overrides(problem, **overrides)
 
 
-def _catalog_for(problem, catalog: str | None):
-    return problem_catalog(problem, catalog)
-
-
 @app.command()
 @handled
 def check(
@@ -228,7 +223,7 @@ def check(
 ) -> None:
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
     problem = _problem(job, deadline=deadline, budget=budget, measured=measured, deadline_quantile=deadline_quantile)
-    cat = _catalog_for(problem, catalog)
+    cat = problem_catalog(problem, catalog)
     result = api.check(
         problem,
         sku,
@@ -253,8 +248,7 @@ def check(
     if fmt == Format.table:
         _emit(result, fmt, render.print_check)
         return
-    data = {**result.plan.model_dump(mode="json"), **result.model_dump(mode="json", exclude={"plan"})}
-    _emit(data, fmt, render.print_check)
+    _emit(render.check_data(result), fmt, render.print_check)
 
 
 @app.command()
@@ -299,7 +293,7 @@ def solve(
         deadline_quantile=deadline_quantile,
         measured=measured,
     )
-    cat = _catalog_for(problem, catalog)
+    cat = problem_catalog(problem, catalog)
     table = api.candidate_table(problem, cat)
     result = api.plan(problem, catalog=cat, time_limit_s=time_limit, table=table)
     if export_kind:
@@ -336,7 +330,7 @@ def options(
     problem = _problem(
         job, deadline=deadline, budget=budget, max_nodes=max_nodes, gpu_types=gpu_types, min_memory=min_memory
     )
-    _emit(api.options(problem, catalog=_catalog_for(problem, catalog)), fmt, render.print_options)
+    _emit(api.options(problem, catalog=problem_catalog(problem, catalog)), fmt, render.print_options)
 
 
 @app.command("catalog")
@@ -349,20 +343,14 @@ def catalog_cmd(
 ) -> None:
     """List a catalog's GPUs and offers: memory in GB and GiB, dense BF16 TFLOPS, bandwidths, price."""
     cat = load_catalog(name)
-    skus = cat.skus
-    if types:
-        wanted = {find_sku(cat, t).name for t in types.split(",") if t.strip()}
-        skus = [s for s in skus if s.name in wanted]
-    offers_by_sku: dict[str, list] = {}
-    for offer in cat.offers:
-        offers_by_sku.setdefault(find_sku(cat, offer.sku).name, []).append(offer)
-    rows = render.catalog_rows(cat, skus, offers_by_sku)
+    floor = None
     if min_memory:
         try:
-            floor_gib = parse_bytes(min_memory, "a memory size") / GIB
+            floor = parse_bytes(min_memory, "a memory size")
         except GpuplanError as exc:
             raise ArgumentError(exc.reason, field="min_memory") from None
-        rows = [r for r in rows if r["memory_gib"] >= floor_gib]
+    wanted = [t.strip() for t in types.split(",") if t.strip()] if types else None
+    rows = render.catalog_rows(catalog_entries(cat, wanted, floor))
     if fmt == Format.table:
         render.print_catalog(cat.name, rows, render.console())
     else:

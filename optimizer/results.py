@@ -1,4 +1,4 @@
-"""Typed results that the API returns and the CLI prints (DESIGN section 9's output contract)."""
+"""Typed results that the API returns and the CLI prints (the output contract of docs/design.md section 11)."""
 
 from __future__ import annotations
 

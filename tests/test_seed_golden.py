@@ -1,4 +1,4 @@
-"""Golden tests: every number of seed 000 (DESIGN section 10) that gpuplan can reproduce.
+"""Golden tests: every number of seed 000 ("B300 vs B200") that gpuplan can reproduce.
 
 Seed 000 ("B300 vs B200: compute memory and cost first") works with training state alone:
 16 bytes per parameter, no activations, no framework reserve. The problem files state exactly that.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import CatalogError, did_you_mean
 from .schema import Catalog, Offer, Sku
 
@@ -30,3 +32,35 @@ def offers_for(catalog: Catalog, name: str) -> list[Offer]:
         return direct
     sku = find_sku(catalog, name)
     return [o for o in catalog.offers if find_sku(catalog, o.sku).name == sku.name]
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One line of a catalog listing: a SKU on one of its offers (or bare), with the memory it offers."""
+
+    sku: Sku
+    offer: Offer | None
+
+    @property
+    def memory_bytes(self) -> float:
+        """What the offer delivers where it says so, else the SKU's label."""
+        if self.offer is not None and self.offer.memory_delivered_bytes:
+            return self.offer.memory_delivered_bytes
+        return self.sku.memory_label_bytes
+
+
+def catalog_entries(
+    catalog: Catalog, types: list[str] | None = None, min_memory_bytes: float | None = None
+) -> list[CatalogEntry]:
+    """Every SKU with each of its offers, optionally only some GPU types or at least some memory."""
+    skus = catalog.skus
+    if types:
+        wanted = {find_sku(catalog, t).name for t in types}
+        skus = [s for s in skus if s.name in wanted]
+    offers_by_sku: dict[str, list[Offer | None]] = {}
+    for offer in catalog.offers:
+        offers_by_sku.setdefault(find_sku(catalog, offer.sku).name, []).append(offer)
+    entries = [CatalogEntry(sku, offer) for sku in skus for offer in (offers_by_sku.get(sku.name) or [None])]
+    if min_memory_bytes:
+        entries = [e for e in entries if e.memory_bytes >= min_memory_bytes]
+    return entries

@@ -1,4 +1,4 @@
-"""Hours, GPU-hours and cost of a run: price x billed GPUs x billed hours (DESIGN section 7).
+"""Hours, GPU-hours and cost of a run: price x billed GPUs x billed hours (docs/design.md section 6.5).
 
 Billing rounds the run up to the offer's increment; multi-node runs on offers that rent whole
 nodes pay for every GPU of each node.

@@ -6,7 +6,7 @@ interleaved 1F1B), DP the rest, ZeRO 0-3 over all DP ranks or hybrid-sharded ins
 recompute, and micro-batches with an integer gradient accumulation. Offers with a spot price add
 spot rows. All of them go through ``physics`` at once (numpy arrays), and
 for each row the fastest strategy that fits is kept: on a fixed row cost rises with time, so that
-strategy is optimal for both objectives (DESIGN section 8). Rows with nothing that fits keep their
+strategy is optimal for both objectives (docs/design.md section 3.4). Rows with nothing that fits keep their
 least-memory strategy, flagged, so the solver's memory constraint and the explanations see them.
 
 Both the CP-SAT model and the brute-force test oracle read the ``CandidateTable`` built here.

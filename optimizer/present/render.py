@@ -9,8 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..inputs.schema import Catalog
+from ..inputs.catalog import CatalogEntry
 from ..inputs.units import fmt_count, fmt_duration
+from ..physics.constants import GIB
 from ..results import CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
 
 
@@ -73,7 +74,7 @@ def _memory_table(plan: Plan) -> Table:
         value = getattr(m, name)
         style = "bold" if name in ("total", "capacity") else None
         label = f"capacity ({m.basis})" if name == "capacity" else name
-        table.add_row(label, f"{value:,.1f}", f"{value * 2**30 / 1e9:,.1f}", style=style)
+        table.add_row(label, f"{value:,.1f}", f"{value * GIB / 1e9:,.1f}", style=style)
     return table
 
 
@@ -85,7 +86,7 @@ def print_check(result: CheckResult, console: Console) -> None:
     verdict = Text(f"{head}: ", style="bold green" if p.fits else "bold red")
     verdict.append(
         f"{p.label()}, {strategy_text(p)}: {m.total:,.1f} of {m.capacity:,.1f} GiB per GPU, "
-        f"{'headroom' if headroom >= 0 else 'short by'} {abs(headroom):,.1f} GiB ({abs(headroom) * 2**30 / 1e9:,.1f} GB)"
+        f"{'headroom' if headroom >= 0 else 'short by'} {abs(headroom):,.1f} GiB ({abs(headroom) * GIB / 1e9:,.1f} GB)"
     )
     console.print(verdict)
     console.print(memory_bar(m.total, m.capacity))
@@ -267,36 +268,38 @@ def print_options(result: OptionsResult, console: Console) -> None:
     console.print(table)
 
 
-def catalog_rows(catalog: Catalog, skus, offers_by_sku) -> list[dict]:
+def catalog_rows(entries: list[CatalogEntry]) -> list[dict]:
+    """A catalog listing as rows of plain values (the table and the JSON share them)."""
     rows = []
-    for sku in skus:
-        offers = offers_by_sku.get(sku.name) or [None]
-        for offer in offers:
-            cap = offer.memory_delivered_bytes if offer and offer.memory_delivered_bytes else sku.memory_label_bytes
-            rows.append(
-                {
-                    "sku": sku.name,
-                    "offer": offer.name if offer else None,
-                    "provider": offer.provider if offer else None,
-                    "memory_gb": round(cap / 1e9, 1),
-                    "memory_gib": round(cap / 2**30, 1),
-                    "memory_reported_gib": round(sku.memory_reported_bytes / 2**30, 2)
-                    if sku.memory_reported_bytes
-                    else None,
-                    "dense_bf16_tflops": sku.dense_bf16_tflops,
-                    "dense_fp8_tflops": sku.dense_fp8_tflops,
-                    "hbm_bandwidth_gb_per_s": sku.hbm_bandwidth_gb_per_s,
-                    "intra_node_bandwidth_gb_per_s": sku.intra_node_bandwidth_gb_per_s,
-                    "interconnect": sku.interconnect,
-                    "network_gb_per_s_per_gpu": sku.network_gb_per_s_per_gpu,
-                    "gpus_per_node": offer.gpus_per_node if offer else sku.gpus_per_node,
-                    "max_nodes": offer.max_nodes if offer else None,
-                    "price_usd_per_gpu_hour": offer.price_usd_per_gpu_hour if offer else None,
-                    "price_checked": str(offer.checked) if offer and offer.checked else None,
-                    "illustrative": offer.illustrative if offer else None,
-                }
-            )
+    for entry in entries:
+        sku, offer, cap = entry.sku, entry.offer, entry.memory_bytes
+        rows.append(
+            {
+                "sku": sku.name,
+                "offer": offer.name if offer else None,
+                "provider": offer.provider if offer else None,
+                "memory_gb": round(cap / 1e9, 1),
+                "memory_gib": round(cap / GIB, 1),
+                "memory_reported_gib": round(sku.memory_reported_bytes / GIB, 2) if sku.memory_reported_bytes else None,
+                "dense_bf16_tflops": sku.dense_bf16_tflops,
+                "dense_fp8_tflops": sku.dense_fp8_tflops,
+                "hbm_bandwidth_gb_per_s": sku.hbm_bandwidth_gb_per_s,
+                "intra_node_bandwidth_gb_per_s": sku.intra_node_bandwidth_gb_per_s,
+                "interconnect": sku.interconnect,
+                "network_gb_per_s_per_gpu": sku.network_gb_per_s_per_gpu,
+                "gpus_per_node": offer.gpus_per_node if offer else sku.gpus_per_node,
+                "max_nodes": offer.max_nodes if offer else None,
+                "price_usd_per_gpu_hour": offer.price_usd_per_gpu_hour if offer else None,
+                "price_checked": str(offer.checked) if offer and offer.checked else None,
+                "illustrative": offer.illustrative if offer else None,
+            }
+        )
     return rows
+
+
+def check_data(result: CheckResult) -> dict:
+    """A check as JSON: the plan's keys at the top level, beside the verdict's own."""
+    return {**result.plan.model_dump(mode="json"), **result.model_dump(mode="json", exclude={"plan"})}
 
 
 def print_catalog(name: str, rows: list[dict], console: Console) -> None:

@@ -7,7 +7,7 @@ is a hardware choice with its best strategy, its physics pre-computed and intege
             recompute_i; time_s_i (p50, ceil to s), deadline_time_s_i (at the deadline quantile),
             cost_cents_i, memory_mib_i, capacity_mib_i, filtered_i in {0, 1}
   variables choice_j in C_j (an index); pick_{j,i} <=> (choice_j == i); and the decision variables
-            of DESIGN section 4, each an element of its column at choice_j:
+            of docs/design.md section 9.3, each an element of its column at choice_j:
             offer_j, nodes_j, gpus_per_node_j, gpus_j, tp_j, pp_j, zero_stage_j, shard_degree_j,
             micro_batch_j, recompute_j, time_s_j, deadline_time_s_j, cost_cents_j, memory_mib_j,
             capacity_mib_j, filtered_j
@@ -153,7 +153,7 @@ class PlanModel:
         attributes: bool = True,
     ) -> JobVars:
         """One job's choice among its candidate rows: ``pick`` booleans (exactly one, or at most one
-        for an optional job) and, with ``attributes``, the index and element variables of DESIGN section 4."""
+        for an optional job) and, with ``attributes``, the index and element variables of docs/design.md section 9.3."""
         rows = solver_rows(table) if rows is None else rows
         data = [scaled(c, table) for c in rows]
         m = self.model
