@@ -7,111 +7,123 @@ module is the one place that turns them into the ``detail`` and ``summary`` stri
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .inputs.catalog import find_sku
 from .inputs.schema import Portfolio, Sku
 from .inputs.units import fmt_bytes, fmt_duration
 from .physics.constants import GIB
-from .planning.candidates import CandidateTable
+from .planning.candidates import Candidate, CandidateTable
 from .planning.context import JobContext
 from .results import Infeasibility, MeasuredComparison, Plan, PortfolioResult
 from .solver.portfolio.data import JobData, PoolSpec
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """A table's priced rows, those no filter, supply limit or batch rule excludes, and those that fit."""
+
+    rows: list[Candidate]
+    allowed: list[Candidate]
+    fitting: list[Candidate]
+
+    @classmethod
+    def of(cls, table: CandidateTable) -> _Rows:
+        rows = [c for c in table.candidates if c.index >= 0 and c.row.offer is not None]
+        allowed = [c for c in rows if c.rejected_by not in ("filter", "supply", "global_batch")]
+        return cls(rows, allowed, [c for c in allowed if c.fits])
+
+
+def _where(c: Candidate) -> str:
+    return f"{c.row.nodes} x {c.row.gpus_per_node} {c.row.sku.name}"
+
+
 def infeasibility(table: CandidateTable, binding: list[str]) -> list[Infeasibility]:
     """For each binding family, how far the nearest candidate is from satisfying it."""
-    ctx = table.ctx
-    c = ctx.constraints
-    rows = [cand for cand in table.candidates if cand.index >= 0 and cand.row.offer is not None]
-    allowed = [cand for cand in rows if cand.rejected_by not in ("filter", "supply", "global_batch")]
-    fitting = [cand for cand in allowed if cand.fits]
-    out = []
-    if not rows:
+    r = _Rows.of(table)
+    if not r.rows:
         return [Infeasibility(constraint="catalog", detail="the catalog has no priced offers")]
-    if "filter" in binding or not [r for r in rows if r.rejected_by != "filter"]:
-        g = c.gpu
-        out.append(
-            Infeasibility(
-                constraint="filter",
-                detail=(
-                    "no offer passes the GPU filters"
-                    + (f" types={','.join(g.types)}" if g.types else "")
-                    + (f" min_memory={fmt_bytes(g.min_memory_bytes)}" if g.min_memory_bytes else "")
-                    + (f" providers={','.join(g.providers)}" if g.providers else "")
-                    + f" with precision {ctx.job.precision}; loosen them"
-                ),
-            )
-        )
+    ctx = table.ctx
+    out = []
+    if "filter" in binding or all(c.rejected_by == "filter" for c in r.rows):
+        out.append(_filter(ctx))
     if "supply" in binding:
-        unrestricted = [cand for cand in rows if cand.rejected_by in (None, "supply") and cand.fits]
-        if unrestricted:
-            smallest = min(unrestricted, key=lambda x: (x.row.gpus, x.row.nodes))
-            limit = f"max_nodes={c.max_nodes}" if c.max_nodes else f"max_gpus={c.max_gpus}"
-            out.append(
-                Infeasibility(
-                    constraint="supply",
-                    over_by=float(smallest.row.gpus),
-                    detail=(
-                        f"the smallest plan that fits, {smallest.row.nodes} x {smallest.row.gpus_per_node} {smallest.row.sku.name}, "
-                        f"needs {smallest.row.gpus} GPUs on {smallest.row.nodes} node(s); {limit} does not allow it"
-                    ),
-                )
-            )
-    if "memory" in binding or (allowed and not fitting):
-        state = (
-            ctx.train.weights_total(ctx.shape.params)
-            + (ctx.train.grad_bytes + ctx.train.optimizer_bytes) * ctx.train.trainable_params
-        )
-        largest = max(allowed or rows, key=lambda x: x.row.gpus * x.capacity_bytes)
-        nearest = min(allowed or rows, key=lambda x: x.memory_bytes - x.capacity_bytes)
-        out.append(
-            Infeasibility(
-                constraint="memory",
-                over_by=(nearest.memory_bytes - nearest.capacity_bytes) / GIB,
-                detail=(
-                    f"the training state needs {fmt_bytes(state)} in total; the largest allowed configuration, "
-                    f"{largest.row.nodes} x {largest.row.gpus_per_node} {largest.row.sku.name}, holds "
-                    f"{fmt_bytes(largest.row.gpus * largest.capacity_bytes)}; the closest layout "
-                    f"({nearest.row.gpus} {nearest.row.sku.name}) needs {nearest.memory_bytes / GIB:,.1f} GiB per GPU of "
-                    f"{nearest.capacity_bytes / GIB:,.1f} GiB"
-                ),
-            )
-        )
-    if "deadline" in binding and fitting and c.deadline_s is not None:
-        fastest = min(fitting, key=lambda x: x.time_s)
-        over = fastest.time_s - c.deadline_s
-        out.append(
-            Infeasibility(
-                constraint="deadline",
-                over_by=over / 3600.0,
-                detail=(
-                    f"the fastest plan, {fastest.row.nodes} x {fastest.row.gpus_per_node} {fastest.row.sku.name}, needs "
-                    f"{fmt_duration(fastest.time_s)}: {fmt_duration(over)} over the deadline of {fmt_duration(c.deadline_s)}"
-                ),
-            )
-        )
-    if "budget" in binding and fitting and c.budget_usd is not None:
-        pool = [x for x in fitting if c.deadline_s is None or x.time_s <= c.deadline_s] or fitting
-        cheapest = min(pool, key=lambda x: x.cost_usd)
-        over = cheapest.cost_usd - c.budget_usd
-        within = " within the deadline" if pool is not fitting else ""
-        out.append(
-            Infeasibility(
-                constraint="budget",
-                over_by=over,
-                detail=(
-                    f"the cheapest plan{within}, {cheapest.row.nodes} x {cheapest.row.gpus_per_node} {cheapest.row.sku.name}, "
-                    f"costs ${cheapest.cost_usd:,.2f}: ${over:,.2f} over the budget of ${c.budget_usd:,.2f}"
-                ),
-            )
-        )
+        out += _supply(ctx, r)
+    if "memory" in binding or (r.allowed and not r.fitting):
+        out.append(_memory(ctx, r))
+    if "deadline" in binding and r.fitting and ctx.constraints.deadline_s is not None:
+        out.append(_deadline(ctx.constraints.deadline_s, r))
+    if "budget" in binding and r.fitting and ctx.constraints.budget_usd is not None:
+        out.append(_budget(ctx.constraints.deadline_s, ctx.constraints.budget_usd, r))
     if not out:
-        out.append(
-            Infeasibility(
-                constraint="+".join(binding) or "unknown",
-                detail="these constraints cannot all hold together; loosen one of them",
-            )
-        )
+        detail = "these constraints cannot all hold together; loosen one of them"
+        out.append(Infeasibility(constraint="+".join(binding) or "unknown", detail=detail))
     return out
+
+
+def _filter(ctx: JobContext) -> Infeasibility:
+    g = ctx.constraints.gpu
+    detail = (
+        "no offer passes the GPU filters"
+        + (f" types={','.join(g.types)}" if g.types else "")
+        + (f" min_memory={fmt_bytes(g.min_memory_bytes)}" if g.min_memory_bytes else "")
+        + (f" providers={','.join(g.providers)}" if g.providers else "")
+        + f" with precision {ctx.job.precision}; loosen them"
+    )
+    return Infeasibility(constraint="filter", detail=detail)
+
+
+def _supply(ctx: JobContext, r: _Rows) -> list[Infeasibility]:
+    unrestricted = [c for c in r.rows if c.rejected_by in (None, "supply") and c.fits]
+    if not unrestricted:
+        return []
+    smallest = min(unrestricted, key=lambda x: (x.row.gpus, x.row.nodes))
+    c = ctx.constraints
+    limit = f"max_nodes={c.max_nodes}" if c.max_nodes else f"max_gpus={c.max_gpus}"
+    detail = (
+        f"the smallest plan that fits, {_where(smallest)}, needs {smallest.row.gpus} GPUs on "
+        f"{smallest.row.nodes} node(s); {limit} does not allow it"
+    )
+    return [Infeasibility(constraint="supply", over_by=float(smallest.row.gpus), detail=detail)]
+
+
+def _memory(ctx: JobContext, r: _Rows) -> Infeasibility:
+    train = ctx.train
+    state = train.weights_total(ctx.shape.params) + (train.grad_bytes + train.optimizer_bytes) * train.trainable_params
+    candidates = r.allowed or r.rows
+    largest = max(candidates, key=lambda x: x.row.gpus * x.capacity_bytes)
+    nearest = min(candidates, key=lambda x: x.memory_bytes - x.capacity_bytes)
+    detail = (
+        f"the training state needs {fmt_bytes(state)} in total; the largest allowed configuration, "
+        f"{_where(largest)}, holds {fmt_bytes(largest.row.gpus * largest.capacity_bytes)}; the closest layout "
+        f"({nearest.row.gpus} {nearest.row.sku.name}) needs {nearest.memory_bytes / GIB:,.1f} GiB per GPU of "
+        f"{nearest.capacity_bytes / GIB:,.1f} GiB"
+    )
+    return Infeasibility(
+        constraint="memory", over_by=(nearest.memory_bytes - nearest.capacity_bytes) / GIB, detail=detail
+    )
+
+
+def _deadline(deadline_s: float, r: _Rows) -> Infeasibility:
+    fastest = min(r.fitting, key=lambda x: x.time_s)
+    over = fastest.time_s - deadline_s
+    detail = (
+        f"the fastest plan, {_where(fastest)}, needs {fmt_duration(fastest.time_s)}: {fmt_duration(over)} over "
+        f"the deadline of {fmt_duration(deadline_s)}"
+    )
+    return Infeasibility(constraint="deadline", over_by=over / 3600.0, detail=detail)
+
+
+def _budget(deadline_s: float | None, budget_usd: float, r: _Rows) -> Infeasibility:
+    in_time = [x for x in r.fitting if deadline_s is None or x.time_s <= deadline_s]
+    cheapest = min(in_time or r.fitting, key=lambda x: x.cost_usd)
+    over = cheapest.cost_usd - budget_usd
+    within = " within the deadline" if in_time and deadline_s is not None else ""
+    detail = (
+        f"the cheapest plan{within}, {_where(cheapest)}, costs ${cheapest.cost_usd:,.2f}: ${over:,.2f} over the "
+        f"budget of ${budget_usd:,.2f}"
+    )
+    return Infeasibility(constraint="budget", over_by=over, detail=detail)
 
 
 def drop_reason(pf: Portfolio, job: JobData) -> str:

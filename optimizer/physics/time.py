@@ -90,6 +90,129 @@ def _ring(n) -> np.ndarray:
     return (n - 1.0) / np.maximum(n, 1.0)
 
 
+@dataclass(frozen=True)
+class _Links:
+    """Achieved bandwidths per GPU: inside a node per direction, across nodes at the NIC."""
+
+    intra: np.ndarray
+    net: np.ndarray
+    multi_node: np.ndarray
+
+    @classmethod
+    def of(cls, hw: Cluster, link_efficiency: float) -> _Links:
+        return cls(
+            intra=np.asarray(hw.intra_bytes_per_s, float) / 2.0 * link_efficiency,
+            net=np.asarray(hw.network_bytes_per_s, float) * link_efficiency,
+            multi_node=np.asarray(hw.nodes, float) > 1,
+        )
+
+    def spanning(self, group_gpus, gpus_per_node) -> np.ndarray:
+        """The bandwidth of a collective over ``group_gpus`` consecutive ranks (NIC once it leaves a node)."""
+        return np.where(self.multi_node & (group_gpus > gpus_per_node), self.net, self.intra)
+
+
+@dataclass(frozen=True)
+class _MicroBatch:
+    """One micro-batch on one GPU of the slowest stage: roofline terms and the bytes it owns."""
+
+    compute_s: np.ndarray
+    memory_s: np.ndarray
+    stage_share: np.ndarray  # share of the layers on the busiest stage
+    weight_bytes: np.ndarray  # per GPU, after TP and PP
+    grad_bytes: np.ndarray
+
+    @property
+    def busy_s(self) -> np.ndarray:
+        return np.maximum(self.compute_s, self.memory_s)
+
+
+def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_flops_per_token, acts) -> _MicroBatch:
+    """Roofline of one micro-batch: max(FLOPs / (peak x efficiency), HBM bytes / bandwidth)."""
+    tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
+    b = np.asarray(layout.micro_batch, float)
+    # The slowest stage sets the pace: with uneven stages it holds ceil(L / p) of the L layers.
+    stage_share = np.ceil(shape.layers / pp) / shape.layers if shape.layers else 1.0 / pp
+    flops = hw_flops_per_token * b * seq_len * stage_share / tp
+    slowdown = QLORA_DEQUANT_SLOWDOWN if train.quantized_base else 1.0
+    compute_s = slowdown * flops / (hw.peak_flops * hw.compute_efficiency)
+    model_parallel = tp / stage_share
+    weight_bytes = train.weights_total(shape.params) / model_parallel
+    grad_bytes = train.grad_bytes * train.trainable_params / model_parallel
+    teacher_bytes = 2.0 * train.teacher_params / model_parallel
+    # Trained weights are read forward, for the data gradient and for the weight gradient; frozen ones
+    # twice (no weight gradient); a teacher once (forward only).
+    weight_reads = (2.0 if train.lora else 3.0) * (weight_bytes - teacher_bytes) + teacher_bytes
+    acts = 0.0 if acts is None else np.asarray(acts, float)
+    memory_s = (weight_reads + 2.0 * grad_bytes + 2.0 * acts) / hw.hbm_bytes_per_s
+    return _MicroBatch(compute_s, memory_s, np.asarray(stage_share, float), weight_bytes, grad_bytes)
+
+
+def _model_parallel_s(shape, hw: Cluster, layout: Layout, seq_len: float, mb: _MicroBatch, links: _Links):
+    """TP all-reduces and PP sends of one micro-batch (not overlapped)."""
+    tp, pp, dp = np.asarray(layout.tp, float), np.asarray(layout.pp, float), np.asarray(layout.dp, float)
+    b = np.asarray(layout.micro_batch, float)
+    recompute = np.asarray(layout.recompute)
+    tp_bytes = np.where(recompute == Recompute.FULL, 6.0, 4.0) * 2.0 * _ring(tp) * b * seq_len * shape.hidden * 2.0
+    tp_s = (shape.layers * mb.stage_share) * tp_bytes / links.intra
+    stage_spans_nodes = links.multi_node & (tp * dp >= np.asarray(hw.gpus_per_node, float))
+    pp_bw = np.where(stage_spans_nodes, links.net, links.intra)
+    v = np.asarray(layout.virtual_stages, float)
+    # each of the v chunks sends its activation forward and its gradient back
+    pp_s = np.where(pp > 1, v * 2.0 * b * seq_len * shape.hidden * 2.0 / tp / pp_bw, 0.0)
+    return tp_s + pp_s
+
+
+def _data_parallel_exposed_s(train, hw: Cluster, layout: Layout, mb: _MicroBatch, links: _Links, overlap: float):
+    """ZeRO / data-parallel traffic left over after hiding behind compute."""
+    tp, dp = np.asarray(layout.tp, float), np.asarray(layout.dp, float)
+    zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
+    m = np.asarray(layout.grad_accum, float)
+    g = np.asarray(hw.gpus_per_node, float)
+    weight_bytes, grad_bytes = mb.weight_bytes, mb.grad_bytes
+    replicas = np.maximum(dp / shard, 1.0)
+    shard_bw = links.spanning(tp * shard, g)
+    trainable_weight_bytes = weight_bytes
+    if train.lora:
+        trainable_weight_bytes = train.adapter_weight_bytes * train.trainable_params * mb.stage_share / tp
+    per_micro_bytes = np.where(
+        zero >= 3,
+        2.0 * _ring(shard) * weight_bytes + _ring(shard) * grad_bytes,
+        np.where(zero == 2, _ring(shard) * grad_bytes, 0.0),
+    )
+    per_step_shard_bytes = np.where(zero == 2, _ring(shard) * trainable_weight_bytes, 0.0)
+    allreduce_bytes = np.where(zero <= 1, 2.0 * _ring(dp) * grad_bytes, 2.0 * _ring(replicas) * grad_bytes / shard)
+    allreduce_bw = np.where(zero <= 1, links.spanning(tp * dp, g), np.where(links.multi_node, links.net, links.intra))
+    per_micro_s = per_micro_bytes / shard_bw
+    per_step_s = per_step_shard_bytes / shard_bw + allreduce_bytes / allreduce_bw
+    busy = mb.busy_s
+    return m * np.maximum(0.0, per_micro_s - overlap * busy) + np.maximum(
+        0.0, per_step_s - overlap * LAST_BACKWARD_SHARE_OF_MICRO_BATCH * busy
+    )
+
+
+def _update_s(train, hw: Cluster, layout: Layout, mb: _MicroBatch):
+    """The optimizer step: on the GPU, read and write the local shard of state, gradients and weights;
+    offloaded (ZeRO-Offload, Ren et al. 2021, section 4), gradients go to the CPU and updated bf16
+    weights come back over PCIe while the CPU Adam step streams fp32 state (and the fp32 gradient)
+    through host memory."""
+    zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
+    model_parallel = np.asarray(layout.tp, float) / mb.stage_share
+    opt_shard = np.where(zero >= 1, shard, 1.0)
+    per_param = (
+        train.optimizer_bytes
+        + train.grad_bytes
+        + train.adapter_weight_bytes
+        + (0.0 if train.lora else train.weight_bytes)
+    )
+    on_gpu_s = 2.0 * per_param * train.trainable_params / model_parallel / opt_shard / hw.hbm_bytes_per_s
+    local = train.trainable_params / model_parallel / opt_shard
+    offloaded_s = (
+        2.0 * 2.0 * local / hw.host_link_bytes_per_s
+        + 2.0 * (train.optimizer_bytes + 4.0) * local / hw.host_memory_bytes_per_s
+    )
+    return np.where(np.asarray(layout.offload) > 0, offloaded_s, on_gpu_s)
+
+
 def step_time(
     shape: ModelShape,
     train: TrainingState,
@@ -101,103 +224,30 @@ def step_time(
     explicit_efficiency=None,
 ) -> StepTime:
     """Time of one optimizer step. ``explicit_efficiency`` (nan = none) replaces the derived one."""
-    nodes, g = np.asarray(hw.nodes, float), np.asarray(hw.gpus_per_node, float)
-    tp, pp, dp = np.asarray(layout.tp, float), np.asarray(layout.pp, float), np.asarray(layout.dp, float)
-    zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
-    b, m = np.asarray(layout.micro_batch, float), np.asarray(layout.grad_accum, float)
-    recompute = np.asarray(layout.recompute)
     s = float(settings.seq_len)
-    overlap, link_efficiency = settings.overlap, settings.link_efficiency
-    model_fpt, hw_fpt = flops_per_token(shape, train, s, recompute)
+    model_fpt, hw_fpt = flops_per_token(shape, train, s, np.asarray(layout.recompute))
+    links = _Links.of(hw, settings.link_efficiency)
+    mb = _micro_batch(shape, train, hw, layout, s, hw_fpt, activation_bytes_per_micro)
+    micro_s = mb.busy_s + _model_parallel_s(shape, hw, layout, s, mb, links)
+    exposed = _data_parallel_exposed_s(train, hw, layout, mb, links, settings.overlap)
+    update_s = _update_s(train, hw, layout, mb)
 
-    # --- one micro-batch on one GPU: roofline
-    # The slowest stage sets the pace: with uneven stages it holds ceil(L / p) of the L layers.
-    stage_share = np.ceil(shape.layers / pp) / shape.layers if shape.layers else 1.0 / pp
-    flops_mb = hw_fpt * b * s * stage_share / tp
-    slowdown = QLORA_DEQUANT_SLOWDOWN if train.quantized_base else 1.0
-    compute_mb = slowdown * flops_mb / (hw.peak_flops * hw.compute_efficiency)
-    model_parallel = tp / stage_share
-    weight_bytes = train.weights_total(shape.params) / model_parallel
-    grad_bytes = train.grad_bytes * train.trainable_params / model_parallel
-    teacher_bytes = 2.0 * train.teacher_params / model_parallel
-    # Trained weights are read forward, for the data gradient and for the weight gradient; frozen ones
-    # twice (no weight gradient); a teacher once (forward only).
-    weight_reads = (2.0 if train.lora else 3.0) * (weight_bytes - teacher_bytes) + teacher_bytes
-    acts = 0.0 if activation_bytes_per_micro is None else np.asarray(activation_bytes_per_micro, float)
-    hbm_mb = weight_reads + 2.0 * grad_bytes + 2.0 * acts
-    memory_mb = hbm_mb / hw.hbm_bytes_per_s
-
-    # --- links: inside a node per direction, across nodes at the NIC
-    intra = hw.intra_bytes_per_s / 2.0 * link_efficiency
-    net = hw.network_bytes_per_s * link_efficiency
-    multi_node = nodes > 1
-    tp_comm_bytes = np.where(recompute == Recompute.FULL, 6.0, 4.0) * 2.0 * _ring(tp) * b * s * shape.hidden * 2.0
-    tp_mb = (shape.layers * stage_share) * tp_comm_bytes / intra
-    stage_spans_nodes = multi_node & (tp * dp >= g)
-    pp_bw = np.where(stage_spans_nodes, net, intra)
+    pp, m = np.asarray(layout.pp, float), np.asarray(layout.grad_accum, float)
     v = np.asarray(layout.virtual_stages, float)
-    # each of the v chunks sends its activation forward and its gradient back
-    pp_mb = np.where(pp > 1, v * 2.0 * b * s * shape.hidden * 2.0 / tp / pp_bw, 0.0)
-    busy_mb = np.maximum(compute_mb, memory_mb)
-    micro_s = busy_mb + tp_mb + pp_mb
-
-    # --- data parallel / ZeRO traffic
-    replicas = np.maximum(dp / shard, 1.0)
-    shard_bw = np.where(multi_node & (tp * shard > g), net, intra)
-    dp_bw = np.where(multi_node & (tp * dp > g), net, intra)
-    trainable_weight_bytes = train.adapter_weight_bytes * train.trainable_params / model_parallel
-    if not train.lora:
-        trainable_weight_bytes = weight_bytes
-    per_micro_bytes = np.where(
-        zero >= 3,
-        2.0 * _ring(shard) * weight_bytes + _ring(shard) * grad_bytes,
-        np.where(zero == 2, _ring(shard) * grad_bytes, 0.0),
-    )
-    per_step_shard_bytes = np.where(zero == 2, _ring(shard) * trainable_weight_bytes, 0.0)
-    allreduce_bytes = np.where(zero <= 1, 2.0 * _ring(dp) * grad_bytes, 2.0 * _ring(replicas) * grad_bytes / shard)
-    allreduce_bw = np.where(zero <= 1, dp_bw, np.where(multi_node, net, intra))
-    per_micro_s = per_micro_bytes / shard_bw
-    per_step_s = per_step_shard_bytes / shard_bw + allreduce_bytes / allreduce_bw
-    exposed = m * np.maximum(0.0, per_micro_s - overlap * busy_mb) + np.maximum(
-        0.0, per_step_s - overlap * LAST_BACKWARD_SHARE_OF_MICRO_BATCH * busy_mb
-    )
-
-    # --- optimizer update: read and write the local optimizer shard, gradients and weights
-    opt_shard = np.where(zero >= 1, shard, 1.0)
-    update_bytes = (
-        2.0
-        * (
-            train.optimizer_bytes
-            + train.grad_bytes
-            + train.adapter_weight_bytes
-            + (0.0 if train.lora else train.weight_bytes)
-        )
-        * train.trainable_params
-    )
-    update_s = update_bytes / model_parallel / opt_shard / hw.hbm_bytes_per_s
-    # ZeRO-Offload (Ren et al. 2021, section 4): gradients go to the CPU and updated bf16 weights come
-    # back over PCIe; the CPU Adam step streams fp32 state (plus the fp32 gradient) through host memory.
-    local = train.trainable_params / model_parallel / opt_shard
-    offloaded_s = (
-        2.0 * 2.0 * local / hw.host_link_bytes_per_s
-        + 2.0 * (train.optimizer_bytes + 4.0) * local / hw.host_memory_bytes_per_s
-    )
-    update_s = np.where(np.asarray(layout.offload) > 0, offloaded_s, update_s)
-
-    # interleaving v chunks per GPU shrinks the bubble to (p - 1) / v micro-batch slots
-    pipeline_s = (m + (pp - 1.0) / v) * micro_s
-    step_s = pipeline_s + update_s + exposed
-    ideal_s = m * busy_mb + update_s
+    # 1F1B takes (m + p - 1) micro-batch slots; interleaving v chunks per GPU shrinks the bubble to (p - 1) / v
+    bubble_s = (pp - 1.0) / v * mb.busy_s
+    step_s = (m + (pp - 1.0) / v) * micro_s + update_s + exposed
+    ideal_s = m * mb.busy_s + update_s
     if explicit_efficiency is not None:
         eff = np.asarray(explicit_efficiency, float)
         step_s = np.where(np.isnan(eff), step_s, ideal_s / np.where(np.isnan(eff), 1.0, eff))
     return StepTime(
         step_s=step_s,
         ideal_s=ideal_s,
-        compute_s=m * compute_mb,
-        memory_s=m * memory_mb,
-        network_s=step_s - ideal_s - (pp - 1.0) / v * busy_mb,
-        bubble_s=(pp - 1.0) / v * busy_mb,
-        tokens_per_step=dp * b * m * s,
+        compute_s=m * mb.compute_s,
+        memory_s=m * mb.memory_s,
+        network_s=step_s - ideal_s - bubble_s,
+        bubble_s=bubble_s,
+        tokens_per_step=np.asarray(layout.dp, float) * np.asarray(layout.micro_batch, float) * m * s,
         model_flops_per_token=model_fpt,
     )
