@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .errors import ArgumentError, JobError
-from .explain import check_notes, fill_drop_reasons, infeasibility, measured_summary, portfolio_infeasibility
+from .explain import (
+    check_notes,
+    fill_drop_reasons,
+    infeasibility,
+    measured_summary,
+    plan_notes,
+    portfolio_infeasibility,
+)
 from .inputs.catalog import find_sku
 from .inputs.files import load_catalog, problem_catalog
 from .inputs.schema import Catalog, Portfolio, Problem
@@ -59,6 +66,7 @@ def plan(
         )
     if table.ctx.constraints.deadline_quantile == "p90":
         result.notes.append("the deadline must hold at p90")
+    result.notes += plan_notes(table.ctx, result.best)
     return result
 
 
@@ -82,16 +90,25 @@ def check(
     catalog: Catalog | None = None,
     compare: bool = True,
     spot: bool = False,
+    shard_degree: int | None = None,
+    framework: str | None = None,
 ) -> CheckResult:
     """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
     catalog = catalog or problem_catalog(problem)
-    if offload is not None:
-        problem = problem.model_copy(update={"job": problem.job.model_copy(update={"offload": offload})})
+    job_updates = {k: v for k, v in {"offload": offload, "framework": framework}.items() if v is not None}
+    if job_updates:
+        problem = problem.model_copy(update={"job": problem.job.model_copy(update=job_updates)})
     ctx = job_context(problem, catalog)
-    fixed = Fixed(tp=tp, pp=pp, zero=zero, micro_batch=micro_batch, recompute=recompute)
-    plan_ = check_row(ctx, sku, gpus, nodes, spot, fixed)
+    fixed = Fixed(tp=tp, pp=pp, zero=zero, micro_batch=micro_batch, recompute=recompute, shard_degree=shard_degree)
+    checked = check_row(ctx, sku, gpus, nodes, spot, fixed)
+    plan_ = checked.plan
     result = CheckResult(
-        plan=plan_, fits=plan_.fits, chosen=_chosen(plan_, fixed, nodes), notes=check_notes(ctx, plan_)
+        plan=plan_,
+        fits=plan_.fits,
+        runnable=checked.runnable,
+        not_runnable_because=checked.because,
+        chosen=_chosen(plan_, fixed, nodes),
+        notes=check_notes(ctx, plan_),
     )
     comparison = versus_measured(ctx, sku, gpus, nodes, plan_)
     if comparison is not None:
@@ -115,6 +132,8 @@ def _chosen(plan_, fixed: Fixed, nodes: int | None) -> list[str]:
         "recompute": f"recompute {s.recompute}",
     }
     chosen = [text for name, text in auto.items() if getattr(fixed, name) is None]
+    if fixed.tp is None and fixed.pp is None and fixed.zero is None:
+        chosen.append(f"framework {s.framework}")
     if nodes is None:
         chosen.append(f"{plan_.nodes} node(s) of {plan_.gpus_per_node}")
     return chosen

@@ -108,6 +108,16 @@ CatalogOpt = typer.Option(
     "-c",
     help="Bundled catalog name (default, nodus-2026-11, ...) or a YAML path; overrides the job file.",
 )
+FrameworkOpt = typer.Option(
+    None,
+    "--framework",
+    help="Plan only layouts this framework runs: megatron, deepspeed, torchtitan, fsdp, or auto (any; the default).",
+)
+SpotOpt = typer.Option(
+    None,
+    "--spot/--no-spot",
+    help="--spot: spot capacity only; --no-spot: never spot; default: the file's constraints.spot (allow).",
+)
 JobArg = typer.Argument(..., help="Job file (YAML); see problems/ for examples.", show_default=False)
 
 
@@ -179,6 +189,11 @@ def _write_export(plan, kind: str, out: Path | None, name: str) -> None:
         typer.echo(f"wrote {kind} config to {out}", err=True)
 
 
+def _spot_policy(spot: bool | None) -> str | None:
+    """--spot: spot only; --no-spot: never; neither: the file's setting."""
+    return None if spot is None else ("only" if spot else "never")
+
+
 def _problem(job: Path, **overrides):
     problem = load_job(job)
     return apply_overrides(problem, **overrides)
@@ -193,7 +208,13 @@ def check(
     nodes: int | None = typer.Option(None, "--nodes", help="Nodes; default the fewest that hold the GPUs."),
     tp: int | None = typer.Option(None, "--tp", help="Tensor-parallel degree (inside a node)."),
     pp: int | None = typer.Option(None, "--pp", help="Pipeline-parallel degree."),
-    zero: int | None = typer.Option(None, "--zero", min=0, max=3, help="ZeRO stage 0-3 (FSDP no-shard .. full-shard)."),
+    zero: int | None = typer.Option(
+        None, "--zero", min=0, max=3, help="ZeRO stage 0-3 over every data-parallel rank (FSDP no-shard .. full-shard)."
+    ),
+    shard_degree: int | None = typer.Option(
+        None, "--shard-degree", min=1, help="Hybrid shard: ZeRO-3 inside groups of N GPUs (HSDP, ZeRO++ hpZ)."
+    ),
+    framework: str | None = FrameworkOpt,
     micro_batch: int | None = typer.Option(None, "--micro-batch", min=1, help="Sequences per micro-batch."),
     recompute: RecomputeOpt | None = typer.Option(None, "--recompute", help="Activation recompute."),
     offload: OffloadOpt | None = typer.Option(
@@ -238,6 +259,8 @@ def check(
         catalog=cat,
         compare=compare,
         spot=spot,
+        shard_degree=shard_degree,
+        framework=framework,
     )
     if export_kind:
         _write_export(result.plan, export_kind, out, problem.job.name)
@@ -272,6 +295,8 @@ def solve(
     measured: list[str] | None = typer.Option(
         None, "--measured", help="Short-run measurement, e.g. '4xRTX-PRO-6000:14.8k tok/s' (repeatable)."
     ),
+    framework: str | None = FrameworkOpt,
+    spot: bool | None = SpotOpt,
     time_limit: float = typer.Option(10.0, "--time-limit", help="CP-SAT time limit per solve, seconds."),
     plot_path: Path | None = typer.Option(None, "--plot", help="Write the frontier chart (PNG or SVG)."),
     report: Path | None = typer.Option(None, "--report", help="Write a self-contained HTML report."),
@@ -292,6 +317,8 @@ def solve(
         min_memory=min_memory,
         deadline_quantile=deadline_quantile,
         measured=measured,
+        framework=framework,
+        spot=_spot_policy(spot),
     )
     cat = problem_catalog(problem, catalog)
     table = api.candidate_table(problem, cat)
@@ -323,12 +350,21 @@ def options(
     max_nodes: int | None = typer.Option(None, "--max-nodes"),
     gpu_types: str | None = typer.Option(None, "--gpu-types", help="B200,B300"),
     min_memory: str | None = typer.Option(None, "--min-memory", help="160Gi"),
+    framework: str | None = FrameworkOpt,
+    spot: bool | None = SpotOpt,
     catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,
 ) -> None:
     """Every hardware row considered, with its best strategy, time, cost and what rejected it."""
     problem = _problem(
-        job, deadline=deadline, budget=budget, max_nodes=max_nodes, gpu_types=gpu_types, min_memory=min_memory
+        job,
+        deadline=deadline,
+        budget=budget,
+        max_nodes=max_nodes,
+        gpu_types=gpu_types,
+        min_memory=min_memory,
+        framework=framework,
+        spot=_spot_policy(spot),
     )
     _emit(api.options(problem, catalog=problem_catalog(problem, catalog)), fmt, render.print_options)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .inputs.catalog import find_sku
 from .inputs.schema import Portfolio, Sku
-from .inputs.units import fmt_bytes, fmt_duration
+from .inputs.units import fmt_bytes, fmt_duration, parse_count
 from .physics.constants import GIB
 from .planning.candidates import Candidate, CandidateTable
 from .planning.context import JobContext
@@ -265,4 +265,31 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
         )
     if ctx.activation_reserve != "auto":
         notes.append("activations are the fixed job.activation_reserve, not computed from shapes")
+    return notes
+
+
+def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
+    """What gpuplan decided for the user: the global batch when free or given in tokens, the spot
+    policy and the framework (docs/design.md sections 3.2 and 3.5)."""
+    job, notes = ctx.job, []
+    if best is not None and job.global_batch is None:
+        s = best.strategy
+        notes.append(
+            f"global batch chosen: {s.global_batch:,} sequences ({s.global_batch * job.seq_len / 1e6:,.2f}M tokens), "
+            f"since job.global_batch is not set; at most {ctx.max_free_batch_sequences:,} sequences, twice the "
+            "compute-optimal batch of DeepSeek's scaling law for this job; set job.global_batch to fix it"
+        )
+    elif isinstance(job.global_batch, str):
+        exact = parse_count(job.global_batch, "job.global_batch") / job.seq_len
+        notes.append(
+            f"global batch {job.global_batch} at {job.seq_len:,} tokens per sequence is {exact:,.1f} sequences, "
+            f"rounded to {job.global_batch_sequences:,} so data-parallel layouts divide it"
+        )
+    policy = {"allow": "allowed", "never": "excluded", "only": "required"}[ctx.constraints.spot]
+    notes.append(f"spot capacity {policy} (constraints.spot: {ctx.constraints.spot})")
+    if job.framework == "auto" and best is not None:
+        notes.append(
+            f"framework: any; the plan runs in {best.strategy.framework} (set job.framework or --framework to plan "
+            "for the one your team uses)"
+        )
     return notes

@@ -101,6 +101,8 @@ class MeasuredComparison(BaseModel):
 class CheckResult(BaseModel):
     plan: Plan
     fits: bool
+    runnable: bool = Field(True, description="A framework (job.framework, or any under auto) runs this layout.")
+    not_runnable_because: list[str] = Field(default_factory=list, description="The framework rules it breaks.")
     chosen: list[str] = Field(default_factory=list, description="Options gpuplan chose for you.")
     notes: list[str] = Field(default_factory=list)
     optimum: Plan | None = None

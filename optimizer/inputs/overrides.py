@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
 from ..errors import ArgumentError, GpuplanError
 from . import units
 from .files import validation_error
-from .schema import Measurement, Problem
+from .schema import Constraints, JobSpec, Measurement, Problem
 
 
 def _quantile(value: str) -> str:
@@ -34,6 +34,16 @@ _CONSTRAINTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 }
 
 
+FRAMEWORK_CHOICES: tuple[str, ...] = get_args(JobSpec.model_fields["framework"].annotation)
+SPOT_CHOICES: tuple[str, ...] = get_args(Constraints.model_fields["spot"].annotation)
+
+
+def _one_of(key: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ArgumentError(f"must be one of {', '.join(choices)} (got {value!r})", field=key)
+    return value
+
+
 def apply_overrides(problem: Problem, **overrides) -> Problem:
     """Command-line flags over the file: ``deadline='5d'``, ``budget='20k'``, ``max_nodes=2``,
     ``gpu_types='B200,B300'``, ``min_memory='160Gi'``, ``objective='time'``. None leaves a field alone."""
@@ -46,6 +56,10 @@ def apply_overrides(problem: Problem, **overrides) -> Problem:
             continue
         if key == "objective":
             objective = value
+        elif key == "framework":
+            job = job.model_copy(update={"framework": _one_of(key, value, FRAMEWORK_CHOICES)})
+        elif key == "spot":
+            constraints["spot"] = _one_of(key, value, SPOT_CHOICES)
         elif key == "measured":
             job = job.model_copy(update={"measured": job.measured + [parse_measurement(v) for v in value]})
         else:
@@ -72,7 +86,7 @@ def _override(key: str, value, constraints: dict, gpu: dict) -> None:
             raise GpuplanError(f"must be positive (got {value!r})")
     else:
         raise GpuplanError(
-            f"unknown override; use one of objective, measured, gpu_types, min_memory, {', '.join(_CONSTRAINTS)}"
+            f"unknown override; use one of objective, measured, framework, spot, gpu_types, min_memory, {', '.join(_CONSTRAINTS)}"
         )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, computed_field, model_validator
 
 from ..physics.constants import FAILURES_PER_GPU_HOUR, HOST_LINK_GB_PER_S_PER_GPU, HOST_MEMORY_GB_PER_S_PER_GPU
 from . import units
@@ -32,6 +32,7 @@ Precision = Literal["bf16", "fp16", "fp8", "nvfp4"]
 Method = Literal["full", "lora", "qlora"]
 Recompute = Literal["none", "selective", "full"]
 MemoryBasis = Literal["delivered", "reported", "label", "board"]
+Framework = Literal["megatron", "deepspeed", "torchtitan", "fsdp"]
 
 
 class _Model(BaseModel):
@@ -232,6 +233,11 @@ class JobSpec(_Model):
         "auto", description="auto (from shapes), a size per GPU (40GB) or a fraction of capacity (0.2)."
     )
     attention: Literal["flash", "eager"] = "flash"
+    framework: Literal["auto", "megatron", "deepspeed", "torchtitan", "fsdp"] = Field(
+        "auto",
+        description="The framework the team runs: only layouts it can run are planned (auto: the best over all, "
+        "each labelled with a framework that runs it).",
+    )
     offload: Literal["none", "optimizer", "auto"] = Field(
         "none", description="Optimizer state in CPU memory (ZeRO-Offload): never, always, or where it pays."
     )
@@ -257,7 +263,7 @@ class JobSpec(_Model):
             return None
         if isinstance(self.global_batch, int):
             return self.global_batch
-        return max(1, round(units.parse_count(self.global_batch, "job.global_batch") / self.seq_len))
+        return units.batch_sequences(units.parse_count(self.global_batch, "job.global_batch"), self.seq_len)
 
 
 class Assumptions(_Model):
@@ -317,6 +323,9 @@ class Constraints(_Model):
     max_gpus: int | None = Field(None, ge=1)
     gpu: GpuFilter = Field(default_factory=GpuFilter)
     deadline_quantile: Literal["p50", "p90"] = "p50"
+    spot: Literal["allow", "never", "only"] = Field(
+        "allow", description="Spot capacity: allow (default), never (on-demand only) or only (spot only)."
+    )
 
 
 class Problem(_Model):
@@ -369,6 +378,25 @@ class Strategy(_Model):
     recompute: Recompute = "none"
     virtual_stages: int = Field(1, ge=1, description="Interleaved pipeline chunks per GPU (1 = plain 1F1B).")
     offload: Literal["none", "optimizer"] = Field("none", description="ZeRO-Offload: optimizer state in CPU memory.")
+    framework: Framework | Literal["none"] = Field(
+        "fsdp",
+        description="The framework that runs this layout (its rules: docs/design.md section 3.5); "
+        "none for a hand-picked layout no framework runs.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_keys_are_not_inputs(cls, data):
+        # ``global_batch`` is written out for readers; reading a written strategy back derives it again.
+        if isinstance(data, dict) and "global_batch" in data:
+            data = {k: v for k, v in data.items() if k != "global_batch"}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def global_batch(self) -> int:
+        """Sequences per optimizer step: dp x micro_batch x grad_accum."""
+        return self.dp * self.micro_batch * self.grad_accum
 
 
 # --------------------------------------------------------------------------- portfolio

@@ -12,7 +12,7 @@ import math
 import re
 
 from ..errors import UnitError
-from ..physics.constants import GIB
+from ..physics.constants import BATCH_POWER_OF_TWO_TOLERANCE, BATCH_SEQUENCE_MULTIPLE, GIB
 
 GB = 10**9
 
@@ -196,3 +196,20 @@ def fmt_count(n: float) -> str:
         if abs(n) >= factor:
             return f"{n / factor:,.4g}{suffix}"
     return f"{n:,.4g}"
+
+
+def batch_sequences(tokens: float, seq_len: int) -> int:
+    """A global batch given in tokens as a sequence count that data-parallel layouts divide.
+
+    ``4M tokens`` at 4,096 is 976.6 sequences; practitioners mean 1,024 (4 x 2^20 tokens). The nearest
+    power of two is taken when it is within 5 %; otherwise the nearest multiple of 8 (a node's GPUs).
+    """
+    exact = tokens / seq_len
+    if exact <= 1:
+        return 1
+    power = 2 ** round(math.log2(exact))
+    if abs(power - exact) <= BATCH_POWER_OF_TWO_TOLERANCE * exact:
+        return int(power)
+    if exact < BATCH_SEQUENCE_MULTIPLE:
+        return max(1, round(exact))
+    return int(round(exact / BATCH_SEQUENCE_MULTIPLE) * BATCH_SEQUENCE_MULTIPLE)

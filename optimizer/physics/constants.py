@@ -95,6 +95,24 @@ LAST_BACKWARD_SHARE_OF_MICRO_BATCH = 2.0 / 3.0
 # Figure 13: m >= 4p is where their throughput flattens).
 FREE_BATCH_MICRO_BATCHES_PER_STAGE = 4
 
+# A global batch given in tokens becomes a sequence count data-parallel layouts divide: the nearest power
+# of two when within 5 % (batches are quoted in round tokens, e.g. Llama 3's "4M tokens" of 4,096-token
+# sequences, Dubey et al. 2024, section 3.4.1, while data-parallel degrees are powers of two), else a
+# multiple of a node's 8 GPUs. ASSUMPTION: the 5 % window.
+BATCH_POWER_OF_TWO_TOLERANCE = 0.05
+BATCH_SEQUENCE_MULTIPLE = 8
+
+# With the global batch left free, gpuplan keeps it below twice the compute-optimal batch of DeepSeek's
+# scaling law, B_opt = 0.2920 C^0.3271 tokens for C = 6 N D FLOPs (Bi et al. 2024, "DeepSeek LLM",
+# section 3.1, eq. 1); ASSUMPTION: the factor 2, for the wide near-optimal band of their Figure 3.
+OPTIMAL_BATCH_COEFFICIENT = 0.2920
+OPTIMAL_BATCH_EXPONENT = 0.3271
+FREE_BATCH_MAX_OVER_OPTIMAL = 2.0
+
+# Among a row's layouts within 1 % of the fastest, the one with the fewest parallel dimensions wins:
+# simpler to launch and debug, at a cost inside the model's own error (docs/design.md section 3.4).
+SIMPLER_LAYOUT_TOLERANCE = 0.01
+
 # --------------------------------------------------------------------------- reliability
 
 # Llama 3 (Dubey et al. 2024, "The Llama 3 Herd of Models", section 3.3.4): 419 unexpected

@@ -22,19 +22,25 @@ import numpy as np
 from ..inputs.catalog import find_sku
 from ..inputs.schema import Strategy
 from ..physics import reliability
-from ..physics.constants import FALLBACK_NETWORK_GB_PER_S_PER_GPU, FREE_BATCH_MICRO_BATCHES_PER_STAGE
+from ..physics.constants import (
+    FALLBACK_NETWORK_GB_PER_S_PER_GPU,
+    FREE_BATCH_MICRO_BATCHES_PER_STAGE,
+    SIMPLER_LAYOUT_TOLERANCE,
+)
 from ..physics.cost import run_cost_usd
 from ..physics.layout import Cluster, Layout, Offload, Recompute
 from ..physics.memory import MemoryBreakdown, activation_bytes, host_optimizer_bytes, memory_breakdown
 from ..physics.time import StepTime, step_time
 from .context import HardwareRow, JobContext, capacity_bytes
+from .frameworks import PREFERENCE, label_layouts
 from .reliability import checkpoint_hours, interruption_rate
 
 TP_CHOICES = (1, 2, 4, 8)
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)  # uneven stages allowed: the first holds ceil(L / p) layers
 MICRO_BATCH_CHOICES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGE_CHOICES = (1, 2, 4, 8)  # interleaved 1F1B (Narayanan et al. 2021, section 2.2)
-GRID_FIELDS = Layout.field_names()
+LAYOUT_FIELDS = Layout.field_names()
+GRID_FIELDS = (*LAYOUT_FIELDS, "framework")  # the framework's code in frameworks.PREFERENCE
 
 
 @dataclass
@@ -43,6 +49,7 @@ class Evaluation:
 
     row: np.ndarray  # index into the hardware rows
     layout: Layout
+    framework: np.ndarray  # code into frameworks.PREFERENCE
     memory: MemoryBreakdown
     host_bytes: np.ndarray  # CPU memory per node for offloaded optimizer state
     host_capacity_bytes: float
@@ -68,6 +75,7 @@ class Evaluation:
             recompute=Recompute(int(lay.recompute)).label,
             virtual_stages=lay.virtual_stages,
             offload=Offload(int(lay.offload)).label,
+            framework=PREFERENCE[int(self.framework[i])] if self.framework[i] >= 0 else "none",
         )
 
 
@@ -108,12 +116,18 @@ def offer_rows(ctx: JobContext) -> list[HardwareRow]:
     rows = []
     for offer in ctx.catalog.offers:
         sku = find_sku(ctx.catalog, offer.sku)
-        for spot in (False, True) if offer.spot_price_usd_per_gpu_hour else (False,):
+        for spot in _spot_choices(ctx.constraints.spot, offer.spot_price_usd_per_gpu_hour is not None):
             for count in offer.single_node_counts():
                 rows.append(HardwareRow(sku, offer, 1, count, spot))
             for nodes in range(2, offer.max_nodes + 1):
                 rows.append(HardwareRow(sku, offer, nodes, offer.gpus_per_node, spot))
     return rows
+
+
+def _spot_choices(policy: str, has_spot_price: bool) -> tuple[bool, ...]:
+    """On-demand and/or spot rows of an offer under constraints.spot (allow, never, only)."""
+    choices = (False, True) if has_spot_price else (False,)
+    return tuple(c for c in choices if (policy == "allow") or (c == (policy == "only")))
 
 
 def row_rejection(ctx: JobContext, row: HardwareRow) -> str | None:
@@ -159,50 +173,72 @@ def _offload_choices(setting: str, zero: int, dp: int) -> tuple[Offload, ...]:
     return (Offload.NONE,)
 
 
-def strategy_grid(ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = False) -> np.ndarray:
-    """Integer rows of ``GRID_FIELDS`` valid for ``row``."""
+def strategy_grid(
+    ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = False, runnable_only: bool = True
+) -> np.ndarray:
+    """Integer rows of ``GRID_FIELDS`` valid for ``row``: the layouts the job's framework runs (every
+    layout, labelled -1 where no framework runs it, with ``runnable_only=False``)."""
+    grid = _layouts(ctx, row, ignore_batch)
+    layers = int(ctx.job.model.layers or 0)
+    columns = {name: grid[:, i] for i, name in enumerate(LAYOUT_FIELDS)}
+    label = label_layouts(columns, layers, ctx.job.framework)
+    grid = np.column_stack([grid, label]).astype(np.int64).reshape(-1, len(GRID_FIELDS))
+    return grid[label >= 0] if runnable_only else grid
+
+
+def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool) -> np.ndarray:
+    """Every layout of ``row`` that the batch and the model's shape allow, whatever the framework."""
     model = ctx.job.model
     g, gpus = row.gpus_per_node, row.gpus
     tps = _divisors(g, TP_CHOICES) if ctx.shape.has_shapes else [1]
     if ctx.shape.has_shapes:
         tps = [t for t in tps if model.heads % t == 0 and (model.kv_heads or model.heads) % t == 0]
-    pps = [p for p in PP_CHOICES if ctx.shape.has_shapes and 2 * p <= model.layers] or [1]
-    # Under FlashAttention selective recompute keeps the same tensors as none (section 4 of the design).
+    pps = [p for p in PP_CHOICES if ctx.shape.has_shapes and 2 * p <= (model.layers or 0)] or [1]
+    # Under FlashAttention selective recompute keeps the same tensors as none (docs/design.md section 4.4).
     recomputes = [Recompute.NONE, Recompute.FULL] if ctx.job.attention == "flash" else list(Recompute)
     if ctx.activation_reserve != "auto":
         recomputes = [Recompute.NONE]  # activations are a fixed reserve: recomputing would only cost time
     batch = None if ignore_batch else ctx.job.global_batch_sequences
+    free_cap = ctx.max_free_batch_sequences
     out = []
     for tp in tps:
         for pp in pps:
             if gpus % (tp * pp):
                 continue
             dp = gpus // (tp * pp)
-            shards = [(0, 1)] if dp == 1 else [(0, dp), (1, dp), (2, dp), (3, dp)]
-            in_node = g // tp if g % tp == 0 else 0
-            if dp > 1 and row.nodes > 1 and in_node > 1 and in_node < dp and dp % in_node == 0:
-                shards.append((3, in_node))  # hybrid shard: ZeRO-3 inside a node, replicate across
             for mb in MICRO_BATCH_CHOICES:
                 if batch is None:
                     accum = 1 if pp == 1 else FREE_BATCH_MICRO_BATCHES_PER_STAGE * pp
-                else:
-                    if batch % (dp * mb):
+                    if not ignore_batch and dp * mb * accum > free_cap:
                         continue
+                elif batch % (dp * mb):
+                    continue
+                else:
                     accum = batch // (dp * mb)
-                # Interleaving needs the micro-batch count to be a multiple of the stages (Megatron-LM's rule)
-                # and at least one layer per chunk.
-                stages = [
-                    v
-                    for v in VIRTUAL_STAGE_CHOICES
-                    if v == 1 or (pp > 1 and accum % pp == 0 and model.layers >= pp * v)
-                ]
-                for zero, shard in shards:
-                    offloads = _offload_choices(ctx.job.offload, zero, dp)
-                    for rc in recomputes:
-                        for v in stages:
-                            for off in offloads:
+                for zero, shard in _shardings(row, tp, dp):
+                    for off in _offload_choices(ctx.job.offload, zero, dp):
+                        for rc in recomputes:
+                            for v in _virtual_stages(pp, accum, model.layers or 0):
                                 out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off))
-    return np.array(out, dtype=np.int64).reshape(-1, len(GRID_FIELDS))
+    return np.array(out, dtype=np.int64).reshape(-1, len(LAYOUT_FIELDS))
+
+
+def _shardings(row: HardwareRow, tp: int, dp: int) -> list[tuple[int, int]]:
+    """(ZeRO stage, shard group): none (1), stages 1-3 over every data-parallel rank, and ZeRO-3 inside a
+    node replicated across nodes (hybrid shard) on multi-node rows."""
+    if dp == 1:
+        return [(0, 1)]
+    out = [(0, 1), (1, dp), (2, dp), (3, dp)]
+    in_node = row.gpus_per_node // tp if row.gpus_per_node % tp == 0 else 0
+    if row.nodes > 1 and 1 < in_node < dp and dp % in_node == 0:
+        out.append((3, in_node))
+    return out
+
+
+def _virtual_stages(pp: int, accum: int, layers: int) -> list[int]:
+    """Interleaving needs the micro-batch count to be a multiple of the stages (Megatron-LM's rule) and
+    at least one layer per chunk."""
+    return [v for v in VIRTUAL_STAGE_CHOICES if v == 1 or (pp > 1 and accum % pp == 0 and layers >= pp * v)]
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -234,7 +270,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     """Run memory, time and cost physics for every (row, strategy) pair in one vectorised pass."""
     row_idx = np.repeat(np.arange(len(rows)), [len(g) for g in grids])
     grid = np.concatenate(grids) if grids else np.zeros((0, len(GRID_FIELDS)), dtype=np.int64)
-    layout = Layout.from_grid(grid)
+    layout = Layout.from_grid(grid[:, : len(LAYOUT_FIELDS)])
 
     def per_row(values) -> np.ndarray:
         return np.asarray(values, dtype=float)[row_idx]
@@ -269,6 +305,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     return Evaluation(
         row=row_idx,
         layout=layout,
+        framework=grid[:, len(LAYOUT_FIELDS)],
         memory=mem,
         host_bytes=host,
         host_capacity_bytes=a.host_memory_per_node_bytes,
@@ -279,15 +316,34 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     )
 
 
+def complexity(layout: Layout) -> np.ndarray:
+    """Parallel dimensions a team must set up: TP, PP, interleaving, a hybrid shard, offload."""
+    return (
+        (np.asarray(layout.tp) > 1).astype(int)
+        + (np.asarray(layout.pp) > 1)
+        + (np.asarray(layout.virtual_stages) > 1)
+        + ((np.asarray(layout.zero) >= 3) & (np.asarray(layout.shard) < np.asarray(layout.dp)))
+        + (np.asarray(layout.offload) > 0)
+    )
+
+
 def best_layout(ev: Evaluation, lo: int = 0, hi: int | None = None) -> int:
-    """Index of the fastest fitting layout in ``[lo, hi)`` (ties: less memory, then enumeration
-    order, so the choice is deterministic); the least-memory layout when none fits."""
+    """Index of the best fitting layout in ``[lo, hi)``: the shortest whole job (on one hardware row both
+    cost and time grow with it), except that among layouts within 1 % of it the one with the fewest
+    parallel dimensions wins (ties: less time, less memory, enumeration order). The least-memory layout
+    when none fits."""
     hi = len(ev.row) if hi is None else hi
     idx = np.arange(lo, hi)
     ok = idx[ev.fits[lo:hi]]
-    if len(ok):
-        return int(ok[np.lexsort((ok, ev.memory.total[ok], np.round(ev.timing.step_s[ok], 9)))[0]])
-    return int(idx[np.lexsort((idx, ev.memory.total[lo:hi]))[0]])
+    if not len(ok):
+        return int(idx[np.lexsort((idx, ev.memory.total[lo:hi]))[0]])
+    hours = ev.hours[ok]
+    near = ok[hours <= hours.min() * (1.0 + SIMPLER_LAYOUT_TOLERANCE)]
+    simple = complexity(
+        Layout.from_grid(np.column_stack([np.asarray(getattr(ev.layout, f))[near] for f in LAYOUT_FIELDS]))
+    )
+    order = np.lexsort((near, ev.memory.total[near], np.round(ev.hours[near], 9), simple))
+    return int(near[order[0]])
 
 
 def build_table(

@@ -12,23 +12,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ArgumentError, JobError
-from ..physics.layout import Recompute
+from ..physics.layout import Offload, Recompute
 from ..results import MeasuredComparison, Plan
 from .calibration import predict_layout, resolve_row
 from .candidates import GRID_FIELDS, PP_CHOICES, TP_CHOICES, best_layout, evaluate, strategy_grid
 from .context import HardwareRow, JobContext
+from .frameworks import PREFERENCE, why_not_runnable
 from .plans import plan_from
 
 
 @dataclass(frozen=True)
 class Fixed:
-    """What the user fixed (None: gpuplan chooses). Names are the API's parameter names."""
+    """What the user fixed (None: gpuplan chooses). Names are the API's parameter names.
+
+    ``zero`` alone means what ZeRO and FSDP mean by it: stages 1-3 shard over every data-parallel rank
+    (ZeRO-0 over none); ``shard_degree`` asks for a hybrid shard (ZeRO-3 inside groups of that many
+    ranks, replicated across them: HSDP, ZeRO++ hpZ)."""
 
     tp: int | None = None
     pp: int | None = None
     zero: int | None = None
     micro_batch: int | None = None
     recompute: str | None = None
+    shard_degree: int | None = None
 
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
@@ -37,34 +43,87 @@ class Fixed:
             rc = int(Recompute.NONE)  # FlashAttention already drops the s^2 tensors selective recompute would
         if ctx.activation_reserve != "auto":
             rc = None  # with a fixed activation reserve, recompute changes nothing but time
-        return {"tp": self.tp, "pp": self.pp, "zero": self.zero, "micro_batch": self.micro_batch, "recompute": rc}
+        zero = 3 if self.zero is None and self.shard_degree is not None else self.zero
+        return {"tp": self.tp, "pp": self.pp, "zero": zero, "micro_batch": self.micro_batch, "recompute": rc}
+
+    def mask(self, grid: np.ndarray, ctx: JobContext) -> np.ndarray:
+        col = {name: grid[:, i] for i, name in enumerate(GRID_FIELDS)}
+        keep = np.ones(len(grid), dtype=bool)
+        for name, value in self.grid_values(ctx).items():
+            if value is not None:
+                same = col[name] == value
+                # With one data-parallel rank there is nothing to shard: every ZeRO stage is stage 0.
+                keep &= (same | (col["dp"] == 1)) if name == "zero" else same
+        if self.shard_degree is not None:
+            keep &= col["shard"] == self.shard_degree
+        elif self.zero is not None:
+            keep &= col["shard"] == np.where(col["zero"] >= 1, col["dp"], 1)  # full sharding
+        return keep
 
 
-def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: bool, fixed: Fixed) -> Plan:
-    """The plan of the fastest fitting layout of ``gpus`` x ``sku`` that keeps what the user fixed."""
+@dataclass(frozen=True)
+class Checked:
+    """A hand-picked configuration's plan and whether a framework runs it (and if not, why)."""
+
+    plan: Plan
+    runnable: bool
+    because: list[str]
+
+
+def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: bool, fixed: Fixed) -> Checked:
+    """The fastest fitting layout of ``gpus`` x ``sku`` that keeps what the user fixed, preferring one
+    the job's framework runs; if none does, the best of the rest, marked not runnable with the rules."""
     row = resolve_row(ctx, sku, gpus, nodes, spot)
     if ctx.peak_flops(row.sku) is None:
         raise JobError(
             f"{row.sku.name} has no dense {ctx.job.precision} rate in the catalog; use bf16 or another GPU",
+            source=ctx.problem.source_path,
             field="job.precision",
         )
+    _check_arguments(row, fixed)
+    grid = strategy_grid(ctx, row, runnable_only=False)
+    grid = grid[fixed.mask(grid, ctx)]
+    if len(grid) == 0:
+        raise _why_no_layout(ctx, row, {**fixed.grid_values(ctx), "shard_degree": fixed.shard_degree})
+    runnable = grid[:, GRID_FIELDS.index("framework")] >= 0
+    ev = evaluate(ctx, [row], [grid[runnable] if runnable.any() else grid])
+    plan = plan_from(ctx, row, ev, best_layout(ev))
+    if runnable.any():
+        return Checked(plan, True, [])
+    named = ctx.job.framework if ctx.job.framework != "auto" else "none"
+    plan.strategy = plan.strategy.model_copy(update={"framework": named})
+    return Checked(plan, False, _broken_rules(ctx, plan))
+
+
+def _check_arguments(row: HardwareRow, fixed: Fixed) -> None:
+    """Flags that contradict each other or the hardware: bad input, not a verdict."""
     if fixed.tp is not None and fixed.tp > row.gpus_per_node:
         raise ArgumentError(
             f"tensor parallelism {fixed.tp} is larger than the {row.gpus_per_node} GPUs per node; "
             "TP runs inside a node: lower TP or use more GPUs per node",
             field="tp",
         )
-    values = fixed.grid_values(ctx)
-    grid = strategy_grid(ctx, row)
-    mask = np.ones(len(grid), dtype=bool)
-    for name, value in values.items():
-        if value is not None:
-            mask &= grid[:, GRID_FIELDS.index(name)] == value
-    grid = grid[mask]
-    if len(grid) == 0:
-        raise _why_no_layout(ctx, row, values)
-    ev = evaluate(ctx, [row], [grid])
-    return plan_from(ctx, row, ev, best_layout(ev))
+    if fixed.shard_degree is not None and fixed.zero is not None and fixed.zero < 3:
+        raise ArgumentError(
+            f"a shard degree is a hybrid ZeRO-3 shard, but ZeRO-{fixed.zero} was asked for; drop one of the two",
+            field="shard_degree",
+        )
+
+
+def _broken_rules(ctx: JobContext, plan: Plan) -> list[str]:
+    s = plan.strategy
+    layout = {
+        "tp": s.tp,
+        "pp": s.pp,
+        "dp": s.dp,
+        "zero": s.zero_stage,
+        "shard": s.shard_degree,
+        "virtual_stages": s.virtual_stages,
+        "offload": int(Offload.from_label(s.offload)),
+    }
+    layers = int(ctx.job.model.layers or 0)
+    names = PREFERENCE if ctx.job.framework == "auto" else (ctx.job.framework,)
+    return [rule for name in names for rule in why_not_runnable(name, layout, layers)[:1]]
 
 
 def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
@@ -92,19 +151,33 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
             f"{row.gpus} GPUs and leave at least two layers per stage (the model needs its layers given)",
             field="pp",
         )
+    if fixed.get("shard_degree") is not None:
+        return ArgumentError(
+            f"a hybrid shard over {fixed['shard_degree']} GPUs is not possible here: it must divide the data-parallel "
+            "ranks, be smaller than them and fit inside a node (GPUs per node / TP), on more than one node",
+            field="shard_degree",
+        )
+    if ctx.job.offload == "optimizer" and fixed.get("zero") is not None and fixed["zero"] < 2:
+        return ArgumentError(
+            "optimizer offload (ZeRO-Offload) runs with ZeRO-2 or ZeRO-3, or a single data-parallel rank; "
+            "choose --zero 2 or 3, or --offload none",
+            field="offload",
+        )
     batch = ctx.job.global_batch_sequences
-    if batch is not None:
-        given = ", ".join(f"{k}={v}" for k, v in fixed.items() if v is not None) or "any options"
+    given = ", ".join(f"{k}={v}" for k, v in fixed.items() if v is not None) or "any options"
+    if batch is None:
         return JobError(
-            f"no layout of {row.gpus} GPUs with {given} divides the global batch of {batch} sequences (data-parallel "
-            "ranks x micro-batch must divide it); change job.global_batch, the GPU count or the micro-batch",
+            f"every layout of {row.gpus} GPUs with {given} makes a global batch above {ctx.max_free_batch_sequences:,} "
+            "sequences, the most gpuplan chooses when job.global_batch is not set (twice the compute-optimal batch); "
+            "set job.global_batch to run a larger one, or pick a smaller micro-batch",
             source=ctx.problem.source_path,
             field="job.global_batch",
         )
-    return ArgumentError(
-        "no valid layout for these options: optimizer offload needs ZeRO-2/3 or a single "
-        "data-parallel rank, TP must divide the GPUs per node and the heads, PP the layers",
-        field="offload",
+    return JobError(
+        f"no layout of {row.gpus} GPUs with {given} divides the global batch of {batch} sequences (data-parallel "
+        "ranks x micro-batch must divide it); change job.global_batch, the GPU count or the micro-batch",
+        source=ctx.problem.source_path,
+        field="job.global_batch",
     )
 
 

@@ -13,7 +13,13 @@ from ..errors import GpuplanError, JobError
 from ..inputs import units
 from ..inputs.catalog import offers_for
 from ..inputs.schema import Catalog, Offer, Problem, Sku
-from ..physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY
+from ..physics.constants import (
+    DEFAULT_COMPUTE_EFFICIENCY,
+    FALLBACK_COMPUTE_EFFICIENCY,
+    FREE_BATCH_MAX_OVER_OPTIMAL,
+    OPTIMAL_BATCH_COEFFICIENT,
+    OPTIMAL_BATCH_EXPONENT,
+)
 from ..physics.layout import RunSettings
 from ..physics.shapes import ModelShape, TrainingState
 from .model_state import model_shape, training_state
@@ -125,6 +131,14 @@ class JobContext:
     def peak_flops(self, sku: Sku) -> float | None:
         tflops = sku.dense_tflops(self.job.precision)
         return None if tflops is None else tflops * 1e12
+
+    @property
+    def max_free_batch_sequences(self) -> int:
+        """With job.global_batch unset, the largest global batch gpuplan chooses: twice DeepSeek's
+        compute-optimal batch for this job's compute, in sequences (docs/design.md section 3.2)."""
+        compute_flops = 6.0 * self.shape.active_params * self.job.total_tokens
+        optimal_tokens = OPTIMAL_BATCH_COEFFICIENT * compute_flops**OPTIMAL_BATCH_EXPONENT
+        return max(1, int(FREE_BATCH_MAX_OVER_OPTIMAL * optimal_tokens / self.job.seq_len))
 
     def explicit_efficiency(self, nodes: int) -> float | None:
         return self.assumptions.scaling_efficiency.get(nodes)

@@ -24,9 +24,9 @@ def _hours(h: float) -> str:
 
 
 def strategy_text(plan: Plan) -> str:
-    """Compact: 'TP 4, PP 2, ZeRO-3/8 hybrid of DP 64, mb 1x16, full recompute'."""
+    """Compact: 'megatron: TP 4, PP 2, DP 8, mb 1x16 (batch 128), full recompute'."""
     s = plan.strategy
-    parts = []
+    parts = [f"{s.framework}:"]
     if s.tp > 1:
         parts.append(f"TP {s.tp}")
     if s.pp > 1:
@@ -38,14 +38,14 @@ def strategy_text(plan: Plan) -> str:
             parts.append(f"ZeRO-{s.zero_stage}/{s.shard_degree} hybrid of DP {s.dp}")
         else:
             parts.append(f"ZeRO-{s.zero_stage} DP {s.dp}")
-    parts.append(f"mb {s.micro_batch}x{s.grad_accum}")
+    parts.append(f"mb {s.micro_batch}x{s.grad_accum} (batch {s.global_batch:,})")
     if s.recompute != "none":
         parts.append(f"{s.recompute} recompute")
     if s.virtual_stages > 1:
         parts.append(f"{s.virtual_stages} chunks/GPU")
     if s.offload != "none":
         parts.append("optimizer offloaded to CPU")
-    return ", ".join(parts)
+    return parts[0] + " " + ", ".join(parts[1:])
 
 
 def console() -> Console:
@@ -89,6 +89,8 @@ def print_check(result: CheckResult, console: Console) -> None:
         f"{'headroom' if headroom >= 0 else 'short by'} {abs(headroom):,.1f} GiB ({abs(headroom) * GIB / 1e9:,.1f} GB)"
     )
     console.print(verdict)
+    if not result.runnable:
+        console.print(Text("NOT RUNNABLE: " + "; ".join(result.not_runnable_because), style="bold red"), markup=False)
     console.print(memory_bar(m.total, m.capacity))
     console.print(_memory_table(p))
     perf = Table(title="Time and cost", title_justify="left", show_header=False)

@@ -1,0 +1,193 @@
+"""What each training framework can run, as data with a source per rule (docs/design.md section 3.5).
+
+A layout (TP, PP, interleaving, ZeRO stage and shard group, offload) is runnable in a framework when
+every rule below allows it. The candidate generator keeps only layouts the job's framework runs; with
+``framework: auto`` it keeps every layout some framework runs and labels it with the first framework,
+in ``PREFERENCE`` order, that runs it (the simplest tool that does the job).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..physics.layout import Offload
+
+
+@dataclass(frozen=True)
+class Framework:
+    """One framework's rules. Each ``*_source`` says where the rule comes from."""
+
+    name: str
+    title: str
+    zero_stages: frozenset[int]
+    zero_source: str
+    hybrid_shard: bool  # ZeRO-3 sharded inside a node and replicated across (HSDP, ZeRO++ hpZ)
+    hybrid_source: str
+    tensor_parallel: bool
+    tp_max_zero: int  # highest ZeRO stage that combines with TP
+    tp_source: str
+    pipeline: bool
+    pp_max_zero: int  # highest ZeRO stage that combines with PP
+    pp_with_tp: bool
+    pp_source: str
+    interleaved: bool  # virtual pipeline stages (interleaved 1F1B)
+    interleave_even_layers: bool  # layers must split evenly into p x v chunks
+    uneven_stages: bool  # without interleaving, PP need not divide the layers
+    interleave_source: str
+    offload: bool  # optimizer state in CPU memory, as gpuplan models it (ZeRO-Offload)
+    offload_source: str
+
+    def runnable(self, grid: dict[str, np.ndarray], layers: int) -> np.ndarray:
+        """Which layouts of a strategy grid (columns by name) this framework runs."""
+        return ~np.any(np.stack(list(self.violations(grid, layers).values())), axis=0)
+
+    def violations(self, grid: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
+        """Per rule (its sentence with the source), a mask of the layouts that break it."""
+        tp, pp, dp, zero, shard = grid["tp"], grid["pp"], grid["dp"], grid["zero"], grid["shard"]
+        v, offload = grid["virtual_stages"], grid["offload"]
+        hybrid = (zero >= 3) & (shard < dp)
+        layers = max(int(layers), 1)
+        stages = np.maximum(pp * v, 1)
+        return {
+            f"{self.title} runs ZeRO stages {sorted(self.zero_stages)} ({self.zero_source})": ~np.isin(
+                zero, list(self.zero_stages)
+            ),
+            f"{self.title} has no hybrid shard ({self.hybrid_source})": hybrid & (not self.hybrid_shard),
+            f"{self.title} has no tensor parallelism ({self.tp_source})": (tp > 1) & (not self.tensor_parallel),
+            f"{self.title} combines TP with ZeRO-{self.tp_max_zero} at most ({self.tp_source})": (tp > 1)
+            & (zero > self.tp_max_zero),
+            f"{self.title} has no pipeline parallelism ({self.pp_source})": (pp > 1) & (not self.pipeline),
+            f"{self.title} combines PP with ZeRO-{self.pp_max_zero} at most ({self.pp_source})": (pp > 1)
+            & (zero > self.pp_max_zero),
+            f"{self.title} does not combine PP with TP ({self.pp_source})": (pp > 1) & (tp > 1) & (not self.pp_with_tp),
+            f"{self.title} has no interleaved pipeline schedule ({self.interleave_source})": (v > 1)
+            & (not self.interleaved),
+            f"{self.title} interleaving needs the layers to split evenly into PP x chunks ({self.interleave_source})": (
+                v > 1
+            )
+            & self.interleave_even_layers
+            & (layers % stages != 0),
+            f"{self.title} needs PP to divide the layers ({self.interleave_source})": (pp > 1)
+            & (v == 1)
+            & (not self.uneven_stages)
+            & (layers % np.maximum(pp, 1) != 0),
+            f"{self.title} has no optimizer offload of the kind gpuplan models ({self.offload_source})": (
+                offload == Offload.OPTIMIZER
+            )
+            & (not self.offload),
+        }
+
+
+_DEEPSPEED_PIPE = "deepspeed/runtime/pipe/engine.py: 'ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism'"
+_MEGATRON_ARGS = "Megatron-LM megatron/training/arguments.py"
+
+FRAMEWORKS: dict[str, Framework] = {
+    "fsdp": Framework(
+        name="fsdp",
+        title="PyTorch FSDP (HF Trainer / accelerate)",
+        zero_stages=frozenset({0, 2, 3}),
+        zero_source="FSDP ShardingStrategy NO_SHARD / SHARD_GRAD_OP / FULL_SHARD, torch.distributed.fsdp docs",
+        hybrid_shard=True,
+        hybrid_source="FSDP ShardingStrategy.HYBRID_SHARD",
+        tensor_parallel=False,
+        tp_max_zero=3,
+        tp_source="accelerate's FSDP plugin shards data-parallel ranks only",
+        pipeline=False,
+        pp_max_zero=3,
+        pp_with_tp=False,
+        pp_source="HF Trainer has no pipeline schedule",
+        interleaved=False,
+        interleave_even_layers=True,
+        uneven_stages=False,
+        interleave_source="no pipeline schedule",
+        offload=False,
+        offload_source="FSDP CPUOffload moves parameters and gradients too, not the optimizer alone",
+    ),
+    "deepspeed": Framework(
+        name="deepspeed",
+        title="DeepSpeed",
+        zero_stages=frozenset({0, 1, 2, 3}),
+        zero_source="DeepSpeed config zero_optimization.stage 0-3",
+        hybrid_shard=True,
+        hybrid_source="ZeRO++ hierarchical partitioning, zero_hpz_partition_size (Wang et al. 2023)",
+        tensor_parallel=True,
+        tp_max_zero=2,
+        tp_source="DeepSpeed AutoTP training tutorial: tensor_parallel.autotp_size with ZeRO stage 0, 1 or 2",
+        pipeline=True,
+        pp_max_zero=1,
+        pp_with_tp=False,
+        pp_source=_DEEPSPEED_PIPE + "; AutoTP applies to Hugging Face models, not PipelineModule",
+        interleaved=False,
+        interleave_even_layers=True,
+        uneven_stages=True,
+        interleave_source="DeepSpeed's TrainSchedule is plain 1F1B; PipelineModule partition_method='parameters' "
+        "balances uneven layer counts",
+        offload=True,
+        offload_source="ZeRO-Offload, zero_optimization.offload_optimizer (Ren et al. 2021)",
+    ),
+    "torchtitan": Framework(
+        name="torchtitan",
+        title="torchtitan",
+        zero_stages=frozenset({0, 3}),
+        zero_source="torchtitan parallelism.data_parallel_shard_degree (FSDP2) / data_parallel_replicate_degree (DDP)",
+        hybrid_shard=True,
+        hybrid_source="torchtitan HSDP: data_parallel_replicate_degree x data_parallel_shard_degree",
+        tensor_parallel=True,
+        tp_max_zero=3,
+        tp_source="torchtitan parallelism.tensor_parallel_degree composes with FSDP2 (Liang et al. 2025, 'TorchTitan')",
+        pipeline=True,
+        pp_max_zero=3,
+        pp_with_tp=True,
+        pp_source="torchtitan parallelism.pipeline_parallel_degree composes with FSDP2 and TP (3D)",
+        interleaved=True,
+        interleave_even_layers=True,
+        uneven_stages=True,
+        interleave_source="torchtitan pipeline_parallel_schedule Interleaved1F1B over layers split per stage",
+        offload=False,
+        offload_source="torchtitan's CPU offload moves parameters and gradients too (FSDP2 CPUOffloadPolicy)",
+    ),
+    "megatron": Framework(
+        name="megatron",
+        title="Megatron-LM / Megatron-Core / NeMo",
+        zero_stages=frozenset({0, 1}),
+        zero_source=_MEGATRON_ARGS + ": --use-distributed-optimizer shards optimizer state (ZeRO-1); "
+        "Megatron-FSDP is not modelled",
+        hybrid_shard=False,
+        hybrid_source="the distributed optimizer shards over the whole data-parallel group",
+        tensor_parallel=True,
+        tp_max_zero=1,
+        tp_source=_MEGATRON_ARGS + ": --tensor-model-parallel-size (Shoeybi et al. 2019)",
+        pipeline=True,
+        pp_max_zero=1,
+        pp_with_tp=True,
+        pp_source=_MEGATRON_ARGS + ": --pipeline-model-parallel-size (Narayanan et al. 2021)",
+        interleaved=True,
+        interleave_even_layers=True,
+        uneven_stages=True,
+        interleave_source="megatron/core/transformer/transformer_block.py: uneven first/last stages are "
+        "incompatible with virtual pipeline stages, which split the layers evenly",
+        offload=False,
+        offload_source="--optimizer-cpu-offload (Megatron-Core, with the distributed optimizer) is not modelled",
+    ),
+}
+
+# With framework: auto a layout is labelled with the first of these that runs it: the simplest tool.
+PREFERENCE = ("fsdp", "deepspeed", "torchtitan", "megatron")
+CODES = {name: i for i, name in enumerate(PREFERENCE)}
+
+
+def label_layouts(grid: dict[str, np.ndarray], layers: int, framework: str) -> np.ndarray:
+    """Per layout, the code (index into ``PREFERENCE``) of the framework that runs it, -1 if none does."""
+    names = PREFERENCE if framework == "auto" else (framework,)
+    label = np.full(len(grid["tp"]), -1, dtype=np.int64)
+    for name in reversed(names):  # the most preferred framework is written last
+        label = np.where(FRAMEWORKS[name].runnable(grid, layers), CODES[name], label)
+    return label
+
+
+def why_not_runnable(framework: str, layout: dict[str, int], layers: int) -> list[str]:
+    """The rules of ``framework`` that a single layout breaks (empty when it runs)."""
+    grid = {k: np.array([v]) for k, v in layout.items()}
+    return [rule for rule, broken in FRAMEWORKS[framework].violations(grid, layers).items() if bool(broken[0])]
