@@ -13,10 +13,12 @@ from .errors import ArgumentError, JobError
 from .explain import (
     check_notes,
     fill_drop_reasons,
+    fix_notes,
     infeasibility,
     measured_summary,
     plan_notes,
     portfolio_infeasibility,
+    recompute_note,
 )
 from .inputs.catalog import find_sku
 from .inputs.files import load_catalog, problem_catalog
@@ -24,7 +26,7 @@ from .inputs.schema import Catalog, Portfolio, Problem
 from .planning import capacity as capacity_planning
 from .planning.calibration import job_context
 from .planning.candidates import CandidateTable, build_table
-from .planning.check import Fixed, check_row, versus_measured
+from .planning.check import Fixed, check_row, nearest_fixes, versus_measured
 from .results import CapacityResult, CheckResult, Infeasibility, OptionsResult, PortfolioResult, SolveResult
 from .solver.portfolio.solve import solve_portfolio
 from .solver.single import options_table, solve_table
@@ -108,8 +110,10 @@ def check(
         runnable=checked.runnable,
         not_runnable_because=checked.because,
         chosen=_chosen(plan_, fixed, nodes),
-        notes=check_notes(ctx, plan_),
+        notes=check_notes(ctx, plan_) + recompute_note(ctx, recompute),
     )
+    if not plan_.fits:
+        result.notes += fix_notes(nearest_fixes(ctx, sku, gpus, nodes, spot, fixed))
     comparison = versus_measured(ctx, sku, gpus, nodes, plan_)
     if comparison is not None:
         base = ctx.job.measured[0]

@@ -293,3 +293,27 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
             "for the one your team uses)"
         )
     return notes
+
+
+def fix_notes(fixes: list[tuple[str, Plan]]) -> list[str]:
+    """The nearest fixes of a configuration that does not fit, with their numbers."""
+    if not fixes:
+        return [
+            "does not fit, and neither full recompute, micro-batch 1, optimizer offload nor 8x the GPUs makes it fit"
+        ]
+    parts = [
+        f"{label}: {p.memory_gib.total:,.1f} of {p.memory_gib.capacity:,.1f} GiB per GPU, {p.hours.p50:,.1f} h"
+        + (f", ${p.cost_usd.p50:,.2f}" if p.cost_usd else "")
+        for label, p in fixes
+    ]
+    return ["does not fit; nearest fixes: " + "; ".join(parts)]
+
+
+def recompute_note(ctx: JobContext, requested: str | None) -> list[str]:
+    """Selective recompute under FlashAttention changes nothing: say so instead of listing it as a choice."""
+    if requested == "selective" and ctx.job.attention == "flash":
+        return [
+            "selective recompute changes nothing under FlashAttention, which never stores the s x s attention "
+            "scores that selective recompute would drop (Korthikanti et al. 2022, section 5): checked as none"
+        ]
+    return []

@@ -19,8 +19,9 @@ from dataclasses import replace
 from ..errors import ArgumentError, GpuplanError, JobError
 from ..inputs.catalog import find_sku, offers_for
 from ..inputs.schema import Catalog, Problem
+from ..inputs.units import fmt_bytes
 from .candidates import best_layout, evaluate, strategy_grid
-from .context import Calibration, HardwareRow, JobContext, build_context
+from .context import Calibration, HardwareRow, JobContext, build_context, capacity_bytes
 
 
 def job_context(problem: Problem, catalog: Catalog) -> JobContext:
@@ -93,6 +94,21 @@ def _fit(ctx: JobContext, row: HardwareRow, resource: str, target: float) -> flo
     return getattr(ctx.calibration, resource) * math.exp((lo + hi) / 2)
 
 
+def _check_peak(ctx: JobContext, row: HardwareRow, peak_bytes: float | None, i: int) -> None:
+    """A measured peak cannot exceed what the GPU has: that measurement is a typo or another GPU."""
+    if peak_bytes is None:
+        return
+    capacity, basis = capacity_bytes(row, ctx.assumptions.memory_basis)
+    reported = row.sku.memory_reported_bytes or 0.0
+    if peak_bytes > max(capacity, reported, row.sku.memory_label_bytes):
+        raise JobError(
+            f"the measured peak {fmt_bytes(peak_bytes)} is more than a {row.sku.name} holds ({fmt_bytes(capacity)}, "
+            f"{basis}); check the number and its unit (GB = 10^9 bytes, GiB = 2^30)",
+            source=ctx.problem.source_path,
+            field=f"job.measured[{i}].peak_memory",
+        )
+
+
 def calibrate(ctx: JobContext) -> JobContext:
     measurements = ctx.job.measured
     rows = []
@@ -101,6 +117,7 @@ def calibrate(ctx: JobContext) -> JobContext:
             rows.append(resolve_row(ctx, m.sku, m.gpus, m.nodes))
         except GpuplanError as exc:
             raise JobError(exc.reason, source=ctx.problem.source_path, field=f"job.measured[{i}]") from None
+        _check_peak(ctx, rows[-1], m.peak_memory_bytes, i)
     bounds = [predict(ctx, row)[1] for row in rows]
     factors: dict[str, list[float]] = {}
     for row, m, bound in zip(rows, measurements, bounds):

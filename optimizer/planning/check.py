@@ -7,11 +7,11 @@ the fastest layout that fits among the rest is chosen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import ArgumentError, JobError
+from ..errors import ArgumentError, GpuplanError, JobError
 from ..physics.layout import Offload, Recompute
 from ..results import MeasuredComparison, Plan
 from .calibration import predict_layout, resolve_row
@@ -93,6 +93,35 @@ def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: boo
     named = ctx.job.framework if ctx.job.framework != "auto" else "none"
     plan.strategy = plan.strategy.model_copy(update={"framework": named})
     return Checked(plan, False, _broken_rules(ctx, plan))
+
+
+def nearest_fixes(
+    ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: bool, fixed: Fixed
+) -> list[tuple[str, Plan]]:
+    """For a configuration that does not fit: the closest changes that make it fit, each with its plan
+    (full recompute, micro-batch 1, optimizer offload, then the fewest GPUs of the same SKU)."""
+    tries: list[tuple[str, JobContext, int, int | None, Fixed]] = []
+    if fixed.recompute != "full" and ctx.activation_reserve == "auto":
+        tries.append(("full recompute", ctx, gpus, nodes, replace(fixed, recompute="full")))
+    if fixed.micro_batch not in (None, 1):
+        tries.append(("micro-batch 1", ctx, gpus, nodes, replace(fixed, micro_batch=1)))
+    if ctx.job.offload != "optimizer":
+        job = ctx.job.model_copy(update={"offload": "optimizer"})
+        offloaded = replace(ctx, problem=ctx.problem.model_copy(update={"job": job}))
+        tries.append(("optimizer offload to CPU", offloaded, gpus, nodes, fixed))
+    for more in (2 * gpus, 4 * gpus, 8 * gpus):
+        tries.append((f"{more} GPUs", ctx, more, None, fixed))
+    out = []
+    for label, context, count, node_count, choice in tries:
+        try:
+            checked = check_row(context, sku, count, node_count, spot, choice)
+        except GpuplanError:
+            continue
+        if checked.plan.fits and checked.runnable:
+            out.append((label, checked.plan))
+            if label.endswith("GPUs"):
+                break  # the fewest GPUs that fit
+    return out
 
 
 def _check_arguments(row: HardwareRow, fixed: Fixed) -> None:

@@ -130,12 +130,26 @@ def print_check(result: CheckResult, console: Console) -> None:
             )
         if result.dominated_by:
             console.print(
-                "Dominated by (faster and cheaper): "
-                + "; ".join(f"{d.label()} {usd(d.cost_p50_usd)} {_hours(d.hours.p50)}" for d in result.dominated_by)
+                "Dominated by: "
+                + "; ".join(
+                    f"{d.label()} {usd(d.cost_p50_usd)} {_hours(d.hours.p50)} ({_dominance(d, result.plan)})"
+                    for d in result.dominated_by
+                )
             )
 
 
+def _dominance(other: Plan, mine: Plan) -> str:
+    """'faster and cheaper' only when both hold; 'as cheap and faster' or 'as fast and cheaper' otherwise."""
+    faster = other.hours.p50 < mine.hours.p50
+    cheaper = other.cost_p50_usd < mine.cost_p50_usd
+    if faster and cheaper:
+        return "faster and cheaper"
+    return "as cheap and faster" if faster else "as fast and cheaper"
+
+
 def headline(result: SolveResult) -> str:
+    if result.best is None and result.status == "unknown":
+        return "The solver stopped before it found a plan or proved there is none (raise --time-limit)."
     if result.best is None:
         return "No plan satisfies every constraint."
     b = result.best
@@ -238,11 +252,13 @@ def print_solve(result: SolveResult, console: Console) -> None:
         for col in ("plan", "time", "cost", "lost on", "wins below $/GPU-h", "wins above efficiency"):
             table.add_column(col)
         for r in result.runners_up:
+            does_not_fit = r.lost_on == "memory"  # no time or cost for a plan that cannot run
+            m = r.memory_gib
             table.add_row(
                 r.label(),
-                _hours(r.hours.p50),
-                usd(r.cost_usd.p50 if r.cost_usd else None),
-                r.lost_on,
+                "-" if does_not_fit else _hours(r.hours.p50),
+                "-" if does_not_fit else usd(r.cost_usd.p50 if r.cost_usd else None),
+                f"memory: needs {m.total:,.1f} of {m.capacity:,.1f} GiB" if does_not_fit else r.lost_on,
                 usd(r.breakeven_price_usd_per_gpu_hour) if r.breakeven_price_usd_per_gpu_hour else "-",
                 f"{r.breakeven_scaling_efficiency:.1%}" if r.breakeven_scaling_efficiency else "-",
             )
