@@ -19,6 +19,7 @@ from .explain import (
     plan_notes,
     portfolio_infeasibility,
     recompute_note,
+    spot_note,
 )
 from .inputs.catalog import find_sku
 from .inputs.files import load_catalog, problem_catalog
@@ -207,6 +208,7 @@ def portfolio(
     )
     result, pm = outcome.result, outcome.model
     fill_drop_reasons(result, pf, pm.jobs)
+    result.notes.append(spot_note(pf.spot, "spot"))
     required = {job.name for job in pm.jobs if job.required}
     missing = [d.job for d in result.dropped if d.job in required]
     if missing:

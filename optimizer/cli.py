@@ -431,11 +431,14 @@ def portfolio_cmd(
     time_limit: float = typer.Option(60.0, "--time-limit", help="CP-SAT time limit, seconds."),
     workers: int = typer.Option(2, "--workers", min=1, help="CP-SAT workers (1 = fully deterministic)."),
     plot_path: Path | None = typer.Option(None, "--plot", help="Write a Gantt + pool utilisation chart (PNG/SVG)."),
+    spot: bool | None = SpotOpt,
     catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,
 ) -> None:
     """Schedule many jobs on shared GPU pools within one budget: plan, start and end per job, what was dropped."""
     pf = load_portfolio(file)
+    if spot is not None:
+        pf = pf.model_copy(update={"spot": _spot_policy(spot)})
     cat = load_catalog(catalog) if catalog else None
     progress = _progress_printer() if fmt == Format.table else None
     result = api.portfolio(pf, catalog=cat, time_limit_s=time_limit, workers=workers, progress=progress)

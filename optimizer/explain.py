@@ -285,8 +285,7 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
             f"global batch {job.global_batch} at {job.seq_len:,} tokens per sequence is {exact:,.1f} sequences, "
             f"rounded to {job.global_batch_sequences:,} so data-parallel layouts divide it"
         )
-    policy = {"allow": "allowed", "never": "excluded", "only": "required"}[ctx.constraints.spot]
-    notes.append(f"spot capacity {policy} (constraints.spot: {ctx.constraints.spot})")
+    notes.append(spot_note(ctx.constraints.spot, "constraints.spot"))
     if job.framework == "auto" and best is not None:
         notes.append(
             f"framework: any; the plan runs in {best.strategy.framework} (set job.framework or --framework to plan "
@@ -317,3 +316,9 @@ def recompute_note(ctx: JobContext, requested: str | None) -> list[str]:
             "scores that selective recompute would drop (Korthikanti et al. 2022, section 5): checked as none"
         ]
     return []
+
+
+def spot_note(policy: str, field: str) -> str:
+    """The spot policy in force, always shown: spot wins long jobs on price, so say whether it was allowed."""
+    verb = {"allow": "allowed", "never": "excluded", "only": "required"}[policy]
+    return f"spot capacity {verb} ({field}: {policy}; --spot for spot only, --no-spot for none)"

@@ -212,5 +212,6 @@ def portfolio_job_problem(portfolio, index: int) -> Problem:
     if entry.gpu is not None:
         updates["gpu"] = entry.gpu
     # Deadlines are the portfolio's (from its start), not a per-row filter of the job's table.
+    updates["spot"] = portfolio.spot
     constraints = problem.constraints.model_copy(update={**updates, "deadline_s": None, "budget_usd": None})
     return problem.model_copy(update={"constraints": constraints})

@@ -447,6 +447,9 @@ class Portfolio(_Model):
     horizon_s: Seconds = Field(alias="horizon", gt=0)
     budget_usd: Usd | None = Field(None, alias="budget", gt=0)
     objective: Literal["cost", "makespan", "weighted_lateness"] = "cost"
+    spot: Literal["allow", "never", "only"] = Field(
+        "allow", description="Spot capacity for every job: allow (default), never or only."
+    )
     time_step_s: Seconds = Field(3600.0, alias="time_step", gt=0, description="Schedule granularity (1h).")
     pools: list[Pool] = Field(default_factory=list)
     jobs: list[PortfolioJob] = Field(min_length=1)

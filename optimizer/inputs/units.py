@@ -64,6 +64,17 @@ _COUNT_SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
 
 
+def _finite(number: float, value: object, what: str) -> float:
+    """``number`` if it is a finite float: ``.nan``, ``.inf`` and ``1e400`` (which overflows to infinity)
+    are not quantities, and would later overflow ``int()`` or the solver's integer arithmetic."""
+    if not math.isfinite(number):
+        raise UnitError(
+            f"{value!r} is not a finite number, so it cannot be {what}; check for a typo (a value past 1e308 "
+            "overflows, and .inf / .nan are not quantities)"
+        )
+    return number
+
+
 def _number_and_unit(text: str, what: str, example: str) -> tuple[float, str]:
     match = re.fullmatch(r"\s*" + _NUMBER + r"\s*([A-Za-z/]*)\s*", text.replace(",", "").replace("_", ""))
     if not match:
@@ -82,7 +93,7 @@ def parse_bytes(value: str | int | float, what: str = "a size") -> float:
     factor = _SIZE_UNITS.get(unit.lower())
     if factor is None:
         raise UnitError(f"unknown size unit {unit!r} in {value!r}; use GB/TB (10^9, 10^12) or GiB/Gi/TiB (2^30, 2^40)")
-    return number * factor
+    return _finite(number * factor, value, what)
 
 
 def parse_duration_s(value: str | int | float, what: str = "a duration") -> float:
@@ -90,7 +101,7 @@ def parse_duration_s(value: str | int | float, what: str = "a duration") -> floa
     if isinstance(value, bool):
         raise UnitError(f"cannot read {value!r} as {what}; write it like 5d, 36h or 90m")
     if isinstance(value, (int, float)):
-        return float(value) * 3600.0
+        return _finite(float(value) * 3600.0, value, what)
     text = str(value).strip()
     parts = re.findall(r"([0-9]*\.?[0-9]+)\s*([A-Za-z]*)", text)
     if not parts or re.sub(r"[0-9.\sA-Za-z]", "", text):
@@ -101,7 +112,7 @@ def parse_duration_s(value: str | int | float, what: str = "a duration") -> floa
         if factor is None:
             raise UnitError(f"unknown time unit {unit!r} in {value!r}; use s, m, h, d or w")
         total += float(number) * factor
-    return total
+    return _finite(total, value, what)
 
 
 def parse_usd(value: str | int | float, what: str = "an amount in USD") -> float:
@@ -109,13 +120,13 @@ def parse_usd(value: str | int | float, what: str = "an amount in USD") -> float
     if isinstance(value, bool):
         raise UnitError(f"cannot read {value!r} as {what}; write it like $20,000 or 20k")
     if isinstance(value, (int, float)):
-        return float(value)
+        return _finite(float(value), value, what)
     text = str(value).strip().replace("$", "").replace("USD", "").replace("usd", "")
     number, unit = _number_and_unit(text, what, "$20,000 or 20k")
     factor = _COUNT_SUFFIX.get(unit.lower())
     if factor is None:
         raise UnitError(f"cannot read {value!r} as {what}; write it like $20,000 or 20k")
-    return number * factor
+    return _finite(number * factor, value, what)
 
 
 def parse_price_per_hour(value: str | int | float, what: str = "a price per GPU-hour") -> float:
@@ -123,7 +134,7 @@ def parse_price_per_hour(value: str | int | float, what: str = "a price per GPU-
     if isinstance(value, bool):
         raise UnitError(f"cannot read {value!r} as {what}; write it like $5.50/h")
     if isinstance(value, (int, float)):
-        return float(value)
+        return _finite(float(value), value, what)
     text = str(value).strip().replace("$", "").replace("USD", "").replace(" ", "")
     amount, _, per = text.partition("/")
     per = per.lower()
@@ -140,7 +151,7 @@ def parse_price_per_hour(value: str | int | float, what: str = "a price per GPU-
         usd = float(amount.replace(",", ""))
     except ValueError:
         raise UnitError(f"cannot read {value!r} as {what}; write it like $5.50/h") from None
-    return usd * 3600.0 / seconds
+    return _finite(usd * 3600.0 / seconds, value, what)
 
 
 def parse_count(value: str | int | float, what: str = "a count") -> float:
@@ -148,7 +159,7 @@ def parse_count(value: str | int | float, what: str = "a count") -> float:
     if isinstance(value, bool):
         raise UnitError(f"cannot read {value!r} as {what}; write it like 70B, 500M or 14e9")
     if isinstance(value, (int, float)):
-        return float(value)
+        return _finite(float(value), value, what)
     text = str(value).strip()
     for word in (" tokens", "tokens", " tok", "tok", " params", "params"):
         if text.lower().endswith(word):
@@ -157,13 +168,13 @@ def parse_count(value: str | int | float, what: str = "a count") -> float:
     factor = _COUNT_SUFFIX.get(unit.lower())
     if factor is None:
         raise UnitError(f"unknown suffix {unit!r} in {value!r}; use k, M, B or T (10^3 .. 10^12)")
-    return number * factor
+    return _finite(number * factor, value, what)
 
 
 def parse_rate(value: str | int | float, what: str = "a throughput") -> float:
     """``14.8k tok/s`` / ``14800`` -> tokens per second."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        return _finite(float(value), value, what)
     text = str(value).strip().lower().replace("tokens", "tok").replace(" ", "")
     if text.endswith("tok/s"):
         text = text[:-5]
