@@ -178,8 +178,14 @@ def capacity(
     reserve: str | float = 0,
     memory_basis: str = "delivered",
     catalog: Catalog | None = None,
+    problem: Problem | None = None,
+    nodes: int | None = None,
 ) -> CapacityResult:
-    """Largest parameter count whose state fits on ``gpus`` GPUs of ``sku`` (adapters ignored for LoRA)."""
+    """Largest parameter count that fits on ``gpus`` GPUs of ``sku``: training state alone (adapters ignored
+    for LoRA), or, given a job, the deepest version of its model whose best layout fits (check's verdict)."""
+    if problem is not None:
+        catalog = catalog or problem_catalog(problem)
+        return capacity_planning.job_capacity(job_context(problem, catalog), sku, gpus, nodes)
     return capacity_planning.capacity(
         sku,
         gpus,

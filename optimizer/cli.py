@@ -396,6 +396,12 @@ def catalog_cmd(
 @app.command()
 @handled
 def capacity(
+    job: Path | None = typer.Argument(
+        None,
+        help="Optional job file: then the answer is the deepest version of its model that fits, by check's own "
+        "memory model (activations and reserve included), and whether the job itself fits.",
+        show_default=False,
+    ),
     sku: str = typer.Option(..., "--sku", help="GPU by name or alias."),
     gpus: int = typer.Option(1, "--gpus", help="GPUs sharing the state."),
     zero: int = typer.Option(3, "--zero", min=0, max=3, help="ZeRO stage (3 = fully sharded)."),
@@ -407,10 +413,14 @@ def capacity(
     memory_basis: BasisOpt = typer.Option(
         BasisOpt.delivered, "--memory-basis", help="delivered, reported, label or board (B300's 2.1 TB)."
     ),
-    catalog: str = typer.Option("default", "--catalog", "-c"),
+    nodes: int | None = typer.Option(None, "--nodes", help="With a job: nodes (default the fewest)."),
+    catalog: str | None = typer.Option(None, "--catalog", "-c", help="Default: the job's catalog, else default."),
     fmt: Format = FormatOpt,
 ) -> None:
-    """The largest model (parameters) whose training state plus reserve fits on these GPUs."""
+    """The largest model (parameters) that fits on these GPUs: training state plus reserve, or for a job file
+    the deepest version of its model whose best layout fits."""
+    problem = load_job(job) if job is not None else None
+    cat = problem_catalog(problem, catalog) if problem is not None else load_catalog(catalog or "default")
     result = api.capacity(
         sku,
         gpus,
@@ -419,7 +429,9 @@ def capacity(
         bytes_per_param=bytes_per_param,
         reserve=reserve,
         memory_basis=memory_basis.value,
-        catalog=load_catalog(catalog),
+        catalog=cat,
+        problem=problem,
+        nodes=nodes,
     )
     _emit(result, fmt, render.print_capacity)
 

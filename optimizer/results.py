@@ -145,6 +145,11 @@ class CapacityResult(BaseModel):
     memory_basis: str
     reserve_gb: float
     max_params: float
+    includes_activations: bool = Field(
+        False, description="True when computed for a job (activations, reserve, best layout: check's code path)."
+    )
+    max_layers: int | None = Field(None, description="With a job: the deepest version of its model that fits.")
+    job_fits: bool | None = Field(None, description="With a job: whether the job's own model fits.")
 
 
 class ScheduledJob(BaseModel):

@@ -206,3 +206,25 @@ def test_the_property_test_compared_real_layouts():
     # Guard against a vacuous property test: enough sampled layouts passed check to be compared.
     test_no_layout_check_accepts_beats_the_optimum()
     assert len(CHECKED) >= 20
+
+
+@pytest.mark.parametrize("sku", ["L40S", "RTX-PRO-6000", "H100-SXM"])
+def test_capacity_and_check_agree_on_the_job(problems, sku):
+    # Without a job, capacity counts training state only (QLoRA 70B "fits" a 48 GB L40S at 0.52 bytes per
+    # parameter); given the job, it runs check's own memory model, so the two verdicts cannot differ.
+    from optimizer import capacity, load_job
+
+    problem = load_job(problems / "llama-70b-qlora.yaml")
+    verdict = check(problem, sku, 1, compare=False)
+    answer = capacity(sku, 1, problem=problem)
+    assert answer.includes_activations and answer.job_fits == verdict.fits
+    assert (answer.max_params >= problem.job.model.params) == verdict.fits
+
+
+def test_a_measured_peak_above_the_gpu_is_bad_input(problems):
+    from optimizer import apply_overrides, load_job
+
+    problem = apply_overrides(load_job(problems / "seed-rtx-pro-vs-b200.yaml"), measured=["4xRTX-PRO-6000:14.8k,300GB"])
+    with pytest.raises(GpuplanError, match="measured peak") as err:
+        check(problem, "B200", 4, compare=False)
+    assert "peak_memory" in (err.value.field or "")

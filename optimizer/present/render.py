@@ -361,6 +361,12 @@ def print_capacity(result: CapacityResult, console: Console) -> None:
         f"{result.gpus} x {result.sku} ({result.memory_per_gpu_gb:,.1f} GB = {result.memory_per_gpu_gib:,.1f} GiB each, "
         f"{result.memory_basis}), {result.method}, ZeRO-{result.zero_stage}, {result.bytes_per_param:g} bytes/param, "
         f"reserve {result.reserve_gb:,.1f} GB per GPU: up to {fmt_count(result.max_params)} parameters"
+        + (
+            f" ({result.max_layers} layers of this model, activations included: the job itself "
+            f"{'fits' if result.job_fits else 'does not fit'})"
+            if result.includes_activations
+            else " (training state only: give a job file to include activations, as check does)"
+        )
     )
 
 
