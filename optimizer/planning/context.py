@@ -20,6 +20,7 @@ from ..physics.constants import (
     OPTIMAL_BATCH_COEFFICIENT,
     OPTIMAL_BATCH_EXPONENT,
 )
+from ..physics.efficiency import matmul_efficiency
 from ..physics.layout import RunSettings
 from ..physics.shapes import ModelShape, TrainingState
 from .model_state import model_shape, training_state
@@ -119,10 +120,17 @@ class JobContext:
         return self.problem.constraints
 
     def compute_efficiency(self, sku: Sku) -> float:
+        """Achieved share of the dense peak on the matmuls: the job's stated value, the catalog row's, the
+        fitted model for the SKU's family, precision and the model's width (physics/efficiency.py), or the
+        per-form-factor default; times a calibration from measurements."""
         if self.assumptions.mfu != "auto":
             base = float(self.assumptions.mfu)
+        elif sku.default_mfu:
+            base = sku.default_mfu
         else:
-            base = sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
+            fitted = matmul_efficiency(sku.architecture, sku.form_factor, self.job.precision, self.shape.hidden)
+            default = DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
+            base = fitted if fitted is not None else default
         return base * self.calibration.compute
 
     def is_measured(self, row: HardwareRow) -> bool:

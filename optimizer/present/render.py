@@ -11,7 +11,8 @@ from rich.text import Text
 
 from ..inputs.catalog import CatalogEntry
 from ..inputs.units import fmt_count, fmt_duration
-from ..physics.constants import GIB
+from ..physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY, GIB
+from ..physics.efficiency import REFERENCE_HIDDEN, matmul_efficiency
 from ..results import CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
 
 
@@ -49,9 +50,13 @@ def strategy_text(plan: Plan) -> str:
 
 
 def console() -> Console:
-    """Wide enough for the tables when output is piped (rich assumes 80 columns there)."""
+    """Wide enough for the tables when output is piped (rich assumes 80 columns there).
+
+    Markup and emoji codes are off: job, offer and SKU names come from user files, and a name such as
+    ``[/bold]`` or ``:x:`` must print as written, not restyle the table or crash it. Styles are given as
+    ``Text``/``style=`` arguments instead."""
     probe = Console()
-    return Console(highlight=False, width=None if probe.is_terminal else 160)
+    return Console(highlight=False, markup=False, emoji=False, width=None if probe.is_terminal else 160)
 
 
 def memory_bar(used: float, capacity: float, width: int = 40) -> Text:
@@ -310,9 +315,21 @@ def catalog_rows(entries: list[CatalogEntry]) -> list[dict]:
                 "price_usd_per_gpu_hour": offer.price_usd_per_gpu_hour if offer else None,
                 "price_checked": str(offer.checked) if offer and offer.checked else None,
                 "illustrative": offer.illustrative if offer else None,
+                "efficiency_bf16": _efficiency(sku, "bf16"),
+                "efficiency_fp8": _efficiency(sku, "fp8") if sku.dense_fp8_tflops else None,
             }
         )
     return rows
+
+
+def _efficiency(sku, precision: str) -> float:
+    """The matmul efficiency gpuplan assumes at hidden 8,192: the catalog row's, fitted, or the default."""
+    if sku.default_mfu:
+        return sku.default_mfu
+    fitted = matmul_efficiency(sku.architecture, sku.form_factor, precision, REFERENCE_HIDDEN)
+    return (
+        fitted if fitted is not None else DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
+    )
 
 
 def check_data(result: CheckResult) -> dict:
@@ -331,6 +348,7 @@ def print_catalog(name: str, rows: list[dict], console: Console) -> None:
         "HBM GB/s",
         "intra-node GB/s",
         "net GB/s/GPU",
+        "matmul eff. bf16/fp8",
         "$/GPU-h",
     ):
         table.add_column(col, justify="left" if col in ("SKU", "offer") else "right")
@@ -349,6 +367,7 @@ def print_catalog(name: str, rows: list[dict], console: Console) -> None:
             f"{r['hbm_bandwidth_gb_per_s']:,.0f}",
             f"{r['intra_node_bandwidth_gb_per_s']:,.0f}",
             "-" if r["network_gb_per_s_per_gpu"] is None else f"{r['network_gb_per_s_per_gpu']:g}",
+            f"{r['efficiency_bf16']:.2f}/" + ("-" if r["efficiency_fp8"] is None else f"{r['efficiency_fp8']:.2f}"),
             price,
         )
     console.print(table)

@@ -1,0 +1,91 @@
+"""Achieved matmul efficiency: what share of a GPU's dense peak a training step's matmuls reach.
+
+A small model with a measured basis (docs/design.md section 5.10):
+
+    e = base[family, precision class] x size(hidden)
+    size(h) = (h / (h + h_half)) / (REF / (REF + h_half))       (1 at h = REF = 8,192)
+
+``base`` is the efficiency on large GEMMs per GPU family (Hopper, Blackwell, ...) and precision class
+(16-bit, or low precision: FP8 / MXFP8, as a share of the low-precision peak, which end to end gains far
+less than the 2x of the peaks); ``size`` captures that narrow models (hidden 4,096) run smaller, less
+efficient GEMMs than wide ones. The parameters are fitted by ``bench/throughput.py --fit`` on the
+published layouts of validation/throughput_runs.yaml, and their leave-one-out errors are reported in
+BENCHMARKS.md. Families or precision classes without measurements keep the per-form-factor default
+(physics/constants.py: DEFAULT_COMPUTE_EFFICIENCY). A catalog row's ``default_mfu`` or a job's
+``assumptions.mfu`` replaces the model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+REFERENCE_HIDDEN = 8192.0
+
+# SKU architecture text (catalogs/hardware.yaml) -> family, first match wins.
+FAMILY_OF_ARCHITECTURE = (
+    ("Hopper", "hopper"),
+    ("Blackwell GB202", "blackwell-pcie"),
+    ("Blackwell", "blackwell"),
+    ("Ampere", "ampere"),
+    ("Ada", "ada"),
+    ("CDNA", "cdna"),
+)
+
+# Fitted by `python bench/throughput.py --fit` on the 21 dense rows of validation/throughput_runs.yaml
+# that gpuplan models (NeMo / Megatron-Bridge, torchtitan and NeMo AutoModel tables; 2026-11-30):
+# (family, precision class) -> base efficiency on large GEMMs (rows behind each), and hidden_half.
+FITTED_BASE: dict[tuple[str, str], float] = {
+    ("hopper", "16"): 0.587,  # 6 rows: torchtitan and AutoModel, H100 BF16
+    ("hopper", "low"): 0.541,  # 13 rows: NeMo / Megatron-Bridge and torchtitan, H100/H200 FP8
+    ("blackwell", "low"): 0.583,  # 2 rows: Megatron-Bridge 25.11, B200 FP8 and MXFP8
+}
+FITTED_HIDDEN_HALF = 6144.0
+
+HIDDEN_HALF_GRID = tuple(float(h) for h in (0, 256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192))
+
+
+def family_of(architecture: str, form_factor: str = "sxm") -> str:
+    """The GPU family, qualified by form factor unless SXM (a PCIe card of the same chip runs lower clocks
+    and power, so it is its own family: 'hopper-pcie')."""
+    family = next((fam for key, fam in FAMILY_OF_ARCHITECTURE if key in architecture), "other")
+    return family if form_factor == "sxm" else f"{family}-{form_factor}"
+
+
+def precision_class(precision: str) -> str:
+    """16-bit (bf16, fp16) or low precision (fp8, mxfp8, nvfp4): each is a share of its own peak."""
+    return "16" if precision in ("bf16", "fp16") else "low"
+
+
+def size_factor(hidden: float, hidden_half: float) -> float:
+    """Relative GEMM efficiency of a model of width ``hidden``: 1 at 8,192; 1 when unknown (params only)."""
+    if hidden <= 0 or hidden_half <= 0:
+        return 1.0
+    return (hidden / (hidden + hidden_half)) / (REFERENCE_HIDDEN / (REFERENCE_HIDDEN + hidden_half))
+
+
+def matmul_efficiency(architecture: str, form_factor: str, precision: str, hidden: float) -> float | None:
+    """The fitted efficiency for this GPU, precision and model width, or None where nothing was fitted."""
+    base = FITTED_BASE.get((family_of(architecture, form_factor), precision_class(precision)))
+    return None if base is None else base * size_factor(hidden, FITTED_HIDDEN_HALF)
+
+
+def fit_bases(points: Sequence[tuple[str, str, float, float]]) -> tuple[dict[tuple[str, str], float], float]:
+    """Least squares in log space: for each hidden_half of the grid the best base per group is the geometric
+    mean of e* / size; the hidden_half with the least total squared log error wins.
+    ``points``: (family, precision class, hidden, implied efficiency e*)."""
+    best: tuple[float, dict[tuple[str, str], float], float] | None = None
+    for half in HIDDEN_HALF_GRID:
+        logs: dict[tuple[str, str], list[float]] = {}
+        for fam, cls, hidden, implied in points:
+            logs.setdefault((fam, cls), []).append(math.log(implied / size_factor(hidden, half)))
+        bases = {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
+        sse = sum(
+            (math.log(implied) - math.log(bases[(fam, cls)] * size_factor(hidden, half))) ** 2
+            for fam, cls, hidden, implied in points
+        )
+        if best is None or sse < best[0] - 1e-12:
+            best = (sse, bases, half)
+    if best is None:
+        return {}, 0.0
+    return best[1], best[2]
