@@ -7,6 +7,7 @@ knows about command-line flags: a bad argument raises ``ArgumentError`` naming t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from .errors import ArgumentError, JobError
@@ -95,6 +96,7 @@ def check(
     spot: bool = False,
     shard_degree: int | None = None,
     framework: str | None = None,
+    cp: int | None = None,
 ) -> CheckResult:
     """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
     catalog = catalog or problem_catalog(problem)
@@ -102,7 +104,9 @@ def check(
     if job_updates:
         problem = problem.model_copy(update={"job": problem.job.model_copy(update=job_updates)})
     ctx = job_context(problem, catalog)
-    fixed = Fixed(tp=tp, pp=pp, zero=zero, micro_batch=micro_batch, recompute=recompute, shard_degree=shard_degree)
+    fixed = Fixed(
+        tp=tp, pp=pp, zero=zero, micro_batch=micro_batch, recompute=recompute, shard_degree=shard_degree, cp=cp
+    )
     checked = check_row(ctx, sku, gpus, nodes, spot, fixed)
     plan_ = checked.plan
     result = CheckResult(
@@ -205,12 +209,21 @@ def portfolio(
     time_limit_s: float = 60.0,
     workers: int = 2,
     progress: Callable[[str], None] | None = None,
+    started: float | None = None,
 ) -> PortfolioResult:
-    """Schedule every job of the portfolio: which option, when, at what cost; what was dropped and why."""
+    """Schedule every job of the portfolio: which option, when, at what cost; what was dropped and why.
+    The time limit bounds the whole call (options, search, extraction), counted from ``started`` (a
+    ``time.perf_counter()`` value, e.g. when the command began; default: now)."""
+    started = time.perf_counter() if started is None else started
     if not time_limit_s > 0:
         raise ArgumentError("must be a positive number of seconds", field="time_limit_s")
     outcome = solve_portfolio(
-        pf, catalog or problem_catalog(pf), time_limit_s=time_limit_s, workers=workers, progress=progress
+        pf,
+        catalog or problem_catalog(pf),
+        time_limit_s=time_limit_s,
+        workers=workers,
+        progress=progress,
+        started=started,
     )
     result, pm = outcome.result, outcome.model
     fill_drop_reasons(result, pf, pm.jobs)
@@ -230,4 +243,5 @@ def portfolio(
                     ),
                 )
             )
+    result.solve_s = time.perf_counter() - started
     return result

@@ -19,15 +19,16 @@ def test_validation_median_error_stays_within_the_documented_figure():
     assert "15 runs" in out.stdout
 
 
-def test_throughput_held_out_errors_stay_within_the_documented_figures():
-    # 21 dense published layouts (NeMo / Megatron-Bridge, torchtitan, AutoModel), each predicted with the
-    # efficiency model fitted on the other 20 (leave-one-out): README and BENCHMARKS document a held-out
-    # median of 10.7 % with every row within 1.55x; CI holds a small margin over that.
+def test_throughput_on_published_layouts_stays_within_the_documented_figures():
+    # 27 dense published layouts (NeMo / Megatron-Bridge, torchtitan, AutoModel; H100, H200, B200; BF16 and
+    # FP8), none used to choose gpuplan's defaults: README and BENCHMARKS document a median of 7.5 % with
+    # one row (ZeRO-3 re-gathering per micro-batch) off by 2.55x; CI holds the 10 % median and
+    # a margin over the worst row.
     out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "throughput.py"), "--max-median", "0.12", "--max-worst", "1.6"],
+        [sys.executable, str(ROOT / "bench" / "throughput.py"), "--max-median", "0.10", "--max-worst", "2.7"],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "21 dense rows" in out.stdout
+    assert "27 dense rows" in out.stdout

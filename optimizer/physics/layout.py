@@ -55,8 +55,9 @@ class Offload(IntEnum):
 class Layout:
     """Parallel degrees and batching of one or many layouts (aligned arrays or scalars).
 
-    ``dp = gpus / (tp x pp)``; ``shard`` is the group ZeRO shards over (``dp`` for full sharding,
-    the ranks inside a node for a hybrid shard, 1 without ZeRO); ``grad_accum`` micro-batches of
+    ``dp = gpus / (tp x cp x pp)`` ranks split the batch and ``cp`` ranks each sequence; weights are
+    replicated over both, so ``shard``, the group ZeRO shards over, is ``dp x cp`` for full sharding,
+    the ranks inside a node for a hybrid shard, 1 without ZeRO; ``grad_accum`` micro-batches of
     ``micro_batch`` sequences per optimizer step; ``virtual_stages`` interleaved chunks per GPU.
     """
 
@@ -70,6 +71,7 @@ class Layout:
     recompute: Ints = Recompute.NONE
     virtual_stages: Ints = 1
     offload: Ints = Offload.NONE
+    cp: Ints = 1  # context parallelism: ranks that split each sequence (ring attention)
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -99,6 +101,7 @@ class Cluster:
     gpus_per_node: Floats
     compute_efficiency: Floats
     nodes: Floats = 1.0
+    attention_peak_flops: Floats | None = None  # 16-bit peak the attention kernels run at (None: peak_flops)
     host_link_bytes_per_s: float = HOST_LINK_GB_PER_S_PER_GPU * 1e9  # GPU <-> CPU (PCIe) per GPU
     host_memory_bytes_per_s: float = HOST_MEMORY_GB_PER_S_PER_GPU * 1e9  # CPU DRAM share per GPU
 

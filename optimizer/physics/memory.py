@@ -155,7 +155,9 @@ def memory_breakdown(
     capacity = np.asarray(capacity_bytes, float)
     activation_reserve = settings.activation_reserve
     if activation_reserve == "auto":
-        acts = activation_bytes(shape, settings, layout)
+        # Context parallelism splits every sequence cp ways; with FlashAttention every activation term is
+        # linear in the sequence, so each rank keeps 1 / cp of them (Megatron-Core context parallelism).
+        acts = activation_bytes(shape, settings, layout) / np.asarray(layout.cp, float)
     elif activation_reserve < 1.0:
         acts = activation_reserve * capacity
     else:

@@ -132,9 +132,22 @@ def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_f
     b = np.asarray(layout.micro_batch, float)
     # The slowest stage sets the pace: with uneven stages it holds ceil(L / p) of the L layers.
     stage_share = np.ceil(shape.layers / pp) / shape.layers if shape.layers else 1.0 / pp
-    flops = hw_flops_per_token * b * seq_len * stage_share / tp
+    # Context parallelism: each of cp ranks runs 1 / cp of the sequence's tokens and, with the causal
+    # load balancing of Megatron-Core and torchtitan (2 cp chunks per sequence), 1 / cp of its attention.
+    tokens = b * seq_len * stage_share / tp / np.asarray(layout.cp, float)
     slowdown = QLORA_DEQUANT_SLOWDOWN if train.quantized_base else 1.0
-    compute_s = slowdown * flops / (hw.peak_flops * hw.compute_efficiency)
+    # FlashAttention's score and value matmuls run in 16-bit even in FP8 training (Transformer Engine's
+    # default; torchtitan's float8 converts linear layers only), so they take the 16-bit peak.
+    attention = _attention_hw_flops(shape, seq_len, np.asarray(layout.recompute))
+    attention_peak = hw.peak_flops if hw.attention_peak_flops is None else hw.attention_peak_flops
+    compute_s = (
+        slowdown
+        * tokens
+        * (
+            (hw_flops_per_token - attention) / (hw.peak_flops * hw.compute_efficiency)
+            + attention / (attention_peak * hw.compute_efficiency)
+        )
+    )
     model_parallel = tp / stage_share
     weight_bytes = train.weights_total(shape.params) / model_parallel
     grad_bytes = train.grad_bytes * train.trainable_params / model_parallel
@@ -150,21 +163,58 @@ def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_f
 def _model_parallel_s(shape, hw: Cluster, layout: Layout, seq_len: float, mb: _MicroBatch, links: _Links):
     """TP all-reduces and PP sends of one micro-batch (not overlapped)."""
     tp, pp, dp = np.asarray(layout.tp, float), np.asarray(layout.pp, float), np.asarray(layout.dp, float)
+    cp = np.asarray(layout.cp, float)
     b = np.asarray(layout.micro_batch, float)
+    tokens = b * seq_len / cp  # per rank: context parallelism splits each sequence
     recompute = np.asarray(layout.recompute)
-    tp_bytes = np.where(recompute == Recompute.FULL, 6.0, 4.0) * 2.0 * _ring(tp) * b * seq_len * shape.hidden * 2.0
-    tp_s = (shape.layers * mb.stage_share) * tp_bytes / links.intra
-    stage_spans_nodes = links.multi_node & (tp * dp >= np.asarray(hw.gpus_per_node, float))
+    tp_bytes = np.where(recompute == Recompute.FULL, 6.0, 4.0) * 2.0 * _ring(tp) * tokens * shape.hidden * 2.0
+    layers = shape.layers * mb.stage_share
+    tp_s = layers * tp_bytes / links.intra
+    g = np.asarray(hw.gpus_per_node, float)
+    stage_spans_nodes = links.multi_node & (tp * cp * dp >= g)
     pp_bw = np.where(stage_spans_nodes, links.net, links.intra)
     v = np.asarray(layout.virtual_stages, float)
     # each of the v chunks sends its activation forward and its gradient back
-    pp_s = np.where(pp > 1, v * 2.0 * b * seq_len * shape.hidden * 2.0 / tp / pp_bw, 0.0)
-    return tp_s + pp_s
+    pp_s = np.where(pp > 1, v * 2.0 * tokens * shape.hidden * 2.0 / tp / pp_bw, 0.0)
+    return tp_s + pp_s + _context_parallel_s(shape, layout, seq_len, tokens, layers, mb, links, g)
+
+
+def _context_parallel_s(
+    shape, layout: Layout, seq_len: float, tokens, layers, mb: _MicroBatch, links: _Links, g
+) -> np.ndarray:
+    """Ring attention (Liu et al. 2023; Megatron-Core context parallelism): per layer each rank passes its
+    K and V chunk around the ring, cp - 1 hops forward, and K, V plus their gradients backward (3x the
+    forward volume in all). The exchange overlaps the attention of the chunk in hand; what exceeds the
+    attention compute of the layer is exposed."""
+    cp = np.asarray(layout.cp, float)
+    tp = np.asarray(layout.tp, float)
+    kv_bytes = (cp - 1.0) * 2.0 * tokens * shape.kv_width * 2.0 / tp  # K and V, bf16, TP-split heads
+    bw = np.where(links.multi_node & (tp * cp > g), links.net, links.intra)
+    exchange_s = layers * 3.0 * kv_bytes / bw
+    attention_share = _attention_share(shape, seq_len)
+    return np.where(cp > 1, np.maximum(0.0, exchange_s - attention_share * mb.compute_s), 0.0)
+
+
+def _attention_hw_flops(shape, seq_len: float, recompute) -> np.ndarray:
+    """Attention score and value FLOPs per token as ``flops_per_token`` counts them: 12 L h s, plus a third
+    more when the forward attention is recomputed (selective or full recompute)."""
+    attention = 12.0 * shape.layers * shape.hidden * seq_len
+    return np.where(np.asarray(recompute) > 0, attention * 4.0 / 3.0, attention)
+
+
+def _attention_share(shape, seq_len: float) -> float:
+    """Share of a token's model FLOPs in the attention scores and values: 12 L h s of 6 N + 12 L h s
+    (Chowdhery et al. 2022, appendix B)."""
+    attention = 12.0 * shape.layers * shape.hidden * seq_len
+    total = 6.0 * shape.active_params + attention
+    return attention / total if total > 0 else 0.0
 
 
 def _data_parallel_exposed_s(train, hw: Cluster, layout: Layout, mb: _MicroBatch, links: _Links, overlap: float):
-    """ZeRO / data-parallel traffic left over after hiding behind compute."""
-    tp, dp = np.asarray(layout.tp, float), np.asarray(layout.dp, float)
+    """ZeRO / data-parallel traffic left over after hiding behind compute. Gradients are reduced over every
+    rank that holds the same weights: the data-parallel and the context-parallel ranks."""
+    tp = np.asarray(layout.tp, float)
+    dp = np.asarray(layout.dp, float) * np.asarray(layout.cp, float)
     zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
     m = np.asarray(layout.grad_accum, float)
     g = np.asarray(hw.gpus_per_node, float)

@@ -39,6 +39,8 @@ TP_CHOICES = (1, 2, 4, 8)
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)  # uneven stages allowed: the first holds ceil(L / p) layers
 MICRO_BATCH_CHOICES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGE_CHOICES = (1, 2, 4, 8)  # interleaved 1F1B (Narayanan et al. 2021, section 2.2)
+CP_CHOICES = (1, 2, 4, 8)  # context parallelism (ring attention) for long sequences
+CONTEXT_PARALLEL_MIN_SEQ_LEN = 16384  # below this, activations are small enough without splitting sequences
 LAYOUT_FIELDS = Layout.field_names()
 GRID_FIELDS = (*LAYOUT_FIELDS, "framework")  # the framework's code in frameworks.PREFERENCE
 
@@ -75,6 +77,7 @@ class Evaluation:
             recompute=Recompute(int(lay.recompute)).label,
             virtual_stages=lay.virtual_stages,
             offload=Offload(int(lay.offload)).label,
+            cp=lay.cp,
             framework=PREFERENCE[int(self.framework[i])] if self.framework[i] >= 0 else "none",
         )
 
@@ -174,11 +177,16 @@ def _offload_choices(setting: str, zero: int, dp: int) -> tuple[Offload, ...]:
 
 
 def strategy_grid(
-    ctx: JobContext, row: HardwareRow, *, ignore_batch: bool = False, runnable_only: bool = True
+    ctx: JobContext,
+    row: HardwareRow,
+    *,
+    ignore_batch: bool = False,
+    runnable_only: bool = True,
+    requested_cp: int | None = None,
 ) -> np.ndarray:
     """Integer rows of ``GRID_FIELDS`` valid for ``row``: the layouts the job's framework runs (every
     layout, labelled -1 where no framework runs it, with ``runnable_only=False``)."""
-    grid = _layouts(ctx, row, ignore_batch)
+    grid = _layouts(ctx, row, ignore_batch, requested_cp)
     layers = int(ctx.job.model.layers or 0)
     columns = {name: grid[:, i] for i, name in enumerate(LAYOUT_FIELDS)}
     label = label_layouts(columns, layers, ctx.job.framework)
@@ -186,7 +194,7 @@ def strategy_grid(
     return grid[label >= 0] if runnable_only else grid
 
 
-def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool) -> np.ndarray:
+def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested_cp: int | None = None) -> np.ndarray:
     """Every layout of ``row`` that the batch and the model's shape allow, whatever the framework."""
     model = ctx.job.model
     g, gpus = row.gpus_per_node, row.gpus
@@ -201,26 +209,39 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool) -> np.ndarra
     batch = None if ignore_batch else ctx.job.global_batch_sequences
     free_cap = ctx.max_free_batch_sequences
     out = []
-    for tp in tps:
-        for pp in pps:
-            if gpus % (tp * pp):
-                continue
-            dp = gpus // (tp * pp)
-            for mb in MICRO_BATCH_CHOICES:
-                if batch is None:
-                    accum = 1 if pp == 1 else FREE_BATCH_MICRO_BATCHES_PER_STAGE * pp
-                    if not ignore_batch and dp * mb * accum > free_cap:
-                        continue
-                elif batch % (dp * mb):
+    for tp, pp, cp in [(t, p, c) for t in tps for p in pps for c in context_choices(ctx, requested_cp)]:
+        if gpus % (tp * pp * cp):
+            continue
+        dp = gpus // (tp * pp * cp)
+        for mb in MICRO_BATCH_CHOICES:
+            if batch is None:
+                accum = 1 if pp == 1 else FREE_BATCH_MICRO_BATCHES_PER_STAGE * pp
+                if not ignore_batch and dp * mb * accum > free_cap:
                     continue
-                else:
-                    accum = batch // (dp * mb)
-                for zero, shard in _shardings(row, tp, dp):
-                    for off in _offload_choices(ctx.job.offload, zero, dp):
-                        for rc in recomputes:
-                            for v in _virtual_stages(pp, accum, model.layers or 0):
-                                out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off))
+            elif batch % (dp * mb):
+                continue
+            else:
+                accum = batch // (dp * mb)
+            for zero, shard in _shardings(row, tp, dp * cp):
+                for off in _offload_choices(ctx.job.offload, zero, dp * cp):
+                    for rc in recomputes:
+                        for v in _virtual_stages(pp, accum, model.layers or 0):
+                            out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off, cp))
     return np.array(out, dtype=np.int64).reshape(-1, len(LAYOUT_FIELDS))
+
+
+def context_choices(ctx: JobContext, requested: int | None = None) -> list[int]:
+    """Context-parallel degrees: under FlashAttention, dividing the sequence into 2 cp chunks (the causal
+    load balancing of Megatron-Core and torchtitan); the planner tries them from 16k tokens up, a hand-
+    picked ``requested`` degree is allowed at any length."""
+    s = ctx.job.seq_len
+    if ctx.job.attention != "flash" or not ctx.shape.has_shapes:
+        return [1]
+    if requested is not None and requested > 1:
+        return [1, requested] if requested in CP_CHOICES and s % (2 * requested) == 0 else [1]
+    if s < CONTEXT_PARALLEL_MIN_SEQ_LEN:
+        return [1]
+    return [c for c in CP_CHOICES if s % (2 * c) == 0]
 
 
 def _shardings(row: HardwareRow, tp: int, dp: int) -> list[tuple[int, int]]:
@@ -253,6 +274,7 @@ def _cluster(ctx: JobContext, rows: list[HardwareRow], row_idx: np.ndarray) -> C
     a = ctx.assumptions
     return Cluster(
         peak_flops=per_row([ctx.peak_flops(r.sku) or np.nan for r in rows]),
+        attention_peak_flops=per_row([ctx.attention_peak_flops(r.sku) or np.nan for r in rows]),
         hbm_bytes_per_s=per_row([r.sku.hbm_bandwidth_gb_per_s * 1e9 * ctx.calibration.memory for r in rows]),
         intra_bytes_per_s=per_row([r.sku.intra_node_bandwidth_gb_per_s * 1e9 for r in rows]),
         network_bytes_per_s=per_row(
@@ -284,7 +306,9 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         mem.reserve = np.maximum(0.0, mem.reserve + ctx.calibration.reserve_delta_bytes)
     # HBM traffic of activations: one stage's layers, one micro-batch (written forward, read backward).
     one_micro = Layout(**{**vars(layout), "grad_accum": 1, "virtual_stages": 1})
-    acts_micro = activation_bytes(ctx.shape, settings, one_micro) if ctx.shape.has_shapes else 0.0
+    acts_micro = (
+        activation_bytes(ctx.shape, settings, one_micro) / np.asarray(layout.cp, float) if ctx.shape.has_shapes else 0.0
+    )
     explicit = per_row([ctx.explicit_efficiency(r.nodes) or np.nan for r in rows])
     timing = step_time(
         ctx.shape, ctx.train, hw, layout, settings, activation_bytes_per_micro=acts_micro, explicit_efficiency=explicit
@@ -322,8 +346,9 @@ def complexity(layout: Layout) -> np.ndarray:
         (np.asarray(layout.tp) > 1).astype(int)
         + (np.asarray(layout.pp) > 1)
         + (np.asarray(layout.virtual_stages) > 1)
-        + ((np.asarray(layout.zero) >= 3) & (np.asarray(layout.shard) < np.asarray(layout.dp)))
+        + ((np.asarray(layout.zero) >= 3) & (np.asarray(layout.shard) < np.asarray(layout.dp) * np.asarray(layout.cp)))
         + (np.asarray(layout.offload) > 0)
+        + (np.asarray(layout.cp) > 1)
     )
 
 

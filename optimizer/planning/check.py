@@ -15,7 +15,16 @@ from ..errors import ArgumentError, GpuplanError, JobError
 from ..physics.layout import Offload, Recompute
 from ..results import MeasuredComparison, Plan
 from .calibration import predict_layout, resolve_row
-from .candidates import GRID_FIELDS, PP_CHOICES, TP_CHOICES, best_layout, evaluate, strategy_grid
+from .candidates import (
+    CP_CHOICES,
+    GRID_FIELDS,
+    PP_CHOICES,
+    TP_CHOICES,
+    best_layout,
+    context_choices,
+    evaluate,
+    strategy_grid,
+)
 from .context import HardwareRow, JobContext
 from .frameworks import PREFERENCE, why_not_runnable
 from .plans import plan_from
@@ -35,6 +44,7 @@ class Fixed:
     micro_batch: int | None = None
     recompute: str | None = None
     shard_degree: int | None = None
+    cp: int | None = None
 
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
@@ -44,7 +54,14 @@ class Fixed:
         if ctx.activation_reserve != "auto":
             rc = None  # with a fixed activation reserve, recompute changes nothing but time
         zero = 3 if self.zero is None and self.shard_degree is not None else self.zero
-        return {"tp": self.tp, "pp": self.pp, "zero": zero, "micro_batch": self.micro_batch, "recompute": rc}
+        return {
+            "tp": self.tp,
+            "pp": self.pp,
+            "zero": zero,
+            "micro_batch": self.micro_batch,
+            "recompute": rc,
+            "cp": self.cp,
+        }
 
     def mask(self, grid: np.ndarray, ctx: JobContext) -> np.ndarray:
         col = {name: grid[:, i] for i, name in enumerate(GRID_FIELDS)}
@@ -53,11 +70,11 @@ class Fixed:
             if value is not None:
                 same = col[name] == value
                 # With one data-parallel rank there is nothing to shard: every ZeRO stage is stage 0.
-                keep &= (same | (col["dp"] == 1)) if name == "zero" else same
+                keep &= (same | (col["dp"] * col["cp"] == 1)) if name == "zero" else same
         if self.shard_degree is not None:
             keep &= col["shard"] == self.shard_degree
         elif self.zero is not None:
-            keep &= col["shard"] == np.where(col["zero"] >= 1, col["dp"], 1)  # full sharding
+            keep &= col["shard"] == np.where(col["zero"] >= 1, col["dp"] * col["cp"], 1)  # full sharding
         return keep
 
 
@@ -81,7 +98,7 @@ def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: boo
             field="job.precision",
         )
     _check_arguments(row, fixed)
-    grid = strategy_grid(ctx, row, runnable_only=False)
+    grid = strategy_grid(ctx, row, runnable_only=False, requested_cp=fixed.cp)
     grid = grid[fixed.mask(grid, ctx)]
     if len(grid) == 0:
         raise _why_no_layout(ctx, row, {**fixed.grid_values(ctx), "shard_degree": fixed.shard_degree})
@@ -149,6 +166,7 @@ def _broken_rules(ctx: JobContext, plan: Plan) -> list[str]:
         "shard": s.shard_degree,
         "virtual_stages": s.virtual_stages,
         "offload": int(Offload.from_label(s.offload)),
+        "cp": s.cp,
     }
     layers = int(ctx.job.model.layers or 0)
     names = PREFERENCE if ctx.job.framework == "auto" else (ctx.job.framework,)
@@ -179,6 +197,13 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
             f"PP {pp} is not possible here: it must be one of {', '.join(map(str, PP_CHOICES))}, divide the "
             f"{row.gpus} GPUs and leave at least two layers per stage (the model needs its layers given)",
             field="pp",
+        )
+    cp = fixed.get("cp")
+    if cp is not None and cp > 1 and cp not in context_choices(ctx, cp):
+        return ArgumentError(
+            f"context parallelism {cp} is not possible here: it needs the sequence split into 2 x {cp} equal "
+            f"chunks, FlashAttention and the model's shapes; CP is one of {', '.join(map(str, CP_CHOICES))}",
+            field="cp",
         )
     if fixed.get("shard_degree") is not None:
         return ArgumentError(

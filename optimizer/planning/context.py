@@ -136,6 +136,11 @@ class JobContext:
     def is_measured(self, row: HardwareRow) -> bool:
         return (row.sku.name, row.gpus, row.nodes) in self.calibration.points
 
+    def attention_peak_flops(self, sku: Sku) -> float | None:
+        """The 16-bit peak attention kernels run at (fp16 takes the bf16 rate)."""
+        tflops = sku.dense_tflops("bf16")
+        return None if tflops is None else tflops * 1e12
+
     def peak_flops(self, sku: Sku) -> float | None:
         tflops = sku.dense_tflops(self.job.precision)
         return None if tflops is None else tflops * 1e12

@@ -38,6 +38,8 @@ class Framework:
     interleave_source: str
     offload: bool  # optimizer state in CPU memory, as gpuplan models it (ZeRO-Offload)
     offload_source: str
+    context_parallel: bool = False  # ring attention over cp ranks
+    cp_source: str = "no ring-attention context parallelism"
 
     def runnable(self, grid: dict[str, np.ndarray], layers: int) -> np.ndarray:
         """Which layouts of a strategy grid (columns by name) this framework runs."""
@@ -45,8 +47,10 @@ class Framework:
 
     def violations(self, grid: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
         """Per rule (its sentence with the source), a mask of the layouts that break it."""
-        tp, pp, dp, zero, shard = grid["tp"], grid["pp"], grid["dp"], grid["zero"], grid["shard"]
+        tp, pp, zero, shard = grid["tp"], grid["pp"], grid["zero"], grid["shard"]
         v, offload = grid["virtual_stages"], grid["offload"]
+        cp = grid.get("cp", np.ones_like(tp))
+        dp = grid["dp"] * cp  # ranks that hold the same weights
         hybrid = (zero >= 3) & (shard < dp)
         layers = max(int(layers), 1)
         stages = np.maximum(pp * v, 1)
@@ -77,6 +81,8 @@ class Framework:
                 offload == Offload.OPTIMIZER
             )
             & (not self.offload),
+            f"{self.title} has no context parallelism as gpuplan models it ({self.cp_source})": (cp > 1)
+            & (not self.context_parallel),
         }
 
 
@@ -147,6 +153,8 @@ FRAMEWORKS: dict[str, Framework] = {
         interleave_source="torchtitan pipeline_parallel_schedule Interleaved1F1B over layers split per stage",
         offload=False,
         offload_source="torchtitan's CPU offload moves parameters and gradients too (FSDP2 CPUOffloadPolicy)",
+        context_parallel=True,
+        cp_source="torchtitan parallelism.context_parallel_degree (ring attention)",
     ),
     "megatron": Framework(
         name="megatron",
@@ -170,6 +178,8 @@ FRAMEWORKS: dict[str, Framework] = {
         "incompatible with virtual pipeline stages, which split the layers evenly",
         offload=False,
         offload_source="--optimizer-cpu-offload (Megatron-Core, with the distributed optimizer) is not modelled",
+        context_parallel=True,
+        cp_source=_MEGATRON_ARGS + ": --context-parallel-size",
     ),
 }
 

@@ -32,6 +32,8 @@ def strategy_text(plan: Plan) -> str:
         parts.append(f"TP {s.tp}")
     if s.pp > 1:
         parts.append(f"PP {s.pp}")
+    if s.cp > 1:
+        parts.append(f"CP {s.cp}")
     if s.dp > 1:
         if s.zero_stage == 0:
             parts.append(f"DP {s.dp}")
