@@ -5,10 +5,15 @@ Exit codes: 0 answered (an infeasible problem is an answer), 2 bad input, 1 inte
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import json
+import os
+import signal
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from enum import Enum
@@ -17,18 +22,21 @@ from typing import Any
 
 import typer
 import yaml
+from ortools.sat.python import cp_model
 from pydantic import BaseModel
 from rich.table import Table
 
 from . import __version__, api
 from .errors import ArgumentError, GpuplanError
-from .inputs.catalog import catalog_entries
+from .inputs import units
+from .inputs.catalog import catalog_entries, find_sku, offers_for
 from .inputs.files import expand_models, load_catalog, load_job, load_portfolio, parse_model, problem_catalog
 from .inputs.hf_models import model_fields, presets
-from .inputs.overrides import apply_overrides
+from .inputs.overrides import apply_overrides, parse_measurement
 from .inputs.schema import ModelSpec
 from .inputs.units import fmt_count, parse_bytes
-from .present import render
+from .present import output, render
+from .present.exports import KINDS as EXPORT_KINDS
 from .present.exports import export
 from .present.jsonschema import json_schema
 from .present.plot import frontier_plot, memory_plot, portfolio_plot
@@ -44,7 +52,7 @@ app = typer.Typer(
 _state = {"debug": False, "quiet": False}
 
 # API parameter -> the flag that sets it, where the flag is not simply --name-with-dashes.
-_FLAG_OF = {"time_limit_s": "--time-limit", "kind": "KIND"}
+_FLAG_OF = {"time_limit_s": "--time-limit", "kind": "KIND", "name": "NAME", "export": "--export"}
 
 
 def flag_of(parameter: str) -> str:
@@ -55,8 +63,89 @@ def flag_of(parameter: str) -> str:
 def error_text(exc: GpuplanError) -> str:
     """One paragraph: a library error's location in the user's words (a file and field, or a flag)."""
     if isinstance(exc, ArgumentError) and not exc.source:
-        return f"command line, option '{flag_of(exc.field or '')}': {exc.reason}"
+        flag = flag_of(exc.field or "")
+        return f"command line, {'option' if flag.startswith('-') else 'argument'} '{flag}': {exc.reason}"
     return str(exc)
+
+
+# Flag (the API parameter it sets) -> its range in ``units.LIMITS``, and how its text reads as a number.
+_FLAG_RANGES = {
+    "gpus": "gpus",
+    "nodes": "nodes",
+    "tp": "gpus_per_node",
+    "pp": "layers",
+    "micro_batch": "global_batch",
+    "shard_degree": "gpus",
+    "max_nodes": "nodes",
+    "max_gpus": "gpus",
+    "deadline": "duration",
+    "budget": "budget",
+    "min_memory": "memory",
+    "reserve": "reserve",
+    "bytes_per_param": "bytes_per_param",
+    "time_limit_s": "time_limit",
+    "workers": "workers",
+}
+_FLAG_PARSERS: dict[str, Callable[[Any], float]] = {
+    "deadline": lambda v: units.parse_duration_s(v, "a deadline"),
+    "budget": lambda v: units.parse_usd(v, "a budget"),
+    "min_memory": lambda v: units.parse_bytes(v, "a memory size"),
+    "reserve": lambda v: units.parse_bytes(v, "a memory size"),
+}
+
+
+def check_flags(**values: Any) -> None:
+    """Every given flag within its sensible range (``units.LIMITS``), before any work: NaN, infinities,
+    0 where 1 is the least (``--nodes 0``) and absurd magnitudes are bad input naming the flag."""
+    for parameter, value in values.items():
+        if value is None:
+            continue
+        if parameter == "measured":
+            if len(value) > units.MAX_MEASUREMENTS:
+                raise ArgumentError(
+                    f"at most {units.MAX_MEASUREMENTS} measurements per command (got {len(value)}); each one "
+                    "costs a calibration fit: keep the few that differ most in GPU type and count",
+                    field="measured",
+                )
+            continue
+        try:
+            number = _FLAG_PARSERS[parameter](value) if parameter in _FLAG_PARSERS else value
+            units.check_range(number, _FLAG_RANGES[parameter], value)
+        except GpuplanError as exc:
+            raise ArgumentError(exc.reason, field=parameter) from None
+
+
+def check_gpu_names(catalog, parameter: str, names: list[str], *, offers: bool = False) -> None:
+    """Every GPU name a flag gives exists in the catalog (``offers``: offer names and aliases count too),
+    so that the error names the flag rather than a field of the job file."""
+    for name in names:
+        try:
+            offers_for(catalog, name) if offers else find_sku(catalog, name)
+        except GpuplanError as exc:
+            raise ArgumentError(exc.reason, field=parameter) from None
+
+
+def check_outputs(inputs: list[Path | None], **destinations: Path | None) -> None:
+    """Every output path (``out``, ``report``, ``plot_path``) writable, of a known kind and not an input
+    file, checked before any work so that a bad path fails fast and nothing else is written."""
+    kinds = {
+        "plot_path": (output.PLOT_SUFFIXES, "chart"),
+        "report": (output.REPORT_SUFFIXES, "report"),
+        "out": (None, "launcher config"),
+    }
+    seen: dict[str, str] = {}
+    for parameter, path in destinations.items():
+        if path is None:
+            continue
+        suffixes, what = kinds[parameter]
+        field = "plot" if parameter == "plot_path" else parameter
+        output.check_destination(path, field, suffixes=suffixes, inputs=inputs, what=what)
+        key = os.path.abspath(path)
+        if key in seen:
+            raise ArgumentError(
+                f"{path} is also the {flag_of(seen[key])} file; give each output its own file", field=field
+            )
+        seen[key] = field
 
 
 class Format(str, Enum):
@@ -143,7 +232,9 @@ def _emit(result: Any, fmt: Format, printer: Callable) -> None:
     if fmt == Format.table:
         console = render.console()
         if _state["quiet"]:
-            console = render.Console(record=True, file=io.StringIO(), width=console.width)
+            console = render.Console(
+                record=True, file=io.StringIO(), width=console.width, markup=False, emoji=False, highlight=False
+            )
             printer(result, console)
             lines = console.export_text().splitlines()
             typer.echo(lines[0] if lines else "")
@@ -166,6 +257,10 @@ def handled(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, SystemExit):
             raise
+        except KeyboardInterrupt:
+            # Never an answer: a stopped solve would read as 'infeasible' or a worse plan.
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130) from None
         except GpuplanError as exc:
             if _state["debug"]:
                 traceback.print_exc()
@@ -185,13 +280,29 @@ def _write_export(plan, kind: str, out: Path | None, name: str) -> None:
     if out is None:
         typer.echo(text, nl=False)
     else:
-        out.write_text(text)
+        output.write_text(out, text, "out")
         typer.echo(f"wrote {kind} config to {out}", err=True)
+
+
+def check_export(kind: str | None) -> None:
+    """A known --export kind, checked before any work."""
+    if kind is not None and kind not in EXPORT_KINDS:
+        raise ArgumentError(f"unknown export {kind!r}; choose one of {', '.join(EXPORT_KINDS)}", field="export")
 
 
 def _spot_policy(spot: bool | None) -> str | None:
     """--spot: spot only; --no-spot: never; neither: the file's setting."""
     return None if spot is None else ("only" if spot else "never")
+
+
+def _path(catalog: str | None) -> Path | None:
+    """A --catalog given as a file (an input no output may overwrite); None for a bundled name."""
+    return Path(catalog) if catalog and Path(catalog).is_file() else None
+
+
+def _names(text: str | None) -> list[str]:
+    """A comma-separated flag as names."""
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
 
 
 def _problem(job: Path, **overrides):
@@ -215,6 +326,7 @@ def check(
         None, "--shard-degree", min=1, help="Hybrid shard: ZeRO-3 inside groups of N GPUs (HSDP, ZeRO++ hpZ)."
     ),
     framework: str | None = FrameworkOpt,
+    cp: int | None = typer.Option(None, "--cp", min=1, help="Context parallelism: GPUs that split each sequence."),
     micro_batch: int | None = typer.Option(None, "--micro-batch", min=1, help="Sequences per micro-batch."),
     recompute: RecomputeOpt | None = typer.Option(None, "--recompute", help="Activation recompute."),
     offload: OffloadOpt | None = typer.Option(
@@ -243,8 +355,23 @@ def check(
     fmt: Format = FormatOpt,
 ) -> None:
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
+    check_flags(
+        gpus=gpus,
+        nodes=nodes,
+        tp=tp,
+        pp=pp,
+        shard_degree=shard_degree,
+        micro_batch=micro_batch,
+        deadline=deadline,
+        budget=budget,
+        measured=measured,
+    )
+    check_export(export_kind)
+    check_outputs([job, _path(catalog)], plot_path=plot_path, out=out if export_kind else None)
     problem = _problem(job, deadline=deadline, budget=budget, measured=measured, deadline_quantile=deadline_quantile)
     cat = problem_catalog(problem, catalog)
+    check_gpu_names(cat, "sku", [sku])
+    check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     result = api.check(
         problem,
         sku,
@@ -261,13 +388,15 @@ def check(
         spot=spot,
         shard_degree=shard_degree,
         framework=framework,
+        cp=cp,
     )
     if export_kind:
         _write_export(result.plan, export_kind, out, problem.job.name)
         if out is None:
             return
     if plot_path:
-        memory_plot(result.plan, plot_path)
+        with output.atomic_path(plot_path, "plot") as tmp:
+            memory_plot(result.plan, tmp)
     if fmt == Format.table:
         _emit(result, fmt, render.print_check)
         return
@@ -306,6 +435,17 @@ def solve(
     fmt: Format = FormatOpt,
 ) -> None:
     """The optimal plan, the cost/time Pareto frontier, and why the other GPUs lost."""
+    check_flags(
+        deadline=deadline,
+        budget=budget,
+        max_nodes=max_nodes,
+        max_gpus=max_gpus,
+        min_memory=min_memory,
+        measured=measured,
+        time_limit_s=time_limit,
+    )
+    check_export(export_kind)
+    check_outputs([job, _path(catalog)], plot_path=plot_path, report=report, out=out if export_kind else None)
     problem = _problem(
         job,
         objective=objective.value if objective else None,
@@ -321,6 +461,8 @@ def solve(
         spot=_spot_policy(spot),
     )
     cat = problem_catalog(problem, catalog)
+    check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
+    check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     table = api.candidate_table(problem, cat)
     result = api.plan(problem, catalog=cat, time_limit_s=time_limit, table=table)
     if export_kind:
@@ -335,9 +477,11 @@ def solve(
             return
     _emit(result, fmt, render.print_solve)
     if plot_path:
-        frontier_plot(result, plot_path)
+        with output.atomic_path(plot_path, "plot") as tmp:
+            frontier_plot(result, tmp)
     if report:
-        report.write_text(html_report(f"gpuplan: {problem.job.name}", result, api.options(problem, table=table)))
+        page = html_report(f"gpuplan: {problem.job.name}", result, api.options(problem, table=table))
+        output.write_text(report, page, "report")
         typer.echo(f"wrote report to {report}", err=True)
 
 
@@ -356,6 +500,7 @@ def options(
     fmt: Format = FormatOpt,
 ) -> None:
     """Every hardware row considered, with its best strategy, time, cost and what rejected it."""
+    check_flags(deadline=deadline, budget=budget, max_nodes=max_nodes, min_memory=min_memory)
     problem = _problem(
         job,
         deadline=deadline,
@@ -366,7 +511,9 @@ def options(
         framework=framework,
         spot=_spot_policy(spot),
     )
-    _emit(api.options(problem, catalog=problem_catalog(problem, catalog)), fmt, render.print_options)
+    cat = problem_catalog(problem, catalog)
+    check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
+    _emit(api.options(problem, catalog=cat), fmt, render.print_options)
 
 
 @app.command("catalog")
@@ -378,6 +525,7 @@ def catalog_cmd(
     fmt: Format = FormatOpt,
 ) -> None:
     """List a catalog's GPUs and offers: memory in GB and GiB, dense BF16 TFLOPS, bandwidths, price."""
+    check_flags(min_memory=min_memory)
     cat = load_catalog(name)
     floor = None
     if min_memory:
@@ -386,6 +534,7 @@ def catalog_cmd(
         except GpuplanError as exc:
             raise ArgumentError(exc.reason, field="min_memory") from None
     wanted = [t.strip() for t in types.split(",") if t.strip()] if types else None
+    check_gpu_names(cat, "types", wanted or [])
     rows = render.catalog_rows(catalog_entries(cat, wanted, floor))
     if fmt == Format.table:
         render.print_catalog(cat.name, rows, render.console())
@@ -419,8 +568,10 @@ def capacity(
 ) -> None:
     """The largest model (parameters) that fits on these GPUs: training state plus reserve, or for a job file
     the deepest version of its model whose best layout fits."""
+    check_flags(gpus=gpus, nodes=nodes, bytes_per_param=bytes_per_param, reserve=reserve)
     problem = load_job(job) if job is not None else None
     cat = problem_catalog(problem, catalog) if problem is not None else load_catalog(catalog or "default")
+    check_gpu_names(cat, "sku", [sku])
     result = api.capacity(
         sku,
         gpus,
@@ -448,6 +599,8 @@ def portfolio_cmd(
     fmt: Format = FormatOpt,
 ) -> None:
     """Schedule many jobs on shared GPU pools within one budget: plan, start and end per job, what was dropped."""
+    check_flags(time_limit_s=time_limit, workers=workers)
+    check_outputs([file, _path(catalog)], plot_path=plot_path)
     pf = load_portfolio(file)
     if spot is not None:
         pf = pf.model_copy(update={"spot": _spot_policy(spot)})
@@ -456,7 +609,8 @@ def portfolio_cmd(
     result = api.portfolio(pf, catalog=cat, time_limit_s=time_limit, workers=workers, progress=progress)
     _emit(result, fmt, render.print_portfolio)
     if plot_path and result.schedule:
-        portfolio_plot(result, plot_path)
+        with output.atomic_path(plot_path, "plot") as tmp:
+            portfolio_plot(result, tmp)
 
 
 @app.command("models")
@@ -501,7 +655,12 @@ def model_cmd(
     fmt: Format = FormatOpt,
 ) -> None:
     """Show one model: total and active parameters and the shapes, from a preset or a config.json."""
-    data = expand_models({"job": {"model": {"hf_config": name} if name.endswith(".json") else {"preset": name}}})
+    try:
+        data = expand_models({"job": {"model": {"hf_config": name} if name.endswith(".json") else {"preset": name}}})
+    except GpuplanError as exc:
+        if exc.source is None:  # the name itself (an unknown preset); errors inside a config.json name the file
+            raise ArgumentError(exc.reason, field="name") from None
+        raise
     spec = parse_model(ModelSpec, data["job"]["model"], name, "job.model")
     data = spec.model_dump(exclude_none=True)
     data.setdefault("active_params", data["params"])
@@ -527,13 +686,84 @@ def _progress_printer() -> Callable[[str], None] | None:
     return None
 
 
-def main() -> None:
+# Seconds the main thread has to stop by itself after ^C before the process exits regardless: by then it
+# is inside a solver call, which would only return at its time limit.
+INTERRUPT_GRACE_S = 2.0
+_interrupted = threading.Event()
+
+
+def _replace_unencodable() -> None:
+    """Print characters the output encoding lacks (PYTHONIOENCODING=ascii, a C locale) as '?', not a crash."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="replace")
+
+
+def _watch_interrupts() -> None:
+    """^C becomes exit 130 with 'interrupted' on stderr, whatever is running, and never an answer.
+
+    Python's SIGINT handler raises KeyboardInterrupt in the main thread at its next Python line
+    (``handled`` turns that into exit 130), but inside a solver call that line comes only at the time
+    limit. So the handler also wakes a watcher thread (``signal.set_wakeup_fd``), which gives the main
+    thread ``INTERRUPT_GRACE_S`` to stop by itself and otherwise removes half-written output files and
+    ends the process with 130 itself."""
+    if threading.current_thread() is not threading.main_thread():
+        return
     try:
-        app()
-    except SystemExit as exc:
-        code = exc.code
-        # click reports usage errors with code 2 already; keep codes as they are.
-        sys.exit(code)
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(write_fd, False)
+        signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    except (AttributeError, OSError, ValueError):  # no pipes or wakeup fds here: KeyboardInterrupt alone
+        return
+    _solvers_leave_sigint_alone()
+
+    def watch() -> None:
+        while signal.SIGINT not in os.read(read_fd, 64):  # the wakeup fd receives signal numbers
+            pass
+        _interrupted.set()
+        time.sleep(INTERRUPT_GRACE_S)
+        output.discard_pending()
+        os.write(2, b"interrupted\n")
+        os._exit(130)
+
+    threading.Thread(target=watch, name="gpuplan-interrupt", daemon=True).start()
+
+
+def _solvers_leave_sigint_alone() -> None:
+    """Stopgap until ``solver.model.PlanModel.solver`` sets it: CP-SAT's ``catch_sigint_signal`` (on by
+    default) replaces the process's SIGINT handler during a solve and stops the search as if its time
+    limit had passed, so ^C would print an ordinary-looking answer ('unknown', greedy, or a worse plan)
+    with exit 0, and afterwards it resets SIGINT to the default action. The CLI handles SIGINT itself."""
+    solve = cp_model.CpSolver.solve
+    if getattr(solve, "leaves_sigint_alone", False):
+        return
+
+    @functools.wraps(solve)
+    def leaving_sigint_alone(self, *args, **kwargs):
+        self.parameters.catch_sigint_signal = False
+        return solve(self, *args, **kwargs)
+
+    leaving_sigint_alone.leaves_sigint_alone = True  # type: ignore[attr-defined]
+    setattr(cp_model.CpSolver, "solve", leaving_sigint_alone)  # noqa: B010 - mypy refuses assigning a method
+
+
+def main() -> None:
+    _replace_unencodable()
+    _watch_interrupts()
+    code: Any = 0
+    try:
+        try:
+            app()
+        except SystemExit as exc:
+            code = exc.code  # click reports usage errors with code 2 already; keep codes as they are
+        if _interrupted.is_set() and code != 130:
+            raise KeyboardInterrupt  # ^C outside a command: click says 'Aborted!' with exit 1
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        code = 130
+    sys.exit(code)
 
 
 if __name__ == "__main__":

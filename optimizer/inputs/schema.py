@@ -9,10 +9,24 @@ one-sentence messages. Results (plans, verdicts) live in ``results``.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, computed_field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    computed_field,
+    field_validator,
+    model_validator,
+)
 
+from ..errors import JobError
 from ..physics.constants import FAILURES_PER_GPU_HOUR, HOST_LINK_GB_PER_S_PER_GPU, HOST_MEMORY_GB_PER_S_PER_GPU
 from . import units
 
@@ -35,8 +49,124 @@ MemoryBasis = Literal["delivered", "reported", "label", "board"]
 Framework = Literal["megatron", "deepspeed", "torchtitan", "fsdp"]
 
 
+# Every numeric input field -> its range in ``units.LIMITS`` (by attribute name, or ``Class.attribute``
+# where one name means different things). tests/test_hostile.py checks that none is missing.
+_RANGES: dict[str, str] = {
+    # Sku, Offer
+    "memory_label_bytes": "memory",
+    "memory_reported_bytes": "memory",
+    "board_memory_bytes": "memory",
+    "memory_delivered_bytes": "memory",
+    "hbm_bandwidth_gb_per_s": "bandwidth",
+    "intra_node_bandwidth_gb_per_s": "bandwidth",
+    "network_gb_per_s_per_gpu": "bandwidth",
+    "dense_bf16_tflops": "tflops",
+    "dense_fp8_tflops": "tflops",
+    "dense_fp4_tflops": "tflops",
+    "gpus_per_node": "gpus_per_node",
+    "default_mfu": "fraction",
+    "price_usd_per_gpu_hour": "price",
+    "spot_price_usd_per_gpu_hour": "price",
+    "spot_preemptions_per_node_hour": "preemptions",
+    "max_nodes": "nodes",
+    "billing_increment_s": "billing_increment",
+    # ModelSpec
+    "params": "params",
+    "active_params": "params",
+    "layers": "layers",
+    "hidden": "width",
+    "heads": "heads",
+    "kv_heads": "heads",
+    "head_dim": "width",
+    "ffn_hidden": "width",
+    "vocab": "vocab",
+    "experts": "experts",
+    "experts_per_token": "experts",
+    "shared_experts": "shared_experts",
+    # Measurement, JobSpec
+    "Measurement.gpus": "gpus",
+    "nodes": "nodes",
+    "tokens_per_s": "rate",
+    "peak_memory_bytes": "memory",
+    "lora_rank": "lora_rank",
+    "trainable_params": "params",
+    "teacher_params": "params",
+    "tokens": "tokens",
+    "dataset_tokens": "tokens",
+    "epochs": "epochs",
+    "seq_len": "seq_len",
+    "global_batch": "global_batch",
+    "bytes_per_param": "bytes_per_param",
+    "activation_reserve": "reserve",
+    # Assumptions
+    "mfu": "fraction",
+    "overlap": "share",
+    "link_efficiency": "fraction",
+    "framework_overhead": "reserve",
+    "startup_s": "overhead",
+    "restart_s": "overhead",
+    "failure_rate_per_gpu_hour": "failure_rate",
+    "checkpoint_gb_per_s_per_node": "bandwidth",
+    "host_memory_per_node_bytes": "memory",
+    "host_link_gb_per_s_per_gpu": "bandwidth",
+    "host_memory_gb_per_s_per_gpu": "bandwidth",
+    # GpuFilter, Constraints
+    "min_memory_bytes": "memory",
+    "count": "gpus_per_node",
+    "deadline_s": "duration",
+    "budget_usd": "budget",
+    "max_gpus": "gpus",
+    # portfolio
+    "start_s": "offset",
+    "end_s": "duration",
+    "PoolWindow.gpus": "pool_gpus",
+    "Pool.gpus": "pool_gpus",
+    "release_s": "offset",
+    "weight": "priority",
+    "horizon_s": "duration",
+    "time_step_s": "duration",
+}
+
+# Fields that also take text: how the text reads as a number, and that number's range.
+_TEXT_FORMS = {
+    "global_batch": (lambda v: units.parse_count(v, "a global batch in tokens"), "tokens"),
+    "activation_reserve": (lambda v: units.parse_bytes(v, "a memory size"), "reserve"),
+    "framework_overhead": (lambda v: units.parse_bytes(v, "a memory size"), "reserve"),
+}
+
+# pydantic's own bound checks, replaced by the range with its reason.
+_BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"})
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("*", mode="wrap")
+    @classmethod
+    def _sensible_number(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        """A numeric field's value within its ``units.LIMITS`` range: no booleans read as 1, no NaN, no
+        infinities, no magnitudes that would overflow the solver; the message states the range and why."""
+        kind = _RANGES.get(f"{cls.__name__}.{info.field_name}") or _RANGES.get(info.field_name or "")
+        if kind is None:
+            return handler(value)
+        limit = units.LIMITS[kind]
+        if isinstance(value, bool):
+            raise ValueError(f"expected a number, not {str(value).lower()}; it {limit.text()}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(limit.text())
+        try:
+            result = handler(value)
+        except ValidationError as exc:
+            if {e["type"] for e in exc.errors()} <= _BOUND_ERRORS:
+                raise ValueError(limit.text()) from None
+            raise
+        number = result
+        if isinstance(result, str) and info.field_name in _TEXT_FORMS and result != "auto":
+            parse, text_kind = _TEXT_FORMS[info.field_name]
+            number, limit = parse(result), units.LIMITS[text_kind]
+        if isinstance(number, (int, float)) and not isinstance(number, bool) and not limit.allows(number):
+            raise ValueError(limit.text())
+        return result
 
 
 # --------------------------------------------------------------------------- hardware and offers
@@ -378,6 +508,7 @@ class Strategy(_Model):
     recompute: Recompute = "none"
     virtual_stages: int = Field(1, ge=1, description="Interleaved pipeline chunks per GPU (1 = plain 1F1B).")
     offload: Literal["none", "optimizer"] = Field("none", description="ZeRO-Offload: optimizer state in CPU memory.")
+    cp: int = Field(1, ge=1, description="Context parallelism: ranks that split each sequence (ring attention).")
     framework: Framework | Literal["none"] = Field(
         "fsdp",
         description="The framework that runs this layout (its rules: docs/design.md section 3.5); "
@@ -467,4 +598,56 @@ class Portfolio(_Model):
                     raise ValueError(f"job {job.name!r} is 'after' unknown job {dep!r}")
                 if dep == job.name:
                     raise ValueError(f"job {job.name!r} cannot come after itself")
+        cycle = _after_cycle(self.jobs)
+        if cycle:
+            first = names.index(cycle[0])
+            raise JobError(
+                f"the 'after:' dependencies form a cycle ({' -> '.join(cycle)}), so none of these jobs could "
+                "ever start; remove one of them from another's 'after:'",
+                field=f"jobs[{first}].after",
+            )
         return self
+
+    @model_validator(mode="after")
+    def _time_steps(self) -> Portfolio:
+        """The horizon holds at least one time step and at most ``units.MAX_TIME_STEPS`` of them."""
+        steps = self.horizon_s / self.time_step_s
+        if steps < 1:
+            raise JobError(
+                f"time_step ({units.fmt_duration(self.time_step_s)}) is longer than the horizon "
+                f"({units.fmt_duration(self.horizon_s)}), which leaves no step to schedule in; use a time_step "
+                "of at most the horizon (1h is the default)",
+                field="time_step",
+            )
+        if steps > units.MAX_TIME_STEPS:
+            coarsest = units.fmt_duration(self.horizon_s / units.MAX_TIME_STEPS)
+            raise JobError(
+                f"horizon / time_step is {steps:,.0f} time steps, more than the {units.MAX_TIME_STEPS:,} the "
+                f"scheduler takes (each step is a point it reasons about); use a time_step of at least {coarsest} "
+                "(1h is the default)",
+                field="time_step",
+            )
+        return self
+
+
+def _after_cycle(jobs: list[PortfolioJob]) -> list[str]:
+    """A cycle of ``after:`` dependencies as job names (first repeated last), or [] when there is none."""
+    after = {job.name: job.after for job in jobs}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for root in after:
+        if state.get(root):
+            continue
+        path, stack = [root], [iter(after[root])]
+        state[root] = 1
+        while stack:
+            dep = next(stack[-1], None)
+            if dep is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(dep) == 1:
+                return path[path.index(dep) :] + [dep]
+            elif not state.get(dep) and dep in after:
+                state[dep] = 1
+                path.append(dep)
+                stack.append(iter(after[dep]))
+    return []
