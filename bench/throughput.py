@@ -49,8 +49,8 @@ def modelled(run: dict, skus: set[str]) -> str | None:
     """Why gpuplan cannot predict this row today (None: it can)."""
     if run.get("tokens_per_s_per_gpu") is None:
         return "publishes TFLOPS only"
-    if run["kind"] == "moe":
-        return "MoE: expert parallelism not modelled"
+    if run["kind"] == "moe" and not isinstance(run["model"], str):
+        return "MoE with inline shapes (dense prefix layers, sliding windows) not described by gpuplan's schema"
     if run["sku"] not in skus:
         return f"SKU {run['sku']} not in the hardware catalog"
     if run["precision"] == "nvfp4":
@@ -103,6 +103,7 @@ def predict(run: dict, catalog, efficiency: float | None) -> float:
         micro_batch=micro_batch,
         recompute=recompute,
         cp=layout.get("cp") if (layout.get("cp") or 1) > 1 else None,
+        ep=layout.get("ep") if (layout.get("ep") or 1) > 1 else None,
         compare=False,
         catalog=catalog,
     )
@@ -201,6 +202,7 @@ def main() -> int:
     print()
     median, ratio = summary([r for r in rows if r["kind"] == "dense"], "dense")
     summary([r for r in rows if r["kind"] == "long_context"], "long-context")
+    summary([r for r in rows if r["kind"] == "moe"], "MoE")
     print(f"{len(skipped)} rows not modelled:")
     for name, why in skipped:
         print(f"  {name}: {why}")

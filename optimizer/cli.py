@@ -108,8 +108,12 @@ def check_flags(**values: Any) -> None:
                     field="measured",
                 )
             continue
+        limit = units.LIMITS[_FLAG_RANGES[parameter]]
         try:
             number = _FLAG_PARSERS[parameter](value) if parameter in _FLAG_PARSERS else value
+        except GpuplanError as exc:
+            raise ArgumentError(f"{exc.reason}; it {limit.text()}", field=parameter) from None
+        try:
             units.check_range(number, _FLAG_RANGES[parameter], value)
         except GpuplanError as exc:
             raise ArgumentError(exc.reason, field=parameter) from None
@@ -327,6 +331,7 @@ def check(
     ),
     framework: str | None = FrameworkOpt,
     cp: int | None = typer.Option(None, "--cp", min=1, help="Context parallelism: GPUs that split each sequence."),
+    ep: int | None = typer.Option(None, "--ep", min=1, help="Expert parallelism (MoE): GPUs that split the experts."),
     micro_batch: int | None = typer.Option(None, "--micro-batch", min=1, help="Sequences per micro-batch."),
     recompute: RecomputeOpt | None = typer.Option(None, "--recompute", help="Activation recompute."),
     offload: OffloadOpt | None = typer.Option(
@@ -389,6 +394,7 @@ def check(
         shard_degree=shard_degree,
         framework=framework,
         cp=cp,
+        ep=ep,
     )
     if export_kind:
         _write_export(result.plan, export_kind, out, problem.job.name)

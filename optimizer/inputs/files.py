@@ -94,8 +94,31 @@ def _load_skus(path: Path) -> list[Sku]:
 
 
 def load_catalog(name_or_path: str = "default", relative_to: Path | None = None) -> Catalog:
-    """A bundled catalog by name (``default``, ``nodus-2026-11``, ``hardware``) or a YAML path."""
-    path = _catalog_path(name_or_path, relative_to)
+    """A bundled catalog by name (``default``, ``nodus-2026-11``, ``hardware``) or a YAML path.
+
+    Includes are merged depth-first. A catalog that includes itself (directly or through others) is
+    refused naming the cycle; one reached twice (``include: [default, nodus-2026-11]``) is refused
+    naming both includers, as are two offers of the same name: either would list offers twice."""
+    return _load_catalog(_catalog_path(name_or_path, relative_to), (), {})[0]
+
+
+def _a_type(value: Any) -> str:
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _offer_key(name: str) -> str:
+    """Offer names as ``inputs.catalog`` matches them: case-insensitive, ``_`` and spaces read as ``-``."""
+    return name.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+def _load_catalog(
+    path: Path, chain: tuple[Path, ...], included_by: dict[Path, Path]
+) -> tuple[Catalog, list[tuple[str, str]]]:
+    """The catalog at ``path`` and, per offer, where it was written (file, field).
+
+    ``chain`` is the resolved paths of the catalogs including this one (outermost first);
+    ``included_by`` maps every catalog included so far in this load to the file that included it."""
     data = read_yaml(path, "catalog")
     if not isinstance(data, dict):
         raise CatalogError("a catalog file is a mapping with 'offers:' (and 'hardware:') or 'skus:'", source=str(path))
@@ -106,23 +129,75 @@ def load_catalog(name_or_path: str = "default", relative_to: Path | None = None)
             source=str(path),
             field=unknown[0],
         )
+    for key, kind in (("include", "a list of catalog names or paths, e.g. [nodus-2026-11]"), ("offers", "a list")):
+        value = data.get(key)
+        if value is not None and not (
+            isinstance(value, list) and (key != "include" or all(isinstance(v, str) for v in value))
+        ):
+            shown = f"the text {value!r}" if isinstance(value, str) else _a_type(value)
+            raise CatalogError(f"'{key}' takes {kind}, got {shown}", source=str(path), field=key)
+    here = path.resolve()
     skus: dict[str, Sku] = {}
     offers: list[Offer] = []
+    origins: list[tuple[str, str]] = []
     files = [str(path)]
-    for included in data.get("include") or []:
-        sub = load_catalog(str(included), relative_to=path.parent)
-        skus.update({s.name: s for s in sub.skus})
-        offers.extend(sub.offers)
-        files.extend(sub.source_files)
+    for i, included in enumerate(data.get("include") or []):
+        try:
+            sub_path = _catalog_path(included, relative_to=path.parent)
+        except CatalogError as exc:
+            raise exc.located(str(path), f"include[{i}]") from None
+        sub = sub_path.resolve()
+        if sub in (*chain, here):
+            cycle = [p.name for p in (*chain, here)][list((*chain, here)).index(sub) :] + [sub.name]
+            raise CatalogError(
+                f"the includes form a cycle ({' -> '.join(cycle)}), so this catalog would never finish "
+                "loading; remove one of these includes",
+                source=str(path),
+                field=f"include[{i}]",
+            )
+        if sub in included_by:
+            by = f"by {path}" if included_by[sub] == path else f"by {included_by[sub]} and by {path}"
+            raise CatalogError(
+                f"catalog {sub_path} is included twice ({by}), which would list its offers twice; include it once",
+                source=str(path),
+                field=f"include[{i}]",
+            )
+        included_by[sub] = path
+        sub_catalog, sub_origins = _load_catalog(sub_path, (*chain, here), included_by)
+        skus.update({s.name: s for s in sub_catalog.skus})
+        offers.extend(sub_catalog.offers)
+        origins.extend(sub_origins)
+        files.extend(sub_catalog.source_files)
     if "skus" in data:
         skus.update({s.name: s for s in _load_skus(path)})
     if data.get("hardware"):
-        hardware = _catalog_path(str(data["hardware"]), path.parent)
+        if not isinstance(data["hardware"], str):
+            raise CatalogError(
+                f"'hardware' takes the name or path of a hardware file (e.g. hardware), got {_a_type(data['hardware'])}",
+                source=str(path),
+                field="hardware",
+            )
+        try:
+            hardware = _catalog_path(data["hardware"], path.parent)
+        except CatalogError as exc:
+            raise exc.located(str(path), "hardware") from None
         for sku in _load_skus(hardware):
             skus.setdefault(sku.name, sku)
         files.append(str(hardware))
     for i, row in enumerate(data.get("offers") or []):
         offers.append(parse_model(Offer, row, str(path), f"offers[{i}]"))
+        origins.append((str(path), f"offers[{i}]"))
+    first: dict[str, int] = {}
+    for k, offer in enumerate(offers):
+        j = first.setdefault(_offer_key(offer.name), k)
+        if j != k:
+            (file_a, field_a), (file_b, field_b) = origins[j], origins[k]
+            raise CatalogError(
+                f"offer name {offer.name!r} is given twice ({file_a} {field_a} and {file_b} {field_b}); offer "
+                "names select offers, so each must be unique: rename or remove one",
+                source=file_b,
+                field=f"{field_b}.name",
+            )
     catalog = Catalog(
         name=str(data.get("name") or path.stem),
         description=str(data.get("description") or ""),
@@ -134,8 +209,8 @@ def load_catalog(name_or_path: str = "default", relative_to: Path | None = None)
         try:
             find_sku(catalog, offer.sku)
         except CatalogError as exc:
-            raise exc.located(str(path), f"offers[{i}].sku") from None
-    return catalog
+            raise exc.located(*origins[i][:1], f"{origins[i][1]}.sku") from None
+    return catalog, origins
 
 
 # --------------------------------------------------------------------------- jobs

@@ -17,10 +17,91 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError, JobError, did_you_mean
+from . import units
 from .bundled import MODEL_PRESETS, bundled_dir
 from .reader import read_json_file, read_yaml_file
 
 _GATED = ("silu", "swiglu", "gelu_pytorch_tanh", "geglu", "swish")
+
+# The config.json sizes counted here -> their range in ``units.LIMITS``. Checked before counting: a
+# ``num_hidden_layers: 1e12`` would otherwise loop over a trillion layers, and ``num_attention_heads: 0``
+# divide by zero.
+_CONFIG_RANGES = {
+    "hidden_size": "width",
+    "d_model": "width",
+    "n_embd": "width",
+    "num_hidden_layers": "layers",
+    "n_layer": "layers",
+    "num_layers": "layers",
+    "num_attention_heads": "heads",
+    "n_head": "heads",
+    "num_key_value_heads": "heads",
+    "head_dim": "width",
+    "vocab_size": "vocab",
+    "intermediate_size": "width",
+    "ffn_dim": "width",
+    "n_inner": "width",
+    "moe_intermediate_size": "width",
+    "shared_expert_intermediate_size": "width",
+    "kv_lora_rank": "width",
+    "q_lora_rank": "width",
+    "qk_nope_head_dim": "width",
+    "qk_rope_head_dim": "width",
+    "v_head_dim": "width",
+    "num_experts": "experts",
+    "num_local_experts": "experts",
+    "n_routed_experts": "experts",
+    "num_experts_per_tok": "experts",
+    "moe_topk": "experts",
+    "n_shared_experts": "experts",
+    "first_k_dense_replace": "layers",
+    "decoder_sparse_step": "layers",
+}
+# Keys where 0 means "none" (no experts, no q-LoRA, no dense prefix), as Hugging Face writes them.
+_ZERO_IS_NONE = frozenset(
+    {
+        "num_experts",
+        "num_local_experts",
+        "n_routed_experts",
+        "num_experts_per_tok",
+        "moe_topk",
+        "n_shared_experts",
+        "q_lora_rank",
+        "kv_lora_rank",
+        "first_k_dense_replace",
+        "decoder_sparse_step",
+        "shared_expert_intermediate_size",
+    }
+)
+
+
+def check_config(cfg: dict, source: str) -> None:
+    """Every size ``count_params`` reads is a whole number in its ``units.LIMITS`` range."""
+    for key, kind in _CONFIG_RANGES.items():
+        value = cfg.get(key)
+        if value is None or (value == 0 and key in _ZERO_IS_NONE and not isinstance(value, bool)):
+            continue
+        limit = units.LIMITS[kind]
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not whole or not limit.allows(value):
+            problem = (
+                limit.text() if whole and not isinstance(value, bool) else f"is not a whole number; it {limit.text()}"
+            )
+            raise JobError(
+                f"{key} = {value!r} in this config.json {problem}; check that this is a model's config.json",
+                source=source,
+                field="job.model.hf_config",
+            )
+    layers = cfg.get("mlp_only_layers")
+    if layers is not None and not (
+        isinstance(layers, list) and len(layers) <= units.LIMITS["layers"].high and all(type(i) is int for i in layers)
+    ):
+        raise JobError(
+            "mlp_only_layers in this config.json must be a list of layer numbers; check that this is a "
+            "model's config.json",
+            source=source,
+            field="job.model.hf_config",
+        )
 
 
 def _presets_file() -> Path:
@@ -140,6 +221,7 @@ def read_hf_config(path: str | Path) -> dict:
             source=str(path),
             field="job.model.hf_config",
         )
+    check_config(cfg, str(path))
     return cfg
 
 
@@ -161,13 +243,20 @@ def resolve(spec: dict | str, base: Path | None = None) -> dict:
             )
         fields = model_fields(table[key]["config"], name=key)
     else:
-        path = Path(spec.pop("hf_config"))
+        given = spec.pop("hf_config")
+        if not isinstance(given, str) or not given:
+            raise JobError(
+                f"hf_config is the path of a Hugging Face config.json (e.g. hf_config: llama/config.json), "
+                f"got {given!r}",
+                field="job.model.hf_config",
+            )
+        path = Path(given)
         if base is not None and not path.is_absolute():
             path = base / path
         cfg = read_hf_config(path)
         try:
             fields = model_fields(cfg, name=spec.get("name") or cfg.get("_name_or_path") or path.parent.name)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
             raise GpuplanError(
                 f"cannot size the model from this config ({exc.__class__.__name__}: {exc}); "
                 "it needs hidden_size, num_hidden_layers, num_attention_heads and vocab_size",

@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import JobError
+from ..errors import JobError, UnitError
 from ..physics.constants import FAILURES_PER_GPU_HOUR, HOST_LINK_GB_PER_S_PER_GPU, HOST_MEMORY_GB_PER_S_PER_GPU
 from . import units
 
@@ -134,8 +134,10 @@ _TEXT_FORMS = {
     "framework_overhead": (lambda v: units.parse_bytes(v, "a memory size"), "reserve"),
 }
 
-# pydantic's own bound checks, replaced by the range with its reason.
-_BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"})
+# pydantic's own bound checks (and its "too large for an integer"), replaced by the range with its reason.
+_BOUND_ERRORS = frozenset(
+    {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number", "int_parsing_size"}
+)
 
 
 class _Model(BaseModel):
@@ -157,13 +159,20 @@ class _Model(BaseModel):
         try:
             result = handler(value)
         except ValidationError as exc:
-            if {e["type"] for e in exc.errors()} <= _BOUND_ERRORS:
+            errors = exc.errors()
+            if {e["type"] for e in errors} <= _BOUND_ERRORS:
                 raise ValueError(limit.text()) from None
+            if len(errors) == 1 and errors[0]["type"] == "value_error":  # text that reads as no number
+                raise ValueError(f"{errors[0]['msg'].removeprefix('Value error, ')}; it {limit.text()}") from None
             raise
         number = result
         if isinstance(result, str) and info.field_name in _TEXT_FORMS and result != "auto":
             parse, text_kind = _TEXT_FORMS[info.field_name]
-            number, limit = parse(result), units.LIMITS[text_kind]
+            limit = units.LIMITS[text_kind]
+            try:
+                number = parse(result)
+            except UnitError as exc:
+                raise ValueError(f"{exc.reason}; it {limit.text()}") from None
         if isinstance(number, (int, float)) and not isinstance(number, bool) and not limit.allows(number):
             raise ValueError(limit.text())
         return result
@@ -509,6 +518,7 @@ class Strategy(_Model):
     virtual_stages: int = Field(1, ge=1, description="Interleaved pipeline chunks per GPU (1 = plain 1F1B).")
     offload: Literal["none", "optimizer"] = Field("none", description="ZeRO-Offload: optimizer state in CPU memory.")
     cp: int = Field(1, ge=1, description="Context parallelism: ranks that split each sequence (ring attention).")
+    ep: int = Field(1, ge=1, description="Expert parallelism: ranks that split the routed experts of an MoE model.")
     framework: Framework | Literal["none"] = Field(
         "fsdp",
         description="The framework that runs this layout (its rules: docs/design.md section 3.5); "

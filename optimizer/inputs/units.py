@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 from ..errors import UnitError
 from ..physics.constants import BATCH_POWER_OF_TWO_TOLERANCE, BATCH_SEQUENCE_MULTIPLE, GIB
@@ -184,6 +185,103 @@ def parse_rate(value: str | int | float, what: str = "a throughput") -> float:
         return parse_count(text, what)
     except UnitError:
         raise UnitError(f"cannot read {value!r} as {what}; write it like 14.8k tok/s or 14800") from None
+
+
+# --------------------------------------------------------------------------- sensible ranges
+
+YEAR_S = 365 * 86400.0
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The range a kind of quantity must fall in, and why its upper end is where it is.
+
+    Values are in base units (bytes, seconds, USD); ``scale`` and ``unit`` say how the range is shown.
+    """
+
+    low: float
+    high: float
+    unit: str
+    reason: str
+    low_inclusive: bool = False  # True: low itself is allowed (>=); False: only above it (>)
+    scale: float = 1.0
+
+    def allows(self, value: float) -> bool:
+        above = value >= self.low if self.low_inclusive else value > self.low
+        return math.isfinite(value) and above and value <= self.high
+
+    def text(self) -> str:
+        def show(x: float) -> str:
+            x /= self.scale
+            return f"{x:,.0f}" if x == int(x) and abs(x) < 1e10 else f"{x:g}"
+
+        low = f"at least {show(self.low)}" if self.low_inclusive else f"greater than {show(self.low)}"
+        unit = f" {self.unit}" if self.unit else ""
+        return f"must be {low} and at most {show(self.high)}{unit} ({self.reason})"
+
+
+# Every number a user gives (in a file or a flag) falls in one of these ranges. NaN, infinity and
+# values no training job comes near (a 100-year deadline, $1e300 per hour, a billion layers) are
+# typos or hostile: unchecked, they overflow int() in the solver or make the search loop for hours.
+# Each upper end is generous (tens to hundreds of times the largest real value) and says why.
+LIMITS: dict[str, Limit] = {
+    # model shapes
+    "params": Limit(0, 1e14, "parameters", "100T: fifty times the largest published model"),
+    "layers": Limit(1, 10_000, "layers", "a hundred times the deepest published transformer", True),
+    "width": Limit(1, 2**20, "", "hidden, FFN and head widths: twenty times the widest published model", True),
+    "heads": Limit(1, 2**16, "heads", "a hundred times the most attention heads published", True),
+    "vocab": Limit(1, 2**27, "tokens", "a hundred times the largest published vocabulary", True),
+    "experts": Limit(1, 2**16, "experts", "a hundred times the most experts published", True),
+    "shared_experts": Limit(0, 2**16, "experts", "a hundred times the most experts published", True),
+    # the job
+    "tokens": Limit(0, 1e16, "tokens", "10 quadrillion: hundreds of times the largest published training run"),
+    "epochs": Limit(0, 10_000, "epochs", "fine-tunes run a few epochs"),
+    "seq_len": Limit(1, 2**24, "tokens", "longer than any published training context", True),
+    "global_batch": Limit(1, 2**30, "sequences", "published runs use thousands of sequences per step", True),
+    "lora_rank": Limit(1, 2**16, "", "adapters use ranks of 4 to 256", True),
+    "bytes_per_param": Limit(0, 1024, "bytes", "training state takes 2 to 20 bytes per parameter"),
+    "rate": Limit(0, 1e12, "tokens/s", "a thousand times the throughput of the largest published cluster"),
+    "reserve": Limit(0, 1e14, "GB", "100 TB: hundreds of times any GPU's memory", True, scale=1e9),
+    # hardware and offers
+    "memory": Limit(0, 1e14, "GB", "100 TB: hundreds of times any GPU's or node's memory", scale=1e9),
+    "bandwidth": Limit(0, 1e6, "GB/s", "a hundred times any GPU's memory bandwidth"),
+    "tflops": Limit(0, 1e6, "TFLOPS", "an exaFLOP per GPU: a hundred times any GPU"),
+    "fraction": Limit(0, 1, "", "a fraction of the nominal figure"),
+    "share": Limit(0, 1, "", "a share, 0 to 1", True),
+    "gpus_per_node": Limit(1, 72, "GPUs", "the largest NVLink domain rented as one node, GB200 NVL72", True),
+    "nodes": Limit(1, 4096, "nodes", "the candidate search covers up to 4,096 nodes per job", True),
+    "gpus": Limit(1, 4096 * 72, "GPUs", "4,096 nodes of 72 GPUs", True),
+    "pool_gpus": Limit(0, 4096 * 72, "GPUs", "4,096 nodes of 72 GPUs", True),
+    "price": Limit(0, 1000, "USD per GPU-hour", "a hundred times the dearest GPU rental"),
+    "preemptions": Limit(0, 100, "per node-hour", "more than one preemption a minute is no capacity", True),
+    "failure_rate": Limit(0, 1, "per GPU-hour", "a failure every GPU-hour would stop any run", True),
+    # money and time
+    "budget": Limit(0, 1e10, "USD", "$10 billion: more than any training run has cost"),
+    "duration": Limit(0, 10 * YEAR_S, "h", "10 years: no GPU rental is planned further ahead", scale=3600),
+    "offset": Limit(0, 10 * YEAR_S, "h", "10 years: no GPU rental is planned further ahead", True, scale=3600),
+    "overhead": Limit(0, 30 * 86400, "h", "30 days of start-up or restart is a typo", True, scale=3600),
+    "billing_increment": Limit(0, 31 * 86400, "h", "monthly billing is the coarsest there is", scale=3600),
+    "priority": Limit(0, 1e6, "", "weights are relative: past a million to one they only overflow the objective"),
+    # solver settings
+    "time_limit": Limit(0, 86400, "s", "a day: CP-SAT answers most plans in seconds"),
+    "workers": Limit(1, 64, "workers", "CP-SAT gains nothing past a few dozen workers", True),
+}
+
+# The most time steps (horizon / time_step) a portfolio may have: each step is a point the scheduler
+# reasons about; 100,000 is 11 years of hours or 69 days of minutes.
+MAX_TIME_STEPS = 100_000
+
+# The most --measured flags one command takes: each one costs a calibration fit (~0.3 s).
+MAX_MEASUREMENTS = 16
+
+
+def check_range(value: float, kind: str, given: object = None) -> float:
+    """``value`` if it falls in ``LIMITS[kind]``, else a ``UnitError`` stating the range and why
+    (and ``given``, the text the value was read from, if not the value itself)."""
+    limit = LIMITS[kind]
+    if isinstance(value, bool) or not limit.allows(float(value)):
+        raise UnitError(f"{limit.text()} (got {value if given is None else given!r})")
+    return value
 
 
 def fmt_bytes(n_bytes: float) -> str:

@@ -113,6 +113,11 @@ FREE_BATCH_MAX_OVER_OPTIMAL = 2.0
 # simpler to launch and debug, at a cost inside the model's own error (docs/design.md section 3.4).
 SIMPLER_LAYOUT_TOLERANCE = 0.01
 
+# ASSUMPTION: an expert's grouped GEMM of t token rows reaches t / (t + 512) of the large-GEMM efficiency;
+# 512 rows is where a 128 x 128-tile GEMM on a 132-SM GPU first fills every SM with a few waves (the
+# grouped-GEMM kernels of Megatron-Core / TransformerEngine tile 128 rows).
+GROUPED_GEMM_HALF_TOKENS = 512.0
+
 # --------------------------------------------------------------------------- reliability
 
 # Llama 3 (Dubey et al. 2024, "The Llama 3 Herd of Models", section 3.3.4): 419 unexpected

@@ -72,6 +72,7 @@ class Layout:
     virtual_stages: Ints = 1
     offload: Ints = Offload.NONE
     cp: Ints = 1  # context parallelism: ranks that split each sequence (ring attention)
+    ep: Ints = 1  # expert parallelism: ranks (of the dp x cp ones) that split the routed experts
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

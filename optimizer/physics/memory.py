@@ -10,16 +10,19 @@ Sources, term by term:
   4 x largest-layer parameters (fp16 weights + gradients of one layer; ``estimate_zero3_model_states_
   mem_needs``).
 - Activations: Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
-  Models", section 4.1), re-derived for the real widths by counting what the backward pass keeps,
-  2 bytes per bf16 element, no dropout. Attention: norm input 2sbh, QKV input 2sbh, Q 2sbq,
-  K and V 2sbk each, output-projection input 2sbq; MLP: norm input 2sbh, first matmul input 2sbh,
-  gated (SwiGLU, fused as in Megatron-Core) 6sbf for the gate/up outputs and the down input, or 4sbf
-  for a GeLU MLP. For GPT shapes (q = k = h, f = 4h, GeLU) this is 32 sbh = the paper's 34 sbh less
-  the two dropout masks. Eager (non-flash) attention adds the softmax output 2 a s^2 b. Sequence
-  parallelism with TP divides everything by t; full recompute keeps only the layer input 2 sbh / t
-  plus one layer's working set. 1F1B pipelining holds min(p, m) micro-batches of L/p layers on the
-  first stage (paper section 4.2.3). Logits: bf16 output plus the fp32 copy the loss upcasts,
-  6 s b V / t, on the last stage.
+  Models", section 4.1), re-derived for the real widths by counting what PyTorch's autograd keeps in
+  eager mode, 2 bytes per bf16 element, no dropout (checked per tensor against
+  ``torch.autograd.graph.saved_tensors_hooks`` on the bundled presets, tests/test_torch_accounting.py).
+  Attention: Q 2sbq, K and V 2sbk each, output-projection input 2sbq; MLP gated (SwiGLU, unfused as in
+  Hugging Face and torchtitan: gate output, activation output, up output and down input) 8sbf, or 4sbf
+  for a GeLU MLP. Each of the two norms keeps its input and its output (the next matmul's input): 4sbh
+  for a LayerNorm (bf16), 8sbh for an RMSNorm (gated models), which upcasts to fp32 (input 4sbh,
+  normalised value 2sbh, output 2sbh). For GPT shapes (q = k = h, f = 4h, GeLU, LayerNorm) this is
+  32 sbh = the paper's 34 sbh less the two dropout masks. Eager (non-flash) attention adds the softmax
+  output 2 a s^2 b. Sequence parallelism with TP divides everything by t; full recompute keeps only the
+  layer input 2 sbh / t plus one layer's working set. 1F1B pipelining holds min(p, m) micro-batches of
+  L/p layers on the first stage (paper section 4.2.3). Logits: bf16 output plus the fp32 copy the loss
+  upcasts, 6 s b V / t, on the last stage.
 """
 
 from __future__ import annotations
@@ -55,21 +58,34 @@ class MemoryBreakdown:
 def state_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Weights, gradients and optimizer state per GPU (ZeRO paper section 5.1, Figure 1).
 
-    With optimizer offload (ZeRO-Offload, Ren et al. 2021) the fp32 master weights and Adam moments
-    live in CPU memory (``host_optimizer_bytes``) and leave the GPU."""
+    Model parallelism (TP x PP) divides all state; ZeRO-1/2/3 shard optimizer state, gradients and
+    weights over the shard group. Expert parallelism (Megatron-Core MoE) places 1 / ep of the routed
+    experts on each rank, and ZeRO then shards expert state over the expert-data-parallel group (shard /
+    ep ranks), so sharded expert state is divided by the whole group either way, and unsharded expert
+    state by ep. With optimizer offload (ZeRO-Offload, Ren et al. 2021) the fp32 master weights and Adam
+    moments live in CPU memory (``host_optimizer_bytes``) and leave the GPU."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
     zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
+    ep = np.asarray(layout.ep, float)
     model_parallel = tp * pp
-    trainable = train.trainable_params
-    weights = train.weights_total(shape.params) / model_parallel
-    weights = np.where(zero >= 3, weights / shard, weights)
+    share = shape.expert_share
+    frozen_experts = share * shape.params * train.weight_bytes  # routed experts are not LoRA-adapted
+    trainable_share = 0.0 if train.lora else share
+
+    def per_gpu(total, expert_total, sharded) -> np.ndarray:
+        dense = (total - expert_total) / np.where(sharded, shard, 1.0)
+        experts = expert_total / np.where(sharded, np.maximum(shard, ep), ep)
+        return (dense + experts) / model_parallel
+
+    weights = per_gpu(train.weights_total(shape.params), frozen_experts, zero >= 3)
     # ZeRO-3 gathers one block of weights (and reduces its gradients) at a time: DeepSpeed's
-    # "largest layer" term, split by TP.
-    weights = weights + np.where(zero >= 3, ZERO3_GATHER_BYTES_PER_LAYER_PARAM * shape.layer_params / tp, 0.0)
-    grads = train.grad_bytes * trainable / model_parallel
-    grads = np.where(zero >= 2, grads / shard, grads)
-    optim = train.optimizer_bytes * trainable / model_parallel
-    optim = np.where(zero >= 1, optim / shard, optim)
+    # "largest layer" term, split by TP (and its experts by EP).
+    gathered = shape.layer_params * ((1.0 - share) + share / ep)
+    weights = weights + np.where(zero >= 3, ZERO3_GATHER_BYTES_PER_LAYER_PARAM * gathered / tp, 0.0)
+    grad_total = train.grad_bytes * train.trainable_params
+    grads = per_gpu(grad_total, grad_total * trainable_share, zero >= 2)
+    optim_total = train.optimizer_bytes * train.trainable_params
+    optim = per_gpu(optim_total, optim_total * trainable_share, zero >= 1)
     return weights, grads, np.where(np.asarray(layout.offload) > 0, 0.0, optim)
 
 
@@ -89,9 +105,14 @@ def layer_activation_bytes(shape: ModelShape, seq_len: float, micro_batch, eager
     """Bytes one transformer block keeps for backward, per micro-batch, without parallelism."""
     s, b = float(seq_len), np.asarray(micro_batch, float)
     h, q, k, f = shape.hidden, shape.q_width, shape.kv_width, shape.ffn_active
-    attention = 2 * h + 2 * h + 2 * q + 2 * k + 2 * k + 2 * q
-    mlp = 2 * h + 2 * h + (6 * f if shape.gated_mlp else 4 * f)
-    per_layer = s * b * (attention + mlp)
+    # Measured with saved_tensors_hooks (PyTorch 2.13, transformers 5.24, bf16, SDPA flash kernel): Llama 3.1
+    # 8B keeps 200,840 bytes per token per layer = 16h + 4q + 4k + 8f + 136 (log-sum-exp and norm rstd,
+    # left out); the earlier Megatron-fused count (bf16 norm inputs, 6f SwiGLU) gave 139,264, 31 % low.
+    # RMSNorm (gated models) keeps fp32 input 4h + normalised 2h + output 2h; LayerNorm input 2h + output 2h.
+    norms = 2 * (8 * h if shape.gated_mlp else 4 * h)
+    attention = 2 * q + 2 * k + 2 * k + 2 * q
+    mlp = 8 * f if shape.gated_mlp else 4 * f
+    per_layer = s * b * (norms + attention + mlp)
     if eager_attention:
         per_layer = per_layer + 2.0 * shape.heads * s * s * b
     return per_layer

@@ -26,6 +26,14 @@ class ModelShape:
     vocab: float = 0.0
     gated_mlp: bool = True
     has_shapes: bool = False
+    experts: float = 0.0  # routed experts per MoE layer (0: dense)
+    experts_per_token: float = 0.0
+    expert_params: float = 0.0  # all routed experts' parameters: what expert parallelism splits
+
+    @property
+    def expert_share(self) -> float:
+        """Share of the parameters held by routed experts."""
+        return self.expert_params / self.params if self.params > 0 else 0.0
 
     @property
     def layer_params(self) -> float:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .constants import LAST_BACKWARD_SHARE_OF_MICRO_BATCH, QLORA_DEQUANT_SLOWDOWN
+from .constants import GROUPED_GEMM_HALF_TOKENS, LAST_BACKWARD_SHARE_OF_MICRO_BATCH, QLORA_DEQUANT_SLOWDOWN
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .shapes import ModelShape, TrainingState
 
@@ -69,8 +69,14 @@ class StepTime:
 def flops_per_token(
     shape: ModelShape, train: TrainingState, seq_len: float, recompute=Recompute.NONE
 ) -> tuple[float, np.ndarray]:
-    """(model FLOPs, hardware FLOPs) per token; model FLOPs define MFU, hardware FLOPs take time."""
-    attention = 12.0 * shape.layers * shape.hidden * seq_len
+    """(model FLOPs, hardware FLOPs) per token; model FLOPs define MFU, hardware FLOPs take time.
+
+    The attention term is 12 L (heads x head_dim) s: the score and value matmuls run at the attention
+    width, not the hidden size (Qwen3-30B-A3B: 32 x 128 = 4096 vs hidden 2048; Gemma 2 9B: 16 x 256 =
+    4096 vs 3584), as torchtitan's ``get_dense_model_nparams_and_flops`` counts it. FlopCounterMode over
+    forward + backward (tests/test_torch_accounting.py) counts 14 L q s for SDPA's flash kernel (its
+    backward re-computes the scores), which the model-FLOPs convention leaves out."""
+    attention = 12.0 * shape.layers * (shape.q_width or shape.hidden) * seq_len
     if train.lora:
         model = 4.0 * shape.active_params + 6.0 * train.trainable_params + attention
     else:
@@ -134,23 +140,32 @@ def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_f
     stage_share = np.ceil(shape.layers / pp) / shape.layers if shape.layers else 1.0 / pp
     # Context parallelism: each of cp ranks runs 1 / cp of the sequence's tokens and, with the causal
     # load balancing of Megatron-Core and torchtitan (2 cp chunks per sequence), 1 / cp of its attention.
-    tokens = b * seq_len * stage_share / tp / np.asarray(layout.cp, float)
+    cp = np.asarray(layout.cp, float)
+    tokens = b * seq_len * stage_share / tp / cp
     slowdown = QLORA_DEQUANT_SLOWDOWN if train.quantized_base else 1.0
     # FlashAttention's score and value matmuls run in 16-bit even in FP8 training (Transformer Engine's
     # default; torchtitan's float8 converts linear layers only), so they take the 16-bit peak.
     attention = _attention_hw_flops(shape, seq_len, np.asarray(layout.recompute))
     attention_peak = hw.peak_flops if hw.attention_peak_flops is None else hw.attention_peak_flops
+    linear = hw_flops_per_token - attention
+    expert = linear * _active_expert_share(shape)
     compute_s = (
         slowdown
         * tokens
         * (
-            (hw_flops_per_token - attention) / (hw.peak_flops * hw.compute_efficiency)
+            (linear - expert) / (hw.peak_flops * hw.compute_efficiency)
+            + expert / (hw.peak_flops * hw.compute_efficiency * _grouped_gemm_factor(shape, layout, b * seq_len / cp))
             + attention / (attention_peak * hw.compute_efficiency)
         )
     )
     model_parallel = tp / stage_share
-    weight_bytes = train.weights_total(shape.params) / model_parallel
-    grad_bytes = train.grad_bytes * train.trainable_params / model_parallel
+    # Expert parallelism keeps 1 / ep of the routed experts on each rank (frozen under LoRA).
+    ep = np.asarray(layout.ep, float)
+    off_rank = 1.0 - 1.0 / ep
+    expert_weights = shape.expert_share * shape.params * train.weight_bytes
+    weight_bytes = (train.weights_total(shape.params) - off_rank * expert_weights) / model_parallel
+    expert_grads = 0.0 if train.lora else shape.expert_share * train.grad_bytes * train.trainable_params
+    grad_bytes = (train.grad_bytes * train.trainable_params - off_rank * expert_grads) / model_parallel
     teacher_bytes = 2.0 * train.teacher_params / model_parallel
     # Trained weights are read forward, for the data gradient and for the weight gradient; frozen ones
     # twice (no weight gradient); a teacher once (forward only).
@@ -176,7 +191,26 @@ def _model_parallel_s(shape, hw: Cluster, layout: Layout, seq_len: float, mb: _M
     v = np.asarray(layout.virtual_stages, float)
     # each of the v chunks sends its activation forward and its gradient back
     pp_s = np.where(pp > 1, v * 2.0 * tokens * shape.hidden * 2.0 / tp / pp_bw, 0.0)
-    return tp_s + pp_s + _context_parallel_s(shape, layout, seq_len, tokens, layers, mb, links, g)
+    return (
+        tp_s
+        + pp_s
+        + _context_parallel_s(shape, layout, seq_len, tokens, layers, mb, links, g)
+        + _all_to_all_s(shape, layout, tokens, layers, links, g)
+    )
+
+
+def _all_to_all_s(shape, layout: Layout, tokens, layers, links: _Links, g) -> np.ndarray:
+    """Expert parallelism's token dispatch and combine (Lepikhin et al. 2021, "GShard"; Megatron-Core MoE):
+    per MoE layer and micro-batch, each token's hidden state goes to its top-k experts and comes back,
+    forward and backward: 4 all-to-alls of tokens x k x h bf16 values, (ep - 1) / ep of them leaving the
+    rank; inside a node when TP x EP fits one, else over the NIC. ASSUMPTION: not overlapped (Megatron's
+    default dispatcher; DeepSeek-V3's DualPipe hides it, section 3.2.1 of its report)."""
+    ep = np.asarray(layout.ep, float)
+    if not shape.experts:
+        return np.zeros_like(ep)
+    volume = 4.0 * tokens * shape.experts_per_token * shape.hidden * 2.0 * _ring(ep)
+    bw = np.where(links.multi_node & (np.asarray(layout.tp, float) * ep > g), links.net, links.intra)
+    return np.where(ep > 1, layers * volume / bw, 0.0)
 
 
 def _context_parallel_s(
@@ -193,6 +227,23 @@ def _context_parallel_s(
     exchange_s = layers * 3.0 * kv_bytes / bw
     attention_share = _attention_share(shape, seq_len)
     return np.where(cp > 1, np.maximum(0.0, exchange_s - attention_share * mb.compute_s), 0.0)
+
+
+def _active_expert_share(shape) -> float:
+    """Share of a token's linear-layer FLOPs spent in the routed experts it visits."""
+    if not shape.experts or shape.active_params <= 0:
+        return 0.0
+    return min(1.0, shape.expert_params * shape.experts_per_token / shape.experts / shape.active_params)
+
+
+def _grouped_gemm_factor(shape, layout: Layout, tokens) -> np.ndarray:
+    """Relative efficiency of the experts' grouped GEMMs: each expert sees t = tokens x top-k x ep / experts
+    tokens per micro-batch (its rank gathers them from the ep ranks), and a GEMM of t rows reaches
+    t / (t + t_half) of the large-GEMM efficiency (ASSUMPTION: t_half, physics/constants.py)."""
+    if not shape.experts:
+        return np.ones_like(np.asarray(tokens, float))
+    per_expert = np.asarray(tokens, float) * shape.experts_per_token * np.asarray(layout.ep, float) / shape.experts
+    return per_expert / (per_expert + GROUPED_GEMM_HALF_TOKENS)
 
 
 def _attention_hw_flops(shape, seq_len: float, recompute) -> np.ndarray:

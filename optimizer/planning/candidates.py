@@ -40,6 +40,7 @@ PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)  # uneven stages allowed: the first hold
 MICRO_BATCH_CHOICES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGE_CHOICES = (1, 2, 4, 8)  # interleaved 1F1B (Narayanan et al. 2021, section 2.2)
 CP_CHOICES = (1, 2, 4, 8)  # context parallelism (ring attention) for long sequences
+EP_CHOICES = (1, 2, 4, 8, 16, 32, 64)  # expert parallelism for MoE models
 CONTEXT_PARALLEL_MIN_SEQ_LEN = 16384  # below this, activations are small enough without splitting sequences
 LAYOUT_FIELDS = Layout.field_names()
 GRID_FIELDS = (*LAYOUT_FIELDS, "framework")  # the framework's code in frameworks.PREFERENCE
@@ -78,6 +79,7 @@ class Evaluation:
             virtual_stages=lay.virtual_stages,
             offload=Offload(int(lay.offload)).label,
             cp=lay.cp,
+            ep=lay.ep,
             framework=PREFERENCE[int(self.framework[i])] if self.framework[i] >= 0 else "none",
         )
 
@@ -183,10 +185,11 @@ def strategy_grid(
     ignore_batch: bool = False,
     runnable_only: bool = True,
     requested_cp: int | None = None,
+    requested_ep: int | None = None,
 ) -> np.ndarray:
     """Integer rows of ``GRID_FIELDS`` valid for ``row``: the layouts the job's framework runs (every
     layout, labelled -1 where no framework runs it, with ``runnable_only=False``)."""
-    grid = _layouts(ctx, row, ignore_batch, requested_cp)
+    grid = _layouts(ctx, row, ignore_batch, requested_cp, requested_ep)
     layers = int(ctx.job.model.layers or 0)
     columns = {name: grid[:, i] for i, name in enumerate(LAYOUT_FIELDS)}
     label = label_layouts(columns, layers, ctx.job.framework)
@@ -194,7 +197,13 @@ def strategy_grid(
     return grid[label >= 0] if runnable_only else grid
 
 
-def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested_cp: int | None = None) -> np.ndarray:
+def _layouts(
+    ctx: JobContext,
+    row: HardwareRow,
+    ignore_batch: bool,
+    requested_cp: int | None = None,
+    requested_ep: int | None = None,
+) -> np.ndarray:
     """Every layout of ``row`` that the batch and the model's shape allow, whatever the framework."""
     model = ctx.job.model
     g, gpus = row.gpus_per_node, row.gpus
@@ -226,8 +235,19 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested_cp
                 for off in _offload_choices(ctx.job.offload, zero, dp * cp):
                     for rc in recomputes:
                         for v in _virtual_stages(pp, accum, model.layers or 0):
-                            out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off, cp))
+                            for ep in expert_choices(ctx, dp * cp, requested_ep):
+                                out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off, cp, ep))
     return np.array(out, dtype=np.int64).reshape(-1, len(LAYOUT_FIELDS))
+
+
+def expert_choices(ctx: JobContext, replicas: int, requested: int | None = None) -> list[int]:
+    """Expert-parallel degrees of an MoE model: dividing the ranks that hold the same weights (data- and
+    context-parallel ones, as Megatron-Core folds EP) and the number of routed experts."""
+    experts = int(ctx.shape.experts)
+    if not experts:
+        return [1]
+    choices = [e for e in EP_CHOICES if replicas % e == 0 and experts % e == 0]
+    return [e for e in choices if e in (1, requested)] if requested else choices
 
 
 def context_choices(ctx: JobContext, requested: int | None = None) -> list[int]:
@@ -349,6 +369,7 @@ def complexity(layout: Layout) -> np.ndarray:
         + ((np.asarray(layout.zero) >= 3) & (np.asarray(layout.shard) < np.asarray(layout.dp) * np.asarray(layout.cp)))
         + (np.asarray(layout.offload) > 0)
         + (np.asarray(layout.cp) > 1)
+        + (np.asarray(layout.ep) > 1)
     )
 
 

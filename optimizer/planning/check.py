@@ -17,6 +17,7 @@ from ..results import MeasuredComparison, Plan
 from .calibration import predict_layout, resolve_row
 from .candidates import (
     CP_CHOICES,
+    EP_CHOICES,
     GRID_FIELDS,
     PP_CHOICES,
     TP_CHOICES,
@@ -45,6 +46,7 @@ class Fixed:
     recompute: str | None = None
     shard_degree: int | None = None
     cp: int | None = None
+    ep: int | None = None
 
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
@@ -61,6 +63,7 @@ class Fixed:
             "micro_batch": self.micro_batch,
             "recompute": rc,
             "cp": self.cp,
+            "ep": self.ep,
         }
 
     def mask(self, grid: np.ndarray, ctx: JobContext) -> np.ndarray:
@@ -98,7 +101,7 @@ def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: boo
             field="job.precision",
         )
     _check_arguments(row, fixed)
-    grid = strategy_grid(ctx, row, runnable_only=False, requested_cp=fixed.cp)
+    grid = strategy_grid(ctx, row, runnable_only=False, requested_cp=fixed.cp, requested_ep=fixed.ep)
     grid = grid[fixed.mask(grid, ctx)]
     if len(grid) == 0:
         raise _why_no_layout(ctx, row, {**fixed.grid_values(ctx), "shard_degree": fixed.shard_degree})
@@ -167,6 +170,7 @@ def _broken_rules(ctx: JobContext, plan: Plan) -> list[str]:
         "virtual_stages": s.virtual_stages,
         "offload": int(Offload.from_label(s.offload)),
         "cp": s.cp,
+        "ep": s.ep,
     }
     layers = int(ctx.job.model.layers or 0)
     names = PREFERENCE if ctx.job.framework == "auto" else (ctx.job.framework,)
@@ -204,6 +208,14 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
             f"context parallelism {cp} is not possible here: it needs the sequence split into 2 x {cp} equal "
             f"chunks, FlashAttention and the model's shapes; CP is one of {', '.join(map(str, CP_CHOICES))}",
             field="cp",
+        )
+    ep = fixed.get("ep")
+    if ep is not None and ep > 1:
+        return ArgumentError(
+            f"expert parallelism {ep} is not possible here: the model must be a mixture of experts whose "
+            f"routed experts ({int(ctx.shape.experts)}) and data-parallel x context-parallel ranks EP divides; "
+            f"EP is one of {', '.join(map(str, EP_CHOICES))}",
+            field="ep",
         )
     if fixed.get("shard_degree") is not None:
         return ArgumentError(

@@ -40,6 +40,8 @@ class Framework:
     offload_source: str
     context_parallel: bool = False  # ring attention over cp ranks
     cp_source: str = "no ring-attention context parallelism"
+    expert_parallel: bool = False  # routed experts split over ep ranks with all-to-all dispatch
+    ep_source: str = "no expert parallelism"
 
     def runnable(self, grid: dict[str, np.ndarray], layers: int) -> np.ndarray:
         """Which layouts of a strategy grid (columns by name) this framework runs."""
@@ -83,6 +85,8 @@ class Framework:
             & (not self.offload),
             f"{self.title} has no context parallelism as gpuplan models it ({self.cp_source})": (cp > 1)
             & (not self.context_parallel),
+            f"{self.title} has no expert parallelism ({self.ep_source})": (grid.get("ep", np.ones_like(tp)) > 1)
+            & (not self.expert_parallel),
         }
 
 
@@ -132,6 +136,8 @@ FRAMEWORKS: dict[str, Framework] = {
         "balances uneven layer counts",
         offload=True,
         offload_source="ZeRO-Offload, zero_optimization.offload_optimizer (Ren et al. 2021)",
+        expert_parallel=True,
+        ep_source="DeepSpeed-MoE, deepspeed.moe.layer.MoE(ep_size=...) (Rajbhandari et al. 2022)",
     ),
     "torchtitan": Framework(
         name="torchtitan",
@@ -155,6 +161,8 @@ FRAMEWORKS: dict[str, Framework] = {
         offload_source="torchtitan's CPU offload moves parameters and gradients too (FSDP2 CPUOffloadPolicy)",
         context_parallel=True,
         cp_source="torchtitan parallelism.context_parallel_degree (ring attention)",
+        expert_parallel=True,
+        ep_source="torchtitan parallelism.expert_parallel_degree",
     ),
     "megatron": Framework(
         name="megatron",
@@ -180,6 +188,8 @@ FRAMEWORKS: dict[str, Framework] = {
         offload_source="--optimizer-cpu-offload (Megatron-Core, with the distributed optimizer) is not modelled",
         context_parallel=True,
         cp_source=_MEGATRON_ARGS + ": --context-parallel-size",
+        expert_parallel=True,
+        ep_source=_MEGATRON_ARGS + ": --expert-model-parallel-size (Megatron-Core MoE)",
     ),
 }
 

@@ -18,6 +18,12 @@ def model_shape(model: ModelSpec) -> ModelShape:
     head_dim = model.head_dim or model.hidden // model.heads
     kv_heads = model.kv_heads or model.heads
     per_token_experts = (model.experts_per_token or 1) + model.shared_experts if model.experts else 1
+    experts = float(model.experts or 0)
+    # Routed experts: gate, up and down (or two matrices) of the expert width in every layer, at most the
+    # parameters outside embeddings (models whose first layers are dense hold fewer; docs/design.md 4.2).
+    mlp_matrices = 3.0 if model.gated_mlp else 2.0
+    expert_params = experts * model.layers * mlp_matrices * model.hidden * model.ffn_hidden
+    expert_params = min(expert_params, max(0.0, float(model.params) - 2.0 * model.vocab * model.hidden))
     return ModelShape(
         params=float(model.params),
         active_params=active,
@@ -30,6 +36,9 @@ def model_shape(model: ModelSpec) -> ModelShape:
         vocab=float(model.vocab),
         gated_mlp=model.gated_mlp,
         has_shapes=True,
+        experts=experts,
+        experts_per_token=float(model.experts_per_token or 0) if experts else 0.0,
+        expert_params=expert_params,
     )
 
 

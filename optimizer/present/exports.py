@@ -1,60 +1,387 @@
-"""Launcher configurations for a chosen plan: SkyPilot task, Kubernetes-style job spec (the seed's
-``spec.resources.gpu``), DeepSpeed JSON, accelerate FSDP config and a torchrun command line.
+"""Launcher configurations for a chosen plan, each carrying the plan's exact layout and batch arithmetic.
 
-Each returns text ready to write to a file; keys follow each launcher's documented format.
+Kinds: ``skypilot`` (task YAML), ``kubernetes`` (headless Service + Indexed ``batch/v1`` Job, one pod per
+node), ``nodus`` (the seed's job spec, ``spec.resources.gpu``), ``deepspeed`` (config JSON), ``megatron``
+(Megatron-LM ``pretrain_gpt.py`` arguments), ``torchtitan`` (job TOML plus the equivalent flags),
+``accelerate`` (FSDP config) and ``torchrun`` (a command line). Every export starts with a header naming
+the plan and the gpuplan version, in the format's comment syntax (DeepSpeed's JSON: a top-level
+``_comment`` key, which DeepSpeed's config reader ignores).
+
+The numbers: GPUs = nodes x GPUs per node = TP x PP x CP x DP, and the global batch (sequences per
+optimizer step) = DP x micro-batch x gradient accumulation. A tool that cannot express a layout raises
+``ArgumentError(field="export")`` naming the exports that can; where a tool's nearest setting needs no
+more GPU memory than planned (FSDP's SHARD_GRAD_OP for ZeRO-1, FSDP CPU offload for optimizer offload),
+the export writes it and says so in a ``note:`` line of the header.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+import shlex
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
 
 import yaml
 
 from ..errors import ArgumentError
+from ..inputs.schema import Strategy
 from ..results import Plan
 
-KINDS = ("skypilot", "kubernetes", "deepspeed", "accelerate", "torchrun")
+KINDS = ("skypilot", "kubernetes", "nodus", "deepspeed", "megatron", "torchtitan", "accelerate", "torchrun")
+MASTER_PORT = 29500
+PRECISIONS = ("bf16", "fp16", "fp8", "nvfp4")  # JobSpec.precision
+DEFAULT_SEQ_LEN = 4096  # the Plan carries no sequence length; JobSpec.seq_len's default
+TRAINING_IMAGE = "your-registry/your-training-image:latest"  # placeholder: an image with torchrun and train.py
+
+# Where the flag and key names were checked (see each exporter).
+MEGATRON_SOURCE = (
+    "NVIDIA/Megatron-LM megatron/training/arguments.py (main, 2026-08-22); TransformerConfig flags are generated "
+    "from megatron/core/model_parallel_config.py and megatron/core/transformer/transformer_config.py"
+)
+TORCHTITAN_TOML_SOURCE = "pytorch/torchtitan torchtitan/config/job_config.py at v0.2.2 (the last release with TOML)"
+TORCHTITAN_FLAGS_SOURCE = (
+    "pytorch/torchtitan 0.3.0 torchtitan/config/configs.py (TrainingConfig, ParallelismConfig) and "
+    "torchtitan/distributed/activation_checkpoint.py; TOML job files were removed in pytorch/torchtitan#2386"
+)
 
 
-def _global_batch(plan: Plan) -> int:
+def _version() -> str:
+    try:
+        return metadata.version("gpuplan")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+# --------------------------------------------------------------------------- the plan's numbers
+
+
+def _ep(s: Strategy) -> int:
+    """Expert-parallel ranks (carved out of the DP x CP ranks; 1 for dense models and older Strategies)."""
+    return int(getattr(s, "ep", 1))
+
+
+def _hybrid(s: Strategy) -> bool:
+    """ZeRO-3 sharded over a group smaller than the ranks that hold the same weights (DP x CP)."""
+    return s.zero_stage >= 3 and s.shard_degree < s.dp * s.cp
+
+
+def _check_layout(plan: Plan) -> None:
     s = plan.strategy
-    return s.dp * s.micro_batch * s.grad_accum
+    if plan.nodes * plan.gpus_per_node != plan.gpus or s.tp * s.pp * s.cp * s.dp != plan.gpus:
+        raise ArgumentError(
+            f"the plan's layout does not add up: {plan.nodes} nodes x {plan.gpus_per_node} GPUs, "
+            f"TP {s.tp} x PP {s.pp} x CP {s.cp} x DP {s.dp}, against {plan.gpus} GPUs",
+            field="export",
+        )
 
 
-def torchrun(plan: Plan, script: str = "train.py") -> str:
-    node_rank = "$NODE_RANK" if plan.nodes > 1 else "0"
-    master = "$MASTER_ADDR" if plan.nodes > 1 else "localhost"
-    return (
-        f"torchrun --nnodes {plan.nodes} --nproc-per-node {plan.gpus_per_node} --node-rank {node_rank} "
-        f"--master-addr {master} --master-port 29500 {script}"
+def describe(plan: Plan) -> str:
+    """One line naming the plan, e.g. '4 x 8 B200 (offer), TP 8 PP 4 DP 1, ZeRO-1, global batch 256'."""
+    s = plan.strategy
+    degrees = (
+        f"TP {s.tp} PP {s.pp} DP {s.dp}" + (f" CP {s.cp}" if s.cp > 1 else "") + (f" EP {_ep(s)}" if _ep(s) > 1 else "")
+    )
+    zero = f"ZeRO-{s.zero_stage}" + (f" hybrid-sharded over {s.shard_degree} GPUs" if _hybrid(s) else "")
+    return f"{plan.label()}, {degrees}, {zero}, global batch {s.global_batch}"
+
+
+def _header(plan: Plan, precision: str, lines: list[str] | None = None, notes: list[str] | None = None) -> list[str]:
+    s = plan.strategy
+    details = [f"recompute {s.recompute}", precision]
+    if s.virtual_stages > 1:
+        details.append(f"{s.virtual_stages} virtual pipeline stages per GPU")
+    if s.offload != "none":
+        details.append("optimizer state offloaded to CPU")
+    out = [
+        f"gpuplan {_version()}: {describe(plan)}",
+        f"global batch {s.global_batch} = DP {s.dp} x micro-batch {s.micro_batch} x gradient accumulation "
+        f"{s.grad_accum}; {plan.gpus} GPUs = TP {s.tp} x PP {s.pp} x CP {s.cp} x DP {s.dp}; " + ", ".join(details),
+    ]
+    if plan.cost_usd is not None:
+        out.append(f"planned: p50 {plan.hours.p50:.1f} h, ${plan.cost_usd.p50:,.0f} (framework: {s.framework})")
+    return out + (lines or []) + [f"note: {n}" for n in notes or []]
+
+
+def _comment(lines: list[str]) -> str:
+    return "".join(f"# {line}\n" if line else "#\n" for line in lines)
+
+
+def layout_env(plan: Plan) -> dict[str, str]:
+    """The layout as environment variables for a training script (launchers carry no parallelism)."""
+    s = plan.strategy
+    return {
+        "TP": str(s.tp),
+        "PP": str(s.pp),
+        "DP": str(s.dp),
+        "CP": str(s.cp),
+        "EP": str(_ep(s)),
+        "ZERO_STAGE": str(s.zero_stage),
+        "SHARD_DEGREE": str(s.shard_degree),
+        "MICRO_BATCH": str(s.micro_batch),
+        "GRAD_ACCUM": str(s.grad_accum),
+        "GLOBAL_BATCH": str(s.global_batch),
+        "RECOMPUTE": s.recompute,
+        "VIRTUAL_STAGES": str(s.virtual_stages),
+        "OFFLOAD": s.offload,
+    }
+
+
+def _is_amd(sku: str) -> bool:
+    return sku.upper().startswith(("MI", "AMD"))  # AMD Instinct: MI250, MI300X, MI325X, MI355X
+
+
+def _torchrun_args(nodes: str, per_node: str, rank: str, master: str, port: str, script: str) -> list[str]:
+    """torchrun's arguments, one token each (a container's ``args``; joined by spaces, a command line)."""
+    return [
+        *("--nnodes", nodes),
+        *("--nproc-per-node", per_node),
+        *("--node-rank", rank),
+        *("--master-addr", master),
+        *("--master-port", port),
+        *script.split(" "),
+    ]
+
+
+def _torchrun_line(plan: Plan, script: str) -> str:
+    multi = plan.nodes > 1
+    args = _torchrun_args(
+        str(plan.nodes),
+        str(plan.gpus_per_node),
+        "$NODE_RANK" if multi else "0",
+        "$MASTER_ADDR" if multi else "localhost",
+        str(MASTER_PORT),
+        script,
+    )
+    return "torchrun " + " ".join(args)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Safe YAML with multi-line strings as literal blocks (readable shell scripts) and no anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str_block(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
+
+
+_Dumper.add_representer(str, _str_block)
+
+
+def _yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+
+
+# --------------------------------------------------------------------------- what each tool can express
+
+
+def _accelerate_gaps(plan: Plan, num_layers: int | None) -> list[str]:
+    s = plan.strategy
+    gaps = []
+    if s.tp > 1 or s.pp > 1:
+        gaps.append(
+            f"accelerate's FSDP config shards data-parallel ranks only, so it cannot express TP {s.tp} x PP {s.pp}"
+        )
+    if s.cp > 1:
+        gaps.append(f"accelerate's FSDP config has no context parallelism (CP {s.cp})")
+    if _ep(s) > 1:
+        gaps.append(f"accelerate's FSDP config has no expert parallelism (EP {_ep(s)})")
+    if _hybrid(s) and s.shard_degree != plan.gpus_per_node:
+        gaps.append(f"FSDP's HYBRID_SHARD shards over one node ({plan.gpus_per_node} GPUs), not {s.shard_degree} GPUs")
+    return gaps
+
+
+def _deepspeed_gaps(plan: Plan, num_layers: int | None) -> list[str]:
+    s = plan.strategy
+    gaps = []
+    if s.cp > 1:
+        gaps.append(f"DeepSpeed's config has no ring-attention context parallelism (CP {s.cp})")
+    if s.virtual_stages > 1:
+        gaps.append("DeepSpeed's pipeline schedule (TrainSchedule) is plain 1F1B, without interleaved virtual stages")
+    if s.pp > 1 and s.zero_stage >= 2:
+        gaps.append(
+            f"deepspeed/runtime/pipe/engine.py: ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism "
+            f"(this plan: PP {s.pp} with ZeRO-{s.zero_stage})"
+        )
+    if s.pp > 1 and s.tp > 1:
+        gaps.append("DeepSpeed's AutoTP shards Hugging Face models, not a PipelineModule, so it cannot add TP to PP")
+    if s.tp > 1 and s.zero_stage > 2:
+        gaps.append("AutoTP training runs with ZeRO stages 0-2 (DeepSpeed AutoTP training tutorial)")
+    return gaps
+
+
+def _megatron_gaps(plan: Plan, num_layers: int | None) -> list[str]:
+    s = plan.strategy
+    if s.zero_stage >= 2:
+        return [
+            f"Megatron-LM's distributed optimizer shards the optimizer state only (ZeRO-1); ZeRO-{s.zero_stage} "
+            "would need Megatron-FSDP, which gpuplan does not plan for"
+        ]
+    return []
+
+
+def _torchtitan_gaps(plan: Plan, num_layers: int | None) -> list[str]:
+    s = plan.strategy
+    gaps = []
+    if _hybrid(s) and s.shard_degree % s.cp:
+        gaps.append(f"torchtitan shards over data_parallel_shard_degree x CP, which {s.shard_degree} GPUs is not")
+    if s.virtual_stages > 2 and num_layers is None:
+        gaps.append(
+            f"torchtitan's Interleaved1F1B defaults to 2 stages per rank; {s.virtual_stages} need "
+            "pipeline_parallel_layers_per_stage, which needs the model's layer count (pass num_layers)"
+        )
+    if s.virtual_stages > 2 and num_layers is not None and num_layers % (s.pp * s.virtual_stages):
+        gaps.append(f"{num_layers} layers do not split evenly into PP {s.pp} x {s.virtual_stages} stages")
+    return gaps
+
+
+_GAPS: dict[str, Callable[[Plan, int | None], list[str]]] = {
+    "deepspeed": _deepspeed_gaps,
+    "megatron": _megatron_gaps,
+    "torchtitan": _torchtitan_gaps,
+    "accelerate": _accelerate_gaps,
+}
+
+
+def _refuse_gaps(plan: Plan, kind: str, num_layers: int | None) -> None:
+    gaps = _GAPS[kind](plan, num_layers)
+    if not gaps:
+        return
+    others = [k for k, check in _GAPS.items() if k != kind and not check(plan, num_layers)]
+    instead = (
+        f"use --export {' or '.join(others)}, which express it"
+        if others
+        else "no framework export expresses it; use torchrun, skypilot or kubernetes with your own script"
+    )
+    raise ArgumentError(
+        f"the {kind} export cannot express this plan ({describe(plan)}): {'; '.join(gaps)}; {instead}",
+        field="export",
     )
 
 
-def skypilot(plan: Plan, name: str) -> str:
+# --------------------------------------------------------------------------- launchers
+
+
+def torchrun(plan: Plan, script: str = "train.py", precision: str = "bf16") -> str:
+    """A torchrun command line, the layout exported as environment variables for the script."""
+    where = (
+        [f"run on each of the {plan.nodes} nodes with NODE_RANK (0-{plan.nodes - 1}) and MASTER_ADDR (node 0) set"]
+        if plan.nodes > 1
+        else []
+    )
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in layout_env(plan).items())
+    return _comment(_header(plan, precision, where)) + f"export {env}\n" + _torchrun_line(plan, script) + "\n"
+
+
+def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
+    """A SkyPilot task: one node per ``num_nodes``, torchrun over SkyPilot's SKYPILOT_* variables."""
+    run_args = _torchrun_args(
+        "$SKYPILOT_NUM_NODES",
+        "$SKYPILOT_NUM_GPUS_PER_NODE",
+        "$SKYPILOT_NODE_RANK",
+        "$MASTER_ADDR",
+        str(MASTER_PORT),
+        "train.py",
+    )
     task = {
         "name": name,
-        "resources": {"accelerators": f"{plan.sku}:{plan.gpus_per_node}", "use_spot": plan.spot},
         "num_nodes": plan.nodes,
-        "envs": {
-            "GLOBAL_BATCH": _global_batch(plan),
-            "MICRO_BATCH": plan.strategy.micro_batch,
-            "GRAD_ACCUM": plan.strategy.grad_accum,
-            "TP": plan.strategy.tp,
-            "PP": plan.strategy.pp,
-            "ZERO_STAGE": plan.strategy.zero_stage,
-        },
+        "resources": {"accelerators": f"{plan.sku}:{plan.gpus_per_node}", "use_spot": plan.spot},
+        "workdir": ".",
+        "envs": layout_env(plan),
+        "setup": "set -e\nif [ -f requirements.txt ]; then pip install -r requirements.txt; fi\n",
         "run": (
-            "torchrun --nnodes $SKYPILOT_NUM_NODES --nproc-per-node $SKYPILOT_NUM_GPUS_PER_NODE "
-            '--node-rank $SKYPILOT_NODE_RANK --master-addr $(echo "$SKYPILOT_NODE_IPS" | head -n1) '
-            "--master-port 29500 train.py"
+            'set -e\nMASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | head -n1)\n' + "torchrun " + " ".join(run_args) + "\n"
         ),
     }
-    return yaml.safe_dump(task, sort_keys=False)
+    lines = ["sky launch -c <cluster> this.yaml (workdir . is synced to each node; train.py reads the envs)"]
+    return _comment(_header(plan, precision, lines)) + _yaml(task)
 
 
-def kubernetes(plan: Plan, name: str) -> str:
-    """The seed's job spec: ``spec.resources.gpu: {type, count, minMemory}`` per node."""
+def _dns_label(name: str, limit: int = 52) -> str:
+    """A Kubernetes DNS-1035 label (Service names), short enough for '<job>-<index>' pod hostnames."""
+    label = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:limit].strip("-")
+    if not label or not label[0].isalpha():
+        label = ("job-" + label).strip("-")[:limit]
+    return label
+
+
+def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
+    """A headless Service and a ``batch/v1`` Indexed Job: one pod per node, torchrun rendezvous on pod 0."""
+    job = _dns_label(name)
+    gpu = "amd.com/gpu" if _is_amd(plan.sku) else "nvidia.com/gpu"
+    labels = {"app.kubernetes.io/name": job}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": job, "labels": labels},
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": labels,
+            "ports": [{"name": "rendezvous", "port": MASTER_PORT, "targetPort": MASTER_PORT}],
+        },
+    }
+    env: list[dict[str, Any]] = [
+        {"name": "NNODES", "value": str(plan.nodes)},
+        {"name": "NPROC_PER_NODE", "value": str(plan.gpus_per_node)},
+        {
+            "name": "NODE_RANK",
+            "valueFrom": {
+                "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+            },
+        },
+        {"name": "MASTER_ADDR", "value": f"{job}-0.{job}"},  # pod 0's hostname under the Service's subdomain
+        {"name": "MASTER_PORT", "value": str(MASTER_PORT)},
+    ]
+    env += [{"name": k, "value": v} for k, v in layout_env(plan).items()]
+    container = {
+        "name": "trainer",
+        "image": TRAINING_IMAGE,
+        "command": ["torchrun"],
+        "args": _torchrun_args(
+            "$(NNODES)", "$(NPROC_PER_NODE)", "$(NODE_RANK)", "$(MASTER_ADDR)", "$(MASTER_PORT)", "train.py"
+        ),
+        "env": env,
+        "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
+        "resources": {"limits": {gpu: plan.gpus_per_node}},
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    job_spec = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job, "labels": labels},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": plan.nodes,
+            "parallelism": plan.nodes,
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "subdomain": job,
+                    "restartPolicy": "Never",
+                    "containers": [container],
+                    "tolerations": [{"key": gpu, "operator": "Exists", "effect": "NoSchedule"}],
+                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+                },
+            },
+        },
+    }
+    lines = [
+        f"kubectl apply -f this.yaml: Service {job} (headless, rendezvous) + Indexed Job {job}, "
+        f"{plan.nodes} pod(s) x {plan.gpus_per_node} {gpu}",
+        f"set the image to yours (it runs torchrun train.py); MASTER_ADDR {job}-0.{job} is pod 0 via the Service",
+    ]
+    return _comment(_header(plan, precision, lines)) + _yaml(service) + "---\n" + _yaml(job_spec)
+
+
+def nodus(plan: Plan, name: str, precision: str = "bf16") -> str:
+    """The seed's job spec (``spec.resources.gpu: {type, count, minMemory}`` per node), which Nodus reads."""
     min_memory_gi = math.floor(plan.memory_gib.capacity)
     spec = {
         "apiVersion": "batch/v1",
@@ -66,46 +393,260 @@ def kubernetes(plan: Plan, name: str) -> str:
             "resources": {"gpu": {"type": plan.sku, "count": plan.gpus_per_node, "minMemory": f"{min_memory_gi}Gi"}},
         },
     }
-    return yaml.safe_dump(spec, sort_keys=False)
+    lines = ["the seed's spec.resources.gpu job spec (a provider format, not a Kubernetes object)"]
+    return _comment(_header(plan, precision, lines)) + _yaml(spec)
 
 
-def deepspeed(plan: Plan) -> str:
+# --------------------------------------------------------------------------- frameworks
+
+
+def deepspeed(plan: Plan, precision: str = "bf16", num_layers: int | None = None) -> str:
+    """DeepSpeed config JSON. ``train_batch_size`` = micro x accumulation x DP ranks, DP = GPUs / (TP x PP)."""
+    _refuse_gaps(plan, "deepspeed", num_layers)
     s = plan.strategy
-    zero = {
-        "stage": s.zero_stage,
+    dp_ranks = plan.gpus // (s.tp * s.pp)
+    notes = []
+    stage = s.zero_stage
+    if s.offload != "none" and stage == 0:
+        stage = 1  # one data-parallel rank: ZeRO-1 shards nothing, and is how DeepSpeed turns on ZeRO-Offload
+        notes.append("ZeRO-Offload needs ZeRO stage 1 or more; over one data-parallel rank ZeRO-1 shards nothing")
+    zero: dict[str, Any] = {
+        "stage": stage,
         "overlap_comm": True,
         "contiguous_gradients": True,
-        "offload_optimizer": {"device": "cpu" if s.offload == "optimizer" else "none"},
+        "offload_optimizer": {"device": "cpu", "pin_memory": True} if s.offload != "none" else {"device": "none"},
         "offload_param": {"device": "none"},
     }
-    if s.zero_stage == 3 and s.shard_degree < s.dp:
+    if _hybrid(s):
         zero["zero_hpz_partition_size"] = s.shard_degree  # ZeRO++ hierarchical partitioning (hybrid shard)
-    config = {
-        "train_batch_size": _global_batch(plan),
+    lines = []
+    if s.tp > 1:
+        lines.append(f"TP {s.tp}: tensor_parallel.autotp_size (DeepSpeed AutoTP training, Hugging Face models)")
+    if s.pp > 1:
+        lines.append(
+            f"PP {s.pp}: build the model as deepspeed.pipe.PipelineModule(layers, num_stages={s.pp}, "
+            f"partition_method='parameters'); pipeline.stages records it, DeepSpeed reads the stages from code"
+        )
+    if _ep(s) > 1:
+        lines.append(f"EP {_ep(s)}: deepspeed.moe.layer.MoE(..., ep_size={_ep(s)}) in the model (DeepSpeed-MoE)")
+    if s.recompute == "selective":
+        notes.append("selective recompute has no DeepSpeed setting: checkpoint the attention core in your model")
+    if precision == "fp8":
+        notes.append("DeepSpeed's config has no FP8 matmuls: bf16 here, FP8 through Transformer Engine in the model")
+    if precision == "nvfp4":
+        notes.append("DeepSpeed's config has no NVFP4 matmuls: bf16 here, NVFP4 through Transformer Engine")
+    config: dict[str, Any] = {
+        "_comment": _header(plan, precision, lines, notes),
+        "train_batch_size": s.micro_batch * s.grad_accum * dp_ranks,
         "train_micro_batch_size_per_gpu": s.micro_batch,
         "gradient_accumulation_steps": s.grad_accum,
-        "bf16": {"enabled": True},
-        "zero_optimization": zero,
         "gradient_clipping": 1.0,
+        "bf16": {"enabled": precision != "fp16"},
+        "fp16": {"enabled": precision == "fp16"},
+        "zero_optimization": zero,
     }
+    if s.tp > 1:
+        config["tensor_parallel"] = {"autotp_size": s.tp}
+    if s.pp > 1:
+        config["pipeline"] = {
+            "stages": s.pp,
+            "partition": "parameters",
+            "activation_checkpoint_interval": 1 if s.recompute == "full" else 0,
+        }
     if s.recompute != "none":
         config["activation_checkpointing"] = {
             "partition_activations": s.tp > 1,
             "contiguous_memory_optimization": False,
+            "cpu_checkpointing": False,
         }
     return json.dumps(config, indent=2) + "\n"
 
 
-FSDP_STRATEGY = {0: "NO_SHARD", 1: "SHARD_GRAD_OP", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"}
+def megatron_args(plan: Plan, seq_len: int | None = None, precision: str = "bf16") -> list[str]:
+    """The parallelism, batch, recompute and precision arguments of Megatron-LM's ``pretrain_gpt.py``.
 
-
-def accelerate(plan: Plan) -> str:
+    Names checked against ``MEGATRON_SOURCE``; virtual stages use ``--num-virtual-stages-per-pipeline-rank``
+    (current arguments.py has no ``--virtual-pipeline-model-parallel-size``)."""
     s = plan.strategy
-    strategy = "HYBRID_SHARD" if s.zero_stage == 3 and s.shard_degree < s.dp else FSDP_STRATEGY[s.zero_stage]
+    args = [
+        f"--tensor-model-parallel-size {s.tp}",
+        f"--pipeline-model-parallel-size {s.pp}",
+    ]
+    if s.virtual_stages > 1:
+        args.append(f"--num-virtual-stages-per-pipeline-rank {s.virtual_stages}")
+    args += [f"--context-parallel-size {s.cp}", f"--expert-model-parallel-size {_ep(s)}"]
+    if s.tp > 1:
+        args.append("--sequence-parallel")
+    if s.zero_stage >= 1 or s.offload != "none":
+        args.append("--use-distributed-optimizer")
+    if s.offload != "none":
+        args += ["--optimizer-cpu-offload", "--optimizer-offload-fraction 1.0", "--use-precision-aware-optimizer"]
+    args += [
+        f"--micro-batch-size {s.micro_batch}",
+        f"--global-batch-size {s.global_batch}",
+        f"--seq-length {seq_len or DEFAULT_SEQ_LEN}",
+    ]
+    if s.recompute == "selective":
+        args.append("--recompute-granularity selective")
+    elif s.recompute == "full":
+        args += ["--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1"]
+    args.append("--fp16" if precision == "fp16" else "--bf16")
+    if precision == "fp8":
+        args.append("--fp8-format hybrid")
+    elif precision == "nvfp4":
+        args.append("--fp4-format e2m1")
+    return args
+
+
+def megatron(plan: Plan, seq_len: int | None = None, precision: str = "bf16", num_layers: int | None = None) -> str:
+    """A torchrun command for Megatron-LM's ``pretrain_gpt.py`` with the plan's layout; add model/data flags."""
+    _refuse_gaps(plan, "megatron", num_layers)
+    s = plan.strategy
+    lines = [
+        f"Megatron-LM derives DP = GPUs / (TP x PP x CP) = {s.dp} and {s.grad_accum} micro-batches per step "
+        f"from --global-batch-size {s.global_batch} / (--micro-batch-size {s.micro_batch} x DP {s.dp})",
+        "add your model (--num-layers, --hidden-size, ...), tokenizer and data flags",
+        f"flags checked against {MEGATRON_SOURCE}",
+    ]
+    notes = [] if seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set --seq-length"]
+    if s.offload != "none" and s.zero_stage == 0:
+        notes.append("one data-parallel rank: the distributed optimizer shards nothing, and carries the CPU offload")
+    command = [_torchrun_line(plan, "pretrain_gpt.py"), *megatron_args(plan, seq_len, precision)]
+    return _comment(_header(plan, precision, lines, notes)) + " \\\n  ".join(command) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value))  # a TOML basic string
+
+
+def _toml(sections: dict[str, dict[str, Any]]) -> str:
+    return "\n".join(
+        f"[{name}]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in keys.items()) for name, keys in sections.items()
+    )
+
+
+def torchtitan_sections(
+    plan: Plan,
+    name: str = "gpuplan-job",
+    seq_len: int | None = None,
+    precision: str = "bf16",
+    num_layers: int | None = None,
+) -> dict[str, dict[str, Any]]:
+    """The torchtitan job config as TOML sections (keys: ``TORCHTITAN_TOML_SOURCE``).
+
+    Batch: torchtitan's ``local_batch_size`` is per data-parallel rank per accumulation step and
+    ``global_batch_size`` / (local x DP) its gradient accumulation; with PP the local batch is cut into
+    ``pipeline_parallel_microbatch_size`` micro-batches instead, so local = micro x accumulation."""
+    s = plan.strategy
+    if s.zero_stage == 0:
+        shard, replicate = 1, s.dp  # DDP (FSDP2 over the CP ranks only)
+    elif _hybrid(s):
+        shard, replicate = s.shard_degree // s.cp, s.dp * s.cp // s.shard_degree  # HSDP
+    else:
+        shard, replicate = s.dp, 1  # FSDP2 over DP x CP
+    training: dict[str, Any] = {
+        "local_batch_size": s.micro_batch * s.grad_accum if s.pp > 1 else s.micro_batch,
+        "global_batch_size": s.global_batch,
+        "seq_len": seq_len or DEFAULT_SEQ_LEN,
+        "mixed_precision_param": "bfloat16",
+    }
+    if s.offload != "none":
+        training["enable_cpu_offload"] = True
+    parallelism: dict[str, Any] = {
+        "data_parallel_replicate_degree": replicate,
+        "data_parallel_shard_degree": shard,
+    }
+    if s.zero_stage in (1, 2):
+        parallelism["fsdp_reshard_after_forward"] = "never"  # FSDP2 keeping gathered weights: ZeRO-2
+    parallelism["tensor_parallel_degree"] = s.tp
+    parallelism["pipeline_parallel_degree"] = s.pp
+    if s.pp > 1:
+        parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if s.virtual_stages > 1 else "1F1B"
+        parallelism["pipeline_parallel_microbatch_size"] = s.micro_batch
+        if s.virtual_stages > 2 and num_layers:
+            parallelism["pipeline_parallel_layers_per_stage"] = num_layers // (s.pp * s.virtual_stages)
+    parallelism["context_parallel_degree"] = s.cp
+    if _ep(s) > 1:
+        parallelism["expert_parallel_degree"] = _ep(s)
+    sections: dict[str, dict[str, Any]] = {
+        "job": {"description": f"{name}: {describe(plan)}", "dump_folder": "./outputs"},
+        "training": training,
+        "parallelism": parallelism,
+        "activation_checkpoint": {"mode": s.recompute},
+    }
+    if s.recompute == "selective":
+        sections["activation_checkpoint"]["selective_ac_option"] = "op"
+    if precision == "fp8":
+        sections["model"] = {"converters": ["quantize.linear.float8"]}
+        sections["quantize.linear.float8"] = {"recipe_name": "rowwise"}
+    return sections
+
+
+def torchtitan_flags(sections: dict[str, dict[str, Any]]) -> list[str]:
+    """The same values as torchtitan 0.3.0 command-line flags (``TORCHTITAN_FLAGS_SOURCE``)."""
+    flags = []
+    for section in ("training", "parallelism"):
+        for key, value in sections[section].items():
+            flag = f"--{section}.{key.replace('_', '-')}"
+            if isinstance(value, bool):
+                flags.append(flag if value else f"--{section}.no-{key.replace('_', '-')}")
+            else:
+                flags.append(f"{flag} {value}")
+    flags.append(f"activation-checkpoint:{sections['activation_checkpoint']['mode']}")  # a tyro subcommand: last
+    return flags
+
+
+def torchtitan(
+    plan: Plan, name: str, seq_len: int | None = None, precision: str = "bf16", num_layers: int | None = None
+) -> str:
+    """A torchtitan job TOML (torchtitan <= 0.2.2, ``--job.config_file``) whose header gives the same
+    values as torchtitan 0.3.0 flags (0.3.0 reads configs from Python functions, no TOML)."""
+    _refuse_gaps(plan, "torchtitan", num_layers)
+    s = plan.strategy
+    sections = torchtitan_sections(plan, name, seq_len, precision, num_layers)
+    launch = _torchrun_line(plan, "-m torchtitan.train")
+    lines = [
+        "torchtitan <= 0.2.2 reads this file:",
+        f"  {launch} --job.config_file this.toml",
+        f"  keys: {TORCHTITAN_TOML_SOURCE}",
+        "torchtitan 0.3.0 reads no TOML (a Python config function instead); the same values as its flags:",
+        f"  {launch} --module <model> --config <config function> " + " ".join(torchtitan_flags(sections)),
+        f"  flags: {TORCHTITAN_FLAGS_SOURCE}",
+    ]
+    notes = [] if seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set training.seq_len"]
+    if s.zero_stage == 1:
+        notes.append("FSDP2 has no ZeRO-1: reshard_after_forward 'never' (ZeRO-2) shards more and needs less memory")
+    if s.offload != "none":
+        notes.append(
+            "torchtitan's CPU offload (FSDP2 CPUOffloadPolicy) moves parameters and gradients too, not the "
+            "optimizer state alone: it fits in less GPU memory than planned and runs slower"
+        )
+    if precision in ("fp16", "nvfp4"):
+        notes.append(f"torchtitan has no {precision} mixed precision: bfloat16 here")
+    if precision == "fp8":
+        notes.append("torchtitan 0.3.0 sets Float8 through the model converters in your config function, not a flag")
+    return _comment(_header(plan, precision, lines, notes)) + _toml(sections)
+
+
+FSDP_STRATEGY = {0: "NO_SHARD", 1: "SHARD_GRAD_OP", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"}
+ACCELERATE_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "nvfp4": "bf16"}
+
+
+def accelerate(plan: Plan, precision: str = "bf16", num_layers: int | None = None) -> str:
+    """An accelerate FSDP config (data parallelism only: plans with TP or PP raise)."""
+    _refuse_gaps(plan, "accelerate", num_layers)
+    s = plan.strategy
+    strategy = "HYBRID_SHARD" if _hybrid(s) else FSDP_STRATEGY[s.zero_stage]
     config = {
         "compute_environment": "LOCAL_MACHINE",
         "distributed_type": "FSDP",
-        "mixed_precision": "bf16",
+        "mixed_precision": ACCELERATE_PRECISION.get(precision, "bf16"),
         "num_machines": plan.nodes,
         "num_processes": plan.gpus,
         "machine_rank": 0,
@@ -119,33 +660,60 @@ def accelerate(plan: Plan) -> str:
             "fsdp_backward_prefetch": "BACKWARD_PRE",
             "fsdp_state_dict_type": "SHARDED_STATE_DICT",
             "fsdp_activation_checkpointing": s.recompute != "none",
-            "fsdp_offload_params": s.offload != "none",  # FSDP offloads parameters with their optimizer state
+            "fsdp_offload_params": s.offload != "none",
             "fsdp_sync_module_states": True,
             "fsdp_use_orig_params": True,
         },
     }
-    header = ""
-    if s.tp > 1 or s.pp > 1:
-        header = (
-            f"# gpuplan: this plan uses TP {s.tp} x PP {s.pp}, which FSDP alone does not express; "
-            "use the DeepSpeed/Megatron export or combine FSDP with a TP/PP library.\n"
-        )
+    lines = [
+        f"per-GPU micro-batch {s.micro_batch}, gradient accumulation {s.grad_accum} (set them in your script)",
+        f"accelerate launch --config_file this.yaml --machine_rank <0-{plan.nodes - 1}> train.py on each node"
+        if plan.nodes > 1
+        else "accelerate launch --config_file this.yaml train.py",
+    ]
+    notes = []
     if s.zero_stage == 1:
-        header += "# gpuplan: FSDP has no ZeRO-1; SHARD_GRAD_OP (ZeRO-2) is the closest strategy.\n"
-    header += f"# per-GPU micro-batch {s.micro_batch}, gradient accumulation {s.grad_accum} (set them in your script)\n"
-    return header + yaml.safe_dump(config, sort_keys=False)
+        notes.append("FSDP has no ZeRO-1; SHARD_GRAD_OP (ZeRO-2) is the closest strategy and needs less memory")
+    if s.offload != "none":
+        notes.append("FSDP offloads parameters with their optimizer state: less GPU memory than planned, slower")
+    if s.recompute == "selective":
+        notes.append("FSDP's activation checkpointing recomputes whole blocks (full), more than the selective plan")
+    if precision == "nvfp4":
+        notes.append("accelerate has no NVFP4 setting: bf16 here")
+    return _comment(_header(plan, precision, lines, notes)) + _yaml(config)
 
 
-def export(plan: Plan, kind: str, name: str = "gpuplan-job") -> str:
+def export(
+    plan: Plan,
+    kind: str,
+    name: str = "gpuplan-job",
+    seq_len: int | None = None,
+    *,
+    precision: str = "bf16",
+    num_layers: int | None = None,
+) -> str:
+    """The launcher config ``kind`` (one of ``KINDS``) for ``plan``, as text to write to a file.
+
+    ``seq_len`` (default 4096), ``precision`` (the job's: bf16, fp16, fp8, nvfp4) and ``num_layers`` (the
+    model's; torchtitan needs it for more than 2 interleaved stages) come from the job: a Plan has none."""
     kind = kind.lower()
+    if precision not in PRECISIONS:
+        raise ArgumentError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}", field="export")
+    if kind not in KINDS and kind != "k8s":
+        raise ArgumentError(f"unknown export {kind!r}; choose one of {', '.join(KINDS)}", field="export")
+    _check_layout(plan)
     if kind == "skypilot":
-        return skypilot(plan, name)
+        return skypilot(plan, name, precision)
     if kind in ("kubernetes", "k8s"):
-        return kubernetes(plan, name)
+        return kubernetes(plan, name, precision)
+    if kind == "nodus":
+        return nodus(plan, name, precision)
     if kind == "deepspeed":
-        return deepspeed(plan)
+        return deepspeed(plan, precision, num_layers)
+    if kind == "megatron":
+        return megatron(plan, seq_len, precision, num_layers)
+    if kind == "torchtitan":
+        return torchtitan(plan, name, seq_len, precision, num_layers)
     if kind == "accelerate":
-        return accelerate(plan)
-    if kind == "torchrun":
-        return torchrun(plan) + "\n"
-    raise ArgumentError(f"unknown export {kind!r}; choose one of {', '.join(KINDS)}", field="export")
+        return accelerate(plan, precision, num_layers)
+    return torchrun(plan, precision=precision)

@@ -34,6 +34,8 @@ def strategy_text(plan: Plan) -> str:
         parts.append(f"PP {s.pp}")
     if s.cp > 1:
         parts.append(f"CP {s.cp}")
+    if s.ep > 1:
+        parts.append(f"EP {s.ep}")
     if s.dp > 1:
         if s.zero_stage == 0:
             parts.append(f"DP {s.dp}")
@@ -447,6 +449,13 @@ def print_portfolio(result, console: Console) -> None:
         console.print(table)
     for d in result.dropped:
         console.print(f"Dropped {d.job}: {d.reason}")
+    if result.bound_usd is not None:
+        how = {"cp_sat": "CP-SAT", "lp_lns": "greedy + LP relaxation + neighbourhood search", "greedy": "greedy"}
+        console.print(
+            f"Bound {usd(result.bound_usd)} ({result.bound_source.replace('_', ' ')}), gap {result.gap:.2%}; "
+            f"schedule by {how.get(result.method, result.method)}",
+            style="dim",
+        )
     for note in result.notes:
         console.print(f"Note: {note}", style="dim")
     console.print(f"solved in {result.solve_s:.2f} s", style="dim")

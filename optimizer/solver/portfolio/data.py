@@ -3,6 +3,7 @@ durations in time steps), pruned of options another one on the same offer beats.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -117,23 +118,38 @@ def shortlist(options: list[Candidate], durations: list[int]) -> tuple[list[Cand
     return [options[i] for i in chosen], [durations[i] for i in chosen]
 
 
+def _shape_key(pf: Portfolio, index: int) -> str:
+    """What a job's candidate table depends on: its file or inline spec, assumptions and GPU filter
+    (never its name, release, deadline or priority), so jobs of one shape share one table."""
+    entry = pf.jobs[index]
+    return json.dumps(
+        [entry.file, entry.model_dump(mode="json", include={"job", "assumptions", "gpu"}), pf.spot],
+        sort_keys=True,
+        default=str,
+    )
+
+
 def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[JobData]:
+    """Each job's options; the candidate table of each distinct job shape is built once and shared."""
     jobs = []
+    shapes: dict[str, tuple[CandidateTable, list[Candidate], list[int]]] = {}
     for i, entry in enumerate(pf.jobs):
-        problem = portfolio_job_problem(pf, i)
-        ctx = job_context(problem, catalog)
-        table = build_table(ctx)
-        options = [c for c in solver_rows(table) if c.rejected_by is None]
-        durations = [_steps(c.time_s, pf.time_step_s) for c in options]
-        options, durations = _prune(options, durations)
+        key = _shape_key(pf, i)
+        if key not in shapes:
+            problem = portfolio_job_problem(pf, i)
+            table = build_table(job_context(problem, catalog))
+            options = [c for c in solver_rows(table) if c.rejected_by is None]
+            durations = [_steps(c.time_s, pf.time_step_s) for c in options]
+            shapes[key] = (table, *_prune(options, durations))
+        table, options, durations = shapes[key]
         deadline = None if entry.deadline_s is None else int(entry.deadline_s // pf.time_step_s)
         jobs.append(
             JobData(
                 i,
                 entry.name,
                 table,
-                options,
-                durations,
+                list(options),
+                list(durations),
                 _steps(entry.release_s, pf.time_step_s),
                 deadline,
                 int(round(entry.weight * WEIGHT_SCALE)),

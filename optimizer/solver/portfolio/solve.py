@@ -20,44 +20,64 @@ from ...inputs.schema import Catalog, Portfolio
 from ...physics.constants import CENTS_PER_USD, optimality_gap, usd_to_cents
 from ...results import PortfolioResult
 from .build import PortfolioModel, build, warm_start
-from .data import pool_specs, prepare_jobs, shortlist
+from .data import JobData, PoolSpec, pool_specs, prepare_jobs, shortlist
 from .extract import extract
 from .greedy import greedy_schedule
+from .lns import Search, search
+from .lp import drop_weights, lp_bound
 
 # Past this many options, jobs keep a shortlist and presolve skips probing (measured: probing ate
 # 13 s of a 13 s limit at 1,000 jobs before search started).
 LARGE_MODEL_OPTIONS = 5_000
 
+# Cost portfolios with more jobs than this go to greedy + LP + large-neighbourhood search; smaller
+# ones (and the makespan and lateness objectives) to the whole model in CP-SAT.
+SEARCH_JOBS = 30
+# The search stops early once its gap to the LP bound is below this.
+STOP_GAP = 1e-4
+
 Choices = list[tuple[int | None, int]]  # per job: option index (None: dropped) and start step
 
 
 class _Progress(cp_model.CpSolverSolutionCallback):
-    """Prints the current best objective and bound while solving (interactive terminals only)."""
+    """Prints the phase, the best objective, the bound and the gap while CP-SAT solves."""
 
-    def __init__(self, out: Callable[[str], None]):
+    def __init__(self, out: Callable[[str], None], started: float | None = None, lp_bound: float | None = None):
         super().__init__()
         self._out = out
-        self._t0 = time.perf_counter()
+        self._t0 = time.perf_counter() if started is None else started
+        self.lp_bound = lp_bound  # cents, raises the cost phase's bound
         self.phase = "jobs"  # "jobs": dropped weight; then the objective (cost in USD, or its own unit)
 
     def on_solution_callback(self) -> None:
         value, bound = self.objective_value, self.best_objective_bound
         if self.phase == "cost":
-            text = f"cost ${value / CENTS_PER_USD:,.2f}  bound ${bound / CENTS_PER_USD:,.2f}"
+            bound = max(bound, self.lp_bound or 0.0)
+            gap = (value - bound) / value if value else 0.0
+            text = f"cp-sat   cost ${value / CENTS_PER_USD:,.2f}  bound ${bound / CENTS_PER_USD:,.2f}  gap {gap:.2%}"
         elif self.phase == "jobs":
-            text = f"dropped weight {value:,.0f}  bound {bound:,.0f}"
+            text = f"cp-sat   dropped weight {value:,.0f}  bound {bound:,.0f}"
         else:
-            text = f"{self.phase} objective {value:,.0f}  bound {bound:,.0f}"
+            text = f"cp-sat   {self.phase} objective {value:,.0f}  bound {bound:,.0f}"
         self._out(f"  {time.perf_counter() - self._t0:6.1f} s  {text}")
 
 
 @dataclass
 class PortfolioOutcome:
-    """The result, the model it came from (for explanations), and whether dropping was proven optimal."""
+    """The result, the model's data (for explanations), and whether dropping was proven optimal."""
 
     result: PortfolioResult
-    model: PortfolioModel
+    model: PortfolioData
     dropped_proven: bool
+
+
+@dataclass
+class PortfolioData:
+    """What explanations need: the jobs with their options, the pools, the horizon in steps."""
+
+    jobs: list[JobData]
+    pools: list[PoolSpec]
+    horizon: int
 
 
 def solve_portfolio(
@@ -67,29 +87,19 @@ def solve_portfolio(
     time_limit_s: float = 60.0,
     workers: int = 2,
     progress: Callable[[str], None] | None = None,
+    started: float | None = None,
 ) -> PortfolioOutcome:
-    """Schedule every job of the portfolio: which option, when, at what cost; what was dropped."""
-    started = time.perf_counter()
+    """Schedule every job of the portfolio: which option, when, at what cost; what was dropped.
+    ``started`` (a perf_counter time, default now) is when the time limit began to run."""
+    started = time.perf_counter() if started is None else started
+    deadline = started + time_limit_s
     step = pf.time_step_s
     horizon = int(pf.horizon_s // step)
     pools = pool_specs(pf, catalog, horizon)
     jobs = prepare_jobs(pf, catalog, horizon)
-    large = sum(len(job.options) for job in jobs) > LARGE_MODEL_OPTIONS
-    notes = []
-    if large:
-        total = sum(len(job.options) for job in jobs)
-        for job in jobs:
-            job.options, job.durations = shortlist(job.options, job.durations)
-        notes.append(
-            f"large portfolio: each job keeps its two cheapest and its fastest option per offer "
-            f"({sum(len(job.options) for job in jobs):,} of {total:,} options); the optimum is over that shortlist"
-        )
-    pm = build(pf, jobs, pools, horizon)
-    budget_cents = None if pf.budget_usd is None else usd_to_cents(pf.budget_usd)
-    placed = greedy_schedule(jobs, pools, pm.pool_of, horizon, budget_cents)
-    warm_start(pm, placed)
-    solver, status, dropped_proven = _two_phase(pm, time_limit_s, workers, progress, started, large)
-
+    say = _say(progress, started)
+    n_options = sum(len(job.options) for job in jobs)
+    say(f"options  {len(jobs):,} jobs, {n_options:,} options")
     result = PortfolioResult(
         status="unknown",
         objective=pf.objective,
@@ -100,34 +110,202 @@ def solve_portfolio(
         pools=[],
         budget_usd=pf.budget_usd,
         horizon_h=horizon * step / 3600.0,
-        notes=notes,
+        notes=[],
     )
+    data = PortfolioData(jobs, pools, horizon)
+    if pf.objective == "cost" and len(jobs) > SEARCH_JOBS:
+        choices, dropped_proven = _search(pf, data, result, deadline, workers, say, started)
+    else:
+        choices, dropped_proven = _exact(pf, data, result, deadline, workers, progress, started, time_limit_s)
+    extract(pf, jobs, choices, pools, result)
+    result.solve_s = time.perf_counter() - started
+    return PortfolioOutcome(result, data, dropped_proven)
+
+
+def _say(progress: Callable[[str], None] | None, started: float) -> Callable[[str], None]:
+    def say(text: str) -> None:
+        if progress is not None:
+            progress(f"  {time.perf_counter() - started:6.1f} s  {text}")
+
+    return say
+
+
+def _gap(cost: float, bound: float) -> float:
+    return max(0.0, (cost - bound) / cost) if cost > 0 else 0.0
+
+
+def _search(
+    pf: Portfolio,
+    data: PortfolioData,
+    result: PortfolioResult,
+    deadline: float,
+    workers: int,
+    say: Callable[[str], None],
+    started: float,
+) -> tuple[Choices, bool]:
+    """Large cost portfolios: greedy, the LP relaxation (bound and preferred options), greedy again
+    from the LP's choices, then large-neighbourhood search with repair until the time limit."""
+    jobs, pools, horizon = data.jobs, data.pools, data.horizon
+    pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
+    budget_cents = None if pf.budget_usd is None else usd_to_cents(pf.budget_usd)
+    reserve = _extract_reserve(len(jobs))
+    state = Search(
+        jobs,
+        pools,
+        pool_of,
+        horizon,
+        budget_cents,
+        greedy_schedule(jobs, pools, pool_of, horizon, budget_cents),
+        workers,
+    )
+    result.method = "lp_lns"
+    best_bound, source = _cheapest_bound(jobs, state.weights, state.dropped_weight()), "cheapest_options"
+
+    def show(phase: str) -> None:
+        cost = state.cost_cents()
+        missing = len(state.required_dropped())
+        extra = f"  {missing} required unplaced" if missing else ""
+        say(
+            f"{phase:<8} cost ${cost / CENTS_PER_USD:,.2f}  bound ${best_bound / CENTS_PER_USD:,.2f}  "
+            f"gap {_gap(cost, best_bound):.2%}{extra}"
+        )
+
+    show("greedy")
+    lp = None
+    dropped_proven = False
+    left = deadline - time.perf_counter() - reserve
+    if left > 1.0:
+        lp = lp_bound(jobs, pools, pool_of, horizon, budget_cents, state.dropped_weight(), time_limit_s=0.4 * left)
+        if lp.bound_cents is not None:  # the LP implies the cheapest-options bound (up to its tolerance)
+            best_bound, source = max(lp.bound_cents, best_bound), "lp_relaxation"
+        if lp.infeasible and state.required_dropped():
+            # No fractional schedule places every required job: then no schedule does.
+            check = lp_bound(jobs, pools, pool_of, horizon, budget_cents, None, time_limit_s=0.2 * left)
+            dropped_proven = check.infeasible
+        if lp.prefer:
+            guided = Search(
+                jobs,
+                pools,
+                pool_of,
+                horizon,
+                budget_cents,
+                greedy_schedule(jobs, pools, pool_of, horizon, budget_cents, prefer=lp.prefer),
+                workers,
+            )
+            if (guided.dropped_weight(), guided.cost_cents()) < (state.dropped_weight(), state.cost_cents()):
+                state = guided
+        show("lp")
+    search(
+        state,
+        deadline - reserve,
+        lp=lp,
+        report=show,
+        target_cents=best_bound / (1 - STOP_GAP) if source == "lp_relaxation" else None,
+    )
+    cost = state.cost_cents()
+    result.bound_usd = round(best_bound / CENTS_PER_USD, 2)
+    result.bound_source = source
+    result.gap = _gap(cost, best_bound)
+    result.status = "optimal" if result.gap == 0 and not state.required_dropped() and cost > 0 else "feasible"
+    if result.status == "optimal" and state.dropped_weight() > 0:
+        result.status = "feasible"  # the bound is for as few drops; fewer might exist
+    result.notes.append(
+        f"schedule by greedy + LP relaxation + large-neighbourhood search ({state.improved} improving steps of "
+        f"{state.steps}); gap against the {source.replace('_', ' ')} bound"
+        + ("" if lp is None or lp.bound_cents is not None else " (the LP did not finish in time)")
+    )
+    return [(p[0], p[1]) if p else (None, 0) for p in state.placed], dropped_proven
+
+
+def _cheapest_bound(jobs: list[JobData], weights: list[int], dropped_limit: int) -> float:
+    """Cents: every required job at its cheapest option, when dropping one would drop more than allowed."""
+    return float(
+        sum(
+            min(usd_to_cents(c.cost_usd) for c in job.options)
+            for job, w in zip(jobs, weights)
+            if job.options and w > dropped_limit
+        )
+    )
+
+
+def _extract_reserve(n_jobs: int) -> float:
+    """Seconds kept for turning the schedule into plans (measured: ~1 ms per job) and explanations."""
+    return 0.3 + 0.004 * n_jobs
+
+
+def _exact(
+    pf: Portfolio,
+    data: PortfolioData,
+    result: PortfolioResult,
+    deadline: float,
+    workers: int,
+    progress: Callable[[str], None] | None,
+    started: float,
+    time_limit_s: float,
+) -> tuple[Choices, bool]:
+    """The whole model in CP-SAT (two phases), warm-started from greedy; greedy when it finds nothing."""
+    jobs, pools, horizon = data.jobs, data.pools, data.horizon
+    large = sum(len(job.options) for job in jobs) > LARGE_MODEL_OPTIONS
+    if large:
+        total = sum(len(job.options) for job in jobs)
+        for job in jobs:
+            job.options, job.durations = shortlist(job.options, job.durations)
+        result.notes.append(
+            f"large portfolio: each job keeps its two cheapest and its fastest option per offer "
+            f"({sum(len(job.options) for job in jobs):,} of {total:,} options); the optimum is over that shortlist"
+        )
+    pm = build(pf, jobs, pools, horizon)
+    budget_cents = None if pf.budget_usd is None else usd_to_cents(pf.budget_usd)
+    placed = greedy_schedule(jobs, pools, pm.pool_of, horizon, budget_cents)
+    greedy_cost = sum(usd_to_cents(job.options[p[0]].cost_usd) for job, p in zip(jobs, placed) if p)
+    _say(progress, started)(f"greedy   cost ${greedy_cost / CENTS_PER_USD:,.2f}")
+    warm_start(pm, placed)
+    lp_cents = None
+    if pf.objective == "cost":
+        weights = drop_weights(jobs)
+        dropped = sum(w for w, p in zip(weights, placed) if p is None)
+        left = deadline - time.perf_counter()
+        lp = lp_bound(jobs, pools, pm.pool_of, horizon, budget_cents, dropped, time_limit_s=max(0.5, 0.2 * left))
+        lp_cents = lp.bound_cents
+    solver, status, dropped_proven = _two_phase(pm, deadline, workers, progress, started, large, lp_cents)
+    result.method = "cp_sat"
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         result.status = "optimal" if status == cp_model.OPTIMAL else "feasible"
-        result.gap = optimality_gap(solver.objective_value, solver.best_objective_bound, status == cp_model.OPTIMAL)
+        bound, source = solver.best_objective_bound, "cp_sat"
+        if lp_cents is not None and lp_cents > bound and pf.objective == "cost":
+            # The LP bound holds for as few drops as the greedy schedule: valid if CP-SAT's is no better.
+            new_drop = sum(w for w, v in zip(drop_weights(jobs), pm.jv) if v.picked(solver) is None)
+            if new_drop >= sum(w for w, p in zip(drop_weights(jobs), placed) if p is None):
+                bound, source = lp_cents, "lp_relaxation"
+        if status == cp_model.OPTIMAL:
+            bound = solver.objective_value
+        result.gap = optimality_gap(solver.objective_value, bound, status == cp_model.OPTIMAL)
+        if pf.objective == "cost":
+            result.bound_usd = round(bound / CENTS_PER_USD, 2)
+            result.bound_source = source
         choices: Choices = [(v.picked(solver), solver.value(start)) for v, start in zip(pm.jv, pm.starts)]
     else:
         result.status = "feasible"
+        result.method = "greedy"
         choices = [(p[0], p[1]) if p else (None, 0) for p in placed]
         result.gap = _greedy_gap(pm, choices)
+        result.bound_source = "cheapest_options"
         result.notes.append(
             f"CP-SAT found no schedule within {time_limit_s:g} s: this is the greedy schedule "
             "(earliest deadline first, cheapest option); raise --time-limit or coarsen time_step"
         )
-    extract(pf, jobs, choices, pools, result)
-    result.solve_s = time.perf_counter() - started
-    return PortfolioOutcome(result, pm, dropped_proven)
+    return choices, dropped_proven
 
 
 def _two_phase(
-    pm: PortfolioModel, time_limit_s: float, workers: int, progress, started: float, large: bool
+    pm: PortfolioModel, deadline: float, workers: int, progress, started: float, large: bool, lp_cents: float | None
 ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, bool]:
-    """Minimise the dropped weight (a third of the time), then, with it fixed, the objective."""
+    """Minimise the dropped weight (a third of the time left), then, with it fixed, the objective."""
     m = pm.pm.model
-    solver = pm.pm.solver(time_limit_s / 3, workers=workers)
+    solver = pm.pm.solver(max(0.1, (deadline - time.perf_counter()) / 3), workers=workers)
     if large:
         solver.parameters.cp_model_probing_level = 0
-    callback = _Progress(progress) if progress else None
+    callback = _Progress(progress, started, lp_cents) if progress else None
     dropped = pm.dropped_weight()
     m.minimize(dropped)
     status = solver.solve(m, callback)
@@ -140,7 +318,7 @@ def _two_phase(
                 m.add_hint(pick, solver.boolean_value(pick))
         for start in pm.starts:
             m.add_hint(start, solver.value(start))
-        solver.parameters.max_time_in_seconds = max(1.0, time_limit_s - (time.perf_counter() - started))
+        solver.parameters.max_time_in_seconds = max(0.1, deadline - time.perf_counter())
         m.minimize(pm.objective())
         if callback:
             callback.phase = pm.pf.objective
