@@ -29,6 +29,7 @@ class ModelShape:
     experts: float = 0.0  # routed experts per MoE layer (0: dense)
     experts_per_token: float = 0.0
     expert_params: float = 0.0  # all routed experts' parameters: what expert parallelism splits
+    expert_ffn: float = 0.0  # one expert's MLP width
 
     @property
     def expert_share(self) -> float:

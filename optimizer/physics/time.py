@@ -154,7 +154,8 @@ def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_f
         * tokens
         * (
             (linear - expert) / (hw.peak_flops * hw.compute_efficiency)
-            + expert / (hw.peak_flops * hw.compute_efficiency * _grouped_gemm_factor(shape, layout, b * seq_len / cp))
+            + expert
+            / (hw.peak_flops * hw.compute_efficiency * _grouped_gemm_factor(shape, hw, layout, b * seq_len / cp))
             + attention / (attention_peak * hw.compute_efficiency)
         )
     )
@@ -236,14 +237,24 @@ def _active_expert_share(shape) -> float:
     return min(1.0, shape.expert_params * shape.experts_per_token / shape.experts / shape.active_params)
 
 
-def _grouped_gemm_factor(shape, layout: Layout, tokens) -> np.ndarray:
-    """Relative efficiency of the experts' grouped GEMMs: each expert sees t = tokens x top-k x ep / experts
-    tokens per micro-batch (its rank gathers them from the ep ranks), and a GEMM of t rows reaches
-    t / (t + t_half) of the large-GEMM efficiency (ASSUMPTION: t_half, physics/constants.py)."""
+def _grouped_gemm_factor(shape, hw: Cluster, layout: Layout, tokens) -> np.ndarray:
+    """Relative efficiency of the experts' grouped GEMMs. Each expert sees t = tokens x top-k x ep / experts
+    rows per micro-batch (its rank gathers them from the ep ranks): a GEMM of t rows reaches t / (t + t_half)
+    of the large-GEMM efficiency (ASSUMPTION: t_half, physics/constants.py); and a narrow expert (h x f) is
+    a GEMM of low arithmetic intensity, 2 t h f FLOPs over (t h + h f + t f) elements read or written, which
+    is memory-bound below the GPU's ridge point peak / HBM bandwidth (Williams et al. 2009)."""
     if not shape.experts:
         return np.ones_like(np.asarray(tokens, float))
-    per_expert = np.asarray(tokens, float) * shape.experts_per_token * np.asarray(layout.ep, float) / shape.experts
-    return per_expert / (per_expert + GROUPED_GEMM_HALF_TOKENS)
+    t = np.asarray(tokens, float) * shape.experts_per_token * np.asarray(layout.ep, float) / shape.experts
+    h, f = shape.hidden, shape.expert_ffn or shape.hidden
+    element_bytes = (
+        2.0
+        * np.asarray(hw.attention_peak_flops if hw.attention_peak_flops is not None else hw.peak_flops)
+        / np.asarray(hw.peak_flops)
+    )
+    intensity = 2.0 * t * h * f / (element_bytes * (t * h + h * f + t * f))
+    ridge = np.asarray(hw.peak_flops) * np.asarray(hw.compute_efficiency) / np.asarray(hw.hbm_bytes_per_s)
+    return t / (t + GROUPED_GEMM_HALF_TOKENS) * np.minimum(1.0, intensity / ridge)
 
 
 def _attention_hw_flops(shape, seq_len: float, recompute) -> np.ndarray:

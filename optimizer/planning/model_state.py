@@ -39,6 +39,7 @@ def model_shape(model: ModelSpec) -> ModelShape:
         experts=experts,
         experts_per_token=float(model.experts_per_token or 0) if experts else 0.0,
         expert_params=expert_params,
+        expert_ffn=float(model.ffn_hidden) if experts else 0.0,
     )
 
 
