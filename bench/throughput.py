@@ -72,6 +72,8 @@ def problem_for(run: dict, efficiency: float | None) -> Problem:
             "seq_len": run["seq_len"],
             "global_batch": run["global_batch"],
             "precision": precision,
+            # Megatron-Core's fused kernels keep fewer activations than eager PyTorch (physics/memory.py)
+            "framework": "megatron" if run["framework"] == "megatron" else "auto",
         },
         "assumptions": {"mfu": efficiency} if efficiency is not None else {},
     }

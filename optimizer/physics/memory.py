@@ -101,8 +101,15 @@ def host_optimizer_bytes(train: TrainingState, layout: Layout, gpus_per_node) ->
     return np.where(np.asarray(layout.offload) > 0, per_gpu * np.asarray(gpus_per_node, float), 0.0)
 
 
-def layer_activation_bytes(shape: ModelShape, seq_len: float, micro_batch, eager_attention: bool) -> np.ndarray:
-    """Bytes one transformer block keeps for backward, per micro-batch, without parallelism."""
+def layer_activation_bytes(
+    shape: ModelShape, seq_len: float, micro_batch, eager_attention: bool, fused_kernels: bool = False
+) -> np.ndarray:
+    """Bytes one transformer block keeps for backward, per micro-batch, without parallelism.
+
+    ``fused_kernels``: Megatron-Core with Transformer Engine fuses the norms into the next matmul and the
+    SwiGLU into one kernel, keeping each norm's bf16 input (2h) and 6f for a gated MLP (the
+    Korthikanti et al. 2022 count re-derived for these widths); eager PyTorch (Hugging Face, torchtitan)
+    keeps what is measured below."""
     s, b = float(seq_len), np.asarray(micro_batch, float)
     h, q, k, f = shape.hidden, shape.q_width, shape.kv_width, shape.ffn_active
     # Measured with saved_tensors_hooks (PyTorch 2.13, transformers 5.24, bf16, SDPA flash kernel): Llama 3.1
@@ -112,6 +119,9 @@ def layer_activation_bytes(shape: ModelShape, seq_len: float, micro_batch, eager
     norms = 2 * (8 * h if shape.gated_mlp else 4 * h)
     attention = 2 * q + 2 * k + 2 * k + 2 * q
     mlp = 8 * f if shape.gated_mlp else 4 * f
+    if fused_kernels:
+        norms = 2 * (2 * h + 2 * h)  # each norm's input and the following matmul's input, bf16
+        mlp = 6 * f if shape.gated_mlp else 4 * f
     per_layer = s * b * (norms + attention + mlp)
     if eager_attention:
         per_layer = per_layer + 2.0 * shape.heads * s * s * b
@@ -127,9 +137,10 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
     b = np.asarray(layout.micro_batch, float)
     rc = np.asarray(layout.recompute)
     s = float(settings.seq_len)
-    full_layer = layer_activation_bytes(shape, s, b, settings.eager_attention)
+    fused = settings.fused_kernels
+    full_layer = layer_activation_bytes(shape, s, b, settings.eager_attention, fused)
     # Selective recompute (or FlashAttention) drops the s^2 attention term (Korthikanti section 5).
-    flash_layer = layer_activation_bytes(shape, s, b, False)
+    flash_layer = layer_activation_bytes(shape, s, b, False, fused)
     kept_layer = np.where(rc == Recompute.NONE, full_layer, flash_layer)
     in_flight = np.minimum(pp, np.asarray(layout.grad_accum, float))
     layers_per_stage = np.ceil(shape.layers / pp)  # uneven stages: the first one holds the most

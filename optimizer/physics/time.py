@@ -260,14 +260,14 @@ def _grouped_gemm_factor(shape, hw: Cluster, layout: Layout, tokens) -> np.ndarr
 def _attention_hw_flops(shape, seq_len: float, recompute) -> np.ndarray:
     """Attention score and value FLOPs per token as ``flops_per_token`` counts them: 12 L h s, plus a third
     more when the forward attention is recomputed (selective or full recompute)."""
-    attention = 12.0 * shape.layers * shape.hidden * seq_len
+    attention = 12.0 * shape.layers * (shape.q_width or shape.hidden) * seq_len
     return np.where(np.asarray(recompute) > 0, attention * 4.0 / 3.0, attention)
 
 
 def _attention_share(shape, seq_len: float) -> float:
     """Share of a token's model FLOPs in the attention scores and values: 12 L h s of 6 N + 12 L h s
     (Chowdhery et al. 2022, appendix B)."""
-    attention = 12.0 * shape.layers * shape.hidden * seq_len
+    attention = 12.0 * shape.layers * (shape.q_width or shape.hidden) * seq_len
     total = 6.0 * shape.active_params + attention
     return attention / total if total > 0 else 0.0
 

@@ -162,6 +162,7 @@ class JobContext:
         return RunSettings(
             seq_len=float(self.job.seq_len),
             eager_attention=self.job.attention == "eager",
+            fused_kernels=self.job.framework == "megatron",
             overlap=a.overlap,
             link_efficiency=a.link_efficiency * self.calibration.network,
             activation_reserve=self.activation_reserve,

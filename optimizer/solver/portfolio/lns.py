@@ -1,0 +1,307 @@
+"""Large-neighbourhood search over a complete schedule (docs/design.md section 10.6).
+
+The schedule is a list of per-job placements (option index, start step) or None. Each step frees a
+neighbourhood of jobs (a time window, a pair of pools over a window, the jobs the LP relaxation would
+move most, or the jobs around a dropped required one: the repair step), keeps every other job where it
+is, and re-optimises the freed jobs with a small CP-SAT model: their options and starts against the
+GPUs the fixed jobs leave free, the budget they leave, and the dependencies on fixed jobs as release
+and deadline bounds. The objective is the schedule's own, lexicographic: dropped weight (a required
+job outweighs all optional ones), then cost. The current placement is a complete hint, so a step never
+makes the schedule worse; a better one replaces it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ...physics.constants import usd_to_cents
+from .greedy import Placement, capacity_arrays
+from .lp import LpBound, drop_weights, window
+
+
+@dataclass
+class Search:
+    """The incumbent and what the search needs to move it."""
+
+    jobs: list
+    pools: list
+    pool_of: dict[str, int]
+    horizon: int
+    budget_cents: int | None
+    placed: list[Placement]
+    workers: int = 2
+    weights: list[int] = field(default_factory=list)
+    cents: list[list[int]] = field(default_factory=list)
+    free: list[np.ndarray] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+    successors: list[list[int]] = field(default_factory=list)
+    steps: int = 0
+    improved: int = 0
+
+    def __post_init__(self) -> None:
+        self.weights = drop_weights(self.jobs)
+        self.cents = [[usd_to_cents(o.cost_usd) for o in job.options] for job in self.jobs]
+        self.index = {job.name: k for k, job in enumerate(self.jobs)}
+        self.successors = [[] for _ in self.jobs]
+        for k, job in enumerate(self.jobs):
+            for dep in job.after:
+                self.successors[self.index[dep]].append(k)
+        self.free = capacity_arrays(self.pools, self.horizon)
+        for k, p in enumerate(self.placed):
+            self._use(k, p, -1)
+
+    # --- bookkeeping -------------------------------------------------------------------------
+
+    def _use(self, k: int, p: Placement, sign: int) -> None:
+        if p is None:
+            return
+        job = self.jobs[k]
+        i, s = p
+        pool = self.pool_of[job.options[i].row.offer_name]
+        self.free[pool][s : s + job.durations[i]] += sign * job.options[i].row.gpus
+
+    def dropped_weight(self) -> int:
+        return sum(w for w, p in zip(self.weights, self.placed) if p is None)
+
+    def cost_cents(self) -> int:
+        return sum(self.cents[k][p[0]] for k, p in enumerate(self.placed) if p is not None)
+
+    def required_dropped(self) -> list[int]:
+        return [k for k, (job, p) in enumerate(zip(self.jobs, self.placed)) if p is None and job.required]
+
+    def _end(self, k: int) -> int:
+        p = self.placed[k]
+        assert p is not None
+        return p[1] + self.jobs[k].durations[p[0]]
+
+    # --- one step ----------------------------------------------------------------------------
+
+    def reoptimise(self, subset: list[int], time_limit_s: float) -> tuple[bool, bool]:
+        """Re-optimise the jobs in ``subset`` with every other job fixed: (improved, solved to optimality)."""
+        chosen = set(subset)
+        for k in subset:
+            self._use(k, self.placed[k], +1)
+        try:
+            new, optimal = self._solve(subset, chosen, time_limit_s)
+        finally:
+            for k in subset:
+                self._use(k, self.placed[k], -1)
+        if new is None:
+            return False, optimal
+        before = (sum(self.weights[k] for k in subset if self.placed[k] is None), self._cost(subset, self.placed))
+        after_placed = list(self.placed)
+        for k, p in zip(subset, new):
+            after_placed[k] = p
+        after = (sum(self.weights[k] for k in subset if after_placed[k] is None), self._cost(subset, after_placed))
+        if after >= before:
+            return False, optimal
+        for k in subset:
+            self._use(k, self.placed[k], +1)
+        self.placed = after_placed
+        for k in subset:
+            self._use(k, self.placed[k], -1)
+        self.improved += 1
+        return True, optimal
+
+    def _cost(self, subset: list[int], placed: list[Placement]) -> int:
+        return sum(self.cents[k][p[0]] for k in subset if (p := placed[k]) is not None)
+
+    def _solve(self, subset: list[int], chosen: set[int], time_limit_s: float) -> tuple[list[Placement] | None, bool]:
+        m = cp_model.CpModel()
+        horizon = self.horizon
+        picks: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
+        starts, ends, dones = {}, {}, {}
+        by_pool: dict[int, list[tuple[cp_model.IntervalVar, int]]] = {}
+        spans: dict[int, list[int]] = {}
+        big = sum(max(self.cents[k], default=0) for k in subset) + 1
+        objective = []
+        cost_terms = []
+        for k in subset:
+            job, cur = self.jobs[k], self.placed[k]
+            r, lim = window(job, horizon)
+            forced = False
+            blocked = False
+            for dep in job.after:
+                d = self.index[dep]
+                if d in chosen:
+                    continue
+                if self.placed[d] is None:
+                    blocked = True
+                else:
+                    r = max(r, self._end(d))
+            for s in self.successors[k]:
+                succ = self.placed[s]
+                if s not in chosen and succ is not None:
+                    forced = True
+                    lim = min(lim, succ[1])
+            start = m.new_int_var(min(r, horizon), max(min(r, horizon), lim), f"s{k}")
+            end = m.new_int_var(0, horizon, f"e{k}")
+            done = m.new_bool_var(f"d{k}")
+            opts = []
+            for i, (opt, d) in enumerate(zip(job.options, job.durations)):
+                if blocked or d > lim - r:
+                    continue
+                pool = self.pool_of[opt.row.offer_name]
+                pick = m.new_bool_var(f"p{k}_{i}")
+                opts.append((i, pick))
+                m.add(start + d <= lim).only_enforce_if(pick)
+                by_pool.setdefault(pool, []).append(
+                    (m.new_optional_fixed_size_interval_var(start, d, pick, f"i{k}_{i}"), opt.row.gpus)
+                )
+                spans.setdefault(pool, []).extend((r, lim))
+                cost_terms.append((pick, self.cents[k][i]))
+            m.add(sum(p for _, p in opts) == done)
+            m.add(end == start + sum(job.durations[i] * p for i, p in opts))
+            if forced:
+                m.add(done == 1)
+            objective.append((done, self.weights[k]))
+            picks[k], starts[k], ends[k], dones[k] = opts, start, end, done
+            m.add_hint(done, cur is not None)
+            m.add_hint(start, cur[1] if cur is not None else min(r, horizon))
+            m.add_hint(end, cur[1] + job.durations[cur[0]] if cur is not None else min(r, horizon))
+            for i, p in opts:
+                m.add_hint(p, cur is not None and cur[0] == i)
+        for k in subset:
+            for dep in self.jobs[k].after:
+                d = self.index[dep]
+                if d in chosen:
+                    m.add(starts[k] >= ends[d]).only_enforce_if(dones[k])
+                    m.add(dones[k] <= dones[d])
+        for pool, items in by_pool.items():
+            lo, hi = min(spans[pool]), max(spans[pool])
+            free = self.free[pool][lo:hi]
+            cap = int(free.max()) if len(free) else 0
+            blocks = []
+            cuts = np.flatnonzero(np.diff(free)) + 1
+            bounds = [0, *cuts.tolist(), len(free)]
+            for a, b in zip(bounds, bounds[1:]):
+                gap = cap - int(free[a])
+                if gap > 0:
+                    blocks.append((m.new_fixed_size_interval_var(lo + a, b - a, f"b{pool}_{a}"), gap))
+            all_items = items + blocks
+            m.add_cumulative([i for i, _ in all_items], [g for _, g in all_items], max(cap, 0))
+        if self.budget_cents is not None:
+            left = self.budget_cents - sum(
+                self.cents[k][p[0]] for k, p in enumerate(self.placed) if p is not None and k not in chosen
+            )
+            m.add(sum(c * p for p, c in cost_terms) <= left)
+        m.minimize(
+            sum(big * w * (1 - d) for d, w in objective)
+            + cp_model.LinearExpr.weighted_sum([p for p, _ in cost_terms], [c for _, c in cost_terms])
+        )
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = max(0.05, time_limit_s)
+        solver.parameters.num_workers = self.workers
+        solver.parameters.random_seed = self.steps
+        self.steps += 1
+        status = solver.solve(m)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None, False
+        new: list[Placement] = []
+        for k in subset:
+            option = next((i for i, p in picks[k] if solver.boolean_value(p)), None)
+            new.append(None if option is None else (option, solver.value(starts[k])))
+        return new, status == cp_model.OPTIMAL
+
+    # --- neighbourhoods ------------------------------------------------------------------------
+
+    def _span(self, k: int) -> tuple[int, int]:
+        p = self.placed[k]
+        if p is None:
+            return window(self.jobs[k], self.horizon)
+        return p[1], p[1] + self.jobs[k].durations[p[0]]
+
+    def around(self, t: int, size: int, pools: set[int] | None = None, seeds: list[int] | None = None) -> list[int]:
+        """Up to ``size`` jobs nearest to step t (on the given pools, if any), seeds first."""
+        out = list(dict.fromkeys(seeds or []))
+        taken = set(out)
+        scored = []
+        for k, job in enumerate(self.jobs):
+            if k in taken or not job.options:
+                continue
+            if pools is not None and not any(self.pool_of[o.row.offer_name] in pools for o in job.options):
+                continue
+            a, b = self._span(k)
+            scored.append((0 if a <= t < b else min(abs(a - t), abs(b - 1 - t)), k))
+        scored.sort()
+        out += [k for _, k in scored[: max(0, size - len(out))]]
+        return out
+
+
+def search(
+    state: Search,
+    deadline: float,
+    *,
+    lp: LpBound | None = None,
+    report: Callable[[str], None] | None = None,
+    target_cents: float | None = None,
+) -> None:
+    """Improve ``state`` until ``deadline`` (a perf_counter time) or until its cost reaches ``target_cents``."""
+    rng = random.Random(0)
+    size = min(40, len(state.jobs))
+    kinds = ["window", "pools", "lp"] if lp is not None and lp.fractional_cents else ["window", "pools"]
+    turn = 0
+    repair_turn = 0
+    while True:
+        left = deadline - time.perf_counter()
+        if left < 0.2:
+            return
+        if (
+            target_cents is not None
+            and not state.required_dropped()
+            and state.cost_cents() <= target_cents
+            and state.dropped_weight() == 0
+        ):
+            return
+        missing = state.required_dropped()
+        if missing and turn % 2 == 0:
+            k = missing[repair_turn % len(missing)]
+            repair_turn += 1
+            job = state.jobs[k]
+            r, lim = window(job, state.horizon)
+            subset = state.around((r + lim) // 2, size, {state.pool_of[o.row.offer_name] for o in job.options}, [k])
+            kind = "repair"
+        else:
+            kind = kinds[turn % len(kinds)]
+            t = rng.randrange(max(1, state.horizon))
+            if kind == "window":
+                subset = state.around(t, size)
+            elif kind == "pools":
+                chosen = set(rng.sample(range(len(state.pools)), min(2, len(state.pools))))
+                subset = state.around(t, size, chosen)
+            else:
+                assert lp is not None
+                excess = sorted(
+                    (
+                        (state.cents[k][p[0]] - lp.fractional_cents[k] if p is not None else 0.0, k)
+                        for k, p in enumerate(state.placed)
+                    ),
+                    reverse=True,
+                )
+                top = [k for e, k in excess[: max(3, size)] if e > 0]
+                if not top:
+                    kinds = ["window", "pools"]
+                    continue
+                seeds = rng.sample(top, min(len(top), max(1, size // 4)))
+                start, _ = state._span(seeds[0])
+                pools = {state.pool_of[o.row.offer_name] for k in seeds for o in state.jobs[k].options}
+                subset = state.around(start, size, pools, seeds)
+        turn += 1
+        limit = min(left - 0.1, 4.0 if kind == "repair" else 2.0)
+        if limit <= 0.05:
+            return
+        t0 = time.perf_counter()
+        improved, optimal = state.reoptimise(subset, limit)
+        took = time.perf_counter() - t0
+        if optimal and took < limit / 2:
+            size = min(len(state.jobs), 200, size + max(2, size // 5))
+        elif not optimal:
+            size = max(8, size - max(2, size // 5))
+        if improved and report is not None:
+            report(kind)
