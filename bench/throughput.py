@@ -176,6 +176,7 @@ def main() -> int:
     ap.add_argument("--fit", action="store_true", help="print the parameters fitted on every modelled row")
     ap.add_argument("--max-median", type=float, default=None, help="fail above this held-out median |error|")
     ap.add_argument("--max-worst", type=float, default=None, help="fail when a row is off by more than this factor")
+    ap.add_argument("--max-moe-median", type=float, default=None, help="fail above this MoE median |error|")
     args = ap.parse_args()
     catalog = load_catalog("hardware")
     skus = {s.name for s in catalog.skus}
@@ -204,7 +205,7 @@ def main() -> int:
     print()
     median, ratio = summary([r for r in rows if r["kind"] == "dense"], "dense")
     summary([r for r in rows if r["kind"] == "long_context"], "long-context")
-    summary([r for r in rows if r["kind"] == "moe"], "MoE")
+    moe_median, _ = summary([r for r in rows if r["kind"] == "moe"], "MoE")
     print(f"{len(skipped)} rows not modelled:")
     for name, why in skipped:
         print(f"  {name}: {why}")
@@ -219,6 +220,9 @@ def main() -> int:
             n = sum(1 for p in points if (p[0], p[1]) == (fam, cls))
             print(f"  {fam:<10} {cls:<4} base {base:.3f}  ({n} rows)")
     failed = False
+    if args.max_moe_median is not None and moe_median > args.max_moe_median:
+        print(f"MoE median |error| {moe_median:.1%} exceeds {args.max_moe_median:.0%}")
+        failed = True
     if args.max_median is not None and median > args.max_median:
         print(f"held-out median |error| {median:.1%} exceeds {args.max_median:.0%}")
         failed = True

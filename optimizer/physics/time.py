@@ -209,9 +209,13 @@ def _all_to_all_s(shape, layout: Layout, tokens, layers, links: _Links, g) -> np
     ep = np.asarray(layout.ep, float)
     if not shape.experts:
         return np.zeros_like(ep)
-    volume = 4.0 * tokens * shape.experts_per_token * shape.hidden * 2.0 * _ring(ep)
-    bw = np.where(links.multi_node & (np.asarray(layout.tp, float) * ep > g), links.net, links.intra)
-    return np.where(ep > 1, layers * volume / bw, 0.0)
+    volume = 4.0 * tokens * shape.experts_per_token * shape.hidden * 2.0
+    # Of the ep destinations, those in the same node are reached over NVLink, the others over the NIC, at
+    # the same time (NCCL's all-to-all posts every peer at once): the slower of the two sets the pace.
+    in_node = np.minimum(ep, np.where(links.multi_node, g / np.asarray(layout.tp, float), ep))
+    intra_s = volume * (in_node - 1.0) / ep / links.intra
+    inter_s = volume * (ep - in_node) / ep / links.net
+    return np.where(ep > 1, layers * np.maximum(intra_s, inter_s), 0.0)
 
 
 def _context_parallel_s(
