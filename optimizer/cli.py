@@ -22,7 +22,6 @@ from typing import Any
 
 import typer
 import yaml
-from ortools.sat.python import cp_model
 from pydantic import BaseModel
 from rich.table import Table
 
@@ -76,6 +75,8 @@ _FLAG_RANGES = {
     "pp": "layers",
     "micro_batch": "global_batch",
     "shard_degree": "gpus",
+    "cp": "gpus",
+    "ep": "gpus",
     "max_nodes": "nodes",
     "max_gpus": "gpus",
     "deadline": "duration",
@@ -191,7 +192,8 @@ class BasisOpt(str, Enum):
 ExportOpt = typer.Option(
     None,
     "--export",
-    help="Write a launcher config for the plan: skypilot, kubernetes, deepspeed, accelerate or torchrun.",
+    help="Write a launcher config for the plan: skypilot, kubernetes (Indexed Job + headless Service), nodus "
+    "(spec.resources.gpu), deepspeed, megatron, torchtitan, accelerate or torchrun.",
 )
 OutOpt = typer.Option(None, "--out", help="File for --export (default: print it).")
 FormatOpt = typer.Option(Format.table, "--format", "-f", help="table (for people), json or yaml (for scripts).")
@@ -279,8 +281,9 @@ def handled(fn: Callable) -> Callable:
     return wrapper
 
 
-def _write_export(plan, kind: str, out: Path | None, name: str) -> None:
-    text = export(plan, kind, name=name)
+def _write_export(plan, kind: str, out: Path | None, problem) -> None:
+    job = problem.job
+    text = export(plan, kind, name=job.name, seq_len=job.seq_len, precision=job.precision, num_layers=job.model.layers)
     if out is None:
         typer.echo(text, nl=False)
     else:
@@ -365,6 +368,8 @@ def check(
         nodes=nodes,
         tp=tp,
         pp=pp,
+        cp=cp,
+        ep=ep,
         shard_degree=shard_degree,
         micro_batch=micro_batch,
         deadline=deadline,
@@ -397,7 +402,7 @@ def check(
         ep=ep,
     )
     if export_kind:
-        _write_export(result.plan, export_kind, out, problem.job.name)
+        _write_export(result.plan, export_kind, out, problem)
         if out is None:
             return
     if plot_path:
@@ -478,7 +483,7 @@ def solve(
                 "without --export for what binds",
                 field="export",
             )
-        _write_export(result.best, export_kind, out, problem.job.name)
+        _write_export(result.best, export_kind, out, problem)
         if out is None:
             return
     _emit(result, fmt, render.print_solve)
@@ -605,6 +610,7 @@ def portfolio_cmd(
     fmt: Format = FormatOpt,
 ) -> None:
     """Schedule many jobs on shared GPU pools within one budget: plan, start and end per job, what was dropped."""
+    started = time.perf_counter()  # --time-limit bounds the whole command, reading the files included
     check_flags(time_limit_s=time_limit, workers=workers)
     check_outputs([file, _path(catalog)], plot_path=plot_path)
     pf = load_portfolio(file)
@@ -612,7 +618,9 @@ def portfolio_cmd(
         pf = pf.model_copy(update={"spot": _spot_policy(spot)})
     cat = load_catalog(catalog) if catalog else None
     progress = _progress_printer() if fmt == Format.table else None
-    result = api.portfolio(pf, catalog=cat, time_limit_s=time_limit, workers=workers, progress=progress)
+    result = api.portfolio(
+        pf, catalog=cat, time_limit_s=time_limit, workers=workers, progress=progress, started=started
+    )
     _emit(result, fmt, render.print_portfolio)
     if plot_path and result.schedule:
         with output.atomic_path(plot_path, "plot") as tmp:
@@ -723,7 +731,6 @@ def _watch_interrupts() -> None:
         signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     except (AttributeError, OSError, ValueError):  # no pipes or wakeup fds here: KeyboardInterrupt alone
         return
-    _solvers_leave_sigint_alone()
 
     def watch() -> None:
         while signal.SIGINT not in os.read(read_fd, 64):  # the wakeup fd receives signal numbers
@@ -735,24 +742,6 @@ def _watch_interrupts() -> None:
         os._exit(130)
 
     threading.Thread(target=watch, name="gpuplan-interrupt", daemon=True).start()
-
-
-def _solvers_leave_sigint_alone() -> None:
-    """Stopgap until ``solver.model.PlanModel.solver`` sets it: CP-SAT's ``catch_sigint_signal`` (on by
-    default) replaces the process's SIGINT handler during a solve and stops the search as if its time
-    limit had passed, so ^C would print an ordinary-looking answer ('unknown', greedy, or a worse plan)
-    with exit 0, and afterwards it resets SIGINT to the default action. The CLI handles SIGINT itself."""
-    solve = cp_model.CpSolver.solve
-    if getattr(solve, "leaves_sigint_alone", False):
-        return
-
-    @functools.wraps(solve)
-    def leaving_sigint_alone(self, *args, **kwargs):
-        self.parameters.catch_sigint_signal = False
-        return solve(self, *args, **kwargs)
-
-    leaving_sigint_alone.leaves_sigint_alone = True  # type: ignore[attr-defined]
-    setattr(cp_model.CpSolver, "solve", leaving_sigint_alone)  # noqa: B010 - mypy refuses assigning a method
 
 
 def main() -> None:

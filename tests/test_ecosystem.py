@@ -23,6 +23,12 @@ def best():
     return plan(load_job(ROOT / "problems" / "llama-70b-within-5-days.yaml")).best
 
 
+@pytest.fixture(scope="module")
+def data_parallel():
+    """A plan DeepSpeed and accelerate's FSDP can run as it is (no TP or PP)."""
+    return plan(load_job(ROOT / "problems" / "seed-70b-one-b200-node.yaml")).best
+
+
 def test_skypilot_task_keys(best):
     task = yaml.safe_load(export(best, "skypilot", "sft"))
     assert task["resources"]["accelerators"] == f"{best.sku}:{best.gpus_per_node}"
@@ -30,12 +36,14 @@ def test_skypilot_task_keys(best):
 
 
 def test_kubernetes_spec_is_the_seeds_format(best):
-    spec = yaml.safe_load(export(best, "kubernetes"))
+    # The seed's spec.resources.gpu form is the 'nodus' export; 'kubernetes' is a batch/v1 Indexed Job.
+    spec = yaml.safe_load(export(best, "nodus"))
     gpu = spec["spec"]["resources"]["gpu"]
     assert gpu == {"type": best.sku, "count": best.gpus_per_node, "minMemory": f"{int(best.memory_gib.capacity)}Gi"}
 
 
-def test_deepspeed_config_carries_stage_micro_batch_and_accumulation(best):
+def test_deepspeed_config_carries_stage_micro_batch_and_accumulation(data_parallel):
+    best = data_parallel
     cfg = json.loads(export(best, "deepspeed"))
     s = best.strategy
     assert cfg["zero_optimization"]["stage"] == s.zero_stage
@@ -45,7 +53,8 @@ def test_deepspeed_config_carries_stage_micro_batch_and_accumulation(best):
     assert cfg["bf16"]["enabled"] is True
 
 
-def test_accelerate_fsdp_config(best):
+def test_accelerate_fsdp_config(data_parallel):
+    best = data_parallel
     text = export(best, "accelerate")
     cfg = yaml.safe_load(text)
     assert cfg["distributed_type"] == "FSDP" and cfg["num_processes"] == best.gpus and cfg["num_machines"] == best.nodes
@@ -142,7 +151,8 @@ def test_plots_are_written(tmp_path, problems, cmd):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_accelerate_parses_our_fsdp_config_when_installed(best, tmp_path):
+def test_accelerate_parses_our_fsdp_config_when_installed(data_parallel, tmp_path):
+    best = data_parallel
     config_args = pytest.importorskip("accelerate.commands.config.config_args")
     path = tmp_path / "fsdp.yaml"
     path.write_text(export(best, "accelerate"))

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ArgumentError, CatalogError, GpuplanError, JobError, did_you_mean
+from . import units
 from .bundled import bundled_catalog_names, bundled_dir
 from .catalog import find_sku
 from .hf_models import resolve
@@ -198,6 +199,15 @@ def _load_catalog(
                 source=file_b,
                 field=f"{field_b}.name",
             )
+    rows = sum(o.max_nodes * (2 if o.spot_price_usd_per_gpu_hour else 1) for o in offers)
+    if rows > units.MAX_CATALOG_NODES:
+        raise CatalogError(
+            f"the offers add up to {rows:,} node counts (max_nodes over all offers, twice with a spot price), "
+            f"more than the {units.MAX_CATALOG_NODES:,} the candidate search takes (each is a row to plan); "
+            "lower max_nodes where the supply is not real",
+            source=str(path),
+            field="offers",
+        )
     catalog = Catalog(
         name=str(data.get("name") or path.stem),
         description=str(data.get("description") or ""),

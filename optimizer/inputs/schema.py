@@ -68,6 +68,7 @@ _RANGES: dict[str, str] = {
     "price_usd_per_gpu_hour": "price",
     "spot_price_usd_per_gpu_hour": "price",
     "spot_preemptions_per_node_hour": "preemptions",
+    "Offer.max_nodes": "offer_nodes",
     "max_nodes": "nodes",
     "billing_increment_s": "billing_increment",
     # ModelSpec

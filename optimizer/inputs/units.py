@@ -250,6 +250,9 @@ LIMITS: dict[str, Limit] = {
     "share": Limit(0, 1, "", "a share, 0 to 1", True),
     "gpus_per_node": Limit(1, 72, "GPUs", "the largest NVLink domain rented as one node, GB200 NVL72", True),
     "nodes": Limit(1, 4096, "nodes", "the candidate search covers up to 4,096 nodes per job", True),
+    "offer_nodes": Limit(
+        1, 1024, "nodes", "every node count of an offer is a candidate: 1,024 of them take ~10 s and 1 GB to plan", True
+    ),
     "gpus": Limit(1, 4096 * 72, "GPUs", "4,096 nodes of 72 GPUs", True),
     "pool_gpus": Limit(0, 4096 * 72, "GPUs", "4,096 nodes of 72 GPUs", True),
     "price": Limit(0, 1000, "USD per GPU-hour", "a hundred times the dearest GPU rental"),
@@ -270,6 +273,10 @@ LIMITS: dict[str, Limit] = {
 # The most time steps (horizon / time_step) a portfolio may have: each step is a point the scheduler
 # reasons about; 100,000 is 11 years of hours or 69 days of minutes.
 MAX_TIME_STEPS = 100_000
+
+# The most candidate node counts a catalog may offer in all (each offer's max_nodes, twice with a spot
+# price): every one is a row of the candidate table, at ~10 ms and ~1 MB per row for a 70B job.
+MAX_CATALOG_NODES = 4096
 
 # The most --measured flags one command takes: each one costs a calibration fit (~0.3 s).
 MAX_MEASUREMENTS = 16

@@ -38,13 +38,14 @@ TRAINING_IMAGE = "your-registry/your-training-image:latest"  # placeholder: an i
 
 # Where the flag and key names were checked (see each exporter).
 MEGATRON_SOURCE = (
-    "NVIDIA/Megatron-LM megatron/training/arguments.py (main, 2026-08-22); TransformerConfig flags are generated "
-    "from megatron/core/model_parallel_config.py and megatron/core/transformer/transformer_config.py"
+    "NVIDIA/Megatron-LM megatron/training/arguments.py (main at d98e8a6, 2026-08-22); its TransformerConfig flags "
+    "are generated from megatron/core/model_parallel_config.py and megatron/core/transformer/transformer_config.py"
 )
 TORCHTITAN_TOML_SOURCE = "pytorch/torchtitan torchtitan/config/job_config.py at v0.2.2 (the last release with TOML)"
 TORCHTITAN_FLAGS_SOURCE = (
     "pytorch/torchtitan 0.3.0 torchtitan/config/configs.py (TrainingConfig, ParallelismConfig) and "
-    "torchtitan/distributed/activation_checkpoint.py; TOML job files were removed in pytorch/torchtitan#2386"
+    "torchtitan/distributed/activation_checkpoint.py; TOML job files were removed in pytorch/torchtitan#2386, "
+    "and main (b5bcd76) renames the batch keys to token counts"
 )
 
 
@@ -100,8 +101,8 @@ def _header(plan: Plan, precision: str, lines: list[str] | None = None, notes: l
         f"global batch {s.global_batch} = DP {s.dp} x micro-batch {s.micro_batch} x gradient accumulation "
         f"{s.grad_accum}; {plan.gpus} GPUs = TP {s.tp} x PP {s.pp} x CP {s.cp} x DP {s.dp}; " + ", ".join(details),
     ]
-    if plan.cost_usd is not None:
-        out.append(f"planned: p50 {plan.hours.p50:.1f} h, ${plan.cost_usd.p50:,.0f} (framework: {s.framework})")
+    cost = f", ${plan.cost_usd.p50:,.0f}" if plan.cost_usd is not None else ""
+    out.append(f"planned: p50 {plan.hours.p50:.1f} h{cost} (labelled framework: {s.framework})")
     return out + (lines or []) + [f"note: {n}" for n in notes or []]
 
 
@@ -232,7 +233,8 @@ def _torchtitan_gaps(plan: Plan, num_layers: int | None) -> list[str]:
     if s.virtual_stages > 2 and num_layers is None:
         gaps.append(
             f"torchtitan's Interleaved1F1B defaults to 2 stages per rank; {s.virtual_stages} need "
-            "pipeline_parallel_layers_per_stage, which needs the model's layer count (pass num_layers)"
+            "pipeline_parallel_layers_per_stage, which needs the model's layer count: "
+            "pass num_layers (export(plan, 'torchtitan', num_layers=...))"
         )
     if s.virtual_stages > 2 and num_layers is not None and num_layers % (s.pp * s.virtual_stages):
         gaps.append(f"{num_layers} layers do not split evenly into PP {s.pp} x {s.virtual_stages} stages")
@@ -253,7 +255,7 @@ def _refuse_gaps(plan: Plan, kind: str, num_layers: int | None) -> None:
         return
     others = [k for k, check in _GAPS.items() if k != kind and not check(plan, num_layers)]
     instead = (
-        f"use --export {' or '.join(others)}, which express it"
+        f"the {' or '.join(others)} export{'s' if len(others) > 1 else ''} can"
         if others
         else "no framework export expresses it; use torchrun, skypilot or kubernetes with your own script"
     )
@@ -306,7 +308,7 @@ def _dns_label(name: str, limit: int = 52) -> str:
     """A Kubernetes DNS-1035 label (Service names), short enough for '<job>-<index>' pod hostnames."""
     label = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:limit].strip("-")
     if not label or not label[0].isalpha():
-        label = ("job-" + label).strip("-")[:limit]
+        label = ("job-" + label).strip("-")[:limit].rstrip("-")
     return label
 
 
@@ -348,7 +350,7 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
         ),
         "env": env,
         "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
-        "resources": {"limits": {gpu: plan.gpus_per_node}},
+        "resources": {"limits": {gpu: str(plan.gpus_per_node)}},  # a quantity: the client wants a string
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
     job_spec = {
@@ -421,7 +423,11 @@ def deepspeed(plan: Plan, precision: str = "bf16", num_layers: int | None = None
         zero["zero_hpz_partition_size"] = s.shard_degree  # ZeRO++ hierarchical partitioning (hybrid shard)
     lines = []
     if s.tp > 1:
-        lines.append(f"TP {s.tp}: tensor_parallel.autotp_size (DeepSpeed AutoTP training, Hugging Face models)")
+        lines.append(
+            f"TP {s.tp}: tensor_parallel.autotp_size (DeepSpeed AutoTP training, Hugging Face models); pass "
+            f"deepspeed.initialize an mpu whose data-parallel world size is {dp_ranks}, as DeepSpeed's AutoTP "
+            "example does, so that it checks train_batch_size against the DP ranks, not every GPU"
+        )
     if s.pp > 1:
         lines.append(
             f"PP {s.pp}: build the model as deepspeed.pipe.PipelineModule(layers, num_stages={s.pp}, "
@@ -570,7 +576,11 @@ def torchtitan_sections(
         parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if s.virtual_stages > 1 else "1F1B"
         parallelism["pipeline_parallel_microbatch_size"] = s.micro_batch
         if s.virtual_stages > 2 and num_layers:
+            # ceil((layers + first-less + last-less) / per stage) stages: with no allowance for the embedding
+            # and output, exactly PP x v stages of equal layers, as planned
             parallelism["pipeline_parallel_layers_per_stage"] = num_layers // (s.pp * s.virtual_stages)
+            parallelism["pipeline_parallel_first_stage_less_layers"] = 0
+            parallelism["pipeline_parallel_last_stage_less_layers"] = 0
     parallelism["context_parallel_degree"] = s.cp
     if _ep(s) > 1:
         parallelism["expert_parallel_degree"] = _ep(s)
@@ -598,6 +608,8 @@ def torchtitan_flags(sections: dict[str, dict[str, Any]]) -> list[str]:
                 flags.append(flag if value else f"--{section}.no-{key.replace('_', '-')}")
             else:
                 flags.append(f"{flag} {value}")
+    if sections["parallelism"]["pipeline_parallel_degree"] > 1:
+        flags.append("--training.disable-cuda-graphs")  # 0.3.0 refuses CUDA graphs with PP (no 0.2.2 key)
     flags.append(f"activation-checkpoint:{sections['activation_checkpoint']['mode']}")  # a tyro subcommand: last
     return flags
 

@@ -109,6 +109,18 @@ def solver_rows(table: CandidateTable) -> list[Candidate]:
     ]
 
 
+def new_solver(time_limit_s: float, workers: int = 1, seed: int = 0) -> cp_model.CpSolver:
+    """A CP-SAT solver with a time limit that leaves Ctrl-C to the caller: CP-SAT's default
+    ``catch_sigint_signal`` would stop the search as if the limit had passed (an interrupted solve must
+    never look like an answer) and reset SIGINT to its default action afterwards."""
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit_s
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    solver.parameters.catch_sigint_signal = False
+    return solver
+
+
 @dataclass
 class JobVars:
     """Handles to one job's decision variables."""
@@ -251,11 +263,7 @@ class PlanModel:
             on = True if assumptions is None else assumptions.get(family, True)
             literals.append(var if on else var.negated())
         self.model.add_assumptions(literals)
-        solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = time_limit_s
-        solver.parameters.num_workers = workers
-        solver.parameters.random_seed = 0
-        return solver
+        return new_solver(time_limit_s, workers)
 
     def solve(
         self, time_limit_s: float = 10.0, assumptions: dict[str, bool] | None = None, workers: int = 1

@@ -21,6 +21,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ...physics.constants import usd_to_cents
+from ..model import new_solver
 from .greedy import Placement, capacity_arrays
 from .lp import LpBound, drop_weights, window
 
@@ -195,10 +196,7 @@ class Search:
             sum(big * w * (1 - d) for d, w in objective)
             + cp_model.LinearExpr.weighted_sum([p for p, _ in cost_terms], [c for _, c in cost_terms])
         )
-        solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = max(0.05, time_limit_s)
-        solver.parameters.num_workers = self.workers
-        solver.parameters.random_seed = self.steps
+        solver = new_solver(max(0.05, time_limit_s), self.workers, seed=self.steps)
         self.steps += 1
         status = solver.solve(m)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

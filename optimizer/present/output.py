@@ -1,0 +1,177 @@
+"""Output files (``--out``, ``--report``, ``--plot``): checked before any work, written atomically.
+
+``check_destination`` refuses, before anything is solved or written, a path that could not take the
+file: a directory, a device or other special file, a missing or read-only folder, a read-only file,
+an extension the writer cannot produce, or an input file of the same command (writing there would
+destroy it). ``write_text`` and ``atomic_path`` write to a temporary file in the destination's folder,
+flush it to disk and only then rename it over the destination, so a full disk, an error or an
+interrupt leaves the old file as it was and no partial file behind. Every failure is an
+``ArgumentError`` naming the parameter (the CLI shows it as the flag) and the path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from ..errors import ArgumentError
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+REPORT_SUFFIXES = (".html", ".htm")
+
+# Temporary files being written now: removed by ``discard_pending`` when the process must stop at once.
+_pending: set[str] = set()
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def check_destination(
+    path: str | os.PathLike[str],
+    parameter: str,
+    *,
+    suffixes: tuple[str, ...] | None = None,
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+    what: str = "file",
+) -> Path:
+    """``path`` if a ``what`` can be written there; else an ``ArgumentError`` for ``parameter``.
+
+    ``suffixes``: the extensions the writer produces (lower case, with the dot); ``inputs``: files the
+    command reads, which must not be overwritten."""
+    dest = Path(path)
+    try:
+        info = os.stat(dest)
+    except (FileNotFoundError, NotADirectoryError):  # the folder check below says which
+        info = None
+    except OSError as exc:
+        raise ArgumentError(f"cannot write {dest} ({exc.strerror or exc}); check the path", field=parameter) from None
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise ArgumentError(
+            f"{dest} is a directory; give a file name inside it, e.g. {dest / ('out' + (suffixes or ('',))[0])}",
+            field=parameter,
+        )
+    if suffixes is not None and dest.suffix.lower() not in suffixes:
+        ending = f"'{dest.suffix}'" if dest.suffix else "no extension"
+        raise ArgumentError(
+            f"{dest} has {ending}; a {what} is written as {', '.join(suffixes)}: end the file name in one of these",
+            field=parameter,
+        )
+    if info is not None:
+        if not stat.S_ISREG(info.st_mode):
+            raise ArgumentError(
+                f"{dest} is {_kind(info.st_mode)}, not a regular file; give the path of a file to write",
+                field=parameter,
+            )
+        for given in inputs:
+            if given is not None and _same_file(dest, Path(given)):
+                raise ArgumentError(
+                    f"{dest} is an input file of this command ({given}); writing there would destroy it: "
+                    "choose another file name",
+                    field=parameter,
+                )
+        if not os.access(dest, os.W_OK):
+            raise ArgumentError(
+                f"{dest} is read-only; choose another file name or change its permissions", field=parameter
+            )
+    folder = dest.parent
+    if not folder.is_dir():
+        problem = "does not exist" if not folder.exists() else "is not a folder"
+        raise ArgumentError(f"cannot write {dest}: the folder {folder} {problem}; create it first", field=parameter)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ArgumentError(
+            f"cannot write {dest}: no permission to create files in the folder {folder}; choose another folder",
+            field=parameter,
+        )
+    return dest
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _failed(dest: Path, parameter: str, exc: OSError) -> ArgumentError:
+    reason = exc.strerror or exc.__class__.__name__
+    return ArgumentError(
+        f"cannot write {dest} ({reason}); nothing was written there (an existing file is unchanged): free "
+        "some space or choose another path",
+        field=parameter,
+    )
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str], parameter: str) -> Iterator[Path]:
+    """A temporary path beside ``path`` (same extension, so writers that go by it pick the right format)
+    for the caller to write; on success it is flushed to disk and renamed over ``path``. On an error the
+    temporary file is removed and ``path`` is left as it was."""
+    dest = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=dest.parent or ".", prefix=f".{dest.stem}.", suffix=f".tmp{dest.suffix}")
+    except OSError as exc:
+        raise _failed(dest, parameter, exc) from None
+    os.close(fd)
+    _pending.add(tmp)
+    with contextlib.suppress(OSError):  # mkstemp makes it private; give it the mode a new file would get
+        os.chmod(tmp, _mode_for(dest))
+    try:
+        try:
+            yield Path(tmp)
+            with open(tmp, "rb+") as written:
+                os.fsync(written.fileno())
+            os.replace(tmp, dest)
+        except OSError as exc:
+            raise _failed(dest, parameter, exc) from None
+        _sync_folder(dest.parent)
+    finally:
+        _pending.discard(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _mode_for(dest: Path) -> int:
+    """The existing file's permissions, or those of a new file under the current umask."""
+    try:
+        return stat.S_IMODE(os.stat(dest).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def write_text(path: str | os.PathLike[str], text: str, parameter: str) -> None:
+    """``text`` (UTF-8) at ``path``, atomically; see ``atomic_path``."""
+    with atomic_path(path, parameter) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        out.write(text)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flush the rename to disk where the system allows opening a folder (POSIX)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def discard_pending() -> None:
+    """Remove the temporary files being written now (before the process exits without unwinding)."""
+    for tmp in list(_pending):
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        _pending.discard(tmp)

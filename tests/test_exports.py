@@ -1,0 +1,486 @@
+"""Launcher exports read back by the tools themselves: the official Kubernetes client, SkyPilot, DeepSpeed's
+config class, torchtitan's config manager, megatron-core's config classes and accelerate's config loader
+(``pip install -e '.[integrations]'``; each test skips cleanly when its tool is not installed). Each parsed
+export must carry the plan's nodes, GPUs per node, parallel degrees and batch arithmetic, for the best
+plans of the bundled problems and for hand-picked layouts (TP, PP, interleaving, hybrid shard, CP,
+offload, recompute, an AMD SKU)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import json
+import shlex
+import sys
+import types
+import typing
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from unittest import mock
+
+import pytest
+import yaml
+
+from optimizer import ArgumentError, check, load_job, plan
+from optimizer.present.exports import (
+    KINDS,
+    describe,
+    export,
+    megatron_args,
+    torchtitan_flags,
+    torchtitan_sections,
+)
+from optimizer.results import Plan
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEMS = ROOT / "problems"
+FRAMEWORK_KINDS = ("deepspeed", "megatron", "torchtitan", "accelerate")  # may refuse a layout they cannot express
+
+BUNDLED = sorted(p.name for p in PROBLEMS.glob("*.yaml") if "job" in (yaml.safe_load(p.read_text()) or {}))
+LLAMA_70B = "llama-70b-within-5-days.yaml"
+CHECKED = {  # check()ed layouts of the 70B job: sku, GPUs and the fixed choices
+    "tp8-pp4": ("B200", 32, {"nodes": 4, "tp": 8, "pp": 4}),
+    "tp8-zero2": ("B200", 32, {"nodes": 4, "tp": 8, "pp": 1, "zero": 2}),
+    "pp4-zero1": ("B200", 32, {"nodes": 4, "tp": 1, "pp": 4, "zero": 1}),
+    "hybrid-zero3": ("B200", 32, {"nodes": 4, "tp": 1, "pp": 1, "zero": 3, "shard_degree": 8}),
+    "offload": ("H100", 8, {"offload": "optimizer"}),
+    "tp8-pp2-full-recompute": ("H100", 16, {"nodes": 2, "tp": 8, "pp": 2, "recompute": "full"}),
+    "cp2": ("B200", 32, {"nodes": 4, "tp": 8, "pp": 1, "cp": 2}),
+    "mi300x": ("MI300X", 16, {"nodes": 2, "zero": 3}),
+}
+DERIVED = {  # layouts no bundled job picks, as strategy edits of a checked plan
+    "pp4-1f1b": ("pp4-zero1", {"virtual_stages": 1, "recompute": "none"}),
+    "pp4-v4": ("pp4-zero1", {"virtual_stages": 4}),  # interleaved: 4 virtual stages per rank
+    "tp4-selective": ("tp8-zero2", {"tp": 4, "dp": 8, "grad_accum": 8, "recompute": "selective"}),
+}
+NAMES = BUNDLED + list(CHECKED) + list(DERIVED)
+
+
+@cache
+def get_plan(name: str) -> Plan:
+    if name in CHECKED:
+        sku, gpus, fixed = CHECKED[name]
+        return check(load_job(PROBLEMS / LLAMA_70B), sku, gpus, compare=False, **fixed).plan
+    if name in DERIVED:
+        base, update = DERIVED[name]
+        p = get_plan(base)
+        return p.model_copy(update={"strategy": p.strategy.model_copy(update=update)})
+    best = plan(load_job(PROBLEMS / name)).best
+    if best is None:
+        pytest.skip(f"{name} has no feasible plan")
+    return best
+
+
+@cache
+def num_layers(name: str) -> int | None:
+    """The model's layer count (torchtitan needs it beyond 2 virtual stages per rank; a Plan has none)."""
+    return load_job(PROBLEMS / (name if name in BUNDLED else LLAMA_70B)).job.model.layers
+
+
+def exported(name: str, kind: str, **kwargs) -> str | None:
+    """The export's text, or None where a framework refuses a layout it cannot express (checked here)."""
+    p = get_plan(name)
+    try:
+        return export(p, kind, name="gpuplan-test", **kwargs)
+    except ArgumentError as exc:
+        assert kind in FRAMEWORK_KINDS and exc.field == "export", exc
+        assert "cannot express this plan" in str(exc) and describe(p) in str(exc)
+        return None
+
+
+def test_plans_cover_the_layouts():
+    layouts = [get_plan(n).strategy for n in NAMES]
+    assert any(s.tp > 1 and s.pp > 1 for s in layouts) and any(s.virtual_stages > 1 for s in layouts)
+    assert any(s.zero_stage == 3 and s.shard_degree < s.dp * s.cp for s in layouts)  # hybrid shard
+    assert any(s.offload == "optimizer" for s in layouts) and any(s.cp > 1 for s in layouts)
+    assert {s.recompute for s in layouts} == {"none", "selective", "full"}
+    assert {s.zero_stage for s in layouts} == {0, 1, 2, 3}
+
+
+# --------------------------------------------------------------------------- every export
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", NAMES)
+def test_every_export_starts_with_a_header_naming_the_plan(name, kind):
+    text = exported(name, kind)
+    if text is None:
+        return
+    p, s = get_plan(name), get_plan(name).strategy
+    lines = json.loads(text)["_comment"] if kind == "deepspeed" else [line[2:] for line in text.splitlines()[:2]]
+    assert lines[0] == f"gpuplan {metadata.version('gpuplan')}: {describe(p)}"
+    assert lines[0].endswith(f"global batch {s.global_batch}") and f"TP {s.tp} PP {s.pp} DP {s.dp}" in lines[0]
+    assert f"= DP {s.dp} x micro-batch {s.micro_batch} x gradient accumulation {s.grad_accum}" in lines[1]
+
+
+def test_the_header_reads_like_the_issue():
+    p = get_plan("tp8-pp4")
+    assert describe(p) == f"4 x 8 B200 ({p.offer}), TP 8 PP 4 DP 1, ZeRO-0, global batch 256"
+    assert "hybrid-sharded over 8 GPUs" in describe(get_plan("hybrid-zero3"))
+
+
+def test_unknown_kind_and_precision_are_argument_errors():
+    p = get_plan("tp8-pp4")
+    with pytest.raises(ArgumentError, match="choose one of skypilot, kubernetes, nodus"):
+        export(p, "slurm")
+    with pytest.raises(ArgumentError, match="unknown precision"):
+        export(p, "megatron", precision="int4")
+
+
+def test_an_inconsistent_plan_is_refused():
+    p = get_plan("tp8-pp4")
+    broken = p.model_copy(update={"strategy": p.strategy.model_copy(update={"dp": 2})})
+    with pytest.raises(ArgumentError, match="does not add up"):
+        export(broken, "torchrun")
+
+
+# --------------------------------------------------------------------------- launchers
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_torchrun_and_layout_environment(name):
+    p, s = get_plan(name), get_plan(name).strategy
+    text = export(p, "torchrun")
+    command = text.splitlines()[-1]
+    assert command.startswith("torchrun ") and f"--nnodes {p.nodes} --nproc-per-node {p.gpus_per_node}" in command
+    env = dict(pair.split("=") for pair in shlex.split(text.splitlines()[-2])[1:])
+    assert (env["TP"], env["PP"], env["DP"], env["CP"]) == tuple(str(v) for v in (s.tp, s.pp, s.dp, s.cp))
+    assert (env["MICRO_BATCH"], env["GRAD_ACCUM"], env["GLOBAL_BATCH"]) == (
+        str(s.micro_batch),
+        str(s.grad_accum),
+        str(s.global_batch),
+    )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_skypilot_task_loads_with_skypilot(name, tmp_path):
+    sky = pytest.importorskip("sky")
+    p, s = get_plan(name), get_plan(name).strategy
+    path = tmp_path / "task.yaml"
+    path.write_text(export(p, "skypilot", name="gpuplan-test"))
+    task = sky.Task.from_yaml(str(path))
+    assert task.num_nodes == p.nodes and task.workdir == "."
+    (resources,) = task.resources
+    assert resources.accelerators == {p.sku: p.gpus_per_node} and resources.use_spot == p.spot
+    assert "pip install -r requirements.txt" in task.setup
+    assert "$SKYPILOT_NODE_RANK" in task.run and "$SKYPILOT_NUM_GPUS_PER_NODE" in task.run
+    assert task.envs["TP"] == str(s.tp) and task.envs["PP"] == str(s.pp) and task.envs["DP"] == str(s.dp)
+    assert task.envs["GLOBAL_BATCH"] == str(s.global_batch)
+
+
+def _k8s_load(api, doc: dict, klass: str):
+    """The official client's deserializer (its signature changed in kubernetes 35)."""
+    params = list(inspect.signature(api.deserialize).parameters)
+    if params[0] == "response_text":
+        return api.deserialize(json.dumps(doc), klass, "application/json")
+    return api.deserialize(types.SimpleNamespace(data=json.dumps(doc)), klass)
+
+
+def _key_paths(obj, prefix=()) -> set:
+    if isinstance(obj, dict):
+        return {prefix + (k,) for k in obj} | {p for k, v in obj.items() for p in _key_paths(v, prefix + (k,))}
+    if isinstance(obj, list):
+        return {p for i, v in enumerate(obj) for p in _key_paths(v, prefix + (i,))}
+    return set()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_kubernetes_indexed_job_deserializes_with_the_official_client(name):
+    client = pytest.importorskip("kubernetes.client")
+    p, s = get_plan(name), get_plan(name).strategy
+    api = client.ApiClient()
+    service_doc, job_doc = yaml.safe_load_all(export(p, "kubernetes", name="gpuplan-test"))
+    service, job = _k8s_load(api, service_doc, "V1Service"), _k8s_load(api, job_doc, "V1Job")
+    # every key was a field the client knows: serializing the objects gives back the same keys
+    assert _key_paths(api.sanitize_for_serialization(job)) == _key_paths(job_doc)
+    assert _key_paths(api.sanitize_for_serialization(service)) == _key_paths(service_doc)
+
+    assert job.api_version == "batch/v1" and job.kind == "Job" and job.spec.completion_mode == "Indexed"
+    assert job.spec.completions == job.spec.parallelism == p.nodes
+    pod = job.spec.template.spec
+    assert pod.restart_policy in ("Never", "OnFailure") and pod.subdomain == service.metadata.name
+    assert service.spec.cluster_ip == "None" and service.spec.selector == job.spec.template.metadata.labels
+    (container,) = pod.containers
+    gpu = "amd.com/gpu" if p.sku.startswith("MI") else "nvidia.com/gpu"
+    assert container.resources.limits == {gpu: str(p.gpus_per_node)}
+    env = {e.name: e for e in container.env}
+    assert env["NNODES"].value == str(p.nodes) and env["NPROC_PER_NODE"].value == str(p.gpus_per_node)
+    assert env["MASTER_ADDR"].value == f"{job.metadata.name}-0.{service.metadata.name}"
+    assert "job-completion-index" in env["NODE_RANK"].value_from.field_ref.field_path
+    assert (env["TP"].value, env["PP"].value, env["GLOBAL_BATCH"].value) == (str(s.tp), str(s.pp), str(s.global_batch))
+    assert container.command == ["torchrun"] and "$(NODE_RANK)" in container.args
+
+
+def test_kubernetes_names_are_dns_labels():
+    service, job = yaml.safe_load_all(export(get_plan("tp8-pp4"), "kubernetes", name="Llama_70B SFT run #3"))
+    assert service["metadata"]["name"] == job["metadata"]["name"] == "llama-70b-sft-run-3"
+    _, job = yaml.safe_load_all(export(get_plan("tp8-pp4"), "kubernetes", name="70b"))
+    assert job["metadata"]["name"] == "job-70b"
+
+
+def test_the_old_kubernetes_form_is_rejected_by_the_client_and_kept_as_nodus():
+    client = pytest.importorskip("kubernetes.client")
+    p = get_plan("tp8-pp4")
+    spec = yaml.safe_load(export(p, "nodus", name="sft"))
+    assert spec["spec"]["resources"]["gpu"] == {
+        "type": p.sku,
+        "count": p.gpus_per_node,
+        "minMemory": f"{int(p.memory_gib.capacity)}Gi",
+    }
+    assert spec["spec"]["parallelism"] == spec["spec"]["completions"] == p.nodes
+    api = client.ApiClient()
+    try:
+        job = _k8s_load(api, spec, "V1Job")
+    except Exception:  # noqa: BLE001 - newer clients reject a Job without a pod template outright
+        return
+    assert _key_paths(api.sanitize_for_serialization(job)) != _key_paths(spec)  # older ones drop spec.resources
+
+
+# --------------------------------------------------------------------------- DeepSpeed
+
+
+class FakeMpu:
+    """The model-parallel unit deepspeed.initialize takes: DeepSpeed checks the batch against its DP size."""
+
+    def __init__(self, dp: int):
+        self.dp = dp
+
+    def get_data_parallel_world_size(self) -> int:
+        return self.dp
+
+
+def deepspeed_config(config: dict, dp_ranks: int):
+    ds_config = pytest.importorskip("deepspeed.runtime.config")
+    # DeepSpeedConfig asks torch.distributed for the rank and falls back to world size 1 (skipping the
+    # mpu) when it is not initialised: pretend rank 0 so the batch assertion runs against the mpu.
+    with mock.patch.object(ds_config.dist, "get_rank", return_value=0):
+        return ds_config.DeepSpeedConfig(config, mpu=FakeMpu(dp_ranks))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deepspeed_config_passes_deepspeeds_batch_assertion(name):
+    p, s = get_plan(name), get_plan(name).strategy
+    text = exported(name, "deepspeed")
+    if text is None:
+        return  # refused, naming the exports that express it (checked in exported)
+    config = json.loads(text)
+    dp_ranks = p.gpus // (s.tp * s.pp)
+    assert dp_ranks == s.dp and config["train_batch_size"] == s.micro_batch * s.grad_accum * dp_ranks
+    parsed = deepspeed_config(config, dp_ranks)
+    assert parsed.train_batch_size == s.global_batch and parsed.world_size == s.dp
+    assert parsed.train_micro_batch_size_per_gpu == s.micro_batch
+    assert parsed.gradient_accumulation_steps == s.grad_accum
+    assert parsed.zero_optimization_stage == (max(s.zero_stage, 1) if s.offload != "none" else s.zero_stage)
+    assert parsed.bfloat16_config.enabled and not parsed.float16_config.enabled
+    assert parsed.tensor_parallel_config.autotp_size == (s.tp if s.tp > 1 else 0)
+    assert config.get("pipeline", {}).get("stages", 1) == s.pp
+    offload = parsed.zero_config.offload_optimizer
+    assert (offload is not None and offload.device == "cpu") == (s.offload == "optimizer")
+    if s.zero_stage == 3 and s.shard_degree < s.dp:
+        assert parsed.zero_config.zero_hpz_partition_size == s.shard_degree
+    if s.tp * s.pp > 1:  # the issue: against every GPU as a data-parallel rank the batch does not add up
+        with pytest.raises(AssertionError, match="train_batch_size is not equal"):
+            deepspeed_config(config, p.gpus)
+
+
+def test_deepspeed_refuses_what_it_cannot_run_and_names_what_can():
+    with pytest.raises(ArgumentError, match="cannot add TP to PP.*the megatron or torchtitan exports can"):
+        export(get_plan("tp8-pp4"), "deepspeed")
+    with pytest.raises(ArgumentError, match="interleaved"):
+        export(get_plan("pp4-v4"), "deepspeed")
+    s = get_plan("pp4-1f1b").strategy
+    config = json.loads(export(get_plan("pp4-1f1b"), "deepspeed"))
+    assert config["pipeline"]["stages"] == 4 and config["zero_optimization"]["stage"] == 1
+    assert config["train_batch_size"] == 256 == s.micro_batch * s.grad_accum * 32 // 4
+
+
+# --------------------------------------------------------------------------- Megatron
+
+
+# Megatron-LM's arguments.py builds no flag for these TransformerConfig fields (its exclude list): virtual
+# stages are --num-virtual-stages-per-pipeline-rank (or --num-layers-per-virtual-pipeline-stage).
+MEGATRON_EXCLUDED = {"virtual_pipeline_model_parallel_size"}
+
+
+def _megatron_parser() -> tuple[argparse.ArgumentParser, dict[str, set[str]]]:
+    """Megatron-LM's parser builds its model-parallel, transformer, DDP and optimizer flags from megatron-core's
+    dataclasses (megatron/training/argument_utils.py: ArgumentGroupFactory, '--' + field name with dashes, or the
+    field's argparse_meta arg_names); megatron.training itself is not on PyPI, so mirror that from the installed
+    megatron-core, plus the four megatron/training flags the export uses (arguments.py, training_config.py)."""
+    pytest.importorskip("megatron.core")
+    from megatron.core.distributed import DistributedDataParallelConfig
+    from megatron.core.optimizer import OptimizerConfig
+    from megatron.core.transformer import TransformerConfig
+
+    parser = argparse.ArgumentParser(allow_abbrev=False, argument_default=argparse.SUPPRESS, exit_on_error=False)
+    owners: dict[str, set[str]] = {}
+    for cls in (TransformerConfig, DistributedDataParallelConfig, OptimizerConfig):
+        owners[cls.__name__] = set()
+        for field in dataclasses.fields(cls):
+            owners[cls.__name__].add(field.name)
+            if field.name in MEGATRON_EXCLUDED:
+                continue
+            names = field.metadata.get("argparse_meta", {}).get("arg_names") or ["--" + field.name.replace("_", "-")]
+            if any(n in parser._option_string_actions for n in names):
+                continue
+            kind = typing.get_args(field.type)[0] if typing.get_origin(field.type) is typing.Union else field.type
+            if kind is bool:
+                parser.add_argument(*names, dest=field.name, action="store_true")
+            else:
+                parser.add_argument(*names, dest=field.name, type=kind if kind in (int, float) else str)
+    for flag in ("--micro-batch-size", "--global-batch-size", "--seq-length", "--num-virtual-stages-per-pipeline-rank"):
+        parser.add_argument(flag, type=int)
+    return parser, owners
+
+
+@pytest.mark.filterwarnings("ignore:full scope is deprecated")
+@pytest.mark.parametrize("name", NAMES)
+def test_megatron_arguments_build_megatron_core_configs(name):
+    p, s = get_plan(name), get_plan(name).strategy
+    text = exported(name, "megatron")
+    if text is None:
+        return
+    parser, owners = _megatron_parser()
+    import torch
+    from megatron.core.distributed import DistributedDataParallelConfig
+    from megatron.core.num_microbatches_calculator import ConstantNumMicroBatchesCalculator
+    from megatron.core.optimizer import OptimizerConfig
+    from megatron.core.transformer import TransformerConfig
+
+    tokens = shlex.split(text.replace("\\\n", " "), comments=True)
+    assert tokens[0] == "torchrun" and f"--nnodes {p.nodes} --nproc-per-node {p.gpus_per_node}" in " ".join(tokens)
+    args = tokens[tokens.index("pretrain_gpt.py") + 1 :]
+    assert args == shlex.split(" ".join(megatron_args(p)))
+    ns = vars(parser.parse_args(args))  # unknown flags raise
+
+    v = ns.pop("num_virtual_stages_per_pipeline_rank", 1)
+    transformer = TransformerConfig(
+        num_layers=2 * s.pp * v,
+        hidden_size=128 * s.tp,
+        num_attention_heads=8 * s.tp,
+        pipeline_dtype=torch.bfloat16,
+        virtual_pipeline_model_parallel_size=v if v > 1 else None,
+        **{k: val for k, val in ns.items() if k in owners["TransformerConfig"]},
+    )
+    assert (transformer.tensor_model_parallel_size, transformer.pipeline_model_parallel_size) == (s.tp, s.pp)
+    assert transformer.context_parallel_size == s.cp and transformer.sequence_parallel == (s.tp > 1)
+    assert transformer.bf16 and transformer.recompute_granularity == (None if s.recompute == "none" else s.recompute)
+    data_parallel = p.gpus // (s.tp * s.pp * s.cp)  # how Megatron-LM derives it (arguments.py)
+    micro = ConstantNumMicroBatchesCalculator(ns["global_batch_size"], ns["micro_batch_size"], data_parallel, False, 0)
+    assert (
+        data_parallel == s.dp
+        and micro.get() == s.grad_accum
+        and micro.get_current_global_batch_size() == s.global_batch
+    )
+    ddp = DistributedDataParallelConfig(
+        **{k: val for k, val in ns.items() if k in owners["DistributedDataParallelConfig"]}
+    )
+    assert ddp.use_distributed_optimizer == (s.zero_stage >= 1 or s.offload != "none")
+    # the precision-aware optimizer (which --optimizer-cpu-offload needs) checks for Transformer Engine >= 2.1,
+    # a CUDA package: pretend it is there, the other checks of OptimizerConfig run
+    with mock.patch("megatron.core.optimizer.optimizer_config.is_te_min_version", return_value=True):
+        optimizer = OptimizerConfig(**{k: val for k, val in ns.items() if k in owners["OptimizerConfig"]})
+    assert optimizer.optimizer_cpu_offload == (s.offload == "optimizer")
+    assert ns["seq_length"] == 4096
+
+
+def test_megatron_takes_the_jobs_sequence_length_and_precision():
+    args = " ".join(megatron_args(get_plan("tp8-pp4"), seq_len=8192, precision="fp8"))
+    assert "--seq-length 8192" in args and "--bf16 --fp8-format hybrid" in args
+    assert "--fp16" in export(get_plan("tp8-pp4"), "megatron", seq_len=2048, precision="fp16")
+    with pytest.raises(ArgumentError, match="distributed optimizer shards the optimizer state only"):
+        export(get_plan("hybrid-zero3"), "megatron")
+
+
+# --------------------------------------------------------------------------- torchtitan
+
+
+def _torchtitan_manager():
+    try:
+        from torchtitan.config import ConfigManager
+        from torchtitan.distributed.parallel_dims import ParallelDims
+        from torchtitan.trainer import Trainer
+    except ImportError as exc:  # torchtitan.trainer imports triton
+        pytest.skip(f"torchtitan's trainer config does not import here: {exc}")
+    return ConfigManager, ParallelDims, Trainer
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_torchtitan_config_parses_with_torchtitan(name, monkeypatch):
+    tomllib = pytest.importorskip("tomllib")
+    p, s = get_plan(name), get_plan(name).strategy
+    text = exported(name, "torchtitan", num_layers=num_layers(name))
+    if text is None:
+        return
+    sections = tomllib.loads(text)
+    assert sections == json.loads(json.dumps(torchtitan_sections(p, "gpuplan-test", num_layers=num_layers(name))))
+    flags = torchtitan_flags(sections)
+    assert " ".join(flags) in text  # the header's torchtitan 0.3.0 command line
+
+    config_manager, parallel_dims, trainer = _torchtitan_manager()
+    stub = types.ModuleType("gpuplan_torchtitan_stub")
+    stub.base = trainer.Config  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, stub.__name__, stub)
+    config = config_manager().parse_args(["--module", stub.__name__, "--config", "base", *shlex.split(" ".join(flags))])
+    dims = parallel_dims.from_config(config.parallelism, world_size=p.gpus)  # asserts the degrees multiply to it
+    assert (dims.tp, dims.pp, dims.cp) == (s.tp, s.pp, s.cp) and dims.dp_replicate * dims.dp_shard == s.dp
+    if s.zero_stage == 3:
+        assert dims.dp_shard * dims.cp == s.shard_degree  # torchtitan's FSDP mesh: dp_shard x cp
+    # torchtitan's Trainer: accumulation = global / (local x DP); with PP the local batch is cut into micro-batches
+    training, parallelism = config.training, config.parallelism
+    accumulation = training.global_batch_size // (training.local_batch_size * s.dp)
+    micro = parallelism.pipeline_parallel_microbatch_size if s.pp > 1 else training.local_batch_size
+    assert training.global_batch_size == s.global_batch and micro == s.micro_batch
+    assert accumulation * (training.local_batch_size // micro) == s.grad_accum
+    checkpointing = {"none": "NoneType", "full": "FullAC.Config", "selective": "SelectiveAC.Config"}[s.recompute]
+    assert type(config.activation_checkpoint).__qualname__ == checkpointing
+    assert parallelism.fsdp_reshard_after_forward == ("never" if s.zero_stage in (1, 2) else "default")
+    assert training.enable_cpu_offload == (s.offload == "optimizer")
+    if s.zero_stage == 0:
+        assert dims.dp_shard == 1 and dims.dp_replicate == s.dp  # DDP
+    if s.pp > 1:
+        schedule = "Interleaved1F1B" if s.virtual_stages > 1 else "1F1B"
+        assert parallelism.pipeline_parallel_schedule == schedule
+        from torchtitan.distributed.pipeline_parallel import _get_pipeline_metadata
+
+        model = types.SimpleNamespace(layers=[None] * (num_layers(name) or 2 * s.pp * s.virtual_stages))
+        stages, *_ = _get_pipeline_metadata(dims, parallelism, model)  # torchtitan's own stage count
+        assert stages == s.pp * s.virtual_stages
+
+
+def test_torchtitan_needs_the_layer_count_for_more_than_two_virtual_stages():
+    p = get_plan("pp4-v4")
+    with pytest.raises(ArgumentError, match="pass num_layers"):
+        export(p, "torchtitan")
+    sections = torchtitan_sections(p, num_layers=80)
+    assert sections["parallelism"]["pipeline_parallel_layers_per_stage"] == 80 // (4 * 4)
+    assert sections["parallelism"]["fsdp_reshard_after_forward"] == "never"  # ZeRO-1 as FSDP2's ZeRO-2
+
+
+# --------------------------------------------------------------------------- accelerate
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_accelerate_config_loads_with_accelerate(name, tmp_path):
+    config_args = pytest.importorskip("accelerate.commands.config.config_args")
+    p, s = get_plan(name), get_plan(name).strategy
+    path = tmp_path / "fsdp.yaml"
+    text = exported(name, "accelerate")
+    if text is None:
+        return
+    path.write_text(text)
+    parsed = config_args.ClusterConfig.from_yaml_file(str(path))
+    assert parsed.num_processes == p.gpus and parsed.num_machines == p.nodes
+    strategy = {0: "NO_SHARD", 1: "SHARD_GRAD_OP", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"}[s.zero_stage]
+    if s.zero_stage == 3 and s.shard_degree < s.dp:
+        strategy = "HYBRID_SHARD"  # sharded inside a node, replicated across nodes
+    assert parsed.fsdp_config["fsdp_sharding_strategy"] == strategy
+    assert parsed.fsdp_config["fsdp_offload_params"] == (s.offload == "optimizer")
+    assert parsed.fsdp_config["fsdp_activation_checkpointing"] == (s.recompute != "none")
+
+
+def test_accelerate_refuses_tensor_and_pipeline_parallelism():
+    with pytest.raises(ArgumentError, match="cannot express TP 8 x PP 4; the megatron or torchtitan exports can"):
+        export(get_plan("tp8-pp4"), "accelerate")

@@ -1,0 +1,1283 @@
+"""Hostile input, interrupts and failed writes, grouped by the classes of the hardening issue.
+
+Every case runs a command and checks the contract: bad input exits 2 with one paragraph naming the
+file or flag and the field, and the allowed range where a number is out of it; an answer exits 0;
+^C exits 130 with 'interrupted'; never a traceback, never exit 1, and no partial or clobbered file.
+Most cases run in-process through typer's CliRunner; interrupts, FIFOs and output encodings run
+``python -m optimizer`` in a subprocess with a timeout.
+
+    1. unbounded work from a tiny file      5. interrupts and time limits
+    2. silent misreads                      6. structural input
+    3. numbers that are not numbers         7. message quality
+    4. output files
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import typing
+from pathlib import Path
+from string import Template
+
+import pytest
+from typer.testing import CliRunner
+
+from optimizer import cli
+from optimizer.inputs import schema, units
+from optimizer.present import output
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+
+# --------------------------------------------------------------------------- files the cases start from
+
+JOB = Template(
+    """\
+catalog: $catalog
+job:
+  name: $name
+  model: $model
+  tokens: $tokens
+  activation_reserve: $reserve
+$job_extra$extra"""
+)
+JOB_DEFAULTS = {
+    "catalog": "nodus-2026-11",
+    "name": "hostile",
+    "model": "{params: 14B}",
+    "tokens": "1B",
+    "reserve": "0",
+    "job_extra": "",
+    "extra": "",
+}
+
+CATALOG = Template(
+    """\
+name: hostile-catalog
+hardware: hardware
+offers:
+  - name: $name
+    sku: B200
+    price: $price
+    gpus_per_node: $gpus_per_node
+    max_nodes: $max_nodes
+$offer_extra$extra"""
+)
+CATALOG_DEFAULTS = {
+    "name": "hostile-b200",
+    "price": "$5/h",
+    "gpus_per_node": "8",
+    "max_nodes": "2",
+    "offer_extra": "",
+    "extra": "",
+}
+
+SKUS = Template(
+    """\
+skus:
+  - name: X1
+    memory: $memory
+    hbm_bandwidth_gb_per_s: $hbm
+    dense_bf16_tflops: $tflops
+    intra_node_bandwidth_gb_per_s: 900
+offers:
+  - {name: x1, sku: X1, price: 2}
+"""
+)
+SKUS_DEFAULTS = {"memory": "80GB", "hbm": "3000", "tflops": "900"}
+
+PORTFOLIO = Template(
+    """\
+catalog: nodus-2026-11
+horizon: $horizon
+time_step: $time_step
+budget: $budget
+pools:
+  - offer: nodus-b200
+    gpus: $pool_gpus
+    windows:
+      - {from: 0d, to: 2d, gpus: $window_gpus}
+jobs:
+  - name: $name_a
+    job: {model: {params: 1B}, tokens: 100M, activation_reserve: 0}
+    deadline: $deadline
+    priority: $priority
+    release: $release
+  - name: b
+    job: {model: {params: 1B}, tokens: 100M, activation_reserve: 0}
+    after: $after_b
+$extra"""
+)
+PORTFOLIO_DEFAULTS = {
+    "horizon": "7d",
+    "time_step": "1h",
+    "budget": "$5k",
+    "pool_gpus": "8",
+    "window_gpus": "8",
+    "name_a": "a",
+    "deadline": "5d",
+    "priority": "1",
+    "release": "0h",
+    "after_b": "[a]",
+    "extra": "",
+}
+
+
+def job_text(**fields: str) -> str:
+    return JOB.substitute({**JOB_DEFAULTS, **fields})
+
+
+def catalog_text(**fields: str) -> str:
+    return CATALOG.substitute({**CATALOG_DEFAULTS, **fields})
+
+
+def skus_text(**fields: str) -> str:
+    return SKUS.substitute({**SKUS_DEFAULTS, **fields})
+
+
+def portfolio_text(**fields: str) -> str:
+    return PORTFOLIO.substitute({**PORTFOLIO_DEFAULTS, **fields})
+
+
+def config_json(**fields: typing.Any) -> str:
+    base = {
+        "model_type": "llama",
+        "hidden_size": 2048,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "intermediate_size": 8192,
+        "vocab_size": 32000,
+    }
+    return json.dumps({**base, **fields})
+
+
+# --------------------------------------------------------------------------- running a case
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every regular file under ``folder`` with its bytes (to see that nothing was written or changed)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def invoke(args: list, folder: Path | None = None) -> typing.Any:
+    result = runner.invoke(cli.app, [str(a) for a in args])
+    assert "Traceback" not in result.output, result.output
+    assert result.exit_code != 1, result.output  # exit 1 is for bugs only
+    return result
+
+
+def refused(tmp_path: Path, args: list, *expect: str) -> str:
+    """Run a command that must fail as bad input: exit 2, every ``expect`` text in its one paragraph,
+    and nothing written or changed in ``tmp_path``."""
+    before = snapshot(tmp_path)
+    result = invoke(args)
+    assert result.exit_code == 2, result.output
+    text = result.output
+    for fragment in expect:
+        assert fragment in text, (fragment, text)
+    assert "nan GB" not in text and "RuntimeWarning" not in text, text
+    assert snapshot(tmp_path) == before, "a refused command wrote or changed a file"
+    return text
+
+
+def files(tmp_path: Path, **contents: str | bytes) -> dict[str, Path]:
+    """Write the named files (``job_yaml`` -> job.yaml) into ``tmp_path``."""
+    paths = {}
+    for key, content in contents.items():
+        path = tmp_path / key.replace("_", ".", 1) if "_" in key else tmp_path / key
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+        paths[key] = path
+    return paths
+
+
+def gpuplan(*args: typing.Any, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m optimizer ARGS`` in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "optimizer", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
+
+
+# =========================================================================== 1. unbounded work
+
+
+BILLION_LAUGHS = (
+    "a: &a [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    + "job: *i\n"
+)
+
+UNBOUNDED_FILES = [
+    # (id, files to write, command, expected fragments)
+    (
+        "config-json-trillion-layers",
+        {"cfg.json": config_json(num_hidden_layers=1e12)},
+        ["model", "{cfg.json}"],
+        ["cfg.json", "job.model.hf_config", "num_hidden_layers", "at most 10,000"],
+    ),
+    (
+        "config-json-trillion-layers-int",
+        {"cfg.json": config_json(num_hidden_layers=10**12)},
+        ["model", "{cfg.json}"],
+        ["num_hidden_layers", "at most 10,000"],
+    ),
+    (
+        "config-json-huge-vocab",
+        {"cfg.json": config_json(vocab_size=1e30)},
+        ["model", "{cfg.json}"],
+        ["vocab_size", "at most"],
+    ),
+    (
+        "config-json-huge-experts",
+        {"cfg.json": config_json(num_local_experts=10**9, num_experts_per_tok=2)},
+        ["model", "{cfg.json}"],
+        ["num_local_experts", "at most"],
+    ),
+    (
+        "config-json-via-job-file",
+        {"cfg.json": config_json(num_hidden_layers=1e12), "job.yaml": job_text(model="{hf_config: cfg.json}")},
+        ["solve", "{job.yaml}"],
+        ["cfg.json", "job.model.hf_config", "num_hidden_layers"],
+    ),
+    (
+        "catalog-million-nodes",
+        {"cat.yaml": catalog_text(max_nodes="1000000")},
+        ["catalog", "{cat.yaml}"],
+        ["cat.yaml", "offers[0].max_nodes", "at most 1,024"],
+    ),
+    (
+        "catalog-thousand-gpus-per-node",
+        {"cat.yaml": catalog_text(gpus_per_node="1000")},
+        ["catalog", "{cat.yaml}"],
+        ["offers[0].gpus_per_node", "at most 72"],
+    ),
+    (
+        "catalog-million-nodes-in-solve",
+        {"cat.yaml": catalog_text(max_nodes="1e6"), "job.yaml": job_text()},
+        ["solve", "{job.yaml}", "--catalog", "{cat.yaml}"],
+        ["cat.yaml", "offers[0].max_nodes", "1,024"],
+    ),
+    (
+        "catalog-too-many-node-counts",
+        {
+            "cat.yaml": catalog_text(
+                max_nodes="1024",
+                extra="".join(f"  - {{name: o{i}, sku: H200, price: 3, max_nodes: 1024}}\n" for i in range(4)),
+            )
+        },
+        ["catalog", "{cat.yaml}"],
+        ["cat.yaml", "field 'offers'", "5,120 node counts", "4,096"],
+    ),
+    (
+        "portfolio-one-second-steps",
+        {"pf.yaml": portfolio_text(time_step="1s", horizon="30d")},
+        ["portfolio", "{pf.yaml}"],
+        ["pf.yaml", "time_step", "100,000"],
+    ),
+    (
+        "portfolio-minute-steps-over-ten-years",
+        {"pf.yaml": portfolio_text(time_step="1m", horizon="3650d")},
+        ["portfolio", "{pf.yaml}"],
+        ["time_step", "100,000"],
+    ),
+    (
+        "portfolio-huge-pool",
+        {"pf.yaml": portfolio_text(pool_gpus="10000000")},
+        ["portfolio", "{pf.yaml}"],
+        ["pools[0].gpus", "at most 294,912"],
+    ),
+    (
+        "job-huge-seq-len",
+        {"job.yaml": job_text(job_extra="  seq_len: 99999999999999\n")},
+        ["solve", "{job.yaml}"],
+        ["job.seq_len", "at most"],
+    ),
+    (
+        "job-huge-global-batch",
+        {"job.yaml": job_text(job_extra="  global_batch: 1e15\n")},
+        ["solve", "{job.yaml}"],
+        ["job.global_batch", "at most"],
+    ),
+    (
+        "job-huge-lora-rank",
+        {"job.yaml": job_text(job_extra="  method: lora\n  lora_rank: 1000000000\n")},
+        ["solve", "{job.yaml}"],
+        ["job.lora_rank", "at most"],
+    ),
+    (
+        "job-billion-layers",
+        {"job.yaml": job_text(model="{params: 14B, layers: 1000000000, hidden: 4096}")},
+        ["solve", "{job.yaml}"],
+        ["job.model.layers", "at most 10,000"],
+    ),
+    (
+        "yaml-alias-bomb",
+        {"job.yaml": BILLION_LAUGHS},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "alias"],
+    ),
+    (
+        "job-file-too-large",
+        {"job.yaml": "# " + "x" * (17 * 2**20) + "\n"},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "larger than"],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", UNBOUNDED_FILES, ids=[c[0] for c in UNBOUNDED_FILES])
+def test_unbounded_work_is_refused_quickly(tmp_path, case):
+    _, contents, args, expect = case
+    written = {}
+    for name, content in contents.items():
+        written[name] = tmp_path / name
+        written[name].write_text(content)
+    argv = [str(written[a[1:-1]]) if a.startswith("{") else a for a in args]
+    started = time.perf_counter()
+    refused(tmp_path, argv, *expect)
+    assert time.perf_counter() - started < 10
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_a_device_as_job_file_is_refused(tmp_path, device):
+    if not Path(device).exists():
+        pytest.skip(f"no {device}")
+    refused(tmp_path, ["solve", device], device, "not a regular file")
+
+
+def test_too_many_measured_flags(tmp_path):
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    many = [arg for _ in range(units.MAX_MEASUREMENTS + 1) for arg in ("--measured", "8xB200:10k")]
+    refused(tmp_path, ["solve", job, *many], "--measured", f"at most {units.MAX_MEASUREMENTS}")
+    refused(tmp_path, ["check", job, "--sku", "B200", "--gpus", "8", *many], "--measured")
+
+
+def test_a_fifo_job_file_does_not_hang(tmp_path):
+    fifo = tmp_path / "job.yaml"
+    os.mkfifo(fifo)
+    result = gpuplan("solve", fifo, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert str(fifo) in result.stderr and "named pipe" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_fifo_catalog_does_not_hang(tmp_path):
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    fifo = tmp_path / "cat.yaml"
+    os.mkfifo(fifo)
+    result = gpuplan("solve", job, "--catalog", fifo, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "--catalog" in result.stderr or str(fifo) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# =========================================================================== 2. silent misreads
+
+
+def test_cyclic_after_is_a_cycle_not_infeasible(tmp_path):
+    pf = files(
+        tmp_path,
+        pf_yaml=portfolio_text(
+            extra="  - name: c\n    job: {model: {params: 1B}, tokens: 100M, activation_reserve: 0}\n    after: [b]\n"
+        )
+        .replace("after: [a]", "after: [c]")
+        .replace("    priority: 1\n", "    priority: 1\n    after: [b]\n"),
+    )["pf_yaml"]
+    text = refused(tmp_path, ["portfolio", pf, "--time-limit", "2"], str(pf), "cycle", "'after:'")
+    assert "a -> b" in text or "b -> c" in text or "c -> a" in text
+    assert "infeasible" not in text
+
+
+def test_two_job_cycle(tmp_path):
+    pf = files(tmp_path, pf_yaml=portfolio_text().replace("    priority: 1\n", "    priority: 1\n    after: [b]\n"))[
+        "pf_yaml"
+    ]
+    refused(tmp_path, ["portfolio", pf], "jobs[0].after", "cycle", "a -> b -> a")
+
+
+def test_self_dependency(tmp_path):
+    pf = files(tmp_path, pf_yaml=portfolio_text(after_b="[b]"))["pf_yaml"]
+    refused(tmp_path, ["portfolio", pf], "after itself")
+
+
+DUPLICATES = [
+    (
+        "same-offer-name-twice",
+        {"cat.yaml": catalog_text(extra="  - {name: hostile-b200, sku: H200, price: 3}\n")},
+        ["offers[1].name", "given twice", "offers[0]"],
+    ),
+    (
+        "same-offer-name-other-case",
+        {"cat.yaml": catalog_text(extra="  - {name: Hostile_B200, sku: H200, price: 3}\n")},
+        ["given twice"],
+    ),
+    (
+        "offer-name-clashes-with-an-include",
+        {"cat.yaml": "include: [nodus-2026-11]\n" + catalog_text(name="nodus-b200")},
+        ["nodus-b200", "given twice", "nodus-2026-11.yaml"],
+    ),
+    (
+        "catalog-included-twice",
+        {"cat.yaml": "include: [nodus-2026-11, nodus-2026-11]\n"},
+        ["include[1]", "included twice"],
+    ),
+    (
+        "catalog-included-twice-through-another",
+        {"cat.yaml": "include: [default, nodus-2026-11]\n"},
+        ["include[1]", "included twice", "default.yaml"],
+    ),
+    (
+        "catalog-included-twice-through-two-files",
+        {
+            "a.yaml": "include: [nodus-2026-11]\n",
+            "b.yaml": "include: [nodus-2026-11]\n",
+            "cat.yaml": "include: [a.yaml, b.yaml]\n",
+        },
+        ["included twice", "a.yaml", "b.yaml"],
+    ),
+    ("catalog-includes-itself", {"cat.yaml": "include: [cat.yaml]\n"}, ["include[0]", "cycle", "cat.yaml -> cat.yaml"]),
+    (
+        "include-cycle-of-two",
+        {"cat.yaml": "include: [other.yaml]\n", "other.yaml": "include: [cat.yaml]\n"},
+        ["cycle", "cat.yaml -> other.yaml -> cat.yaml"],
+    ),
+    (
+        "include-cycle-of-three",
+        {"cat.yaml": "include: [b.yaml]\n", "b.yaml": "include: [c.yaml]\n", "c.yaml": "include: [cat.yaml]\n"},
+        ["cycle", "cat.yaml -> b.yaml -> c.yaml -> cat.yaml"],
+    ),
+    (
+        "duplicate-key",
+        {"cat.yaml": catalog_text(offer_extra="    price: $6/h\n")},
+        ["duplicate key 'price'"],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", DUPLICATES, ids=[c[0] for c in DUPLICATES])
+@pytest.mark.parametrize("command", ["catalog", "solve"])
+def test_duplicates_and_include_cycles_are_refused(tmp_path, case, command):
+    _, contents, expect = case
+    for name, content in contents.items():
+        (tmp_path / name).write_text(content)
+    cat = tmp_path / "cat.yaml"
+    if command == "catalog":
+        args = ["catalog", cat]
+    else:
+        job = tmp_path / "job.yaml"
+        job.write_text(job_text())
+        args = ["solve", job, "--catalog", cat]
+    refused(tmp_path, args, *expect)
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_check_nodes_zero_is_not_the_default(tmp_path, value):
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    refused(tmp_path, ["check", job, "--sku", "B200", "--gpus", "8", "--nodes", value], "--nodes", "at least 1")
+
+
+def test_base_60_is_not_a_duration(tmp_path):
+    job = files(tmp_path, job_yaml=job_text(extra="constraints:\n  deadline: 1:30\n"))["job_yaml"]
+    refused(tmp_path, ["solve", job], "constraints.deadline", "1:30")
+
+
+# =========================================================================== 3. numbers that are not numbers
+
+NOT_NUMBERS = [".inf", ".nan", "1e400", "-.inf"]
+
+
+def _job_field(field: str, value: str) -> str:
+    """A job file with ``value`` written at the dotted ``field``."""
+    section, _, name = field.partition(".")
+    if field == "job.model.params":
+        return job_text(model=f"{{params: {value}}}")
+    if field == "job.tokens":
+        return job_text(tokens=value)
+    if field == "job.activation_reserve":
+        return job_text(reserve=value)
+    if section == "job":
+        return job_text(job_extra=f"  {name}: {value}\n")
+    return job_text(extra=f"{section}:\n  {name}: {value}\n")
+
+
+JOB_NUMBERS = [
+    ("job.model.params", ["1e30", "1e15"]),
+    ("job.tokens", ["1e30", "1e17"]),
+    ("job.activation_reserve", ["1e30", "-5"]),
+    ("job.seq_len", ["1e12"]),
+    ("job.global_batch", ["-4", "1e12"]),
+    ("job.lora_rank", ["0", "1e12"]),
+    ("job.bytes_per_param", ["1e6"]),
+    ("constraints.deadline", ["99999999999999999999d", "876000h", "1000w"]),
+    ("constraints.budget", ["1e300", "$1e11"]),
+    ("constraints.max_nodes", ["1000000"]),
+    ("constraints.max_gpus", ["1e12"]),
+    ("assumptions.startup", ["1e30", "365d"]),
+    ("assumptions.restart", ["1e30"]),
+    ("assumptions.link_efficiency", ["1e30", "0"]),
+    ("assumptions.overlap", ["2"]),
+    ("assumptions.mfu", ["1e30"]),
+    ("assumptions.host_memory_per_node", ["1e30"]),
+    ("assumptions.failure_rate_per_gpu_hour", ["1e30"]),
+]
+JOB_NUMBER_CASES = [(field, v) for field, extra in JOB_NUMBERS for v in NOT_NUMBERS + extra]
+
+
+@pytest.mark.parametrize(("field", "value"), JOB_NUMBER_CASES, ids=[f"{f}={v}" for f, v in JOB_NUMBER_CASES])
+def test_job_numbers_out_of_range(tmp_path, field, value):
+    job = files(tmp_path, job_yaml=_job_field(field, value))["job_yaml"]
+    text = refused(tmp_path, ["solve", job, "--time-limit", "2"], str(job), f"field '{field}'")
+    assert "at most" in text or "finite" in text, text
+
+
+CATALOG_NUMBERS = [
+    ("offers[0].price", "price", ["$1e300/h", "1e30", "0"]),
+    ("offers[0].max_nodes", "max_nodes", ["0", "1e30"]),
+    ("offers[0].gpus_per_node", "gpus_per_node", ["0", "73"]),
+    ("offers[0].spot_price", "offer_extra:spot_price", ["1e30"]),
+    ("offers[0].memory_delivered", "offer_extra:memory_delivered", ["1e30", "1e400GB"]),
+    ("offers[0].billing_increment", "offer_extra:billing_increment", ["1e30", "0"]),
+    ("offers[0].spot_preemptions_per_node_hour", "offer_extra:spot_preemptions_per_node_hour", ["1e30", "-1"]),
+]
+CATALOG_NUMBER_CASES = [
+    (field, key, v) for field, key, extra in CATALOG_NUMBERS for v in [".inf", ".nan", "1e400", *extra]
+]
+
+
+@pytest.mark.parametrize(
+    ("field", "key", "value"), CATALOG_NUMBER_CASES, ids=[f"{f}={v}" for f, _, v in CATALOG_NUMBER_CASES]
+)
+def test_catalog_numbers_out_of_range(tmp_path, field, key, value):
+    if key.startswith("offer_extra:"):
+        text = catalog_text(offer_extra=f"    {key.split(':')[1]}: {value}\n")
+    else:
+        text = catalog_text(**{key: value})
+    cat = files(tmp_path, cat_yaml=text)["cat_yaml"]
+    out = refused(tmp_path, ["catalog", cat], str(cat), f"field '{field}'")
+    assert "at most" in out or "finite" in out, out
+
+
+SKU_NUMBER_CASES = [
+    (field, key, v)
+    for field, key in (
+        ("skus[0].memory", "memory"),
+        ("skus[0].dense_bf16_tflops", "tflops"),
+        ("skus[0].hbm_bandwidth_gb_per_s", "hbm"),
+    )
+    for v in (".inf", ".nan", "1e400", "1e30", "0")
+]
+
+
+@pytest.mark.parametrize(("field", "key", "value"), SKU_NUMBER_CASES, ids=[f"{f}={v}" for f, _, v in SKU_NUMBER_CASES])
+def test_sku_numbers_out_of_range(tmp_path, field, key, value):
+    cat = files(tmp_path, cat_yaml=skus_text(**{key: value}))["cat_yaml"]
+    refused(tmp_path, ["catalog", cat], str(cat), f"field '{field}'", "at most")
+
+
+PORTFOLIO_NUMBERS = [
+    ("jobs[0].priority", "priority", ["1e30", "0"]),
+    ("jobs[0].deadline", "deadline", ["99999999999999999999d", "1e30"]),
+    ("jobs[0].release", "release", ["-1", "1e30"]),
+    ("horizon", "horizon", ["876000h", "0"]),
+    ("budget", "budget", ["1e300", "$1e12"]),
+    ("pools[0].gpus", "pool_gpus", ["-1", "1e12"]),
+    ("pools[0].windows[0].gpus", "window_gpus", ["-1", "1e12"]),
+]
+PORTFOLIO_NUMBER_CASES = [
+    (field, key, v) for field, key, extra in PORTFOLIO_NUMBERS for v in [".inf", ".nan", "1e400", *extra]
+]
+
+
+@pytest.mark.parametrize(
+    ("field", "key", "value"), PORTFOLIO_NUMBER_CASES, ids=[f"{f}={v}" for f, _, v in PORTFOLIO_NUMBER_CASES]
+)
+def test_portfolio_numbers_out_of_range(tmp_path, field, key, value):
+    pf = files(tmp_path, pf_yaml=portfolio_text(**{key: value}))["pf_yaml"]
+    out = refused(tmp_path, ["portfolio", pf, "--time-limit", "2"], str(pf), f"field '{field}'")
+    assert "at most" in out or "finite" in out or "greater than" in out, out
+
+
+FLAG_NUMBERS = [
+    # (command, flag, bad values)
+    ("solve", "--budget", ["1e400", "inf", "nan", "1e300", "-5", "0"]),
+    ("solve", "--deadline", ["99999999999999999999d", "1e400h", "876000h", "0h"]),
+    ("solve", "--time-limit", ["0", "-1", "nan", "inf", "1e30"]),
+    ("solve", "--max-nodes", ["0", "1000000"]),
+    ("solve", "--max-gpus", ["0", "99999999999"]),
+    ("solve", "--min-memory", ["1e400GB", "1e30GB", "0"]),
+    ("options", "--budget", ["1e400", "1e300"]),
+    ("options", "--deadline", ["876000h"]),
+    ("options", "--max-nodes", ["0", "99999"]),
+    ("check", "--gpus", ["0", "-8", "99999999999"]),
+    ("check", "--nodes", ["0", "99999"]),
+    ("check", "--tp", ["0", "1000"]),
+    ("check", "--pp", ["0", "1000000"]),
+    ("check", "--micro-batch", ["100000000000"]),
+    ("check", "--shard-degree", ["0", "99999999999"]),
+    ("check", "--cp", ["0", "99999999999"]),
+    ("check", "--ep", ["0", "99999999999"]),
+    ("check", "--budget", ["1e400"]),
+    ("check", "--deadline", ["99999999999999999999d"]),
+    ("capacity", "--gpus", ["0", "99999999999"]),
+    ("capacity", "--reserve", ["1e400GB", "1e30"]),
+    ("capacity", "--bytes-per-param", ["nan", "inf", "0", "1e30"]),
+    ("catalog", "--min-memory", ["1e400GB", "1e30"]),
+    ("portfolio", "--time-limit", ["0", "-1", "nan", "inf"]),
+    ("portfolio", "--workers", ["0", "1000"]),
+]
+FLAG_CASES = [(cmd, flag, v) for cmd, flag, values in FLAG_NUMBERS for v in values]
+
+
+@pytest.mark.parametrize(("command", "flag", "value"), FLAG_CASES, ids=[f"{c}{f}={v}" for c, f, v in FLAG_CASES])
+def test_flag_numbers_out_of_range(tmp_path, command, flag, value):
+    job = files(tmp_path, job_yaml=job_text(), pf_yaml=portfolio_text())
+    args: list = {
+        "solve": ["solve", job["job_yaml"]],
+        "options": ["options", job["job_yaml"]],
+        "check": ["check", job["job_yaml"], "--sku", "B200", "--gpus", "8"],
+        "capacity": ["capacity", "--sku", "B200"],
+        "catalog": ["catalog", "default"],
+        "portfolio": ["portfolio", job["pf_yaml"]],
+    }[command]
+    if flag == "--gpus":
+        args = [a for a in args if a not in ("--gpus", "8")]
+    text = refused(tmp_path, [*args, flag, value], flag)
+    assert "Invalid value" in text or "at most" in text or "finite" in text or "at least" in text, text
+
+
+def test_every_numeric_input_field_has_a_range():
+    """Each numeric field of the input schema is bounded in units.LIMITS (the one table of ranges)."""
+
+    def numeric(annotation: typing.Any) -> bool:
+        if typing.get_origin(annotation) in (list, dict):
+            return False  # list and dict entries are checked by their model's validators
+        if annotation in (int, float):
+            return True
+        return any(numeric(arg) for arg in typing.get_args(annotation))
+
+    missing = []
+    for model in schema._Model.__subclasses__():
+        if model is schema.Strategy:  # an output, built by the planner
+            continue
+        for name, info in model.model_fields.items():
+            if (
+                numeric(info.annotation)
+                and f"{model.__name__}.{name}" not in schema._RANGES
+                and name not in schema._RANGES
+            ):
+                missing.append(f"{model.__name__}.{name}")
+    assert not missing, missing
+    assert set(schema._RANGES.values()) <= set(units.LIMITS)
+
+
+def test_every_range_says_why():
+    for kind, limit in units.LIMITS.items():
+        assert limit.reason and limit.low < limit.high, kind
+        assert limit.text().startswith("must be"), kind
+
+
+def test_no_numpy_warning_reaches_stderr(tmp_path):
+    job = files(tmp_path, job_yaml=job_text(tokens=".nan"))["job_yaml"]
+    result = gpuplan("solve", job, env={"PYTHONWARNINGS": "error::RuntimeWarning"})
+    assert result.returncode == 2 and "RuntimeWarning" not in result.stderr and "Traceback" not in result.stderr
+
+
+# =========================================================================== 4. output files
+
+
+def _solve_args(paths: dict[str, Path]) -> list:
+    return ["solve", paths["job_yaml"], "--time-limit", "2"]
+
+
+BAD_DESTINATIONS = [
+    # (id, flag, destination relative to tmp_path (or absolute), extra args, expected fragments)
+    ("plot-unknown-extension", "--plot", "chart.txt", [], ["--plot", "'.txt'", ".png"]),
+    ("plot-no-extension", "--plot", "chart", [], ["--plot", "no extension"]),
+    ("plot-existing-directory", "--plot", "adir", [], ["--plot", "is a directory"]),
+    ("plot-missing-folder", "--plot", "nope/chart.png", [], ["--plot", "does not exist"]),
+    ("plot-parent-is-a-file", "--plot", "job.yaml/chart.png", [], ["--plot", "not a folder"]),
+    ("report-unknown-extension", "--report", "report.pdf", [], ["--report", "'.pdf'", ".html"]),
+    ("report-existing-directory", "--report", "adir", [], ["--report", "is a directory"]),
+    ("report-missing-folder", "--report", "nope/r.html", [], ["--report", "does not exist"]),
+    ("out-is-the-job-file", "--out", "job.yaml", ["--export", "skypilot"], ["--out", "input file"]),
+    ("out-existing-directory", "--out", "adir", ["--export", "skypilot"], ["--out", "is a directory"]),
+    ("out-missing-folder", "--out", "nope/x.yaml", ["--export", "skypilot"], ["--out", "does not exist"]),
+    ("out-dev-full", "--out", "/dev/full", ["--export", "skypilot"], ["--out", "/dev/full", "not a regular file"]),
+    ("out-dev-null", "--out", "/dev/null", ["--export", "skypilot"], ["--out", "not a regular file"]),
+    ("out-unknown-export", "--out", "x.yaml", ["--export", "nomad"], ["--export", "nomad"]),
+]
+
+
+@pytest.mark.parametrize("case", BAD_DESTINATIONS, ids=[c[0] for c in BAD_DESTINATIONS])
+def test_bad_destination_fails_before_solving(tmp_path, case):
+    _, flag, dest, extra, expect = case
+    paths = files(tmp_path, job_yaml=job_text())
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "adir" / "keep").write_text("x")
+    target = dest if dest.startswith("/") else tmp_path / dest
+    text = refused(tmp_path, [*_solve_args(paths), flag, target, *extra], *expect)
+    assert "Cheapest plan" not in text and "status" not in text  # failed before solving: nothing printed
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "dest"),
+    [
+        ("check", "--plot", "memory.txt"),
+        ("check", "--plot", "job.yaml"),
+        ("portfolio", "--plot", "gantt.html"),
+        ("portfolio", "--plot", "pf.yaml"),
+        ("solve", "--report", "job.yaml"),
+    ],
+)
+def test_bad_destinations_on_every_command(tmp_path, command, flag, dest):
+    paths = files(tmp_path, job_yaml=job_text(), pf_yaml=portfolio_text())
+    args = {
+        "check": ["check", paths["job_yaml"], "--sku", "B200", "--gpus", "8"],
+        "portfolio": ["portfolio", paths["pf_yaml"], "--time-limit", "2"],
+        "solve": ["solve", paths["job_yaml"]],
+    }[command]
+    refused(tmp_path, [*args, flag, tmp_path / dest], flag)
+
+
+def test_the_input_file_is_never_overwritten_under_another_name(tmp_path):
+    paths = files(tmp_path, job_yaml=job_text())
+    link = tmp_path / "link.yaml"
+    link.symlink_to(paths["job_yaml"])
+    refused(tmp_path, [*_solve_args(paths), "--export", "skypilot", "--out", link], "--out", "input file")
+
+
+def test_one_path_for_two_outputs_is_refused(tmp_path):
+    paths = files(tmp_path, job_yaml=job_text())
+    same = tmp_path / "x.html"
+    refused(tmp_path, [*_solve_args(paths), "--export", "skypilot", "--out", same, "--report", same], "--report")
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root may write anywhere")
+def test_read_only_folder_and_file(tmp_path):
+    paths = files(tmp_path, job_yaml=job_text())
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        refused(tmp_path, [*_solve_args(paths), "--report", locked / "r.html"], "--report", "permission")
+    finally:
+        locked.chmod(0o700)
+    existing = tmp_path / "r.html"
+    existing.write_text("old")
+    existing.chmod(0o400)
+    refused(tmp_path, [*_solve_args(paths), "--report", existing], "--report", "read-only")
+
+
+def _disk_full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize(
+    ("flag", "name", "extra"),
+    [("--report", "r.html", []), ("--out", "sky.yaml", ["--export", "skypilot"]), ("--plot", "f.svg", [])],
+)
+def test_disk_full_keeps_the_old_file(tmp_path, monkeypatch, flag, name, extra):
+    paths = files(tmp_path, job_yaml=job_text())
+    old = tmp_path / name
+    old.write_text("the old file")
+    monkeypatch.setattr(output.os, "fsync", _disk_full)
+    result = invoke([*_solve_args(paths), flag, old, *extra])
+    assert result.exit_code == 2, result.output
+    assert str(old) in result.output and "No space left on device" in result.output and flag in result.output
+    assert old.read_text() == "the old file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["job.yaml", name])  # no temporary left
+
+
+def test_a_failing_chart_writer_leaves_nothing(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    paths = files(tmp_path, job_yaml=job_text())
+    monkeypatch.setattr(Figure, "savefig", _disk_full)
+    result = invoke([*_solve_args(paths), "--plot", tmp_path / "f.png"])
+    assert result.exit_code == 2 and "--plot" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
+
+
+def test_outputs_are_written_whole_with_no_temporary_left(tmp_path):
+    paths = files(tmp_path, job_yaml=job_text())
+    report, out = tmp_path / "r.html", tmp_path / "sky.yaml"
+    report.write_text("old report")
+    result = invoke([*_solve_args(paths), "--report", report])
+    assert result.exit_code == 0, result.output
+    assert report.read_text().rstrip().endswith("</html>")
+    result = invoke([*_solve_args(paths), "--export", "skypilot", "--out", out])
+    assert result.exit_code == 0 and out.read_text().strip()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml", "r.html", "sky.yaml"]
+
+
+def test_write_text_replaces_atomically(tmp_path):
+    dest = tmp_path / "a.txt"
+    dest.write_text("old")
+    dest.chmod(0o640)
+    output.write_text(dest, "new", "out")
+    assert dest.read_text() == "new" and (dest.stat().st_mode & 0o777) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]
+
+
+# =========================================================================== 5. interrupts and time limits
+
+
+def _raise_interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+INTERRUPTED = [
+    ("check", "check", ["check", "{job}", "--sku", "B200", "--gpus", "8"]),
+    ("solve", "plan", ["solve", "{job}"]),
+    ("options", "options", ["options", "{job}"]),
+    ("capacity", "capacity", ["capacity", "--sku", "B200"]),
+    ("portfolio", "portfolio", ["portfolio", "{pf}"]),
+    ("portfolio-json", "portfolio", ["portfolio", "{pf}", "-f", "json"]),
+]
+
+
+@pytest.mark.parametrize("case", INTERRUPTED, ids=[c[0] for c in INTERRUPTED])
+def test_keyboard_interrupt_in_any_command_exits_130(tmp_path, monkeypatch, case):
+    _, function, args = case
+    paths = files(tmp_path, job_yaml=job_text(), pf_yaml=portfolio_text())
+    monkeypatch.setattr(cli.api, function, _raise_interrupt)
+    argv = [{"{job}": paths["job_yaml"], "{pf}": paths["pf_yaml"]}.get(a, a) for a in args]
+    result = runner.invoke(cli.app, [str(a) for a in argv])
+    assert result.exit_code == 130, result.output
+    assert "interrupted" in result.output
+    assert "infeasible" not in result.output.lower() and "schedule" not in result.output.lower()
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("target", "args"),
+    [
+        ("load_catalog", ["catalog", "default"]),
+        ("presets", ["models"]),
+        ("expand_models", ["model", "llama-3.1-8b"]),
+        ("json_schema", ["schema", "job"]),
+        ("load_job", ["solve", "job.yaml"]),
+    ],
+)
+def test_keyboard_interrupt_while_reading_exits_130(monkeypatch, target, args):
+    monkeypatch.setattr(cli, target, _raise_interrupt)
+    result = runner.invoke(cli.app, args)
+    assert result.exit_code == 130 and "interrupted" in result.output
+
+
+def test_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
+    paths = files(tmp_path, job_yaml=job_text())
+    report = tmp_path / "r.html"
+    report.write_text("old")
+    monkeypatch.setattr(cli, "html_report", _raise_interrupt)
+    result = runner.invoke(cli.app, [str(a) for a in [*_solve_args(paths), "--report", report]])
+    assert result.exit_code == 130 and report.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml", "r.html"]
+
+
+def test_a_timeout_without_a_solution_is_unknown_not_infeasible(tmp_path):
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    result = invoke(["solve", job, "--time-limit", "0.000001", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] == "unknown" and data["best"] is None and not data["infeasible"]
+    assert any("time limit" in note for note in data["notes"])
+
+
+def _big_portfolio(folder: Path, jobs: int = 80) -> Path:
+    lines = ["catalog: default", "horizon: 40d", "budget: $80k", "time_step: 1h", "pools:"]
+    lines += ["  - {offer: nodus-b200, gpus: 16}", "  - {offer: lambda-h100-sxm, gpus: 16}", "jobs:"]
+    for i in range(jobs):
+        lines += [
+            f"  - name: j{i}",
+            f"    job: {{model: {{params: {7 + i % 30}B, layers: 32, hidden: 4096, heads: 32, kv_heads: 8, "
+            f"ffn_hidden: 14336, vocab: 32768}}, tokens: {1 + i % 5}B, global_batch: 64}}",
+            f"    deadline: {5 + i % 20}d",
+            f"    required: {'false' if i % 3 == 0 else 'true'}",
+        ]
+    path = folder / "big.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _interrupt_after(args: list, delay: float, timeout: float = 60) -> tuple[int, str, str, float] | None:
+    """Run gpuplan, send SIGINT after ``delay`` s; (code, stdout, stderr, seconds from SIGINT to exit),
+    or None if it finished before the signal."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "optimizer", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        proc.wait(timeout=delay)
+        proc.communicate()
+        return None
+    except subprocess.TimeoutExpired:
+        pass
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, out, err, time.perf_counter() - sent
+
+
+@pytest.mark.parametrize(
+    ("fmt", "delay"), [("json", 6.0), ("table", 3.0)], ids=["json-while-solving", "table-while-loading"]
+)
+def test_sigint_during_a_portfolio_exits_130_with_nothing_misleading(tmp_path, fmt, delay):
+    pf = _big_portfolio(tmp_path)
+    plot = tmp_path / "gantt.png"
+    outcome = _interrupt_after(["portfolio", pf, "--time-limit", "60", "-f", fmt, "--plot", plot], delay)
+    if outcome is None:
+        pytest.skip("the portfolio finished before the signal")
+    code, out, err, took = outcome
+    assert code == 130, (code, out[-500:], err[-500:])
+    assert "interrupted" in err and "Traceback" not in err
+    assert "infeasible" not in out.lower() and "schedule" not in out.lower() and "status" not in out
+    assert took < 10
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.yaml"]  # no chart, no temporary
+
+
+def test_sigint_during_a_single_solve_exits_130(tmp_path):
+    many = [arg for i in range(units.MAX_MEASUREMENTS) for arg in ("--measured", f"{8 * (1 + i % 2)}xB200:{10 + i}k")]
+    big = tmp_path / "cat.yaml"  # 4 x 1,024 node counts: the most a catalog may offer, a long table to build
+    big.write_text(
+        catalog_text(
+            max_nodes="1024",
+            extra="".join(f"  - {{name: o{i}, sku: H200, price: 3, max_nodes: 1024}}\n" for i in range(3)),
+        )
+    )
+    job = files(tmp_path, job_yaml=job_text(catalog="cat.yaml"))["job_yaml"]
+    outcome = _interrupt_after(["solve", job, *many, "-f", "json"], 2.5)
+    if outcome is None:
+        pytest.skip("the solve finished before the signal")
+    code, out, err, took = outcome
+    assert code == 130 and "interrupted" in err and "Traceback" not in err, (code, err[-500:])
+    assert "status" not in out and took < 10
+
+
+# =========================================================================== 6. structural input
+
+STRUCTURE = [
+    ("deep-yaml", {"job.yaml": "job: " + "[" * 200 + "]" * 200 + "\n"}, ["solve", "{job.yaml}"], ["job.yaml", "nest"]),
+    (
+        "deep-json-config",
+        {"cfg.json": '{"a": ' + "[" * 200 + "]" * 200 + "}"},
+        ["model", "{cfg.json}"],
+        ["cfg.json", "nests"],
+    ),
+    (
+        "hf-config-directory",
+        {"job.yaml": job_text(model="{hf_config: adir}")},
+        ["solve", "{job.yaml}"],
+        ["job.model.hf_config", "directory"],
+    ),
+    (
+        "hf-config-number",
+        {"job.yaml": job_text(model="{hf_config: 5}")},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "job.model.hf_config", "got 5"],
+    ),
+    (
+        "hf-config-list",
+        {"job.yaml": job_text(model="{hf_config: [a, b]}")},
+        ["solve", "{job.yaml}"],
+        ["job.model.hf_config"],
+    ),
+    ("hf-config-json-list", {"cfg.json": "[1, 2, 3]"}, ["model", "{cfg.json}"], ["cfg.json", "JSON object", "list"]),
+    ("hf-config-json-number", {"cfg.json": "42"}, ["model", "{cfg.json}"], ["cfg.json", "JSON object"]),
+    (
+        "hf-config-zero-heads",
+        {"cfg.json": config_json(num_attention_heads=0)},
+        ["model", "{cfg.json}"],
+        ["num_attention_heads", "at least 1"],
+    ),
+    (
+        "hf-config-heads-as-text",
+        {"cfg.json": config_json(num_attention_heads="sixteen")},
+        ["model", "{cfg.json}"],
+        ["num_attention_heads", "whole number"],
+    ),
+    (
+        "hf-config-negative-hidden",
+        {"cfg.json": config_json(hidden_size=-4096)},
+        ["model", "{cfg.json}"],
+        ["hidden_size", "at least 1"],
+    ),
+    (
+        "hf-config-boolean-layers",
+        {"cfg.json": config_json(num_hidden_layers=True)},
+        ["model", "{cfg.json}"],
+        ["num_hidden_layers", "whole number"],
+    ),
+    ("hf-config-missing-keys", {"cfg.json": "{}"}, ["model", "{cfg.json}"], ["cfg.json", "hidden_size"]),
+    ("hf-config-nan", {"cfg.json": '{"hidden_size": NaN}'}, ["model", "{cfg.json}"], ["cfg.json", "NaN"]),
+    ("hf-config-missing-file", {}, ["model", "{tmp}/none.json"], ["none.json", "not found"]),
+    (
+        "horizon-shorter-than-time-step",
+        {"pf.yaml": portfolio_text(horizon="30m")},
+        ["portfolio", "{pf.yaml}"],
+        ["time_step", "longer than the horizon"],
+    ),
+    (
+        "global-batch-negative",
+        {"job.yaml": job_text(job_extra="  global_batch: -4\n")},
+        ["solve", "{job.yaml}"],
+        ["job.global_batch", "at least 1"],
+    ),
+    (
+        "global-batch-true",
+        {"job.yaml": job_text(job_extra="  global_batch: true\n")},
+        ["solve", "{job.yaml}"],
+        ["job.global_batch", "not true"],
+    ),
+    (
+        "global-batch-text",
+        {"job.yaml": job_text(job_extra="  global_batch: lots\n")},
+        ["solve", "{job.yaml}"],
+        ["job.global_batch", "lots"],
+    ),
+    (
+        "global-batch-infinite-tokens",
+        {"job.yaml": job_text(job_extra="  global_batch: 1e400 tokens\n")},
+        ["solve", "{job.yaml}"],
+        ["job.global_batch"],
+    ),
+    (
+        "gpus-true",
+        {"job.yaml": job_text(extra="constraints:\n  max_gpus: true\n")},
+        ["solve", "{job.yaml}"],
+        ["constraints.max_gpus", "not true"],
+    ),
+    (
+        "include-number",
+        {"cat.yaml": "include: 5\n"},
+        ["catalog", "{cat.yaml}"],
+        ["cat.yaml", "field 'include'", "list"],
+    ),
+    ("include-mapping", {"cat.yaml": "include: {a: 1}\n"}, ["catalog", "{cat.yaml}"], ["field 'include'", "list"]),
+    ("include-list-of-numbers", {"cat.yaml": "include: [5]\n"}, ["catalog", "{cat.yaml}"], ["field 'include'", "list"]),
+    (
+        "include-missing-file",
+        {"cat.yaml": "include: [nope.yaml]\n"},
+        ["catalog", "{cat.yaml}"],
+        ["cat.yaml", "include[0]", "not found"],
+    ),
+    (
+        "offers-mapping",
+        {"cat.yaml": "hardware: hardware\noffers: {a: 1}\n"},
+        ["catalog", "{cat.yaml}"],
+        ["field 'offers'", "list"],
+    ),
+    ("hardware-number", {"cat.yaml": "hardware: 5\noffers: []\n"}, ["catalog", "{cat.yaml}"], ["field 'hardware'"]),
+    (
+        "hardware-missing",
+        {"cat.yaml": "hardware: nope.yaml\noffers: []\n"},
+        ["catalog", "{cat.yaml}"],
+        ["cat.yaml", "field 'hardware'", "not found"],
+    ),
+    ("catalog-a-list", {"cat.yaml": "- a\n- b\n"}, ["catalog", "{cat.yaml}"], ["cat.yaml", "mapping"]),
+    ("job-file-a-list", {"job.yaml": "- job\n"}, ["solve", "{job.yaml}"], ["job.yaml", "'job:'"]),
+    ("job-a-string", {"job.yaml": "job: hello\n"}, ["solve", "{job.yaml}"], ["job.yaml", "job"]),
+    ("jobs-a-mapping", {"pf.yaml": "horizon: 7d\njobs: {a: 1}\n"}, ["portfolio", "{pf.yaml}"], ["pf.yaml", "jobs"]),
+    (
+        "pools-a-string",
+        {"pf.yaml": portfolio_text().replace("pools:\n", "pools: x\nunused:\n")},
+        ["portfolio", "{pf.yaml}"],
+        ["pf.yaml"],
+    ),
+    (
+        "portfolio-job-file-is-itself",
+        {"pf.yaml": portfolio_text(extra="  - {name: c, file: pf.yaml}\n")},
+        ["portfolio", "{pf.yaml}"],
+        ["pf.yaml", "'job:'"],
+    ),
+    (
+        "portfolio-job-file-dev-zero",
+        {"pf.yaml": portfolio_text(extra="  - {name: c, file: /dev/zero}\n")},
+        ["portfolio", "{pf.yaml}"],
+        ["/dev/zero", "not a regular file"],
+    ),
+    ("empty-job-file", {"job.yaml": ""}, ["solve", "{job.yaml}"], ["job.yaml", "'job:'"]),
+    ("binary-job-file", {"job.yaml": "\x00\x01\x02"}, ["solve", "{job.yaml}"], ["job.yaml"]),
+    ("null-byte-catalog-name", {"job.yaml": job_text(catalog='"a\\0b"')}, ["solve", "{job.yaml}"], ["job.yaml"]),
+    (
+        "model-preset-number",
+        {"job.yaml": job_text(model="{preset: 5}")},
+        ["solve", "{job.yaml}"],
+        ["job.model.preset", "'5'"],
+    ),
+    (
+        "measured-not-a-list",
+        {"job.yaml": job_text(job_extra="  measured: 8xB200\n")},
+        ["solve", "{job.yaml}"],
+        ["job.measured"],
+    ),
+    ("yaml-tag", {"job.yaml": "job: !!python/object:os.system {}\n"}, ["solve", "{job.yaml}"], ["job.yaml", "tag"]),
+]
+
+
+@pytest.mark.parametrize("case", STRUCTURE, ids=[c[0] for c in STRUCTURE])
+def test_structural_input(tmp_path, case):
+    _, contents, args, expect = case
+    (tmp_path / "adir").mkdir()
+    for name, content in contents.items():
+        (tmp_path / name).write_text(content)
+    argv = [
+        str(tmp_path) + a[5:] if a.startswith("{tmp}") else str(tmp_path / a[1:-1]) if a.startswith("{") else a
+        for a in args
+    ]
+    refused(tmp_path, argv, *expect)
+
+
+MARKUP_NAMES = ["[/bold]", "[red]x[/red]", "[link=http://x]y", ":warning:", "[/]", "\\[x]"]
+
+
+@pytest.mark.parametrize("name", MARKUP_NAMES)
+def test_rich_markup_in_names_prints_as_written(tmp_path, name):
+    quoted = json.dumps(name)
+    paths = files(
+        tmp_path,
+        job_yaml=job_text(name=quoted),
+        cat_yaml=catalog_text(name=quoted),
+        pf_yaml=portfolio_text(name_a=quoted, after_b=f"[{quoted}]"),
+    )
+    for args in (
+        ["solve", paths["job_yaml"], "--catalog", paths["cat_yaml"], "--time-limit", "2"],
+        ["options", paths["job_yaml"], "--catalog", paths["cat_yaml"]],
+        ["check", paths["job_yaml"], "--catalog", paths["cat_yaml"], "--sku", "B200", "--gpus", "8", "--no-compare"],
+        ["catalog", paths["cat_yaml"]],
+        ["portfolio", paths["pf_yaml"], "--time-limit", "2"],
+    ):
+        result = invoke(args)
+        assert result.exit_code == 0, (args, result.output)
+        if args[0] in ("solve", "options", "catalog", "portfolio"):
+            assert name in result.output, (args, result.output)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["solve", "{job}", "--time-limit", "2"],
+        ["check", "{job}", "--sku", "B200", "--gpus", "8", "--no-compare"],
+        ["portfolio", "{pf}", "--time-limit", "2"],
+        ["catalog", "default"],
+        ["models"],
+        ["solve", "{missing}"],
+    ],
+    ids=["solve", "check", "portfolio", "catalog", "models", "error"],
+)
+def test_ascii_output_encoding_does_not_crash(tmp_path, args):
+    written = files(
+        tmp_path, job_yaml=job_text(name="café-ünïcode"), pf_yaml=portfolio_text(name_a="naïve", after_b="[naïve]")
+    )
+    paths = {"job": written["job_yaml"], "pf": written["pf_yaml"], "missing": tmp_path / "nö.yaml"}
+    argv = [paths[a[1:-1]] if a.startswith("{") else a for a in args]
+    result = gpuplan(*argv, env={"PYTHONIOENCODING": "ascii", "LC_ALL": "C"})
+    assert "Traceback" not in result.stderr and "UnicodeEncodeError" not in result.stderr, result.stderr
+    assert result.returncode == (2 if "{missing}" in args else 0), result.stderr[-800:]
+    assert result.stdout.strip() or result.stderr.startswith("error: ")
+
+
+# =========================================================================== 7. message quality
+
+MESSAGES = [
+    (
+        "include-a-string",
+        {"cat.yaml": "include: nodus-2026-11\n"},
+        ["catalog", "{cat.yaml}"],
+        ["field 'include'", "list", "'nodus-2026-11'"],
+        ["unknown catalog 'n'"],
+    ),
+    (
+        "sku-flag",
+        {},
+        ["check", "{job.yaml}", "--sku", "B201", "--gpus", "8"],
+        ["option '--sku'", "B201", "Did you mean"],
+        [],
+    ),
+    ("types-flag", {}, ["catalog", "default", "--types", "B200,B201"], ["option '--types'", "B201"], []),
+    (
+        "gpu-types-flag",
+        {},
+        ["solve", "{job.yaml}", "--gpu-types", "B999"],
+        ["option '--gpu-types'", "B999"],
+        ["constraints.gpu.types"],
+    ),
+    ("gpu-types-flag-options", {}, ["options", "{job.yaml}", "--gpu-types", "B999"], ["option '--gpu-types'"], []),
+    (
+        "measured-flag",
+        {},
+        ["solve", "{job.yaml}", "--measured", "8xB999:10k"],
+        ["option '--measured'", "B999"],
+        ["job.measured"],
+    ),
+    (
+        "measured-flag-check",
+        {},
+        ["check", "{job.yaml}", "--sku", "B200", "--gpus", "8", "--measured", "8xB999:10k"],
+        ["option '--measured'"],
+        [],
+    ),
+    (
+        "measured-in-file",
+        {"job.yaml": job_text(job_extra="  measured:\n    - {sku: B999, gpus: 8, tokens_per_s: 10k}\n")},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "job.measured[0]", "B999"],
+        ["--measured"],
+    ),
+    ("capacity-sku-flag", {}, ["capacity", "--sku", "B999"], ["option '--sku'"], []),
+    ("catalog-flag", {}, ["solve", "{job.yaml}", "--catalog", "nodus-2025"], ["option '--catalog'", "nodus-2025"], []),
+    ("preset-argument", {}, ["model", "llama-9"], ["argument 'NAME'", "llama-9"], []),
+    (
+        "non-utf8-config",
+        {"cfg.json": b'{"hidden_size": "\xff"}'},
+        ["model", "{cfg.json}"],
+        ["cfg.json", "UTF-8", "job.model.hf_config"],
+        [],
+    ),
+    ("non-utf8-job", {"job.yaml": b"job:\n  name: \xff\n"}, ["solve", "{job.yaml}"], ["job.yaml", "UTF-8"], []),
+    (
+        "preset-in-file",
+        {"job.yaml": job_text(model="{preset: llama-9}")},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "job.model.preset", "llama-9"],
+        [],
+    ),
+    ("export-kind", {}, ["solve", "{job.yaml}", "--export", "nomad"], ["option '--export'", "nomad"], []),
+    ("schema-kind", {}, ["schema", "jobs"], ["KIND"], []),
+]
+
+
+@pytest.mark.parametrize("case", MESSAGES, ids=[c[0] for c in MESSAGES])
+def test_messages_name_the_flag_field_or_file(tmp_path, case):
+    _, contents, args, expect, never = case
+    (tmp_path / "job.yaml").write_text(job_text())
+    for name, content in contents.items():
+        path = tmp_path / name
+        path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+    argv = [str(tmp_path / a[1:-1]) if a.startswith("{") else a for a in args]
+    text = refused(tmp_path, argv, *expect)
+    for fragment in never:
+        assert fragment not in text, (fragment, text)
+    assert text.startswith("error: ") and text.count("\n") == 1, text  # one paragraph
