@@ -38,7 +38,7 @@ from .present import output, render
 from .present.exports import KINDS as EXPORT_KINDS
 from .present.exports import export
 from .present.jsonschema import json_schema
-from .present.plot import frontier_plot, memory_plot, portfolio_plot
+from .present.plot import frontier_plot, memory_plot, portfolio_plot, require_plotting
 from .present.report import html_report
 
 app = typer.Typer(
@@ -145,6 +145,8 @@ def check_outputs(inputs: list[Path | None], **destinations: Path | None) -> Non
         suffixes, what = kinds[parameter]
         field = "plot" if parameter == "plot_path" else parameter
         output.check_destination(path, field, suffixes=suffixes, inputs=inputs, what=what)
+        if parameter == "plot_path":
+            require_plotting()  # no matplotlib: say so before solving, not after
         key = os.path.abspath(path)
         if key in seen:
             raise ArgumentError(

@@ -266,3 +266,22 @@ def test_negative_price_in_catalog(tmp_path, problems):
         cat,
         expect=["offers[0].price", "greater than 0"],
     )
+
+
+def test_plot_without_matplotlib_fails_before_solving(problems, tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    def no_solving(*args, **kwargs):
+        raise AssertionError("solved before refusing the plot")
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    monkeypatch.setattr("optimizer.api.plan", no_solving)
+    bad("solve", problems / "llama-70b-within-5-days.yaml", "--plot", tmp_path / "f.png", expect=["gpuplan[plot]"])
+    assert not (tmp_path / "f.png").exists()

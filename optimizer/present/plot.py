@@ -19,6 +19,11 @@ def _pyplot():
     return plt
 
 
+def require_plotting() -> None:
+    """Fail fast (ArgumentError on 'plot') where matplotlib is not installed."""
+    _pyplot()
+
+
 def portfolio_plot(result, path: str | Path) -> None:
     plt = _pyplot()
     jobs = sorted(result.schedule, key=lambda j: (j.start_h, j.job))
