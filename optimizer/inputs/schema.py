@@ -373,6 +373,11 @@ class JobSpec(_Model):
         "auto", description="auto (from shapes), a size per GPU (40GB) or a fraction of capacity (0.2)."
     )
     attention: Literal["flash", "eager"] = "flash"
+    kernels: Literal["auto", "fused", "eager"] = Field(
+        "auto",
+        description="Activation-saving kernels: fused (Megatron-Core / Transformer Engine norms and SwiGLU) keep "
+        "fewer activations than eager PyTorch (Hugging Face, torchtitan); auto: fused for megatron, else eager.",
+    )
     framework: Literal["auto", "megatron", "deepspeed", "torchtitan", "fsdp"] = Field(
         "auto",
         description="The framework the team runs: only layouts it can run are planned (auto: the best over all, "

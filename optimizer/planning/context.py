@@ -162,7 +162,8 @@ class JobContext:
         return RunSettings(
             seq_len=float(self.job.seq_len),
             eager_attention=self.job.attention == "eager",
-            fused_kernels=self.job.framework == "megatron",
+            fused_kernels=self.job.kernels == "fused"
+            or (self.job.kernels == "auto" and self.job.framework == "megatron"),
             overlap=a.overlap,
             link_efficiency=a.link_efficiency * self.calibration.network,
             activation_reserve=self.activation_reserve,
