@@ -367,12 +367,25 @@ class JobSpec(_Model):
         None, description="Sequences per optimizer step (an int) or tokens ('4M tokens'); default: free."
     )
     precision: Precision = "bf16"
-    optimizer: Literal["adamw", "adamw8bit", "sgd", "adafactor"] = "adamw"
+    optimizer: Literal["adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "sgd", "adafactor"] = Field(
+        "adamw",
+        description="paged_*: bitsandbytes paged optimizers, whose state pages to CPU memory when the GPU runs "
+        "out (Dettmers et al. 2023, QLoRA), so it is not counted in GPU memory.",
+    )
     bytes_per_param: float | None = Field(None, gt=0, description="Training-state bytes per parameter.")
     activation_reserve: Literal["auto"] | float | str = Field(
         "auto", description="auto (from shapes), a size per GPU (40GB) or a fraction of capacity (0.2)."
     )
     attention: Literal["flash", "eager"] = "flash"
+    lora_targets: Literal["all_linear", "attention"] = Field(
+        "all_linear",
+        description="LoRA on every linear layer, or on the attention projections only (PEFT target_modules).",
+    )
+    loss: Literal["standard", "chunked", "fused"] = Field(
+        "standard",
+        description="Cross-entropy memory: standard (bf16 logits + fp32 copy), chunked (bf16 logits, fp32 per "
+        "chunk: torchtune), fused (no full logits: Liger's fused linear cross-entropy).",
+    )
     kernels: Literal["auto", "fused", "eager"] = Field(
         "auto",
         description="Activation-saving kernels: fused (Megatron-Core / Transformer Engine norms and SwiGLU) keep "

@@ -33,7 +33,18 @@ Z90 = 1.2815515655446004  # standard-normal 90th percentile, Phi^-1(0.9)
 # Optimizer state bytes per trainable parameter, with an fp32 master copy (Transformer Math 101,
 # EleutherAI 2023: AdamW 12 = 4 master + 4 m + 4 v; bitsandbytes 8-bit Adam 6 = 4 master + 1 + 1;
 # SGD with momentum 8 = 4 master + 4 momentum; Adafactor ~4 = master copy + factored second moment).
-OPTIMIZER_BYTES = {"adamw": 12.0, "adamw8bit": 6.0, "sgd": 8.0, "adafactor": 4.0}
+OPTIMIZER_BYTES = {
+    "adamw": 12.0,
+    "adamw8bit": 6.0,
+    "paged_adamw": 12.0,
+    "paged_adamw8bit": 6.0,
+    "sgd": 8.0,
+    "adafactor": 4.0,
+}
+# bitsandbytes' paged optimizers keep their state in unified memory that pages to the CPU under GPU memory
+# pressure (Dettmers et al. 2023, "QLoRA", section 3, "Paged Optimizers"): planned as not resident on the
+# GPU. ASSUMPTION: paging costs no time (it happens only at memory spikes, the paper's case).
+PAGED_OPTIMIZERS = frozenset({"paged_adamw", "paged_adamw8bit"})
 
 # Mixed-precision Adam: 2 (bf16 weights) + 2 (bf16 gradients) + 12 (optimizer) = 16 bytes per
 # parameter (Rajbhandari et al. 2020, "ZeRO", section 3.1).
@@ -59,6 +70,12 @@ MIN_BLOCK_SHARE_OF_PARAMS = 0.5
 # "miscellaneous memory" allowance). Overridable: assumptions.framework_overhead.
 FRAMEWORK_RESERVE_FIXED_BYTES = 1.5 * GIB
 FRAMEWORK_RESERVE_FRACTION = 0.05
+
+# Loss memory per token and vocabulary entry: standard cross-entropy keeps the bf16 logits and the fp32
+# copy it upcasts (2 + 4); torchtune's chunked loss (CEWithChunkedOutputLoss) keeps the bf16 logits and
+# upcasts one chunk at a time (2); Liger Kernel's fused linear cross-entropy (Hsu et al. 2024, section
+# 3.4) never materialises the full logits (0; its chunk's working set is within the reserve).
+LOGITS_BYTES_PER_VOCAB = {"standard": 6.0, "chunked": 2.0, "fused": 0.0}
 
 # --------------------------------------------------------------------------- time
 

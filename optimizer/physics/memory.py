@@ -86,7 +86,8 @@ def state_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> tupl
     grads = per_gpu(grad_total, grad_total * trainable_share, zero >= 2)
     optim_total = train.optimizer_bytes * train.trainable_params
     optim = per_gpu(optim_total, optim_total * trainable_share, zero >= 1)
-    return weights, grads, np.where(np.asarray(layout.offload) > 0, 0.0, optim)
+    off_gpu = (np.asarray(layout.offload) > 0) | train.paged_optimizer
+    return weights, grads, np.where(off_gpu, 0.0, optim)
 
 
 def host_optimizer_bytes(train: TrainingState, layout: Layout, gpus_per_node) -> np.ndarray:
@@ -150,7 +151,7 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
         2.0 * s * b * shape.hidden * layers_per_stage * in_flight + flash_layer,
         kept_layer * layers_per_stage * in_flight,
     )
-    logits = 6.0 * s * b * shape.vocab
+    logits = settings.logits_bytes_per_vocab * s * b * shape.vocab
     v = np.asarray(layout.virtual_stages, float)
     first_stage = stored / tp * np.where(v > 1, 1.0 + (pp - 1.0) / (pp * v), 1.0)
     last_stage = (

@@ -56,20 +56,22 @@ class TrainingState:
     lora: bool = False
     quantized_base: bool = False
     teacher_params: float = 0.0  # frozen teacher in bf16, forward only (distillation, drafter training)
+    bf16_base_params: float = 0.0  # base parameters kept in 16 bits under QLoRA (embeddings and LM head)
+    paged_optimizer: bool = False  # optimizer state pages to CPU memory (bitsandbytes paged optimizers)
 
     def weights_total(self, params: float) -> float:
-        return (
-            params * self.weight_bytes + self.trainable_params * self.adapter_weight_bytes + 2.0 * self.teacher_params
-        )
+        base = (params - self.bf16_base_params) * self.weight_bytes + 2.0 * self.bf16_base_params
+        return base + self.trainable_params * self.adapter_weight_bytes + 2.0 * self.teacher_params
 
 
-def lora_adapter_params(shape: ModelShape, rank: int) -> float:
-    """LoRA on every linear layer of every block: r * (d_in + d_out) per matrix (Hu et al. 2021, eq. 3).
+def lora_adapter_params(shape: ModelShape, rank: int, targets: str = "all_linear") -> float:
+    """LoRA on the linear layers of every block: r * (d_in + d_out) per matrix (Hu et al. 2021, eq. 3).
 
     Attention q, k, v, o contribute (h + q) + 2 (h + kv) + (q + h); the MLP 3 (h + f) when gated
-    (gate, up, down) or 2 (h + f) otherwise. For MoE the routed experts are not adapted.
+    (gate, up, down) or 2 (h + f) otherwise, unless only the attention projections are targeted (the
+    original LoRA setting; PEFT's target_modules). For MoE the routed experts are not adapted.
     """
     h, q, kv, f = shape.hidden, shape.q_width, shape.kv_width, shape.ffn_active
     attention = (h + q) + 2 * (h + kv) + (q + h)
-    mlp = (3 if shape.gated_mlp else 2) * (h + f)
+    mlp = (3 if shape.gated_mlp else 2) * (h + f) if targets == "all_linear" else 0.0
     return shape.layers * rank * (attention + mlp)

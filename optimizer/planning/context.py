@@ -17,6 +17,7 @@ from ..physics.constants import (
     DEFAULT_COMPUTE_EFFICIENCY,
     FALLBACK_COMPUTE_EFFICIENCY,
     FREE_BATCH_MAX_OVER_OPTIMAL,
+    LOGITS_BYTES_PER_VOCAB,
     OPTIMAL_BATCH_COEFFICIENT,
     OPTIMAL_BATCH_EXPONENT,
 )
@@ -162,6 +163,7 @@ class JobContext:
         return RunSettings(
             seq_len=float(self.job.seq_len),
             eager_attention=self.job.attention == "eager",
+            logits_bytes_per_vocab=LOGITS_BYTES_PER_VOCAB[self.job.loss],
             fused_kernels=self.job.kernels == "fused"
             or (self.job.kernels == "auto" and self.job.framework == "megatron"),
             overlap=a.overlap,

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from ..errors import JobError
 from ..inputs.schema import JobSpec, ModelSpec
-from ..physics.constants import MIXED_PRECISION_ADAM_BYTES, OPTIMIZER_BYTES, QLORA_BYTES_PER_PARAM
+from ..physics.constants import MIXED_PRECISION_ADAM_BYTES, OPTIMIZER_BYTES, PAGED_OPTIMIZERS, QLORA_BYTES_PER_PARAM
 from ..physics.shapes import ModelShape, TrainingState, lora_adapter_params
 
 
@@ -46,7 +46,9 @@ def model_shape(model: ModelSpec) -> ModelShape:
 def training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
     """Bytes per parameter of the job's method and optimizer, plus a frozen teacher if any."""
     state = _training_state(job, shape)
-    return replace(state, teacher_params=float(job.teacher_params or 0.0))
+    return replace(
+        state, teacher_params=float(job.teacher_params or 0.0), paged_optimizer=job.optimizer in PAGED_OPTIMIZERS
+    )
 
 
 def _training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
@@ -60,7 +62,7 @@ def _training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
     if job.trainable_params is not None:
         adapters = float(job.trainable_params)
     elif shape.has_shapes:
-        adapters = lora_adapter_params(shape, job.lora_rank)
+        adapters = lora_adapter_params(shape, job.lora_rank, job.lora_targets)
     else:
         raise JobError(
             f"{job.method} needs the model's shapes (layers, hidden, heads, ffn_hidden, vocab) to size the "
@@ -78,4 +80,7 @@ def _training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
         optimizer_bytes=optimizer * scale,
         lora=True,
         quantized_base=job.method == "qlora",
+        # bitsandbytes quantises nn.Linear layers only: the embeddings stay in 16 bits, and so does the LM
+        # head (PEFT/transformers skip lm_head); untied models hold two V x h matrices.
+        bf16_base_params=min(2.0 * shape.vocab * shape.hidden, 0.5 * shape.params) if job.method == "qlora" else 0.0,
     )
