@@ -49,8 +49,6 @@ def modelled(run: dict, skus: set[str]) -> str | None:
     """Why gpuplan cannot predict this row today (None: it can)."""
     if run.get("tokens_per_s_per_gpu") is None:
         return "publishes TFLOPS only"
-    if run["kind"] == "moe" and not isinstance(run["model"], str):
-        return "MoE with inline shapes (dense prefix layers, sliding windows) not described by gpuplan's schema"
     if run["sku"] not in skus:
         return f"SKU {run['sku']} not in the hardware catalog"
     if run["precision"] == "nvfp4":

@@ -44,6 +44,11 @@ def test_every_preset_matches_its_published_count(name):
     assert counted["params"] == pytest.approx(parse_count(entry["published"]["params"]), rel=0.006)
     if "active_params" in entry["published"]:
         assert counted["active_params"] == pytest.approx(parse_count(entry["published"]["active_params"]), rel=0.02)
+    if "active_params_without_input_embedding" in entry["published"]:  # OpenAI's convention for gpt-oss
+        without = counted["active_params"] - counted["vocab"] * counted["hidden"]
+        assert without == pytest.approx(
+            parse_count(entry["published"]["active_params_without_input_embedding"]), rel=0.01
+        )
 
 
 def test_job_file_with_preset_and_relative_hf_config(tmp_path):

@@ -186,7 +186,9 @@ def count_params(cfg: dict) -> dict[str, Any]:
         "heads": heads,
         "kv_heads": kv_heads,
         "head_dim": head_dim,
-        "ffn_hidden": expert_ffn if experts else ffn,
+        "ffn_hidden": ffn if experts and len(moe_layers) < layers else (expert_ffn if experts else ffn),
+        "moe_ffn_hidden": expert_ffn if experts else None,
+        "dense_layers": layers - len(moe_layers) if experts else 0,
         "vocab": vocab,
         "gated_mlp": gated,
         "experts": experts or None,
@@ -204,6 +206,7 @@ def model_fields(cfg: dict, name: str | None = None) -> dict[str, Any]:
         fields.pop("active_params")
     if not fields.get("experts"):
         fields.pop("shared_experts", None)
+        fields.pop("dense_layers", None)
     if name:
         fields["name"] = name
     return fields

@@ -80,6 +80,8 @@ _RANGES: dict[str, str] = {
     "kv_heads": "heads",
     "head_dim": "width",
     "ffn_hidden": "width",
+    "moe_ffn_hidden": "width",
+    "dense_layers": "dense_layers",
     "vocab": "vocab",
     "experts": "experts",
     "experts_per_token": "experts",
@@ -313,7 +315,13 @@ class ModelSpec(_Model):
     heads: int | None = Field(None, ge=1)
     kv_heads: int | None = Field(None, ge=1, description="Key/value heads (GQA); default heads.")
     head_dim: int | None = Field(None, ge=1, description="Default hidden / heads.")
-    ffn_hidden: int | None = Field(None, ge=1, description="MLP width (per expert for MoE).")
+    ffn_hidden: int | None = Field(
+        None,
+        ge=1,
+        description="MLP width: of the dense layers, or per expert for MoE when moe_ffn_hidden is not given.",
+    )
+    moe_ffn_hidden: int | None = Field(None, ge=1, description="Width of one routed (and shared) expert (MoE).")
+    dense_layers: int = Field(0, ge=0, description="Layers with a dense MLP instead of experts (DeepSeek's first 3).")
     vocab: int | None = Field(None, ge=1)
     gated_mlp: bool = Field(True, description="SwiGLU-style gate+up+down (Llama, Qwen, Mistral).")
     experts: int | None = Field(None, ge=1)
@@ -328,6 +336,8 @@ class ModelSpec(_Model):
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if self.experts_per_token and self.experts and self.experts_per_token > self.experts:
             raise ValueError("experts_per_token is larger than experts")
+        if self.layers is not None and self.dense_layers > self.layers:
+            raise ValueError(f"dense_layers ({self.dense_layers}) is more than layers ({self.layers})")
         return self
 
     @property

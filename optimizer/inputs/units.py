@@ -228,6 +228,7 @@ LIMITS: dict[str, Limit] = {
     # model shapes
     "params": Limit(0, 1e14, "parameters", "100T: fifty times the largest published model"),
     "layers": Limit(1, 10_000, "layers", "a hundred times the deepest published transformer", True),
+    "dense_layers": Limit(0, 10_000, "layers", "no more than the model's layers", True),
     "width": Limit(1, 2**20, "", "hidden, FFN and head widths: twenty times the widest published model", True),
     "heads": Limit(1, 2**16, "heads", "a hundred times the most attention heads published", True),
     "vocab": Limit(1, 2**27, "tokens", "a hundred times the largest published vocabulary", True),

@@ -17,12 +17,19 @@ def model_shape(model: ModelSpec) -> ModelShape:
         return ModelShape(params=float(model.params), active_params=active)
     head_dim = model.head_dim or model.hidden // model.heads
     kv_heads = model.kv_heads or model.heads
-    per_token_experts = (model.experts_per_token or 1) + model.shared_experts if model.experts else 1
     experts = float(model.experts or 0)
-    # Routed experts: gate, up and down (or two matrices) of the expert width in every layer, at most the
-    # parameters outside embeddings (models whose first layers are dense hold fewer; docs/design.md 4.2).
+    # MoE: moe_ffn_hidden is the expert width and ffn_hidden the dense layers' (without moe_ffn_hidden,
+    # ffn_hidden is the expert width and every layer has experts).
+    expert_ffn = float(model.moe_ffn_hidden or model.ffn_hidden) if experts else 0.0
+    moe_layers = float(model.layers - model.dense_layers) if experts else 0.0
+    per_token = (model.experts_per_token or 1) + model.shared_experts
+    ffn_active = float(model.ffn_hidden)
+    if experts:  # the MLP width a token passes through, averaged over dense and MoE layers
+        ffn_active = (model.dense_layers * model.ffn_hidden + moe_layers * expert_ffn * per_token) / model.layers
+    # Routed experts: gate, up and down (or two matrices) of the expert width in every MoE layer, at most
+    # the parameters outside embeddings (docs/design.md 4.2).
     mlp_matrices = 3.0 if model.gated_mlp else 2.0
-    expert_params = experts * model.layers * mlp_matrices * model.hidden * model.ffn_hidden
+    expert_params = experts * moe_layers * mlp_matrices * model.hidden * expert_ffn
     expert_params = min(expert_params, max(0.0, float(model.params) - 2.0 * model.vocab * model.hidden))
     return ModelShape(
         params=float(model.params),
@@ -32,14 +39,14 @@ def model_shape(model: ModelSpec) -> ModelShape:
         heads=float(model.heads),
         kv_width=float(kv_heads * head_dim),
         q_width=float(model.heads * head_dim),
-        ffn_active=float(model.ffn_hidden * per_token_experts),
+        ffn_active=ffn_active,
         vocab=float(model.vocab),
         gated_mlp=model.gated_mlp,
         has_shapes=True,
         experts=experts,
         experts_per_token=float(model.experts_per_token or 0) if experts else 0.0,
         expert_params=expert_params,
-        expert_ffn=float(model.ffn_hidden) if experts else 0.0,
+        expert_ffn=expert_ffn,
     )
 
 
