@@ -104,10 +104,21 @@ def predict(run: dict, catalog, efficiency: float | None) -> float:
         recompute=recompute,
         cp=layout.get("cp") if (layout.get("cp") or 1) > 1 else None,
         ep=layout.get("ep") if (layout.get("ep") or 1) > 1 else None,
+        virtual_stages=_virtual_stages(layout),
         compare=False,
         catalog=catalog,
     )
     return result.plan.tokens_per_s / run["gpus"]
+
+
+def _virtual_stages(layout: dict) -> int | None:
+    """The published interleaving: vp, or the pipeline schedule's name (plain 1F1B: 1); None when unstated."""
+    if (layout.get("pp") or 1) <= 1:
+        return None
+    if layout.get("vp"):
+        return int(layout["vp"])
+    schedule = str(layout.get("pp_schedule") or "")
+    return 1 if schedule == "1f1b" else None
 
 
 def implied_efficiency(run: dict, catalog) -> float:

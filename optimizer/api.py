@@ -98,6 +98,7 @@ def check(
     framework: str | None = None,
     cp: int | None = None,
     ep: int | None = None,
+    virtual_stages: int | None = None,
 ) -> CheckResult:
     """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
     catalog = catalog or problem_catalog(problem)
@@ -106,7 +107,15 @@ def check(
         problem = problem.model_copy(update={"job": problem.job.model_copy(update=job_updates)})
     ctx = job_context(problem, catalog)
     fixed = Fixed(
-        tp=tp, pp=pp, zero=zero, micro_batch=micro_batch, recompute=recompute, shard_degree=shard_degree, cp=cp, ep=ep
+        tp=tp,
+        pp=pp,
+        zero=zero,
+        micro_batch=micro_batch,
+        recompute=recompute,
+        shard_degree=shard_degree,
+        cp=cp,
+        ep=ep,
+        virtual_stages=virtual_stages,
     )
     checked = check_row(ctx, sku, gpus, nodes, spot, fixed)
     plan_ = checked.plan

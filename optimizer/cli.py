@@ -337,6 +337,9 @@ def check(
     framework: str | None = FrameworkOpt,
     cp: int | None = typer.Option(None, "--cp", min=1, help="Context parallelism: GPUs that split each sequence."),
     ep: int | None = typer.Option(None, "--ep", min=1, help="Expert parallelism (MoE): GPUs that split the experts."),
+    virtual_stages: int | None = typer.Option(
+        None, "--virtual-stages", min=1, help="Interleaved pipeline chunks per GPU (1 = plain 1F1B)."
+    ),
     micro_batch: int | None = typer.Option(None, "--micro-batch", min=1, help="Sequences per micro-batch."),
     recompute: RecomputeOpt | None = typer.Option(None, "--recompute", help="Activation recompute."),
     offload: OffloadOpt | None = typer.Option(
@@ -402,6 +405,7 @@ def check(
         framework=framework,
         cp=cp,
         ep=ep,
+        virtual_stages=virtual_stages,
     )
     if export_kind:
         _write_export(result.plan, export_kind, out, problem)

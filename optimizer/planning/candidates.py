@@ -186,10 +186,11 @@ def strategy_grid(
     runnable_only: bool = True,
     requested_cp: int | None = None,
     requested_ep: int | None = None,
+    requested_v: int | None = None,
 ) -> np.ndarray:
     """Integer rows of ``GRID_FIELDS`` valid for ``row``: the layouts the job's framework runs (every
     layout, labelled -1 where no framework runs it, with ``runnable_only=False``)."""
-    grid = _layouts(ctx, row, ignore_batch, requested_cp, requested_ep)
+    grid = _layouts(ctx, row, ignore_batch, requested_cp, requested_ep, requested_v)
     layers = int(ctx.job.model.layers or 0)
     columns = {name: grid[:, i] for i, name in enumerate(LAYOUT_FIELDS)}
     label = label_layouts(columns, layers, ctx.job.framework)
@@ -203,6 +204,7 @@ def _layouts(
     ignore_batch: bool,
     requested_cp: int | None = None,
     requested_ep: int | None = None,
+    requested_v: int | None = None,
 ) -> np.ndarray:
     """Every layout of ``row`` that the batch and the model's shape allow, whatever the framework."""
     model = ctx.job.model
@@ -234,7 +236,7 @@ def _layouts(
             for zero, shard in _shardings(row, tp, dp * cp):
                 for off in _offload_choices(ctx.job.offload, zero, dp * cp):
                     for rc in recomputes:
-                        for v in _virtual_stages(pp, accum, model.layers or 0):
+                        for v in _virtual_stages(pp, accum, model.layers or 0, requested_v):
                             for ep in expert_choices(ctx, dp * cp, requested_ep):
                                 out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off, cp, ep))
     return np.array(out, dtype=np.int64).reshape(-1, len(LAYOUT_FIELDS))
@@ -276,10 +278,11 @@ def _shardings(row: HardwareRow, tp: int, dp: int) -> list[tuple[int, int]]:
     return out
 
 
-def _virtual_stages(pp: int, accum: int, layers: int) -> list[int]:
+def _virtual_stages(pp: int, accum: int, layers: int, requested: int | None = None) -> list[int]:
     """Interleaving needs the micro-batch count to be a multiple of the stages (Megatron-LM's rule) and
-    at least one layer per chunk."""
-    return [v for v in VIRTUAL_STAGE_CHOICES if v == 1 or (pp > 1 and accum % pp == 0 and layers >= pp * v)]
+    at least one layer per chunk. The planner tries 2, 4 and 8 chunks; a hand-picked count may be any."""
+    choices = [1, requested] if requested and requested > 1 else VIRTUAL_STAGE_CHOICES
+    return [v for v in choices if v == 1 or (pp > 1 and accum % pp == 0 and layers >= pp * v)]
 
 
 # --------------------------------------------------------------------------- evaluation

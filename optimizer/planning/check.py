@@ -47,6 +47,7 @@ class Fixed:
     shard_degree: int | None = None
     cp: int | None = None
     ep: int | None = None
+    virtual_stages: int | None = None
 
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
@@ -64,6 +65,7 @@ class Fixed:
             "recompute": rc,
             "cp": self.cp,
             "ep": self.ep,
+            "virtual_stages": self.virtual_stages,
         }
 
     def mask(self, grid: np.ndarray, ctx: JobContext) -> np.ndarray:
@@ -101,7 +103,9 @@ def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: boo
             field="job.precision",
         )
     _check_arguments(row, fixed)
-    grid = strategy_grid(ctx, row, runnable_only=False, requested_cp=fixed.cp, requested_ep=fixed.ep)
+    grid = strategy_grid(
+        ctx, row, runnable_only=False, requested_cp=fixed.cp, requested_ep=fixed.ep, requested_v=fixed.virtual_stages
+    )
     grid = grid[fixed.mask(grid, ctx)]
     if len(grid) == 0:
         raise _why_no_layout(ctx, row, {**fixed.grid_values(ctx), "shard_degree": fixed.shard_degree})
@@ -216,6 +220,13 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
             f"routed experts ({int(ctx.shape.experts)}) and data-parallel x context-parallel ranks EP divides; "
             f"EP is one of {', '.join(map(str, EP_CHOICES))}",
             field="ep",
+        )
+    v = fixed.get("virtual_stages")
+    if v is not None and v > 1:
+        return ArgumentError(
+            f"{v} interleaved chunks per GPU are not possible here: they need PP > 1, at least one layer per "
+            "chunk and a micro-batch count that is a multiple of PP (Megatron-LM's rule)",
+            field="virtual_stages",
         )
     if fixed.get("shard_degree") is not None:
         return ArgumentError(

@@ -154,9 +154,11 @@ FRAMEWORKS: dict[str, Framework] = {
         pp_with_tp=True,
         pp_source="torchtitan parallelism.pipeline_parallel_degree composes with FSDP2 and TP (3D)",
         interleaved=True,
-        interleave_even_layers=True,
+        interleave_even_layers=False,
         uneven_stages=True,
-        interleave_source="torchtitan pipeline_parallel_schedule Interleaved1F1B over layers split per stage",
+        interleave_source="torchtitan pipeline_parallel_schedule Interleaved1F1B; its layer split per stage need not "
+        "be even (benchmarks/llama3_h100_202412_torchtitan.md, Table 5: Llama 3.1 405B, 126 layers, Interleaved1F1B "
+        "at PP 8)",
         offload=False,
         offload_source="torchtitan's CPU offload moves parameters and gradients too (FSDP2 CPUOffloadPolicy)",
         context_parallel=True,
