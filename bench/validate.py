@@ -38,7 +38,9 @@ def predict(run: dict, catalog) -> float:
             "kernels": "fused",
         }
     )
-    result = check(Problem(job=job), run["sku"], run["gpus"], catalog=catalog, compare=False)
+    # A run's own published method (e.g. DeepSeek-V3's DualPipe overlap) is an assumption of that run.
+    problem = Problem.model_validate({"job": job.model_dump(by_alias=True), "assumptions": run.get("assumptions", {})})
+    result = check(problem, run["sku"], run["gpus"], catalog=catalog, compare=False)
     return result.plan.hours.p50 * run["gpus"], result.plan
 
 

@@ -104,6 +104,7 @@ _RANGES: dict[str, str] = {
     # Assumptions
     "mfu": "fraction",
     "overlap": "share",
+    "moe_overlap": "share",
     "link_efficiency": "fraction",
     "framework_overhead": "reserve",
     "startup_s": "overhead",
@@ -439,6 +440,13 @@ class Assumptions(_Model):
         "auto", description="Compute efficiency of the matmuls when compute-bound (0-1); auto = per SKU."
     )
     overlap: float = Field(0.7, ge=0, le=1, description="Share of compute time that hides data-parallel traffic.")
+    moe_overlap: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Share of expert-parallel all-to-all hidden behind compute: 0 for Megatron's default "
+        "dispatcher, up to 1 with DeepEP / DualPipe (DeepSeek-V3 report, section 3.2.1).",
+    )
     link_efficiency: float = Field(0.8, gt=0, le=1, description="Achieved / nominal bandwidth for collectives.")
     framework_overhead: Literal["auto"] | float | str = Field(
         "auto", description="CUDA context, NCCL buffers, fragmentation: auto, a size or a fraction of capacity."

@@ -176,7 +176,9 @@ def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_f
     return _MicroBatch(compute_s, memory_s, np.asarray(stage_share, float), weight_bytes, grad_bytes)
 
 
-def _model_parallel_s(shape, hw: Cluster, layout: Layout, seq_len: float, mb: _MicroBatch, links: _Links):
+def _model_parallel_s(
+    shape, hw: Cluster, layout: Layout, seq_len: float, mb: _MicroBatch, links: _Links, moe_overlap: float = 0.0
+):
     """TP all-reduces and PP sends of one micro-batch (not overlapped)."""
     tp, pp, dp = np.asarray(layout.tp, float), np.asarray(layout.pp, float), np.asarray(layout.dp, float)
     cp = np.asarray(layout.cp, float)
@@ -196,7 +198,7 @@ def _model_parallel_s(shape, hw: Cluster, layout: Layout, seq_len: float, mb: _M
         tp_s
         + pp_s
         + _context_parallel_s(shape, layout, seq_len, tokens, layers, mb, links, g)
-        + _all_to_all_s(shape, layout, tokens, layers, links, g)
+        + (1.0 - moe_overlap) * _all_to_all_s(shape, layout, tokens, layers, links, g)
     )
 
 
@@ -204,8 +206,9 @@ def _all_to_all_s(shape, layout: Layout, tokens, layers, links: _Links, g) -> np
     """Expert parallelism's token dispatch and combine (Lepikhin et al. 2021, "GShard"; Megatron-Core MoE):
     per MoE layer and micro-batch, each token's hidden state goes to its top-k experts and comes back,
     forward and backward: 4 all-to-alls of tokens x k x h bf16 values, (ep - 1) / ep of them leaving the
-    rank; inside a node when TP x EP fits one, else over the NIC. ASSUMPTION: not overlapped (Megatron's
-    default dispatcher; DeepSeek-V3's DualPipe hides it, section 3.2.1 of its report)."""
+    rank; inside a node when TP x EP fits one, else over the NIC. ``assumptions.moe_overlap`` of it hides
+    behind compute: 0 by default (Megatron's default dispatcher); DeepSeek-V3's DualPipe hides it all
+    (section 3.2.1 of its report)."""
     ep = np.asarray(layout.ep, float)
     if not shape.experts:
         return np.zeros_like(ep)
@@ -344,7 +347,7 @@ def step_time(
     model_fpt, hw_fpt = flops_per_token(shape, train, s, np.asarray(layout.recompute))
     links = _Links.of(hw, settings.link_efficiency)
     mb = _micro_batch(shape, train, hw, layout, s, hw_fpt, activation_bytes_per_micro)
-    micro_s = mb.busy_s + _model_parallel_s(shape, hw, layout, s, mb, links)
+    micro_s = mb.busy_s + _model_parallel_s(shape, hw, layout, s, mb, links, settings.moe_overlap)
     exposed = _data_parallel_exposed_s(train, hw, layout, mb, links, settings.overlap)
     update_s = _update_s(train, hw, layout, mb)
 

@@ -167,6 +167,7 @@ class JobContext:
             fused_kernels=self.job.kernels == "fused"
             or (self.job.kernels == "auto" and self.job.framework == "megatron"),
             overlap=a.overlap,
+            moe_overlap=a.moe_overlap,
             link_efficiency=a.link_efficiency * self.calibration.network,
             activation_reserve=self.activation_reserve,
             framework_overhead=self.framework_overhead,
