@@ -82,7 +82,8 @@ def _size(n: int) -> str:
     return f"{n} byte" if n == 1 else f"{n} bytes"
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a path that is not a regular file is, in words (from its ``st_mode``)."""
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISFIFO(mode):
@@ -98,7 +99,7 @@ def _kind(mode: int) -> str:
 
 def _not_regular(what: str, mode: int, source: str) -> GpuplanError:
     return GpuplanError(
-        f"this {what} path is {_kind(mode)}, not a regular file; give the path of the {what} file itself",
+        f"this {what} path is {file_kind(mode)}, not a regular file; give the path of the {what} file itself",
         source=source,
     )
 

@@ -62,6 +62,11 @@ class Evaluation:
     cost_usd: np.ndarray
 
     @cached_property
+    def complexity(self) -> np.ndarray:
+        """Parallel dimensions of each layout (computed once: every row's best_layout reads it)."""
+        return complexity(self.layout)
+
+    @cached_property
     def fits(self) -> np.ndarray:
         return (self.memory.total <= self.capacity_bytes) & (self.host_bytes <= self.host_capacity_bytes)
 
@@ -388,10 +393,7 @@ def best_layout(ev: Evaluation, lo: int = 0, hi: int | None = None) -> int:
         return int(idx[np.lexsort((idx, ev.memory.total[lo:hi]))[0]])
     hours = ev.hours[ok]
     near = ok[hours <= hours.min() * (1.0 + SIMPLER_LAYOUT_TOLERANCE)]
-    simple = complexity(
-        Layout.from_grid(np.column_stack([np.asarray(getattr(ev.layout, f))[near] for f in LAYOUT_FIELDS]))
-    )
-    order = np.lexsort((near, ev.memory.total[near], np.round(ev.hours[near], 9), simple))
+    order = np.lexsort((near, ev.memory.total[near], np.round(ev.hours[near], 9), ev.complexity[near]))
     return int(near[order[0]])
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import ArgumentError, GpuplanError, JobError
-from ..physics.layout import Offload, Recompute
+from ..physics.layout import Recompute
 from ..results import MeasuredComparison, Plan
 from .calibration import predict_layout, resolve_row
 from .candidates import (
@@ -164,21 +164,9 @@ def _check_arguments(row: HardwareRow, fixed: Fixed) -> None:
 
 
 def _broken_rules(ctx: JobContext, plan: Plan) -> list[str]:
-    s = plan.strategy
-    layout = {
-        "tp": s.tp,
-        "pp": s.pp,
-        "dp": s.dp,
-        "zero": s.zero_stage,
-        "shard": s.shard_degree,
-        "virtual_stages": s.virtual_stages,
-        "offload": int(Offload.from_label(s.offload)),
-        "cp": s.cp,
-        "ep": s.ep,
-    }
     layers = int(ctx.job.model.layers or 0)
     names = PREFERENCE if ctx.job.framework == "auto" else (ctx.job.framework,)
-    return [rule for name in names for rule in why_not_runnable(name, layout, layers)[:1]]
+    return [rule for name in names for rule in why_not_runnable(name, plan.strategy, layers)[:1]]
 
 
 def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:

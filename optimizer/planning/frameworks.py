@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..inputs.schema import Strategy
 from ..physics.layout import Offload
 
 
@@ -209,7 +210,19 @@ def label_layouts(grid: dict[str, np.ndarray], layers: int, framework: str) -> n
     return label
 
 
-def why_not_runnable(framework: str, layout: dict[str, int], layers: int) -> list[str]:
-    """The rules of ``framework`` that a single layout breaks (empty when it runs)."""
+def why_not_runnable(framework: str, strategy: Strategy, layers: int) -> list[str]:
+    """The rules of ``framework`` that a plan's layout breaks (empty when it runs)."""
+    s = strategy
+    layout = {
+        "tp": s.tp,
+        "pp": s.pp,
+        "dp": s.dp,
+        "zero": s.zero_stage,
+        "shard": s.shard_degree,
+        "cp": s.cp,
+        "ep": s.ep,
+        "virtual_stages": s.virtual_stages,
+        "offload": int(Offload.from_label(s.offload)),
+    }
     grid = {k: np.array([v]) for k, v in layout.items()}
     return [rule for rule, broken in FRAMEWORKS[framework].violations(grid, layers).items() if bool(broken[0])]

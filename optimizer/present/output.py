@@ -19,24 +19,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import ArgumentError
+from ..inputs.reader import file_kind
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 REPORT_SUFFIXES = (".html", ".htm")
 
 # Temporary files being written now: removed by ``discard_pending`` when the process must stop at once.
 _pending: set[str] = set()
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
 
 
 def check_destination(
@@ -72,7 +61,7 @@ def check_destination(
     if info is not None:
         if not stat.S_ISREG(info.st_mode):
             raise ArgumentError(
-                f"{dest} is {_kind(info.st_mode)}, not a regular file; give the path of a file to write",
+                f"{dest} is {file_kind(info.st_mode)}, not a regular file; give the path of a file to write",
                 field=parameter,
             )
         for given in inputs:
