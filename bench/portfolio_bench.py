@@ -23,6 +23,7 @@ import resource
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,15 +154,28 @@ def _value(pf: Portfolio, done: list[str]) -> tuple[int, float]:
     return (sum(entries[n].required for n in done), sum(entries[n].weight for n in done if not entries[n].required))
 
 
+@dataclass
+class Known:
+    """The constructed packing: its cost, every packed job's cheapest option, its share of GPU-hours."""
+
+    cost_usd: float
+    cheapest_usd: float
+    utilisation: float
+
+
 def constructed(
     n_jobs: int, seed: int = 0, load: float = 0.82, shapes: int = 24, optional: float = 0.0
-) -> tuple[Portfolio, Catalog]:
-    """Feasible by construction: ``shapes`` distinct jobs repeated under many names, packed at random
-    options and times into four pools sized so the packing fills about ``load`` of their GPU-hours; each
-    job's window is its packed slot widened by up to 3 days each side. Jobs that do not fit are optional."""
+) -> tuple[Portfolio, Catalog, Known]:
+    """Feasible by construction, as in the issue: ``shapes`` distinct jobs repeated under many names,
+    every one packed at a random time on one of its three cheapest options (a random one in 30 % of
+    jobs) into four pools, the pools grown a node at a time until the packing holds every job at about
+    ``load`` of their GPU-hours; each job's window is its packed slot widened by up to a day each side.
+    A fraction ``optional`` is made optional (they are in the packing too). Returns the portfolio, the
+    catalog and what the packing says (its cost is an upper bound on the optimum)."""
     rng = random.Random(seed)
     hw = load_catalog("hardware")
     horizon_d, step_h = 30, 1
+    horizon = horizon_d * 24 // step_h
     skus = ["H100-SXM", "H200", "A100-80GB", "B200"]
     specs = [
         {
@@ -186,44 +200,55 @@ def constructed(
         pf = Portfolio.model_validate(
             {"horizon": f"{horizon_d}d", "time_step": f"{step_h}h", "pools": pools, "jobs": entries}
         )
-        return pf, catalog, pools, pdata.prepare_jobs(pf, catalog, int(pf.horizon_s // pf.time_step_s))
+        return catalog, pools, pdata.prepare_jobs(pf, catalog, horizon), pdata.pool_specs(pf, catalog, horizon)
 
-    # Size the pools so that every job on its cheapest option would fill `load` of their GPU-hours.
-    *_, jobs = draft(4)
-    need = sum(min((o.cost_usd, o.row.gpus * d) for o, d in zip(j.options, j.durations))[1] for j in jobs if j.options)
-    nodes = max(1, round(need / (len(skus) * 8 * horizon_d * 24 * load)))
-    _, catalog, pools, jobs = draft(nodes)
-    horizon = horizon_d * 24 // step_h
-    specs_ = pdata.pool_specs(
-        Portfolio.model_validate({"horizon": f"{horizon_d}d", "pools": pools, "jobs": entries[:1]}), catalog, horizon
-    )
-    pool_of = {o: k for k, p in enumerate(specs_) for o in p.offers}
-    free = capacity_arrays(specs_, horizon)
-    total = sum(int(f.sum()) for f in free)
-    used = 0
-    for entry, job in zip(entries, jobs):
-        options = sorted(
-            (i for i, d in enumerate(job.durations) if d <= horizon // 3), key=lambda i: job.options[i].cost_usd
-        )
-        if rng.random() < 0.3:
-            rng.shuffle(options)
-        placed = None
-        if used < load * total:
-            for i in options[:3]:
+    def pack(nodes: int, jobs, specs_) -> list[tuple[int, int, int] | None] | None:
+        """(option, start, end) per job, or None when some job finds no room."""
+        pick = random.Random(seed + nodes)
+        pool_of = {o: k for k, p in enumerate(specs_) for o in p.offers}
+        free = capacity_arrays(specs_, horizon)
+        slots: list[tuple[int, int, int] | None] = []
+        for job in jobs:
+            options = sorted(
+                (i for i, d in enumerate(job.durations) if d <= horizon // 3), key=lambda i: job.options[i].cost_usd
+            )
+            if not options:
+                slots.append(None)  # no option this short: the job is left optional, outside the packing
+                continue
+            if pick.random() < 0.3:  # a random one of its three cheapest first, then the rest by cost
+                options.insert(0, options.pop(pick.randrange(min(3, len(options)))))
+            for i in options:
                 opt, d = job.options[i], job.durations[i]
                 p = pool_of[opt.row.offer_name]
-                t0 = rng.randrange(0, horizon - d + 1)
-                s = earliest_start(free[p], opt.row.gpus, d, t0, horizon - d)
+                s = earliest_start(free[p], opt.row.gpus, d, pick.randrange(0, horizon - d + 1), horizon - d)
                 s = s if s is not None else earliest_start(free[p], opt.row.gpus, d, 0, horizon - d)
                 if s is not None:
                     free[p][s : s + d] -= opt.row.gpus
-                    used += opt.row.gpus * d
-                    placed = (s, s + d)
+                    slots.append((i, s, s + d))
                     break
-        if placed is None:
+            else:
+                return None
+        return slots
+
+    # Start from the pool size at which every job on its cheapest option fills `load` of the GPU-hours.
+    *_, jobs, _ = draft(4)
+    need = sum(min((o.cost_usd, o.row.gpus * d) for o, d in zip(j.options, j.durations))[1] for j in jobs if j.options)
+    nodes = max(1, round(need / (len(skus) * 8 * horizon * load)))
+    while True:
+        catalog, pools, jobs, specs_ = draft(nodes)
+        slots = pack(nodes, jobs, specs_)
+        if slots is not None:
+            break
+        nodes += 1
+    known = Known(0.0, 0.0, 0.0)
+    for entry, job, slot in zip(entries, jobs, slots):
+        if slot is None:
             entry.update({"required": False, "priority": rng.choice([1, 2, 3])})
             continue
-        s, e = placed
+        i, s, e = slot
+        known.cost_usd += job.options[i].cost_usd
+        known.cheapest_usd += min(o.cost_usd for o in job.options)
+        known.utilisation += job.options[i].row.gpus * (e - s) / (len(skus) * nodes * 8 * horizon)
         entry["release"] = f"{max(0, s - rng.randint(0, 24)) * step_h}h"
         entry["deadline"] = f"{min(horizon, e + rng.randint(0, 24)) * step_h}h"
         if rng.random() < optional:
@@ -231,16 +256,17 @@ def constructed(
     pf = Portfolio.model_validate(
         {"horizon": f"{horizon_d}d", "time_step": f"{step_h}h", "pools": pools, "jobs": entries}
     )
-    return pf, catalog
+    return pf, catalog, known
 
 
 def run_one(args: argparse.Namespace, n: int) -> dict:
     if args.generator == "constructed":
-        pf, catalog = constructed(n, load=args.load, optional=0.2)
+        pf, catalog, known = constructed(n, load=args.load, optional=0.2)
         offers = len(catalog.offers)
     else:
         offers = min(12, 5 + n // 50)
         pf, catalog = instance(n, offers, load=args.load)
+        known = None
     pf = pf.model_copy(update={"time_step_s": units.parse_duration_s(args.time_step)})
     lines: list[tuple[float, str]] = []
 
@@ -274,6 +300,9 @@ def run_one(args: argparse.Namespace, n: int) -> dict:
         "greedy_required": g_value[0],
         "greedy_cost": g_cost,
         "saving": saving,
+        "utilisation": known.utilisation if known else None,
+        "known_cost": known.cost_usd if known else None,
+        "cheapest": known.cheapest_usd if known else None,
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -295,9 +324,10 @@ def main() -> None:
         f"{args.generator} instances, time limit {args.time_limit:g} s, {args.workers} workers, step {args.time_step}"
     )
     print(
-        "| jobs | offers | GPUs | first s | 1 % gap s | wall s | status | method | gap | bound | required placed | cost $ | greedy required | greedy $ | saving | peak MB |"
+        "| jobs | offers | GPUs | packed use | first s | 1 % gap s | wall s | status | method | gap | bound | required placed "
+        "| cost $ | packed $ | cheapest $ | greedy required | greedy $ | saving | peak MB |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---|---|---:|---|---:|---:|---:|---:|---|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|")
     for n in [int(x) for x in args.sizes.split(",")]:
         cmd = [sys.executable, __file__, "--one", str(n)] + [
             f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("one", "sizes")
@@ -308,9 +338,15 @@ def main() -> None:
         def f(x: float | None) -> str:
             return "-" if x is None else f"{x:.1f}"
 
+        def usd(x: float | None) -> str:
+            return "-" if x is None else f"{x:,.0f}"
+
+        use = "-" if r["utilisation"] is None else f"{r['utilisation']:.0%}"
+
         print(
-            f"| {r['jobs']:,} | {r['offers']} | {r['gpus']} | {f(r['first_s'])} | {f(r['one_pct_s'])} | {r['wall_s']:.1f} | "
+            f"| {r['jobs']:,} | {r['offers']} | {r['gpus']} | {use} | {f(r['first_s'])} | {f(r['one_pct_s'])} | {r['wall_s']:.1f} | "
             f"{r['status']} | {r['method']} | {r['gap']:.2%} | {r['bound']} | {r['required']} | {r['cost']:,.0f} | "
+            f"{usd(r['known_cost'])} | {usd(r['cheapest'])} | "
             f"{r['greedy_required']} | {r['greedy_cost']:,.0f} | {r['saving']} | {r['peak_mb']:,.0f} |",
             flush=True,
         )

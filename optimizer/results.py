@@ -191,5 +191,7 @@ class PortfolioResult(BaseModel):
     notes: list[str] = Field(default_factory=list)
     solve_s: float = 0.0
     bound_usd: float | None = Field(None, description="Proven lower bound on total cost for as few dropped jobs.")
-    bound_source: str = Field("", description="Where the bound comes from: lp_relaxation, cp_sat or cheapest_options.")
+    bound_source: str = Field(
+        "", description="Where the bound comes from: lagrangian_relaxation, lp_relaxation, cp_sat or cheapest_options."
+    )
     method: str = Field("", description="How the schedule was found: cp_sat, lp_lns (greedy + LP + search), greedy.")

@@ -4,6 +4,7 @@ one shape share one candidate table."""
 
 import random
 import time
+from types import SimpleNamespace
 
 from hypothesis import HealthCheck, given, settings
 from test_portfolio import brute_force, check_schedule, small_portfolios
@@ -12,7 +13,8 @@ from optimizer import load_catalog, portfolio
 from optimizer.inputs.schema import Catalog, Offer, Portfolio
 from optimizer.physics.constants import usd_to_cents
 from optimizer.solver.portfolio.data import pool_specs, prepare_jobs
-from optimizer.solver.portfolio.greedy import capacity_arrays, earliest_start
+from optimizer.solver.portfolio.greedy import capacity_arrays, earliest_start, greedy_schedule, squeaky_wheel
+from optimizer.solver.portfolio.lagrange import lagrangian_bound
 from optimizer.solver.portfolio.lp import drop_weights, lp_bound
 
 HW = load_catalog("hardware")
@@ -39,6 +41,64 @@ def test_lp_bound_never_above_the_brute_force_optimum(instance):
     jobs, lp = _lp(pf, catalog, dropped)
     assert not lp.infeasible, "the optimum is a point of the relaxation"
     assert lp.bound_cents is not None and lp.bound_cents <= cost + 1e-6
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_portfolios())
+def test_lagrangian_bound_never_above_the_brute_force_optimum(instance):
+    pf, catalog = instance
+    expected = brute_force(pf, catalog)
+    if expected is None:
+        return
+    dropped, cost = expected
+    horizon = int(pf.horizon_s // pf.time_step_s)
+    jobs = prepare_jobs(pf, catalog, horizon)
+    pools = pool_specs(pf, catalog, horizon)
+    pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}
+    budget = None if pf.budget_usd is None else usd_to_cents(pf.budget_usd)
+    lag = lagrangian_bound(jobs, pools, pool_of, horizon, budget, dropped, deadline=time.perf_counter() + 2)
+    assert not lag.infeasible, "the optimum is a point of the relaxation"
+    assert lag.bound_cents is not None and lag.bound_cents <= cost + 1e-6
+
+
+def _job(name: str, options: list[tuple[str, int, float]], window: tuple[int, int]) -> SimpleNamespace:
+    """A job for the schedulers: (pool, steps, USD) per option, 8 GPUs each, a [release, deadline) window."""
+    return SimpleNamespace(
+        name=name,
+        options=[SimpleNamespace(row=SimpleNamespace(offer_name=p, gpus=8), cost_usd=usd) for p, _, usd in options],
+        durations=[d for _, d, _ in options],
+        release=window[0],
+        deadline=window[1],
+        required=True,
+        weight=1000,
+        after=[],
+    )
+
+
+# Two 8-GPU pools for 4 steps: job a runs on the cheap pool ($10) or the dear one ($20), job b only on the
+# cheap one; both must run in steps [0, 2).
+TWO_POOLS = [
+    SimpleNamespace(offers={"cheap"}, segments=[(0, 4, 8)]),
+    SimpleNamespace(offers={"dear"}, segments=[(0, 4, 8)]),
+]
+POOL_OF = {"cheap": 0, "dear": 1}
+CONTESTED = [_job("a", [("cheap", 2, 10.0), ("dear", 2, 20.0)], (0, 2)), _job("b", [("cheap", 2, 10.0)], (0, 2))]
+
+
+def test_squeaky_wheel_places_the_job_greedy_crowds_out():
+    # Earliest deadline first (a tie, so by name) gives a the cheap pool and leaves b nowhere to run; the
+    # next pass places b first, and a moves to the dear pool.
+    assert greedy_schedule(CONTESTED, TWO_POOLS, POOL_OF, 4) == [(0, 0), None]
+    placed = squeaky_wheel(CONTESTED, TWO_POOLS, POOL_OF, 4, None, time.perf_counter() + 5, drop_weights(CONTESTED))
+    assert placed == [(1, 0), (0, 0)]
+
+
+def test_lagrangian_bound_prices_the_contested_pool():
+    # Each job alone would take the cheap pool ($20 together); the pool holds one of them in [0, 2), so
+    # every schedule costs $30. Pricing the cheap pool's GPU-steps lifts the bound from $20 to about $30.
+    lag = lagrangian_bound(CONTESTED, TWO_POOLS, POOL_OF, 4, None, 0, deadline=time.perf_counter() + 5)
+    assert lag.bound_cents is not None and 2_950 <= lag.bound_cents <= 3_000
+    assert lag.prices[0][:2].sum() > 0 and lag.prices[1].sum() == 0
 
 
 def _constructed(n_jobs: int, seed: int = 0) -> tuple[Portfolio, Catalog]:
@@ -87,7 +147,7 @@ def test_feasible_by_construction_drops_no_required_job():
     assert not [d.job for d in result.dropped if d.job in required]
     assert result.status in ("feasible", "optimal") and result.method == "lp_lns"
     check_schedule(pf, result, catalog)
-    assert result.bound_source == "lp_relaxation" and result.bound_usd is not None
+    assert result.bound_source in ("lp_relaxation", "lagrangian_relaxation") and result.bound_usd is not None
     assert result.bound_usd <= result.total_cost_usd + 0.01
     assert abs(result.gap - (result.total_cost_usd - result.bound_usd) / result.total_cost_usd) < 1e-3
 

@@ -1,11 +1,14 @@
 """A greedy schedule: earliest deadline first, each job on its cheapest option that fits the pool at
-its earliest start. The baseline the portfolio benchmark compares against, and the search's first
-complete schedule (optionally trying the LP relaxation's preferred option of each job first).
+its earliest start (or, given a relaxation's capacity prices, the option and start that cost least with
+their GPU-steps priced in). The baseline the portfolio benchmark compares against; repeated as squeaky-
+wheel passes, the search's first complete schedule.
 
 Pool use is kept as one numpy array per pool (GPUs free at each step), so placing a job costs
 O(options x horizon) vector operations, not a Python loop over steps."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -37,6 +40,27 @@ def earliest_start(free: np.ndarray, gpus: int, dur: int, ready: int, last: int)
     return int(starts[ok[0]]) if len(ok) else None
 
 
+def feasible_starts(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) -> np.ndarray:
+    """Every step s in [ready, last] with at least ``gpus`` free at every step of [s, s + dur)."""
+    if last < ready:
+        return np.zeros(0, dtype=np.int64)
+    short = np.concatenate(([0], np.cumsum(free[: last + dur] < gpus)))
+    starts = np.arange(ready, last + 1)
+    return starts[short[starts + dur] - short[starts] == 0]
+
+
+def default_order(jobs, horizon: int) -> list[int]:
+    """Earliest deadline first, required before optional, then by name."""
+    return sorted(
+        range(len(jobs)),
+        key=lambda k: (
+            jobs[k].deadline if jobs[k].deadline is not None else horizon,
+            not jobs[k].required,
+            jobs[k].name,
+        ),
+    )
+
+
 def end_step(job, placement: Placement) -> int:
     """The step a placed job ends at."""
     if placement is None:
@@ -52,22 +76,19 @@ def greedy_schedule(
     horizon: int,
     budget_cents: int | None = None,
     prefer: list[int | None] | None = None,
+    prices: list[np.ndarray] | None = None,
+    order: list[int] | None = None,
 ) -> list[Placement]:
     """Per job, (option index, start step) or None when it could not be placed (pools, deadline, budget).
-    ``prefer``: per job an option to try first (else cheapest first, ties shorter)."""
+    ``prefer``: per job an option to try first (else cheapest first, ties shorter). ``prices``: cents
+    per GPU-step per pool (a Lagrangian relaxation's capacity prices): each job then takes the option and
+    start that cost least with the GPU-steps it occupies priced in, among those that fit."""
     free = capacity_arrays(pools, horizon)
+    prefix = None if prices is None else [np.concatenate(([0.0], np.cumsum(p[:horizon]))) for p in prices]
     spent = 0
     placed: list[Placement] = [None] * len(jobs)
     index = {job.name: k for k, job in enumerate(jobs)}
-    order = sorted(
-        range(len(jobs)),
-        key=lambda k: (
-            jobs[k].deadline if jobs[k].deadline is not None else horizon,
-            not jobs[k].required,
-            jobs[k].name,
-        ),
-    )
-    pending = list(order)
+    pending = list(default_order(jobs, horizon) if order is None else order)
     for _ in range(len(jobs)):  # dependencies: place a job once its predecessors are placed
         progress = False
         for k in list(pending):
@@ -79,6 +100,15 @@ def greedy_schedule(
             if any(placed[index[d]] is None for d in job.after):
                 continue
             ready = max([job.release] + [end_step(jobs[index[d]], placed[index[d]]) for d in job.after])
+            if prefix is not None:
+                found = _priced_pick(job, free, prefix, pool_of, horizon, ready, budget_cents, spent)
+                if found is not None:
+                    i, at, cents = found
+                    p = pool_of[job.options[i].row.offer_name]
+                    free[p][at : at + job.durations[i]] -= job.options[i].row.gpus
+                    placed[k] = (i, at)
+                    spent += cents
+                continue
             ranked = sorted(range(len(job.options)), key=lambda i: (job.options[i].cost_usd, job.durations[i]))
             first = None if prefer is None else prefer[k]
             if first is not None:
@@ -100,3 +130,56 @@ def greedy_schedule(
         if not progress:
             break
     return placed
+
+
+def _priced_pick(job, free, prefix, pool_of, horizon, ready, budget_cents, spent) -> tuple[int, int, int] | None:
+    """The (option, start, cents) that fits and costs least with its GPU-steps priced in."""
+    best: tuple[float, int, int, int] | None = None
+    last_step = min(horizon, job.deadline if job.deadline is not None else horizon)
+    for i, (opt, dur) in enumerate(zip(job.options, job.durations)):
+        cents = usd_to_cents(opt.cost_usd)
+        if budget_cents is not None and spent + cents > budget_cents:
+            continue
+        p = pool_of[opt.row.offer_name]
+        starts = feasible_starts(free[p], opt.row.gpus, dur, ready, last_step - dur)
+        if len(starts) == 0:
+            continue
+        priced = cents + opt.row.gpus * (prefix[p][starts + dur] - prefix[p][starts])
+        n = int(np.argmin(priced))
+        if best is None or priced[n] < best[0]:
+            best = (float(priced[n]), i, int(starts[n]), cents)
+    return None if best is None else best[1:]
+
+
+def squeaky_wheel(
+    jobs,
+    pools,
+    pool_of,
+    horizon: int,
+    budget_cents: int | None,
+    deadline: float,
+    weights: list[int],
+    prices: list[np.ndarray] | None = None,
+    passes: int = 50,
+) -> list[Placement]:
+    """Greedy passes in which the jobs a pass left out go first in the next (squeaky-wheel
+    optimisation, Joslin and Clements 1999, JAIR 10): each pass places the previous one's failures
+    before the jobs that crowded them out. Stops when a pass leaves nothing out, after ``passes`` or at
+    ``deadline`` (a perf_counter time); returns the pass that dropped the least weight, then cost least."""
+    order = default_order(jobs, horizon)
+    best: tuple[tuple[int, int], list[Placement]] | None = None
+    for _ in range(passes):
+        placed = greedy_schedule(jobs, pools, pool_of, horizon, budget_cents, prices=prices, order=order)
+        dropped = [k for k in order if placed[k] is None and jobs[k].options]
+        score = (
+            sum(weights[k] for k in dropped),
+            sum(usd_to_cents(jobs[k].options[p[0]].cost_usd) for k, p in enumerate(placed) if p is not None),
+        )
+        if best is None or score < best[0]:
+            best = (score, placed)
+        if not dropped or time.perf_counter() >= deadline:
+            break
+        first = set(dropped)
+        order = dropped + [k for k in order if k not in first]
+    assert best is not None
+    return best[1]

@@ -2,7 +2,7 @@
 
 The schedule is a list of per-job placements (option index, start step) or None. Each step frees a
 neighbourhood of jobs (a time window, a pair of pools over a window, the jobs the LP relaxation would
-move most, or the jobs around a dropped required one: the repair step), keeps every other job where it
+move most (per a relaxation), or the jobs around a dropped required one: the repair step), keeps every other job where it
 is, and re-optimises the freed jobs with a small CP-SAT model: their options and starts against the
 GPUs the fixed jobs leave free, the budget they leave, and the dependencies on fixed jobs as release
 and deadline bounds. The objective is the schedule's own, lexicographic: dropped weight (a required
@@ -22,8 +22,8 @@ from ortools.sat.python import cp_model
 
 from ...physics.constants import usd_to_cents
 from ..model import new_solver
-from .greedy import Placement, capacity_arrays
-from .lp import LpBound, drop_weights, window
+from .greedy import Placement, capacity_arrays, feasible_starts
+from .lp import drop_weights, window
 
 
 @dataclass
@@ -207,6 +207,44 @@ class Search:
             new.append(None if option is None else (option, solver.value(starts[k])))
         return new, status == cp_model.OPTIMAL
 
+    def move_each(self, deadline: float) -> int:
+        """One pass of single-job moves: each job in turn to the cheapest (option, start) that fits in
+        what the others leave free (an unplaced job placed if it fits anywhere); the number of moves."""
+        moves = 0
+        for k in sorted(range(len(self.jobs)), key=lambda k: -self._cents_of(k)):
+            if time.perf_counter() >= deadline:
+                break
+            job, cur = self.jobs[k], self.placed[k]
+            r, lim = window(job, self.horizon)
+            for dep in job.after:
+                d = self.placed[self.index[dep]]
+                if d is None:
+                    r = self.horizon + 1
+                else:
+                    r = max(r, self._end(self.index[dep]))
+            for succ in self.successors[k]:
+                if (after := self.placed[succ]) is not None:
+                    lim = min(lim, after[1])
+            self._use(k, cur, +1)
+            best = (self._cents_of(k), cur)
+            spare = None if self.budget_cents is None else self.budget_cents - self.cost_cents() + self._cents_of(k)
+            for i, (opt, d) in enumerate(zip(job.options, job.durations)):
+                cents = self.cents[k][i]
+                if (cur is not None and cents >= best[0]) or (spare is not None and cents > spare):
+                    continue
+                starts = feasible_starts(self.free[self.pool_of[opt.row.offer_name]], opt.row.gpus, d, r, lim - d)
+                if len(starts) and (best[1] is None or cents < best[0]):
+                    best = (cents, (i, int(starts[0])))
+            if best[1] != cur:
+                moves += 1
+                self.placed[k] = best[1]
+            self._use(k, self.placed[k], -1)
+        return moves
+
+    def _cents_of(self, k: int) -> int:
+        p = self.placed[k]
+        return 0 if p is None else self.cents[k][p[0]]
+
     # --- neighbourhoods ------------------------------------------------------------------------
 
     def _span(self, k: int) -> tuple[int, int]:
@@ -236,16 +274,26 @@ def search(
     state: Search,
     deadline: float,
     *,
-    lp: LpBound | None = None,
+    guide_cents: list[float] | None = None,
     report: Callable[[str], None] | None = None,
     target_cents: float | None = None,
 ) -> None:
-    """Improve ``state`` until ``deadline`` (a perf_counter time) or until its cost reaches ``target_cents``."""
+    """Improve ``state`` until ``deadline`` (a perf_counter time) or until its cost reaches ``target_cents``.
+    ``guide_cents``: per job, what a relaxation spends on it; the jobs that cost most above it are
+    freed together in the "guided" neighbourhood."""
     rng = random.Random(0)
     size = min(40, len(state.jobs))
-    kinds = ["window", "pools", "lp"] if lp is not None and lp.fractional_cents else ["window", "pools"]
+    kinds = ["window", "pools", "guided"] if guide_cents else ["window", "pools"]
     turn = 0
     repair_turn = 0
+    for _ in range(5):  # single-job moves first: cheap, and they leave the CP-SAT steps the hard part
+        t0 = time.perf_counter()
+        if not state.move_each(deadline):
+            break
+        if report is not None:
+            report("moves")
+        if time.perf_counter() - t0 > 0.1 * max(0.0, deadline - t0):
+            break
     while True:
         left = deadline - time.perf_counter()
         if left < 0.2:
@@ -274,10 +322,10 @@ def search(
                 chosen = set(rng.sample(range(len(state.pools)), min(2, len(state.pools))))
                 subset = state.around(t, size, chosen)
             else:
-                assert lp is not None
+                assert guide_cents is not None
                 excess = sorted(
                     (
-                        (state.cents[k][p[0]] - lp.fractional_cents[k] if p is not None else 0.0, k)
+                        (state.cents[k][p[0]] - guide_cents[k] if p is not None else 0.0, k)
                         for k, p in enumerate(state.placed)
                     ),
                     reverse=True,

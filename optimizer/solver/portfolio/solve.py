@@ -22,7 +22,8 @@ from ...results import PortfolioResult
 from .build import PortfolioModel, build, warm_start
 from .data import JobData, PoolSpec, pool_specs, prepare_jobs, shortlist
 from .extract import extract
-from .greedy import greedy_schedule
+from .greedy import greedy_schedule, squeaky_wheel
+from .lagrange import lagrangian_bound
 from .lns import Search, search
 from .lp import drop_weights, lp_bound
 
@@ -143,75 +144,103 @@ def _search(
     say: Callable[[str], None],
     started: float,
 ) -> tuple[Choices, bool]:
-    """Large cost portfolios: greedy, the LP relaxation (bound and preferred options), greedy again
-    from the LP's choices, then large-neighbourhood search with repair until the time limit."""
+    """Large cost portfolios: a complete schedule by squeaky-wheel greedy, the Lagrangian relaxation
+    (bound and capacity prices; the GLOP LP as well where it is small), greedy again at those prices,
+    then large-neighbourhood search with repair until the time limit."""
     jobs, pools, horizon = data.jobs, data.pools, data.horizon
     pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
     budget_cents = None if pf.budget_usd is None else usd_to_cents(pf.budget_usd)
+    weights = drop_weights(jobs)
     reserve = _extract_reserve(len(jobs))
-    state = Search(
-        jobs,
-        pools,
-        pool_of,
-        horizon,
-        budget_cents,
-        greedy_schedule(jobs, pools, pool_of, horizon, budget_cents),
-        workers,
-    )
+    left = deadline - reserve - time.perf_counter()
+    first = squeaky_wheel(jobs, pools, pool_of, horizon, budget_cents, time.perf_counter() + 0.1 * left, weights)
+    state = Search(jobs, pools, pool_of, horizon, budget_cents, first, workers)
     result.method = "lp_lns"
-    best_bound, source = _cheapest_bound(jobs, state.weights, state.dropped_weight()), "cheapest_options"
+    bounds = {"cheapest_options": _cheapest_bound(jobs, weights, state.dropped_weight())}
+
+    def best() -> tuple[float, str]:
+        source = max(bounds, key=lambda k: (bounds[k], k != "cheapest_options"))  # ties: the relaxation
+        return bounds[source], source
 
     def show(phase: str) -> None:
         cost = state.cost_cents()
         missing = len(state.required_dropped())
         extra = f"  {missing} required unplaced" if missing else ""
+        bound = best()[0]
         say(
-            f"{phase:<8} cost ${cost / CENTS_PER_USD:,.2f}  bound ${best_bound / CENTS_PER_USD:,.2f}  "
-            f"gap {_gap(cost, best_bound):.2%}{extra}"
+            f"{phase:<8} cost ${cost / CENTS_PER_USD:,.2f}  bound ${bound / CENTS_PER_USD:,.2f}  "
+            f"gap {_gap(cost, bound):.2%}{extra}"
         )
 
     show("greedy")
-    lp = None
     dropped_proven = False
-    left = deadline - time.perf_counter() - reserve
+    guide: list[float] | None = None
+    lp = None
     if left > 1.0:
-        lp = lp_bound(jobs, pools, pool_of, horizon, budget_cents, state.dropped_weight(), time_limit_s=0.4 * left)
-        if lp.bound_cents is not None:  # the LP implies the cheapest-options bound (up to its tolerance)
-            best_bound, source = max(lp.bound_cents, best_bound), "lp_relaxation"
-        if lp.infeasible and state.required_dropped():
-            # No fractional schedule places every required job: then no schedule does.
-            check = lp_bound(jobs, pools, pool_of, horizon, budget_cents, None, time_limit_s=0.2 * left)
-            dropped_proven = check.infeasible
-        if lp.prefer:
-            guided = Search(
+        lag = lagrangian_bound(
+            jobs,
+            pools,
+            pool_of,
+            horizon,
+            budget_cents,
+            state.dropped_weight(),
+            deadline=time.perf_counter() + 0.2 * left,
+            target_cents=state.cost_cents(),
+        )
+        if lag.bound_cents is not None:
+            bounds["lagrangian_relaxation"] = lag.bound_cents
+            guide = lag.choice_cents
+            priced = Search(
                 jobs,
                 pools,
                 pool_of,
                 horizon,
                 budget_cents,
-                greedy_schedule(jobs, pools, pool_of, horizon, budget_cents, prefer=lp.prefer),
+                squeaky_wheel(
+                    jobs,
+                    pools,
+                    pool_of,
+                    horizon,
+                    budget_cents,
+                    time.perf_counter() + 0.05 * left,
+                    weights,
+                    prices=lag.prices,
+                ),
                 workers,
             )
-            if (guided.dropped_weight(), guided.cost_cents()) < (state.dropped_weight(), state.cost_cents()):
-                state = guided
-        show("lp")
+            if (priced.dropped_weight(), priced.cost_cents()) < (state.dropped_weight(), state.cost_cents()):
+                state = priced
+        show("bound")
+        n_options = sum(len(job.options) for job in jobs)
+        if n_options <= LARGE_MODEL_OPTIONS or state.required_dropped():
+            # GLOP: a second bound where it is small, and the proof that no schedule places every
+            # required job when one is still left out (no fractional schedule does).
+            lp = lp_bound(jobs, pools, pool_of, horizon, budget_cents, state.dropped_weight(), time_limit_s=0.2 * left)
+            if lp.bound_cents is not None:
+                bounds["lp_relaxation"] = lp.bound_cents
+                guide = guide or lp.fractional_cents
+            if lp.infeasible and state.required_dropped():
+                check = lp_bound(jobs, pools, pool_of, horizon, budget_cents, None, time_limit_s=0.1 * left)
+                dropped_proven = check.infeasible
+            show("lp")
     search(
         state,
         deadline - reserve,
-        lp=lp,
+        guide_cents=guide,
         report=show,
-        target_cents=best_bound / (1 - STOP_GAP) if source == "lp_relaxation" else None,
+        target_cents=best()[0] / (1 - STOP_GAP) if len(bounds) > 1 else None,
     )
     cost = state.cost_cents()
-    result.bound_usd = round(best_bound / CENTS_PER_USD, 2)
+    bound, source = best()
+    result.bound_usd = round(bound / CENTS_PER_USD, 2)
     result.bound_source = source
-    result.gap = _gap(cost, best_bound)
+    result.gap = _gap(cost, bound)
     result.status = "optimal" if result.gap == 0 and not state.required_dropped() and cost > 0 else "feasible"
     if result.status == "optimal" and state.dropped_weight() > 0:
         result.status = "feasible"  # the bound is for as few drops; fewer might exist
     result.notes.append(
-        f"schedule by greedy + LP relaxation + large-neighbourhood search ({state.improved} improving steps of "
-        f"{state.steps}); gap against the {source.replace('_', ' ')} bound"
+        f"schedule by squeaky-wheel greedy + Lagrangian relaxation + large-neighbourhood search "
+        f"({state.improved} improving steps of {state.steps}); gap against the {source.replace('_', ' ')} bound"
         + ("" if lp is None or lp.bound_cents is not None else " (the LP did not finish in time)")
     )
     return [(p[0], p[1]) if p else (None, 0) for p in state.placed], dropped_proven

@@ -1,0 +1,251 @@
+"""A Lagrangian lower bound on a cost portfolio, and prices that guide the search (docs/design.md 10.6).
+
+The exact problem in start-time form: each job j picks at most one (option o, start s) with
+release <= s and s + d_o <= min(deadline, horizon); per pool k and step t the GPUs of the runs covering
+t stay within capacity_k(t); total cost within the budget; dropped weight within a limit.
+
+Relaxing the pool capacities with multipliers lambda_kt >= 0, the budget with mu >= 0 and the dropped
+weight with nu >= 0 leaves one independent problem per job:
+
+    L(lambda, mu, nu) = sum_j min( nu w_j  [only jobs that may be dropped],
+                                   min_(o, s) (1 + mu) c_o + g_o sum_(t in [s, s + d_o)) lambda_k(o)t )
+                        - sum_kt lambda_kt capacity_k(t) - mu budget - nu dropped_limit
+
+For any multipliers >= 0 this is at most the cost of every schedule (weak duality: a schedule is a
+choice per job that makes every relaxed term non-positive), so the bound holds at every iterate, with
+no solver tolerance to trust; it is evaluated exactly here. Its maximum equals the linear relaxation
+of the time-indexed start-time model (Geoffrion 1974, "Lagrangean relaxation for integer
+programming", Math. Programming Study 2), which is stronger than the bucketed, preemptive LP of
+``lp.py``: a job cannot split across buckets or options. Precedence between jobs is dropped (a
+relaxation, so the bound stays valid).
+
+The maximum is approached by subgradient ascent with the Polyak step (Held, Wolfe and Crowder 1974,
+"Validation of subgradient optimization", Math. Programming 6): step = theta (target - L) / |g|^2,
+theta halved when the bound stalls. The inner minimum over starts is a range minimum, answered for all
+options at once with a sparse table per (pool, duration) pair.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...physics.constants import usd_to_cents
+from .greedy import Placement, capacity_arrays
+from .lp import drop_weights, window
+
+# Subgradient schedule (Held, Wolfe and Crowder 1974): start with theta 2, halve after this many
+# iterations without a better bound, stop when theta is this small.
+STALL_ITERATIONS = 15
+MIN_THETA = 1e-3
+
+
+@dataclass
+class LagrangeBound:
+    """The best bound found (cents; None when some job that must run has no option that fits), the
+    job choices at the best multipliers, and the capacity prices (cents per GPU-step, per pool)."""
+
+    bound_cents: float | None
+    choice: list[Placement] = field(default_factory=list)
+    choice_cents: list[float] = field(default_factory=list)
+    prices: list[np.ndarray] = field(default_factory=list)
+    iterations: int = 0
+    seconds: float = 0.0
+
+    @property
+    def infeasible(self) -> bool:
+        return self.bound_cents is None
+
+
+@dataclass
+class _Options:
+    """Every (job, option) that fits its job's window, as flat arrays (options of a job contiguous)."""
+
+    job: np.ndarray
+    option: np.ndarray
+    pool: np.ndarray
+    gpus: np.ndarray
+    dur: np.ndarray
+    cents: np.ndarray
+    lo: np.ndarray  # first start
+    hi: np.ndarray  # last start
+    pair: np.ndarray  # index into the (pool, duration) pairs
+    pairs: list[tuple[int, int]]
+    first: np.ndarray  # per job with options: index of its first row (for reduceat)
+    jobs_with: np.ndarray  # the jobs that have options
+
+
+def _options(jobs, pool_of: dict[str, int], horizon: int) -> _Options:
+    rows: list[tuple[int, int, int, int, int, int, int, int]] = []
+    for j, job in enumerate(jobs):
+        r, lim = window(job, horizon)
+        for i, (opt, d) in enumerate(zip(job.options, job.durations)):
+            if 0 < d <= lim - r:
+                rows.append(
+                    (j, i, pool_of[opt.row.offer_name], opt.row.gpus, d, usd_to_cents(opt.cost_usd), r, lim - d)
+                )
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 8)
+    pair_keys = arr[:, 2] * (horizon + 1) + arr[:, 4]
+    uniq, pair = np.unique(pair_keys, return_inverse=True)
+    pairs = [(int(u // (horizon + 1)), int(u % (horizon + 1))) for u in uniq]
+    jobs_with, first = np.unique(arr[:, 0], return_index=True)
+    return _Options(
+        arr[:, 0],
+        arr[:, 1],
+        arr[:, 2],
+        arr[:, 3].astype(np.float64),
+        arr[:, 4],
+        arr[:, 5].astype(np.float64),
+        arr[:, 6],
+        arr[:, 7],
+        pair.reshape(-1),
+        pairs,
+        first,
+        jobs_with,
+    )
+
+
+def _range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """min(values[rows[i], lo[i] : hi[i] + 1]) for every i, with a sparse table over the last axis."""
+    tables = [values]
+    width = 1
+    while 2 * width <= values.shape[1]:
+        prev = tables[-1]
+        nxt = prev.copy()
+        nxt[:, : prev.shape[1] - width] = np.minimum(prev[:, : prev.shape[1] - width], prev[:, width:])
+        tables.append(nxt)
+        width *= 2
+    length = hi - lo + 1
+    level = np.floor(np.log2(length)).astype(np.int64)
+    out = np.empty(len(lo))
+    for lv in np.unique(level):
+        sel = level == lv
+        t = tables[lv]
+        out[sel] = np.minimum(t[rows[sel], lo[sel]], t[rows[sel], hi[sel] - (1 << lv) + 1])
+    return out
+
+
+def lagrangian_bound(
+    jobs,
+    pools,
+    pool_of: dict[str, int],
+    horizon: int,
+    budget_cents: int | None,
+    dropped_limit: int | None,
+    *,
+    deadline: float,
+    target_cents: float | None = None,
+    prices: list[np.ndarray] | None = None,
+) -> LagrangeBound:
+    """Subgradient ascent on L until ``deadline`` (a perf_counter time). ``dropped_limit`` None: every
+    job with an option must run. ``target_cents``: a schedule's cost (sets the step; default 1.1 x the
+    first bound). ``prices``: starting capacity multipliers (cents per GPU-step), e.g. an LP's duals."""
+    t0 = time.perf_counter()
+    weights = np.array(drop_weights(jobs), dtype=np.float64)
+    cap = np.array([c[:horizon] for c in capacity_arrays(pools, horizon)], dtype=np.float64)
+    n_jobs = len(jobs)
+    must = np.array(
+        [dropped_limit is None or weights[j] > dropped_limit for j in range(n_jobs)] if n_jobs else [],
+        dtype=bool,
+    )
+    out = LagrangeBound(None, [None] * n_jobs, [0.0] * n_jobs)
+    if n_jobs == 0:
+        out.bound_cents = 0.0
+        return out
+    fits = any(0 < d <= window(job, horizon)[1] - window(job, horizon)[0] for job in jobs for d in job.durations)
+    if not fits:  # nothing fits anywhere: every schedule is empty
+        out.bound_cents = 0.0 if not np.any(must & np.array([bool(job.options) for job in jobs])) else None
+        return out
+    opts = _options(jobs, pool_of, horizon)
+    has = np.zeros(n_jobs, dtype=bool)
+    has[opts.jobs_with] = True
+    if np.any(must & ~has & np.array([bool(job.options) for job in jobs])):
+        return out  # a job that must run fits nowhere in its window: no schedule exists
+    must &= has  # jobs without any option are dropped in every schedule (counted in the limit)
+    limit = 0.0 if dropped_limit is None else float(dropped_limit) - float(weights[~has].sum())
+    if limit < 0:
+        return out
+    may_drop = ~must & has
+    lam = np.zeros_like(cap) if prices is None else np.array([p[:horizon] for p in prices], dtype=np.float64)
+    mu = 0.0
+    nu = 0.0
+    if np.any(may_drop):  # start where a job is dropped at about its own cheapest cost per unit of weight
+        cheapest = np.minimum.reduceat(opts.cents, opts.first)
+        droppable = may_drop[opts.jobs_with]
+        nu = float(np.median(cheapest[droppable] / weights[opts.jobs_with][droppable]))
+    theta, stall = 2.0, 0
+    best = -np.inf
+    pair_pool = np.array([k for k, _ in opts.pairs])
+    pair_dur = np.array([d for _, d in opts.pairs])
+    while True:
+        value, choice_row, starts = _evaluate(opts, lam, mu, nu, weights, may_drop, horizon, pair_pool, pair_dur)
+        value -= float((lam * cap).sum()) + (mu * budget_cents if budget_cents is not None else 0.0) + nu * limit
+        out.iterations += 1
+        if value > best + 1e-9:
+            best, stall = value, 0
+            out.bound_cents = max(0.0, value)
+            out.prices = [lam[k].copy() for k in range(len(lam))]
+            out.choice = [None] * n_jobs
+            out.choice_cents = [0.0] * n_jobs
+            for j, r, s in zip(opts.jobs_with, choice_row, starts):
+                if r >= 0:
+                    out.choice[j] = (int(opts.option[r]), int(s))
+                    out.choice_cents[j] = float(opts.cents[r])
+        else:
+            stall += 1
+            if stall >= STALL_ITERATIONS:
+                theta, stall = theta / 2, 0
+        if theta < MIN_THETA or time.perf_counter() >= deadline:
+            break
+        # Subgradient: each relaxed constraint's slack at the current choices.
+        use = np.zeros((len(cap), horizon + 1))
+        chosen = choice_row[choice_row >= 0]
+        np.add.at(use, (opts.pool[chosen], starts[choice_row >= 0]), opts.gpus[chosen])
+        np.add.at(use, (opts.pool[chosen], starts[choice_row >= 0] + opts.dur[chosen]), -opts.gpus[chosen])
+        g_cap = np.cumsum(use, axis=1)[:, :horizon] - cap
+        g_cap[(lam <= 0) & (g_cap < 0)] = 0.0  # projected: a zero price with slack cannot go lower
+        g_mu = float(opts.cents[chosen].sum()) - budget_cents if budget_cents is not None else 0.0
+        if budget_cents is not None and mu <= 0 and g_mu < 0:
+            g_mu = 0.0
+        dropped = may_drop[opts.jobs_with] & (choice_row < 0)
+        g_nu = float(weights[opts.jobs_with][dropped].sum()) - limit if np.any(may_drop) else 0.0
+        if nu <= 0 and g_nu < 0:
+            g_nu = 0.0
+        norm = float((g_cap**2).sum()) + g_mu**2 + g_nu**2
+        if norm <= 1e-12:
+            break  # the relaxed choices are a feasible schedule: the bound is the optimum
+        target = target_cents if target_cents is not None and target_cents > best else 1.1 * max(best, 1.0)
+        step = theta * (target - value) / norm
+        lam = np.maximum(0.0, lam + step * g_cap)
+        mu = max(0.0, mu + step * g_mu)
+        nu = max(0.0, nu + step * g_nu)
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _evaluate(opts: _Options, lam, mu, nu, weights, may_drop, horizon, pair_pool, pair_dur):
+    """sum_j of each job's relaxed minimum; per job with options its best row (-1: dropped) and start."""
+    prefix = np.concatenate([np.zeros((len(lam), 1)), np.cumsum(lam, axis=1)], axis=1)  # (pools, horizon+1)
+    width = horizon + 1
+    run = np.full((len(pair_pool), width), np.inf)
+    for p in range(len(pair_pool)):
+        d = int(pair_dur[p])
+        run[p, : width - d] = prefix[pair_pool[p], d:] - prefix[pair_pool[p], : width - d]
+    price = _range_min(run, opts.lo, opts.hi, opts.pair)
+    total = (1.0 + mu) * opts.cents + opts.gpus * price
+    best_per_job = np.minimum.reduceat(total, opts.first)
+    ends = np.append(opts.first[1:], len(total))
+    choice_row = np.empty(len(opts.first), dtype=np.int64)
+    starts = np.zeros(len(opts.first), dtype=np.int64)
+    for n, (a, b) in enumerate(zip(opts.first, ends)):
+        r = a + int(np.argmin(total[a:b]))
+        choice_row[n] = r
+        p = opts.pair[r]
+        starts[n] = opts.lo[r] + int(np.argmin(run[p, opts.lo[r] : opts.hi[r] + 1]))
+    drop_value = nu * weights[opts.jobs_with]
+    drops = may_drop[opts.jobs_with] & (drop_value < best_per_job)
+    choice_row[drops] = -1
+    value = float(np.where(drops, drop_value, best_per_job).sum())
+    return value, choice_row, starts
