@@ -410,6 +410,19 @@ class JobSpec(_Model):
     offload: Literal["none", "optimizer", "auto"] = Field(
         "none", description="Optimizer state in CPU memory (ZeRO-Offload): never, always, or where it pays."
     )
+    optimizer_in_backward: bool = Field(
+        False,
+        description="Optimizer step fused into the backward pass, each parameter updated and its gradient freed as "
+        "soon as it is computed, so no full set of gradients is held (torchtune optimizer_in_bwd, torchtitan "
+        "optimizer.early_step_in_backward; PyTorch tutorial 'How to save memory by fusing the optimizer step into "
+        "the backward pass'). No gradient accumulation and no pipeline parallelism with it.",
+    )
+    activation_offload: bool = Field(
+        False,
+        description="Activations saved for backward moved to pinned CPU memory during forward and brought back "
+        "during backward, on a side stream (torchtune enable_activation_offloading, OffloadActivations; "
+        "Megatron-Core cpu_offloading_activations). Costs PCIe time where the transfer outlasts the compute.",
+    )
     measured: list[Measurement] = Field(default_factory=list, description="Short-run measurements to calibrate from.")
 
     @model_validator(mode="after")
@@ -554,6 +567,8 @@ class Strategy(_Model):
     recompute: Recompute = "none"
     virtual_stages: int = Field(1, ge=1, description="Interleaved pipeline chunks per GPU (1 = plain 1F1B).")
     offload: Literal["none", "optimizer"] = Field("none", description="ZeRO-Offload: optimizer state in CPU memory.")
+    optimizer_in_backward: bool = Field(False, description="Optimizer step fused into backward (job field).")
+    activation_offload: bool = Field(False, description="Saved activations offloaded to CPU memory (job field).")
     cp: int = Field(1, ge=1, description="Context parallelism: ranks that split each sequence (ring attention).")
     ep: int = Field(1, ge=1, description="Expert parallelism: ranks that split the routed experts of an MoE model.")
     framework: Framework | Literal["none"] = Field(

@@ -54,9 +54,11 @@ MIXED_PRECISION_ADAM_BYTES = 16.0
 # parameter (Dettmers et al. 2023, "QLoRA", section 3: 0.127 bits after double quantisation).
 QLORA_BYTES_PER_PARAM = (4.0 + 0.127) / 8.0
 
-# ZeRO-3 holds one gathered block at a time: DeepSpeed's estimator counts 4 bytes x the largest
-# layer's parameters (fp16 weights + gradients; ``estimate_zero3_model_states_mem_needs``).
-ZERO3_GATHER_BYTES_PER_LAYER_PARAM = 4.0
+# Activation offload (torchtune OffloadActivations, training/_activation_offloading.py): saved tensors
+# leave for pinned CPU memory as forward makes them (a stash of at most max_fwd_stash_size = 5 tensors,
+# under one layer's) and come back during backward one layer ahead on a side stream, so the layer being
+# differentiated and the one in transfer stay on the GPU. ASSUMPTION: 2 layers' saved tensors resident.
+ACTIVATION_OFFLOAD_RESIDENT_LAYERS = 2.0
 
 # ASSUMPTION: embeddings and LM head hold at most half of the parameters, so a block holds at least
 # params / (2 L). True of every bundled preset (the largest share, Gemma 2 9B with a 256k vocabulary,

@@ -37,6 +37,15 @@ class ModelShape:
         return self.expert_params / self.params if self.params > 0 else 0.0
 
     @property
+    def largest_tensor_params(self) -> float:
+        """Parameters of the largest single weight matrix: the embedding or LM head (V x h), else an MLP
+        matrix (h x f, one expert's for MoE). What optimizer-in-backward holds as gradient at a time."""
+        if not self.has_shapes:
+            return 0.0
+        mlp_width = self.expert_ffn if self.experts else self.ffn_active
+        return max(self.vocab * self.hidden, self.hidden * mlp_width, self.hidden * self.q_width)
+
+    @property
     def layer_params(self) -> float:
         """Parameters of one transformer block (total, all experts): what ZeRO-3 gathers at once."""
         if not self.has_shapes:
@@ -58,6 +67,7 @@ class TrainingState:
     teacher_params: float = 0.0  # frozen teacher in bf16, forward only (distillation, drafter training)
     bf16_base_params: float = 0.0  # base parameters kept in 16 bits under QLoRA (embeddings and LM head)
     paged_optimizer: bool = False  # optimizer state pages to CPU memory (bitsandbytes paged optimizers)
+    optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed during backward
 
     def weights_total(self, params: float) -> float:
         base = (params - self.bf16_base_params) * self.weight_bytes + 2.0 * self.bf16_base_params

@@ -228,6 +228,15 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
             "choose --zero 2 or 3, or --offload none",
             field="offload",
         )
+    if ctx.job.optimizer_in_backward:
+        return JobError(
+            f"optimizer_in_backward steps the optimizer once per backward pass, so it needs one micro-batch per step "
+            f"and no pipeline: no layout of {row.gpus} GPUs makes data-parallel ranks x micro-batch equal the global "
+            "batch with PP 1 (torchtune and torchtitan refuse gradient accumulation with it); change "
+            "job.global_batch or the micro-batch, or turn optimizer_in_backward off",
+            source=ctx.problem.source_path,
+            field="job.optimizer_in_backward",
+        )
     batch = ctx.job.global_batch_sequences
     given = ", ".join(f"{k}={v}" for k, v in fixed.items() if v is not None) or "any options"
     if batch is None:

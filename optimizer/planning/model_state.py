@@ -54,7 +54,10 @@ def training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
     """Bytes per parameter of the job's method and optimizer, plus a frozen teacher if any."""
     state = _training_state(job, shape)
     return replace(
-        state, teacher_params=float(job.teacher_params or 0.0), paged_optimizer=job.optimizer in PAGED_OPTIMIZERS
+        state,
+        teacher_params=float(job.teacher_params or 0.0),
+        paged_optimizer=job.optimizer in PAGED_OPTIMIZERS,
+        optimizer_in_backward=job.optimizer_in_backward,
     )
 
 
