@@ -325,6 +325,9 @@ class ModelSpec(_Model):
     dense_layers: int = Field(0, ge=0, description="Layers with a dense MLP instead of experts (DeepSeek's first 3).")
     vocab: int | None = Field(None, ge=1)
     gated_mlp: bool = Field(True, description="SwiGLU-style gate+up+down (Llama, Qwen, Mistral).")
+    qk_norm: bool = Field(
+        False, description="Per-head RMSNorm on queries and keys (Qwen3): more activations saved for backward."
+    )
     experts: int | None = Field(None, ge=1)
     experts_per_token: int | None = Field(None, ge=1)
     shared_experts: int = Field(0, ge=0)

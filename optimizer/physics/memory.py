@@ -144,7 +144,20 @@ def layer_activation_bytes(
     if fused_kernels:
         norms = 2 * (2 * h + 2 * h)  # each norm's input and the following matmul's input, bf16
         mlp = 6 * f if shape.gated_mlp else 4 * f
-    per_layer = s * b * (norms + attention + mlp)
+    if shape.qk_norm:
+        # Qwen3's per-head RMSNorms on Q and K, measured the same way: fp32 input 4, normalised 2 bf16 (the
+        # 4q + 4k of the rope inputs already count the outputs) per element, plus an fp32 rstd per head and
+        # token: 6q + 6k + 4 (heads + kv heads).
+        kv_heads = shape.heads * k / q
+        attention = attention + 6 * q + 6 * k + 4 * (shape.heads + kv_heads)
+    # MoE layers (measured the same way on Qwen3-30B-A3B at reduced width, transformers' grouped_mm experts,
+    # the grouped-GEMM path torchtitan and Megatron-Core also take): the dispatch keeps each token's hidden
+    # state once per routed expert (2hk, the permuted grouped-GEMM input) and the experts' outputs for the
+    # routing-weight multiply (2hk), plus the router's fp32 logits for the softmax backward (4E) and the
+    # int64 routing indices (3 x 8k). The 8f of the SwiGLU already counts f = k x expert width.
+    topk = shape.experts_per_token
+    moe = (4 * h * topk + 4 * shape.experts + 24 * topk) * shape.moe_layers / shape.layers if shape.experts else 0.0
+    per_layer = s * b * (norms + attention + mlp + moe)
     if eager_attention:
         per_layer = per_layer + 2.0 * shape.heads * s * s * b
     return per_layer

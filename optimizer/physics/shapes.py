@@ -30,6 +30,8 @@ class ModelShape:
     experts_per_token: float = 0.0
     expert_params: float = 0.0  # all routed experts' parameters: what expert parallelism splits
     expert_ffn: float = 0.0  # one expert's MLP width
+    moe_layers: float = 0.0  # layers with routed experts (the rest are dense)
+    qk_norm: bool = False  # per-head RMSNorm on queries and keys (Qwen3)
 
     @property
     def expert_share(self) -> float:
