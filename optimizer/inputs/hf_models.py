@@ -210,6 +210,8 @@ def model_fields(cfg: dict, name: str | None = None) -> dict[str, Any]:
     if not fields.get("experts"):
         fields.pop("shared_experts", None)
         fields.pop("dense_layers", None)
+    if cfg.get("tie_word_embeddings", False):
+        fields["tied_embeddings"] = True
     if cfg.get("model_type") in _QK_NORM_MODEL_TYPES:
         fields["qk_norm"] = True
     if name:

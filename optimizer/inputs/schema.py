@@ -325,6 +325,9 @@ class ModelSpec(_Model):
     dense_layers: int = Field(0, ge=0, description="Layers with a dense MLP instead of experts (DeepSeek's first 3).")
     vocab: int | None = Field(None, ge=1)
     gated_mlp: bool = Field(True, description="SwiGLU-style gate+up+down (Llama, Qwen, Mistral).")
+    tied_embeddings: bool = Field(
+        False, description="The LM head shares the input embedding's matrix (config.json tie_word_embeddings)."
+    )
     qk_norm: bool = Field(
         False, description="Per-head RMSNorm on queries and keys (Qwen3): more activations saved for backward."
     )
@@ -419,6 +422,12 @@ class JobSpec(_Model):
         "soon as it is computed, so no full set of gradients is held (torchtune optimizer_in_bwd, torchtitan "
         "optimizer.early_step_in_backward; PyTorch tutorial 'How to save memory by fusing the optimizer step into "
         "the backward pass'). No gradient accumulation and no pipeline parallelism with it.",
+    )
+    master_weights: bool = Field(
+        True,
+        description="Mixed precision with an fp32 master copy (AdamW 12 B/param of state: Megatron, DeepSpeed, "
+        "HF Trainer). false: pure bf16 as torchtune's dtype: bf16, the optimizer state in the parameters' dtype "
+        "(AdamW 4 B, 8-bit AdamW 2 B, SGD 2 B).",
     )
     activation_offload: bool = Field(
         False,

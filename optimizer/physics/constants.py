@@ -41,6 +41,17 @@ OPTIMIZER_BYTES = {
     "sgd": 8.0,
     "adafactor": 4.0,
 }
+# Without a master copy (pure bf16 training, torchtune's dtype: bf16): torch.optim.AdamW keeps m and v in
+# the parameters' dtype (zeros_like(param)): 2 + 2; bitsandbytes 8-bit AdamW 1 + 1; SGD momentum 2; Adafactor
+# without momentum keeps only its factored second moment (rows + columns, about 0 per parameter).
+PURE_BF16_OPTIMIZER_BYTES = {
+    "adamw": 4.0,
+    "adamw8bit": 2.0,
+    "paged_adamw": 4.0,
+    "paged_adamw8bit": 2.0,
+    "sgd": 2.0,
+    "adafactor": 0.0,
+}
 # bitsandbytes' paged optimizers keep their state in unified memory that pages to the CPU under GPU memory
 # pressure (Dettmers et al. 2023, "QLoRA", section 3, "Paged Optimizers"): planned as not resident on the
 # GPU. ASSUMPTION: paging costs no time (it happens only at memory spikes, the paper's case).

@@ -32,6 +32,12 @@ class ModelShape:
     expert_ffn: float = 0.0  # one expert's MLP width
     moe_layers: float = 0.0  # layers with routed experts (the rest are dense)
     qk_norm: bool = False  # per-head RMSNorm on queries and keys (Qwen3)
+    tied_embeddings: bool = False  # one V x h matrix for the input embedding and the LM head
+
+    @property
+    def embedding_params(self) -> float:
+        """The input embedding plus, unless tied, the LM head: V h each."""
+        return (1.0 if self.tied_embeddings else 2.0) * self.vocab * self.hidden
 
     @property
     def expert_share(self) -> float:
@@ -52,7 +58,7 @@ class ModelShape:
         """Parameters of one transformer block (total, all experts): what ZeRO-3 gathers at once."""
         if not self.has_shapes:
             return 0.0
-        return max(self.params - 2 * self.vocab * self.hidden, self.params * MIN_BLOCK_SHARE_OF_PARAMS) / self.layers
+        return max(self.params - self.embedding_params, self.params * MIN_BLOCK_SHARE_OF_PARAMS) / self.layers
 
 
 @dataclass(frozen=True)
