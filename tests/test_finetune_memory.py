@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from optimizer import check
-from optimizer.errors import GpuplanError
+from optimizer.errors import ArgumentError, GpuplanError
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
 from optimizer.physics.shapes import lora_adapter_params
 from optimizer.planning.model_state import model_shape, training_state
+from optimizer.present.exports import export
 
 LLAMA_65B = {"params": "65.2B", "layers": 80, "hidden": 8192, "heads": 64, "ffn_hidden": 22016, "vocab": 32000}
 
@@ -111,3 +112,12 @@ def test_memory_options_follow_each_frameworks_rules():
     assert check(problem(**offload), "H100", 1, recompute="none", framework="megatron", compare=False).runnable
     assert not check(problem(**offload), "H100", 1, recompute="full", framework="megatron", compare=False).runnable
     assert not check(problem(**offload), "H100", 1, framework="torchtitan", compare=False).runnable
+
+
+def test_exports_carry_optimizer_in_backward_or_refuse_it():
+    # torchtitan writes optimizer.early_step_in_backward; accelerate's FSDP config has no such option, so its
+    # export refuses the plan rather than write a config whose gradients would not fit as planned.
+    plan = check(problem(method="full", optimizer_in_backward=True, global_batch=1), "H100", 1, compare=False).plan
+    assert "early_step_in_backward = true" in export(plan, "torchtitan")
+    with pytest.raises(ArgumentError, match="no optimizer step in backward.*the torchtitan export can"):
+        export(plan, "accelerate")
