@@ -298,7 +298,8 @@ def fix_notes(fixes: list[tuple[str, Plan]]) -> list[str]:
     """The nearest fixes of a configuration that does not fit, with their numbers."""
     if not fixes:
         return [
-            "does not fit, and neither full recompute, micro-batch 1, optimizer offload nor 8x the GPUs makes it fit"
+            "does not fit, and neither full recompute, micro-batch 1, optimizer or activation offload, the optimizer "
+            "step in backward nor 8x the GPUs makes it fit"
         ]
     parts = [
         f"{label}: {p.memory_gib.total:,.1f} of {p.memory_gib.capacity:,.1f} GiB per GPU, {p.hours.p50:,.1f} h"

@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 
 from optimizer import check
+from optimizer.errors import ArgumentError, GpuplanError
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
 from optimizer.physics.shapes import lora_adapter_params
 from optimizer.planning.model_state import model_shape, training_state
+from optimizer.present.exports import export
 
 LLAMA_65B = {"params": "65.2B", "layers": 80, "hidden": 8192, "heads": 64, "ffn_hidden": 22016, "vocab": 32000}
 
@@ -55,3 +57,77 @@ def test_lora_on_attention_only_counts_q_k_v_o():
     shape = model_shape(problem().job.model)
     assert lora_adapter_params(shape, 16, "attention") == 32 * 16 * (8192 + 2 * (4096 + 1024) + 8192)
     assert lora_adapter_params(shape, 16, "attention") < lora_adapter_params(shape, 16)
+
+
+def test_activation_offload_keeps_two_layers_on_the_gpu():
+    # Llama 3.1 8B LoRA, one H100, micro-batch 1 x 2048, no recompute: 32 layers x 200,704 bytes per token
+    # without offload; with torchtune's activation offload 2 of them (the layer in backward and the one in
+    # transfer) plus the logits, which stay.
+    def acts(offload):
+        p = problem(method="lora", loss="chunked", activation_offload=offload)
+        return check(p, "H100", 1, micro_batch=1, recompute="none", compare=False).plan.memory_gib.activations
+
+    per_layer_gib = 2048 * 200704 / 2**30
+    logits_gib = 2 * 2048 * 128256 / 2**30
+    assert acts(False) == pytest.approx(32 * per_layer_gib + logits_gib, rel=1e-3)
+    assert acts(True) == pytest.approx(2 * per_layer_gib + logits_gib, rel=1e-3)
+
+
+def test_activation_offload_costs_pcie_time_only_beyond_compute():
+    # Offloaded tensors cross PCIe (25 GB/s per GPU) out and back on a side stream. With full recompute only
+    # the 30 offloaded layer inputs move (0.5 GB, well under the compute time): free. Without recompute all
+    # 30 layers' saved tensors move (12 GB, about 1 s against about 0.25 s of compute): slower.
+    def tokens_per_s(offload, recompute):
+        p = problem(method="lora", loss="chunked", activation_offload=offload)
+        return check(p, "H100", 1, micro_batch=1, recompute=recompute, compare=False).plan.tokens_per_s
+
+    assert tokens_per_s(True, "full") == pytest.approx(tokens_per_s(False, "full"))
+    assert tokens_per_s(True, "none") < 0.5 * tokens_per_s(False, "none")
+
+
+def test_optimizer_in_backward_refuses_gradient_accumulation():
+    # 16 sequences per step on one GPU at micro-batch 1 is 16 micro-batches: torchtune raises
+    # "Gradient accumulation is not supported with optimizer_in_bwd".
+    p = problem(method="full", optimizer="paged_adamw8bit", optimizer_in_backward=True)
+    with pytest.raises(GpuplanError, match="optimizer_in_backward"):
+        check(p, "H100", 1, micro_batch=1, compare=False)
+    fits = check(
+        problem(method="full", optimizer="paged_adamw8bit", optimizer_in_backward=True, global_batch=1),
+        "H100",
+        1,
+        compare=False,
+    )
+    assert fits.plan.strategy.optimizer_in_backward and fits.plan.strategy.grad_accum == 1
+    assert fits.plan.memory_gib.gradients == pytest.approx(128256 * 4096 * 2 / 2**30)
+
+
+def test_memory_options_follow_each_frameworks_rules():
+    # Megatron's distributed optimizer steps after the reduce-scatter (no optimizer in backward); its activation
+    # offload (cpu_offloading) refuses recompute; torchtitan has no activation offload; torchtune (FSDP) has both.
+    job = {"method": "lora", "global_batch": 1, "optimizer_in_backward": True}
+    assert check(problem(**job), "H100", 1, framework="fsdp", compare=False).runnable
+    refused = check(problem(**job), "H100", 1, framework="megatron", compare=False)
+    assert not refused.runnable and "optimizer step in backward" in refused.not_runnable_because[0]
+    offload = {"method": "lora", "activation_offload": True}
+    assert check(problem(**offload), "H100", 1, recompute="none", framework="megatron", compare=False).runnable
+    assert not check(problem(**offload), "H100", 1, recompute="full", framework="megatron", compare=False).runnable
+    assert not check(problem(**offload), "H100", 1, framework="torchtitan", compare=False).runnable
+
+
+def test_exports_carry_optimizer_in_backward_or_refuse_it():
+    # torchtitan writes optimizer.early_step_in_backward; accelerate's FSDP config has no such option, so its
+    # export refuses the plan rather than write a config whose gradients would not fit as planned.
+    plan = check(problem(method="full", optimizer_in_backward=True, global_batch=1), "H100", 1, compare=False).plan
+    assert "early_step_in_backward = true" in export(plan, "torchtitan")
+    with pytest.raises(ArgumentError, match="no optimizer step in backward.*the torchtitan export can"):
+        export(plan, "accelerate")
+
+
+def test_check_offers_the_optimizer_step_in_backward_as_a_fix():
+    # Llama 3.1 8B full fine-tune with a paged 8-bit optimizer on one 48 GB L40S, batch 1 x 2048, no recompute:
+    # 15 GiB weights + 15 GiB gradients + 13.7 GiB activations and logits + 3.7 GiB reserve exceed 44.7 GiB;
+    # stepping the optimizer in backward leaves one 1 GiB gradient, and check names that fix with its numbers.
+    p = problem(method="full", optimizer="paged_adamw8bit", global_batch=1, loss="standard")
+    result = check(p, "L40S", 1, micro_batch=1, recompute="none", compare=False)
+    assert not result.fits
+    assert any("optimizer step in backward:" in note for note in result.notes)

@@ -35,7 +35,11 @@ _CONFIGS = {
     "qwen3_moe": transformers.Qwen3MoeConfig,
     "mixtral": transformers.MixtralConfig,
     "deepseek_v3": transformers.DeepseekV3Config,
+    "gpt_oss": transformers.GptOssConfig,
 }
+
+
+_MOE_TYPES = frozenset({"qwen3_moe", "mixtral", "deepseek_v3", "gpt_oss"})
 
 
 def _cpu_flash(query_shape, key_shape, value_shape, *args, **kwargs) -> int:
@@ -46,11 +50,23 @@ def _cpu_flash_backward(grad_out_shape, query_shape, key_shape, value_shape, *ar
     return flop_counter.sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
 
 
+def _grouped_mm(a_shape, b_shape, *args, **kwargs) -> int:
+    """aten._grouped_mm (the MoE experts' grouped GEMM): every case (2-D x 3-D with ragged rows, 2-D x 2-D
+    with a ragged contraction for the weight gradient, 3-D x 3-D batched) multiplies each element of the
+    first operand by one column of the second: 2 x numel(a) x columns(b)."""
+    numel = 1
+    for d in a_shape:
+        numel *= d
+    return 2 * numel * b_shape[-1]
+
+
 # FlopCounterMode knows the CUDA flash / efficient kernels but not SDPA's CPU flash kernel (PyTorch 2.13):
-# count it with the same formula (full s x s, causal masking not subtracted, as for the CUDA kernels).
+# count it with the same formula (full s x s, causal masking not subtracted, as for the CUDA kernels); nor
+# the grouped GEMM of MoE experts.
 _CUSTOM_FLOPS = {
     aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash,
     aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_flash_backward,
+    aten._grouped_mm: _grouped_mm,
 }
 
 
@@ -81,6 +97,10 @@ def hf_config(preset_config: dict, layers: int, **overrides):
     fields.update(num_hidden_layers=layers, **overrides)
     cfg = _CONFIGS[preset_config["model_type"]](**fields)
     cfg._attn_implementation = "fused_causal"
+    # MoE experts as one grouped GEMM over the permuted tokens (torchtitan's and Megatron-Core's path), not
+    # transformers' per-expert Python loop.
+    if preset_config["model_type"] in _MOE_TYPES:
+        cfg._experts_implementation = "grouped_mm"
     cfg.use_cache = False
     return cfg
 

@@ -22,6 +22,9 @@ from .bundled import MODEL_PRESETS, bundled_dir
 from .reader import read_json_file, read_yaml_file
 
 _GATED = ("silu", "swiglu", "gelu_pytorch_tanh", "geglu", "swish")
+# Architectures with a per-head RMSNorm on queries and keys that their config.json does not flag
+# (transformers' modeling_qwen3.py / modeling_qwen3_moe.py: Qwen3Attention.q_norm, k_norm).
+_QK_NORM_MODEL_TYPES = frozenset({"qwen3", "qwen3_moe"})
 
 # The config.json sizes counted here -> their range in ``units.LIMITS``. Checked before counting: a
 # ``num_hidden_layers: 1e12`` would otherwise loop over a trillion layers, and ``num_attention_heads: 0``
@@ -207,6 +210,10 @@ def model_fields(cfg: dict, name: str | None = None) -> dict[str, Any]:
     if not fields.get("experts"):
         fields.pop("shared_experts", None)
         fields.pop("dense_layers", None)
+    if cfg.get("tie_word_embeddings", False):
+        fields["tied_embeddings"] = True
+    if cfg.get("model_type") in _QK_NORM_MODEL_TYPES:
+        fields["qk_norm"] = True
     if name:
         fields["name"] = name
     return fields

@@ -325,6 +325,12 @@ class ModelSpec(_Model):
     dense_layers: int = Field(0, ge=0, description="Layers with a dense MLP instead of experts (DeepSeek's first 3).")
     vocab: int | None = Field(None, ge=1)
     gated_mlp: bool = Field(True, description="SwiGLU-style gate+up+down (Llama, Qwen, Mistral).")
+    tied_embeddings: bool = Field(
+        False, description="The LM head shares the input embedding's matrix (config.json tie_word_embeddings)."
+    )
+    qk_norm: bool = Field(
+        False, description="Per-head RMSNorm on queries and keys (Qwen3): more activations saved for backward."
+    )
     experts: int | None = Field(None, ge=1)
     experts_per_token: int | None = Field(None, ge=1)
     shared_experts: int = Field(0, ge=0)
@@ -409,6 +415,25 @@ class JobSpec(_Model):
     )
     offload: Literal["none", "optimizer", "auto"] = Field(
         "none", description="Optimizer state in CPU memory (ZeRO-Offload): never, always, or where it pays."
+    )
+    optimizer_in_backward: bool = Field(
+        False,
+        description="Optimizer step fused into the backward pass, each parameter updated and its gradient freed as "
+        "soon as it is computed, so no full set of gradients is held (torchtune optimizer_in_bwd, torchtitan "
+        "optimizer.early_step_in_backward; PyTorch tutorial 'How to save memory by fusing the optimizer step into "
+        "the backward pass'). No gradient accumulation and no pipeline parallelism with it.",
+    )
+    master_weights: bool = Field(
+        True,
+        description="Mixed precision with an fp32 master copy (AdamW 12 B/param of state: Megatron, DeepSpeed, "
+        "HF Trainer). false: pure bf16 as torchtune's dtype: bf16, the optimizer state in the parameters' dtype "
+        "(AdamW 4 B, 8-bit AdamW 2 B, SGD 2 B).",
+    )
+    activation_offload: bool = Field(
+        False,
+        description="Activations saved for backward moved to pinned CPU memory during forward and brought back "
+        "during backward, on a side stream (torchtune enable_activation_offloading, OffloadActivations; "
+        "Megatron-Core cpu_offloading_activations). Costs PCIe time where the transfer outlasts the compute.",
     )
     measured: list[Measurement] = Field(default_factory=list, description="Short-run measurements to calibrate from.")
 
@@ -554,6 +579,8 @@ class Strategy(_Model):
     recompute: Recompute = "none"
     virtual_stages: int = Field(1, ge=1, description="Interleaved pipeline chunks per GPU (1 = plain 1F1B).")
     offload: Literal["none", "optimizer"] = Field("none", description="ZeRO-Offload: optimizer state in CPU memory.")
+    optimizer_in_backward: bool = Field(False, description="Optimizer step fused into backward (job field).")
+    activation_offload: bool = Field(False, description="Saved activations offloaded to CPU memory (job field).")
     cp: int = Field(1, ge=1, description="Context parallelism: ranks that split each sequence (ring attention).")
     ep: int = Field(1, ge=1, description="Expert parallelism: ranks that split the routed experts of an MoE model.")
     framework: Framework | Literal["none"] = Field(

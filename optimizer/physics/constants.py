@@ -41,6 +41,17 @@ OPTIMIZER_BYTES = {
     "sgd": 8.0,
     "adafactor": 4.0,
 }
+# Without a master copy (pure bf16 training, torchtune's dtype: bf16): torch.optim.AdamW keeps m and v in
+# the parameters' dtype (zeros_like(param)): 2 + 2; bitsandbytes 8-bit AdamW 1 + 1; SGD momentum 2; Adafactor
+# without momentum keeps only its factored second moment (rows + columns, about 0 per parameter).
+PURE_BF16_OPTIMIZER_BYTES = {
+    "adamw": 4.0,
+    "adamw8bit": 2.0,
+    "paged_adamw": 4.0,
+    "paged_adamw8bit": 2.0,
+    "sgd": 2.0,
+    "adafactor": 0.0,
+}
 # bitsandbytes' paged optimizers keep their state in unified memory that pages to the CPU under GPU memory
 # pressure (Dettmers et al. 2023, "QLoRA", section 3, "Paged Optimizers"): planned as not resident on the
 # GPU. ASSUMPTION: paging costs no time (it happens only at memory spikes, the paper's case).
@@ -54,9 +65,11 @@ MIXED_PRECISION_ADAM_BYTES = 16.0
 # parameter (Dettmers et al. 2023, "QLoRA", section 3: 0.127 bits after double quantisation).
 QLORA_BYTES_PER_PARAM = (4.0 + 0.127) / 8.0
 
-# ZeRO-3 holds one gathered block at a time: DeepSpeed's estimator counts 4 bytes x the largest
-# layer's parameters (fp16 weights + gradients; ``estimate_zero3_model_states_mem_needs``).
-ZERO3_GATHER_BYTES_PER_LAYER_PARAM = 4.0
+# Activation offload (torchtune OffloadActivations, training/_activation_offloading.py): saved tensors
+# leave for pinned CPU memory as forward makes them (a stash of at most max_fwd_stash_size = 5 tensors,
+# under one layer's) and come back during backward one layer ahead on a side stream, so the layer being
+# differentiated and the one in transfer stay on the GPU. ASSUMPTION: 2 layers' saved tensors resident.
+ACTIVATION_OFFLOAD_RESIDENT_LAYERS = 2.0
 
 # ASSUMPTION: embeddings and LM head hold at most half of the parameters, so a block holds at least
 # params / (2 L). True of every bundled preset (the largest share, Gemma 2 9B with a 256k vocabulary,

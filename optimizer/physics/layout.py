@@ -115,6 +115,7 @@ class RunSettings:
     eager_attention: bool = False  # materialised s x s attention (no FlashAttention)
     fused_kernels: bool = False  # Megatron-Core / Transformer Engine fused norms and SwiGLU
     logits_bytes_per_vocab: float = 6.0  # per token and vocabulary entry kept for the loss (see memory.py)
+    activation_offload: bool = False  # saved activations in pinned CPU memory between forward and backward
     overlap: float = 0.0  # fraction of data-parallel traffic hidden behind compute
     moe_overlap: float = 0.0  # fraction of expert-parallel all-to-all hidden behind compute
     link_efficiency: float = 1.0  # achieved / nominal link bandwidth

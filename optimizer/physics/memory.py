@@ -8,7 +8,8 @@ Sources, term by term:
   state; ZeRO-1 shards the optimizer state over the shard group, ZeRO-2 also the gradients, ZeRO-3
   also the weights. ZeRO-3 additionally holds gathered layers: DeepSpeed's estimator counts
   4 x largest-layer parameters (fp16 weights + gradients of one layer; ``estimate_zero3_model_states_
-  mem_needs``).
+  mem_needs``), here the weights in their stored format (NF4 under QLoRA) plus gradients of trained ones.
+  Optimizer in backward keeps one tensor's gradient instead of all of them.
 - Activations: Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
   Models", section 4.1), re-derived for the real widths by counting what PyTorch's autograd keeps in
   eager mode, 2 bytes per bf16 element, no dropout (checked per tensor against
@@ -22,7 +23,8 @@ Sources, term by term:
   output 2 a s^2 b. Sequence parallelism with TP divides everything by t; full recompute keeps only the
   layer input 2 sbh / t plus one layer's working set. 1F1B pipelining holds min(p, m) micro-batches of
   L/p layers on the first stage (paper section 4.2.3). Logits: bf16 output plus the fp32 copy the loss
-  upcasts, 6 s b V / t, on the last stage.
+  upcasts, 6 s b V / t, on the last stage. Activation offload (torchtune OffloadActivations) keeps two
+  layers' saved tensors on the GPU and the rest in pinned CPU memory.
 """
 
 from __future__ import annotations
@@ -32,7 +34,11 @@ from functools import cached_property
 
 import numpy as np
 
-from .constants import FRAMEWORK_RESERVE_FIXED_BYTES, FRAMEWORK_RESERVE_FRACTION, ZERO3_GATHER_BYTES_PER_LAYER_PARAM
+from .constants import (
+    ACTIVATION_OFFLOAD_RESIDENT_LAYERS,
+    FRAMEWORK_RESERVE_FIXED_BYTES,
+    FRAMEWORK_RESERVE_FRACTION,
+)
 from .layout import Layout, Recompute, RunSettings
 from .shapes import ModelShape, TrainingState
 
@@ -81,13 +87,28 @@ def state_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> tupl
     # ZeRO-3 gathers one block of weights (and reduces its gradients) at a time: DeepSpeed's
     # "largest layer" term, split by TP (and its experts by EP).
     gathered = shape.layer_params * ((1.0 - share) + share / ep)
-    weights = weights + np.where(zero >= 3, ZERO3_GATHER_BYTES_PER_LAYER_PARAM * gathered / tp, 0.0)
+    weights = weights + np.where(zero >= 3, zero3_gather_bytes_per_param(train) * gathered / tp, 0.0)
     grad_total = train.grad_bytes * train.trainable_params
     grads = per_gpu(grad_total, grad_total * trainable_share, zero >= 2)
+    if train.optimizer_in_backward:
+        # Optimizer step in backward (PyTorch tutorial "How to save memory by fusing the optimizer step into
+        # the backward pass", Tensor.register_post_accumulate_grad_hook; torchtune optimizer_in_bwd): each
+        # parameter is stepped and its gradient freed as soon as it is accumulated, so at most one tensor's
+        # gradient is alive, the largest one (the LM head, first in backward, for every bundled preset).
+        one_tensor = train.grad_bytes * min(train.trainable_params, shape.largest_tensor_params or np.inf)
+        grads = np.minimum(grads, one_tensor / tp / np.where(zero >= 2, shard, 1.0))
     optim_total = train.optimizer_bytes * train.trainable_params
     optim = per_gpu(optim_total, optim_total * trainable_share, zero >= 1)
     off_gpu = (np.asarray(layout.offload) > 0) | train.paged_optimizer
     return weights, grads, np.where(off_gpu, 0.0, optim)
+
+
+def zero3_gather_bytes_per_param(train: TrainingState) -> float:
+    """Bytes per parameter of the block ZeRO-3 gathers: DeepSpeed's estimator counts 4 x the largest layer
+    (``estimate_zero3_model_states_mem_needs``: fp16 weights 2 + fp16 gradients 2). The weights are
+    gathered in their stored format (NF4 under QLoRA: torchao's NF4Tensor implements FSDP2's all-gather,
+    torchtune's QLoRA distributed recipes) and frozen base weights produce no gradients (LoRA)."""
+    return train.weight_bytes + (0.0 if train.lora else train.grad_bytes)
 
 
 def host_optimizer_bytes(train: TrainingState, layout: Layout, gpus_per_node) -> np.ndarray:
@@ -123,7 +144,20 @@ def layer_activation_bytes(
     if fused_kernels:
         norms = 2 * (2 * h + 2 * h)  # each norm's input and the following matmul's input, bf16
         mlp = 6 * f if shape.gated_mlp else 4 * f
-    per_layer = s * b * (norms + attention + mlp)
+    if shape.qk_norm:
+        # Qwen3's per-head RMSNorms on Q and K, measured the same way: fp32 input 4, normalised 2 bf16 (the
+        # 4q + 4k of the rope inputs already count the outputs) per element, plus an fp32 rstd per head and
+        # token: 6q + 6k + 4 (heads + kv heads).
+        kv_heads = shape.heads * k / q
+        attention = attention + 6 * q + 6 * k + 4 * (shape.heads + kv_heads)
+    # MoE layers (measured the same way on Qwen3-30B-A3B at reduced width, transformers' grouped_mm experts,
+    # the grouped-GEMM path torchtitan and Megatron-Core also take): the dispatch keeps each token's hidden
+    # state once per routed expert (2hk, the permuted grouped-GEMM input) and the experts' outputs for the
+    # routing-weight multiply (2hk), plus the router's fp32 logits for the softmax backward (4E) and the
+    # int64 routing indices (3 x 8k). The 8f of the SwiGLU already counts f = k x expert width.
+    topk = shape.experts_per_token
+    moe = (4 * h * topk + 4 * shape.experts + 24 * topk) * shape.moe_layers / shape.layers if shape.experts else 0.0
+    per_layer = s * b * (norms + attention + mlp + moe)
     if eager_attention:
         per_layer = per_layer + 2.0 * shape.heads * s * s * b
     return per_layer
@@ -145,11 +179,18 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
     kept_layer = np.where(rc == Recompute.NONE, full_layer, flash_layer)
     in_flight = np.minimum(pp, np.asarray(layout.grad_accum, float))
     layers_per_stage = np.ceil(shape.layers / pp)  # uneven stages: the first one holds the most
+    held = layers_per_stage * in_flight  # layer-micro-batches whose saved tensors wait for backward
+    last_held = layers_per_stage + 0.0 * in_flight
+    if settings.activation_offload:
+        # Saved tensors go to pinned CPU memory as they are made and come back one layer ahead of backward
+        # (torchtune OffloadActivations): only the layers in transfer stay on the GPU.
+        held = np.minimum(held, ACTIVATION_OFFLOAD_RESIDENT_LAYERS)
+        last_held = np.minimum(last_held, ACTIVATION_OFFLOAD_RESIDENT_LAYERS)
     stored = np.where(
         rc == Recompute.FULL,
         # Full recompute: each layer keeps its input, plus one layer's working set during backward.
-        2.0 * s * b * shape.hidden * layers_per_stage * in_flight + flash_layer,
-        kept_layer * layers_per_stage * in_flight,
+        2.0 * s * b * shape.hidden * held + flash_layer,
+        kept_layer * held,
     )
     logits = settings.logits_bytes_per_vocab * s * b * shape.vocab
     v = np.asarray(layout.virtual_stages, float)
@@ -157,8 +198,8 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
     last_stage = (
         np.where(
             rc == Recompute.FULL,
-            2.0 * s * b * shape.hidden * layers_per_stage + flash_layer,
-            kept_layer * layers_per_stage,
+            2.0 * s * b * shape.hidden * last_held + flash_layer,
+            kept_layer * last_held,
         )
         + logits
     ) / tp

@@ -30,6 +30,14 @@ class ModelShape:
     experts_per_token: float = 0.0
     expert_params: float = 0.0  # all routed experts' parameters: what expert parallelism splits
     expert_ffn: float = 0.0  # one expert's MLP width
+    moe_layers: float = 0.0  # layers with routed experts (the rest are dense)
+    qk_norm: bool = False  # per-head RMSNorm on queries and keys (Qwen3)
+    tied_embeddings: bool = False  # one V x h matrix for the input embedding and the LM head
+
+    @property
+    def embedding_params(self) -> float:
+        """The input embedding plus, unless tied, the LM head: V h each."""
+        return (1.0 if self.tied_embeddings else 2.0) * self.vocab * self.hidden
 
     @property
     def expert_share(self) -> float:
@@ -37,11 +45,20 @@ class ModelShape:
         return self.expert_params / self.params if self.params > 0 else 0.0
 
     @property
+    def largest_tensor_params(self) -> float:
+        """Parameters of the largest single weight matrix: the embedding or LM head (V x h), else an MLP
+        matrix (h x f, one expert's for MoE). What optimizer-in-backward holds as gradient at a time."""
+        if not self.has_shapes:
+            return 0.0
+        mlp_width = self.expert_ffn if self.experts else self.ffn_active
+        return max(self.vocab * self.hidden, self.hidden * mlp_width, self.hidden * self.q_width)
+
+    @property
     def layer_params(self) -> float:
         """Parameters of one transformer block (total, all experts): what ZeRO-3 gathers at once."""
         if not self.has_shapes:
             return 0.0
-        return max(self.params - 2 * self.vocab * self.hidden, self.params * MIN_BLOCK_SHARE_OF_PARAMS) / self.layers
+        return max(self.params - self.embedding_params, self.params * MIN_BLOCK_SHARE_OF_PARAMS) / self.layers
 
 
 @dataclass(frozen=True)
@@ -58,6 +75,7 @@ class TrainingState:
     teacher_params: float = 0.0  # frozen teacher in bf16, forward only (distillation, drafter training)
     bf16_base_params: float = 0.0  # base parameters kept in 16 bits under QLoRA (embeddings and LM head)
     paged_optimizer: bool = False  # optimizer state pages to CPU memory (bitsandbytes paged optimizers)
+    optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed during backward
 
     def weights_total(self, params: float) -> float:
         base = (params - self.bf16_base_params) * self.weight_bytes + 2.0 * self.bf16_base_params

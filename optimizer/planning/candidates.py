@@ -14,7 +14,7 @@ Both the CP-SAT model and the brute-force test oracle read the ``CandidateTable`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -60,6 +60,8 @@ class Evaluation:
     timing: StepTime
     hours: np.ndarray
     cost_usd: np.ndarray
+    optimizer_in_backward: bool = False  # job-wide memory options, shown in every strategy
+    activation_offload: bool = False
 
     @cached_property
     def complexity(self) -> np.ndarray:
@@ -83,6 +85,8 @@ class Evaluation:
             recompute=Recompute(int(lay.recompute)).label,
             virtual_stages=lay.virtual_stages,
             offload=Offload(int(lay.offload)).label,
+            optimizer_in_backward=self.optimizer_in_backward,
+            activation_offload=self.activation_offload,
             cp=lay.cp,
             ep=lay.ep,
             framework=PREFERENCE[int(self.framework[i])] if self.framework[i] >= 0 else "none",
@@ -198,6 +202,8 @@ def strategy_grid(
     grid = _layouts(ctx, row, ignore_batch, requested_cp, requested_ep, requested_v)
     layers = int(ctx.job.model.layers or 0)
     columns = {name: grid[:, i] for i, name in enumerate(LAYOUT_FIELDS)}
+    columns["optimizer_in_backward"] = np.full(len(grid), int(ctx.job.optimizer_in_backward))
+    columns["activation_offload"] = np.full(len(grid), int(ctx.job.activation_offload))
     label = label_layouts(columns, layers, ctx.job.framework)
     grid = np.column_stack([grid, label]).astype(np.int64).reshape(-1, len(GRID_FIELDS))
     return grid[label >= 0] if runnable_only else grid
@@ -238,6 +244,8 @@ def _layouts(
                 continue
             else:
                 accum = batch // (dp * mb)
+            if ctx.job.optimizer_in_backward and (accum > 1 or pp > 1):
+                continue  # torchtune and torchtitan refuse optimizer-in-backward with accumulation or PP
             for zero, shard in _shardings(row, tp, dp * cp):
                 for off in _offload_choices(ctx.job.offload, zero, dp * cp):
                     for rc in recomputes:
@@ -337,9 +345,20 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     acts_micro = (
         activation_bytes(ctx.shape, settings, one_micro) / np.asarray(layout.cp, float) if ctx.shape.has_shapes else 0.0
     )
+    offloaded_micro = None
+    if settings.activation_offload and ctx.shape.has_shapes:
+        kept_all = activation_bytes(ctx.shape, replace(settings, activation_offload=False), one_micro)
+        offloaded_micro = (kept_all - activation_bytes(ctx.shape, settings, one_micro)) / np.asarray(layout.cp, float)
     explicit = per_row([ctx.explicit_efficiency(r.nodes) or np.nan for r in rows])
     timing = step_time(
-        ctx.shape, ctx.train, hw, layout, settings, activation_bytes_per_micro=acts_micro, explicit_efficiency=explicit
+        ctx.shape,
+        ctx.train,
+        hw,
+        layout,
+        settings,
+        activation_bytes_per_micro=acts_micro,
+        explicit_efficiency=explicit,
+        offloaded_bytes_per_micro=offloaded_micro,
     )
     train_h = ctx.job.total_tokens / timing.tokens_per_s / 3600.0
     rate = per_row([interruption_rate(ctx, r) for r in rows])
@@ -365,6 +384,8 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         timing=timing,
         hours=hours,
         cost_usd=cost,
+        optimizer_in_backward=ctx.job.optimizer_in_backward,
+        activation_offload=ctx.job.activation_offload,
     )
 
 

@@ -123,7 +123,8 @@ def nearest_fixes(
     ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: bool, fixed: Fixed
 ) -> list[tuple[str, Plan]]:
     """For a configuration that does not fit: the closest changes that make it fit, each with its plan
-    (full recompute, micro-batch 1, optimizer offload, then the fewest GPUs of the same SKU)."""
+    (full recompute, micro-batch 1, optimizer offload, activation offload, optimizer step in backward, then
+    the fewest GPUs of the same SKU)."""
     tries: list[tuple[str, JobContext, int, int | None, Fixed]] = []
     if fixed.recompute != "full" and ctx.activation_reserve == "auto":
         tries.append(("full recompute", ctx, gpus, nodes, replace(fixed, recompute="full")))
@@ -133,6 +134,12 @@ def nearest_fixes(
         job = ctx.job.model_copy(update={"offload": "optimizer"})
         offloaded = replace(ctx, problem=ctx.problem.model_copy(update={"job": job}))
         tries.append(("optimizer offload to CPU", offloaded, gpus, nodes, fixed))
+    if not ctx.job.activation_offload and ctx.activation_reserve == "auto":
+        tries.append(("activation offload to CPU", _with_job(ctx, activation_offload=True), gpus, nodes, fixed))
+    if not ctx.job.optimizer_in_backward and ctx.job.method == "full":
+        in_backward = _with_job(ctx, optimizer_in_backward=True)
+        in_backward = replace(in_backward, train=replace(ctx.train, optimizer_in_backward=True))
+        tries.append(("optimizer step in backward", in_backward, gpus, nodes, fixed))
     for more in (2 * gpus, 4 * gpus, 8 * gpus):
         tries.append((f"{more} GPUs", ctx, more, None, fixed))
     out = []
@@ -146,6 +153,12 @@ def nearest_fixes(
             if label.endswith("GPUs"):
                 break  # the fewest GPUs that fit
     return out
+
+
+def _with_job(ctx: JobContext, **updates) -> JobContext:
+    """The same context with job fields changed (for fields the training state does not read)."""
+    job = ctx.job.model_copy(update=updates)
+    return replace(ctx, problem=ctx.problem.model_copy(update={"job": job}))
 
 
 def _check_arguments(row: HardwareRow, fixed: Fixed) -> None:
@@ -227,6 +240,15 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
             "optimizer offload (ZeRO-Offload) runs with ZeRO-2 or ZeRO-3, or a single data-parallel rank; "
             "choose --zero 2 or 3, or --offload none",
             field="offload",
+        )
+    if ctx.job.optimizer_in_backward:
+        return JobError(
+            f"optimizer_in_backward steps the optimizer once per backward pass, so it needs one micro-batch per step "
+            f"and no pipeline: no layout of {row.gpus} GPUs makes data-parallel ranks x micro-batch equal the global "
+            "batch with PP 1 (torchtune and torchtitan refuse gradient accumulation with it); change "
+            "job.global_batch or the micro-batch, or turn optimizer_in_backward off",
+            source=ctx.problem.source_path,
+            field="job.optimizer_in_backward",
         )
     batch = ctx.job.global_batch_sequences
     given = ", ".join(f"{k}={v}" for k, v in fixed.items() if v is not None) or "any options"

@@ -164,6 +164,7 @@ class JobContext:
             seq_len=float(self.job.seq_len),
             eager_attention=self.job.attention == "eager",
             logits_bytes_per_vocab=LOGITS_BYTES_PER_VOCAB[self.job.loss],
+            activation_offload=self.job.activation_offload,
             fused_kernels=self.job.kernels == "fused"
             or (self.job.kernels == "auto" and self.job.framework == "megatron"),
             overlap=a.overlap,

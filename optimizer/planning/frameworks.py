@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..inputs.schema import Strategy
-from ..physics.layout import Offload
+from ..physics.layout import Offload, Recompute
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,11 @@ class Framework:
     cp_source: str = "no ring-attention context parallelism"
     expert_parallel: bool = False  # routed experts split over ep ranks with all-to-all dispatch
     ep_source: str = "no expert parallelism"
+    optimizer_in_backward: bool = False  # each parameter stepped in backward (job.optimizer_in_backward)
+    optimizer_in_backward_source: str = "the optimizer steps after the whole backward pass"
+    activation_offload: bool = False  # saved activations in CPU memory (job.activation_offload)
+    activation_offload_with_recompute: bool = True  # combines with activation recomputation
+    activation_offload_source: str = "no activation offload to CPU"
 
     def runnable(self, grid: dict[str, np.ndarray], layers: int) -> np.ndarray:
         """Which layouts of a strategy grid (columns by name) this framework runs."""
@@ -57,6 +62,10 @@ class Framework:
         hybrid = (zero >= 3) & (shard < dp)
         layers = max(int(layers), 1)
         stages = np.maximum(pp * v, 1)
+        # Job-wide options arrive as constant columns (absent: off).
+        in_backward = grid.get("optimizer_in_backward", np.zeros_like(tp)) > 0
+        act_offload = grid.get("activation_offload", np.zeros_like(tp)) > 0
+        recompute = grid.get("recompute", np.zeros_like(tp))
         return {
             f"{self.title} runs ZeRO stages {sorted(self.zero_stages)} ({self.zero_source})": ~np.isin(
                 zero, list(self.zero_stages)
@@ -88,6 +97,19 @@ class Framework:
             & (not self.context_parallel),
             f"{self.title} has no expert parallelism ({self.ep_source})": (grid.get("ep", np.ones_like(tp)) > 1)
             & (not self.expert_parallel),
+            f"{self.title} has no optimizer step in backward ({self.optimizer_in_backward_source})": in_backward
+            & (not self.optimizer_in_backward),
+            f"{self.title} runs optimizer-in-backward without expert parallelism ({self.optimizer_in_backward_source})": (
+                in_backward & (grid.get("ep", np.ones_like(tp)) > 1) & self.optimizer_in_backward
+            ),
+            f"{self.title} has no activation offload to CPU ({self.activation_offload_source})": act_offload
+            & (not self.activation_offload),
+            f"{self.title} offloads activations only without pipeline parallelism ({self.activation_offload_source})": (
+                act_offload & (pp > 1) & self.activation_offload
+            ),
+            f"{self.title} offloads activations only without recomputation ({self.activation_offload_source})": (
+                act_offload & (recompute > 0) & (not self.activation_offload_with_recompute)
+            ),
         }
 
 
@@ -115,6 +137,12 @@ FRAMEWORKS: dict[str, Framework] = {
         interleave_source="no pipeline schedule",
         offload=False,
         offload_source="FSDP CPUOffload moves parameters and gradients too, not the optimizer alone",
+        optimizer_in_backward=True,
+        optimizer_in_backward_source="torchtune's FSDP recipes, optimizer_in_bwd (Tensor.register_post_accumulate_"
+        "grad_hook); refused with gradient_accumulation_steps > 1 (recipes/full_finetune_single_device.py)",
+        activation_offload=True,
+        activation_offload_source="torchtune enable_activation_offloading (training/_activation_offloading.py, "
+        "OffloadActivations), with or without activation checkpointing",
     ),
     "deepspeed": Framework(
         name="deepspeed",
@@ -139,6 +167,9 @@ FRAMEWORKS: dict[str, Framework] = {
         offload_source="ZeRO-Offload, zero_optimization.offload_optimizer (Ren et al. 2021)",
         expert_parallel=True,
         ep_source="DeepSpeed-MoE, deepspeed.moe.layer.MoE(ep_size=...) (Rajbhandari et al. 2022)",
+        optimizer_in_backward_source="ZeRO steps the optimizer after the gradient reduction of the whole step",
+        activation_offload_source="activation_checkpointing.cpu_checkpointing moves Megatron-style checkpoints "
+        "only; not modelled",
     ),
     "torchtitan": Framework(
         name="torchtitan",
@@ -166,6 +197,10 @@ FRAMEWORKS: dict[str, Framework] = {
         cp_source="torchtitan parallelism.context_parallel_degree (ring attention)",
         expert_parallel=True,
         ep_source="torchtitan parallelism.expert_parallel_degree",
+        optimizer_in_backward=True,
+        optimizer_in_backward_source="torchtitan optimizer.early_step_in_backward; components/optimizer.py raises "
+        "with pipeline or expert parallelism",
+        activation_offload_source="torchtitan's CPU offload (FSDP2 CPUOffloadPolicy) moves parameters, not activations",
     ),
     "megatron": Framework(
         name="megatron",
@@ -193,6 +228,11 @@ FRAMEWORKS: dict[str, Framework] = {
         cp_source=_MEGATRON_ARGS + ": --context-parallel-size",
         expert_parallel=True,
         ep_source=_MEGATRON_ARGS + ": --expert-model-parallel-size (Megatron-Core MoE)",
+        optimizer_in_backward_source="the distributed optimizer steps after the gradient reduce-scatter",
+        activation_offload=True,
+        activation_offload_with_recompute=False,
+        activation_offload_source="Megatron-Core cpu_offloading + cpu_offloading_activations (Transformer Engine); "
+        "megatron/core/transformer/transformer_config.py refuses it with PP > 1 and with recompute",
     ),
 }
 
@@ -223,6 +263,9 @@ def why_not_runnable(framework: str, strategy: Strategy, layers: int) -> list[st
         "ep": s.ep,
         "virtual_stages": s.virtual_stages,
         "offload": int(Offload.from_label(s.offload)),
+        "recompute": int(Recompute.from_label(s.recompute)),
+        "optimizer_in_backward": int(s.optimizer_in_backward),
+        "activation_offload": int(s.activation_offload),
     }
     grid = {k: np.array([v]) for k, v in layout.items()}
     return [rule for rule, broken in FRAMEWORKS[framework].violations(grid, layers).items() if bool(broken[0])]

@@ -6,7 +6,13 @@ from dataclasses import replace
 
 from ..errors import JobError
 from ..inputs.schema import JobSpec, ModelSpec
-from ..physics.constants import MIXED_PRECISION_ADAM_BYTES, OPTIMIZER_BYTES, PAGED_OPTIMIZERS, QLORA_BYTES_PER_PARAM
+from ..physics.constants import (
+    MIXED_PRECISION_ADAM_BYTES,
+    OPTIMIZER_BYTES,
+    PAGED_OPTIMIZERS,
+    PURE_BF16_OPTIMIZER_BYTES,
+    QLORA_BYTES_PER_PARAM,
+)
 from ..physics.shapes import ModelShape, TrainingState, lora_adapter_params
 
 
@@ -47,6 +53,9 @@ def model_shape(model: ModelSpec) -> ModelShape:
         experts_per_token=float(model.experts_per_token or 0) if experts else 0.0,
         expert_params=expert_params,
         expert_ffn=expert_ffn,
+        moe_layers=moe_layers,
+        qk_norm=model.qk_norm,
+        tied_embeddings=model.tied_embeddings,
     )
 
 
@@ -54,12 +63,16 @@ def training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
     """Bytes per parameter of the job's method and optimizer, plus a frozen teacher if any."""
     state = _training_state(job, shape)
     return replace(
-        state, teacher_params=float(job.teacher_params or 0.0), paged_optimizer=job.optimizer in PAGED_OPTIMIZERS
+        state,
+        teacher_params=float(job.teacher_params or 0.0),
+        paged_optimizer=job.optimizer in PAGED_OPTIMIZERS,
+        optimizer_in_backward=job.optimizer_in_backward,
     )
 
 
 def _training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
-    optimizer = OPTIMIZER_BYTES[job.optimizer]
+    # Pure bf16 (torchtune dtype: bf16): no fp32 master copy, the optimizer state in the parameters' dtype.
+    optimizer = OPTIMIZER_BYTES[job.optimizer] if job.master_weights else PURE_BF16_OPTIMIZER_BYTES[job.optimizer]
     if job.method == "full":
         if job.bytes_per_param is not None:
             # Keep the ZeRO split (2 : 2 : 12) so sharding still divides the right parts.
@@ -89,5 +102,5 @@ def _training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
         quantized_base=job.method == "qlora",
         # bitsandbytes quantises nn.Linear layers only: the embeddings stay in 16 bits, and so does the LM
         # head (PEFT/transformers skip lm_head); untied models hold two V x h matrices.
-        bf16_base_params=min(2.0 * shape.vocab * shape.hidden, 0.5 * shape.params) if job.method == "qlora" else 0.0,
+        bf16_base_params=min(shape.embedding_params, 0.5 * shape.params) if job.method == "qlora" else 0.0,
     )

@@ -180,9 +180,26 @@ def _yaml(data: Any) -> str:
 # --------------------------------------------------------------------------- what each tool can express
 
 
-def _accelerate_gaps(plan: Plan, num_layers: int | None) -> list[str]:
+def _memory_option_gaps(plan: Plan, tool: str, in_backward: bool, offload: bool) -> list[str]:
+    """The job's fine-tune memory options a tool's config cannot carry (``in_backward`` / ``offload``: it can)."""
     s = plan.strategy
     gaps = []
+    if s.optimizer_in_backward and not in_backward:
+        gaps.append(
+            f"{tool} has no optimizer step in backward (the plan's gradient memory assumes torchtune's "
+            "optimizer_in_bwd or torchtitan's optimizer.early_step_in_backward)"
+        )
+    if s.activation_offload and not offload:
+        gaps.append(
+            f"{tool}'s config has no activation offload to CPU (the plan assumes torchtune's "
+            "enable_activation_offloading or Megatron-Core's cpu_offloading_activations)"
+        )
+    return gaps
+
+
+def _accelerate_gaps(plan: Plan, num_layers: int | None) -> list[str]:
+    s = plan.strategy
+    gaps = _memory_option_gaps(plan, "accelerate", in_backward=False, offload=False)
     if s.tp > 1 or s.pp > 1:
         gaps.append(
             f"accelerate's FSDP config shards data-parallel ranks only, so it cannot express TP {s.tp} x PP {s.pp}"
@@ -198,7 +215,7 @@ def _accelerate_gaps(plan: Plan, num_layers: int | None) -> list[str]:
 
 def _deepspeed_gaps(plan: Plan, num_layers: int | None) -> list[str]:
     s = plan.strategy
-    gaps = []
+    gaps = _memory_option_gaps(plan, "DeepSpeed", in_backward=False, offload=False)
     if s.cp > 1:
         gaps.append(f"DeepSpeed's config has no ring-attention context parallelism (CP {s.cp})")
     if s.virtual_stages > 1:
@@ -217,17 +234,20 @@ def _deepspeed_gaps(plan: Plan, num_layers: int | None) -> list[str]:
 
 def _megatron_gaps(plan: Plan, num_layers: int | None) -> list[str]:
     s = plan.strategy
+    # Activation offload is Megatron-Core's TransformerConfig (cpu_offloading, cpu_offloading_activations),
+    # not a megatron-lm flag written here.
+    gaps = _memory_option_gaps(plan, "Megatron-LM", in_backward=False, offload=False)
     if s.zero_stage >= 2:
-        return [
+        gaps.append(
             f"Megatron-LM's distributed optimizer shards the optimizer state only (ZeRO-1); ZeRO-{s.zero_stage} "
             "would need Megatron-FSDP, which gpuplan does not plan for"
-        ]
-    return []
+        )
+    return gaps
 
 
 def _torchtitan_gaps(plan: Plan, num_layers: int | None) -> list[str]:
     s = plan.strategy
-    gaps = []
+    gaps = _memory_option_gaps(plan, "torchtitan", in_backward=True, offload=False)
     if _hybrid(s) and s.shard_degree % s.cp:
         gaps.append(f"torchtitan shards over data_parallel_shard_degree x CP, which {s.shard_degree} GPUs is not")
     if s.virtual_stages > 2 and num_layers is None:
@@ -592,6 +612,8 @@ def torchtitan_sections(
     }
     if s.recompute == "selective":
         sections["activation_checkpoint"]["selective_ac_option"] = "op"
+    if s.optimizer_in_backward:
+        sections["optimizer"] = {"early_step_in_backward": True}
     if precision == "fp8":
         sections["model"] = {"converters": ["quantize.linear.float8"]}
         sections["quantize.linear.float8"] = {"recipe_name": "rowwise"}
@@ -601,8 +623,8 @@ def torchtitan_sections(
 def torchtitan_flags(sections: dict[str, dict[str, Any]]) -> list[str]:
     """The same values as torchtitan 0.3.0 command-line flags (``TORCHTITAN_FLAGS_SOURCE``)."""
     flags = []
-    for section in ("training", "parallelism"):
-        for key, value in sections[section].items():
+    for section in ("training", "parallelism", "optimizer"):
+        for key, value in sections.get(section, {}).items():
             flag = f"--{section}.{key.replace('_', '-')}"
             if isinstance(value, bool):
                 flags.append(flag if value else f"--{section}.no-{key.replace('_', '-')}")

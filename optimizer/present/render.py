@@ -50,6 +50,10 @@ def strategy_text(plan: Plan) -> str:
         parts.append(f"{s.virtual_stages} chunks/GPU")
     if s.offload != "none":
         parts.append("optimizer offloaded to CPU")
+    if s.optimizer_in_backward:
+        parts.append("optimizer step in backward")
+    if s.activation_offload:
+        parts.append("activations offloaded to CPU")
     return parts[0] + " " + ", ".join(parts[1:])
 
 
