@@ -73,9 +73,21 @@ def problem_for(run: dict, efficiency: float | None) -> Problem:
             # Megatron-Core's fused kernels keep fewer activations than eager PyTorch (physics/memory.py)
             "framework": "megatron" if run["framework"] == "megatron" else "auto",
         },
-        "assumptions": {"mfu": efficiency} if efficiency is not None else {},
+        "assumptions": {**({"mfu": efficiency} if efficiency is not None else {}), **moe_assumptions(run)},
     }
     return Problem.model_validate(expand_models(data))
+
+
+def moe_assumptions(run: dict) -> dict:
+    """The published recipe's expert dispatcher and all-to-all overlap (the row's ``moe:``): an overlapped
+    all-to-all (Megatron-Core's overlap_moe_expert_parallel_comm) hides behind another micro-batch's compute."""
+    moe = run.get("moe") or {}
+    out: dict = {}
+    if moe.get("dispatcher"):
+        out["moe_dispatcher"] = moe["dispatcher"]
+    if moe.get("a2a_overlap"):
+        out["moe_overlap"] = 1.0
+    return out
 
 
 def predict(run: dict, catalog, efficiency: float | None) -> float:

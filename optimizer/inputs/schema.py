@@ -447,6 +447,11 @@ class Assumptions(_Model):
         description="Share of expert-parallel all-to-all hidden behind compute: 0 for Megatron's default "
         "dispatcher, up to 1 with DeepEP / DualPipe (DeepSeek-V3 report, section 3.2.1).",
     )
+    moe_dispatcher: Literal["alltoall", "deepep"] = Field(
+        "alltoall",
+        description="Expert-parallel token dispatcher: alltoall (Megatron-Core's, a copy per routed expert) or "
+        "deepep (DeepEP / HybridEP: one copy per destination rank, one per remote node over the network).",
+    )
     link_efficiency: float = Field(0.8, gt=0, le=1, description="Achieved / nominal bandwidth for collectives.")
     framework_overhead: Literal["auto"] | float | str = Field(
         "auto", description="CUDA context, NCCL buffers, fragmentation: auto, a size or a fraction of capacity."

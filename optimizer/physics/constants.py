@@ -135,6 +135,18 @@ SIMPLER_LAYOUT_TOLERANCE = 0.01
 # grouped-GEMM kernels of Megatron-Core / TransformerEngine tile 128 rows).
 GROUPED_GEMM_HALF_TOKENS = 512.0
 
+# The MoE layer's element-wise kernels run between the grouped GEMMs, memory-bound and not overlapped with
+# them (NVIDIA, "Boosting MoE Training Throughput with Advanced Fusion Kernels", 2026: the activation, the
+# token permutation and the quantization are separate HBM round trips that fused kernels remove, worth 93 %
+# end to end on GPT-OSS). Elements read or written per routed token copy in the forward pass, as
+# Megatron-Core's moe_utils.permute / unpermute and TransformerEngine's grouped MLP run them: permute (read
+# h, write h), cast of the GEMM input (read h, write h), first GEMM's output (write 2 f), SwiGLU (read 2 f,
+# write f), second GEMM's output (write h), probability-weighted unpermute (read h): 6 h + 5 f.
+MOE_ELEMENTWISE_FORWARD_H, MOE_ELEMENTWISE_FORWARD_F = 6.0, 5.0
+# Backward: each element-wise op reads its saved input and the output gradient and writes the input
+# gradient, twice the forward traffic (Korthikanti et al. 2022, section 4: backward = 2x forward).
+MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
+
 # --------------------------------------------------------------------------- reliability
 
 # Llama 3 (Dubey et al. 2024, "The Llama 3 Herd of Models", section 3.3.4): 419 unexpected

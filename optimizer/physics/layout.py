@@ -117,6 +117,7 @@ class RunSettings:
     logits_bytes_per_vocab: float = 6.0  # per token and vocabulary entry kept for the loss (see memory.py)
     overlap: float = 0.0  # fraction of data-parallel traffic hidden behind compute
     moe_overlap: float = 0.0  # fraction of expert-parallel all-to-all hidden behind compute
+    moe_dispatcher: str = "alltoall"  # "alltoall": a copy per routed expert; "deepep": one per rank / node
     link_efficiency: float = 1.0  # achieved / nominal link bandwidth
     activation_reserve: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)
     framework_overhead: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)

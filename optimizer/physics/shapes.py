@@ -30,11 +30,19 @@ class ModelShape:
     experts_per_token: float = 0.0
     expert_params: float = 0.0  # all routed experts' parameters: what expert parallelism splits
     expert_ffn: float = 0.0  # one expert's MLP width
+    moe_layers: float = 0.0  # layers with routed experts (0 with experts: every layer)
 
     @property
     def expert_share(self) -> float:
         """Share of the parameters held by routed experts."""
         return self.expert_params / self.params if self.params > 0 else 0.0
+
+    @property
+    def moe_layer_share(self) -> float:
+        """Share of the layers that route tokens to experts (DeepSeek-V3: 58 of 61)."""
+        if not self.experts or self.layers <= 0:
+            return 0.0
+        return self.moe_layers / self.layers if self.moe_layers > 0 else 1.0
 
     @property
     def layer_params(self) -> float:

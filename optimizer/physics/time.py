@@ -36,7 +36,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .constants import GROUPED_GEMM_HALF_TOKENS, LAST_BACKWARD_SHARE_OF_MICRO_BATCH, QLORA_DEQUANT_SLOWDOWN
+from .constants import (
+    GROUPED_GEMM_HALF_TOKENS,
+    LAST_BACKWARD_SHARE_OF_MICRO_BATCH,
+    MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD,
+    MOE_ELEMENTWISE_FORWARD_F,
+    MOE_ELEMENTWISE_FORWARD_H,
+    QLORA_DEQUANT_SLOWDOWN,
+)
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .shapes import ModelShape, TrainingState
 
@@ -126,10 +133,11 @@ class _MicroBatch:
     stage_share: np.ndarray  # share of the layers on the busiest stage
     weight_bytes: np.ndarray  # per GPU, after TP and PP
     grad_bytes: np.ndarray
+    moe_elementwise_s: np.ndarray | float = 0.0  # MoE permutation and activation kernels, not overlapped
 
     @property
     def busy_s(self) -> np.ndarray:
-        return np.maximum(self.compute_s, self.memory_s)
+        return np.maximum(self.compute_s, self.memory_s) + self.moe_elementwise_s
 
 
 def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_flops_per_token, acts) -> _MicroBatch:
@@ -173,13 +181,35 @@ def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_f
     weight_reads = (2.0 if train.lora else 3.0) * (weight_bytes - teacher_bytes) + teacher_bytes
     acts = 0.0 if acts is None else np.asarray(acts, float)
     memory_s = (weight_reads + 2.0 * grad_bytes + 2.0 * acts) / hw.hbm_bytes_per_s
-    return _MicroBatch(compute_s, memory_s, np.asarray(stage_share, float), weight_bytes, grad_bytes)
+    moe_s = tokens * _moe_elementwise_bytes_per_token(shape) / np.asarray(hw.hbm_bytes_per_s, float)
+    return _MicroBatch(compute_s, memory_s, np.asarray(stage_share, float), weight_bytes, grad_bytes, moe_s)
+
+
+def _moe_elementwise_bytes_per_token(shape) -> float:
+    """HBM bytes of the MoE layers' element-wise kernels per token, forward and backward, summed over the
+    layers: top-k routed copies of (6 h + 5 f) 16-bit elements forward, twice that backward
+    (physics/constants.py). They run between the grouped GEMMs, so their time adds to the GEMMs'."""
+    if not shape.experts:
+        return 0.0
+    forward = MOE_ELEMENTWISE_FORWARD_H * shape.hidden + MOE_ELEMENTWISE_FORWARD_F * (shape.expert_ffn or shape.hidden)
+    per_layer = shape.experts_per_token * forward * (1.0 + MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD) * 2.0
+    return per_layer * shape.layers * shape.moe_layer_share
 
 
 def _model_parallel_s(
-    shape, hw: Cluster, layout: Layout, seq_len: float, mb: _MicroBatch, links: _Links, moe_overlap: float = 0.0
+    shape,
+    hw: Cluster,
+    layout: Layout,
+    seq_len: float,
+    mb: _MicroBatch,
+    links: _Links,
+    moe_overlap: float = 0.0,
+    moe_dispatcher: str = "alltoall",
 ):
-    """TP all-reduces and PP sends of one micro-batch (not overlapped)."""
+    """TP all-reduces and PP sends of one micro-batch (not overlapped); the expert all-to-alls, of which
+    ``moe_overlap`` hides behind compute, never more than the micro-batch's own compute (Megatron-Core's
+    ``--overlap-moe-expert-parallel-comm`` and DualPipe hide one micro-batch's all-to-all behind another's
+    compute)."""
     tp, pp, dp = np.asarray(layout.tp, float), np.asarray(layout.pp, float), np.asarray(layout.dp, float)
     cp = np.asarray(layout.cp, float)
     b = np.asarray(layout.micro_batch, float)
@@ -198,27 +228,62 @@ def _model_parallel_s(
         tp_s
         + pp_s
         + _context_parallel_s(shape, layout, seq_len, tokens, layers, mb, links, g)
-        + (1.0 - moe_overlap) * _all_to_all_s(shape, layout, tokens, layers, links, g)
+        + _exposed_all_to_all_s(
+            _all_to_all_s(shape, layout, tokens, layers * shape.moe_layer_share, links, g, moe_dispatcher),
+            moe_overlap,
+            mb.compute_s,
+        )
     )
 
 
-def _all_to_all_s(shape, layout: Layout, tokens, layers, links: _Links, g) -> np.ndarray:
+def _exposed_all_to_all_s(a2a_s, moe_overlap: float, compute_s) -> np.ndarray:
+    """The all-to-all time left over: (1 - overlap) of it, or what exceeds the compute it hides behind."""
+    return np.maximum((1.0 - moe_overlap) * a2a_s, a2a_s - moe_overlap * np.asarray(compute_s, float))
+
+
+def _all_to_all_s(shape, layout: Layout, tokens, layers, links: _Links, g, dispatcher: str = "alltoall") -> np.ndarray:
     """Expert parallelism's token dispatch and combine (Lepikhin et al. 2021, "GShard"; Megatron-Core MoE):
     per MoE layer and micro-batch, each token's hidden state goes to its top-k experts and comes back,
     forward and backward: 4 all-to-alls of tokens x k x h bf16 values, (ep - 1) / ep of them leaving the
     rank; inside a node when TP x EP fits one, else over the NIC. ``assumptions.moe_overlap`` of it hides
     behind compute: 0 by default (Megatron's default dispatcher); DeepSeek-V3's DualPipe hides it all
-    (section 3.2.1 of its report)."""
+    (section 3.2.1 of its report).
+
+    Copies per token: Megatron's ``alltoall`` dispatcher permutes tokens per expert, so a token travels once
+    per routed expert (k copies, (ep - 1) / ep of them off the rank). DeepEP and HybridEP (``deepep``; the
+    DeepSeek-V3 report section 3.2.2, DeepEP's README) send a token once to each rank that holds one of its
+    experts, and across nodes once per node over RDMA, forwarded over NVLink inside the destination node."""
     ep = np.asarray(layout.ep, float)
     if not shape.experts:
         return np.zeros_like(ep)
-    volume = 4.0 * tokens * shape.experts_per_token * shape.hidden * 2.0
+    volume = 4.0 * tokens * shape.hidden * 2.0  # per copy: dispatch and combine, forward and backward, bf16
     # Of the ep destinations, those in the same node are reached over NVLink, the others over the NIC, at
     # the same time (NCCL's all-to-all posts every peer at once): the slower of the two sets the pace.
     in_node = np.minimum(ep, np.where(links.multi_node, g / np.asarray(layout.tp, float), ep))
-    intra_s = volume * (in_node - 1.0) / ep / links.intra
-    inter_s = volume * (ep - in_node) / ep / links.net
+    k = shape.experts_per_token
+    if dispatcher == "deepep":
+        rank_hit = _holds_one_of_k(shape.experts, shape.experts / ep, k)
+        node_hit = _holds_one_of_k(shape.experts, shape.experts * in_node / ep, k)
+        nodes = ep / in_node
+        inter_copies = (nodes - 1.0) * node_hit
+        # own node's other ranks, plus forwarding inside each destination node beyond the rank it lands on
+        intra_copies = (in_node - 1.0) * rank_hit + (nodes - 1.0) * np.maximum(0.0, in_node * rank_hit - node_hit)
+    else:
+        intra_copies = k * (in_node - 1.0) / ep
+        inter_copies = k * (ep - in_node) / ep
+    intra_s = volume * intra_copies / links.intra
+    inter_s = volume * inter_copies / links.net
     return np.where(ep > 1, layers * np.maximum(intra_s, inter_s), 0.0)
+
+
+def _holds_one_of_k(experts: float, held, k: float) -> np.ndarray:
+    """Probability that a group holding ``held`` of the ``experts`` gets at least one of a token's k distinct
+    experts under balanced routing: 1 - C(E - m, k) / C(E, k) (hypergeometric)."""
+    held = np.asarray(held, float)
+    miss = np.ones_like(held)
+    for i in range(int(k)):
+        miss = miss * np.clip((experts - held - i) / (experts - i), 0.0, 1.0)
+    return 1.0 - miss
 
 
 def _context_parallel_s(
@@ -347,7 +412,9 @@ def step_time(
     model_fpt, hw_fpt = flops_per_token(shape, train, s, np.asarray(layout.recompute))
     links = _Links.of(hw, settings.link_efficiency)
     mb = _micro_batch(shape, train, hw, layout, s, hw_fpt, activation_bytes_per_micro)
-    micro_s = mb.busy_s + _model_parallel_s(shape, hw, layout, s, mb, links, settings.moe_overlap)
+    micro_s = mb.busy_s + _model_parallel_s(
+        shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher
+    )
     exposed = _data_parallel_exposed_s(train, hw, layout, mb, links, settings.overlap)
     update_s = _update_s(train, hw, layout, mb)
 

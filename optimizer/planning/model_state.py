@@ -47,6 +47,7 @@ def model_shape(model: ModelSpec) -> ModelShape:
         experts_per_token=float(model.experts_per_token or 0) if experts else 0.0,
         expert_params=expert_params,
         expert_ffn=expert_ffn,
+        moe_layers=moe_layers,
     )
 
 
