@@ -97,7 +97,7 @@ def predict(run: dict, catalog, efficiency: float | None) -> float:
     zero = 3 if fsdp else (1 if run["framework"] == "megatron" else None)
     shard = layout.get("fsdp_degree") if fsdp else None
     dp = run["gpus"] // ((layout.get("tp") or 1) * (layout.get("pp") or 1) * (layout.get("cp") or 1))
-    recompute = {"selective": "none", "full": "full"}.get(layout.get("recompute"))
+    recompute = {"none": "none", "selective": "none", "full": "full"}.get(layout.get("recompute"))
     micro_batch = run.get("micro_batch")
     if run["framework"] == "torchtitan" and (layout.get("pp") or 1) > 1:
         # torchtitan's published batch is the local batch per data-parallel rank; its pipeline splits it

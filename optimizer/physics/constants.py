@@ -135,6 +135,16 @@ SIMPLER_LAYOUT_TOLERANCE = 0.01
 # grouped-GEMM kernels of Megatron-Core / TransformerEngine tile 128 rows).
 GROUPED_GEMM_HALF_TOKENS = 512.0
 
+# A GEMM tile's fixed cost (prologue, epilogue, pipeline fill) is amortised over its K loop, so a GEMM with
+# a short reduction dimension K runs at K / (K + K_half) of the long-K rate. DeepGEMM's FP8 GEMMs on H800
+# (README @ dd15f75, "Normal GEMMs", M = 4096: 590 / 990 / 1025 / 1304 / 1358 TFLOPS at K = 512 / 1536 /
+# 2048 / 7168 / 16384) fit K_half = 725 within 3 % (least absolute log error). The fixed cost is time, not
+# FLOPs: at the 16-bit rate, half the FP8 rate, it is worth half as many K steps.
+GEMM_K_HALF_FP8 = 725.0
+GEMM_K_HALF_16BIT = GEMM_K_HALF_FP8 / 2.0
+# The reduction length the dense calibration's efficiency stands for (physics/efficiency.py REFERENCE_HIDDEN).
+GEMM_K_REFERENCE = 8192.0
+
 # The MoE layer's element-wise kernels run between the grouped GEMMs, memory-bound and not overlapped with
 # them (NVIDIA, "Boosting MoE Training Throughput with Advanced Fusion Kernels", 2026: the activation, the
 # token permutation and the quantization are separate HBM round trips that fused kernels remove, worth 93 %

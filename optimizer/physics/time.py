@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .constants import (
+    GEMM_K_HALF_16BIT,
+    GEMM_K_REFERENCE,
     GROUPED_GEMM_HALF_TOKENS,
     LAST_BACKWARD_SHARE_OF_MICRO_BATCH,
     MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD,
@@ -326,7 +328,29 @@ def _grouped_gemm_factor(shape, hw: Cluster, layout: Layout, tokens) -> np.ndarr
     )
     intensity = 2.0 * t * h * f / (element_bytes * (t * h + h * f + t * f))
     ridge = np.asarray(hw.peak_flops) * np.asarray(hw.compute_efficiency) / np.asarray(hw.hbm_bytes_per_s)
-    return t / (t + GROUPED_GEMM_HALF_TOKENS) * np.minimum(1.0, intensity / ridge)
+    return t / (t + GROUPED_GEMM_HALF_TOKENS) * np.minimum(1.0, intensity / ridge) * _expert_k_factor(shape, hw)
+
+
+def _expert_k_factor(shape, hw: Cluster) -> np.ndarray:
+    """Relative rate of the experts' GEMMs for their reduction lengths K, against K = GEMM_K_REFERENCE that
+    the dense efficiency stands for: each GEMM runs at K / (K + K_half) (physics/constants.py, DeepGEMM),
+    K_half in 16-bit K steps times the precision's speed-up over 16 bits. Forward: gate + up (K = h, g f
+    wide, g = 2 gated) and down (K = f, h wide); data gradient: K = g f and K = h; weight gradient: K = the
+    expert's tokens (the t / (t + t_half) term). Time adds up per FLOP, so the rates combine harmonically."""
+    h, f = shape.hidden, shape.expert_ffn or shape.hidden
+    g = 2.0 if shape.gated_mlp else 1.0
+    peak = np.asarray(hw.peak_flops, float)
+    peak16 = peak if hw.attention_peak_flops is None else np.asarray(hw.attention_peak_flops, float)
+    k_half = GEMM_K_HALF_16BIT * np.where(np.isfinite(peak16) & (peak16 > 0), peak / peak16, 1.0)
+
+    def rate(k: float) -> np.ndarray:
+        return (k / (k + k_half)) / (GEMM_K_REFERENCE / (GEMM_K_REFERENCE + k_half))
+
+    # (FLOP weight, K): forward up, forward down, data-gradient up, data-gradient down
+    passes = ((g, h), (1.0, f), (g, g * f), (1.0, h))
+    weight = sum(w for w, _ in passes) + (g + 1.0)  # the weight gradient at rate 1 here
+    time = np.asarray(sum(w / rate(k) for w, k in passes), float) + (g + 1.0)
+    return weight / time
 
 
 def _attention_hw_flops(shape, seq_len: float, recompute) -> np.ndarray:
