@@ -116,6 +116,7 @@ def predict(run: dict, catalog, efficiency: float | None) -> float:
         recompute=recompute,
         cp=layout.get("cp") if (layout.get("cp") or 1) > 1 else None,
         ep=layout.get("ep") if (layout.get("ep") or 1) > 1 else None,
+        expert_tp=layout.get("etp"),
         virtual_stages=_virtual_stages(layout),
         compare=False,
         catalog=catalog,

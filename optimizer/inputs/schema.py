@@ -561,6 +561,12 @@ class Strategy(_Model):
     offload: Literal["none", "optimizer"] = Field("none", description="ZeRO-Offload: optimizer state in CPU memory.")
     cp: int = Field(1, ge=1, description="Context parallelism: ranks that split each sequence (ring attention).")
     ep: int = Field(1, ge=1, description="Expert parallelism: ranks that split the routed experts of an MoE model.")
+    expert_tp: int | None = Field(
+        None,
+        ge=1,
+        description="Tensor parallelism inside each routed expert under Megatron-Core's parallel folding "
+        "(EP x expert TP over the TP x DP x CP ranks); None: the experts are split by tp.",
+    )
     framework: Framework | Literal["none"] = Field(
         "fsdp",
         description="The framework that runs this layout (its rules: docs/design.md section 3.5); "

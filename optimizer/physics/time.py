@@ -165,18 +165,25 @@ def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_f
         * (
             (linear - expert) / (hw.peak_flops * hw.compute_efficiency)
             + expert
-            / (hw.peak_flops * hw.compute_efficiency * _grouped_gemm_factor(shape, hw, layout, b * seq_len / cp))
+            / (
+                hw.peak_flops
+                * hw.compute_efficiency
+                * _grouped_gemm_factor(shape, hw, layout, _expert_tokens(layout, b * seq_len / cp))
+            )
             + attention / (attention_peak * hw.compute_efficiency)
         )
     )
     model_parallel = tp / stage_share
-    # Expert parallelism keeps 1 / ep of the routed experts on each rank (frozen under LoRA).
-    ep = np.asarray(layout.ep, float)
-    off_rank = 1.0 - 1.0 / ep
+    # Expert parallelism keeps 1 / (ep x etp) of the routed experts on each rank (frozen under LoRA).
+    expert_parallel = np.asarray(layout.ep, float) * layout.expert_tp / stage_share
     expert_weights = shape.expert_share * shape.params * train.weight_bytes
-    weight_bytes = (train.weights_total(shape.params) - off_rank * expert_weights) / model_parallel
+    weight_bytes = (
+        train.weights_total(shape.params) - expert_weights
+    ) / model_parallel + expert_weights / expert_parallel
     expert_grads = 0.0 if train.lora else shape.expert_share * train.grad_bytes * train.trainable_params
-    grad_bytes = (train.grad_bytes * train.trainable_params - off_rank * expert_grads) / model_parallel
+    grad_bytes = (
+        train.grad_bytes * train.trainable_params - expert_grads
+    ) / model_parallel + expert_grads / expert_parallel
     teacher_bytes = 2.0 * train.teacher_params / model_parallel
     # Trained weights are read forward, for the data gradient and for the weight gradient; frozen ones
     # twice (no weight gradient); a teacher once (forward only).
@@ -231,7 +238,9 @@ def _model_parallel_s(
         + pp_s
         + _context_parallel_s(shape, layout, seq_len, tokens, layers, mb, links, g)
         + _exposed_all_to_all_s(
-            _all_to_all_s(shape, layout, tokens, layers * shape.moe_layer_share, links, g, moe_dispatcher),
+            _all_to_all_s(
+                shape, layout, _expert_tokens(layout, tokens), layers * shape.moe_layer_share, links, g, moe_dispatcher
+            ),
             moe_overlap,
             mb.compute_s,
         )
@@ -261,7 +270,7 @@ def _all_to_all_s(shape, layout: Layout, tokens, layers, links: _Links, g, dispa
     volume = 4.0 * tokens * shape.hidden * 2.0  # per copy: dispatch and combine, forward and backward, bf16
     # Of the ep destinations, those in the same node are reached over NVLink, the others over the NIC, at
     # the same time (NCCL's all-to-all posts every peer at once): the slower of the two sets the pace.
-    in_node = np.minimum(ep, np.where(links.multi_node, g / np.asarray(layout.tp, float), ep))
+    in_node = np.minimum(ep, np.where(links.multi_node, g / layout.expert_tp, ep))
     k = shape.experts_per_token
     if dispatcher == "deepep":
         rank_hit = _holds_one_of_k(shape.experts, shape.experts / ep, k)
@@ -276,6 +285,13 @@ def _all_to_all_s(shape, layout: Layout, tokens, layers, links: _Links, g, dispa
     intra_s = volume * intra_copies / links.intra
     inter_s = volume * inter_copies / links.net
     return np.where(ep > 1, layers * np.maximum(intra_s, inter_s), 0.0)
+
+
+def _expert_tokens(layout: Layout, tokens):
+    """Tokens a rank dispatches to the experts per micro-batch: the sequence share it holds (b s / cp) when the
+    experts are split by the attention TP; with parallel folding each of the tp ranks dispatches its own
+    1 / tp of them (sequence parallel) to experts split etp ways (Megatron-Core MoE parallel folding)."""
+    return np.asarray(tokens, float) * layout.expert_tp / np.asarray(layout.tp, float)
 
 
 def _holds_one_of_k(experts: float, held, k: float) -> np.ndarray:

@@ -43,6 +43,8 @@ class Framework:
     cp_source: str = "no ring-attention context parallelism"
     expert_parallel: bool = False  # routed experts split over ep ranks with all-to-all dispatch
     ep_source: str = "no expert parallelism"
+    expert_folding: bool = False  # an expert TP other than the attention TP, EP over TP x DP x CP ranks
+    folding_source: str = "experts split by the attention TP only"
 
     def runnable(self, grid: dict[str, np.ndarray], layers: int) -> np.ndarray:
         """Which layouts of a strategy grid (columns by name) this framework runs."""
@@ -88,6 +90,11 @@ class Framework:
             & (not self.context_parallel),
             f"{self.title} has no expert parallelism ({self.ep_source})": (grid.get("ep", np.ones_like(tp)) > 1)
             & (not self.expert_parallel),
+            f"{self.title} splits the experts by the attention TP only ({self.folding_source})": (
+                grid.get("etp", np.zeros_like(tp)) > 0
+            )
+            & (grid.get("etp", np.zeros_like(tp)) != tp)
+            & (not self.expert_folding),
         }
 
 
@@ -193,6 +200,8 @@ FRAMEWORKS: dict[str, Framework] = {
         cp_source=_MEGATRON_ARGS + ": --context-parallel-size",
         expert_parallel=True,
         ep_source=_MEGATRON_ARGS + ": --expert-model-parallel-size (Megatron-Core MoE)",
+        expert_folding=True,
+        folding_source=_MEGATRON_ARGS + ": --expert-tensor-parallel-size (Megatron-Core MoE, 'MoE Parallel Folding')",
     ),
 }
 
@@ -221,6 +230,7 @@ def why_not_runnable(framework: str, strategy: Strategy, layers: int) -> list[st
         "shard": s.shard_degree,
         "cp": s.cp,
         "ep": s.ep,
+        "etp": s.expert_tp or 0,
         "virtual_stages": s.virtual_stages,
         "offload": int(Offload.from_label(s.offload)),
     }
