@@ -79,6 +79,9 @@ _RANGES: dict[str, str] = {
     "heads": "heads",
     "kv_heads": "heads",
     "head_dim": "width",
+    "v_head_dim": "width",
+    "sliding_window": "seq_len",
+    "window_layers": "dense_layers",
     "ffn_hidden": "width",
     "moe_ffn_hidden": "width",
     "dense_layers": "dense_layers",
@@ -316,6 +319,15 @@ class ModelSpec(_Model):
     heads: int | None = Field(None, ge=1)
     kv_heads: int | None = Field(None, ge=1, description="Key/value heads (GQA); default heads.")
     head_dim: int | None = Field(None, ge=1, description="Default hidden / heads.")
+    v_head_dim: int | None = Field(
+        None, ge=1, description="Value head width where it differs from head_dim (DeepSeek MLA: 128 vs 192)."
+    )
+    sliding_window: int | None = Field(
+        None, ge=1, description="Tokens a windowed layer attends to (GPT-OSS: 128, Mistral 7B v0.1: 4096)."
+    )
+    window_layers: int | None = Field(
+        None, ge=0, description="Layers with the sliding window (GPT-OSS: every other one); default all of them."
+    )
     ffn_hidden: int | None = Field(
         None,
         ge=1,
@@ -339,6 +351,8 @@ class ModelSpec(_Model):
             raise ValueError("experts_per_token is larger than experts")
         if self.layers is not None and self.dense_layers > self.layers:
             raise ValueError(f"dense_layers ({self.dense_layers}) is more than layers ({self.layers})")
+        if self.layers is not None and self.window_layers is not None and self.window_layers > self.layers:
+            raise ValueError(f"window_layers ({self.window_layers}) is more than layers ({self.layers})")
         return self
 
     @property

@@ -85,7 +85,7 @@ def flops_per_token(
     4096 vs 3584), as torchtitan's ``get_dense_model_nparams_and_flops`` counts it. FlopCounterMode over
     forward + backward (tests/test_torch_accounting.py) counts 14 L q s for SDPA's flash kernel (its
     backward re-computes the scores), which the model-FLOPs convention leaves out."""
-    attention = 12.0 * shape.layers * (shape.q_width or shape.hidden) * seq_len
+    attention = attention_flops_per_token(shape, seq_len)
     if train.lora:
         model = 4.0 * shape.active_params + 6.0 * train.trainable_params + attention
     else:
@@ -98,6 +98,15 @@ def flops_per_token(
         np.where(rc == Recompute.SELECTIVE, attention / 3.0, 0.0),
     )
     return model, model + extra
+
+
+def attention_flops_per_token(shape: ModelShape, seq_len: float) -> float:
+    """Attention score and value FLOPs per token, forward and backward: 12 L w s (Chowdhery et al. 2022,
+    appendix B), w the attention width (heads x head_dim; DeepSeek's MLA: heads x (192 + 128) / 2, its
+    scores at the query-key head dim and its values at the value head dim) and s the keys per query
+    (``ModelShape.attention_span``: shorter in sliding-window layers)."""
+    width = shape.attention_width or shape.q_width or shape.hidden
+    return 12.0 * shape.layers * width * shape.attention_span(seq_len)
 
 
 def _ring(n) -> np.ndarray:
@@ -372,14 +381,14 @@ def _expert_k_factor(shape, hw: Cluster) -> np.ndarray:
 def _attention_hw_flops(shape, seq_len: float, recompute) -> np.ndarray:
     """Attention score and value FLOPs per token as ``flops_per_token`` counts them: 12 L h s, plus a third
     more when the forward attention is recomputed (selective or full recompute)."""
-    attention = 12.0 * shape.layers * (shape.q_width or shape.hidden) * seq_len
+    attention = attention_flops_per_token(shape, seq_len)
     return np.where(np.asarray(recompute) > 0, attention * 4.0 / 3.0, attention)
 
 
 def _attention_share(shape, seq_len: float) -> float:
     """Share of a token's model FLOPs in the attention scores and values: 12 L h s of 6 N + 12 L h s
     (Chowdhery et al. 2022, appendix B)."""
-    attention = 12.0 * shape.layers * (shape.q_width or shape.hidden) * seq_len
+    attention = attention_flops_per_token(shape, seq_len)
     total = 6.0 * shape.active_params + attention
     return attention / total if total > 0 else 0.0
 

@@ -48,6 +48,9 @@ def model_shape(model: ModelSpec) -> ModelShape:
         expert_params=expert_params,
         expert_ffn=expert_ffn,
         moe_layers=moe_layers,
+        attention_width=float(model.heads * (head_dim + (model.v_head_dim or head_dim)) / 2.0),
+        sliding_window=float(model.sliding_window or 0),
+        window_layers=float(model.window_layers if model.window_layers is not None else model.layers),
     )
 
 
