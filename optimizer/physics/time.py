@@ -60,6 +60,7 @@ class StepTime:
     bubble_s: np.ndarray
     tokens_per_step: np.ndarray
     model_flops_per_token: float
+    all_to_all_s: np.ndarray | float = 0.0  # exposed expert all-to-all, whole step (part of network_s)
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -246,14 +247,18 @@ def _model_parallel_s(
         tp_s
         + pp_s
         + _context_parallel_s(shape, layout, seq_len, tokens, layers, mb, links, g)
-        + _exposed_all_to_all_s(
-            _all_to_all_s(
-                shape, layout, _expert_tokens(layout, tokens), layers * shape.moe_layer_share, links, g, moe_dispatcher
-            ),
-            moe_overlap,
-            mb.compute_s,
-        )
+        + _expert_all_to_all_exposed_s(shape, layout, tokens, layers, mb, links, g, moe_overlap, moe_dispatcher)
     )
+
+
+def _expert_all_to_all_exposed_s(
+    shape, layout: Layout, tokens, layers, mb: _MicroBatch, links: _Links, g, moe_overlap: float, dispatcher: str
+) -> np.ndarray:
+    """The expert all-to-all of one micro-batch on the busiest stage that compute does not hide."""
+    a2a_s = _all_to_all_s(
+        shape, layout, _expert_tokens(layout, tokens), layers * shape.moe_layer_share, links, g, dispatcher
+    )
+    return _exposed_all_to_all_s(a2a_s, moe_overlap, mb.compute_s)
 
 
 def _exposed_all_to_all_s(a2a_s, moe_overlap: float, compute_s) -> np.ndarray:
@@ -345,7 +350,7 @@ def _grouped_gemm_factor(shape, hw: Cluster, layout: Layout, tokens) -> np.ndarr
     if not shape.experts:
         return np.ones_like(np.asarray(tokens, float))
     t = np.asarray(tokens, float) * shape.experts_per_token * np.asarray(layout.ep, float) / shape.experts
-    h, f = shape.hidden, shape.expert_ffn or shape.hidden
+    h, f = shape.hidden, (shape.expert_ffn or shape.hidden) / layout.expert_tp  # each rank's share of f
     element_bytes = (
         2.0
         * np.asarray(hw.attention_peak_flops if hw.attention_peak_flops is not None else hw.peak_flops)
@@ -353,16 +358,17 @@ def _grouped_gemm_factor(shape, hw: Cluster, layout: Layout, tokens) -> np.ndarr
     )
     intensity = 2.0 * t * h * f / (element_bytes * (t * h + h * f + t * f))
     ridge = np.asarray(hw.peak_flops) * np.asarray(hw.compute_efficiency) / np.asarray(hw.hbm_bytes_per_s)
-    return t / (t + GROUPED_GEMM_HALF_TOKENS) * np.minimum(1.0, intensity / ridge) * _expert_k_factor(shape, hw)
+    return t / (t + GROUPED_GEMM_HALF_TOKENS) * np.minimum(1.0, intensity / ridge) * _expert_k_factor(shape, hw, layout)
 
 
-def _expert_k_factor(shape, hw: Cluster) -> np.ndarray:
+def _expert_k_factor(shape, hw: Cluster, layout: Layout) -> np.ndarray:
     """Relative rate of the experts' GEMMs for their reduction lengths K, against K = GEMM_K_REFERENCE that
     the dense efficiency stands for: each GEMM runs at K / (K + K_half) (physics/constants.py, DeepGEMM),
     K_half in 16-bit K steps times the precision's speed-up over 16 bits. Forward: gate + up (K = h, g f
     wide, g = 2 gated) and down (K = f, h wide); data gradient: K = g f and K = h; weight gradient: K = the
-    expert's tokens (the t / (t + t_half) term). Time adds up per FLOP, so the rates combine harmonically."""
-    h, f = shape.hidden, shape.expert_ffn or shape.hidden
+    expert's tokens (the t / (t + t_half) term). Time adds up per FLOP, so the rates combine harmonically.
+    Tensor parallelism inside the experts splits f: each rank's GEMMs have f / etp."""
+    h, f = shape.hidden, (shape.expert_ffn or shape.hidden) / layout.expert_tp
     g = 2.0 if shape.gated_mlp else 1.0
     peak = np.asarray(hw.peak_flops, float)
     peak16 = peak if hw.attention_peak_flops is None else np.asarray(hw.attention_peak_flops, float)
@@ -472,6 +478,17 @@ def step_time(
     # 1F1B takes (m + p - 1) micro-batch slots; interleaving v chunks per GPU shrinks the bubble to (p - 1) / v
     bubble_s = (pp - 1.0) / v * mb.busy_s
     step_s = (m + (pp - 1.0) / v) * micro_s + update_s + exposed
+    a2a_s = (m + (pp - 1.0) / v) * _expert_all_to_all_exposed_s(
+        shape,
+        layout,
+        np.asarray(layout.micro_batch, float) * s / np.asarray(layout.cp, float),
+        shape.layers * mb.stage_share,
+        mb,
+        links,
+        np.asarray(hw.gpus_per_node, float),
+        settings.moe_overlap,
+        settings.moe_dispatcher,
+    )
     ideal_s = m * mb.busy_s + update_s
     if explicit_efficiency is not None:
         eff = np.asarray(explicit_efficiency, float)
@@ -485,4 +502,5 @@ def step_time(
         bubble_s=bubble_s,
         tokens_per_step=np.asarray(layout.dp, float) * np.asarray(layout.micro_batch, float) * m * s,
         model_flops_per_token=model_fpt,
+        all_to_all_s=a2a_s,
     )
