@@ -461,10 +461,11 @@ class Assumptions(_Model):
         description="Share of expert-parallel all-to-all hidden behind compute: 0 for Megatron's default "
         "dispatcher, up to 1 with DeepEP / DualPipe (DeepSeek-V3 report, section 3.2.1).",
     )
-    moe_dispatcher: Literal["alltoall", "deepep"] = Field(
+    moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] = Field(
         "alltoall",
-        description="Expert-parallel token dispatcher: alltoall (Megatron-Core's, a copy per routed expert) or "
-        "deepep (DeepEP / HybridEP: one copy per destination rank, one per remote node over the network).",
+        description="Expert-parallel token dispatcher: alltoall (Megatron-Core's, a copy per routed expert, "
+        "permuted and sorted around it), deepep or hybridep (one copy per destination rank and one per remote "
+        "node over the network; HybridEP also permutes inside its kernels).",
     )
     link_efficiency: float = Field(0.8, gt=0, le=1, description="Achieved / nominal bandwidth for collectives.")
     framework_overhead: Literal["auto"] | float | str = Field(

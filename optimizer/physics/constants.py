@@ -149,10 +149,17 @@ GEMM_K_REFERENCE = 8192.0
 # them (NVIDIA, "Boosting MoE Training Throughput with Advanced Fusion Kernels", 2026: the activation, the
 # token permutation and the quantization are separate HBM round trips that fused kernels remove, worth 93 %
 # end to end on GPT-OSS). Elements read or written per routed token copy in the forward pass, as
-# Megatron-Core's moe_utils.permute / unpermute and TransformerEngine's grouped MLP run them: permute (read
-# h, write h), cast of the GEMM input (read h, write h), first GEMM's output (write 2 f), SwiGLU (read 2 f,
-# write f), second GEMM's output (write h), probability-weighted unpermute (read h): 6 h + 5 f.
-MOE_ELEMENTWISE_FORWARD_H, MOE_ELEMENTWISE_FORWARD_F = 6.0, 5.0
+# TransformerEngine's grouped MLP runs them: cast of the GEMM input (read h, write h), first GEMM's output
+# (write 2 f), SwiGLU (read 2 f, write f), second GEMM's output (write h): 3 h + 5 f.
+MOE_ELEMENTWISE_FORWARD_H, MOE_ELEMENTWISE_FORWARD_F = 3.0, 5.0
+# Plus the dispatcher's own permutations, per routed copy forward (Megatron-Core
+# megatron/core/transformer/moe/token_dispatcher.py @ d98e8a64): the alltoall dispatcher permutes tokens by
+# destination (read h, write h), sorts the received ones by local expert (sort_chunks_by_idxs, read h,
+# write h), un-sorts them after the experts (read h, write h) and unpermutes with the probabilities (read h):
+# 7 h; DeepEP's manager permutes after dispatch and unpermutes before combine: 3 h; HybridEP permutes inside
+# its dispatch and combine kernels ("permute tokens for communication, perform all-to-all communication, and
+# permute tokens for experts in single step"): none outside them.
+MOE_PERMUTE_FORWARD_H = {"alltoall": 7.0, "deepep": 3.0, "hybridep": 0.0}
 # Backward: each element-wise op reads its saved input and the output gradient and writes the input
 # gradient, twice the forward traffic (Korthikanti et al. 2022, section 4: backward = 2x forward).
 MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0

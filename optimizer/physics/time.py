@@ -44,6 +44,7 @@ from .constants import (
     MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD,
     MOE_ELEMENTWISE_FORWARD_F,
     MOE_ELEMENTWISE_FORWARD_H,
+    MOE_PERMUTE_FORWARD_H,
     QLORA_DEQUANT_SLOWDOWN,
 )
 from .layout import Cluster, Layout, Recompute, RunSettings
@@ -152,7 +153,9 @@ class _MicroBatch:
         return np.maximum(self.compute_s, self.memory_s) + self.moe_elementwise_s
 
 
-def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_flops_per_token, acts) -> _MicroBatch:
+def _micro_batch(
+    shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_flops_per_token, acts, dispatcher: str = "alltoall"
+) -> _MicroBatch:
     """Roofline of one micro-batch: max(FLOPs / (peak x efficiency), HBM bytes / bandwidth)."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
     b = np.asarray(layout.micro_batch, float)
@@ -200,17 +203,18 @@ def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_f
     weight_reads = (2.0 if train.lora else 3.0) * (weight_bytes - teacher_bytes) + teacher_bytes
     acts = 0.0 if acts is None else np.asarray(acts, float)
     memory_s = (weight_reads + 2.0 * grad_bytes + 2.0 * acts) / hw.hbm_bytes_per_s
-    moe_s = tokens * _moe_elementwise_bytes_per_token(shape) / np.asarray(hw.hbm_bytes_per_s, float)
+    moe_s = tokens * _moe_elementwise_bytes_per_token(shape, dispatcher) / np.asarray(hw.hbm_bytes_per_s, float)
     return _MicroBatch(compute_s, memory_s, np.asarray(stage_share, float), weight_bytes, grad_bytes, moe_s)
 
 
-def _moe_elementwise_bytes_per_token(shape) -> float:
+def _moe_elementwise_bytes_per_token(shape, dispatcher: str = "alltoall") -> float:
     """HBM bytes of the MoE layers' element-wise kernels per token, forward and backward, summed over the
     layers: top-k routed copies of (6 h + 5 f) 16-bit elements forward, twice that backward
     (physics/constants.py). They run between the grouped GEMMs, so their time adds to the GEMMs'."""
     if not shape.experts:
         return 0.0
-    forward = MOE_ELEMENTWISE_FORWARD_H * shape.hidden + MOE_ELEMENTWISE_FORWARD_F * (shape.expert_ffn or shape.hidden)
+    h = MOE_ELEMENTWISE_FORWARD_H + MOE_PERMUTE_FORWARD_H[dispatcher]
+    forward = h * shape.hidden + MOE_ELEMENTWISE_FORWARD_F * (shape.expert_ffn or shape.hidden)
     per_layer = shape.experts_per_token * forward * (1.0 + MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD) * 2.0
     return per_layer * shape.layers * shape.moe_layer_share
 
@@ -286,7 +290,7 @@ def _all_to_all_s(shape, layout: Layout, tokens, layers, links: _Links, g, dispa
     # the same time (NCCL's all-to-all posts every peer at once): the slower of the two sets the pace.
     in_node = np.minimum(ep, np.where(links.multi_node, g / layout.expert_tp, ep))
     k = shape.experts_per_token
-    if dispatcher == "deepep":
+    if dispatcher in ("deepep", "hybridep"):
         rank_hit = _holds_one_of_k(shape.experts, shape.experts / ep, k)
         node_hit = _holds_one_of_k(shape.experts, shape.experts * in_node / ep, k)
         nodes = ep / in_node
@@ -466,7 +470,7 @@ def step_time(
     s = float(settings.seq_len)
     model_fpt, hw_fpt = flops_per_token(shape, train, s, np.asarray(layout.recompute))
     links = _Links.of(hw, settings.link_efficiency)
-    mb = _micro_batch(shape, train, hw, layout, s, hw_fpt, activation_bytes_per_micro)
+    mb = _micro_batch(shape, train, hw, layout, s, hw_fpt, activation_bytes_per_micro, settings.moe_dispatcher)
     micro_s = mb.busy_s + _model_parallel_s(
         shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher
     )
