@@ -73,9 +73,21 @@ def problem_for(run: dict, efficiency: float | None) -> Problem:
             # Megatron-Core's fused kernels keep fewer activations than eager PyTorch (physics/memory.py)
             "framework": "megatron" if run["framework"] == "megatron" else "auto",
         },
-        "assumptions": {"mfu": efficiency} if efficiency is not None else {},
+        "assumptions": {**({"mfu": efficiency} if efficiency is not None else {}), **moe_assumptions(run)},
     }
     return Problem.model_validate(expand_models(data))
+
+
+def moe_assumptions(run: dict) -> dict:
+    """The published recipe's expert dispatcher and all-to-all overlap (the row's ``moe:``): an overlapped
+    all-to-all (Megatron-Core's overlap_moe_expert_parallel_comm) hides behind another micro-batch's compute."""
+    moe = run.get("moe") or {}
+    out: dict = {}
+    if moe.get("dispatcher"):
+        out["moe_dispatcher"] = moe["dispatcher"]
+    if moe.get("a2a_overlap"):
+        out["moe_overlap"] = 1.0
+    return out
 
 
 def predict(run: dict, catalog, efficiency: float | None) -> float:
@@ -85,7 +97,7 @@ def predict(run: dict, catalog, efficiency: float | None) -> float:
     zero = 3 if fsdp else (1 if run["framework"] == "megatron" else None)
     shard = layout.get("fsdp_degree") if fsdp else None
     dp = run["gpus"] // ((layout.get("tp") or 1) * (layout.get("pp") or 1) * (layout.get("cp") or 1))
-    recompute = {"selective": "none", "full": "full"}.get(layout.get("recompute"))
+    recompute = {"none": "none", "selective": "none", "full": "full"}.get(layout.get("recompute"))
     micro_batch = run.get("micro_batch")
     if run["framework"] == "torchtitan" and (layout.get("pp") or 1) > 1:
         # torchtitan's published batch is the local batch per data-parallel rank; its pipeline splits it
@@ -104,6 +116,7 @@ def predict(run: dict, catalog, efficiency: float | None) -> float:
         recompute=recompute,
         cp=layout.get("cp") if (layout.get("cp") or 1) > 1 else None,
         ep=layout.get("ep") if (layout.get("ep") or 1) > 1 else None,
+        expert_tp=layout.get("etp"),
         virtual_stages=_virtual_stages(layout),
         compare=False,
         catalog=catalog,

@@ -99,6 +99,7 @@ def check(
     cp: int | None = None,
     ep: int | None = None,
     virtual_stages: int | None = None,
+    expert_tp: int | None = None,
 ) -> CheckResult:
     """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
     catalog = catalog or problem_catalog(problem)
@@ -116,6 +117,7 @@ def check(
         cp=cp,
         ep=ep,
         virtual_stages=virtual_stages,
+        expert_tp=expert_tp,
     )
     checked = check_row(ctx, sku, gpus, nodes, spot, fixed)
     plan_ = checked.plan

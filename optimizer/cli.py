@@ -77,6 +77,7 @@ _FLAG_RANGES = {
     "shard_degree": "gpus",
     "cp": "gpus",
     "ep": "gpus",
+    "expert_tp": "gpus_per_node",
     "max_nodes": "nodes",
     "max_gpus": "gpus",
     "deadline": "duration",
@@ -337,6 +338,13 @@ def check(
     framework: str | None = FrameworkOpt,
     cp: int | None = typer.Option(None, "--cp", min=1, help="Context parallelism: GPUs that split each sequence."),
     ep: int | None = typer.Option(None, "--ep", min=1, help="Expert parallelism (MoE): GPUs that split the experts."),
+    expert_tp: int | None = typer.Option(
+        None,
+        "--expert-tp",
+        min=1,
+        help="Tensor parallelism inside each expert when it differs from --tp (Megatron-Core parallel folding: "
+        "EP x expert TP over the TP x DP x CP GPUs).",
+    ),
     virtual_stages: int | None = typer.Option(
         None, "--virtual-stages", min=1, help="Interleaved pipeline chunks per GPU (1 = plain 1F1B)."
     ),
@@ -375,6 +383,7 @@ def check(
         pp=pp,
         cp=cp,
         ep=ep,
+        expert_tp=expert_tp,
         shard_degree=shard_degree,
         micro_batch=micro_batch,
         deadline=deadline,
@@ -405,6 +414,7 @@ def check(
         framework=framework,
         cp=cp,
         ep=ep,
+        expert_tp=expert_tp,
         virtual_stages=virtual_stages,
     )
     if export_kind:

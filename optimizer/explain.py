@@ -265,7 +265,30 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
         )
     if ctx.activation_reserve != "auto":
         notes.append("activations are the fixed job.activation_reserve, not computed from shapes")
-    return notes
+    return notes + moe_notes(ctx, plan)
+
+
+def moe_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
+    """For a mixture of experts: how the experts are split and the share of the step their all-to-all takes."""
+    if plan is None or not ctx.shape.experts:
+        return []
+    s = plan.strategy
+    a2a_s = plan.time_breakdown_s.get("all_to_all", 0.0)
+    experts = int(ctx.shape.experts)
+    if s.ep <= 1:
+        return [
+            f"experts: all {experts} routed experts on every GPU (EP 1), no all-to-all; "
+            "expert parallelism did not pay here (try --ep to compare)"
+        ]
+    where = "across nodes" if s.ep * (s.expert_tp or s.tp) > plan.gpus_per_node else "inside a node"
+    dispatcher = ctx.assumptions.moe_dispatcher
+    overlap = ctx.assumptions.moe_overlap
+    share = a2a_s / plan.step_s if plan.step_s else 0.0
+    return [
+        f"experts: EP {s.ep}, {experts // s.ep} routed experts per GPU; expert all-to-all {where} "
+        f"({dispatcher} dispatcher, {overlap:.0%} overlapped): {a2a_s:.2f} s of the {plan.step_s:.2f} s step "
+        f"({share:.0%}) exposed"
+    ]
 
 
 def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
@@ -286,6 +309,7 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
             f"rounded to {job.global_batch_sequences:,} so data-parallel layouts divide it"
         )
     notes.append(spot_note(ctx.constraints.spot, "constraints.spot"))
+    notes += moe_notes(ctx, best)
     if job.framework == "auto" and best is not None:
         notes.append(
             f"framework: any; the plan runs in {best.strategy.framework} (set job.framework or --framework to plan "

@@ -59,6 +59,7 @@ _CONFIG_RANGES = {
     "n_shared_experts": "experts",
     "first_k_dense_replace": "layers",
     "decoder_sparse_step": "layers",
+    "sliding_window": "seq_len",
 }
 # Keys where 0 means "none" (no experts, no q-LoRA, no dense prefix), as Hugging Face writes them.
 _ZERO_IS_NONE = frozenset(
@@ -74,6 +75,7 @@ _ZERO_IS_NONE = frozenset(
         "first_k_dense_replace",
         "decoder_sparse_step",
         "shared_expert_intermediate_size",
+        "sliding_window",
     }
 )
 
@@ -95,6 +97,16 @@ def check_config(cfg: dict, source: str) -> None:
                 source=source,
                 field="job.model.hf_config",
             )
+    kinds = cfg.get("layer_types")
+    if kinds is not None and not (
+        isinstance(kinds, list) and len(kinds) <= units.LIMITS["layers"].high and all(isinstance(k, str) for k in kinds)
+    ):
+        raise JobError(
+            "layer_types in this config.json must be a list of layer kinds ('sliding_attention', "
+            "'full_attention'); check that this is a model's config.json",
+            source=source,
+            field="job.model.hf_config",
+        )
     layers = cfg.get("mlp_only_layers")
     if layers is not None and not (
         isinstance(layers, list) and len(layers) <= units.LIMITS["layers"].high and all(type(i) is int for i in layers)
@@ -150,6 +162,7 @@ def count_params(cfg: dict) -> dict[str, Any]:
         kv = h * (r_kv + d_rope) + r_kv + r_kv * heads * (d_nope + d_v)
         attention = q + kv + heads * d_v * h
         head_dim = d_nope + d_rope
+        v_head_dim = d_v
         kv_width = r_kv + d_rope  # what the latent cache stores per token
     else:
         attention = h * heads * head_dim + 2 * h * kv_heads * head_dim + heads * head_dim * h
@@ -158,6 +171,8 @@ def count_params(cfg: dict) -> dict[str, Any]:
         if cfg.get("model_type", "").startswith("qwen3"):
             attention += 2 * head_dim  # q_norm, k_norm
         kv_width = kv_heads * head_dim
+        v_head_dim = None
+    window, window_layers = _sliding_window(cfg, layers)
 
     experts = int(_get(cfg, "num_experts", "num_local_experts", "n_routed_experts", default=0) or 0)
     top_k = int(_get(cfg, "num_experts_per_tok", "moe_topk", default=0) or 0)
@@ -198,7 +213,33 @@ def count_params(cfg: dict) -> dict[str, Any]:
         "experts_per_token": top_k or None,
         "shared_experts": shared,
         "kv_width": kv_width,
+        "v_head_dim": v_head_dim,
+        "sliding_window": window,
+        "window_layers": window_layers,
     }
+
+
+# Models whose config.json gives a sliding window without ``layer_types`` and alternate windowed and full
+# layers: Gemma 2 (Gemma Team 2024, "Gemma 2", section 2: local and global attention in every other layer)
+# and GPT-OSS (OpenAI gpt-oss model card, 2025: "alternating dense and locally banded sparse attention").
+_ALTERNATING_WINDOW = ("gemma2", "gpt_oss")
+
+
+def _sliding_window(cfg: dict, layers: int) -> tuple[int | None, int | None]:
+    """(window in tokens, layers that use it): from ``layer_types`` when the config lists them, else every
+    other layer for the alternating families, else every layer; none where the config switches the window
+    off (Qwen2's ``use_sliding_window: false``)."""
+    window = cfg.get("sliding_window")
+    if not window or cfg.get("use_sliding_window") is False:
+        return None, None
+    kinds = cfg.get("layer_types")
+    if isinstance(kinds, list) and kinds:
+        count = sum(1 for k in kinds[:layers] if str(k).startswith("sliding"))
+    elif cfg.get("model_type") in _ALTERNATING_WINDOW:
+        count = layers // 2
+    else:
+        count = layers
+    return (int(window), count) if count else (None, None)
 
 
 def model_fields(cfg: dict, name: str | None = None) -> dict[str, Any]:

@@ -79,6 +79,9 @@ _RANGES: dict[str, str] = {
     "heads": "heads",
     "kv_heads": "heads",
     "head_dim": "width",
+    "v_head_dim": "width",
+    "sliding_window": "seq_len",
+    "window_layers": "dense_layers",
     "ffn_hidden": "width",
     "moe_ffn_hidden": "width",
     "dense_layers": "dense_layers",
@@ -316,6 +319,15 @@ class ModelSpec(_Model):
     heads: int | None = Field(None, ge=1)
     kv_heads: int | None = Field(None, ge=1, description="Key/value heads (GQA); default heads.")
     head_dim: int | None = Field(None, ge=1, description="Default hidden / heads.")
+    v_head_dim: int | None = Field(
+        None, ge=1, description="Value head width where it differs from head_dim (DeepSeek MLA: 128 vs 192)."
+    )
+    sliding_window: int | None = Field(
+        None, ge=1, description="Tokens a windowed layer attends to (GPT-OSS: 128, Mistral 7B v0.1: 4096)."
+    )
+    window_layers: int | None = Field(
+        None, ge=0, description="Layers with the sliding window (GPT-OSS: every other one); default all of them."
+    )
     ffn_hidden: int | None = Field(
         None,
         ge=1,
@@ -345,6 +357,8 @@ class ModelSpec(_Model):
             raise ValueError("experts_per_token is larger than experts")
         if self.layers is not None and self.dense_layers > self.layers:
             raise ValueError(f"dense_layers ({self.dense_layers}) is more than layers ({self.layers})")
+        if self.layers is not None and self.window_layers is not None and self.window_layers > self.layers:
+            raise ValueError(f"window_layers ({self.window_layers}) is more than layers ({self.layers})")
         return self
 
     @property
@@ -472,6 +486,12 @@ class Assumptions(_Model):
         description="Share of expert-parallel all-to-all hidden behind compute: 0 for Megatron's default "
         "dispatcher, up to 1 with DeepEP / DualPipe (DeepSeek-V3 report, section 3.2.1).",
     )
+    moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] = Field(
+        "alltoall",
+        description="Expert-parallel token dispatcher: alltoall (Megatron-Core's, a copy per routed expert, "
+        "permuted and sorted around it), deepep or hybridep (one copy per destination rank and one per remote "
+        "node over the network; HybridEP also permutes inside its kernels).",
+    )
     link_efficiency: float = Field(0.8, gt=0, le=1, description="Achieved / nominal bandwidth for collectives.")
     framework_overhead: Literal["auto"] | float | str = Field(
         "auto", description="CUDA context, NCCL buffers, fragmentation: auto, a size or a fraction of capacity."
@@ -583,6 +603,12 @@ class Strategy(_Model):
     activation_offload: bool = Field(False, description="Saved activations offloaded to CPU memory (job field).")
     cp: int = Field(1, ge=1, description="Context parallelism: ranks that split each sequence (ring attention).")
     ep: int = Field(1, ge=1, description="Expert parallelism: ranks that split the routed experts of an MoE model.")
+    expert_tp: int | None = Field(
+        None,
+        ge=1,
+        description="Tensor parallelism inside each routed expert under Megatron-Core's parallel folding "
+        "(EP x expert TP over the TP x DP x CP ranks); None: the experts are split by tp.",
+    )
     framework: Framework | Literal["none"] = Field(
         "fsdp",
         description="The framework that runs this layout (its rules: docs/design.md section 3.5); "

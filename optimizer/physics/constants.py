@@ -148,6 +148,35 @@ SIMPLER_LAYOUT_TOLERANCE = 0.01
 # grouped-GEMM kernels of Megatron-Core / TransformerEngine tile 128 rows).
 GROUPED_GEMM_HALF_TOKENS = 512.0
 
+# A GEMM tile's fixed cost (prologue, epilogue, pipeline fill) is amortised over its K loop, so a GEMM with
+# a short reduction dimension K runs at K / (K + K_half) of the long-K rate. DeepGEMM's FP8 GEMMs on H800
+# (README @ dd15f75, "Normal GEMMs", M = 4096: 590 / 990 / 1025 / 1304 / 1358 TFLOPS at K = 512 / 1536 /
+# 2048 / 7168 / 16384) fit K_half = 725 within 3 % (least absolute log error). The fixed cost is time, not
+# FLOPs: at the 16-bit rate, half the FP8 rate, it is worth half as many K steps.
+GEMM_K_HALF_FP8 = 725.0
+GEMM_K_HALF_16BIT = GEMM_K_HALF_FP8 / 2.0
+# The reduction length the dense calibration's efficiency stands for (physics/efficiency.py REFERENCE_HIDDEN).
+GEMM_K_REFERENCE = 8192.0
+
+# The MoE layer's element-wise kernels run between the grouped GEMMs, memory-bound and not overlapped with
+# them (NVIDIA, "Boosting MoE Training Throughput with Advanced Fusion Kernels", 2026: the activation, the
+# token permutation and the quantization are separate HBM round trips that fused kernels remove, worth 93 %
+# end to end on GPT-OSS). Elements read or written per routed token copy in the forward pass, as
+# TransformerEngine's grouped MLP runs them: cast of the GEMM input (read h, write h), first GEMM's output
+# (write 2 f), SwiGLU (read 2 f, write f), second GEMM's output (write h): 3 h + 5 f.
+MOE_ELEMENTWISE_FORWARD_H, MOE_ELEMENTWISE_FORWARD_F = 3.0, 5.0
+# Plus the dispatcher's own permutations, per routed copy forward (Megatron-Core
+# megatron/core/transformer/moe/token_dispatcher.py @ d98e8a64): the alltoall dispatcher permutes tokens by
+# destination (read h, write h), sorts the received ones by local expert (sort_chunks_by_idxs, read h,
+# write h), un-sorts them after the experts (read h, write h) and unpermutes with the probabilities (read h):
+# 7 h; DeepEP's manager permutes after dispatch and unpermutes before combine: 3 h; HybridEP permutes inside
+# its dispatch and combine kernels ("permute tokens for communication, perform all-to-all communication, and
+# permute tokens for experts in single step"): none outside them.
+MOE_PERMUTE_FORWARD_H = {"alltoall": 7.0, "deepep": 3.0, "hybridep": 0.0}
+# Backward: each element-wise op reads its saved input and the output gradient and writes the input
+# gradient, twice the forward traffic (Korthikanti et al. 2022, section 4: backward = 2x forward).
+MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
+
 # --------------------------------------------------------------------------- reliability
 
 # Llama 3 (Dubey et al. 2024, "The Llama 3 Herd of Models", section 3.3.4): 419 unexpected

@@ -73,6 +73,10 @@ class Layout:
     offload: Ints = Offload.NONE
     cp: Ints = 1  # context parallelism: ranks that split each sequence (ring attention)
     ep: Ints = 1  # expert parallelism: ranks (of the dp x cp ones) that split the routed experts
+    # Expert tensor parallelism under Megatron-Core's parallel folding: the routed experts are split over
+    # ep x etp ranks drawn from all tp x dp x cp ranks (etp 1: whole experts); 0: the attention TP, EP
+    # over the dp x cp ranks (no folding).
+    etp: Ints = 0
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -89,6 +93,12 @@ class Layout:
 
     def as_floats(self) -> dict[str, np.ndarray]:
         return {name: np.asarray(getattr(self, name), float) for name in self.field_names()}
+
+    @property
+    def expert_tp(self) -> np.ndarray:
+        """The TP degree inside each routed expert: ``etp``, or the attention TP when not folded."""
+        etp, tp = np.asarray(self.etp, float), np.asarray(self.tp, float)
+        return np.where(etp > 0, etp, tp)
 
 
 @dataclass(frozen=True)
@@ -118,6 +128,7 @@ class RunSettings:
     activation_offload: bool = False  # saved activations in pinned CPU memory between forward and backward
     overlap: float = 0.0  # fraction of data-parallel traffic hidden behind compute
     moe_overlap: float = 0.0  # fraction of expert-parallel all-to-all hidden behind compute
+    moe_dispatcher: str = "alltoall"  # "alltoall": a copy per routed expert; "deepep": one per rank / node
     link_efficiency: float = 1.0  # achieved / nominal link bandwidth
     activation_reserve: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)
     framework_overhead: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)

@@ -78,16 +78,20 @@ def state_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> tupl
     frozen_experts = share * shape.params * train.weight_bytes  # routed experts are not LoRA-adapted
     trainable_share = 0.0 if train.lora else share
 
+    # The routed experts are split over ep x etp ranks (parallel folding; etp = tp without it), sharded
+    # state over all tp x shard ranks, as the dense weights are.
+    expert_split = ep * layout.expert_tp
+
     def per_gpu(total, expert_total, sharded) -> np.ndarray:
-        dense = (total - expert_total) / np.where(sharded, shard, 1.0)
-        experts = expert_total / np.where(sharded, np.maximum(shard, ep), ep)
-        return (dense + experts) / model_parallel
+        dense = (total - expert_total) / np.where(sharded, shard, 1.0) / model_parallel
+        experts = expert_total / np.where(sharded, np.maximum(shard * tp, expert_split), expert_split) / pp
+        return dense + experts
 
     weights = per_gpu(train.weights_total(shape.params), frozen_experts, zero >= 3)
     # ZeRO-3 gathers one block of weights (and reduces its gradients) at a time: DeepSpeed's
     # "largest layer" term, split by TP (and its experts by EP).
-    gathered = shape.layer_params * ((1.0 - share) + share / ep)
-    weights = weights + np.where(zero >= 3, zero3_gather_bytes_per_param(train) * gathered / tp, 0.0)
+    gathered = shape.layer_params * ((1.0 - share) / tp + share / expert_split)
+    weights = weights + np.where(zero >= 3, zero3_gather_bytes_per_param(train) * gathered, 0.0)
     grad_total = train.grad_bytes * train.trainable_params
     grads = per_gpu(grad_total, grad_total * trainable_share, zero >= 2)
     if train.optimizer_in_backward:

@@ -30,7 +30,11 @@ class ModelShape:
     experts_per_token: float = 0.0
     expert_params: float = 0.0  # all routed experts' parameters: what expert parallelism splits
     expert_ffn: float = 0.0  # one expert's MLP width
-    moe_layers: float = 0.0  # layers with routed experts (the rest are dense)
+    moe_layers: float = 0.0  # layers with routed experts (0 with experts: every layer)
+    # Attention scores and values: heads x (qk head dim + v head dim) / 2, q_width unless they differ (MLA)
+    attention_width: float = 0.0
+    sliding_window: float = 0.0  # tokens a windowed layer attends to (0: none)
+    window_layers: float = 0.0  # layers with the window
     qk_norm: bool = False  # per-head RMSNorm on queries and keys (Qwen3)
     tied_embeddings: bool = False  # one V x h matrix for the input embedding and the LM head
 
@@ -43,6 +47,25 @@ class ModelShape:
     def expert_share(self) -> float:
         """Share of the parameters held by routed experts."""
         return self.expert_params / self.params if self.params > 0 else 0.0
+
+    def attention_span(self, seq_len: float) -> float:
+        """Keys per query the attention FLOPs count, averaged over the layers: the sequence length in full
+        layers (the 12 L h s convention of PaLM, appendix B); in a layer with a causal window of w tokens a
+        query sees min(i, w) keys instead of i, on average w - w^2 / (2 s) instead of s / 2, so the same
+        convention counts 2 w - w^2 / s."""
+        w = self.sliding_window
+        if w <= 0 or w >= seq_len or self.layers <= 0:
+            return seq_len
+        windowed = 2.0 * w - w * w / seq_len
+        share = min(1.0, self.window_layers / self.layers) if self.window_layers > 0 else 1.0
+        return share * windowed + (1.0 - share) * seq_len
+
+    @property
+    def moe_layer_share(self) -> float:
+        """Share of the layers that route tokens to experts (DeepSeek-V3: 58 of 61)."""
+        if not self.experts or self.layers <= 0:
+            return 0.0
+        return self.moe_layers / self.layers if self.moe_layers > 0 else 1.0
 
     @property
     def largest_tensor_params(self) -> float:

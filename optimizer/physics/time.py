@@ -40,7 +40,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .constants import GROUPED_GEMM_HALF_TOKENS, LAST_BACKWARD_SHARE_OF_MICRO_BATCH, QLORA_DEQUANT_SLOWDOWN
+from .constants import (
+    GEMM_K_HALF_16BIT,
+    GEMM_K_REFERENCE,
+    GROUPED_GEMM_HALF_TOKENS,
+    LAST_BACKWARD_SHARE_OF_MICRO_BATCH,
+    MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD,
+    MOE_ELEMENTWISE_FORWARD_F,
+    MOE_ELEMENTWISE_FORWARD_H,
+    MOE_PERMUTE_FORWARD_H,
+    QLORA_DEQUANT_SLOWDOWN,
+)
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .shapes import ModelShape, TrainingState
 
@@ -55,6 +65,7 @@ class StepTime:
     bubble_s: np.ndarray
     tokens_per_step: np.ndarray
     model_flops_per_token: float
+    all_to_all_s: np.ndarray | float = 0.0  # exposed expert all-to-all, whole step (part of network_s)
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -80,7 +91,7 @@ def flops_per_token(
     4096 vs 3584), as torchtitan's ``get_dense_model_nparams_and_flops`` counts it. FlopCounterMode over
     forward + backward (tests/test_torch_accounting.py) counts 14 L q s for SDPA's flash kernel (its
     backward re-computes the scores), which the model-FLOPs convention leaves out."""
-    attention = 12.0 * shape.layers * (shape.q_width or shape.hidden) * seq_len
+    attention = attention_flops_per_token(shape, seq_len)
     if train.lora:
         model = 4.0 * shape.active_params + 6.0 * train.trainable_params + attention
     else:
@@ -93,6 +104,15 @@ def flops_per_token(
         np.where(rc == Recompute.SELECTIVE, attention / 3.0, 0.0),
     )
     return model, model + extra
+
+
+def attention_flops_per_token(shape: ModelShape, seq_len: float) -> float:
+    """Attention score and value FLOPs per token, forward and backward: 12 L w s (Chowdhery et al. 2022,
+    appendix B), w the attention width (heads x head_dim; DeepSeek's MLA: heads x (192 + 128) / 2, its
+    scores at the query-key head dim and its values at the value head dim) and s the keys per query
+    (``ModelShape.attention_span``: shorter in sliding-window layers)."""
+    width = shape.attention_width or shape.q_width or shape.hidden
+    return 12.0 * shape.layers * width * shape.attention_span(seq_len)
 
 
 def _ring(n) -> np.ndarray:
@@ -130,13 +150,16 @@ class _MicroBatch:
     stage_share: np.ndarray  # share of the layers on the busiest stage
     weight_bytes: np.ndarray  # per GPU, after TP and PP
     grad_bytes: np.ndarray
+    moe_elementwise_s: np.ndarray | float = 0.0  # MoE permutation and activation kernels, not overlapped
 
     @property
     def busy_s(self) -> np.ndarray:
-        return np.maximum(self.compute_s, self.memory_s)
+        return np.maximum(self.compute_s, self.memory_s) + self.moe_elementwise_s
 
 
-def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_flops_per_token, acts) -> _MicroBatch:
+def _micro_batch(
+    shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_flops_per_token, acts, dispatcher: str = "alltoall"
+) -> _MicroBatch:
     """Roofline of one micro-batch: max(FLOPs / (peak x efficiency), HBM bytes / bandwidth)."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
     b = np.asarray(layout.micro_batch, float)
@@ -159,31 +182,61 @@ def _micro_batch(shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_f
         * (
             (linear - expert) / (hw.peak_flops * hw.compute_efficiency)
             + expert
-            / (hw.peak_flops * hw.compute_efficiency * _grouped_gemm_factor(shape, hw, layout, b * seq_len / cp))
+            / (
+                hw.peak_flops
+                * hw.compute_efficiency
+                * _grouped_gemm_factor(shape, hw, layout, _expert_tokens(layout, b * seq_len / cp))
+            )
             + attention / (attention_peak * hw.compute_efficiency)
         )
     )
     model_parallel = tp / stage_share
-    # Expert parallelism keeps 1 / ep of the routed experts on each rank (frozen under LoRA).
-    ep = np.asarray(layout.ep, float)
-    off_rank = 1.0 - 1.0 / ep
+    # Expert parallelism keeps 1 / (ep x etp) of the routed experts on each rank (frozen under LoRA).
+    expert_parallel = np.asarray(layout.ep, float) * layout.expert_tp / stage_share
     expert_weights = shape.expert_share * shape.params * train.weight_bytes
-    weight_bytes = (train.weights_total(shape.params) - off_rank * expert_weights) / model_parallel
+    weight_bytes = (
+        train.weights_total(shape.params) - expert_weights
+    ) / model_parallel + expert_weights / expert_parallel
     expert_grads = 0.0 if train.lora else shape.expert_share * train.grad_bytes * train.trainable_params
-    grad_bytes = (train.grad_bytes * train.trainable_params - off_rank * expert_grads) / model_parallel
+    grad_bytes = (
+        train.grad_bytes * train.trainable_params - expert_grads
+    ) / model_parallel + expert_grads / expert_parallel
     teacher_bytes = 2.0 * train.teacher_params / model_parallel
     # Trained weights are read forward, for the data gradient and for the weight gradient; frozen ones
     # twice (no weight gradient); a teacher once (forward only).
     weight_reads = (2.0 if train.lora else 3.0) * (weight_bytes - teacher_bytes) + teacher_bytes
     acts = 0.0 if acts is None else np.asarray(acts, float)
     memory_s = (weight_reads + 2.0 * grad_bytes + 2.0 * acts) / hw.hbm_bytes_per_s
-    return _MicroBatch(compute_s, memory_s, np.asarray(stage_share, float), weight_bytes, grad_bytes)
+    moe_s = tokens * _moe_elementwise_bytes_per_token(shape, dispatcher) / np.asarray(hw.hbm_bytes_per_s, float)
+    return _MicroBatch(compute_s, memory_s, np.asarray(stage_share, float), weight_bytes, grad_bytes, moe_s)
+
+
+def _moe_elementwise_bytes_per_token(shape, dispatcher: str = "alltoall") -> float:
+    """HBM bytes of the MoE layers' element-wise kernels per token, forward and backward, summed over the
+    layers: top-k routed copies of (6 h + 5 f) 16-bit elements forward, twice that backward
+    (physics/constants.py). They run between the grouped GEMMs, so their time adds to the GEMMs'."""
+    if not shape.experts:
+        return 0.0
+    h = MOE_ELEMENTWISE_FORWARD_H + MOE_PERMUTE_FORWARD_H[dispatcher]
+    forward = h * shape.hidden + MOE_ELEMENTWISE_FORWARD_F * (shape.expert_ffn or shape.hidden)
+    per_layer = shape.experts_per_token * forward * (1.0 + MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD) * 2.0
+    return per_layer * shape.layers * shape.moe_layer_share
 
 
 def _model_parallel_s(
-    shape, hw: Cluster, layout: Layout, seq_len: float, mb: _MicroBatch, links: _Links, moe_overlap: float = 0.0
+    shape,
+    hw: Cluster,
+    layout: Layout,
+    seq_len: float,
+    mb: _MicroBatch,
+    links: _Links,
+    moe_overlap: float = 0.0,
+    moe_dispatcher: str = "alltoall",
 ):
-    """TP all-reduces and PP sends of one micro-batch (not overlapped)."""
+    """TP all-reduces and PP sends of one micro-batch (not overlapped); the expert all-to-alls, of which
+    ``moe_overlap`` hides behind compute, never more than the micro-batch's own compute (Megatron-Core's
+    ``--overlap-moe-expert-parallel-comm`` and DualPipe hide one micro-batch's all-to-all behind another's
+    compute)."""
     tp, pp, dp = np.asarray(layout.tp, float), np.asarray(layout.pp, float), np.asarray(layout.dp, float)
     cp = np.asarray(layout.cp, float)
     b = np.asarray(layout.micro_batch, float)
@@ -202,27 +255,75 @@ def _model_parallel_s(
         tp_s
         + pp_s
         + _context_parallel_s(shape, layout, seq_len, tokens, layers, mb, links, g)
-        + (1.0 - moe_overlap) * _all_to_all_s(shape, layout, tokens, layers, links, g)
+        + _expert_all_to_all_exposed_s(shape, layout, tokens, layers, mb, links, g, moe_overlap, moe_dispatcher)
     )
 
 
-def _all_to_all_s(shape, layout: Layout, tokens, layers, links: _Links, g) -> np.ndarray:
+def _expert_all_to_all_exposed_s(
+    shape, layout: Layout, tokens, layers, mb: _MicroBatch, links: _Links, g, moe_overlap: float, dispatcher: str
+) -> np.ndarray:
+    """The expert all-to-all of one micro-batch on the busiest stage that compute does not hide."""
+    a2a_s = _all_to_all_s(
+        shape, layout, _expert_tokens(layout, tokens), layers * shape.moe_layer_share, links, g, dispatcher
+    )
+    return _exposed_all_to_all_s(a2a_s, moe_overlap, mb.compute_s)
+
+
+def _exposed_all_to_all_s(a2a_s, moe_overlap: float, compute_s) -> np.ndarray:
+    """The all-to-all time left over: (1 - overlap) of it, or what exceeds the compute it hides behind."""
+    return np.maximum((1.0 - moe_overlap) * a2a_s, a2a_s - moe_overlap * np.asarray(compute_s, float))
+
+
+def _all_to_all_s(shape, layout: Layout, tokens, layers, links: _Links, g, dispatcher: str = "alltoall") -> np.ndarray:
     """Expert parallelism's token dispatch and combine (Lepikhin et al. 2021, "GShard"; Megatron-Core MoE):
     per MoE layer and micro-batch, each token's hidden state goes to its top-k experts and comes back,
     forward and backward: 4 all-to-alls of tokens x k x h bf16 values, (ep - 1) / ep of them leaving the
     rank; inside a node when TP x EP fits one, else over the NIC. ``assumptions.moe_overlap`` of it hides
     behind compute: 0 by default (Megatron's default dispatcher); DeepSeek-V3's DualPipe hides it all
-    (section 3.2.1 of its report)."""
+    (section 3.2.1 of its report).
+
+    Copies per token: Megatron's ``alltoall`` dispatcher permutes tokens per expert, so a token travels once
+    per routed expert (k copies, (ep - 1) / ep of them off the rank). DeepEP and HybridEP (``deepep``; the
+    DeepSeek-V3 report section 3.2.2, DeepEP's README) send a token once to each rank that holds one of its
+    experts, and across nodes once per node over RDMA, forwarded over NVLink inside the destination node."""
     ep = np.asarray(layout.ep, float)
     if not shape.experts:
         return np.zeros_like(ep)
-    volume = 4.0 * tokens * shape.experts_per_token * shape.hidden * 2.0
+    volume = 4.0 * tokens * shape.hidden * 2.0  # per copy: dispatch and combine, forward and backward, bf16
     # Of the ep destinations, those in the same node are reached over NVLink, the others over the NIC, at
     # the same time (NCCL's all-to-all posts every peer at once): the slower of the two sets the pace.
-    in_node = np.minimum(ep, np.where(links.multi_node, g / np.asarray(layout.tp, float), ep))
-    intra_s = volume * (in_node - 1.0) / ep / links.intra
-    inter_s = volume * (ep - in_node) / ep / links.net
+    in_node = np.minimum(ep, np.where(links.multi_node, g / layout.expert_tp, ep))
+    k = shape.experts_per_token
+    if dispatcher in ("deepep", "hybridep"):
+        rank_hit = _holds_one_of_k(shape.experts, shape.experts / ep, k)
+        node_hit = _holds_one_of_k(shape.experts, shape.experts * in_node / ep, k)
+        nodes = ep / in_node
+        inter_copies = (nodes - 1.0) * node_hit
+        # own node's other ranks, plus forwarding inside each destination node beyond the rank it lands on
+        intra_copies = (in_node - 1.0) * rank_hit + (nodes - 1.0) * np.maximum(0.0, in_node * rank_hit - node_hit)
+    else:
+        intra_copies = k * (in_node - 1.0) / ep
+        inter_copies = k * (ep - in_node) / ep
+    intra_s = volume * intra_copies / links.intra
+    inter_s = volume * inter_copies / links.net
     return np.where(ep > 1, layers * np.maximum(intra_s, inter_s), 0.0)
+
+
+def _expert_tokens(layout: Layout, tokens):
+    """Tokens a rank dispatches to the experts per micro-batch: the sequence share it holds (b s / cp) when the
+    experts are split by the attention TP; with parallel folding each of the tp ranks dispatches its own
+    1 / tp of them (sequence parallel) to experts split etp ways (Megatron-Core MoE parallel folding)."""
+    return np.asarray(tokens, float) * layout.expert_tp / np.asarray(layout.tp, float)
+
+
+def _holds_one_of_k(experts: float, held, k: float) -> np.ndarray:
+    """Probability that a group holding ``held`` of the ``experts`` gets at least one of a token's k distinct
+    experts under balanced routing: 1 - C(E - m, k) / C(E, k) (hypergeometric)."""
+    held = np.asarray(held, float)
+    miss = np.ones_like(held)
+    for i in range(int(k)):
+        miss = miss * np.clip((experts - held - i) / (experts - i), 0.0, 1.0)
+    return 1.0 - miss
 
 
 def _context_parallel_s(
@@ -257,7 +358,7 @@ def _grouped_gemm_factor(shape, hw: Cluster, layout: Layout, tokens) -> np.ndarr
     if not shape.experts:
         return np.ones_like(np.asarray(tokens, float))
     t = np.asarray(tokens, float) * shape.experts_per_token * np.asarray(layout.ep, float) / shape.experts
-    h, f = shape.hidden, shape.expert_ffn or shape.hidden
+    h, f = shape.hidden, (shape.expert_ffn or shape.hidden) / layout.expert_tp  # each rank's share of f
     element_bytes = (
         2.0
         * np.asarray(hw.attention_peak_flops if hw.attention_peak_flops is not None else hw.peak_flops)
@@ -265,20 +366,43 @@ def _grouped_gemm_factor(shape, hw: Cluster, layout: Layout, tokens) -> np.ndarr
     )
     intensity = 2.0 * t * h * f / (element_bytes * (t * h + h * f + t * f))
     ridge = np.asarray(hw.peak_flops) * np.asarray(hw.compute_efficiency) / np.asarray(hw.hbm_bytes_per_s)
-    return t / (t + GROUPED_GEMM_HALF_TOKENS) * np.minimum(1.0, intensity / ridge)
+    return t / (t + GROUPED_GEMM_HALF_TOKENS) * np.minimum(1.0, intensity / ridge) * _expert_k_factor(shape, hw, layout)
+
+
+def _expert_k_factor(shape, hw: Cluster, layout: Layout) -> np.ndarray:
+    """Relative rate of the experts' GEMMs for their reduction lengths K, against K = GEMM_K_REFERENCE that
+    the dense efficiency stands for: each GEMM runs at K / (K + K_half) (physics/constants.py, DeepGEMM),
+    K_half in 16-bit K steps times the precision's speed-up over 16 bits. Forward: gate + up (K = h, g f
+    wide, g = 2 gated) and down (K = f, h wide); data gradient: K = g f and K = h; weight gradient: K = the
+    expert's tokens (the t / (t + t_half) term). Time adds up per FLOP, so the rates combine harmonically.
+    Tensor parallelism inside the experts splits f: each rank's GEMMs have f / etp."""
+    h, f = shape.hidden, (shape.expert_ffn or shape.hidden) / layout.expert_tp
+    g = 2.0 if shape.gated_mlp else 1.0
+    peak = np.asarray(hw.peak_flops, float)
+    peak16 = peak if hw.attention_peak_flops is None else np.asarray(hw.attention_peak_flops, float)
+    k_half = GEMM_K_HALF_16BIT * np.where(np.isfinite(peak16) & (peak16 > 0), peak / peak16, 1.0)
+
+    def rate(k: float) -> np.ndarray:
+        return (k / (k + k_half)) / (GEMM_K_REFERENCE / (GEMM_K_REFERENCE + k_half))
+
+    # (FLOP weight, K): forward up, forward down, data-gradient up, data-gradient down
+    passes = ((g, h), (1.0, f), (g, g * f), (1.0, h))
+    weight = sum(w for w, _ in passes) + (g + 1.0)  # the weight gradient at rate 1 here
+    time = np.asarray(sum(w / rate(k) for w, k in passes), float) + (g + 1.0)
+    return weight / time
 
 
 def _attention_hw_flops(shape, seq_len: float, recompute) -> np.ndarray:
     """Attention score and value FLOPs per token as ``flops_per_token`` counts them: 12 L h s, plus a third
     more when the forward attention is recomputed (selective or full recompute)."""
-    attention = 12.0 * shape.layers * (shape.q_width or shape.hidden) * seq_len
+    attention = attention_flops_per_token(shape, seq_len)
     return np.where(np.asarray(recompute) > 0, attention * 4.0 / 3.0, attention)
 
 
 def _attention_share(shape, seq_len: float) -> float:
     """Share of a token's model FLOPs in the attention scores and values: 12 L h s of 6 N + 12 L h s
     (Chowdhery et al. 2022, appendix B)."""
-    attention = 12.0 * shape.layers * (shape.q_width or shape.hidden) * seq_len
+    attention = attention_flops_per_token(shape, seq_len)
     total = 6.0 * shape.active_params + attention
     return attention / total if total > 0 else 0.0
 
@@ -357,8 +481,10 @@ def step_time(
     s = float(settings.seq_len)
     model_fpt, hw_fpt = flops_per_token(shape, train, s, np.asarray(layout.recompute))
     links = _Links.of(hw, settings.link_efficiency)
-    mb = _micro_batch(shape, train, hw, layout, s, hw_fpt, activation_bytes_per_micro)
-    micro_s = mb.busy_s + _model_parallel_s(shape, hw, layout, s, mb, links, settings.moe_overlap)
+    mb = _micro_batch(shape, train, hw, layout, s, hw_fpt, activation_bytes_per_micro, settings.moe_dispatcher)
+    micro_s = mb.busy_s + _model_parallel_s(
+        shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher
+    )
     if offloaded_bytes_per_micro is not None:
         micro_s = micro_s + _activation_offload_exposed_s(hw, mb, offloaded_bytes_per_micro)
     exposed = _data_parallel_exposed_s(train, hw, layout, mb, links, settings.overlap)
@@ -369,6 +495,17 @@ def step_time(
     # 1F1B takes (m + p - 1) micro-batch slots; interleaving v chunks per GPU shrinks the bubble to (p - 1) / v
     bubble_s = (pp - 1.0) / v * mb.busy_s
     step_s = (m + (pp - 1.0) / v) * micro_s + update_s + exposed
+    a2a_s = (m + (pp - 1.0) / v) * _expert_all_to_all_exposed_s(
+        shape,
+        layout,
+        np.asarray(layout.micro_batch, float) * s / np.asarray(layout.cp, float),
+        shape.layers * mb.stage_share,
+        mb,
+        links,
+        np.asarray(hw.gpus_per_node, float),
+        settings.moe_overlap,
+        settings.moe_dispatcher,
+    )
     ideal_s = m * mb.busy_s + update_s
     if explicit_efficiency is not None:
         eff = np.asarray(explicit_efficiency, float)
@@ -382,4 +519,5 @@ def step_time(
         bubble_s=bubble_s,
         tokens_per_step=np.asarray(layout.dp, float) * np.asarray(layout.micro_batch, float) * m * s,
         model_flops_per_token=model_fpt,
+        all_to_all_s=a2a_s,
     )

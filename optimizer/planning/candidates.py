@@ -89,6 +89,7 @@ class Evaluation:
             activation_offload=self.activation_offload,
             cp=lay.cp,
             ep=lay.ep,
+            expert_tp=lay.etp or None,
             framework=PREFERENCE[int(self.framework[i])] if self.framework[i] >= 0 else "none",
         )
 
@@ -196,10 +197,11 @@ def strategy_grid(
     requested_cp: int | None = None,
     requested_ep: int | None = None,
     requested_v: int | None = None,
+    requested_etp: int | None = None,
 ) -> np.ndarray:
     """Integer rows of ``GRID_FIELDS`` valid for ``row``: the layouts the job's framework runs (every
     layout, labelled -1 where no framework runs it, with ``runnable_only=False``)."""
-    grid = _layouts(ctx, row, ignore_batch, requested_cp, requested_ep, requested_v)
+    grid = _layouts(ctx, row, ignore_batch, requested_cp, requested_ep, requested_v, requested_etp)
     layers = int(ctx.job.model.layers or 0)
     columns = {name: grid[:, i] for i, name in enumerate(LAYOUT_FIELDS)}
     columns["optimizer_in_backward"] = np.full(len(grid), int(ctx.job.optimizer_in_backward))
@@ -216,6 +218,7 @@ def _layouts(
     requested_cp: int | None = None,
     requested_ep: int | None = None,
     requested_v: int | None = None,
+    requested_etp: int | None = None,
 ) -> np.ndarray:
     """Every layout of ``row`` that the batch and the model's shape allow, whatever the framework."""
     model = ctx.job.model
@@ -250,8 +253,8 @@ def _layouts(
                 for off in _offload_choices(ctx.job.offload, zero, dp * cp):
                     for rc in recomputes:
                         for v in _virtual_stages(pp, accum, model.layers or 0, requested_v):
-                            for ep in expert_choices(ctx, dp * cp, requested_ep):
-                                out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off, cp, ep))
+                            for ep, etp in _expert_layouts(ctx, tp, dp * cp, requested_ep, requested_etp):
+                                out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off, cp, ep, etp))
     return np.array(out, dtype=np.int64).reshape(-1, len(LAYOUT_FIELDS))
 
 
@@ -263,6 +266,20 @@ def expert_choices(ctx: JobContext, replicas: int, requested: int | None = None)
         return [1]
     choices = [e for e in EP_CHOICES if replicas % e == 0 and experts % e == 0]
     return [e for e in choices if e in (1, requested)] if requested else choices
+
+
+def _expert_layouts(
+    ctx: JobContext, tp: int, replicas: int, requested_ep: int | None, requested_etp: int | None
+) -> list[tuple[int, int]]:
+    """(ep, etp) pairs: EP over the data- and context-parallel ranks with the experts split by the attention
+    TP (etp 0); or, when an expert TP other than ``tp`` is asked for, Megatron-Core's parallel folding: EP x
+    expert TP dividing all TP x DP x CP ranks (Megatron-Core MoE docs, "MoE Parallel Folding")."""
+    if requested_etp is None or requested_etp == tp or not ctx.shape.experts:
+        return [(ep, 0) for ep in expert_choices(ctx, replicas, requested_ep)]
+    folded = [
+        ep for ep in expert_choices(ctx, tp * replicas, requested_ep) if (tp * replicas) % (ep * requested_etp) == 0
+    ]
+    return [(ep, requested_etp) for ep in folded]
 
 
 def context_choices(ctx: JobContext, requested: int | None = None) -> list[int]:

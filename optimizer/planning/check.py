@@ -48,6 +48,7 @@ class Fixed:
     cp: int | None = None
     ep: int | None = None
     virtual_stages: int | None = None
+    expert_tp: int | None = None  # parallel folding: TP inside the experts, when it differs from tp
 
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
@@ -104,7 +105,13 @@ def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: boo
         )
     _check_arguments(row, fixed)
     grid = strategy_grid(
-        ctx, row, runnable_only=False, requested_cp=fixed.cp, requested_ep=fixed.ep, requested_v=fixed.virtual_stages
+        ctx,
+        row,
+        runnable_only=False,
+        requested_cp=fixed.cp,
+        requested_ep=fixed.ep,
+        requested_v=fixed.virtual_stages,
+        requested_etp=fixed.expert_tp,
     )
     grid = grid[fixed.mask(grid, ctx)]
     if len(grid) == 0:
@@ -218,7 +225,8 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
     if ep is not None and ep > 1:
         return ArgumentError(
             f"expert parallelism {ep} is not possible here: the model must be a mixture of experts whose "
-            f"routed experts ({int(ctx.shape.experts)}) and data-parallel x context-parallel ranks EP divides; "
+            f"routed experts ({int(ctx.shape.experts)}) and data-parallel x context-parallel ranks EP divides "
+            f"(with --expert-tp, EP x expert TP divides the TP x DP x CP ranks: Megatron-Core's parallel folding); "
             f"EP is one of {', '.join(map(str, EP_CHOICES))}",
             field="ep",
         )

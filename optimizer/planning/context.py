@@ -169,6 +169,7 @@ class JobContext:
             or (self.job.kernels == "auto" and self.job.framework == "megatron"),
             overlap=a.overlap,
             moe_overlap=a.moe_overlap,
+            moe_dispatcher=a.moe_dispatcher,
             link_efficiency=a.link_efficiency * self.calibration.network,
             activation_reserve=self.activation_reserve,
             framework_overhead=self.framework_overhead,

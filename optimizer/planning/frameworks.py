@@ -48,6 +48,8 @@ class Framework:
     activation_offload: bool = False  # saved activations in CPU memory (job.activation_offload)
     activation_offload_with_recompute: bool = True  # combines with activation recomputation
     activation_offload_source: str = "no activation offload to CPU"
+    expert_folding: bool = False  # an expert TP other than the attention TP, EP over TP x DP x CP ranks
+    folding_source: str = "experts split by the attention TP only"
 
     def runnable(self, grid: dict[str, np.ndarray], layers: int) -> np.ndarray:
         """Which layouts of a strategy grid (columns by name) this framework runs."""
@@ -110,6 +112,11 @@ class Framework:
             f"{self.title} offloads activations only without recomputation ({self.activation_offload_source})": (
                 act_offload & (recompute > 0) & (not self.activation_offload_with_recompute)
             ),
+            f"{self.title} splits the experts by the attention TP only ({self.folding_source})": (
+                grid.get("etp", np.zeros_like(tp)) > 0
+            )
+            & (grid.get("etp", np.zeros_like(tp)) != tp)
+            & (not self.expert_folding),
         }
 
 
@@ -233,6 +240,8 @@ FRAMEWORKS: dict[str, Framework] = {
         activation_offload_with_recompute=False,
         activation_offload_source="Megatron-Core cpu_offloading + cpu_offloading_activations (Transformer Engine); "
         "megatron/core/transformer/transformer_config.py refuses it with PP > 1 and with recompute",
+        expert_folding=True,
+        folding_source=_MEGATRON_ARGS + ": --expert-tensor-parallel-size (Megatron-Core MoE, 'MoE Parallel Folding')",
     ),
 }
 
@@ -261,6 +270,7 @@ def why_not_runnable(framework: str, strategy: Strategy, layers: int) -> list[st
         "shard": s.shard_degree,
         "cp": s.cp,
         "ep": s.ep,
+        "etp": s.expert_tp or 0,
         "virtual_stages": s.virtual_stages,
         "offload": int(Offload.from_label(s.offload)),
         "recompute": int(Recompute.from_label(s.recompute)),

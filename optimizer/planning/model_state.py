@@ -56,6 +56,9 @@ def model_shape(model: ModelSpec) -> ModelShape:
         moe_layers=moe_layers,
         qk_norm=model.qk_norm,
         tied_embeddings=model.tied_embeddings,
+        attention_width=float(model.heads * (head_dim + (model.v_head_dim or head_dim)) / 2.0),
+        sliding_window=float(model.sliding_window or 0),
+        window_layers=float(model.window_layers if model.window_layers is not None else model.layers),
     )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..physics.constants import GIB
 from ..results import MemoryGiB, Plan, Quantiles
 from .candidates import Evaluation
@@ -39,6 +41,8 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         "network": max(0.0, _f(timing.network_s[i])),
         "bubble": _f(timing.bubble_s[i]),
     }
+    if ctx.shape.experts:  # MoE: the exposed expert all-to-all, a part of "network"
+        breakdown["all_to_all"] = _f(np.broadcast_to(timing.all_to_all_s, np.shape(timing.step_s))[i])
     return Plan(
         sku=row.sku.name,
         offer=(row.offer.name + (" (spot)" if row.spot else "")) if row.offer else None,

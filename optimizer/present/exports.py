@@ -501,6 +501,8 @@ def megatron_args(plan: Plan, seq_len: int | None = None, precision: str = "bf16
     if s.virtual_stages > 1:
         args.append(f"--num-virtual-stages-per-pipeline-rank {s.virtual_stages}")
     args += [f"--context-parallel-size {s.cp}", f"--expert-model-parallel-size {_ep(s)}"]
+    if getattr(s, "expert_tp", None):
+        args.append(f"--expert-tensor-parallel-size {s.expert_tp}")
     if s.tp > 1:
         args.append("--sequence-parallel")
     if s.zero_stage >= 1 or s.offload != "none":

@@ -36,6 +36,8 @@ def strategy_text(plan: Plan) -> str:
         parts.append(f"CP {s.cp}")
     if s.ep > 1:
         parts.append(f"EP {s.ep}")
+    if s.expert_tp is not None and s.expert_tp != s.tp:
+        parts.append(f"expert TP {s.expert_tp}")
     if s.dp > 1:
         if s.zero_stage == 0:
             parts.append(f"DP {s.dp}")
