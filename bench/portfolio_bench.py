@@ -163,6 +163,9 @@ class Known:
     utilisation: float
 
 
+MARKET_USD_PER_GPU_HOUR = [2.99, 3.99, 1.79, 5.50]  # H100-SXM, H200, A100-80GB, B200
+
+
 def constructed(
     n_jobs: int, seed: int = 0, load: float = 0.82, shapes: int = 24, optional: float = 0.0
 ) -> tuple[Portfolio, Catalog, Known]:
@@ -188,7 +191,9 @@ def constructed(
         for _ in range(shapes)
     ]
     entries = [{"name": f"job{i}", "job": specs[rng.randrange(shapes)]} for i in range(n_jobs)]
-    prices = [round(rng.uniform(2.0, 6.0), 3) for _ in skus]
+    # Market prices per GPU-hour (catalogs/public-2026-11.yaml; B200 from catalogs/nodus-2026-11.yaml),
+    # each moved up to 10 % either way: faster GPUs cost more, as they do.
+    prices = [round(base * rng.uniform(0.9, 1.1), 3) for base in MARKET_USD_PER_GPU_HOUR]
 
     def draft(nodes: int):
         offers = [
