@@ -36,6 +36,18 @@ def test_qwen3_30b_a3b_total_and_active():
     assert (spec.experts, spec.experts_per_token, spec.ffn_hidden) == (128, 8, 768)
 
 
+def test_norm_and_activation_details_come_from_the_model_type():
+    # Gemma 2 normalises before and after attention and the MLP with (1 + w) in fp32; GPT-OSS clamps its
+    # SwiGLU at swiglu_limit and multiplies its norm weight in fp32; Llama does neither. They change the
+    # activations kept for backward (tests/test_torch_accounting.py measures them), not the parameters.
+    gemma = ModelSpec.model_validate(resolve("gemma-2-9b"))
+    gpt_oss = ModelSpec.model_validate(resolve("gpt-oss-20b"))
+    llama = ModelSpec.model_validate(resolve("llama-3.1-8b"))
+    assert (gemma.sandwich_norms, gemma.norm_fp32_weight, gemma.swiglu_limit) == (True, True, None)
+    assert (gpt_oss.sandwich_norms, gpt_oss.norm_fp32_weight, gpt_oss.swiglu_limit) == (False, True, 7.0)
+    assert (llama.sandwich_norms, llama.norm_fp32_weight, llama.swiglu_limit) == (False, False, None)
+
+
 @pytest.mark.parametrize("name", sorted(presets()))
 def test_every_preset_matches_its_published_count(name):
     entry = presets()[name]

@@ -30,10 +30,7 @@ SEQ = 4096
 TOLERANCE = 0.10
 DENSE = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-8b", "qwen3-14b", "qwen3-32b", "mistral-7b"]
 # Per-layer activations that need a shape gpuplan's ModelShape does not carry yet (measured vs predicted, s 4096):
-_NEEDS_SHAPE_FIELD = {
-    # four RMSNorms per layer (sandwich), fp32 (1 + w): 36h instead of 16h bytes per token: -27 %
-    "gemma2": "Gemma 2's four sandwich RMSNorms (36h bytes per token) are not in ModelShape",
-}
+_NEEDS_SHAPE_FIELD: dict[str, str] = {}
 
 
 def _preset_config(name: str) -> dict:
@@ -119,12 +116,7 @@ MOE = {
     "qwen3-30b-a3b": {**_MOE_WIDTHS, "moe_intermediate_size": 96, "intermediate_size": 384, "num_experts": 16},
     "gpt-oss-20b": {**_MOE_WIDTHS, "intermediate_size": 96, "num_local_experts": 16},
 }
-_MOE_NEEDS_SHAPE_FIELD = {
-    # measured 16,840 bytes per token per layer, predicted 12,960
-    "gpt-oss-20b": "GPT-OSS's clamped SwiGLU (gate and up clamps, sigmoid(1.702 gate), (up + 1) x glu: 14fk bytes "
-    "instead of 8fk) and its RMSNorm that applies the weight in fp32 (10h per norm instead of 8h) are not in "
-    "ModelShape: -23 %",
-}
+_MOE_NEEDS_SHAPE_FIELD: dict[str, str] = {}
 
 
 @functools.cache

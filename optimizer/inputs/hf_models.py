@@ -25,6 +25,10 @@ _GATED = ("silu", "swiglu", "gelu_pytorch_tanh", "geglu", "swish")
 # Architectures with a per-head RMSNorm on queries and keys that their config.json does not flag
 # (transformers' modeling_qwen3.py / modeling_qwen3_moe.py: Qwen3Attention.q_norm, k_norm).
 _QK_NORM_MODEL_TYPES = frozenset({"qwen3", "qwen3_moe"})
+# transformers' Gemma2RMSNorm / Gemma3RMSNorm: a norm after attention and after the MLP as well as before,
+# each scaling by (1 + w) in fp32; GptOssRMSNorm multiplies its weight in fp32 before casting back.
+_SANDWICH_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})
+_FP32_NORM_WEIGHT_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gpt_oss"})
 
 # The config.json sizes counted here -> their range in ``units.LIMITS``. Checked before counting: a
 # ``num_hidden_layers: 1e12`` would otherwise loop over a trillion layers, and ``num_attention_heads: 0``
@@ -255,6 +259,12 @@ def model_fields(cfg: dict, name: str | None = None) -> dict[str, Any]:
         fields["tied_embeddings"] = True
     if cfg.get("model_type") in _QK_NORM_MODEL_TYPES:
         fields["qk_norm"] = True
+    if cfg.get("model_type") in _SANDWICH_NORM_MODEL_TYPES:
+        fields["sandwich_norms"] = True
+    if cfg.get("model_type") in _FP32_NORM_WEIGHT_MODEL_TYPES:
+        fields["norm_fp32_weight"] = True
+    if cfg.get("swiglu_limit"):
+        fields["swiglu_limit"] = float(cfg["swiglu_limit"])
     if name:
         fields["name"] = name
     return fields

@@ -89,6 +89,7 @@ _RANGES: dict[str, str] = {
     "experts": "experts",
     "experts_per_token": "experts",
     "shared_experts": "shared_experts",
+    "swiglu_limit": "activation_clamp",
     # Measurement, JobSpec
     "Measurement.gpus": "gpus",
     "nodes": "nodes",
@@ -342,6 +343,17 @@ class ModelSpec(_Model):
     )
     qk_norm: bool = Field(
         False, description="Per-head RMSNorm on queries and keys (Qwen3): more activations saved for backward."
+    )
+    sandwich_norms: bool = Field(
+        False, description="RMSNorms after attention and after the MLP as well as before them (Gemma 2 and 3)."
+    )
+    norm_fp32_weight: bool = Field(
+        False,
+        description="The RMSNorm multiplies its weight in fp32 before casting back (Gemma's 1 + w, GPT-OSS): it "
+        "keeps the normalised input in fp32 for backward.",
+    )
+    swiglu_limit: float | None = Field(
+        None, gt=0, description="Clamped SwiGLU (GPT-OSS: gate and up clamped at this value; config.json swiglu_limit)."
     )
     experts: int | None = Field(None, ge=1)
     experts_per_token: int | None = Field(None, ge=1)

@@ -143,8 +143,21 @@ def layer_activation_bytes(
     # left out); the earlier Megatron-fused count (bf16 norm inputs, 6f SwiGLU) gave 139,264, 31 % low.
     # RMSNorm (gated models) keeps fp32 input 4h + normalised 2h + output 2h; LayerNorm input 2h + output 2h.
     norms = 2 * (8 * h if shape.gated_mlp else 4 * h)
+    if shape.norm_fp32_weight:
+        # The weight multiplies the fp32 normalised input (Gemma's (1 + w), GPT-OSS), which is kept in fp32:
+        # 4h fp32 input + 4h normalised + 2h bf16 output read by the next matmul = 10h per norm.
+        norms = 2 * 10 * h
+    if shape.sandwich_norms:
+        # Gemma 2/3 also normalise each block's output; its residual add keeps nothing, so each extra norm keeps
+        # its 4h fp32 input and the normalised input (4h fp32, else 2h). Measured 36h per token on
+        # Gemma 2 9B = 2 x 10h + 2 x 8h.
+        norms = norms + 2 * (4 * h + (4 * h if shape.norm_fp32_weight else 2 * h))
     attention = 2 * q + 2 * k + 2 * k + 2 * q
     mlp = 8 * f if shape.gated_mlp else 4 * f
+    if shape.clamped_swiglu:
+        # GPT-OSS (transformers GptOssExperts): gate and up split from one projection, each clamped, then
+        # sigmoid(1.702 gate) and (up + 1) x glu: measured 14f bytes per token (f = k x expert width).
+        mlp = 14 * f
     if fused_kernels:
         norms = 2 * (2 * h + 2 * h)  # each norm's input and the following matmul's input, bf16
         mlp = 6 * f if shape.gated_mlp else 4 * f

@@ -36,6 +36,9 @@ class ModelShape:
     sliding_window: float = 0.0  # tokens a windowed layer attends to (0: none)
     window_layers: float = 0.0  # layers with the window
     qk_norm: bool = False  # per-head RMSNorm on queries and keys (Qwen3)
+    sandwich_norms: bool = False  # RMSNorms after attention and the MLP too (Gemma 2 and 3)
+    norm_fp32_weight: bool = False  # the RMSNorm weight multiplies in fp32 (Gemma, GPT-OSS)
+    clamped_swiglu: bool = False  # GPT-OSS's SwiGLU with clamps and (up + 1)
     tied_embeddings: bool = False  # one V x h matrix for the input embedding and the LM head
 
     @property
