@@ -114,7 +114,28 @@ _MOE_WIDTHS = {
 }
 MOE = {
     "qwen3-30b-a3b": {**_MOE_WIDTHS, "moe_intermediate_size": 96, "intermediate_size": 384, "num_experts": 16},
+    "qwen3-235b-a22b": {**_MOE_WIDTHS, "moe_intermediate_size": 96, "intermediate_size": 384, "num_experts": 16},
     "gpt-oss-20b": {**_MOE_WIDTHS, "intermediate_size": 96, "num_local_experts": 16},
+    "gpt-oss-120b": {**_MOE_WIDTHS, "intermediate_size": 96, "num_local_experts": 16},
+    "mixtral-8x7b": {**_MOE_WIDTHS, "intermediate_size": 96, "num_local_experts": 16},
+    "deepseek-v3": {
+        **_MOE_WIDTHS,
+        "num_key_value_heads": 4,
+        "head_dim": 16,  # DeepseekV3Config's head_dim is the rope part (qk_rope_head_dim)
+        "q_lora_rank": 96,
+        "kv_lora_rank": 64,
+        "qk_nope_head_dim": 32,
+        "qk_rope_head_dim": 16,
+        # v as wide as q and k (32 + 16): PyTorch's CPU flash kernel takes only equal head dims (otherwise
+        # the math path keeps the fp32 softmax, which no GPU kernel does)
+        "v_head_dim": 48,
+        "moe_intermediate_size": 96,
+        "intermediate_size": 384,
+        "n_routed_experts": 16,
+        "first_k_dense_replace": 0,
+        "n_group": 1,
+        "topk_group": 1,
+    },
 }
 _MOE_NEEDS_SHAPE_FIELD: dict[str, str] = {}
 

@@ -29,6 +29,9 @@ _QK_NORM_MODEL_TYPES = frozenset({"qwen3", "qwen3_moe"})
 # each scaling by (1 + w) in fp32; GptOssRMSNorm multiplies its weight in fp32 before casting back.
 _SANDWICH_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})
 _FP32_NORM_WEIGHT_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gpt_oss"})
+# transformers' DeepseekV3TopkRouter computes its logits in fp32 (DeepSeek-V3 report, section 2.1.2: sigmoid
+# affinities), as Megatron-Core's DeepSeek-V3 recipes do with --moe-router-dtype fp32.
+_FP32_ROUTER_MODEL_TYPES = frozenset({"deepseek_v3"})
 
 # The config.json sizes counted here -> their range in ``units.LIMITS``. Checked before counting: a
 # ``num_hidden_layers: 1e12`` would otherwise loop over a trillion layers, and ``num_attention_heads: 0``
@@ -220,6 +223,8 @@ def count_params(cfg: dict) -> dict[str, Any]:
         "v_head_dim": v_head_dim,
         "sliding_window": window,
         "window_layers": window_layers,
+        "q_lora_rank": int(cfg["q_lora_rank"]) if cfg.get("kv_lora_rank") and cfg.get("q_lora_rank") else None,
+        "kv_lora_rank": int(cfg["kv_lora_rank"]) if cfg.get("kv_lora_rank") else None,
     }
 
 
@@ -263,6 +268,8 @@ def model_fields(cfg: dict, name: str | None = None) -> dict[str, Any]:
         fields["sandwich_norms"] = True
     if cfg.get("model_type") in _FP32_NORM_WEIGHT_MODEL_TYPES:
         fields["norm_fp32_weight"] = True
+    if cfg.get("model_type") in _FP32_ROUTER_MODEL_TYPES:
+        fields["router_fp32"] = True
     if cfg.get("swiglu_limit"):
         fields["swiglu_limit"] = float(cfg["swiglu_limit"])
     if name:

@@ -80,6 +80,8 @@ _RANGES: dict[str, str] = {
     "kv_heads": "heads",
     "head_dim": "width",
     "v_head_dim": "width",
+    "q_lora_rank": "width",
+    "kv_lora_rank": "width",
     "sliding_window": "seq_len",
     "window_layers": "dense_layers",
     "ffn_hidden": "width",
@@ -323,6 +325,12 @@ class ModelSpec(_Model):
     v_head_dim: int | None = Field(
         None, ge=1, description="Value head width where it differs from head_dim (DeepSeek MLA: 128 vs 192)."
     )
+    q_lora_rank: int | None = Field(
+        None, ge=1, description="MLA query compression rank (DeepSeek-V3: 1536): more activations kept per token."
+    )
+    kv_lora_rank: int | None = Field(
+        None, ge=1, description="MLA key/value latent rank (DeepSeek-V3: 512): more activations kept per token."
+    )
     sliding_window: int | None = Field(
         None, ge=1, description="Tokens a windowed layer attends to (GPT-OSS: 128, Mistral 7B v0.1: 4096)."
     )
@@ -351,6 +359,11 @@ class ModelSpec(_Model):
         False,
         description="The RMSNorm multiplies its weight in fp32 before casting back (Gemma's 1 + w, GPT-OSS): it "
         "keeps the normalised input in fp32 for backward.",
+    )
+    router_fp32: bool = Field(
+        False,
+        description="The MoE router's GEMM runs in fp32 (DeepSeek-V3; Megatron --moe-router-dtype fp32): it keeps "
+        "an fp32 copy of each token's hidden state for backward.",
     )
     swiglu_limit: float | None = Field(
         None, gt=0, description="Clamped SwiGLU (GPT-OSS: gate and up clamped at this value; config.json swiglu_limit)."

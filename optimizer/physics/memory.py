@@ -153,6 +153,9 @@ def layer_activation_bytes(
         # Gemma 2 9B = 2 x 10h + 2 x 8h.
         norms = norms + 2 * (4 * h + (4 * h if shape.norm_fp32_weight else 2 * h))
     attention = 2 * q + 2 * k + 2 * k + 2 * q
+    # MLA (DeepSeek-V3): the compressed query and key/value latents each pass an RMSNorm (fp32 input 4r,
+    # bf16 normalised 2r) and feed the up-projection (2r): 8 (r_q + r_kv), measured the same way.
+    attention = attention + 8 * shape.mla_ranks
     mlp = 8 * f if shape.gated_mlp else 4 * f
     if shape.clamped_swiglu:
         # GPT-OSS (transformers GptOssExperts): gate and up split from one projection, each clamped, then
@@ -173,7 +176,13 @@ def layer_activation_bytes(
     # routing-weight multiply (2hk), plus the router's fp32 logits for the softmax backward (4E) and the
     # int64 routing indices (3 x 8k). The 8f of the SwiGLU already counts f = k x expert width.
     topk = shape.experts_per_token
-    moe = (4 * h * topk + 4 * shape.experts + 24 * topk) * shape.moe_layers / shape.layers if shape.experts else 0.0
+    # An fp32 router (DeepSeek-V3) also keeps its fp32 copy of the hidden state (4h).
+    router = 4 * h if shape.router_fp32 else 0.0
+    moe = (
+        (4 * h * topk + 4 * shape.experts + 24 * topk + router) * shape.moe_layers / shape.layers
+        if shape.experts
+        else 0.0
+    )
     per_layer = s * b * (norms + attention + mlp + moe)
     if eager_attention:
         per_layer = per_layer + 2.0 * shape.heads * s * s * b

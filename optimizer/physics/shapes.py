@@ -39,6 +39,8 @@ class ModelShape:
     sandwich_norms: bool = False  # RMSNorms after attention and the MLP too (Gemma 2 and 3)
     norm_fp32_weight: bool = False  # the RMSNorm weight multiplies in fp32 (Gemma, GPT-OSS)
     clamped_swiglu: bool = False  # GPT-OSS's SwiGLU with clamps and (up + 1)
+    mla_ranks: float = 0.0  # MLA q and kv compression ranks together (DeepSeek-V3: 1536 + 512)
+    router_fp32: bool = False  # the MoE router runs in fp32 on an fp32 copy of the hidden state
     tied_embeddings: bool = False  # one V x h matrix for the input embedding and the LM head
 
     @property

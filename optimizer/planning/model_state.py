@@ -58,6 +58,8 @@ def model_shape(model: ModelSpec) -> ModelShape:
         sandwich_norms=model.sandwich_norms,
         norm_fp32_weight=model.norm_fp32_weight,
         clamped_swiglu=model.swiglu_limit is not None,
+        mla_ranks=float((model.q_lora_rank or 0) + (model.kv_lora_rank or 0)),
+        router_fp32=model.router_fp32,
         tied_embeddings=model.tied_embeddings,
         attention_width=float(model.heads * (head_dim + (model.v_head_dim or head_dim)) / 2.0),
         sliding_window=float(model.sliding_window or 0),
