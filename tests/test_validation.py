@@ -1,22 +1,63 @@
-"""The validation suite runs in CI: 15 published training runs predicted with the defaults; the
-median |error| must stay within the figure the README documents (20 %)."""
+"""The validation suite runs in CI: 15 published training runs predicted with the defaults, each on the
+layout its source publishes where it publishes one; the median |error| must stay within the figure the
+README documents (10.0 %, held at 11 %), no row beyond 80 % (the 405B row's 77.5 %), and every row off by
+more than 10 % says why in validation/published_runs.yaml."""
 
+import copy
 import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import validate  # noqa: E402
+
+from optimizer import load_catalog  # noqa: E402
 
 
 def test_validation_median_error_stays_within_the_documented_figure():
     out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "validate.py"), "--max-median", "0.20"],
+        [sys.executable, str(ROOT / "bench" / "validate.py"), "--max-median", "0.11", "--max-worst", "0.80"],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "15 runs" in out.stdout
+
+
+def test_a_published_layout_is_the_layout_predicted_and_every_large_error_is_explained():
+    rows = validate.table()
+    pinned = {r["name"]: r["strategy"] for r in rows if r["pinned"]}
+    assert set(pinned) == {"llama-3.1-405b", "deepseek-v3", "mpt-7b", "bloom-176b"}
+    bloom = pinned["bloom-176b"]
+    assert (bloom.tp, bloom.pp, bloom.dp, bloom.micro_batch, bloom.recompute) == (4, 12, 8, 2, "full")
+    llama = pinned["llama-3.1-405b"]
+    assert (llama.tp, llama.pp, llama.dp, llama.zero_stage, llama.recompute) == (8, 16, 128, 2, "none")
+    deepseek = pinned["deepseek-v3"]
+    assert (deepseek.tp, deepseek.pp, deepseek.ep, deepseek.zero_stage) == (1, 16, 64, 1)
+    assert pinned["mpt-7b"].zero_stage == 3 and pinned["mpt-7b"].recompute == "full"
+    for r in rows:
+        assert abs(r["error"]) <= 0.10 or len(r["note"]) > 100, r["name"]
+
+
+def test_bloom_and_mpt_match_their_gpu_hours_because_their_recipes_recompute_activations():
+    # BLOOM (--checkpoint-activations) and MPT-7B (LLM Foundry's activation_checkpointing: true) spend a third
+    # more compute on the recompute; gpuplan predicts both within 5 % on the published recipe, and more than
+    # 10 % fewer GPU-hours without the recompute (BLOOM -24 %, MPT-7B -9 %: the 4 sequences per GPU fit 40 GB).
+    catalog = load_catalog("hardware")
+    runs = {r["name"]: r for r in yaml.safe_load(validate.DATA.read_text())["runs"]}
+    for name in ("bloom-176b", "mpt-7b"):
+        run = runs[name]
+        predicted, plan = validate.predict(run, catalog)
+        assert abs(predicted / run["reported_gpu_hours"] - 1) < 0.05, name
+        without = copy.deepcopy(run)
+        without["layout"]["recompute"] = "none"
+        fast, _ = validate.predict(without, catalog)
+        assert fast < 0.9 * predicted and fast < run["reported_gpu_hours"], name
 
 
 def test_throughput_on_published_layouts_stays_within_the_documented_figures():
