@@ -41,7 +41,7 @@ def predict(run: dict, catalog) -> float:
             # Pre-training at this scale runs fused kernels (Megatron-LM, NeMo, the labs' in-house stacks),
             # which keep fewer activations than eager PyTorch (physics/memory.py); any framework's layout.
             "kernels": "fused",
-            **({"framework": run["framework"]} if run.get("framework") else {}),
+            **{key: run[key] for key in ("framework", "precision") if run.get(key)},
         }
     )
     # A run's own published method (e.g. DeepSeek-V3's DualPipe overlap) is an assumption of that run.
