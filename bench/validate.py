@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from optimizer import check, load_catalog  # noqa: E402
 from optimizer.inputs.schema import JobSpec, Problem  # noqa: E402
+from optimizer.inputs.units import parse_count  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from throughput import layout_arguments  # noqa: E402
@@ -30,7 +31,39 @@ from throughput import layout_arguments  # noqa: E402
 DATA = ROOT / "validation" / "published_runs.yaml"
 
 
-def predict(run: dict, catalog) -> float:
+def predict(run: dict, catalog):
+    """(GPU-hours, the plan of the run's main stage). A run with a published batch-size ramp (``ramp:``) is
+    the sum of its stages, each predicted at its own global batch on the same layout."""
+    total_tokens = parse_count(run["tokens"], "tokens")
+    gpu_hours = 0.0
+    for tokens, global_batch, micro_batch in stages(run, total_tokens):
+        stage = {**run, "tokens": tokens, "global_batch": global_batch}
+        if micro_batch is not None:
+            stage["micro_batch"] = micro_batch
+        hours, plan = predict_stage(stage, catalog)
+        gpu_hours += hours
+    return gpu_hours, plan
+
+
+def stages(run: dict, total_tokens: float) -> list[tuple[float, int, int | None]]:
+    """(tokens, global batch, micro-batch or None) per stage: the published ramp, then the rest at the row's
+    global batch. A ramp goes as Megatron-LM's --rampup-batch-size <start> <increment> <samples>: from
+    ``start`` sequences up by ``increment`` at a time, each batch size for an equal share of the ramp's
+    ``tokens``, until the row's global batch; ``micro_batch: {below: B, value: m}`` runs the batches under
+    B at micro-batch m (BLOOM ran micro-batch 1 until 784)."""
+    ramp = run.get("ramp")
+    if not ramp:
+        return [(total_tokens, run["global_batch"], None)]
+    sizes = list(range(int(ramp["start"]), int(run["global_batch"]), int(ramp["increment"])))
+    ramp_tokens = parse_count(ramp["tokens"], "tokens")
+    small = ramp.get("micro_batch") or {}
+    out: list[tuple[float, int, int | None]] = [
+        (ramp_tokens / len(sizes), size, small["value"] if small and size < small["below"] else None) for size in sizes
+    ]
+    return [*out, (total_tokens - ramp_tokens, run["global_batch"], None)]
+
+
+def predict_stage(run: dict, catalog):
     job = JobSpec.model_validate(
         {
             "name": run["name"],

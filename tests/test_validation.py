@@ -75,6 +75,25 @@ def test_interruptions_in_the_predicted_gpu_hours_grow_with_the_cluster_as_the_l
     assert 0.98 < effective["llama-2-70b"] < 1.0
 
 
+def test_a_published_batch_ramp_adds_its_slower_early_steps_to_the_gpu_hours():
+    # BLOOM ramped from 192 to 2,048 sequences over 20B tokens (micro-batch 1 below 784), DeepSeek-V3 from
+    # 3,072 to 15,360 over 469B: the small batches fill the 12- and 16-stage pipelines less, so each run's
+    # GPU-hours grow by 0.5-3 % over its steady step; BLOOM's steady step runs near the chronicles' 149-150
+    # TFLOPs per GPU (counted with the recompute, 8ND).
+    catalog = load_catalog("hardware")
+    runs = {r["name"]: r for r in yaml.safe_load(validate.DATA.read_text())["runs"]}
+    for name in ("bloom-176b", "deepseek-v3"):
+        run = runs[name]
+        assert run["ramp"]
+        ramped, _ = validate.predict(run, catalog)
+        steady, plan = validate.predict({k: v for k, v in run.items() if k != "ramp"}, catalog)
+        assert 1.005 < ramped / steady < 1.03, name
+    bloom = runs["bloom-176b"]
+    _, plan = validate.predict_stage(bloom, catalog)
+    hardware_tflops = plan.mfu * 312 * 8 / 6  # A100 dense BF16 peak; full recompute adds a forward pass
+    assert 149.5 * 0.85 < hardware_tflops < 149.5 * 1.15
+
+
 def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     # 27 dense published layouts (NeMo / Megatron-Bridge, torchtitan, AutoModel; H100, H200, B200; BF16 and
     # FP8), none used to choose gpuplan's defaults: README and BENCHMARKS document a median of 7.5 % with
