@@ -92,36 +92,41 @@ def moe_assumptions(run: dict) -> dict:
 
 def predict(run: dict, catalog, efficiency: float | None) -> float:
     """tokens/s per GPU of the published layout with the given matmul efficiency (None: gpuplan's own)."""
+    result = check(
+        problem_for(run, efficiency), run["sku"], run["gpus"], **layout_arguments(run), compare=False, catalog=catalog
+    )
+    return result.plan.tokens_per_s / run["gpus"]
+
+
+def layout_arguments(run: dict) -> dict:
+    """``check``'s pinned-layout arguments for a row's published layout: its ``layout:`` (tp, pp, cp, ep, etp,
+    vp or pp_schedule, fsdp and fsdp_degree, recompute, and zero where the source states the stage), its
+    ``framework``, ``micro_batch`` and ``nodes``. bench/validate.py pins its rows' layouts with it too."""
     layout = run["layout"]
     fsdp = layout.get("fsdp")
-    zero = 3 if fsdp else (1 if run["framework"] == "megatron" else None)
+    zero = 3 if fsdp else (1 if run.get("framework") == "megatron" else None)
+    zero = layout.get("zero", zero)
     shard = layout.get("fsdp_degree") if fsdp else None
     dp = run["gpus"] // ((layout.get("tp") or 1) * (layout.get("pp") or 1) * (layout.get("cp") or 1))
     recompute = {"none": "none", "selective": "none", "full": "full"}.get(layout.get("recompute"))
     micro_batch = run.get("micro_batch")
-    if run["framework"] == "torchtitan" and (layout.get("pp") or 1) > 1:
+    if run.get("framework") == "torchtitan" and (layout.get("pp") or 1) > 1:
         # torchtitan's published batch is the local batch per data-parallel rank; its pipeline splits it
         # into micro-batches of pipeline_parallel_microbatch_size, 1 by default (torchtitan JobConfig).
         micro_batch = 1
-    result = check(
-        problem_for(run, efficiency),
-        run["sku"],
-        run["gpus"],
-        nodes=run.get("nodes"),
-        tp=layout.get("tp") or 1,
-        pp=layout.get("pp") or 1,
-        zero=zero if dp > 1 else None,
-        shard_degree=shard if shard and 1 < shard < dp else None,
-        micro_batch=micro_batch,
-        recompute=recompute,
-        cp=layout.get("cp") if (layout.get("cp") or 1) > 1 else None,
-        ep=layout.get("ep") if (layout.get("ep") or 1) > 1 else None,
-        expert_tp=layout.get("etp"),
-        virtual_stages=_virtual_stages(layout),
-        compare=False,
-        catalog=catalog,
-    )
-    return result.plan.tokens_per_s / run["gpus"]
+    return {
+        "nodes": run.get("nodes"),
+        "tp": layout.get("tp") or 1,
+        "pp": layout.get("pp") or 1,
+        "zero": zero if dp > 1 else None,
+        "shard_degree": shard if shard and 1 < shard < dp else None,
+        "micro_batch": micro_batch,
+        "recompute": recompute,
+        "cp": layout.get("cp") if (layout.get("cp") or 1) > 1 else None,
+        "ep": layout.get("ep") if (layout.get("ep") or 1) > 1 else None,
+        "expert_tp": layout.get("etp"),
+        "virtual_stages": _virtual_stages(layout),
+    }
 
 
 def _virtual_stages(layout: dict) -> int | None:
