@@ -185,7 +185,8 @@ def lagrangian_bound(
         out.iterations += 1
         if value > best + 1e-9:
             best, stall = value, 0
-            out.bound_cents = max(0.0, value)
+            # float sums over up to millions of terms: shave their rounding so the bound stays below
+            out.bound_cents = max(0.0, value - 1e-9 * abs(value))
             out.prices = [lam[k].copy() for k in range(len(lam))]
             out.choice = [None] * n_jobs
             out.choice_cents = [0.0] * n_jobs
