@@ -10,6 +10,7 @@ answer infeasible only when the first run proved it; otherwise the status is unk
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -159,7 +160,8 @@ def _search(
     bounds = {"cheapest_options": _cheapest_bound(jobs, weights, state.dropped_weight())}
 
     def best() -> tuple[float, str]:
-        source = max(bounds, key=lambda k: (bounds[k], k != "cheapest_options"))  # ties: the relaxation
+        # the highest in whole cents; on a tie the relaxation (which also proves the supply does not bind)
+        source = max(bounds, key=lambda k: (math.floor(bounds[k]), k != "cheapest_options"))
         return bounds[source], source
 
     def show(phase: str) -> None:
