@@ -10,7 +10,6 @@ answer infeasible only when the first run proved it; otherwise the status is unk
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -161,7 +160,7 @@ def _search(
 
     def best() -> tuple[float, str]:
         # the highest in whole cents; on a tie the relaxation (which also proves the supply does not bind)
-        source = max(bounds, key=lambda k: (math.floor(bounds[k]), k != "cheapest_options"))
+        source = max(bounds, key=lambda k: (round(bounds[k]), k != "cheapest_options"))
         return bounds[source], source
 
     def show(phase: str) -> None:
