@@ -22,7 +22,7 @@ from ...results import PortfolioResult
 from .build import PortfolioModel, build, warm_start
 from .data import JobData, PoolSpec, pool_specs, prepare_jobs, shortlist
 from .extract import extract
-from .greedy import greedy_schedule, squeaky_wheel
+from .greedy import Pass, greedy_schedule, reorder_search, squeaky_wheel
 from .lagrange import lagrangian_bound
 from .lns import Search, search
 from .lp import drop_weights, lp_bound
@@ -154,7 +154,7 @@ def _search(
     reserve = _extract_reserve(len(jobs))
     left = deadline - reserve - time.perf_counter()
     first = squeaky_wheel(jobs, pools, pool_of, horizon, budget_cents, time.perf_counter() + 0.1 * left, weights)
-    state = Search(jobs, pools, pool_of, horizon, budget_cents, first, workers)
+    state = Search(jobs, pools, pool_of, horizon, budget_cents, first.placed, workers)
     result.method = "lp_lns"
     bounds = {"cheapest_options": _cheapest_bound(jobs, weights, state.dropped_weight())}
 
@@ -171,6 +171,13 @@ def _search(
         say(
             f"{phase:<8} cost ${cost / CENTS_PER_USD:,.2f}  bound ${bound / CENTS_PER_USD:,.2f}  "
             f"gap {_gap(cost, bound):.2%}{extra}"
+        )
+
+    def say_pass(p: Pass) -> None:
+        bound = best()[0]
+        say(
+            f"reorder  cost ${p.score[1] / CENTS_PER_USD:,.2f}  bound ${bound / CENTS_PER_USD:,.2f}  "
+            f"gap {_gap(p.score[1], bound):.2%}"
         )
 
     show("greedy")
@@ -206,7 +213,7 @@ def _search(
                     time.perf_counter() + 0.05 * left,
                     weights,
                     prices=lag.prices,
-                ),
+                ).placed,
                 workers,
             )
             if (priced.dropped_weight(), priced.cost_cents()) < (state.dropped_weight(), state.cost_cents()):
@@ -224,6 +231,14 @@ def _search(
                 check = lp_bound(jobs, pools, pool_of, horizon, budget_cents, None, time_limit_s=0.1 * left)
                 dropped_proven = check.infeasible
             show("lp")
+    # Iterated greedy over job orders until it stalls (at most 80 % of the time left; measured: at 1,000
+    # jobs it gains ten times what CP-SAT neighbourhoods do), then CP-SAT neighbourhoods.
+    reorder_until = time.perf_counter() + 0.8 * max(0.0, deadline - reserve - time.perf_counter())
+    reordered = reorder_search(
+        jobs, pools, pool_of, horizon, budget_cents, reorder_until, weights, first, report=lambda p: say_pass(p)
+    )
+    if reordered.score < (state.dropped_weight(), state.cost_cents()):
+        state = Search(jobs, pools, pool_of, horizon, budget_cents, reordered.placed, workers)
     search(
         state,
         deadline - reserve,
@@ -240,7 +255,7 @@ def _search(
     if result.status == "optimal" and state.dropped_weight() > 0:
         result.status = "feasible"  # the bound is for as few drops; fewer might exist
     result.notes.append(
-        f"schedule by squeaky-wheel greedy + Lagrangian relaxation + large-neighbourhood search "
+        f"schedule by squeaky-wheel greedy + Lagrangian relaxation + iterated greedy + large-neighbourhood search "
         f"({state.improved} improving steps of {state.steps}); gap against the {source.replace('_', ' ')} bound"
         + ("" if lp is None or lp.bound_cents is not None else " (the LP did not finish in time)")
     )
