@@ -90,7 +90,7 @@ def test_squeaky_wheel_places_the_job_greedy_crowds_out():
     # next pass places b first, and a moves to the dear pool.
     assert greedy_schedule(CONTESTED, TWO_POOLS, POOL_OF, 4) == [(0, 0), None]
     placed = squeaky_wheel(CONTESTED, TWO_POOLS, POOL_OF, 4, None, time.perf_counter() + 5, drop_weights(CONTESTED))
-    assert placed == [(1, 0), (0, 0)]
+    assert placed.placed == [(1, 0), (0, 0)] and placed.order == [1, 0]
 
 
 def test_lagrangian_bound_prices_the_contested_pool():
