@@ -144,3 +144,16 @@ def test_check_of_a_torchtitan_pipeline_layout_gathers_once_and_says_so_in_memor
     assert auto.time_breakdown_s["network"] < micro.time_breakdown_s["network"]
     assert auto.memory_gib.weights > micro.memory_gib.weights
     assert auto.memory_gib.gradients > micro.memory_gib.gradients
+
+
+def test_held_weights_add_no_unsharded_gradient_for_experts_that_ep_already_splits():
+    # EP 8 over the 8-rank shard group: FSDP leaves the experts out (AutoModel's MoE parallelizer passes
+    # them as ignored_params), so holding the weights over the step adds an fp32 gradient for the 2B dense
+    # parameters only, and the experts' weights and gradients stay as they are.
+    moe = ModelShape(params=30e9, active_params=3e9, experts=128, experts_per_token=8, expert_params=28e9)
+    train = training_state(JobSpec(model=ModelSpec(params=30e9), tokens=1e9), moe)
+    layout = Layout(dp=8, zero=3, shard=8, ep=8)
+    w, g, _ = state_bytes(moe, train, layout)
+    w_held, g_held, _ = state_bytes(moe, train, layout, zero3_per_step=True)
+    assert float(g_held - g) == pytest.approx(FSDP_UNSHARDED_GRAD_BYTES * 2e9)
+    assert float(w_held) == pytest.approx(2 * 2e9 + 2 * 28e9 / 8)

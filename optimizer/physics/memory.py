@@ -105,8 +105,14 @@ def state_bytes(
     held = np.asarray(zero3_per_step, bool) & (zero >= 3)
     if np.any(held):
         unsharded = per_gpu(train.weights_total(shape.params), frozen_experts, False)
+        # Only what FSDP shards gets a separate unsharded gradient: experts that EP already splits over the
+        # whole shard group are left out of FSDP (NeMo AutoModel's MoE parallelizer: ignored_params) and
+        # accumulate into their own gradient.
         accumulated_total = FSDP_UNSHARDED_GRAD_BYTES * train.trainable_params
-        accumulated = per_gpu(accumulated_total, accumulated_total * trainable_share, False)
+        accumulated_experts = accumulated_total * trainable_share
+        accumulated = (accumulated_total - accumulated_experts) / model_parallel * (shard > 1) + (
+            accumulated_experts / expert_split / pp * (shard * tp > expert_split)
+        )
         weights = np.where(held, unsharded, weights)
         grads = np.where(held, grads + accumulated, grads)
     if train.optimizer_in_backward:
