@@ -181,6 +181,9 @@ FRAMEWORKS: dict[str, Framework] = {
         optimizer_in_backward_source="ZeRO steps the optimizer after the gradient reduction of the whole step",
         activation_offload_source="activation_checkpointing.cpu_checkpointing moves Megatron-style checkpoints "
         "only; not modelled",
+        zero3_gathers_source="deepspeed/runtime/engine.py no_sync: 'no_sync context manager is incompatible with "
+        "gradient partitioning logic of ZeRO stage 2/3': ZeRO-3 gathers the weights and reduce-scatters the "
+        "gradients every micro-batch",
     ),
     "torchtitan": Framework(
         name="torchtitan",
