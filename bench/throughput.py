@@ -73,7 +73,12 @@ def problem_for(run: dict, efficiency: float | None) -> Problem:
             # Megatron-Core's fused kernels keep fewer activations than eager PyTorch (physics/memory.py)
             "framework": "megatron" if run["framework"] == "megatron" else "auto",
         },
-        "assumptions": {**({"mfu": efficiency} if efficiency is not None else {}), **moe_assumptions(run)},
+        "assumptions": {
+            **({"mfu": efficiency} if efficiency is not None else {}),
+            **moe_assumptions(run),
+            # the published recipe's FSDP schedule under gradient accumulation (the row's zero3_gathers_source)
+            **({"zero3_gathers": run["zero3_gathers"]} if run.get("zero3_gathers") else {}),
+        },
     }
     return Problem.model_validate(expand_models(data))
 

@@ -517,6 +517,14 @@ class Assumptions(_Model):
         "permuted and sorted around it), deepep or hybridep (one copy per destination rank and one per remote "
         "node over the network; HybridEP also permutes inside its kernels).",
     )
+    zero3_gathers: Literal["auto", "micro_batch", "step"] = Field(
+        "auto",
+        description="When ZeRO-3 / FSDP gathers weights and reduce-scatters gradients under gradient accumulation: "
+        "micro_batch (FSDP2's default: gathered for forward and again for backward, gradients reduced after each "
+        "micro-batch), step (weights held unsharded and gradients accumulated unsharded over the step, reduced "
+        "once: torch.distributed.pipelining with FSDP2, NeMo AutoModel's enable_fsdp_optimizations), auto (the "
+        "framework's rule, planning/frameworks.py).",
+    )
     link_efficiency: float = Field(0.8, gt=0, le=1, description="Achieved / nominal bandwidth for collectives.")
     framework_overhead: Literal["auto"] | float | str = Field(
         "auto", description="CUDA context, NCCL buffers, fragmentation: auto, a size or a fraction of capacity."

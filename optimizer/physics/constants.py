@@ -76,6 +76,13 @@ ACTIVATION_OFFLOAD_RESIDENT_LAYERS = 2.0
 # is 8 %); it only guards params-and-vocabulary inputs that would otherwise leave nothing per block.
 MIN_BLOCK_SHARE_OF_PARAMS = 0.5
 
+# FSDP2 under gradient accumulation without gradient sync (weights held over the step, physics/time.py)
+# keeps each parameter's unsharded gradient between micro-batches, upcast to the reduce dtype
+# (torch/distributed/fsdp/_fully_shard/_fsdp_param.py, FSDPParam.to_accumulated_grad_if_needed): fp32 in
+# torchtitan (training.mixed_precision_reduce = "float32") and NeMo AutoModel (FSDP2Config mp_policy
+# reduce_dtype=torch.float32): 4 bytes per trainable parameter of the stage.
+FSDP_UNSHARDED_GRAD_BYTES = 4.0
+
 # --------------------------------------------------------------------------- memory reserve
 
 # CUDA context (~0.5-1 GiB) plus NCCL channel buffers, fixed per GPU; and 5 % of capacity for the

@@ -37,7 +37,9 @@ FAMILY_OF_ARCHITECTURE = (
 # validation/throughput_runs.yaml; on 2026-11-30 (Hopper 16-bit 0.534, Hopper low precision 0.582,
 # Blackwell low precision 0.616, hidden_half 3,072) their leave-one-out median error was 10.2 %, worse
 # than the per-form-factor constant's 7.5 % on the same rows once attention runs at the 16-bit peak
-# (physics/time.py), so the constant stays the default until a fit beats it held out (BENCHMARKS.md).
+# (physics/time.py); 10.4 % against 9.3 % after the ZeRO-3 traffic corrections (rings over every NIC of a
+# node, weights held over the step under PP), so the constant stays the default until a fit beats it
+# held out (BENCHMARKS.md).
 FITTED_BASE: dict[tuple[str, str], float] = {}
 FITTED_HIDDEN_HALF = 0.0
 

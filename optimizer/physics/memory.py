@@ -38,6 +38,7 @@ from .constants import (
     ACTIVATION_OFFLOAD_RESIDENT_LAYERS,
     FRAMEWORK_RESERVE_FIXED_BYTES,
     FRAMEWORK_RESERVE_FRACTION,
+    FSDP_UNSHARDED_GRAD_BYTES,
 )
 from .layout import Layout, Recompute, RunSettings
 from .shapes import ModelShape, TrainingState
@@ -61,7 +62,9 @@ class MemoryBreakdown:
         return self.weights + self.gradients + self.optimizer
 
 
-def state_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def state_bytes(
+    shape: ModelShape, train: TrainingState, layout: Layout, zero3_per_step=False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Weights, gradients and optimizer state per GPU (ZeRO paper section 5.1, Figure 1).
 
     Model parallelism (TP x PP) divides all state; ZeRO-1/2/3 shard optimizer state, gradients and
@@ -69,7 +72,12 @@ def state_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> tupl
     experts on each rank, and ZeRO then shards expert state over the expert-data-parallel group (shard /
     ep ranks), so sharded expert state is divided by the whole group either way, and unsharded expert
     state by ep. With optimizer offload (ZeRO-Offload, Ren et al. 2021) the fp32 master weights and Adam
-    moments live in CPU memory (``host_optimizer_bytes``) and leave the GPU."""
+    moments live in CPU memory (``host_optimizer_bytes``) and leave the GPU.
+
+    ZeRO-3 with its weights held over the step (``zero3_per_step``, physics/time.py) keeps the stage's
+    weights unsharded from the first forward to the last backward, and each trainable parameter's unsharded
+    gradient accumulated in fp32 between micro-batches (FSDP_UNSHARDED_GRAD_BYTES): the memory side of
+    gathering once per step."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
     zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
     ep = np.asarray(layout.ep, float)
@@ -94,6 +102,19 @@ def state_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> tupl
     weights = weights + np.where(zero >= 3, zero3_gather_bytes_per_param(train) * gathered, 0.0)
     grad_total = train.grad_bytes * train.trainable_params
     grads = per_gpu(grad_total, grad_total * trainable_share, zero >= 2)
+    held = np.asarray(zero3_per_step, bool) & (zero >= 3)
+    if np.any(held):
+        unsharded = per_gpu(train.weights_total(shape.params), frozen_experts, False)
+        # Only what FSDP shards gets a separate unsharded gradient: experts that EP already splits over the
+        # whole shard group are left out of FSDP (NeMo AutoModel's MoE parallelizer: ignored_params) and
+        # accumulate into their own gradient.
+        accumulated_total = FSDP_UNSHARDED_GRAD_BYTES * train.trainable_params
+        accumulated_experts = accumulated_total * trainable_share
+        accumulated = (accumulated_total - accumulated_experts) / model_parallel * (shard > 1) + (
+            accumulated_experts / expert_split / pp * (shard * tp > expert_split)
+        )
+        weights = np.where(held, unsharded, weights)
+        grads = np.where(held, grads + accumulated, grads)
     if train.optimizer_in_backward:
         # Optimizer step in backward (PyTorch tutorial "How to save memory by fusing the optimizer step into
         # the backward pass", Tensor.register_post_accumulate_grad_hook; torchtune optimizer_in_bwd): each
@@ -248,10 +269,10 @@ def framework_reserve_bytes(setting, capacity_bytes) -> np.ndarray:
 
 
 def memory_breakdown(
-    shape: ModelShape, train: TrainingState, layout: Layout, settings: RunSettings, capacity_bytes
+    shape: ModelShape, train: TrainingState, layout: Layout, settings: RunSettings, capacity_bytes, zero3_per_step=False
 ) -> MemoryBreakdown:
     """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1)."""
-    weights, grads, optim = state_bytes(shape, train, layout)
+    weights, grads, optim = state_bytes(shape, train, layout, zero3_per_step)
     capacity = np.asarray(capacity_bytes, float)
     activation_reserve = settings.activation_reserve
     if activation_reserve == "auto":

@@ -136,9 +136,15 @@ class _Links:
             multi_node=np.asarray(hw.nodes, float) > 1,
         )
 
-    def spanning(self, group_gpus, gpus_per_node) -> np.ndarray:
-        """The bandwidth of a collective over ``group_gpus`` consecutive ranks (NIC once it leaves a node)."""
-        return np.where(self.multi_node & (group_gpus > gpus_per_node), self.net, self.intra)
+    def spanning(self, group_gpus, gpus_per_node, stride=1.0) -> np.ndarray:
+        """The bus bandwidth of a ring collective over the ranks ``stride`` apart among ``group_gpus``
+        consecutive ranks. Inside a node: NVLink. Across nodes NCCL runs one ring per channel and spreads
+        the channels over the node's NICs (one per GPU, rail-optimised), so a node's traffic leaves through
+        every NIC its members own: the group's members per node (g / stride) times the per-GPU network
+        bandwidth, at most NVLink's (each member still forwards everything over NVLink)."""
+        members = np.maximum(1.0, np.asarray(gpus_per_node, float) / np.asarray(stride, float))
+        inter = np.minimum(self.net * members, self.intra)
+        return np.where(self.multi_node & (group_gpus > gpus_per_node), inter, self.intra)
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,8 @@ class _MicroBatch:
     weight_bytes: np.ndarray  # per GPU, after TP and PP
     grad_bytes: np.ndarray
     moe_elementwise_s: np.ndarray | float = 0.0  # MoE permutation and activation kernels, not overlapped
+    expert_weight_bytes: np.ndarray | float = 0.0  # the routed experts' part of weight_bytes (after EP)
+    expert_grad_bytes: np.ndarray | float = 0.0  # the routed experts' part of grad_bytes
 
     @property
     def busy_s(self) -> np.ndarray:
@@ -208,7 +216,16 @@ def _micro_batch(
     acts = 0.0 if acts is None else np.asarray(acts, float)
     memory_s = (weight_reads + 2.0 * grad_bytes + 2.0 * acts) / hw.hbm_bytes_per_s
     moe_s = tokens * _moe_elementwise_bytes_per_token(shape, dispatcher) / np.asarray(hw.hbm_bytes_per_s, float)
-    return _MicroBatch(compute_s, memory_s, np.asarray(stage_share, float), weight_bytes, grad_bytes, moe_s)
+    return _MicroBatch(
+        compute_s,
+        memory_s,
+        np.asarray(stage_share, float),
+        weight_bytes,
+        grad_bytes,
+        moe_s,
+        expert_weights / expert_parallel,
+        expert_grads / expert_parallel,
+    )
 
 
 def _moe_elementwise_bytes_per_token(shape, dispatcher: str = "alltoall") -> float:
@@ -407,33 +424,73 @@ def _attention_share(shape, seq_len: float) -> float:
     return attention / total if total > 0 else 0.0
 
 
-def _data_parallel_exposed_s(train, hw: Cluster, layout: Layout, mb: _MicroBatch, links: _Links, overlap: float):
+def _data_parallel_exposed_s(
+    train, hw: Cluster, layout: Layout, mb: _MicroBatch, links: _Links, overlap: float, zero3_per_step=False
+):
     """ZeRO / data-parallel traffic left over after hiding behind compute. Gradients are reduced over every
-    rank that holds the same weights: the data-parallel and the context-parallel ranks."""
+    rank that holds the same weights: the data-parallel and the context-parallel ranks for dense weights;
+    for routed experts split over ep x etp ranks, the expert-data-parallel ranks (Megatron-Core MoE's
+    expert data parallel group; FSDP2 over EP's remaining ranks, torchtitan and NeMo AutoModel), ep x etp
+    ranks apart, so fewer of them share a node and a NIC.
+
+    ZeRO-3 under gradient accumulation (m micro-batches per step), two schedules (``zero3_per_step``):
+    per micro-batch (FSDP2's default, reshard_after_forward=True: every micro-batch all-gathers the
+    weights for forward and again for backward and reduce-scatters its gradients; ZeRO paper section 7:
+    1.5x the data-parallel volume, m times), or once per step (weights held unsharded and gradients
+    accumulated unsharded over the step: torch.distributed.pipelining's ``backward_maybe_with_nosync``
+    sets ``set_reshard_after_backward(False)`` and ``set_requires_gradient_sync(False)`` and reduces after
+    the last micro-batch; torchtitan keeps reshard_after_forward False under PP; NeMo AutoModel's
+    ``enable_fsdp_optimizations`` does both without PP). The step's all-gather hides behind the first
+    micro-batch's forward (a third of it), its reduce-scatter behind the last backward (two thirds)."""
     tp = np.asarray(layout.tp, float)
     dp = np.asarray(layout.dp, float) * np.asarray(layout.cp, float)
     zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
     m = np.asarray(layout.grad_accum, float)
     g = np.asarray(hw.gpus_per_node, float)
-    weight_bytes, grad_bytes = mb.weight_bytes, mb.grad_bytes
+    expert_split = np.asarray(layout.ep, float) * layout.expert_tp
+    expert_w, expert_g = np.asarray(mb.expert_weight_bytes, float), np.asarray(mb.expert_grad_bytes, float)
+    dense_w, dense_g = mb.weight_bytes - expert_w, mb.grad_bytes - expert_g
     replicas = np.maximum(dp / shard, 1.0)
-    shard_bw = links.spanning(tp * shard, g)
-    trainable_weight_bytes = weight_bytes
+    # ZeRO shards the dense weights over tp x shard consecutive ranks (every tp-th one), the experts over
+    # the shard x tp / (ep x etp) expert-data-parallel ranks that hold the same experts.
+    expert_shard = np.maximum(1.0, shard * tp / expert_split)
+    shard_bw = links.spanning(tp * shard, g, tp)
+    expert_shard_bw = links.spanning(expert_split * expert_shard, g, expert_split)
+    trainable_weight_bytes = mb.weight_bytes
     if train.lora:
         trainable_weight_bytes = train.adapter_weight_bytes * train.trainable_params * mb.stage_share / tp
-    per_micro_bytes = np.where(
-        zero >= 3,
-        2.0 * _ring(shard) * weight_bytes + _ring(shard) * grad_bytes,
-        np.where(zero == 2, _ring(shard) * grad_bytes, 0.0),
+
+    def gathers_s(weight_copies: float, grad_copies: float) -> np.ndarray:
+        """Seconds of ZeRO-3 all-gathers (``weight_copies`` of the weights) and reduce-scatters (of the
+        gradients, ``grad_copies``), frozen weights included (LoRA gathers its base weights too)."""
+        dense = (weight_copies * dense_w + grad_copies * dense_g) * _ring(shard) / shard_bw
+        experts = (weight_copies * expert_w + grad_copies * expert_g) * _ring(expert_shard) / expert_shard_bw
+        return dense + experts
+
+    per_step_held = np.asarray(zero3_per_step, bool) & (zero >= 3)
+    zero3_micro_s = gathers_s(2.0, 1.0)
+    per_micro_s = np.where(
+        (zero >= 3) & ~per_step_held,
+        zero3_micro_s,
+        np.where(zero == 2, _ring(shard) * dense_g / shard_bw + _ring(expert_shard) * expert_g / expert_shard_bw, 0.0),
     )
-    per_step_shard_bytes = np.where(zero == 2, _ring(shard) * trainable_weight_bytes, 0.0)
-    allreduce_bytes = np.where(zero <= 1, 2.0 * _ring(dp) * grad_bytes, 2.0 * _ring(replicas) * grad_bytes / shard)
-    allreduce_bw = np.where(zero <= 1, links.spanning(tp * dp, g), np.where(links.multi_node, links.net, links.intra))
-    per_micro_s = per_micro_bytes / shard_bw
-    per_step_s = per_step_shard_bytes / shard_bw + allreduce_bytes / allreduce_bw
+    per_step_shard_s = np.where(zero == 2, _ring(shard) * trainable_weight_bytes / shard_bw, 0.0)
+    dp_bw = links.spanning(tp * dp, g, tp)
+    expert_dp = np.maximum(1.0, dp * tp / expert_split)
+    expert_dp_bw = links.spanning(expert_split * expert_dp, g, expert_split)
+    allreduce_s = np.where(
+        zero <= 1,
+        2.0 * _ring(dp) * dense_g / dp_bw + 2.0 * _ring(expert_dp) * expert_g / expert_dp_bw,
+        2.0 * _ring(replicas) * mb.grad_bytes / shard / links.spanning(tp * dp, g, tp * shard),
+    )
+    per_step_s = per_step_shard_s + allreduce_s
     busy = mb.busy_s
-    return m * np.maximum(0.0, per_micro_s - overlap * busy) + np.maximum(
-        0.0, per_step_s - overlap * LAST_BACKWARD_SHARE_OF_MICRO_BATCH * busy
+    held_gather_s = np.where(per_step_held, gathers_s(1.0, 0.0), 0.0)
+    held_reduce_s = np.where(per_step_held, gathers_s(0.0, 1.0), 0.0)
+    return (
+        m * np.maximum(0.0, per_micro_s - overlap * busy)
+        + np.maximum(0.0, held_gather_s - overlap * (1.0 - LAST_BACKWARD_SHARE_OF_MICRO_BATCH) * busy)
+        + np.maximum(0.0, per_step_s + held_reduce_s - overlap * LAST_BACKWARD_SHARE_OF_MICRO_BATCH * busy)
     )
 
 
@@ -476,6 +533,7 @@ def step_time(
     activation_bytes_per_micro=None,
     explicit_efficiency=None,
     offloaded_bytes_per_micro=None,
+    zero3_per_step=False,
 ) -> StepTime:
     """Time of one optimizer step. ``explicit_efficiency`` (nan = none) replaces the derived one."""
     s = float(settings.seq_len)
@@ -487,7 +545,7 @@ def step_time(
     )
     if offloaded_bytes_per_micro is not None:
         micro_s = micro_s + _activation_offload_exposed_s(hw, mb, offloaded_bytes_per_micro)
-    exposed = _data_parallel_exposed_s(train, hw, layout, mb, links, settings.overlap)
+    exposed = _data_parallel_exposed_s(train, hw, layout, mb, links, settings.overlap, zero3_per_step)
     update_s = _update_s(train, hw, layout, mb)
 
     pp, m = np.asarray(layout.pp, float), np.asarray(layout.grad_accum, float)

@@ -32,7 +32,7 @@ from ..physics.layout import Cluster, Layout, Offload, Recompute
 from ..physics.memory import MemoryBreakdown, activation_bytes, host_optimizer_bytes, memory_breakdown
 from ..physics.time import StepTime, step_time
 from .context import HardwareRow, JobContext, capacity_bytes
-from .frameworks import PREFERENCE, label_layouts
+from .frameworks import PREFERENCE, label_layouts, zero3_per_step
 from .reliability import checkpoint_hours, interruption_rate
 
 TP_CHOICES = (1, 2, 4, 8)
@@ -354,7 +354,8 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     settings = ctx.settings
     hw = _cluster(ctx, rows, row_idx)
     caps = per_row([capacity_bytes(r, a.memory_basis)[0] for r in rows])
-    mem = memory_breakdown(ctx.shape, ctx.train, layout, settings, caps)
+    held = zero3_per_step(grid[:, len(LAYOUT_FIELDS)], layout.pp, a.zero3_gathers)
+    mem = memory_breakdown(ctx.shape, ctx.train, layout, settings, caps, held)
     if ctx.calibration.reserve_delta_bytes:  # before anything reads (and caches) mem.total
         mem.reserve = np.maximum(0.0, mem.reserve + ctx.calibration.reserve_delta_bytes)
     # HBM traffic of activations: one stage's layers, one micro-batch (written forward, read backward).
@@ -376,6 +377,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         activation_bytes_per_micro=acts_micro,
         explicit_efficiency=explicit,
         offloaded_bytes_per_micro=offloaded_micro,
+        zero3_per_step=held,
     )
     train_h = ctx.job.total_tokens / timing.tokens_per_s / 3600.0
     rate = per_row([interruption_rate(ctx, r) for r in rows])

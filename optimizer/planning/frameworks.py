@@ -50,6 +50,10 @@ class Framework:
     activation_offload_source: str = "no activation offload to CPU"
     expert_folding: bool = False  # an expert TP other than the attention TP, EP over TP x DP x CP ranks
     folding_source: str = "experts split by the attention TP only"
+    # ZeRO-3 with PP: weights held unsharded over the step and gradients reduced once per step, instead of
+    # gathered and reduced every micro-batch (physics/time.py, _data_parallel_exposed_s)
+    zero3_step_gathers_with_pp: bool = False
+    zero3_gathers_source: str = "ZeRO-3 gathers the weights and reduces the gradients every micro-batch"
 
     def runnable(self, grid: dict[str, np.ndarray], layers: int) -> np.ndarray:
         """Which layouts of a strategy grid (columns by name) this framework runs."""
@@ -177,6 +181,9 @@ FRAMEWORKS: dict[str, Framework] = {
         optimizer_in_backward_source="ZeRO steps the optimizer after the gradient reduction of the whole step",
         activation_offload_source="activation_checkpointing.cpu_checkpointing moves Megatron-style checkpoints "
         "only; not modelled",
+        zero3_gathers_source="deepspeed/runtime/engine.py no_sync: 'no_sync context manager is incompatible with "
+        "gradient partitioning logic of ZeRO stage 2/3': ZeRO-3 gathers the weights and reduce-scatters the "
+        "gradients every micro-batch",
     ),
     "torchtitan": Framework(
         name="torchtitan",
@@ -208,6 +215,11 @@ FRAMEWORKS: dict[str, Framework] = {
         optimizer_in_backward_source="torchtitan optimizer.early_step_in_backward; components/optimizer.py raises "
         "with pipeline or expert parallelism",
         activation_offload_source="torchtitan's CPU offload (FSDP2 CPUOffloadPolicy) moves parameters, not activations",
+        zero3_step_gathers_with_pp=True,
+        zero3_gathers_source="torchtitan/distributed/fsdp.py: reshard_after_forward_policy 'default' is 'not "
+        "pp_enabled' ('avoid per-microbatch all-gathers'); torch/distributed/pipelining/stage.py "
+        "backward_maybe_with_nosync: set_reshard_after_backward(False) and set_requires_gradient_sync(False) "
+        "until the last micro-batch's backward",
     ),
     "megatron": Framework(
         name="megatron",
@@ -248,6 +260,17 @@ FRAMEWORKS: dict[str, Framework] = {
 # With framework: auto a layout is labelled with the first of these that runs it: the simplest tool.
 PREFERENCE = ("fsdp", "deepspeed", "torchtitan", "megatron")
 CODES = {name: i for i, name in enumerate(PREFERENCE)}
+
+
+def zero3_per_step(framework_codes, pp, policy: str = "auto") -> np.ndarray:
+    """Per layout, whether ZeRO-3 gathers once per step (weights held unsharded over the micro-batches,
+    gradients reduced once) rather than every micro-batch: ``policy`` (assumptions.zero3_gathers) 'step' or
+    'micro_batch' for every layout, or 'auto' for the rule of the framework each layout is labelled with."""
+    codes, pp = np.asarray(framework_codes), np.asarray(pp)
+    if policy != "auto":
+        return np.full(np.shape(codes), policy == "step")
+    held = np.array([FRAMEWORKS[name].zero3_step_gathers_with_pp for name in PREFERENCE] + [False])
+    return held[np.where(codes >= 0, codes, len(PREFERENCE))] & (pp > 1)
 
 
 def label_layouts(grid: dict[str, np.ndarray], layers: int, framework: str) -> np.ndarray:
