@@ -21,12 +21,18 @@ HW = load_catalog("hardware")
 MODEL = {"params": "8B", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256}
 
 
-def _lp(pf, catalog, dropped_limit):
+def _setup(pf, catalog):
+    """The solver's view of a portfolio: jobs with options, pools, offer -> pool, horizon, budget (cents)."""
     horizon = int(pf.horizon_s // pf.time_step_s)
     jobs = prepare_jobs(pf, catalog, horizon)
     pools = pool_specs(pf, catalog, horizon)
     pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}
     budget = None if pf.budget_usd is None else usd_to_cents(pf.budget_usd)
+    return jobs, pools, pool_of, horizon, budget
+
+
+def _lp(pf, catalog, dropped_limit):
+    jobs, pools, pool_of, horizon, budget = _setup(pf, catalog)
     return jobs, lp_bound(jobs, pools, pool_of, horizon, budget, dropped_limit)
 
 
@@ -51,11 +57,7 @@ def test_lagrangian_bound_never_above_the_brute_force_optimum(instance):
     if expected is None:
         return
     dropped, cost = expected
-    horizon = int(pf.horizon_s // pf.time_step_s)
-    jobs = prepare_jobs(pf, catalog, horizon)
-    pools = pool_specs(pf, catalog, horizon)
-    pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}
-    budget = None if pf.budget_usd is None else usd_to_cents(pf.budget_usd)
+    jobs, pools, pool_of, horizon, budget = _setup(pf, catalog)
     lag = lagrangian_bound(jobs, pools, pool_of, horizon, budget, dropped, deadline=time.perf_counter() + 2)
     assert not lag.infeasible, "the optimum is a point of the relaxation"
     assert lag.bound_cents is not None and lag.bound_cents <= cost + 1e-6
