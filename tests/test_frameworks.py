@@ -219,3 +219,28 @@ def test_a_measured_peak_above_the_gpu_is_bad_input(problems):
     with pytest.raises(GpuplanError, match="measured peak") as err:
         check(problem, "B200", 4, compare=False)
     assert "peak_memory" in (err.value.field or "")
+
+
+def test_deepspeed_runs_experts_split_by_ep_only_up_to_zero_2():
+    # DeepSpeed 0.19.8's engine refuses its native MoE layers under ZeRO-3 ("Use AutoEP or choose ZeRO stage
+    # 1/2"), and the DeepSpeed export writes native layers: a DeepSeek-V3 fine-tune planned for DeepSpeed
+    # takes ZeRO-1 or 2 with EP, and the rule names its source when a layout asks for ZeRO-3.
+    problem = Problem.model_validate(
+        expand_models(
+            {
+                "catalog": "nodus-2026-11",
+                "job": {
+                    "name": "ds",
+                    "model": "deepseek-v3",
+                    "tokens": "2B",
+                    "global_batch": 512,
+                    "framework": "deepspeed",
+                },
+                "constraints": {"deadline": "7d"},
+            }
+        )
+    )
+    chosen = plan(problem, runners_up=False).best
+    assert chosen is not None and not (chosen.strategy.ep > 1 and chosen.strategy.zero_stage == 3)
+    s = chosen.strategy.model_copy(update={"ep": 8, "zero_stage": 3})
+    assert any("EP with ZeRO-2 at most" in r and "AutoEP" in r for r in why_not_runnable("deepspeed", s, 61))

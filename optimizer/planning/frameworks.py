@@ -43,6 +43,7 @@ class Framework:
     cp_source: str = "no ring-attention context parallelism"
     expert_parallel: bool = False  # routed experts split over ep ranks with all-to-all dispatch
     ep_source: str = "no expert parallelism"
+    ep_max_zero: int = 3  # highest ZeRO stage that combines with EP
     optimizer_in_backward: bool = False  # each parameter stepped in backward (job.optimizer_in_backward)
     optimizer_in_backward_source: str = "the optimizer steps after the whole backward pass"
     activation_offload: bool = False  # saved activations in CPU memory (job.activation_offload)
@@ -103,6 +104,10 @@ class Framework:
             & (not self.context_parallel),
             f"{self.title} has no expert parallelism ({self.ep_source})": (grid.get("ep", np.ones_like(tp)) > 1)
             & (not self.expert_parallel),
+            f"{self.title} combines EP with ZeRO-{self.ep_max_zero} at most ({self.ep_source})": (
+                grid.get("ep", np.ones_like(tp)) > 1
+            )
+            & (zero > self.ep_max_zero),
             f"{self.title} has no optimizer step in backward ({self.optimizer_in_backward_source})": in_backward
             & (not self.optimizer_in_backward),
             f"{self.title} runs optimizer-in-backward without expert parallelism ({self.optimizer_in_backward_source})": (
@@ -177,7 +182,10 @@ FRAMEWORKS: dict[str, Framework] = {
         offload=True,
         offload_source="ZeRO-Offload, zero_optimization.offload_optimizer (Ren et al. 2021)",
         expert_parallel=True,
-        ep_source="DeepSpeed-MoE, deepspeed.moe.layer.MoE(ep_size=...) (Rajbhandari et al. 2022)",
+        ep_source="DeepSpeed-MoE, deepspeed.moe.layer.MoE(ep_size=...) (Rajbhandari et al. 2022); "
+        "deepspeed/runtime/engine.py (0.19.8) refuses these layers under ZeRO-3: 'Native DeepSpeed MoE is not "
+        "supported with ZeRO Stage 3. Use AutoEP or choose ZeRO stage 1/2'",
+        ep_max_zero=2,
         optimizer_in_backward_source="ZeRO steps the optimizer after the gradient reduction of the whole step",
         activation_offload_source="activation_checkpointing.cpu_checkpointing moves Megatron-style checkpoints "
         "only; not modelled",
