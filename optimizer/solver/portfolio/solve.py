@@ -146,7 +146,7 @@ def _search(
 ) -> tuple[Choices, bool]:
     """Large cost portfolios: a complete schedule by squeaky-wheel greedy, the Lagrangian relaxation
     (bound and capacity prices; the GLOP LP as well where it is small), greedy again at those prices,
-    then large-neighbourhood search with repair until the time limit."""
+    iterated greedy over job orders, then large-neighbourhood search with repair until the time limit."""
     jobs, pools, horizon = data.jobs, data.pools, data.horizon
     pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
     budget_cents = None if pf.budget_usd is None else usd_to_cents(pf.budget_usd)
@@ -235,7 +235,7 @@ def _search(
     # jobs it gains ten times what CP-SAT neighbourhoods do), then CP-SAT neighbourhoods.
     reorder_until = time.perf_counter() + 0.8 * max(0.0, deadline - reserve - time.perf_counter())
     reordered = reorder_search(
-        jobs, pools, pool_of, horizon, budget_cents, reorder_until, weights, first, report=lambda p: say_pass(p)
+        jobs, pools, pool_of, horizon, budget_cents, reorder_until, weights, first, report=say_pass
     )
     if reordered.score < (state.dropped_weight(), state.cost_cents()):
         state = Search(jobs, pools, pool_of, horizon, budget_cents, reordered.placed, workers)
