@@ -318,7 +318,12 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--time-step", default="1h", help="Schedule granularity (coarser solves faster).")
-    ap.add_argument("--load", type=float, default=0.82, help="Demand / pool capacity (roughly).")
+    ap.add_argument(
+        "--load",
+        type=float,
+        default=0.82,
+        help="Constructed: first pool size (grown until every job packs); random: demand / capacity.",
+    )
     ap.add_argument("--generator", choices=["constructed", "random"], default="constructed")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()

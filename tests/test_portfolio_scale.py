@@ -31,36 +31,22 @@ def _setup(pf, catalog):
     return jobs, pools, pool_of, horizon, budget
 
 
-def _lp(pf, catalog, dropped_limit):
-    jobs, pools, pool_of, horizon, budget = _setup(pf, catalog)
-    return jobs, lp_bound(jobs, pools, pool_of, horizon, budget, dropped_limit)
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_portfolios())
-def test_lp_bound_never_above_the_brute_force_optimum(instance):
-    pf, catalog = instance
-    expected = brute_force(pf, catalog)
-    if expected is None:
-        return
-    dropped, cost = expected
-    jobs, lp = _lp(pf, catalog, dropped)
-    assert not lp.infeasible, "the optimum is a point of the relaxation"
-    assert lp.bound_cents is not None and lp.bound_cents <= cost + 1e-6
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(small_portfolios())
-def test_lagrangian_bound_never_above_the_brute_force_optimum(instance):
+def test_relaxations_never_above_the_brute_force_optimum(instance):
+    # Both lower bounds (the bucketed GLOP LP and the Lagrangian of the start-time model) against the
+    # optimum found by enumerating every option and start, with no more dropped weight than it drops.
     pf, catalog = instance
     expected = brute_force(pf, catalog)
     if expected is None:
         return
     dropped, cost = expected
     jobs, pools, pool_of, horizon, budget = _setup(pf, catalog)
+    lp = lp_bound(jobs, pools, pool_of, horizon, budget, dropped)
     lag = lagrangian_bound(jobs, pools, pool_of, horizon, budget, dropped, deadline=time.perf_counter() + 2)
-    assert not lag.infeasible, "the optimum is a point of the relaxation"
-    assert lag.bound_cents is not None and lag.bound_cents <= cost + 1e-6
+    for bound in (lp, lag):
+        assert not bound.infeasible, "the optimum is a point of the relaxation"
+        assert bound.bound_cents is not None and bound.bound_cents <= cost + 1e-6
 
 
 def _job(name: str, options: list[tuple[str, int, float]], window: tuple[int, int]) -> SimpleNamespace:

@@ -77,12 +77,11 @@ def greedy_schedule(
     pool_of,
     horizon: int,
     budget_cents: int | None = None,
-    prefer: list[int | None] | None = None,
     prices: list[np.ndarray] | None = None,
     order: list[int] | None = None,
 ) -> list[Placement]:
     """Per job, (option index, start step) or None when it could not be placed (pools, deadline, budget).
-    ``prefer``: per job an option to try first (else cheapest first, ties shorter). ``prices``: cents
+    Each job takes its cheapest option (ties: shorter) at its earliest start. ``prices``: cents
     per GPU-step per pool (a Lagrangian relaxation's capacity prices): each job then takes the option and
     start that cost least with the GPU-steps it occupies priced in, among those that fit."""
     free = capacity_arrays(pools, horizon)
@@ -112,10 +111,6 @@ def greedy_schedule(
                     spent += cents
                 continue
             ranked = sorted(range(len(job.options)), key=lambda i: (job.options[i].cost_usd, job.durations[i]))
-            first = None if prefer is None else prefer[k]
-            if first is not None:
-                ranked.remove(first)
-                ranked.insert(0, first)
             for i in ranked:
                 opt, dur = job.options[i], job.durations[i]
                 cents = usd_to_cents(opt.cost_usd)

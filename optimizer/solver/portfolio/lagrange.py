@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...physics.constants import usd_to_cents
-from .greedy import Placement, capacity_arrays
+from .greedy import capacity_arrays
 from .lp import drop_weights, window
 
 # Subgradient schedule (Held, Wolfe and Crowder 1974): start with theta 2, halve after this many
@@ -44,11 +44,10 @@ MIN_THETA = 1e-3
 
 @dataclass
 class LagrangeBound:
-    """The best bound found (cents; None when some job that must run has no option that fits), the
-    job choices at the best multipliers, and the capacity prices (cents per GPU-step, per pool)."""
+    """The best bound found (cents; None when some job that must run has no option that fits), what each
+    job's relaxed choice costs at the best multipliers, and the capacity prices (cents per GPU-step, per pool)."""
 
     bound_cents: float | None
-    choice: list[Placement] = field(default_factory=list)
     choice_cents: list[float] = field(default_factory=list)
     prices: list[np.ndarray] = field(default_factory=list)
     iterations: int = 0
@@ -63,8 +62,6 @@ class LagrangeBound:
 class _Options:
     """Every (job, option) that fits its job's window, as flat arrays (options of a job contiguous)."""
 
-    job: np.ndarray
-    option: np.ndarray
     pool: np.ndarray
     gpus: np.ndarray
     dur: np.ndarray
@@ -78,28 +75,24 @@ class _Options:
 
 
 def _options(jobs, pool_of: dict[str, int], horizon: int) -> _Options:
-    rows: list[tuple[int, int, int, int, int, int, int, int]] = []
+    rows: list[tuple[int, int, int, int, int, int, int]] = []
     for j, job in enumerate(jobs):
         r, lim = window(job, horizon)
-        for i, (opt, d) in enumerate(zip(job.options, job.durations)):
+        for opt, d in zip(job.options, job.durations):
             if 0 < d <= lim - r:
-                rows.append(
-                    (j, i, pool_of[opt.row.offer_name], opt.row.gpus, d, usd_to_cents(opt.cost_usd), r, lim - d)
-                )
-    arr = np.array(rows, dtype=np.int64).reshape(-1, 8)
-    pair_keys = arr[:, 2] * (horizon + 1) + arr[:, 4]
+                rows.append((j, pool_of[opt.row.offer_name], opt.row.gpus, d, usd_to_cents(opt.cost_usd), r, lim - d))
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 7)
+    pair_keys = arr[:, 1] * (horizon + 1) + arr[:, 3]
     uniq, pair = np.unique(pair_keys, return_inverse=True)
     pairs = [(int(u // (horizon + 1)), int(u % (horizon + 1))) for u in uniq]
     jobs_with, first = np.unique(arr[:, 0], return_index=True)
     return _Options(
-        arr[:, 0],
         arr[:, 1],
-        arr[:, 2],
-        arr[:, 3].astype(np.float64),
-        arr[:, 4],
-        arr[:, 5].astype(np.float64),
+        arr[:, 2].astype(np.float64),
+        arr[:, 3],
+        arr[:, 4].astype(np.float64),
+        arr[:, 5],
         arr[:, 6],
-        arr[:, 7],
         pair.reshape(-1),
         pairs,
         first,
@@ -137,11 +130,10 @@ def lagrangian_bound(
     *,
     deadline: float,
     target_cents: float | None = None,
-    prices: list[np.ndarray] | None = None,
 ) -> LagrangeBound:
     """Subgradient ascent on L until ``deadline`` (a perf_counter time). ``dropped_limit`` None: every
     job with an option must run. ``target_cents``: a schedule's cost (sets the step; default 1.1 x the
-    first bound). ``prices``: starting capacity multipliers (cents per GPU-step), e.g. an LP's duals."""
+    first bound)."""
     t0 = time.perf_counter()
     weights = np.array(drop_weights(jobs), dtype=np.float64)
     cap = np.array([c[:horizon] for c in capacity_arrays(pools, horizon)], dtype=np.float64)
@@ -150,7 +142,7 @@ def lagrangian_bound(
         [dropped_limit is None or weights[j] > dropped_limit for j in range(n_jobs)] if n_jobs else [],
         dtype=bool,
     )
-    out = LagrangeBound(None, [None] * n_jobs, [0.0] * n_jobs)
+    out = LagrangeBound(None, [0.0] * n_jobs)
     if n_jobs == 0:
         out.bound_cents = 0.0
         return out
@@ -168,7 +160,7 @@ def lagrangian_bound(
     if limit < 0:
         return out
     may_drop = ~must & has
-    lam = np.zeros_like(cap) if prices is None else np.array([p[:horizon] for p in prices], dtype=np.float64)
+    lam = np.zeros_like(cap)
     mu = 0.0
     nu = 0.0
     if np.any(may_drop):  # start where a job is dropped at about its own cheapest cost per unit of weight
@@ -188,11 +180,9 @@ def lagrangian_bound(
             # float sums over up to millions of terms: shave their rounding so the bound stays below
             out.bound_cents = max(0.0, value - 1e-9 * abs(value))
             out.prices = [lam[k].copy() for k in range(len(lam))]
-            out.choice = [None] * n_jobs
             out.choice_cents = [0.0] * n_jobs
-            for j, r, s in zip(opts.jobs_with, choice_row, starts):
+            for j, r in zip(opts.jobs_with, choice_row):
                 if r >= 0:
-                    out.choice[j] = (int(opts.option[r]), int(s))
                     out.choice_cents[j] = float(opts.cents[r])
         else:
             stall += 1

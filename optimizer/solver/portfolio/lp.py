@@ -39,7 +39,6 @@ class LpBound:
 
     bound_cents: float | None
     infeasible: bool = False
-    prefer: list[int | None] = field(default_factory=list)  # per job, its dominant option (x >= 0.5)
     fractional_cents: list[float] = field(default_factory=list)  # per job, sum_o c_o x_jo
     buckets: int = 0
     seconds: float = 0.0
@@ -153,8 +152,6 @@ def lp_bound(
         out.bound_cents = max(0.0, value - 1e-6 * abs(value) - 1.0)
         for job, xs in zip(jobs, x):
             vals = [(xv.solution_value(), i) for i, xv in xs]
-            best = max(vals, default=(0.0, None))
-            out.prefer.append(best[1] if best[0] >= 0.5 else None)
             out.fractional_cents.append(sum(v * usd_to_cents(job.options[i].cost_usd) for v, i in vals if v > 1e-9))
     out.seconds = time.perf_counter() - t0
     return out
