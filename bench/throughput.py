@@ -210,7 +210,7 @@ def main() -> int:
     ap.add_argument("--max-worst", type=float, default=None, help="fail when a row is off by more than this factor")
     ap.add_argument("--max-moe-median", type=float, default=None, help="fail above this MoE median |error|")
     args = ap.parse_args()
-    catalog = load_catalog("hardware")
+    catalog = load_catalog(str(ROOT / "validation" / "hardware.yaml"))
     skus = {s.name for s in catalog.skus}
     runs = yaml.safe_load(DATA.read_text())["runs"]
     rows, skipped = [], []

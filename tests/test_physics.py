@@ -59,6 +59,20 @@ def test_gqa_and_gated_mlp_widths_enter_the_count():
     )
 
 
+def test_transformer_engine_fp8_keeps_linear_inputs_in_one_byte():
+    # In FP8, Transformer Engine saves the FP8 cast of each linear's input for the weight gradient: the two
+    # norm outputs (QKV and FC1 inputs), the output projection's input and the down projection's input lose
+    # a byte per element each: h + h + q + f = 4096 + 4096 + 4096 + 14336 bytes per token on Llama 3.1 8B.
+    shape = model_shape(LLAMA_8B)
+    bf16 = float(layer_activation_bytes(shape, 1, 1, False, fused_kernels=True))
+    fp8 = float(layer_activation_bytes(shape, 1, 1, False, fused_kernels=True, fp8_saved_inputs=True))
+    assert bf16 - fp8 == pytest.approx(3 * 4096 + 14336)
+    # torchao's Float8Linear (eager kernels) keeps the bf16 input: nothing changes there.
+    assert float(layer_activation_bytes(shape, 1, 1, False, fp8_saved_inputs=True)) == pytest.approx(
+        float(layer_activation_bytes(shape, 1, 1, False))
+    )
+
+
 def test_tensor_sequence_parallel_divides_and_full_recompute_keeps_inputs():
     shape = model_shape(GPT3)
     s = 2048

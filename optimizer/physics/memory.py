@@ -149,14 +149,24 @@ def host_optimizer_bytes(train: TrainingState, layout: Layout, gpus_per_node) ->
 
 
 def layer_activation_bytes(
-    shape: ModelShape, seq_len: float, micro_batch, eager_attention: bool, fused_kernels: bool = False
+    shape: ModelShape,
+    seq_len: float,
+    micro_batch,
+    eager_attention: bool,
+    fused_kernels: bool = False,
+    fp8_saved_inputs: bool = False,
 ) -> np.ndarray:
     """Bytes one transformer block keeps for backward, per micro-batch, without parallelism.
 
     ``fused_kernels``: Megatron-Core with Transformer Engine fuses the norms into the next matmul and the
     SwiGLU into one kernel, keeping each norm's bf16 input (2h) and 6f for a gated MLP (the
     Korthikanti et al. 2022 count re-derived for these widths); eager PyTorch (Hugging Face, torchtitan)
-    keeps what is measured below."""
+    keeps what is measured below. ``fp8_saved_inputs``: in FP8 training Transformer Engine's Linear,
+    LayerNormLinear and LayerNormMLP save the FP8 cast of each linear's input for the weight-gradient GEMM
+    instead of the bf16 one (transformer_engine/pytorch/module/linear.py: ``saved_inputmat = inputmat``
+    when fp8, keeping only the column-wise FP8 data), 1 byte per element: the two norm outputs, the
+    output projection's input and the down projection's input, h + h + q + f bytes less per token.
+    torchao's Float8Linear (torchtitan) saves the high-precision input, so eager kernels keep 2 bytes."""
     s, b = float(seq_len), np.asarray(micro_batch, float)
     h, q, k, f = shape.hidden, shape.q_width, shape.kv_width, shape.ffn_active
     # Measured with saved_tensors_hooks (PyTorch 2.13, transformers 5.24, bf16, SDPA flash kernel): Llama 3.1
@@ -185,6 +195,8 @@ def layer_activation_bytes(
     if fused_kernels:
         norms = 2 * (2 * h + 2 * h)  # each norm's input and the following matmul's input, bf16
         mlp = 6 * f if shape.gated_mlp else 4 * f
+        if fp8_saved_inputs:
+            norms, attention, mlp = norms - 2 * h, attention - q, mlp - f
     if shape.qk_norm:
         # Qwen3's per-head RMSNorms on Q and K, measured the same way: fp32 input 4, normalised 2 bf16 (the
         # 4q + 4k of the rope inputs already count the outputs) per element, plus an fp32 rstd per head and
@@ -219,10 +231,10 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
     b = np.asarray(layout.micro_batch, float)
     rc = np.asarray(layout.recompute)
     s = float(settings.seq_len)
-    fused = settings.fused_kernels
-    full_layer = layer_activation_bytes(shape, s, b, settings.eager_attention, fused)
+    fused, fp8 = settings.fused_kernels, settings.fp8_saved_inputs
+    full_layer = layer_activation_bytes(shape, s, b, settings.eager_attention, fused, fp8)
     # Selective recompute (or FlashAttention) drops the s^2 attention term (Korthikanti section 5).
-    flash_layer = layer_activation_bytes(shape, s, b, False, fused)
+    flash_layer = layer_activation_bytes(shape, s, b, False, fused, fp8)
     kept_layer = np.where(rc == Recompute.NONE, full_layer, flash_layer)
     in_flight = np.minimum(pp, np.asarray(layout.grad_accum, float))
     layers_per_stage = np.ceil(shape.layers / pp)  # uneven stages: the first one holds the most
