@@ -4,6 +4,7 @@ hand calculation written out here."""
 import numpy as np
 import pytest
 
+from optimizer.inputs.hf_models import model_fields, presets
 from optimizer.inputs.schema import JobSpec, ModelSpec
 from optimizer.physics.layout import Cluster, Layout, Recompute, RunSettings
 from optimizer.physics.memory import activation_bytes, layer_activation_bytes, state_bytes
@@ -67,6 +68,13 @@ def test_transformer_engine_fp8_keeps_linear_inputs_in_one_byte():
     bf16 = float(layer_activation_bytes(shape, 1, 1, False, fused_kernels=True))
     fp8 = float(layer_activation_bytes(shape, 1, 1, False, fused_kernels=True, fp8_saved_inputs=True))
     assert bf16 - fp8 == pytest.approx(3 * 4096 + 14336)
+    # An MoE layer (Qwen3-30B-A3B: h 2048, q 4096, top-8 experts of width 768): its MLP norm's output feeds the
+    # 16-bit router, so the savings are the attention norm's output h, the output projection's input q, the
+    # experts' down-projection inputs 8 x 768 and the permuted FC1 input h x 8.
+    qwen = model_shape(ModelSpec(**model_fields(presets()["qwen3-30b-a3b"]["config"])))
+    moe_bf16 = float(layer_activation_bytes(qwen, 1, 1, False, fused_kernels=True))
+    moe_fp8 = float(layer_activation_bytes(qwen, 1, 1, False, fused_kernels=True, fp8_saved_inputs=True))
+    assert moe_bf16 - moe_fp8 == pytest.approx(2048 + 4096 + 8 * 768 + 8 * 2048)
     # torchao's Float8Linear (eager kernels) keeps the bf16 input: nothing changes there.
     assert float(layer_activation_bytes(shape, 1, 1, False, fp8_saved_inputs=True)) == pytest.approx(
         float(layer_activation_bytes(shape, 1, 1, False))

@@ -20,7 +20,7 @@ from optimizer import load_catalog  # noqa: E402
 
 def test_validation_median_error_stays_within_the_documented_figure():
     out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "validate.py"), "--max-median", "0.11", "--max-worst", "0.80"],
+        [sys.executable, str(ROOT / "bench" / "validate.py"), "--max-median", "0.10", "--max-worst", "0.80"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -97,13 +97,14 @@ def test_a_published_batch_ramp_adds_its_slower_early_steps_to_the_gpu_hours():
 def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     # 27 dense published layouts (NeMo / Megatron-Bridge, torchtitan, AutoModel; H100, H200, B200; BF16 and
     # FP8), none used to choose gpuplan's defaults: README and BENCHMARKS document a median of 8.9 % with
-    # every row within 1.45x; CI holds issue 12's 10 % median and 1.5x worst row; the 13 MoE rows (median
-    # 10.0 %, issue 11 asks for 15 %) are held at 12 %.
+    # every row within 1.45x; CI holds issue 12's 10 % median and 1.5x worst row. The 13 MoE rows (10.6 %
+    # median, 1.44x worst, held out for the host time fitted on them; issue 11 asks for 15 % and 1.5x) are
+    # held at 12 % and 1.5x.
     out = subprocess.run(
         [
             sys.executable,
             str(ROOT / "bench" / "throughput.py"),
-            *("--max-median", "0.10", "--max-worst", "1.50", "--max-moe-median", "0.12"),
+            *("--max-median", "0.10", "--max-worst", "1.50", "--max-moe-median", "0.12", "--max-moe-worst", "1.50"),
         ],
         capture_output=True,
         text=True,

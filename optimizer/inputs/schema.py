@@ -111,6 +111,7 @@ _RANGES: dict[str, str] = {
     "mfu": "fraction",
     "overlap": "share",
     "moe_overlap": "share",
+    "moe_host_ms_per_layer": "host_ms",
     "link_efficiency": "fraction",
     "framework_overhead": "reserve",
     "startup_s": "overhead",
@@ -516,6 +517,12 @@ class Assumptions(_Model):
         description="Expert-parallel token dispatcher: alltoall (Megatron-Core's, a copy per routed expert, "
         "permuted and sorted around it), deepep or hybridep (one copy per destination rank and one per remote "
         "node over the network; HybridEP also permutes inside its kernels).",
+    )
+    moe_host_ms_per_layer: float | None = Field(
+        None,
+        description="Host time per MoE layer and micro-batch (forward + backward, ms) that the GPU waits for: kernel "
+        "launches after the dispatcher's host-device sync of the token counts. None = gpuplan's default "
+        "(docs/design.md 5.11); 0 where full-iteration CUDA graphs remove it.",
     )
     zero3_gathers: Literal["auto", "micro_batch", "step"] = Field(
         "auto",

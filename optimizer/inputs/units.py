@@ -265,6 +265,7 @@ LIMITS: dict[str, Limit] = {
     "duration": Limit(0, 10 * YEAR_S, "h", "10 years: no GPU rental is planned further ahead", scale=3600),
     "offset": Limit(0, 10 * YEAR_S, "h", "10 years: no GPU rental is planned further ahead", True, scale=3600),
     "overhead": Limit(0, 30 * 86400, "h", "30 days of start-up or restart is a typo", True, scale=3600),
+    "host_ms": Limit(0, 1000, "ms", "a second of host time per layer would make any MoE step launch-bound", True),
     "billing_increment": Limit(0, 31 * 86400, "h", "monthly billing is the coarsest there is", scale=3600),
     "priority": Limit(0, 1e6, "", "weights are relative: past a million to one they only overflow the objective"),
     # solver settings

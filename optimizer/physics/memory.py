@@ -195,14 +195,23 @@ def layer_activation_bytes(
     if fused_kernels:
         norms = 2 * (2 * h + 2 * h)  # each norm's input and the following matmul's input, bf16
         mlp = 6 * f if shape.gated_mlp else 4 * f
-        if fp8_saved_inputs:
-            norms, attention, mlp = norms - 2 * h, attention - q, mlp - f
+    moe_share = shape.moe_layers / shape.layers if shape.experts and shape.layers else 0.0
+    if fused_kernels and fp8_saved_inputs:
+        # One byte instead of two for each linear's saved input: the attention norm's output (QKV input), the
+        # output projection's input, the down projection's input, and the MLP norm's output where a dense MLP
+        # reads it (an MoE layer's router reads it in 16 bits; its experts' FC1 input is the permuted copy).
+        norms, attention, mlp = norms - h - h * (1.0 - moe_share), attention - q, mlp - f
     if shape.qk_norm:
-        # Qwen3's per-head RMSNorms on Q and K, measured the same way: fp32 input 4, normalised 2 bf16 (the
-        # 4q + 4k of the rope inputs already count the outputs) per element, plus an fp32 rstd per head and
-        # token: 6q + 6k + 4 (heads + kv heads).
         kv_heads = shape.heads * k / q
-        attention = attention + 6 * q + 6 * k + 4 * (shape.heads + kv_heads)
+        if fused_kernels:
+            # Transformer Engine's RMSNorm (Megatron-Core's q/k layernorm) keeps its bf16 input and an fp32 rstd
+            # per head and token; the normalised Q and K are the attention inputs already counted.
+            attention = attention + 2 * q + 2 * k + 4 * (shape.heads + kv_heads)
+        else:
+            # Qwen3's per-head RMSNorms on Q and K, measured the same way: fp32 input 4, normalised 2 bf16 (the
+            # 4q + 4k of the rope inputs already count the outputs) per element, plus an fp32 rstd per head and
+            # token: 6q + 6k + 4 (heads + kv heads).
+            attention = attention + 6 * q + 6 * k + 4 * (shape.heads + kv_heads)
     # MoE layers (measured the same way on Qwen3-30B-A3B at reduced width, transformers' grouped_mm experts,
     # the grouped-GEMM path torchtitan and Megatron-Core also take): the dispatch keeps each token's hidden
     # state once per routed expert (2hk, the permuted grouped-GEMM input) and the experts' outputs for the
@@ -211,11 +220,9 @@ def layer_activation_bytes(
     topk = shape.experts_per_token
     # An fp32 router (DeepSeek-V3) also keeps its fp32 copy of the hidden state (4h).
     router = 4 * h if shape.router_fp32 else 0.0
-    moe = (
-        (4 * h * topk + 4 * shape.experts + 24 * topk + router) * shape.moe_layers / shape.layers
-        if shape.experts
-        else 0.0
-    )
+    # Under Transformer Engine in FP8 the permuted copy is the experts' FC1 input, kept in one byte (hk).
+    dispatched = 3 * h * topk if fused_kernels and fp8_saved_inputs else 4 * h * topk
+    moe = (dispatched + 4 * shape.experts + 24 * topk + router) * moe_share if shape.experts else 0.0
     per_layer = s * b * (norms + attention + mlp + moe)
     if eager_attention:
         per_layer = per_layer + 2.0 * shape.heads * s * s * b

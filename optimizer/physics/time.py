@@ -157,16 +157,25 @@ class _MicroBatch:
     weight_bytes: np.ndarray  # per GPU, after TP and PP
     grad_bytes: np.ndarray
     moe_elementwise_s: np.ndarray | float = 0.0  # MoE permutation and activation kernels, not overlapped
+    moe_host_s: np.ndarray | float = 0.0  # host launch time of the MoE layers the GPU waits for
     expert_weight_bytes: np.ndarray | float = 0.0  # the routed experts' part of weight_bytes (after EP)
     expert_grad_bytes: np.ndarray | float = 0.0  # the routed experts' part of grad_bytes
 
     @property
     def busy_s(self) -> np.ndarray:
-        return np.maximum(self.compute_s, self.memory_s) + self.moe_elementwise_s
+        return np.maximum(self.compute_s, self.memory_s) + self.moe_elementwise_s + self.moe_host_s
 
 
 def _micro_batch(
-    shape, train, hw: Cluster, layout: Layout, seq_len: float, hw_flops_per_token, acts, dispatcher: str = "alltoall"
+    shape,
+    train,
+    hw: Cluster,
+    layout: Layout,
+    seq_len: float,
+    hw_flops_per_token,
+    acts,
+    dispatcher: str = "alltoall",
+    host_s_per_layer: float = 0.0,
 ) -> _MicroBatch:
     """Roofline of one micro-batch: max(FLOPs / (peak x efficiency), HBM bytes / bandwidth)."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
@@ -216,6 +225,8 @@ def _micro_batch(
     acts = 0.0 if acts is None else np.asarray(acts, float)
     memory_s = (weight_reads + 2.0 * grad_bytes + 2.0 * acts) / hw.hbm_bytes_per_s
     moe_s = tokens * _moe_elementwise_bytes_per_token(shape, dispatcher) / np.asarray(hw.hbm_bytes_per_s, float)
+    # The stage's MoE layers each wait for the host once per micro-batch (physics/constants.py).
+    host_s = host_s_per_layer * np.ceil(shape.layers * stage_share) * shape.moe_layer_share if shape.experts else 0.0
     return _MicroBatch(
         compute_s,
         memory_s,
@@ -223,6 +234,7 @@ def _micro_batch(
         weight_bytes,
         grad_bytes,
         moe_s,
+        host_s,
         expert_weights / expert_parallel,
         expert_grads / expert_parallel,
     )
@@ -539,7 +551,17 @@ def step_time(
     s = float(settings.seq_len)
     model_fpt, hw_fpt = flops_per_token(shape, train, s, np.asarray(layout.recompute))
     links = _Links.of(hw, settings.link_efficiency)
-    mb = _micro_batch(shape, train, hw, layout, s, hw_fpt, activation_bytes_per_micro, settings.moe_dispatcher)
+    mb = _micro_batch(
+        shape,
+        train,
+        hw,
+        layout,
+        s,
+        hw_fpt,
+        activation_bytes_per_micro,
+        settings.moe_dispatcher,
+        settings.moe_host_s_per_layer,
+    )
     micro_s = mb.busy_s + _model_parallel_s(
         shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher
     )

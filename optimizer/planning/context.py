@@ -18,6 +18,7 @@ from ..physics.constants import (
     FALLBACK_COMPUTE_EFFICIENCY,
     FREE_BATCH_MAX_OVER_OPTIMAL,
     LOGITS_BYTES_PER_VOCAB,
+    MOE_HOST_S_PER_LAYER,
     OPTIMAL_BATCH_COEFFICIENT,
     OPTIMAL_BATCH_EXPONENT,
 )
@@ -171,6 +172,9 @@ class JobContext:
             overlap=a.overlap,
             moe_overlap=a.moe_overlap,
             moe_dispatcher=a.moe_dispatcher,
+            moe_host_s_per_layer=MOE_HOST_S_PER_LAYER
+            if a.moe_host_ms_per_layer is None
+            else a.moe_host_ms_per_layer / 1e3,
             link_efficiency=a.link_efficiency * self.calibration.network,
             activation_reserve=self.activation_reserve,
             framework_overhead=self.framework_overhead,
