@@ -70,6 +70,8 @@ def problem_for(run: dict, efficiency: float | None, host_ms: float | None = Non
             "seq_len": run["seq_len"],
             "global_batch": run["global_batch"],
             "precision": precision,
+            "loss": run.get("loss", "standard"),
+            "kernels": run.get("kernels", "auto"),
             # Megatron-Core's fused kernels keep fewer activations than eager PyTorch (physics/memory.py)
             "framework": "megatron" if run["framework"] == "megatron" else "auto",
         },

@@ -287,7 +287,23 @@ def moe_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
     return [
         f"experts: EP {s.ep}, {experts // s.ep} routed experts per GPU; expert all-to-all {where} "
         f"({dispatcher} dispatcher, {overlap:.0%} overlapped): {a2a_s:.2f} s of the {plan.step_s:.2f} s step "
-        f"({share:.0%}) exposed"
+        f"({share:.0%}) exposed",
+        *_host_note(ctx, plan),
+    ]
+
+
+def _host_note(ctx: JobContext, plan: Plan) -> list[str]:
+    """The MoE layers' host launch waits when they take a noticeable share of the step: they are per
+    micro-batch, so larger micro-batches or full-iteration CUDA graphs remove most of them."""
+    host_s = plan.time_breakdown_s.get("moe_host", 0.0)
+    share = host_s / plan.step_s if plan.step_s else 0.0
+    if share < 0.05:
+        return []
+    per_layer_ms = ctx.settings.moe_host_s_per_layer * 1e3
+    return [
+        f"MoE host time: {host_s:.2f} s of the step ({share:.0%}) waiting for kernel launches, {per_layer_ms:g} ms per "
+        f"MoE layer and micro-batch of {plan.strategy.micro_batch} (docs/design.md 5.11); with full-iteration CUDA "
+        "graphs set assumptions.moe_host_ms_per_layer: 0"
     ]
 
 

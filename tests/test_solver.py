@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from optimizer import apply_overrides, load_catalog, load_job, plan
 from optimizer.api import candidate_table as prepare
+from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Catalog, JobSpec, ModelSpec, Offer, Problem
 from optimizer.solver.model import scaled
 from optimizer.solver.single import frontier
@@ -210,3 +211,25 @@ def test_budget_infeasibility_says_by_how_much(problems):
 def test_time_limit_result_carries_status_and_gap(problems):
     answer = plan(load_job(problems / "llama-70b-within-5-days.yaml"), time_limit_s=5)
     assert answer.status == "optimal" and answer.gap == 0.0
+
+
+def test_an_fp8_job_plans_on_the_gpus_with_an_fp8_rate():
+    # The bundled catalog lists A100s, which have no FP8 tensor cores: an FP8 job cannot be timed on them.
+    # Their rows are kept only to explain the rejection, and every plan (best and frontier) is on a GPU with
+    # an FP8 rate (this used to end in an internal error: the A100 rows' undefined times reached the
+    # layout choice).
+    job = {
+        "name": "fp8",
+        "model": "llama-3.1-8b",
+        "method": "full",
+        "tokens": "1B",
+        "seq_len": 4096,
+        "precision": "fp8",
+    }
+    problem = Problem.model_validate(expand_models({"job": job}))
+    result = plan(problem)
+    assert result.status == "optimal" and result.best is not None
+    catalog = load_catalog()
+    fp8 = {s.name for s in catalog.skus if s.dense_fp8_tflops}
+    assert {p.sku for p in [result.best, *result.frontier]} <= fp8
+    assert "A100-80GB" not in fp8

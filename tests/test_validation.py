@@ -1,7 +1,8 @@
 """The validation suite runs in CI: 15 published training runs predicted with the defaults, each on the
 layout its source publishes where it publishes one; the median |error| must stay within the figure the
-README documents (10.0 %, held at 11 %), no row beyond 80 % (the 405B row's 77.5 %), and every row off by
-more than 10 % says why in validation/published_runs.yaml."""
+README documents (5.8 %, held at 10 %), no row beyond 80 % (the 405B row's 77.5 %), and every row off by
+more than 10 % says why in validation/published_runs.yaml. The throughput rows: each published layout,
+predicted as published, within the documented figures."""
 
 import copy
 import subprocess
@@ -112,3 +113,40 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "27 dense rows" in out.stdout
+
+
+def test_every_published_moe_layout_fits_where_it_ran():
+    # Issue 11: a published MoE run's layout (GPUs, TP, PP, EP, expert TP, micro-batch, and recompute where
+    # the recipe states it) fits gpuplan's memory model, as it fitted the GPUs it ran on. Two known misses,
+    # both NeMo AutoModel recipes on H100: Qwen3-30B-A3B (EP 8, full recompute) is 1 % over, 80.5 of
+    # 79.6 GiB: gpuplan counts 16 bytes of state per expert parameter (bf16 weight and gradient, fp32 master
+    # and moments), which experts that EP keeps out of FSDP may not hold there (unpublished); GPT-OSS 120B
+    # (EP 64, no recompute, micro-batch 2) is 1.14x over: gpuplan keeps the experts' outputs for the
+    # routing-weight multiply (2hk per token), which that recipe folds into its compiled SwiGLU.
+    import throughput
+
+    known_miss = {"am-qwen3-30b-a3b-h100-bf16-ep8": 1.02, "am-gpt-oss-120b-h100-bf16-fsdp64": 1.15}
+
+    catalog = load_catalog(str(ROOT / "validation" / "hardware.yaml"))
+    skus = {s.name for s in catalog.skus}
+    rows = [r for r in yaml.safe_load(throughput.DATA.read_text())["runs"] if r["kind"] == "moe"]
+    checked = 0
+    for run in rows:
+        if throughput.modelled(run, skus):
+            continue
+        result = throughput.check(
+            throughput.problem_for(run, None),
+            run["sku"],
+            run["gpus"],
+            **throughput.layout_arguments(run),
+            compare=False,
+            catalog=catalog,
+        )
+        memory = result.plan.memory_gib
+        over = memory.total / memory.capacity
+        if run["name"] in known_miss:
+            assert 1.0 < over < known_miss[run["name"]], (run["name"], memory)
+        else:
+            assert result.plan.fits, (run["name"], memory)
+        checked += 1
+    assert checked == 13

@@ -66,6 +66,7 @@ class StepTime:
     tokens_per_step: np.ndarray
     model_flops_per_token: float
     all_to_all_s: np.ndarray | float = 0.0  # exposed expert all-to-all, whole step (part of network_s)
+    moe_host_s: np.ndarray | float = 0.0  # host launch waits of the MoE layers, whole step (part of ideal_s)
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -600,4 +601,5 @@ def step_time(
         tokens_per_step=np.asarray(layout.dp, float) * np.asarray(layout.micro_batch, float) * m * s,
         model_flops_per_token=model_fpt,
         all_to_all_s=a2a_s,
+        moe_host_s=(m + (pp - 1.0) / v) * np.asarray(mb.moe_host_s, float),
     )

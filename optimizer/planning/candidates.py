@@ -425,10 +425,11 @@ def best_layout(ev: Evaluation, lo: int = 0, hi: int | None = None) -> int:
     """Index of the best fitting layout in ``[lo, hi)``: the shortest whole job (on one hardware row both
     cost and time grow with it), except that among layouts within 1 % of it the one with the fewest
     parallel dimensions wins (ties: less time, less memory, enumeration order). The least-memory layout
-    when none fits."""
+    when none fits or none has a time (a row kept only to explain its rejection, e.g. an A100 for an FP8
+    job: no FP8 rate, so no time)."""
     hi = len(ev.row) if hi is None else hi
     idx = np.arange(lo, hi)
-    ok = idx[ev.fits[lo:hi]]
+    ok = idx[ev.fits[lo:hi] & np.isfinite(ev.hours[lo:hi])]
     if not len(ok):
         return int(idx[np.lexsort((idx, ev.memory.total[lo:hi]))[0]])
     hours = ev.hours[ok]

@@ -43,6 +43,8 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
     }
     if ctx.shape.experts:  # MoE: the exposed expert all-to-all, a part of "network"
         breakdown["all_to_all"] = _f(np.broadcast_to(timing.all_to_all_s, np.shape(timing.step_s))[i])
+        # and the host launch waits of its layers (docs/design.md 5.11), a part of the micro-batches' busy time
+        breakdown["moe_host"] = _f(np.broadcast_to(timing.moe_host_s, np.shape(timing.step_s))[i])
     return Plan(
         sku=row.sku.name,
         offer=(row.offer.name + (" (spot)" if row.spot else "")) if row.offer else None,
