@@ -237,19 +237,13 @@ def summary(rows: list[dict], label: str) -> tuple[float, float]:
     return median, ratio
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--fit", action="store_true", help="print the parameters fitted on every modelled row")
-    ap.add_argument("--max-median", type=float, default=None, help="fail above this held-out median |error|")
-    ap.add_argument("--max-worst", type=float, default=None, help="fail when a row is off by more than this factor")
-    ap.add_argument("--max-moe-median", type=float, default=None, help="fail above this MoE median |error|")
-    ap.add_argument("--max-moe-worst", type=float, default=None, help="fail when an MoE row is off by more than this")
-    args = ap.parse_args()
+def evaluate_all() -> tuple:
+    """(catalog, rows, skipped): every modelled row predicted (gpuplan's own and the fitted model held out),
+    and the rows not modelled with the reason."""
     catalog = load_catalog(str(ROOT / "validation" / "hardware.yaml"))
     skus = {s.name for s in catalog.skus}
-    runs = yaml.safe_load(DATA.read_text())["runs"]
     rows, skipped = [], []
-    for run in runs:
+    for run in yaml.safe_load(DATA.read_text())["runs"]:
         why = modelled(run, skus)
         if why:
             skipped.append((run["name"], why))
@@ -261,7 +255,34 @@ def main() -> int:
             skipped.append((run["name"], f"check refused the published layout: {exc.reason[:90]}"))
             continue
         rows.append(run)
-    rows = evaluate(rows, catalog)
+    return catalog, evaluate(rows, catalog), skipped
+
+
+def summaries(rows: list[dict], catalog) -> dict[str, tuple[float, float]]:
+    """Prints the dense, long-context and MoE summaries and the MoE host time held out; returns (median,
+    worst ratio) per kind, "moe_held_out" for the host time's leave-one-out figures."""
+    out = {kind: summary([r for r in rows if r["kind"] == kind], label) for kind, label in KINDS}
+    host_ms, host_median, host_ratio = host_overhead_held_out(rows, catalog)
+    print(
+        f"MoE host time per layer fitted on the MoE rows: {host_ms:g} ms (grid {HOST_MS_GRID[0]:g}..{HOST_MS_GRID[-1]:g}); "
+        f"held out (leave-one-out): median {host_median:.1%}, worst within {host_ratio:.2f}x"
+    )
+    out["moe_held_out"] = (host_median, host_ratio)
+    return out
+
+
+KINDS = (("dense", "dense"), ("long_context", "long-context"), ("moe", "MoE"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fit", action="store_true", help="print the parameters fitted on every modelled row")
+    ap.add_argument("--max-median", type=float, default=None, help="fail above this held-out median |error|")
+    ap.add_argument("--max-worst", type=float, default=None, help="fail when a row is off by more than this factor")
+    ap.add_argument("--max-moe-median", type=float, default=None, help="fail above this MoE median |error|")
+    ap.add_argument("--max-moe-worst", type=float, default=None, help="fail when an MoE row is off by more than this")
+    args = ap.parse_args()
+    catalog, rows, skipped = evaluate_all()
     print(f"{'row':<44} {'GPU':<9} {'prec':<5} {'published':>10} {'gpuplan':>10} {'error':>7} {'fit LOO':>7} {'e*':>5}")
     for r in rows:
         shipped = r["_default"] / r["tokens_per_s_per_gpu"] - 1
@@ -270,14 +291,9 @@ def main() -> int:
             f"{r['_default']:>10,.0f} {shipped:>+7.1%} {r['_error']:>+7.1%} {r['_implied']:>5.2f}"
         )
     print()
-    median, ratio = summary([r for r in rows if r["kind"] == "dense"], "dense")
-    summary([r for r in rows if r["kind"] == "long_context"], "long-context")
-    moe_median, moe_ratio = summary([r for r in rows if r["kind"] == "moe"], "MoE")
-    host_ms, host_median, host_ratio = host_overhead_held_out(rows, catalog)
-    print(
-        f"MoE host time per layer fitted on the MoE rows: {host_ms:g} ms (grid {HOST_MS_GRID[0]:g}..{HOST_MS_GRID[-1]:g}); "
-        f"held out (leave-one-out): median {host_median:.1%}, worst within {host_ratio:.2f}x"
-    )
+    figures = summaries(rows, catalog)
+    (median, ratio), (moe_median, moe_ratio) = figures["dense"], figures["moe"]
+    host_median, host_ratio = figures["moe_held_out"]
     print(f"{len(skipped)} rows not modelled:")
     for name, why in skipped:
         print(f"  {name}: {why}")

@@ -1,12 +1,14 @@
 """Predict published training runs with gpuplan's defaults and compare with the reported GPU-hours.
 
-    python bench/validate.py                  # the table, median and worst error
-    python bench/validate.py --max-median 0.11 --max-worst 0.80   # exit 1 above either (CI uses this)
+    python bench/validate.py                  # the table, median and worst error, then the throughput summary
+    python bench/validate.py --max-median 0.10 --max-worst 0.80   # exit 1 above either (CI uses this)
 
 Defaults only: per-class compute efficiency, no per-run fitting. Predicted GPU-hours = p50 hours (with
 gpuplan's interruptions, physics/reliability.py) x GPUs of the layout the row's source publishes (its
 ``layout:``, pinned through check as bench/throughput.py pins its rows), or else of the fastest layout
-that fits the stated GPU count. Each row off by more than 10 % says why in its ``note:``.
+that fits the stated GPU count. Each row off by more than 10 % says why in its ``note:``. Then the
+throughput summary of bench/throughput.py (tokens/s per GPU on published layouts: dense, long-context and
+MoE medians, held out), whose per-row table and CI thresholds live in that script.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from optimizer.inputs.schema import JobSpec, Problem  # noqa: E402
 from optimizer.inputs.units import parse_count  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from throughput import layout_arguments  # noqa: E402
+from throughput import evaluate_all, layout_arguments, summaries  # noqa: E402
 
 DATA = ROOT / "validation" / "published_runs.yaml"
 
@@ -130,6 +132,9 @@ def main() -> int:
     median, worst = statistics.median(errors), max(errors)
     signed = statistics.median(r["error"] for r in rows)
     print(f"\n{len(rows)} runs: median |error| {median:.1%}, worst {worst:.1%}, median signed error {signed:+.1%}")
+    print("\nThroughput on published layouts (python bench/throughput.py for the rows):")
+    throughput_catalog, throughput_rows, _ = evaluate_all()
+    summaries(throughput_rows, throughput_catalog)
     failed = False
     if args.max_median is not None and median > args.max_median:
         print(f"median |error| {median:.1%} exceeds the documented {args.max_median:.0%}")
