@@ -117,15 +117,15 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
 
 def test_every_published_moe_layout_fits_where_it_ran():
     # Issue 11: a published MoE run's layout (GPUs, TP, PP, EP, expert TP, micro-batch, and recompute where
-    # the recipe states it) fits gpuplan's memory model, as it fitted the GPUs it ran on. Two known misses,
-    # both NeMo AutoModel recipes on H100: Qwen3-30B-A3B (EP 8, full recompute) is 1 % over, 80.5 of
-    # 79.6 GiB: gpuplan counts 16 bytes of state per expert parameter (bf16 weight and gradient, fp32 master
-    # and moments), which experts that EP keeps out of FSDP may not hold there (unpublished); GPT-OSS 120B
-    # (EP 64, no recompute, micro-batch 2) is 1.14x over: gpuplan keeps the experts' outputs for the
-    # routing-weight multiply (2hk per token), which that recipe folds into its compiled SwiGLU.
+    # the recipe states it) fits gpuplan's memory model, as it fitted the GPUs it ran on. Two NeMo AutoModel
+    # H100 recipes land within 1 % over, inside the 5 % fragmentation allowance of gpuplan's reserve
+    # (physics/constants.py): Qwen3-30B-A3B (EP 8, full recompute) at 80.5 of 79.6 GiB, gpuplan counting 16
+    # bytes of state per expert parameter; GPT-OSS 120B (EP 16, no recompute, micro-batch 2) at 79.9 GiB,
+    # gpuplan keeping the experts' outputs for the routing-weight multiply, which that recipe folds into its
+    # compiled SwiGLU.
     import throughput
 
-    known_miss = {"am-qwen3-30b-a3b-h100-bf16-ep8": 1.02, "am-gpt-oss-120b-h100-bf16-fsdp64": 1.15}
+    known_miss = {"am-qwen3-30b-a3b-h100-bf16-ep8": 1.015, "am-gpt-oss-120b-h100-bf16-fsdp64": 1.005}
 
     catalog = load_catalog(str(ROOT / "validation" / "hardware.yaml"))
     skus = {s.name for s in catalog.skus}
