@@ -184,15 +184,15 @@ MOE_PERMUTE_FORWARD_H = {"alltoall": 7.0, "deepep": 3.0, "hybridep": 0.0}
 # gradient, twice the forward traffic (Korthikanti et al. 2022, section 4: backward = 2x forward).
 MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
 
-# FITTED (bench/throughput.py, on the 13 MoE rows; its leave-one-out error is what BENCHMARKS.md reports):
-# host time per MoE layer and micro-batch,
-# forward + backward, that the GPU waits for. Megatron-Core's alltoall and flex dispatchers copy the token
-# counts per expert to the host to size their all-to-alls and grouped GEMMs (a host-device sync each way),
-# after which the GPU idles while Python launches the layer's next few dozen kernels; NVIDIA names "small
-# expert GEMMs + host overhead" the compute-efficiency wall of MoE training (Megatron Bridge, "MoE Training
-# Optimization", after "Scalable Training of MoE Models with Megatron Core"). It is per micro-batch, not per
-# token, so it weighs most at micro-batch 1 (the published rows at micro-batch 1 are over-predicted by
-# 34-58 % without it). ``assumptions.moe_host_ms_per_layer`` replaces it (0 with full-iteration CUDA graphs).
+# FITTED (bench/throughput.py, on the 13 MoE rows; BENCHMARKS.md reports its leave-one-out error): host
+# time per MoE layer and micro-batch, forward + backward, that the GPU waits for. Megatron-Core's alltoall
+# and flex dispatchers copy the token counts per expert to the host to size their all-to-alls and grouped
+# GEMMs (a host-device sync each way), after which the GPU idles while Python launches the layer's next few
+# dozen kernels; NVIDIA names "small expert GEMMs + host overhead" the compute-efficiency wall of MoE
+# training (Megatron Bridge, "MoE Training Optimization", after "Scalable Training of MoE Models with
+# Megatron Core"). It is per micro-batch, not per token, so it weighs most at micro-batch 1 (the published
+# rows at micro-batch 1 were over-predicted by 34-58 % without it). ``assumptions.moe_host_ms_per_layer``
+# replaces it (0 with full-iteration CUDA graphs).
 MOE_HOST_S_PER_LAYER = 3.5e-3
 
 # --------------------------------------------------------------------------- reliability

@@ -195,7 +195,7 @@ def layer_activation_bytes(
     if fused_kernels:
         norms = 2 * (2 * h + 2 * h)  # each norm's input and the following matmul's input, bf16
         mlp = 6 * f if shape.gated_mlp else 4 * f
-    moe_share = shape.moe_layers / shape.layers if shape.experts and shape.layers else 0.0
+    moe_share = shape.moe_layer_share if shape.experts else 0.0
     if fused_kernels and fp8_saved_inputs:
         # One byte instead of two for each linear's saved input: the attention norm's output (QKV input), the
         # output projection's input, the down projection's input, and the MLP norm's output where a dense MLP
