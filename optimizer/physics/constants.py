@@ -192,7 +192,9 @@ MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
 # training (Megatron Bridge, "MoE Training Optimization", after "Scalable Training of MoE Models with
 # Megatron Core"). It is per micro-batch, not per token, so it weighs most at micro-batch 1 (the published
 # rows at micro-batch 1 were over-predicted by 34-58 % without it). ``assumptions.moe_host_ms_per_layer``
-# replaces it (0 with full-iteration CUDA graphs).
+# replaces it (0 with full-iteration CUDA graphs). Charged with or without EP: TE's grouped GEMM also takes
+# its split sizes on the host, and eager MoE layers index experts from host-side counts; the published rows
+# all run EP > 1, so without EP it is an extrapolation.
 MOE_HOST_S_PER_LAYER = 3.5e-3
 
 # --------------------------------------------------------------------------- reliability
