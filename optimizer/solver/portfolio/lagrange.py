@@ -52,6 +52,7 @@ class LagrangeBound:
     prices: list[np.ndarray] = field(default_factory=list)
     iterations: int = 0
     seconds: float = 0.0
+    converged: bool = False  # the step shrank to nothing (or the relaxed choices fit) before the deadline
 
     @property
     def infeasible(self) -> bool:
@@ -188,7 +189,10 @@ def lagrangian_bound(
             stall += 1
             if stall >= STALL_ITERATIONS:
                 theta, stall = theta / 2, 0
-        if theta < MIN_THETA or time.perf_counter() >= deadline:
+        if theta < MIN_THETA:
+            out.converged = True
+            break
+        if time.perf_counter() >= deadline:
             break
         # Subgradient: each relaxed constraint's slack at the current choices.
         use = np.zeros((len(cap), horizon + 1))
@@ -206,6 +210,7 @@ def lagrangian_bound(
             g_nu = 0.0
         norm = float((g_cap**2).sum()) + g_mu**2 + g_nu**2
         if norm <= 1e-12:
+            out.converged = True
             break  # the relaxed choices are a feasible schedule: the bound is the optimum
         target = target_cents if target_cents is not None and target_cents > best else 1.1 * max(best, 1.0)
         step = theta * (target - value) / norm
