@@ -284,15 +284,24 @@ class Search:
             return window(self.jobs[k], self.horizon)
         return p[1], p[1] + self.jobs[k].durations[p[0]]
 
+    def _on(self, k: int, pools: set[int]) -> bool:
+        """Whether job k runs on one of ``pools`` (an unplaced job: whether it could). By where it runs,
+        not where it could: every job has options on every pool of the benchmark, so "could" freed the
+        jobs nearest in time on all pools (1,000 jobs, 30 s from one schedule: 0.4 % cheaper, not 0.15 %)."""
+        p, options = self.placed[k], self.jobs[k].options
+        if p is None:
+            return any(self.pool_of[o.row.offer_name] in pools for o in options)
+        return self.pool_of[options[p[0]].row.offer_name] in pools
+
     def around(self, t: int, size: int, pools: set[int] | None = None, seeds: list[int] | None = None) -> list[int]:
-        """Up to ``size`` jobs nearest to step t (on the given pools, if any), seeds first."""
+        """Up to ``size`` jobs nearest to step t (running on the given pools, if any), seeds first."""
         out = list(dict.fromkeys(seeds or []))
         taken = set(out)
         scored = []
         for k, job in enumerate(self.jobs):
             if k in taken or not job.options:
                 continue
-            if pools is not None and not any(self.pool_of[o.row.offer_name] in pools for o in job.options):
+            if pools is not None and not self._on(k, pools):
                 continue
             a, b = self._span(k)
             scored.append((0 if a <= t < b else min(abs(a - t), abs(b - 1 - t)), k))
