@@ -56,7 +56,7 @@ class Search:
     successors: list[list[int]] = field(default_factory=list)
     steps: int = 0
     improved: int = 0
-    # per job, the options a neighbourhood may give it besides its current one (None: all); a
+    # per placed job, the options a neighbourhood may give it besides its current one (None: all); a
     # neighbourhood's optimum is then over those, so "optimal" means optimal among them
     allowed: list[set[int]] | None = None
 
@@ -163,8 +163,8 @@ class Search:
             for i, (opt, d) in enumerate(zip(job.options, job.durations)):
                 if blocked or d > lim - r:
                     continue
-                if self.allowed is not None and i not in self.allowed[k] and (cur is None or cur[0] != i):
-                    continue
+                if self.allowed is not None and cur is not None and i not in self.allowed[k] and cur[0] != i:
+                    continue  # an unplaced job keeps every option: the repair step must find room for it
                 pool = self.pool_of[opt.row.offer_name]
                 pick = m.new_bool_var(f"p{k}_{i}")
                 opts.append((i, pick))
