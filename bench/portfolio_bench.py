@@ -167,17 +167,18 @@ MARKET_USD_PER_GPU_HOUR = [2.99, 3.99, 1.79, 5.50]  # H100-SXM, H200, A100-80GB,
 
 
 def constructed(
-    n_jobs: int, seed: int = 0, load: float = 0.82, shapes: int = 24, optional: float = 0.0
+    n_jobs: int, seed: int = 0, load: float = 0.82, shapes: int = 24, optional: float = 0.0, horizon_d: int = 30
 ) -> tuple[Portfolio, Catalog, Known]:
     """Feasible by construction, as in the issue: ``shapes`` distinct jobs repeated under many names,
     every one packed at a random time on one of its three cheapest options (a random one in 30 % of
     jobs) into four pools, the pools grown a node at a time until the packing holds every job at about
     ``load`` of their GPU-hours; each job's window is its packed slot widened by up to a day each side.
     A fraction ``optional`` is made optional (they are in the packing too). Returns the portfolio, the
-    catalog and what the packing says (its cost is an upper bound on the optimum)."""
+    catalog and what the packing says (its cost is an upper bound on the optimum). A short ``horizon_d``
+    makes a few dozen jobs fill the smallest pools (one node each), small enough for CP-SAT to prove."""
     rng = random.Random(seed)
     hw = load_catalog("hardware")
-    horizon_d, step_h = 30, 1
+    step_h = 1
     horizon = horizon_d * 24 // step_h
     skus = ["H100-SXM", "H200", "A100-80GB", "B200"]
     specs = [

@@ -52,6 +52,7 @@ class LagrangeBound:
     prices: list[np.ndarray] = field(default_factory=list)
     iterations: int = 0
     seconds: float = 0.0
+    converged: bool = False  # the step shrank to nothing (or the relaxed choices fit) before the deadline
 
     @property
     def infeasible(self) -> bool:
@@ -188,7 +189,10 @@ def lagrangian_bound(
             stall += 1
             if stall >= STALL_ITERATIONS:
                 theta, stall = theta / 2, 0
-        if theta < MIN_THETA or time.perf_counter() >= deadline:
+        if theta < MIN_THETA:
+            out.converged = True
+            break
+        if time.perf_counter() >= deadline:
             break
         # Subgradient: each relaxed constraint's slack at the current choices.
         use = np.zeros((len(cap), horizon + 1))
@@ -206,6 +210,7 @@ def lagrangian_bound(
             g_nu = 0.0
         norm = float((g_cap**2).sum()) + g_mu**2 + g_nu**2
         if norm <= 1e-12:
+            out.converged = True
             break  # the relaxed choices are a feasible schedule: the bound is the optimum
         target = target_cents if target_cents is not None and target_cents > best else 1.1 * max(best, 1.0)
         step = theta * (target - value) / norm
@@ -227,14 +232,21 @@ def _evaluate(opts: _Options, lam, mu, nu, weights, may_drop, horizon, pair_pool
     price = _range_min(run, opts.lo, opts.hi, opts.pair)
     total = (1.0 + mu) * opts.cents + opts.gpus * price
     best_per_job = np.minimum.reduceat(total, opts.first)
-    ends = np.append(opts.first[1:], len(total))
-    choice_row = np.empty(len(opts.first), dtype=np.int64)
-    starts = np.zeros(len(opts.first), dtype=np.int64)
-    for n, (a, b) in enumerate(zip(opts.first, ends)):
-        r = a + int(np.argmin(total[a:b]))
-        choice_row[n] = r
-        p = opts.pair[r]
-        starts[n] = opts.lo[r] + int(np.argmin(run[p, opts.lo[r] : opts.hi[r] + 1]))
+    # Per job its first row at the minimum, and that row's first start at its range minimum, by array
+    # operations (a loop over jobs took two thirds of each iteration at 1,000 jobs).
+    owner = np.repeat(np.arange(len(opts.first)), np.diff(np.append(opts.first, len(total))))
+    at_min = np.flatnonzero(total <= best_per_job[owner])
+    _, first_at = np.unique(owner[at_min], return_index=True)
+    choice_row = at_min[first_at]
+    lo, hi, pair = opts.lo[choice_row], opts.hi[choice_row], opts.pair[choice_row]
+    starts = np.empty(len(choice_row), dtype=np.int64)
+    for part in range(0, len(choice_row), 1024):  # in blocks, so the padded windows stay small
+        sl = slice(part, part + 1024)
+        span = int((hi[sl] - lo[sl]).max()) + 1
+        cols = lo[sl, None] + np.arange(span)[None, :]
+        inside = cols <= hi[sl, None]
+        values = np.where(inside, run[pair[sl, None], np.minimum(cols, width - 1)], np.inf)
+        starts[sl] = lo[sl] + np.argmin(values, axis=1)
     drop_value = nu * weights[opts.jobs_with]
     drops = may_drop[opts.jobs_with] & (drop_value < best_per_job)
     choice_row[drops] = -1
