@@ -258,6 +258,9 @@ def evaluate_all() -> tuple:
     return catalog, evaluate(rows, catalog), skipped
 
 
+KINDS = (("dense", "dense"), ("long_context", "long-context"), ("moe", "MoE"))
+
+
 def summaries(rows: list[dict], catalog) -> dict[str, tuple[float, float]]:
     """Prints the dense, long-context and MoE summaries and the MoE host time held out; returns (median,
     worst ratio) per kind, "moe_held_out" for the host time's leave-one-out figures."""
@@ -269,9 +272,6 @@ def summaries(rows: list[dict], catalog) -> dict[str, tuple[float, float]]:
     )
     out["moe_held_out"] = (host_median, host_ratio)
     return out
-
-
-KINDS = (("dense", "dense"), ("long_context", "long-context"), ("moe", "MoE"))
 
 
 def main() -> int:
