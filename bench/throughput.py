@@ -72,6 +72,8 @@ def problem_for(run: dict, efficiency: float | None, host_ms: float | None = Non
             "precision": precision,
             "loss": run.get("loss", "standard"),
             "kernels": run.get("kernels", "auto"),
+            # pure bf16 recipes keep no fp32 master copy (the row's master_weights_source)
+            "master_weights": run.get("master_weights", True),
             # Megatron-Core's fused kernels keep fewer activations than eager PyTorch (physics/memory.py)
             "framework": "megatron" if run["framework"] == "megatron" else "auto",
         },
