@@ -324,7 +324,12 @@ def _problem(job: Path, **overrides):
 @handled
 def check(
     job: Path = JobArg,
-    sku: str = typer.Option(..., "--sku", help="GPU by name or alias (B200, h100, rtx-pro-6000-blackwell)."),
+    sku: str = typer.Option(
+        ...,
+        "--sku",
+        help="GPU by name or alias (B200, h100, rtx-pro-6000-blackwell), or an offer by name (a plan's offer: "
+        "nodus-b200).",
+    ),
     gpus: int = typer.Option(..., "--gpus", help="Total GPUs."),
     nodes: int | None = typer.Option(None, "--nodes", help="Nodes; default the fewest that hold the GPUs."),
     tp: int | None = typer.Option(None, "--tp", help="Tensor-parallel degree (inside a node)."),
@@ -394,7 +399,7 @@ def check(
     check_outputs([job, _path(catalog)], plot_path=plot_path, out=out if export_kind else None)
     problem = _problem(job, deadline=deadline, budget=budget, measured=measured, deadline_quantile=deadline_quantile)
     cat = problem_catalog(problem, catalog)
-    check_gpu_names(cat, "sku", [sku])
+    check_gpu_names(cat, "sku", [sku], offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     result = api.check(
         problem,

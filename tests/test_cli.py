@@ -285,3 +285,11 @@ def test_plot_without_matplotlib_fails_before_solving(problems, tmp_path, monkey
     monkeypatch.setattr("optimizer.api.plan", no_solving)
     bad("solve", problems / "llama-70b-within-5-days.yaml", "--plot", tmp_path / "f.png", expect=["gpuplan[plot]"])
     assert not (tmp_path / "f.png").exists()
+
+
+def test_check_takes_the_offer_a_plan_names(tmp_path):
+    # A plan names its offer (nodus-b200); check accepts that name and prices the layout on it.
+    r = run("check", write(tmp_path, GOOD), "--sku", "nodus-b200", "--gpus", "8", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["offer"] == "nodus-b200"
+    bad("check", write(tmp_path, GOOD), "--sku", "nodus-b20", "--gpus", "1", expect=["Did you mean 'nodus-b200'"])

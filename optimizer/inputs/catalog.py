@@ -30,7 +30,14 @@ def offers_for(catalog: Catalog, name: str) -> list[Offer]:
     direct = [o for o in catalog.offers if key == _norm(o.name) or key in (_norm(a) for a in o.aliases)]
     if direct:
         return direct
-    sku = find_sku(catalog, name)
+    try:
+        sku = find_sku(catalog, name)
+    except CatalogError as exc:
+        offer_names = [o.name for o in catalog.offers]
+        raise CatalogError(
+            f"unknown GPU {name!r} (no SKU or offer of that name); known SKUs: {', '.join(s.name for s in catalog.skus)}; offers: "
+            f"{', '.join(offer_names)}.{did_you_mean(name, offer_names + [s.name for s in catalog.skus])}"
+        ) from exc
     return [o for o in catalog.offers if find_sku(catalog, o.sku).name == sku.name]
 
 

@@ -31,13 +31,15 @@ def job_context(problem: Problem, catalog: Catalog) -> JobContext:
 
 
 def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: int | None = None, spot: bool = False) -> HardwareRow:
-    """The SKU on its cheapest offer (ties by offer name; the bare SKU if none prices it), with
-    ``gpus`` laid out on ``nodes`` nodes (default: the fewest that hold them). Errors name the
-    argument (``gpus``, ``nodes``, ``spot``); callers relocate them to a file field where needed."""
+    """The SKU on its cheapest offer (ties by offer name; the bare SKU if none prices it), or the offer
+    ``sku_name`` names (a plan's ``offer``), with ``gpus`` laid out on ``nodes`` nodes (default: the
+    fewest that hold them). Errors name the argument (``gpus``, ``nodes``, ``spot``); callers relocate
+    them to a file field where needed."""
     if gpus < 1:
         raise ArgumentError("must be at least 1", field="gpus")
-    sku = find_sku(ctx.catalog, sku_name)
     offers = sorted(offers_for(ctx.catalog, sku_name), key=lambda o: (o.price_usd_per_gpu_hour, o.name))
+    # an offer name selects its own SKU; a SKU name every offer of it
+    sku = find_sku(ctx.catalog, offers[0].sku if offers else sku_name)
     if spot:
         offers = [o for o in offers if o.spot_price_usd_per_gpu_hour]
         if not offers:
