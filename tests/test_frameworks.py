@@ -244,3 +244,40 @@ def test_deepspeed_runs_experts_split_by_ep_only_up_to_zero_2():
     assert chosen is not None and not (chosen.strategy.ep > 1 and chosen.strategy.zero_stage == 3)
     s = chosen.strategy.model_copy(update={"ep": 8, "zero_stage": 3})
     assert any("EP with ZeRO-2 at most" in r and "AutoEP" in r for r in why_not_runnable("deepspeed", s, 61))
+
+
+def test_a_plan_is_costed_with_the_kernels_of_the_framework_it_names():
+    # Under framework: auto a layout only Megatron runs (TP with CP) is labelled megatron, and Megatron-Core runs
+    # Transformer Engine's fused norms and SwiGLU: the plan keeps their activations, as check does for a team
+    # that names megatron. Gemma 2 at 128k with activation offload makes the difference large (its eager
+    # sandwich norms keep 36h bytes per token, fused 8h; the offloaded bytes cross PCIe).
+    problem = Problem.model_validate(
+        expand_models(
+            {
+                "catalog": "nodus-2026-11",
+                "objective": "time",
+                "job": {
+                    "name": "j",
+                    "model": "gemma-2-9b",
+                    "method": "qlora",
+                    "lora_rank": 256,
+                    "tokens": "200M",
+                    "seq_len": 131072,
+                    "activation_offload": True,
+                },
+            }
+        )
+    )
+    best = plan(problem, time_limit_s=5).best
+    assert best is not None and best.strategy.framework == "megatron"
+    s = best.strategy
+    layout = dict(nodes=best.nodes, tp=s.tp, pp=s.pp, cp=s.cp, micro_batch=s.micro_batch, recompute=s.recompute)
+    layout["zero"] = s.zero_stage
+    fields = dict(model="gemma-2-9b", method="qlora", lora_rank=256, tokens="200M", seq_len=131072)
+    for framework in ("megatron", "auto"):
+        named = job(**fields, activation_offload=True, framework=framework)
+        checked = check(named, best.sku, best.gpus, **layout, compare=False, catalog=NODUS).plan
+        assert checked.memory_gib.activations == pytest.approx(best.memory_gib.activations)
+        assert checked.step_s == pytest.approx(best.step_s)
+    eager = job(**fields, activation_offload=True, kernels="eager")
+    assert check(eager, best.sku, best.gpus, **layout, compare=False, catalog=NODUS).plan.step_s > 1.2 * best.step_s

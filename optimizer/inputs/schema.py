@@ -446,7 +446,8 @@ class JobSpec(_Model):
     kernels: Literal["auto", "fused", "eager"] = Field(
         "auto",
         description="Activation-saving kernels: fused (Megatron-Core / Transformer Engine norms and SwiGLU) keep "
-        "fewer activations than eager PyTorch (Hugging Face, torchtitan); auto: fused for megatron, else eager.",
+        "fewer activations than eager PyTorch (Hugging Face, torchtitan); auto: the kernels of the framework each "
+        "layout is labelled with (fused for megatron, else eager).",
     )
     framework: Literal["auto", "megatron", "deepspeed", "torchtitan", "fsdp"] = Field(
         "auto",

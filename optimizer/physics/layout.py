@@ -123,8 +123,9 @@ class RunSettings:
 
     seq_len: float
     eager_attention: bool = False  # materialised s x s attention (no FlashAttention)
-    fused_kernels: bool = False  # Megatron-Core / Transformer Engine fused norms and SwiGLU
-    fp8_saved_inputs: bool = False  # Transformer Engine keeps FP8 linear inputs for the weight gradient
+    # Megatron-Core / Transformer Engine fused norms and SwiGLU (a bool, or per layout: its framework's kernels)
+    fused_kernels: bool | np.ndarray = False
+    fp8_saved_inputs: bool | np.ndarray = False  # Transformer Engine keeps FP8 linear inputs for the weight gradient
     logits_bytes_per_vocab: float = 6.0  # per token and vocabulary entry kept for the loss (see memory.py)
     activation_offload: bool = False  # saved activations in pinned CPU memory between forward and backward
     overlap: float = 0.0  # fraction of data-parallel traffic hidden behind compute

@@ -153,8 +153,8 @@ def layer_activation_bytes(
     seq_len: float,
     micro_batch,
     eager_attention: bool,
-    fused_kernels: bool = False,
-    fp8_saved_inputs: bool = False,
+    fused_kernels=False,
+    fp8_saved_inputs=False,
 ) -> np.ndarray:
     """Bytes one transformer block keeps for backward, per micro-batch, without parallelism.
 
@@ -173,7 +173,7 @@ def layer_activation_bytes(
     # 8B keeps 200,840 bytes per token per layer = 16h + 4q + 4k + 8f + 136 (log-sum-exp and norm rstd,
     # left out); the earlier Megatron-fused count (bf16 norm inputs, 6f SwiGLU) gave 139,264, 31 % low.
     # RMSNorm (gated models) keeps fp32 input 4h + normalised 2h + output 2h; LayerNorm input 2h + output 2h.
-    norms = 2 * (8 * h if shape.gated_mlp else 4 * h)
+    norms: float | np.ndarray = 2 * (8 * h if shape.gated_mlp else 4 * h)
     if shape.norm_fp32_weight:
         # The weight multiplies the fp32 normalised input (Gemma's (1 + w), GPT-OSS), which is kept in fp32:
         # 4h fp32 input + 4h normalised + 2h bf16 output read by the next matmul = 10h per norm.
@@ -183,35 +183,36 @@ def layer_activation_bytes(
         # its 4h fp32 input and the normalised input (4h fp32, else 2h). Measured 36h per token on
         # Gemma 2 9B = 2 x 10h + 2 x 8h.
         norms = norms + 2 * (4 * h + (4 * h if shape.norm_fp32_weight else 2 * h))
-    attention = 2 * q + 2 * k + 2 * k + 2 * q
+    attention: float | np.ndarray = 2 * q + 2 * k + 2 * k + 2 * q
     # MLA (DeepSeek-V3): the compressed query and key/value latents each pass an RMSNorm (fp32 input 4r,
     # bf16 normalised 2r) and feed the up-projection (2r): 8 (r_q + r_kv), measured the same way.
     attention = attention + 8 * shape.mla_ranks
-    mlp = 8 * f if shape.gated_mlp else 4 * f
+    mlp: float | np.ndarray = 8 * f if shape.gated_mlp else 4 * f
     if shape.clamped_swiglu:
         # GPT-OSS (transformers GptOssExperts): gate and up split from one projection, each clamped, then
         # sigmoid(1.702 gate) and (up + 1) x glu: measured 14f bytes per token (f = k x expert width).
         mlp = 14 * f
-    if fused_kernels:
-        norms = 2 * (2 * h + 2 * h)  # each norm's input and the following matmul's input, bf16
-        mlp = 6 * f if shape.gated_mlp else 4 * f
+    # ``fused_kernels`` and ``fp8_saved_inputs`` may be per-layout arrays (each layout's framework's kernels)
+    fused = np.asarray(fused_kernels, bool)
+    fp8_inputs = fused & np.asarray(fp8_saved_inputs, bool)
+    # each norm's input and the following matmul's input, bf16
+    norms = np.where(fused, 2 * (2 * h + 2 * h), norms)
+    mlp = np.where(fused, 6 * f if shape.gated_mlp else 4 * f, mlp)
     moe_share = shape.moe_layer_share if shape.experts else 0.0
-    if fused_kernels and fp8_saved_inputs:
-        # One byte instead of two for each linear's saved input: the attention norm's output (QKV input), the
-        # output projection's input, the down projection's input, and the MLP norm's output where a dense MLP
-        # reads it (an MoE layer's router reads it in 16 bits; its experts' FC1 input is the permuted copy).
-        norms, attention, mlp = norms - h - h * (1.0 - moe_share), attention - q, mlp - f
+    # One byte instead of two for each linear's saved input: the attention norm's output (QKV input), the
+    # output projection's input, the down projection's input, and the MLP norm's output where a dense MLP
+    # reads it (an MoE layer's router reads it in 16 bits; its experts' FC1 input is the permuted copy).
+    norms = np.where(fp8_inputs, norms - h - h * (1.0 - moe_share), norms)
+    mlp = np.where(fp8_inputs, mlp - f, mlp)
+    attention = np.where(fp8_inputs, attention - q, attention)
     if shape.qk_norm:
         kv_heads = shape.heads * k / q
-        if fused_kernels:
-            # Transformer Engine's RMSNorm (Megatron-Core's q/k layernorm) keeps its bf16 input and an fp32 rstd
-            # per head and token; the normalised Q and K are the attention inputs already counted.
-            attention = attention + 2 * q + 2 * k + 4 * (shape.heads + kv_heads)
-        else:
-            # Qwen3's per-head RMSNorms on Q and K, measured the same way: fp32 input 4, normalised 2 bf16 (the
-            # 4q + 4k of the rope inputs already count the outputs) per element, plus an fp32 rstd per head and
-            # token: 6q + 6k + 4 (heads + kv heads).
-            attention = attention + 6 * q + 6 * k + 4 * (shape.heads + kv_heads)
+        # Fused: Transformer Engine's RMSNorm (Megatron-Core's q/k layernorm) keeps its bf16 input and an fp32
+        # rstd per head and token; the normalised Q and K are the attention inputs already counted. Eager:
+        # Qwen3's per-head RMSNorms on Q and K, measured the same way: fp32 input 4, normalised 2 bf16 (the
+        # 4q + 4k of the rope inputs already count the outputs) per element, plus an fp32 rstd per head and
+        # token: 6q + 6k + 4 (heads + kv heads).
+        attention = attention + np.where(fused, 2 * q + 2 * k, 6 * q + 6 * k) + 4 * (shape.heads + kv_heads)
     # MoE layers (measured the same way on Qwen3-30B-A3B at reduced width, transformers' grouped_mm experts,
     # the grouped-GEMM path torchtitan and Megatron-Core also take): the dispatch keeps each token's hidden
     # state once per routed expert (2hk, the permuted grouped-GEMM input) and the experts' outputs for the
@@ -221,7 +222,7 @@ def layer_activation_bytes(
     # An fp32 router (DeepSeek-V3) also keeps its fp32 copy of the hidden state (4h).
     router = 4 * h if shape.router_fp32 else 0.0
     # Under Transformer Engine in FP8 the permuted copy is the experts' FC1 input, kept in one byte (hk).
-    dispatched = 3 * h * topk if fused_kernels and fp8_saved_inputs else 4 * h * topk
+    dispatched = np.where(fp8_inputs, 3 * h * topk, 4 * h * topk)
     moe = (dispatched + 4 * shape.experts + 24 * topk + router) * moe_share if shape.experts else 0.0
     per_layer = s * b * (norms + attention + mlp + moe)
     if eager_attention:

@@ -32,7 +32,7 @@ from ..physics.layout import Cluster, Layout, Offload, Recompute
 from ..physics.memory import MemoryBreakdown, activation_bytes, host_optimizer_bytes, memory_breakdown
 from ..physics.time import StepTime, step_time
 from .context import HardwareRow, JobContext, capacity_bytes
-from .frameworks import PREFERENCE, label_layouts, zero3_per_step
+from .frameworks import PREFERENCE, fused_kernels, label_layouts, zero3_per_step
 from .reliability import checkpoint_hours, interruption_rate
 
 TP_CHOICES = (1, 2, 4, 8)
@@ -351,10 +351,12 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         return np.asarray(values, dtype=float)[row_idx]
 
     a = ctx.assumptions
-    settings = ctx.settings
+    codes = grid[:, len(LAYOUT_FIELDS)]
+    fused = fused_kernels(codes, ctx.job.kernels, ctx.job.framework)
+    settings = replace(ctx.settings, fused_kernels=fused, fp8_saved_inputs=fused & (ctx.job.precision == "fp8"))
     hw = _cluster(ctx, rows, row_idx)
     caps = per_row([capacity_bytes(r, a.memory_basis)[0] for r in rows])
-    held = zero3_per_step(grid[:, len(LAYOUT_FIELDS)], layout.pp, a.zero3_gathers)
+    held = zero3_per_step(codes, layout.pp, a.zero3_gathers)
     mem = memory_breakdown(ctx.shape, ctx.train, layout, settings, caps, held)
     if ctx.calibration.reserve_delta_bytes:  # before anything reads (and caches) mem.total
         mem.reserve = np.maximum(0.0, mem.reserve + ctx.calibration.reserve_delta_bytes)

@@ -160,15 +160,14 @@ class JobContext:
 
     @property
     def settings(self) -> RunSettings:
+        """Job-wide run settings; the kernels (fused or eager) are each layout's framework's, set where the
+        layouts are evaluated (candidates.evaluate)."""
         a = self.assumptions
-        fused = self.job.kernels == "fused" or (self.job.kernels == "auto" and self.job.framework == "megatron")
         return RunSettings(
             seq_len=float(self.job.seq_len),
             eager_attention=self.job.attention == "eager",
             logits_bytes_per_vocab=LOGITS_BYTES_PER_VOCAB[self.job.loss],
             activation_offload=self.job.activation_offload,
-            fused_kernels=fused,
-            fp8_saved_inputs=fused and self.job.precision == "fp8",
             overlap=a.overlap,
             moe_overlap=a.moe_overlap,
             moe_dispatcher=a.moe_dispatcher,

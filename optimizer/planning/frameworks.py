@@ -55,6 +55,10 @@ class Framework:
     # gathered and reduced every micro-batch (physics/time.py, _data_parallel_exposed_s)
     zero3_step_gathers_with_pp: bool = False
     zero3_gathers_source: str = "ZeRO-3 gathers the weights and reduces the gradients every micro-batch"
+    # Under job.kernels: auto, the activations its kernels keep (physics/memory.py layer_activation_bytes):
+    # fused norms, SwiGLU and FP8 linear inputs (Transformer Engine) or eager PyTorch's
+    fused_kernels: bool = False
+    kernels_source: str = "eager PyTorch modules (Hugging Face, torchtitan without Transformer Engine)"
 
     def runnable(self, grid: dict[str, np.ndarray], layers: int) -> np.ndarray:
         """Which layouts of a strategy grid (columns by name) this framework runs."""
@@ -260,6 +264,9 @@ FRAMEWORKS: dict[str, Framework] = {
         activation_offload_with_recompute=False,
         activation_offload_source="Megatron-Core cpu_offloading + cpu_offloading_activations (Transformer Engine); "
         "megatron/core/transformer/transformer_config.py refuses it with PP > 1 and with recompute",
+        fused_kernels=True,
+        kernels_source="Megatron-Core's transformer layers run Transformer Engine's fused LayerNormLinear and "
+        "LayerNormMLP modules (megatron/core/models/gpt/gpt_layer_specs.py, get_gpt_layer_with_transformer_engine_spec)",
         expert_folding=True,
         folding_source=_MEGATRON_ARGS + ": --expert-tensor-parallel-size (Megatron-Core MoE, 'MoE Parallel Folding')",
     ),
@@ -279,6 +286,19 @@ def zero3_per_step(framework_codes, pp, policy: str = "auto") -> np.ndarray:
         return np.full(np.shape(codes), policy == "step")
     held = np.array([FRAMEWORKS[name].zero3_step_gathers_with_pp for name in PREFERENCE] + [False])
     return held[np.where(codes >= 0, codes, len(PREFERENCE))] & (pp > 1)
+
+
+def fused_kernels(framework_codes, kernels: str, framework: str) -> np.ndarray:
+    """Per layout, whether its activations are those of fused kernels: job.kernels 'fused' or 'eager' for
+    every layout, or under 'auto' the kernels of the framework each layout is labelled with (so a plan
+    labelled megatron is costed with the kernels Megatron runs); a layout no framework runs takes the
+    job's framework's."""
+    codes = np.asarray(framework_codes)
+    if kernels != "auto":
+        return np.full(np.shape(codes), kernels == "fused")
+    unlabelled = framework != "auto" and FRAMEWORKS[framework].fused_kernels
+    fused = np.array([FRAMEWORKS[name].fused_kernels for name in PREFERENCE] + [unlabelled])
+    return fused[np.where(codes >= 0, codes, len(PREFERENCE))]
 
 
 def label_layouts(grid: dict[str, np.ndarray], layers: int, framework: str) -> np.ndarray:
