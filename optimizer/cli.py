@@ -286,7 +286,15 @@ def handled(fn: Callable) -> Callable:
 
 def _write_export(plan, kind: str, out: Path | None, problem) -> None:
     job = problem.job
-    text = export(plan, kind, name=job.name, seq_len=job.seq_len, precision=job.precision, num_layers=job.model.layers)
+    text = export(
+        plan,
+        kind,
+        name=job.name,
+        seq_len=job.seq_len,
+        precision=job.precision,
+        num_layers=job.model.layers,
+        method=job.method,
+    )
     if out is None:
         typer.echo(text, nl=False)
     else:

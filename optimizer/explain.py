@@ -13,7 +13,7 @@ from .inputs.catalog import find_sku
 from .inputs.schema import Portfolio, Sku
 from .inputs.units import fmt_bytes, fmt_duration, parse_count
 from .physics.constants import GIB
-from .planning.candidates import Candidate, CandidateTable
+from .planning.candidates import Candidate, CandidateTable, blocking_rules
 from .planning.context import JobContext
 from .results import Infeasibility, MeasuredComparison, Plan, PortfolioResult
 from .solver.portfolio.data import JobData, PoolSpec
@@ -42,6 +42,9 @@ def infeasibility(table: CandidateTable, binding: list[str]) -> list[Infeasibili
     """For each binding family, how far the nearest candidate is from satisfying it."""
     r = _Rows.of(table)
     if not r.rows:
+        blocked = [c for c in table.candidates if c.rejected_by == "framework" and c.row.offer is not None]
+        if blocked:
+            return [_framework(table.ctx, blocked[0])]
         return [Infeasibility(constraint="catalog", detail="the catalog has no priced offers")]
     ctx = table.ctx
     out = []
@@ -59,6 +62,15 @@ def infeasibility(table: CandidateTable, binding: list[str]) -> list[Infeasibili
         detail = "these constraints cannot all hold together; loosen one of them"
         out.append(Infeasibility(constraint="+".join(binding) or "unknown", detail=detail))
     return out
+
+
+def _framework(ctx: JobContext, c: Candidate) -> Infeasibility:
+    who = "no framework runs any" if ctx.job.framework == "auto" else f"{ctx.job.framework} runs no"
+    detail = (
+        f"{who} layout of this job (e.g. on {_where(c)}): {'; '.join(blocking_rules(ctx, c.row))}; "
+        "change job.framework (--framework) or the job's method or options"
+    )
+    return Infeasibility(constraint="framework", detail=detail)
 
 
 def _filter(ctx: JobContext) -> Infeasibility:

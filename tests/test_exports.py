@@ -54,6 +54,7 @@ DERIVED = {  # layouts no bundled job picks, as strategy edits of a checked plan
     "pp4-1f1b": ("pp4-zero1", {"virtual_stages": 1, "recompute": "none"}),
     "pp4-v4": ("pp4-zero1", {"virtual_stages": 4}),  # interleaved: 4 virtual stages per rank
     "tp4-selective": ("tp8-zero2", {"tp": 4, "dp": 8, "grad_accum": 8, "recompute": "selective"}),
+    "cp2-activation-offload": ("cp2", {"activation_offload": True, "recompute": "none"}),
 }
 NAMES = BUNDLED + list(CHECKED) + list(DERIVED)
 
@@ -339,7 +340,8 @@ def _megatron_parser() -> tuple[argparse.ArgumentParser, dict[str, set[str]]]:
 @pytest.mark.parametrize("name", NAMES)
 def test_megatron_arguments_build_megatron_core_configs(name):
     p, s = get_plan(name), get_plan(name).strategy
-    text = exported(name, "megatron")
+    layers = num_layers(name)
+    text = exported(name, "megatron", num_layers=layers)
     if text is None:
         return
     parser, owners = _megatron_parser()
@@ -352,12 +354,14 @@ def test_megatron_arguments_build_megatron_core_configs(name):
     tokens = shlex.split(text.replace("\\\n", " "), comments=True)
     assert tokens[0] == "torchrun" and f"--nnodes {p.nodes} --nproc-per-node {p.gpus_per_node}" in " ".join(tokens)
     args = tokens[tokens.index("pretrain_gpt.py") + 1 :]
-    assert args == shlex.split(" ".join(megatron_args(p)))
+    assert args == shlex.split(" ".join(megatron_args(p, num_layers=layers)))
     ns = vars(parser.parse_args(args))  # unknown flags raise
+    if ns.get("cpu_offloading_num_layers", 0) > 0:
+        ns["cpu_offloading"] = True  # as arguments.py derives it
 
     v = ns.pop("num_virtual_stages_per_pipeline_rank", 1)
     transformer = TransformerConfig(
-        num_layers=2 * s.pp * v,
+        num_layers=layers if layers and layers % (s.pp * v) == 0 else 2 * s.pp * v,
         hidden_size=128 * s.tp,
         num_attention_heads=8 * s.tp,
         pipeline_dtype=torch.bfloat16,
@@ -367,6 +371,7 @@ def test_megatron_arguments_build_megatron_core_configs(name):
     assert (transformer.tensor_model_parallel_size, transformer.pipeline_model_parallel_size) == (s.tp, s.pp)
     assert transformer.context_parallel_size == s.cp and transformer.sequence_parallel == (s.tp > 1)
     assert transformer.bf16 and transformer.recompute_granularity == (None if s.recompute == "none" else s.recompute)
+    assert transformer.cpu_offloading == s.activation_offload and transformer.cpu_offloading_activations
     data_parallel = p.gpus // (s.tp * s.pp * s.cp)  # how Megatron-LM derives it (arguments.py)
     micro = ConstantNumMicroBatchesCalculator(ns["global_batch_size"], ns["micro_batch_size"], data_parallel, False, 0)
     assert (

@@ -259,7 +259,7 @@ def test_a_plan_is_costed_with_the_kernels_of_the_framework_it_names():
                 "job": {
                     "name": "j",
                     "model": "gemma-2-9b",
-                    "method": "qlora",
+                    "method": "lora",
                     "lora_rank": 256,
                     "tokens": "200M",
                     "seq_len": 131072,
@@ -273,7 +273,7 @@ def test_a_plan_is_costed_with_the_kernels_of_the_framework_it_names():
     s = best.strategy
     layout = dict(nodes=best.nodes, tp=s.tp, pp=s.pp, cp=s.cp, micro_batch=s.micro_batch, recompute=s.recompute)
     layout["zero"] = s.zero_stage
-    fields = dict(model="gemma-2-9b", method="qlora", lora_rank=256, tokens="200M", seq_len=131072)
+    fields = dict(model="gemma-2-9b", method="lora", lora_rank=256, tokens="200M", seq_len=131072)
     for framework in ("megatron", "auto"):
         named = job(**fields, activation_offload=True, framework=framework)
         checked = check(named, best.sku, best.gpus, **layout, compare=False, catalog=NODUS).plan
@@ -281,3 +281,30 @@ def test_a_plan_is_costed_with_the_kernels_of_the_framework_it_names():
         assert checked.step_s == pytest.approx(best.step_s)
     eager = job(**fields, activation_offload=True, kernels="eager")
     assert check(eager, best.sku, best.gpus, **layout, compare=False, catalog=NODUS).plan.step_s > 1.2 * best.step_s
+
+
+@pytest.mark.parametrize("framework", ["auto", "fsdp", "deepspeed", "torchtitan", "megatron"])
+def test_qlora_is_planned_only_where_4bit_base_weights_train(framework):
+    # QLoRA trains LoRA adapters over 4-bit NF4 base weights: torchtune's FSDP2 recipes, PEFT with FSDP or
+    # DeepSpeed ZeRO-3 (bitsandbytes' FSDP-QLoRA) run it; Megatron-Bridge and torchtitan have LoRA only.
+    result = plan(job(model="llama-3.1-70b", method="qlora", tokens="100M", framework=framework), time_limit_s=5)
+    if framework in ("auto", "fsdp", "deepspeed"):
+        assert result.best is not None and result.best.strategy.framework in ("fsdp", "deepspeed")
+        assert all(p.strategy.framework in ("fsdp", "deepspeed") for p in result.frontier)
+    else:
+        assert result.best is None
+        (why,) = result.infeasible
+        assert why.constraint == "framework" and "no QLoRA" in why.detail and framework in why.detail
+
+
+def test_a_lora_plan_on_megatron_is_not_exported_as_pretraining():
+    # Megatron-LM's pretrain_gpt.py trains every weight: a LoRA plan's Megatron export is refused, naming
+    # Megatron-Bridge's PEFT, rather than written as a full-training command.
+    from optimizer.errors import ArgumentError
+    from optimizer.present.exports import export
+
+    best = plan(job(model="llama-3.1-8b", method="lora", tokens="100M", framework="megatron"), time_limit_s=5).best
+    assert best is not None
+    assert "pretrain_gpt.py" in export(best, "megatron", method="full")
+    with pytest.raises(ArgumentError, match="Megatron-Bridge's PEFT"):
+        export(best, "megatron", method="lora")

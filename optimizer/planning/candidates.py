@@ -32,7 +32,7 @@ from ..physics.layout import Cluster, Layout, Offload, Recompute
 from ..physics.memory import MemoryBreakdown, activation_bytes, host_optimizer_bytes, memory_breakdown
 from ..physics.time import StepTime, step_time
 from .context import HardwareRow, JobContext, capacity_bytes
-from .frameworks import PREFERENCE, fused_kernels, label_layouts, zero3_per_step
+from .frameworks import FRAMEWORKS, METHOD_CODES, PREFERENCE, fused_kernels, label_layouts, zero3_per_step
 from .reliability import checkpoint_hours, interruption_rate
 
 TP_CHOICES = (1, 2, 4, 8)
@@ -105,7 +105,7 @@ class Candidate:
     cost_usd: float  # nan when the row has no price
     memory_bytes: float
     capacity_bytes: float
-    rejected_by: str | None = None  # filter, supply, global_batch, memory (before deadline/budget)
+    rejected_by: str | None = None  # filter, supply, global_batch, framework, memory (before deadline/budget)
 
 
 @dataclass
@@ -202,13 +202,32 @@ def strategy_grid(
     """Integer rows of ``GRID_FIELDS`` valid for ``row``: the layouts the job's framework runs (every
     layout, labelled -1 where no framework runs it, with ``runnable_only=False``)."""
     grid = _layouts(ctx, row, ignore_batch, requested_cp, requested_ep, requested_v, requested_etp)
-    layers = int(ctx.job.model.layers or 0)
+    label = label_layouts(_rule_columns(ctx, grid), int(ctx.job.model.layers or 0), ctx.job.framework)
+    grid = np.column_stack([grid, label]).astype(np.int64).reshape(-1, len(GRID_FIELDS))
+    return grid[label >= 0] if runnable_only else grid
+
+
+def _rule_columns(ctx: JobContext, grid: np.ndarray) -> dict[str, np.ndarray]:
+    """A layout grid as the framework rules read it: its columns by name, plus the job-wide options."""
     columns = {name: grid[:, i] for i, name in enumerate(LAYOUT_FIELDS)}
     columns["optimizer_in_backward"] = np.full(len(grid), int(ctx.job.optimizer_in_backward))
     columns["activation_offload"] = np.full(len(grid), int(ctx.job.activation_offload))
-    label = label_layouts(columns, layers, ctx.job.framework)
-    grid = np.column_stack([grid, label]).astype(np.int64).reshape(-1, len(GRID_FIELDS))
-    return grid[label >= 0] if runnable_only else grid
+    columns["method"] = np.full(len(grid), METHOD_CODES[ctx.job.method])
+    return columns
+
+
+def blocking_rules(ctx: JobContext, row: HardwareRow) -> list[str]:
+    """Why no framework the job allows runs any layout of ``row``: per framework, the rules every one of its
+    layouts breaks (the first when none is broken by all)."""
+    grid = _layouts(ctx, row, True, None, None, None, None)
+    columns = _rule_columns(ctx, grid)
+    names = PREFERENCE if ctx.job.framework == "auto" else (ctx.job.framework,)
+    out = []
+    for name in names:
+        broken = FRAMEWORKS[name].violations(columns, int(ctx.job.model.layers or 0))
+        everywhere = [rule for rule, mask in broken.items() if len(mask) and bool(np.all(mask))]
+        out += everywhere or [rule for rule, mask in broken.items() if np.any(mask)][:1]
+    return out
 
 
 def _layouts(
@@ -457,7 +476,7 @@ def build_table(
             grid = strategy_grid(ctx, row)
             cache[shape] = (grid, False) if len(grid) else (strategy_grid(ctx, row, ignore_batch=True), True)
         grid, unconstrained = cache[shape]
-        if unconstrained:
+        if unconstrained and len(grid):
             # No layout divides the global batch: still evaluate (unconstrained) to show its numbers.
             rejections[i] = rejections[i] or "global_batch"
         grids.append(grid)
@@ -478,7 +497,7 @@ def build_table(
                     np.nan,
                     np.nan,
                     capacity_bytes(row, ctx.assumptions.memory_basis)[0],
-                    why or "filter",
+                    why or "framework",  # no layout that the job's framework(s) run
                 )
             )
             continue

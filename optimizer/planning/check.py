@@ -186,7 +186,7 @@ def _check_arguments(row: HardwareRow, fixed: Fixed) -> None:
 def _broken_rules(ctx: JobContext, plan: Plan) -> list[str]:
     layers = int(ctx.job.model.layers or 0)
     names = PREFERENCE if ctx.job.framework == "auto" else (ctx.job.framework,)
-    return [rule for name in names for rule in why_not_runnable(name, plan.strategy, layers)[:1]]
+    return [rule for name in names for rule in why_not_runnable(name, plan.strategy, layers, ctx.job.method)[:1]]
 
 
 def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:

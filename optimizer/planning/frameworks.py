@@ -55,6 +55,9 @@ class Framework:
     # gathered and reduced every micro-batch (physics/time.py, _data_parallel_exposed_s)
     zero3_step_gathers_with_pp: bool = False
     zero3_gathers_source: str = "ZeRO-3 gathers the weights and reduces the gradients every micro-batch"
+    # Fine-tuning methods it trains (job.method): full, LoRA adapters, LoRA over 4-bit NF4 base weights (QLoRA)
+    methods: frozenset[str] = frozenset({"full", "lora", "qlora"})
+    methods_source: str = "full, LoRA and QLoRA"
     # Under job.kernels: auto, the activations its kernels keep (physics/memory.py layer_activation_bytes):
     # fused norms, SwiGLU and FP8 linear inputs (Transformer Engine) or eager PyTorch's
     fused_kernels: bool = False
@@ -77,7 +80,10 @@ class Framework:
         in_backward = grid.get("optimizer_in_backward", np.zeros_like(tp)) > 0
         act_offload = grid.get("activation_offload", np.zeros_like(tp)) > 0
         recompute = grid.get("recompute", np.zeros_like(tp))
+        method = grid.get("method", np.zeros_like(tp))
+        trained = np.isin(method, [METHOD_CODES[m] for m in self.methods])
         return {
+            f"{self.title} trains {'/'.join(sorted(self.methods))} only ({self.methods_source})": ~trained,
             f"{self.title} runs ZeRO stages {sorted(self.zero_stages)} ({self.zero_source})": ~np.isin(
                 zero, list(self.zero_stages)
             ),
@@ -139,6 +145,9 @@ _MEGATRON_ARGS = "Megatron-LM megatron/training/arguments.py"
 FRAMEWORKS: dict[str, Framework] = {
     "fsdp": Framework(
         name="fsdp",
+        methods_source="torchtune's FSDP2 recipes (full_finetune_distributed, lora_finetune_distributed with its "
+        "QLoRA configs); Hugging Face PEFT with FSDP and bitsandbytes' FSDP-QLoRA (bitsandbytes docs 'FSDP-QLoRA', "
+        "PEFT 0.10.0)",
         title="PyTorch FSDP (HF Trainer / accelerate)",
         zero_stages=frozenset({0, 2, 3}),
         zero_source="FSDP ShardingStrategy NO_SHARD / SHARD_GRAD_OP / FULL_SHARD, torch.distributed.fsdp docs",
@@ -166,6 +175,8 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "deepspeed": Framework(
         name="deepspeed",
+        methods_source="Hugging Face PEFT docs 'DeepSpeed': LoRA with ZeRO-1/2/3 and 'Use PEFT QLoRA and DeepSpeed "
+        "with ZeRO3' (PEFT 0.10.0, bitsandbytes >= 0.43)",
         title="DeepSpeed",
         zero_stages=frozenset({0, 1, 2, 3}),
         zero_source="DeepSpeed config zero_optimization.stage 0-3",
@@ -199,6 +210,9 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "torchtitan": Framework(
         name="torchtitan",
+        methods=frozenset({"full", "lora"}),
+        methods_source="torchtitan/components/lora.py LoRAConverter (74181b1e8, 2026-05-08); no 4-bit NF4 base "
+        "weights, so no QLoRA",
         title="torchtitan",
         zero_stages=frozenset({0, 3}),
         zero_source="torchtitan parallelism.data_parallel_shard_degree (FSDP2) / data_parallel_replicate_degree (DDP)",
@@ -235,6 +249,9 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "megatron": Framework(
         name="megatron",
+        methods=frozenset({"full", "lora"}),
+        methods_source="Megatron-Bridge src/megatron/bridge/peft/lora.py (LoRA, DoRA; main at 067f987d, "
+        "2026-08-22); no 4-bit NF4 base weights, so no QLoRA",
         title="Megatron-LM / Megatron-Core / NeMo",
         zero_stages=frozenset({0, 1}),
         zero_source=_MEGATRON_ARGS + ": --use-distributed-optimizer shards optimizer state (ZeRO-1); "
@@ -274,6 +291,8 @@ FRAMEWORKS: dict[str, Framework] = {
 
 # With framework: auto a layout is labelled with the first of these that runs it: the simplest tool.
 PREFERENCE = ("fsdp", "deepspeed", "torchtitan", "megatron")
+# job.method as the grid's constant "method" column
+METHOD_CODES = {"full": 0, "lora": 1, "qlora": 2}
 CODES = {name: i for i, name in enumerate(PREFERENCE)}
 
 
@@ -310,8 +329,8 @@ def label_layouts(grid: dict[str, np.ndarray], layers: int, framework: str) -> n
     return label
 
 
-def why_not_runnable(framework: str, strategy: Strategy, layers: int) -> list[str]:
-    """The rules of ``framework`` that a plan's layout breaks (empty when it runs)."""
+def why_not_runnable(framework: str, strategy: Strategy, layers: int, method: str = "full") -> list[str]:
+    """The rules of ``framework`` that a plan's layout (for a job of ``method``) breaks (empty when it runs)."""
     s = strategy
     layout = {
         "tp": s.tp,
@@ -327,6 +346,7 @@ def why_not_runnable(framework: str, strategy: Strategy, layers: int) -> list[st
         "recompute": int(Recompute.from_label(s.recompute)),
         "optimizer_in_backward": int(s.optimizer_in_backward),
         "activation_offload": int(s.activation_offload),
+        "method": METHOD_CODES[method],
     }
     grid = {k: np.array([v]) for k, v in layout.items()}
     return [rule for rule, broken in FRAMEWORKS[framework].violations(grid, layers).items() if bool(broken[0])]

@@ -234,9 +234,9 @@ def _deepspeed_gaps(plan: Plan, num_layers: int | None) -> list[str]:
 
 def _megatron_gaps(plan: Plan, num_layers: int | None) -> list[str]:
     s = plan.strategy
-    # Activation offload is Megatron-Core's TransformerConfig (cpu_offloading, cpu_offloading_activations),
-    # not a megatron-lm flag written here.
-    gaps = _memory_option_gaps(plan, "Megatron-LM", in_backward=False, offload=False)
+    # Activation offload is --cpu-offloading-num-layers (Megatron-Core's cpu_offloading_num_layers, which must
+    # stay under the model's layer count): it needs num_layers.
+    gaps = _memory_option_gaps(plan, "Megatron-LM", in_backward=False, offload=(num_layers or 0) > 1)
     if s.zero_stage >= 2:
         gaps.append(
             f"Megatron-LM's distributed optimizer shards the optimizer state only (ZeRO-1); ZeRO-{s.zero_stage} "
@@ -269,11 +269,32 @@ _GAPS: dict[str, Callable[[Plan, int | None], list[str]]] = {
 }
 
 
-def _refuse_gaps(plan: Plan, kind: str, num_layers: int | None) -> None:
-    gaps = _GAPS[kind](plan, num_layers)
+# Fine-tuning methods a framework export cannot write (the plan's method comes from the job): Megatron-LM's
+# pretrain_gpt.py trains every weight, LoRA being Megatron-Bridge's PEFT (megatron.bridge.peft.lora.LoRA);
+# the torchtitan export writes no LoRA converter (torchtitan/components/lora.py); neither has 4-bit NF4 base
+# weights. The DeepSpeed and accelerate configs are the same for a PEFT model, which the script builds.
+_METHOD_GAPS = {
+    "megatron": {
+        "lora": "Megatron-LM's pretrain_gpt.py trains every weight: LoRA runs in Megatron-Bridge's PEFT "
+        "(megatron.bridge.peft.lora.LoRA), which this export does not write",
+        "qlora": "Megatron has no QLoRA (4-bit NF4 base weights)",
+    },
+    "torchtitan": {
+        "lora": "the torchtitan export writes no LoRA converter (torchtitan/components/lora.py)",
+        "qlora": "torchtitan has no QLoRA (4-bit NF4 base weights)",
+    },
+}
+
+
+def _gaps(plan: Plan, kind: str, num_layers: int | None, method: str) -> list[str]:
+    return _GAPS[kind](plan, num_layers) + [g for g in [_METHOD_GAPS.get(kind, {}).get(method)] if g]
+
+
+def _refuse_gaps(plan: Plan, kind: str, num_layers: int | None, method: str = "full") -> None:
+    gaps = _gaps(plan, kind, num_layers, method)
     if not gaps:
         return
-    others = [k for k, check in _GAPS.items() if k != kind and not check(plan, num_layers)]
+    others = [k for k in _GAPS if k != kind and not _gaps(plan, k, num_layers, method)]
     instead = (
         f"the {' or '.join(others)} export{'s' if len(others) > 1 else ''} can"
         if others
@@ -422,9 +443,9 @@ def nodus(plan: Plan, name: str, precision: str = "bf16") -> str:
 # --------------------------------------------------------------------------- frameworks
 
 
-def deepspeed(plan: Plan, precision: str = "bf16", num_layers: int | None = None) -> str:
+def deepspeed(plan: Plan, precision: str = "bf16", num_layers: int | None = None, method: str = "full") -> str:
     """DeepSpeed config JSON. ``train_batch_size`` = micro x accumulation x DP ranks, DP = GPUs / (TP x PP)."""
-    _refuse_gaps(plan, "deepspeed", num_layers)
+    _refuse_gaps(plan, "deepspeed", num_layers, method)
     s = plan.strategy
     dp_ranks = plan.gpus // (s.tp * s.pp)
     notes = []
@@ -488,11 +509,17 @@ def deepspeed(plan: Plan, precision: str = "bf16", num_layers: int | None = None
     return json.dumps(config, indent=2) + "\n"
 
 
-def megatron_args(plan: Plan, seq_len: int | None = None, precision: str = "bf16") -> list[str]:
-    """The parallelism, batch, recompute and precision arguments of Megatron-LM's ``pretrain_gpt.py``.
+def megatron_args(
+    plan: Plan, seq_len: int | None = None, precision: str = "bf16", num_layers: int | None = None
+) -> list[str]:
+    """The parallelism, batch, recompute, activation offload and precision arguments of Megatron-LM's
+    ``pretrain_gpt.py``.
 
     Names checked against ``MEGATRON_SOURCE``; virtual stages use ``--num-virtual-stages-per-pipeline-rank``
-    (current arguments.py has no ``--virtual-pipeline-model-parallel-size``)."""
+    (current arguments.py has no ``--virtual-pipeline-model-parallel-size``). Activation offload is
+    ``--cpu-offloading-num-layers``: arguments.py turns cpu_offloading on when it is positive, and
+    Megatron-Core (transformer_config.py) takes fewer than num_layers; every layer but the last is offloaded
+    (cpu_offloading_activations defaults to True, model_parallel_config.py)."""
     s = plan.strategy
     args = [
         f"--tensor-model-parallel-size {s.tp}",
@@ -509,6 +536,8 @@ def megatron_args(plan: Plan, seq_len: int | None = None, precision: str = "bf16
         args.append("--use-distributed-optimizer")
     if s.offload != "none":
         args += ["--optimizer-cpu-offload", "--optimizer-offload-fraction 1.0", "--use-precision-aware-optimizer"]
+    if s.activation_offload and num_layers:
+        args.append(f"--cpu-offloading-num-layers {num_layers - 1}")
     args += [
         f"--micro-batch-size {s.micro_batch}",
         f"--global-batch-size {s.global_batch}",
@@ -526,9 +555,11 @@ def megatron_args(plan: Plan, seq_len: int | None = None, precision: str = "bf16
     return args
 
 
-def megatron(plan: Plan, seq_len: int | None = None, precision: str = "bf16", num_layers: int | None = None) -> str:
+def megatron(
+    plan: Plan, seq_len: int | None = None, precision: str = "bf16", num_layers: int | None = None, method: str = "full"
+) -> str:
     """A torchrun command for Megatron-LM's ``pretrain_gpt.py`` with the plan's layout; add model/data flags."""
-    _refuse_gaps(plan, "megatron", num_layers)
+    _refuse_gaps(plan, "megatron", num_layers, method)
     s = plan.strategy
     lines = [
         f"Megatron-LM derives DP = GPUs / (TP x PP x CP) = {s.dp} and {s.grad_accum} micro-batches per step "
@@ -539,7 +570,7 @@ def megatron(plan: Plan, seq_len: int | None = None, precision: str = "bf16", nu
     notes = [] if seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set --seq-length"]
     if s.offload != "none" and s.zero_stage == 0:
         notes.append("one data-parallel rank: the distributed optimizer shards nothing, and carries the CPU offload")
-    command = [_torchrun_line(plan, "pretrain_gpt.py"), *megatron_args(plan, seq_len, precision)]
+    command = [_torchrun_line(plan, "pretrain_gpt.py"), *megatron_args(plan, seq_len, precision, num_layers)]
     return _comment(_header(plan, precision, lines, notes)) + " \\\n  ".join(command) + "\n"
 
 
@@ -639,11 +670,16 @@ def torchtitan_flags(sections: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def torchtitan(
-    plan: Plan, name: str, seq_len: int | None = None, precision: str = "bf16", num_layers: int | None = None
+    plan: Plan,
+    name: str,
+    seq_len: int | None = None,
+    precision: str = "bf16",
+    num_layers: int | None = None,
+    method: str = "full",
 ) -> str:
     """A torchtitan job TOML (torchtitan <= 0.2.2, ``--job.config_file``) whose header gives the same
     values as torchtitan 0.3.0 flags (0.3.0 reads configs from Python functions, no TOML)."""
-    _refuse_gaps(plan, "torchtitan", num_layers)
+    _refuse_gaps(plan, "torchtitan", num_layers, method)
     s = plan.strategy
     sections = torchtitan_sections(plan, name, seq_len, precision, num_layers)
     launch = _torchrun_line(plan, "-m torchtitan.train")
@@ -674,9 +710,9 @@ FSDP_STRATEGY = {0: "NO_SHARD", 1: "SHARD_GRAD_OP", 2: "SHARD_GRAD_OP", 3: "FULL
 ACCELERATE_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "nvfp4": "bf16"}
 
 
-def accelerate(plan: Plan, precision: str = "bf16", num_layers: int | None = None) -> str:
+def accelerate(plan: Plan, precision: str = "bf16", num_layers: int | None = None, method: str = "full") -> str:
     """An accelerate FSDP config (data parallelism only: plans with TP or PP raise)."""
-    _refuse_gaps(plan, "accelerate", num_layers)
+    _refuse_gaps(plan, "accelerate", num_layers, method)
     s = plan.strategy
     strategy = "HYBRID_SHARD" if _hybrid(s) else FSDP_STRATEGY[s.zero_stage]
     config = {
@@ -727,11 +763,13 @@ def export(
     *,
     precision: str = "bf16",
     num_layers: int | None = None,
+    method: str = "full",
 ) -> str:
     """The launcher config ``kind`` (one of ``KINDS``) for ``plan``, as text to write to a file.
 
     ``seq_len`` (default 4096), ``precision`` (the job's: bf16, fp16, fp8, nvfp4) and ``num_layers`` (the
-    model's; torchtitan needs it for more than 2 interleaved stages) come from the job: a Plan has none."""
+    model's; torchtitan needs it for more than 2 interleaved stages) and ``method`` (full, lora, qlora: the
+    Megatron and torchtitan exports write full training only) come from the job: a Plan has none."""
     kind = kind.lower()
     if precision not in PRECISIONS:
         raise ArgumentError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}", field="export")
@@ -745,11 +783,11 @@ def export(
     if kind == "nodus":
         return nodus(plan, name, precision)
     if kind == "deepspeed":
-        return deepspeed(plan, precision, num_layers)
+        return deepspeed(plan, precision, num_layers, method)
     if kind == "megatron":
-        return megatron(plan, seq_len, precision, num_layers)
+        return megatron(plan, seq_len, precision, num_layers, method)
     if kind == "torchtitan":
-        return torchtitan(plan, name, seq_len, precision, num_layers)
+        return torchtitan(plan, name, seq_len, precision, num_layers, method)
     if kind == "accelerate":
-        return accelerate(plan, precision, num_layers)
+        return accelerate(plan, precision, num_layers, method)
     return torchrun(plan, precision=precision)
