@@ -167,12 +167,19 @@ MARKET_USD_PER_GPU_HOUR = [2.99, 3.99, 1.79, 5.50]  # H100-SXM, H200, A100-80GB,
 
 
 def constructed(
-    n_jobs: int, seed: int = 0, load: float = 0.82, shapes: int = 24, optional: float = 0.0, horizon_d: int = 30
+    n_jobs: int,
+    seed: int = 0,
+    load: float = 0.82,
+    shapes: int = 24,
+    optional: float = 0.0,
+    horizon_d: int = 30,
+    slack_h: int = 24,
 ) -> tuple[Portfolio, Catalog, Known]:
     """Feasible by construction, as in the issue: ``shapes`` distinct jobs repeated under many names,
     every one packed at a random time on one of its three cheapest options (a random one in 30 % of
     jobs) into four pools, the pools grown a node at a time until the packing holds every job at about
-    ``load`` of their GPU-hours; each job's window is its packed slot widened by up to a day each side.
+    ``load`` of their GPU-hours; each job's window is its packed slot widened by up to ``slack_h`` hours
+    each side (a day by default: windows that tight make supply bind hard).
     A fraction ``optional`` is made optional (they are in the packing too). Returns the portfolio, the
     catalog and what the packing says (its cost is an upper bound on the optimum). A short ``horizon_d``
     makes a few dozen jobs fill the smallest pools (one node each), small enough for CP-SAT to prove."""
@@ -255,8 +262,8 @@ def constructed(
         known.cost_usd += job.options[i].cost_usd
         known.cheapest_usd += min(o.cost_usd for o in job.options)
         known.utilisation += job.options[i].row.gpus * (e - s) / (len(skus) * nodes * 8 * horizon)
-        entry["release"] = f"{max(0, s - rng.randint(0, 24)) * step_h}h"
-        entry["deadline"] = f"{min(horizon, e + rng.randint(0, 24)) * step_h}h"
+        entry["release"] = f"{max(0, s - rng.randint(0, slack_h // step_h)) * step_h}h"
+        entry["deadline"] = f"{min(horizon, e + rng.randint(0, slack_h // step_h)) * step_h}h"
         if rng.random() < optional:
             entry.update({"required": False, "priority": rng.choice([1, 2, 3])})
     pf = Portfolio.model_validate(
@@ -267,7 +274,7 @@ def constructed(
 
 def run_one(args: argparse.Namespace, n: int) -> dict:
     if args.generator == "constructed":
-        pf, catalog, known = constructed(n, load=args.load, optional=0.2)
+        pf, catalog, known = constructed(n, load=args.load, optional=0.2, slack_h=args.slack_h)
         offers = len(catalog.offers)
     else:
         offers = min(12, 5 + n // 50)
@@ -324,6 +331,12 @@ def main() -> None:
         type=float,
         default=0.82,
         help="Constructed: first pool size (grown until every job packs); random: demand / capacity.",
+    )
+    ap.add_argument(
+        "--slack-h",
+        type=int,
+        default=24,
+        help="Constructed: each job's window is its packed slot widened by up to this many hours each side.",
     )
     ap.add_argument("--generator", choices=["constructed", "random"], default="constructed")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
