@@ -5,6 +5,7 @@ neighbourhood search with a shortlist of options keeps every schedule feasible a
 import time
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_portfolio import small_portfolios
@@ -55,11 +56,13 @@ def test_the_contested_job_is_priced_off_the_cheap_pool():
     assert [k for e, k in state.slot_excess(slots) if e > 1] == [0]
 
 
-def test_priced_neighbourhoods_keep_schedules_feasible_and_never_worse():
+@pytest.mark.parametrize("workers", [1, 2])
+def test_priced_neighbourhoods_keep_schedules_feasible_and_never_worse(workers):
+    # workers=2: two neighbourhoods disjoint in time are solved at once, one thread each
     pf, catalog = _constructed(45, seed=2)
     jobs, pools, pool_of, horizon, budget = _setup(pf, catalog)
     placed = greedy_schedule(jobs, pools, pool_of, horizon, budget)
-    state = Search(jobs, pools, pool_of, horizon, budget, list(placed), workers=1)
+    state = Search(jobs, pools, pool_of, horizon, budget, list(placed), workers=workers)
     before = (state.dropped_weight(), state.cost_cents())
     lag = lagrangian_bound(jobs, pools, pool_of, horizon, budget, before[0], deadline=time.perf_counter() + 2)
     slots = priced_slots(jobs, pool_of, horizon, lag.prices)
@@ -76,3 +79,18 @@ def test_priced_neighbourhoods_keep_schedules_feasible_and_never_worse():
         use[pool_of[job.options[i].row.offer_name]][s : s + job.durations[i]] += job.options[i].row.gpus
     for pool, used in zip(pools, use):
         assert all(used[t] <= pool.capacity_at(t) for t in range(horizon))
+    # no required job lost (each outweighs all optional ones, and the dropped weight never grows)
+    assert len(state.required_dropped()) <= sum(p is None and job.required for job, p in zip(jobs, placed))
+
+
+def test_neighbourhoods_run_together_only_when_their_windows_are_apart():
+    pf, catalog = _constructed(45, seed=2)
+    jobs, pools, pool_of, horizon, budget = _setup(pf, catalog)
+    state = Search(jobs, pools, pool_of, horizon, None, greedy_schedule(jobs, pools, pool_of, horizon), workers=2)
+    by_release = sorted(range(len(jobs)), key=lambda k: window(jobs[k], horizon)[0])
+    early, late = by_release[:3], by_release[-3:]
+    assert state.reach(early)[1] <= state.reach(late)[0]
+    assert state.independent([early, late])
+    assert not state.independent([early, early[:1]])  # the same job: overlapping windows
+    budgeted = Search(jobs, pools, pool_of, horizon, 10**12, list(state.placed), workers=2)
+    assert not budgeted.independent([early, late])  # a budget couples every job

@@ -131,10 +131,13 @@ def lagrangian_bound(
     *,
     deadline: float,
     target_cents: float | None = None,
+    stall_iterations: int = STALL_ITERATIONS,
+    min_theta: float = MIN_THETA,
 ) -> LagrangeBound:
     """Subgradient ascent on L until ``deadline`` (a perf_counter time). ``dropped_limit`` None: every
     job with an option must run. ``target_cents``: a schedule's cost (sets the step; default 1.1 x the
-    first bound)."""
+    first bound).
+    ``stall_iterations`` and ``min_theta``: the step rule (more patience climbs closer to the LP value)."""
     t0 = time.perf_counter()
     weights = np.array(drop_weights(jobs), dtype=np.float64)
     cap = np.array([c[:horizon] for c in capacity_arrays(pools, horizon)], dtype=np.float64)
@@ -187,9 +190,9 @@ def lagrangian_bound(
                     out.choice_cents[j] = float(opts.cents[r])
         else:
             stall += 1
-            if stall >= STALL_ITERATIONS:
+            if stall >= stall_iterations:
                 theta, stall = theta / 2, 0
-        if theta < MIN_THETA:
+        if theta < min_theta:
             out.converged = True
             break
         if time.perf_counter() >= deadline:

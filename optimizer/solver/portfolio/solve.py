@@ -37,6 +37,12 @@ LARGE_MODEL_OPTIONS = 5_000
 SEARCH_JOBS = 30
 # The search stops early once its gap to the LP bound is below this.
 STOP_GAP = 1e-4
+# The second Lagrangian ascent (after iterated greedy): its share of the time then left and its step
+# rule (measured at 1,000 jobs, target the iterated-greedy cost: 279,533 -> 280,571 in 6 s, 280,724 converged
+# in 11 s, where the first ascent stops; the LP is at most 281,031 there).
+REFINE_SHARE = 0.25
+REFINE_STALL = 40
+REFINE_MIN_THETA = 1e-4
 
 Choices = list[tuple[int | None, int]]  # per job: option index (None: dropped) and start step
 
@@ -246,6 +252,26 @@ def _search(
     )
     if reordered.score < (state.dropped_weight(), state.cost_cents()):
         state = Search(jobs, pools, pool_of, horizon, budget_cents, reordered.placed, workers)
+    if "lagrangian_relaxation" in bounds and time.perf_counter() < deadline - reserve:
+        # A second, more patient ascent from zero aimed at the improved schedule's cost: the first one's
+        # Polyak target (the first schedule, 7 % above the bound at 1,000 jobs) stops it short of the LP.
+        again = lagrangian_bound(
+            jobs,
+            pools,
+            pool_of,
+            horizon,
+            budget_cents,
+            state.dropped_weight(),
+            deadline=time.perf_counter() + REFINE_SHARE * max(0.0, deadline - reserve - time.perf_counter()),
+            target_cents=state.cost_cents(),
+            stall_iterations=REFINE_STALL,
+            min_theta=REFINE_MIN_THETA,
+        )
+        if again.bound_cents is not None and again.bound_cents > bounds["lagrangian_relaxation"]:
+            bounds["lagrangian_relaxation"] = again.bound_cents
+            guide = again.choice_cents
+            slots = priced_slots(jobs, pool_of, horizon, again.prices)
+        show("bound")
     search(
         state,
         deadline - reserve,
