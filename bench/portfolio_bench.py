@@ -174,12 +174,17 @@ def constructed(
     optional: float = 0.0,
     horizon_d: int = 30,
     slack_h: int = 24,
+    pools_sized: str = "even",
 ) -> tuple[Portfolio, Catalog, Known]:
     """Feasible by construction, as in the issue: ``shapes`` distinct jobs repeated under many names,
     every one packed at a random time on one of its three cheapest options (a random one in 30 % of
     jobs) into four pools, the pools grown a node at a time until the packing holds every job at about
     ``load`` of their GPU-hours; each job's window is its packed slot widened by up to ``slack_h`` hours
-    each side (a day by default: windows that tight make supply bind hard).
+    each side (a day by default: windows that tight make supply bind hard). ``pools_sized`` "even": the
+    four pools grow together, so the pool of most jobs' cheapest option (B200) is the one that binds and
+    the bound sits about 20 % above "everyone gets their cheapest option"; "demand": each pool starts
+    at ``load`` of the GPU-hours of the jobs whose cheapest option it holds and grows alone when such a
+    job finds no room, so supply binds more evenly (the issue's instance: 6.6 % above).
     A fraction ``optional`` is made optional (they are in the packing too). Returns the portfolio, the
     catalog and what the packing says (its cost is an upper bound on the optimum). A short ``horizon_d``
     makes a few dozen jobs fill the smallest pools (one node each), small enough for CP-SAT to prove."""
@@ -203,31 +208,43 @@ def constructed(
     # each moved up to 10 % either way: faster GPUs cost more, as they do.
     prices = [round(base * rng.uniform(0.9, 1.1), 3) for base in MARKET_USD_PER_GPU_HOUR]
 
-    def draft(nodes: int):
+    def draft(nodes: list[int]):
         offers = [
-            Offer(name=f"p{i}-{s.lower()}", sku=s, price=prices[i], gpus_per_node=8, max_nodes=nodes)
+            Offer(name=f"p{i}-{s.lower()}", sku=s, price=prices[i], gpus_per_node=8, max_nodes=nodes[i])
             for i, s in enumerate(skus)
         ]
         catalog = Catalog(name="bench", skus=hw.skus, offers=offers)
-        pools = [{"offer": o.name, "gpus": nodes * 8} for o in offers]
+        pools = [{"offer": o.name, "gpus": n * 8} for o, n in zip(offers, nodes)]
         pf = Portfolio.model_validate(
             {"horizon": f"{horizon_d}d", "time_step": f"{step_h}h", "pools": pools, "jobs": entries}
         )
         return catalog, pools, pdata.prepare_jobs(pf, catalog, horizon), pdata.pool_specs(pf, catalog, horizon)
 
-    def pack(nodes: int, jobs, specs_) -> list[tuple[int, int, int] | None] | None:
-        """(option, start, end) per job, or None when some job finds no room."""
-        pick = random.Random(seed + nodes)
+    def shortlist(job) -> list[int]:
+        """The options the packing may use (at most a third of the horizon long), cheapest first."""
+        return sorted(
+            (i for i, d in enumerate(job.durations) if d <= horizon // 3), key=lambda i: job.options[i].cost_usd
+        )
+
+    def gpu_hours(job) -> float:
+        """GPU-steps of the job's cheapest option the packing may use (0: none)."""
+        options = shortlist(job)
+        return job.options[options[0]].row.gpus * job.durations[options[0]] if options else 0.0
+
+    def pack(nodes: list[int], jobs, specs_) -> tuple[list[tuple[int, int, int] | None], int | None]:
+        """(option, start, end) per job, and the first job that found no room (None: every job fits)."""
+        pick = random.Random(seed + (sum(nodes) if pools_sized == "demand" else nodes[0]))
         pool_of = {o: k for k, p in enumerate(specs_) for o in p.offers}
         free = capacity_arrays(specs_, horizon)
-        slots: list[tuple[int, int, int] | None] = []
-        for job in jobs:
-            options = sorted(
-                (i for i, d in enumerate(job.durations) if d <= horizon // 3), key=lambda i: job.options[i].cost_usd
-            )
+        slots: list[tuple[int, int, int] | None] = [None] * len(jobs)
+        order = list(range(len(jobs)))
+        if pools_sized == "demand":  # largest first: a denser packing, so the pools end up well used
+            order.sort(key=lambda k: -gpu_hours(jobs[k]))
+        for k in order:
+            job = jobs[k]
+            options = shortlist(job)
             if not options:
-                slots.append(None)  # no option this short: the job is left optional, outside the packing
-                continue
+                continue  # no option this short: the job is left optional, outside the packing
             if pick.random() < 0.3:  # a random one of its three cheapest first, then the rest by cost
                 options.insert(0, options.pop(pick.randrange(min(3, len(options)))))
             for i in options:
@@ -237,22 +254,39 @@ def constructed(
                 s = s if s is not None else earliest_start(free[p], opt.row.gpus, d, 0, horizon - d)
                 if s is not None:
                     free[p][s : s + d] -= opt.row.gpus
-                    slots.append((i, s, s + d))
+                    slots[k] = (i, s, s + d)
                     break
             else:
-                return None
-        return slots
+                return slots, k
+        return slots, None
 
     # Start from the pool size at which every job on its cheapest option fills `load` of the GPU-hours.
-    *_, jobs, _ = draft(4)
-    need = sum(min((o.cost_usd, o.row.gpus * d) for o, d in zip(j.options, j.durations))[1] for j in jobs if j.options)
-    nodes = max(1, round(need / (len(skus) * 8 * horizon * load)))
+    *_, jobs, specs_ = draft([4] * len(skus))
+    pool_of = {o: k for k, p in enumerate(specs_) for o in p.offers}
+
+    def cheapest_pool(job) -> int:
+        return pool_of[job.options[shortlist(job)[0]].row.offer_name]
+
+    if pools_sized == "demand":
+        need = [0.0] * len(skus)
+        for j in jobs:
+            if shortlist(j):
+                need[cheapest_pool(j)] += gpu_hours(j)
+        nodes = [max(1, round(n / (8 * horizon * load))) for n in need]
+    else:
+        total = sum(
+            min((o.cost_usd, o.row.gpus * d) for o, d in zip(j.options, j.durations))[1] for j in jobs if j.options
+        )
+        nodes = [max(1, round(total / (len(skus) * 8 * horizon * load)))] * len(skus)
     while True:
         catalog, pools, jobs, specs_ = draft(nodes)
-        slots = pack(nodes, jobs, specs_)
-        if slots is not None:
+        slots, failed = pack(nodes, jobs, specs_)
+        if failed is None:
             break
-        nodes += 1
+        if pools_sized == "demand":
+            nodes[cheapest_pool(jobs[failed])] += 1
+        else:
+            nodes = [n + 1 for n in nodes]
     known = Known(0.0, 0.0, 0.0)
     for entry, job, slot in zip(entries, jobs, slots):
         if slot is None:
@@ -261,7 +295,7 @@ def constructed(
         i, s, e = slot
         known.cost_usd += job.options[i].cost_usd
         known.cheapest_usd += min(o.cost_usd for o in job.options)
-        known.utilisation += job.options[i].row.gpus * (e - s) / (len(skus) * nodes * 8 * horizon)
+        known.utilisation += job.options[i].row.gpus * (e - s) / (sum(nodes) * 8 * horizon)
         entry["release"] = f"{max(0, s - rng.randint(0, slack_h // step_h)) * step_h}h"
         entry["deadline"] = f"{min(horizon, e + rng.randint(0, slack_h // step_h)) * step_h}h"
         if rng.random() < optional:
@@ -274,7 +308,9 @@ def constructed(
 
 def run_one(args: argparse.Namespace, n: int) -> dict:
     if args.generator == "constructed":
-        pf, catalog, known = constructed(n, load=args.load, optional=0.2, slack_h=args.slack_h)
+        pf, catalog, known = constructed(
+            n, load=args.load, optional=0.2, slack_h=args.slack_h, pools_sized=args.pools_sized
+        )
         offers = len(catalog.offers)
     else:
         offers = min(12, 5 + n // 50)
@@ -337,6 +373,12 @@ def main() -> None:
         type=int,
         default=24,
         help="Constructed: each job's window is its packed slot widened by up to this many hours each side.",
+    )
+    ap.add_argument(
+        "--pools-sized",
+        choices=["even", "demand"],
+        default="even",
+        help="Constructed: the four pools grow together (even) or each by its own jobs' demand.",
     )
     ap.add_argument("--generator", choices=["constructed", "random"], default="constructed")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)

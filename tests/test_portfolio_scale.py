@@ -94,6 +94,16 @@ def test_squeaky_wheel_places_the_job_greedy_crowds_out():
     assert placed.placed == [(1, 0), (0, 0)] and placed.order == [1, 0]
 
 
+def test_packing_against_neighbours_leaves_room_for_the_long_job():
+    # One 8-GPU pool for 12 steps. A short job (2 steps, any time from step 3) is placed first; at its
+    # earliest start (3-5) it splits the pool into gaps of 3 and 7 steps, too short for the 8-step job that
+    # follows. Packed against its neighbours it takes the end of the horizon (10-12), and both run.
+    pool = [SimpleNamespace(offers={"p"}, segments=[(0, 12, 8)])]
+    jobs = [_job("short", [("p", 2, 10.0)], (3, 12)), _job("long", [("p", 8, 40.0)], (0, 12))]
+    assert greedy_schedule(jobs, pool, {"p": 0}, 12, order=[0, 1]) == [(0, 3), None]
+    assert greedy_schedule(jobs, pool, {"p": 0}, 12, order=[0, 1], fit="contact") == [(0, 10), (0, 0)]
+
+
 def test_lagrangian_bound_prices_the_contested_pool():
     # Each job alone would take the cheap pool ($20 together); the pool holds one of them in [0, 2), so
     # every schedule costs $30. Pricing the cheap pool's GPU-steps lifts the bound from $20 to about $30.

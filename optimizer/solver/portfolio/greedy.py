@@ -1,7 +1,8 @@
 """A greedy schedule: earliest deadline first, each job on its cheapest option that fits the pool at
 its earliest start (or, given a relaxation's capacity prices, the option and start that cost least with
 their GPU-steps priced in). The baseline the portfolio benchmark compares against; repeated as squeaky-
-wheel passes, the search's first complete schedule.
+wheel passes, also largest job first and packed against its neighbours, the search's first complete
+schedule.
 
 Pool use is kept as one numpy array per pool (GPUs free at each step), so placing a job costs
 O(options x horizon) vector operations, not a Python loop over steps."""
@@ -51,6 +52,18 @@ def feasible_starts(free: np.ndarray, gpus: int, dur: int, ready: int, last: int
     return starts[short[starts + dur] - short[starts] == 0]
 
 
+def contact_start(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) -> int | None:
+    """The feasible start in [ready, last] whose neighbours are busiest: the fewest GPUs free in the step
+    just before it plus the step just after it (the horizon's edges count as busy), earliest on a tie.
+    Packing a job against its neighbours leaves fewer gaps too short for the jobs still to come (what it
+    gains and where it does not pay: ``solve.CONTACT_JOBS``)."""
+    starts = feasible_starts(free, gpus, dur, ready, last)
+    if len(starts) == 0:
+        return None
+    before = np.where(starts > 0, free[np.maximum(starts - 1, 0)], 0)
+    return int(starts[np.argmin(before + free[starts + dur])])  # free[horizon] is 0: the end is busy
+
+
 def default_order(jobs, horizon: int) -> list[int]:
     """Earliest deadline first, required before optional, then by name."""
     return sorted(
@@ -61,6 +74,20 @@ def default_order(jobs, horizon: int) -> list[int]:
             jobs[k].name,
         ),
     )
+
+
+def largest_first_order(jobs) -> list[int]:
+    """Required before optional, then the most GPU-steps on the job's cheapest option first (first-fit
+    decreasing, the classic order for packing: the big items go in while there is room for them)."""
+
+    def size(k: int) -> float:
+        job = jobs[k]
+        if not job.options:
+            return 0.0
+        i = min(range(len(job.options)), key=lambda i: (job.options[i].cost_usd, job.durations[i]))
+        return float(job.options[i].row.gpus * job.durations[i])
+
+    return sorted(range(len(jobs)), key=lambda k: (not jobs[k].required, -size(k), jobs[k].name))
 
 
 def end_step(job, placement: Placement) -> int:
@@ -79,9 +106,12 @@ def greedy_schedule(
     budget_cents: int | None = None,
     prices: list[np.ndarray] | None = None,
     order: list[int] | None = None,
+    fit: str = "earliest",
 ) -> list[Placement]:
     """Per job, (option index, start step) or None when it could not be placed (pools, deadline, budget).
-    Each job takes its cheapest option (ties: shorter) at its earliest start. ``prices``: cents
+    Each job takes its cheapest option (ties: shorter) at its earliest start, or with ``fit`` "contact"
+    at the start that packs it against its neighbours (``contact_start``; jobs others wait for still start
+    as early as they can). ``prices``: cents
     per GPU-step per pool (a Lagrangian relaxation's capacity prices): each job then takes the option and
     start that cost least with the GPU-steps it occupies priced in, among those that fit."""
     free = capacity_arrays(pools, horizon)
@@ -90,6 +120,7 @@ def greedy_schedule(
     placed: list[Placement] = [None] * len(jobs)
     index = {job.name: k for k, job in enumerate(jobs)}
     pending = list(default_order(jobs, horizon) if order is None else order)
+    awaited = {d for job in jobs for d in job.after}
     for _ in range(len(jobs)):  # dependencies: place a job once its predecessors are placed
         progress = False
         for k in list(pending):
@@ -118,7 +149,8 @@ def greedy_schedule(
                     continue
                 p = pool_of[opt.row.offer_name]
                 last = min(horizon, job.deadline if job.deadline is not None else horizon) - dur
-                start = earliest_start(free[p], opt.row.gpus, dur, ready, last)
+                place = contact_start if fit == "contact" and job.name not in awaited else earliest_start
+                start = place(free[p], opt.row.gpus, dur, ready, last)
                 if start is not None:
                     free[p][start : start + dur] -= opt.row.gpus
                     placed[k] = (i, start)
@@ -173,16 +205,18 @@ def squeaky_wheel(
     prices: list[np.ndarray] | None = None,
     passes: int = 50,
     order: list[int] | None = None,
+    fit: str = "earliest",
 ) -> Pass:
     """Greedy passes in which the jobs a pass left out go first in the next (squeaky-wheel
     optimisation, Joslin and Clements 1999, JAIR 10): each pass places the previous one's failures
     before the jobs that crowded them out. Stops when a pass leaves nothing out, after ``passes`` or at
     ``deadline`` (a perf_counter time); returns the pass that dropped the least weight, then cost least.
-    ``order``: the first pass's job order (default earliest deadline first)."""
+    ``order``: the first pass's job order (default earliest deadline first); ``fit``: as in
+    ``greedy_schedule``."""
     order = default_order(jobs, horizon) if order is None else order
     best: Pass | None = None
     for _ in range(passes):
-        placed = greedy_schedule(jobs, pools, pool_of, horizon, budget_cents, prices=prices, order=order)
+        placed = greedy_schedule(jobs, pools, pool_of, horizon, budget_cents, prices=prices, order=order, fit=fit)
         dropped = [k for k in order if placed[k] is None and jobs[k].options]
         score = (
             sum(weights[k] for k in dropped),
@@ -209,6 +243,7 @@ def reorder_search(
     start: Pass,
     report=None,
     seed: int = 0,
+    fit: str = "earliest",
 ) -> Pass:
     """Iterated greedy over job orders (Ruiz and Stuetzle 2007, "A simple and effective iterated greedy
     algorithm for the permutation flowshop", EJOR 177): take a few of the jobs that pay most above their
@@ -230,7 +265,9 @@ def reorder_search(
         if not front:
             break
         order = [k for k in best.order if k in front] + [k for k in best.order if k not in front]
-        trial = squeaky_wheel(jobs, pools, pool_of, horizon, budget_cents, deadline, weights, passes=15, order=order)
+        trial = squeaky_wheel(
+            jobs, pools, pool_of, horizon, budget_cents, deadline, weights, passes=15, order=order, fit=fit
+        )
         stale += 1
         if trial.score < best.score:
             best, stale = trial, 0
