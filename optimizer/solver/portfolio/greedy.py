@@ -12,12 +12,14 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from ...physics.constants import usd_to_cents
 
 Placement = tuple[int, int] | None  # (option index, start step) or None: not placed
+Fit = Literal["earliest", "contact"]  # where in its window a greedy pass starts a job
 
 
 def capacity_arrays(pools, horizon: int) -> list[np.ndarray]:
@@ -106,7 +108,7 @@ def greedy_schedule(
     budget_cents: int | None = None,
     prices: list[np.ndarray] | None = None,
     order: list[int] | None = None,
-    fit: str = "earliest",
+    fit: Fit = "earliest",
 ) -> list[Placement]:
     """Per job, (option index, start step) or None when it could not be placed (pools, deadline, budget).
     Each job takes its cheapest option (ties: shorter) at its earliest start, or with ``fit`` "contact"
@@ -205,7 +207,7 @@ def squeaky_wheel(
     prices: list[np.ndarray] | None = None,
     passes: int = 50,
     order: list[int] | None = None,
-    fit: str = "earliest",
+    fit: Fit = "earliest",
 ) -> Pass:
     """Greedy passes in which the jobs a pass left out go first in the next (squeaky-wheel
     optimisation, Joslin and Clements 1999, JAIR 10): each pass places the previous one's failures
@@ -243,7 +245,7 @@ def reorder_search(
     start: Pass,
     report=None,
     seed: int = 0,
-    fit: str = "earliest",
+    fit: Fit = "earliest",
 ) -> Pass:
     """Iterated greedy over job orders (Ruiz and Stuetzle 2007, "A simple and effective iterated greedy
     algorithm for the permutation flowshop", EJOR 177): take a few of the jobs that pay most above their

@@ -22,7 +22,7 @@ from ...results import PortfolioResult
 from .build import PortfolioModel, build, warm_start
 from .data import JobData, PoolSpec, pool_specs, prepare_jobs, shortlist
 from .extract import extract
-from .greedy import Pass, greedy_schedule, largest_first_order, reorder_search, squeaky_wheel
+from .greedy import Fit, Pass, greedy_schedule, largest_first_order, reorder_search, squeaky_wheel
 from .lagrange import lagrangian_bound
 from .lns import Search, search
 from .lp import drop_weights, lp_bound
@@ -168,8 +168,10 @@ def _search(
     left = deadline - reserve - time.perf_counter()
     # Past CONTACT_JOBS jobs, a second first schedule, largest job first, each packed against its
     # neighbours (``contact_start``), and iterated greedy packs by contact too.
-    fit = "contact" if len(jobs) >= CONTACT_JOBS else "earliest"
-    starts = [(0.1, None, "earliest")] + ([(0.05, largest_first_order(jobs), "contact")] if fit == "contact" else [])
+    fit: Fit = "contact" if len(jobs) >= CONTACT_JOBS else "earliest"
+    starts: list[tuple[float, list[int] | None, Fit]] = [(0.1, None, "earliest")]
+    if fit == "contact":
+        starts.append((0.05, largest_first_order(jobs), "contact"))
     first = min(
         (
             squeaky_wheel(
