@@ -238,7 +238,7 @@ def portfolio(
         started=started,
     )
     result, pm = outcome.result, outcome.model
-    fill_drop_reasons(result, pf, pm.jobs)
+    fill_drop_reasons(result, pf, pm.jobs, outcome.dropped_proven)
     result.notes.append(spot_note(pf.spot, "spot"))
     required = {job.name for job in pm.jobs if job.required}
     missing = [d.job for d in result.dropped if d.job in required]

@@ -138,14 +138,21 @@ def _budget(deadline_s: float | None, budget_usd: float, r: _Rows) -> Infeasibil
     return Infeasibility(constraint="budget", over_by=over, detail=detail)
 
 
-def drop_reason(pf: Portfolio, job: JobData) -> str:
+def drop_reason(pf: Portfolio, job: JobData, proven: bool) -> str:
+    """Why a job is not in the schedule. ``proven``: the solver proved that no schedule places every
+    required job; without that proof a required job left out is the search's failure, not the inputs'."""
     if not job.options:
         return "no option fits this job (memory or GPU filters)"
     fastest = min(job.durations)
     if job.deadline is not None and job.release + fastest > job.deadline:
         return "cannot meet its deadline even alone"
-    if job.required:
+    if job.required and proven:
         return "required, but the GPU pools, deadlines and budget cannot carry it together with the others"
+    if job.required:
+        return (
+            "required, but no schedule found within the time limit carries it together with the others "
+            "(not proven impossible)"
+        )
     return "dropped so that the budget and GPU supply carry the higher-priority jobs"
 
 
@@ -223,11 +230,12 @@ def portfolio_infeasibility(
     return out
 
 
-def fill_drop_reasons(result: PortfolioResult, pf: Portfolio, jobs: list[JobData]) -> None:
-    """Each dropped job's reason, from its options, deadline and priority."""
+def fill_drop_reasons(result: PortfolioResult, pf: Portfolio, jobs: list[JobData], proven: bool) -> None:
+    """Each dropped job's reason, from its options, deadline and priority, and whether the solver proved
+    that no schedule places every required job."""
     by_name = {job.name: job for job in jobs}
     for dropped in result.dropped:
-        dropped.reason = drop_reason(pf, by_name[dropped.job])
+        dropped.reason = drop_reason(pf, by_name[dropped.job], proven)
 
 
 def measured_summary(ctx: JobContext, mine: Sku, base: Sku, cmp: MeasuredComparison) -> str:

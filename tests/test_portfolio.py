@@ -169,6 +169,33 @@ def test_bundled_portfolio_respects_everything_and_drops_the_optional_job(proble
     assert result.schedule[0].start_date.startswith("2027-01-")
 
 
+def test_a_required_job_left_out_without_proof_is_not_called_impossible(problems, monkeypatch):
+    # Should the search leave a required job out without proving that no schedule carries it (a time
+    # limit hit first), the answer is "unknown", names the time limit, and the job's reason says it was
+    # not proven impossible, never that the pools and budget cannot carry it.
+    import optimizer.api as api_module
+    from optimizer.results import DroppedJob
+
+    real = api_module.solve_portfolio
+    pf = load_portfolio(problems / "portfolio-q1-finetunes.yaml")
+    required = {e.name for e in pf.jobs if e.required}
+
+    def search_gave_up(*args, **kwargs):
+        outcome = real(*args, **kwargs)
+        schedule = outcome.result.schedule
+        left_out = schedule.pop(next(i for i, j in enumerate(schedule) if j.job in required))
+        outcome.result.dropped.append(DroppedJob(job=left_out.job, reason=""))
+        outcome.dropped_proven = False
+        return outcome
+
+    monkeypatch.setattr(api_module, "solve_portfolio", search_gave_up)
+    result = portfolio(pf, workers=1)
+    assert result.status == "unknown"
+    assert any(i.constraint == "time_limit" for i in result.infeasible)
+    reasons = [d.reason for d in result.dropped if d.job in required]
+    assert len(reasons) == 1 and "not proven impossible" in reasons[0] and "cannot carry" not in reasons[0]
+
+
 def test_deterministic(problems):
     pf = load_portfolio(problems / "portfolio-q1-finetunes.yaml")
     a = portfolio(pf, workers=1).model_dump(exclude={"solve_s"})
