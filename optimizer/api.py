@@ -238,14 +238,19 @@ def portfolio(
         started=started,
     )
     result, pm = outcome.result, outcome.model
-    fill_drop_reasons(result, pf, pm.jobs, outcome.dropped_proven)
     result.notes.append(spot_note(pf.spot, "spot"))
     required = {job.name for job in pm.jobs if job.required}
     missing = [d.job for d in result.dropped if d.job in required]
+    proven = outcome.dropped_proven
     if missing:
-        result.status = "infeasible" if outcome.dropped_proven else "unknown"
-        result.infeasible = portfolio_infeasibility(pf, pm.jobs, pm.pools, pm.horizon)
-        if not outcome.dropped_proven:
+        # Each rule is a necessary condition (a job alone, the cheapest total, one pool's GPU-hours): one
+        # that fails proves that no schedule places every required job, whatever the solver got to.
+        rules = portfolio_infeasibility(pf, pm.jobs, pm.pools, pm.horizon)
+        proven = proven or any(rule.constraint != "schedule" for rule in rules)
+        result.status = "infeasible" if proven else "unknown"
+        # "schedule" (each job fits alone, not all together) is a claim only a proof may make
+        result.infeasible = rules if proven else []
+        if not proven:
             result.infeasible.append(
                 Infeasibility(
                     constraint="time_limit",
@@ -255,5 +260,6 @@ def portfolio(
                     ),
                 )
             )
+    fill_drop_reasons(result, pf, pm.jobs, proven)
     result.solve_s = time.perf_counter() - started
     return result

@@ -163,6 +163,24 @@ def test_feasible_by_construction_drops_no_required_job():
     assert abs(result.gap - (result.total_cost_usd - result.bound_usd) / result.total_cost_usd) < 1e-3
 
 
+def test_a_budget_below_the_required_jobs_cheapest_total_is_infeasible_not_unknown():
+    # 45 jobs go to the search, which cannot prove anything by itself; but the required jobs' cheapest
+    # options already cost more than the budget, so no schedule exists and the answer says so: status
+    # infeasible, the budget rule with how far over, no "raise the time limit", and the reasons say the
+    # budget cannot carry the jobs left out.
+    pf, catalog = _constructed(45)
+    jobs, *_ = _setup(pf, catalog)
+    floor = sum(min(o.cost_usd for o in j.options) for j in jobs if j.required and j.options)
+    pf = pf.model_copy(update={"budget_usd": round(floor / 2, 2)})
+    result = portfolio(pf, catalog=catalog, time_limit_s=6, workers=1)
+    assert result.status == "infeasible" and result.method == "lp_lns"
+    budget = [i for i in result.infeasible if i.constraint == "budget"]
+    assert budget and abs(budget[0].over_by - (floor - pf.budget_usd)) < 0.01
+    assert not any(i.constraint == "time_limit" for i in result.infeasible)
+    required = {e.name for e in pf.jobs if e.required}
+    assert all("cannot carry" in d.reason for d in result.dropped if d.job in required)
+
+
 def test_time_limit_holds_end_to_end():
     pf, catalog = _constructed(60, seed=1)
     started = time.perf_counter()
