@@ -138,14 +138,17 @@ def _budget(deadline_s: float | None, budget_usd: float, r: _Rows) -> Infeasibil
     return Infeasibility(constraint="budget", over_by=over, detail=detail)
 
 
-def drop_reason(pf: Portfolio, job: JobData, proven: bool) -> str:
+def drop_reason(pf: Portfolio, job: JobData, proven: bool, earliest_end: float) -> str:
     """Why a job is not in the schedule. ``proven``: the solver proved that no schedule places every
-    required job; without that proof a required job left out is the search's failure, not the inputs'."""
+    required job; without that proof a required job left out is the search's failure, not the inputs'.
+    ``earliest_end``: the step it could end at the earliest after the jobs it waits for."""
     if not job.options:
         return "no option fits this job (memory or GPU filters)"
     fastest = min(job.durations)
     if job.deadline is not None and job.release + fastest > job.deadline:
         return "cannot meet its deadline even alone"
+    if job.deadline is not None and earliest_end > job.deadline and pf.objective != "weighted_lateness":
+        return "cannot meet its deadline after the jobs it waits for ('after:')"
     if job.required and proven:
         return "required, but the GPU pools, deadlines and budget cannot carry it together with the others"
     if job.required:
@@ -156,11 +159,33 @@ def drop_reason(pf: Portfolio, job: JobData, proven: bool) -> str:
     return "dropped so that the budget and GPU supply carry the higher-priority jobs"
 
 
+def earliest_ends(jobs: list[JobData]) -> dict[str, float]:
+    """Per job, the earliest step it can end: after its release and every job it waits for ('after:'),
+    on its fastest option (inf: no option, or it waits for a job with none). Dependencies are acyclic
+    (the schema refuses cycles)."""
+    by_name = {job.name: job for job in jobs}
+    ends: dict[str, float] = {}
+    for job in jobs:
+        stack = [job.name]  # depth first without recursion: chains may be thousands of jobs long
+        while stack:
+            name = stack[-1]
+            todo = [d for d in by_name[name].after if d not in ends]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            here = by_name[name]
+            ready = max([float(here.release)] + [ends[d] for d in here.after])
+            ends[name] = ready + min(here.durations) if here.options else float("inf")
+    return ends
+
+
 def portfolio_infeasibility(
     pf: Portfolio, jobs: list[JobData], pools: list[PoolSpec], horizon: int
 ) -> list[Infeasibility]:
     step_h = pf.time_step_s / 3600.0
     out = []
+    ends = earliest_ends(jobs)
     for job in jobs:
         if not job.required:
             continue
@@ -183,6 +208,24 @@ def portfolio_infeasibility(
                         f"job {job.name!r} cannot finish in time even alone: its fastest option takes "
                         f"{fmt_duration(fastest * pf.time_step_s)}, {fmt_duration(over * 3600)} past its "
                         f"{'deadline' if limit != horizon else 'horizon'}"
+                    ),
+                )
+            )
+        elif ends[job.name] > limit:
+            waits = [d for d in job.after if ends[d] > job.release]
+            over = (ends[job.name] - limit) * step_h
+            out.append(
+                Infeasibility(
+                    constraint="deadline",
+                    over_by=None if over == float("inf") else over,
+                    detail=(
+                        f"job {job.name!r} must wait for {', '.join(repr(d) for d in waits)} ('after:'), "
+                        + (
+                            f"so it cannot end before hour {ends[job.name] * step_h:,.0f}, "
+                            f"{fmt_duration(over * 3600)} past its {'deadline' if limit != horizon else 'horizon'}"
+                            if over != float("inf")
+                            else "which no option fits, so it can never start"
+                        )
                     ),
                 )
             )
@@ -234,8 +277,9 @@ def fill_drop_reasons(result: PortfolioResult, pf: Portfolio, jobs: list[JobData
     """Each dropped job's reason, from its options, deadline and priority, and whether the solver proved
     that no schedule places every required job."""
     by_name = {job.name: job for job in jobs}
+    ends = earliest_ends(jobs)
     for dropped in result.dropped:
-        dropped.reason = drop_reason(pf, by_name[dropped.job], proven)
+        dropped.reason = drop_reason(pf, by_name[dropped.job], proven, ends[dropped.job])
 
 
 def measured_summary(ctx: JobContext, mine: Sku, base: Sku, cmp: MeasuredComparison) -> str:

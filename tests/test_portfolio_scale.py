@@ -181,6 +181,35 @@ def test_a_budget_below_the_required_jobs_cheapest_total_is_infeasible_not_unkno
     assert all("cannot carry" in d.reason for d in result.dropped if d.job in required)
 
 
+def test_a_job_that_cannot_meet_its_deadline_after_the_job_it_waits_for_is_infeasible():
+    # A required job made to wait ('after:') for the job that ends last, with a deadline it could meet
+    # alone but not after that one: no schedule exists, and the search path (45 jobs) says so by rule,
+    # naming the job it waits for and by how much it is late, instead of "raise the time limit".
+    from optimizer.explain import earliest_ends
+
+    pf, catalog = _constructed(45)
+    jobs, *_ = _setup(pf, catalog)
+    ends = earliest_ends(jobs)
+    first = max(jobs, key=lambda j: ends[j.name])
+    second = min((j for j in jobs if j.required and j is not first), key=lambda j: j.release)
+    steps = ends[first.name] + min(second.durations) - 1  # one step short
+    entries = [
+        e.model_copy(update={"after": [first.name], "deadline_s": steps * pf.time_step_s})
+        if e.name == second.name
+        else e
+        for e in pf.jobs
+    ]
+    pf = pf.model_copy(update={"jobs": entries})
+    result = portfolio(pf, catalog=catalog, time_limit_s=6, workers=1)
+    assert result.status == "infeasible" and result.method == "lp_lns"
+    rule = [i for i in result.infeasible if i.constraint == "deadline" and repr(second.name) in i.detail]
+    assert rule and repr(first.name) in rule[0].detail and abs(rule[0].over_by - pf.time_step_s / 3600) < 1e-6
+    assert not any(i.constraint == "time_limit" for i in result.infeasible)
+    assert [d.reason for d in result.dropped if d.job == second.name] == [
+        "cannot meet its deadline after the jobs it waits for ('after:')"
+    ]
+
+
 def test_time_limit_holds_end_to_end():
     pf, catalog = _constructed(60, seed=1)
     started = time.perf_counter()

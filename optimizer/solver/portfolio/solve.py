@@ -23,7 +23,7 @@ from .build import PortfolioModel, build, warm_start
 from .data import JobData, PoolSpec, pool_specs, prepare_jobs, shortlist
 from .extract import extract
 from .greedy import Fit, Pass, greedy_schedule, largest_first_order, reorder_search, squeaky_wheel
-from .lagrange import lagrangian_bound
+from .lagrange import MIN_THETA, STALL_ITERATIONS, LagrangeBound, lagrangian_bound
 from .lns import Search, search
 from .lp import drop_weights, lp_bound
 from .slots import PricedSlots, priced_slots
@@ -207,22 +207,28 @@ def _search(
             f"gap {_gap(p.score[1], bound):.2%}"
         )
 
-    show("greedy")
-    dropped_proven = False
-    guide: list[float] | None = None
-    slots: PricedSlots | None = None
-    lp = None
-    if left > 1.0:
-        lag = lagrangian_bound(
+    def ascent(until: float, stall_iterations: int = STALL_ITERATIONS, min_theta: float = MIN_THETA) -> LagrangeBound:
+        """Subgradient ascent on the Lagrangian until ``until``, aimed at the current schedule's cost."""
+        return lagrangian_bound(
             jobs,
             pools,
             pool_of,
             horizon,
             budget_cents,
             state.dropped_weight(),
-            deadline=time.perf_counter() + 0.2 * left,
+            deadline=until,
             target_cents=state.cost_cents(),
+            stall_iterations=stall_iterations,
+            min_theta=min_theta,
         )
+
+    show("greedy")
+    dropped_proven = False
+    guide: list[float] | None = None
+    slots: PricedSlots | None = None
+    lp = None
+    if left > 1.0:
+        lag = ascent(time.perf_counter() + 0.2 * left)
         if lag.bound_cents is not None:
             bounds["lagrangian_relaxation"] = lag.bound_cents
             guide = lag.choice_cents
@@ -275,15 +281,8 @@ def _search(
     if "lagrangian_relaxation" in bounds and time.perf_counter() < deadline - reserve:
         # A second, more patient ascent from zero aimed at the improved schedule's cost: the first one's
         # Polyak target (the first schedule, 7 % above the bound at 1,000 jobs) stops it short of the LP.
-        again = lagrangian_bound(
-            jobs,
-            pools,
-            pool_of,
-            horizon,
-            budget_cents,
-            state.dropped_weight(),
-            deadline=time.perf_counter() + REFINE_SHARE * max(0.0, deadline - reserve - time.perf_counter()),
-            target_cents=state.cost_cents(),
+        again = ascent(
+            time.perf_counter() + REFINE_SHARE * max(0.0, deadline - reserve - time.perf_counter()),
             stall_iterations=REFINE_STALL,
             min_theta=REFINE_MIN_THETA,
         )
