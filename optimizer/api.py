@@ -243,8 +243,9 @@ def portfolio(
     missing = [d.job for d in result.dropped if d.job in required]
     proven = outcome.dropped_proven
     if missing:
-        # Each rule is a necessary condition (a job alone, the cheapest total, one pool's GPU-hours): one
-        # that fails proves that no schedule places every required job, whatever the solver got to.
+        # Each rule is a necessary condition (a job alone or after the jobs it waits for, the cheapest
+        # total, one pool's GPU-hours): one that fails proves that no schedule places every required job,
+        # whatever the solver got to.
         rules = portfolio_infeasibility(pf, pm.jobs, pm.pools, pm.horizon)
         proven = proven or any(rule.constraint != "schedule" for rule in rules)
         result.status = "infeasible" if proven else "unknown"
