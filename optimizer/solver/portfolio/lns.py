@@ -101,10 +101,6 @@ class Search:
 
     # --- one step ----------------------------------------------------------------------------
 
-    def reoptimise(self, subset: list[int], time_limit_s: float) -> tuple[bool, bool]:
-        """Re-optimise the jobs in ``subset`` with every other job fixed: (improved, solved to optimality)."""
-        return self.reoptimise_many([subset], time_limit_s)[0]
-
     def reach(self, subset: list[int]) -> tuple[int, int]:
         """The steps a neighbourhood's model can touch: the union of its jobs' windows."""
         spans = [window(self.jobs[k], self.horizon) for k in subset]
