@@ -362,7 +362,8 @@ def _polish(
     bound = max(result.bound_usd * CENTS_PER_USD if result.bound_usd is not None else 0.0, solver.best_objective_bound)
     if status == cp_model.OPTIMAL and best is found:
         bound = float(cost)
-    if bound > (result.bound_usd or 0.0) * CENTS_PER_USD + 0.5:
+    raised = bound > (result.bound_usd or 0.0) * CENTS_PER_USD + 0.5
+    if raised:
         result.bound_source = "cp_sat"
     result.bound_usd = round(bound / CENTS_PER_USD, 2)
     result.gap = _gap(cost, bound)
@@ -371,6 +372,7 @@ def _polish(
     result.notes.append(
         f"then the whole model in CP-SAT from that schedule ({'optimal' if status == cp_model.OPTIMAL else 'stopped'}"
         f"{', a better schedule' if best is found and score(found) < score(choices) else ''})"
+        + ("; the gap is now against CP-SAT's bound" if raised else "")
     )
     return best, dropped_proven or proven
 
