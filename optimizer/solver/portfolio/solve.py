@@ -47,6 +47,7 @@ CONTACT_JOBS = 500
 # below; CP-SAT proved it in seconds) and finds schedules the neighbourhoods miss (100 jobs at 66 % use:
 # $30,840 in 60 s against the search's $31,103; BENCHMARKS, "where the gap lives").
 POLISH_JOBS = 100
+POLISH_SHARE = 0.5  # of the time left after the options are built
 # The search stops early once its gap to the LP bound is below this.
 STOP_GAP = 1e-4
 # The second Lagrangian ascent (after iterated greedy): its share of the time then left and its step
@@ -135,7 +136,7 @@ def solve_portfolio(
     data = PortfolioData(jobs, pools, horizon)
     if pf.objective == "cost" and len(jobs) > SEARCH_JOBS:
         polish = len(jobs) <= POLISH_JOBS and n_options <= LARGE_MODEL_OPTIONS
-        until = time.perf_counter() + (deadline - time.perf_counter()) / 2 if polish else deadline
+        until = deadline - POLISH_SHARE * (deadline - time.perf_counter()) if polish else deadline
         choices, dropped_proven = _search(pf, data, result, until, workers, say, started)
         if polish and result.gap > STOP_GAP:
             choices, dropped_proven = _polish(
