@@ -153,8 +153,8 @@ def layer_activation_bytes(
     seq_len: float,
     micro_batch,
     eager_attention: bool,
-    fused_kernels=False,
-    fp8_saved_inputs=False,
+    fused_kernels: bool | np.ndarray = False,
+    fp8_saved_inputs: bool | np.ndarray = False,
 ) -> np.ndarray:
     """Bytes one transformer block keeps for backward, per micro-batch, without parallelism.
 

@@ -28,6 +28,7 @@ import yaml
 
 from ..errors import ArgumentError
 from ..inputs.schema import Strategy
+from ..planning.frameworks import FRAMEWORKS
 from ..results import Plan
 
 KINDS = ("skypilot", "kubernetes", "nodus", "deepspeed", "megatron", "torchtitan", "accelerate", "torchrun")
@@ -269,25 +270,25 @@ _GAPS: dict[str, Callable[[Plan, int | None], list[str]]] = {
 }
 
 
-# Fine-tuning methods a framework export cannot write (the plan's method comes from the job): Megatron-LM's
-# pretrain_gpt.py trains every weight, LoRA being Megatron-Bridge's PEFT (megatron.bridge.peft.lora.LoRA);
-# the torchtitan export writes no LoRA converter (torchtitan/components/lora.py); neither has 4-bit NF4 base
-# weights. The DeepSpeed and accelerate configs are the same for a PEFT model, which the script builds.
-_METHOD_GAPS = {
-    "megatron": {
-        "lora": "Megatron-LM's pretrain_gpt.py trains every weight: LoRA runs in Megatron-Bridge's PEFT "
-        "(megatron.bridge.peft.lora.LoRA), which this export does not write",
-        "qlora": "Megatron has no QLoRA (4-bit NF4 base weights)",
-    },
-    "torchtitan": {
-        "lora": "the torchtitan export writes no LoRA converter (torchtitan/components/lora.py)",
-        "qlora": "torchtitan has no QLoRA (4-bit NF4 base weights)",
-    },
+# LoRA plans the export itself cannot write, though the framework trains LoRA (frameworks.py): Megatron-LM's
+# pretrain_gpt.py trains every weight, LoRA being Megatron-Bridge's PEFT; the torchtitan export writes no LoRA
+# converter. The DeepSpeed and accelerate configs are the same for a PEFT model, which the script builds.
+_LORA_GAPS = {
+    "megatron": "Megatron-LM's pretrain_gpt.py trains every weight: LoRA runs in Megatron-Bridge's PEFT "
+    "(megatron.bridge.peft.lora.LoRA), which this export does not write",
+    "torchtitan": "the torchtitan export writes no LoRA converter (torchtitan/components/lora.py)",
 }
 
 
 def _gaps(plan: Plan, kind: str, num_layers: int | None, method: str) -> list[str]:
-    return _GAPS[kind](plan, num_layers) + [g for g in [_METHOD_GAPS.get(kind, {}).get(method)] if g]
+    """What the export of ``kind`` cannot write for this plan and fine-tuning method."""
+    gaps = _GAPS[kind](plan, num_layers)
+    framework = FRAMEWORKS.get(kind)
+    if framework is not None and method not in framework.methods:
+        gaps.append(f"{framework.title} trains {'/'.join(sorted(framework.methods))} only ({framework.methods_source})")
+    elif method == "lora" and kind in _LORA_GAPS:
+        gaps.append(_LORA_GAPS[kind])
+    return gaps
 
 
 def _refuse_gaps(plan: Plan, kind: str, num_layers: int | None, method: str = "full") -> None:
