@@ -212,9 +212,10 @@ def test_a_job_that_cannot_meet_its_deadline_after_the_job_it_waits_for_is_infea
 
 def test_a_budget_that_drops_optional_jobs_is_proven_optimal_not_left_at_the_relaxations_gap():
     # 45 jobs, every third optional, and a budget at 90 % of what they all cost: some optional jobs must
-    # go. The relaxations price the budget fractionally, so the search alone proved only a 26 % gap on
-    # its (already optimal) schedule; a portfolio this small then goes to the whole model in CP-SAT from
-    # that schedule, which proves it within the same time limit.
+    # go. The relaxations price the budget fractionally, so the search alone once proved only a 26 % gap
+    # on its (already optimal) schedule, and it cannot prove which optional jobs must go; a portfolio
+    # this small then goes to the whole model in CP-SAT from that schedule, which proves it within the
+    # same time limit.
     pf, catalog = _constructed(45)
     jobs = [
         e.model_copy(update={"required": False, "priority": 1 + k % 3}) if k % 3 == 0 else e
@@ -227,7 +228,10 @@ def test_a_budget_that_drops_optional_jobs_is_proven_optimal_not_left_at_the_rel
     result = portfolio(pf, catalog=catalog, time_limit_s=8, workers=1)
     assert result.dropped and not [d for d in result.dropped if "required" in d.reason]
     check_schedule(pf, result, catalog)
-    assert result.status == "optimal" and result.gap < 1e-6 and result.bound_source == "cp_sat"
+    assert result.status == "optimal" and result.gap < 1e-6
+    # the cost bound may come from the relaxation itself (its rounded schedule is optimal here); that
+    # no schedule drops less weight is CP-SAT's proof
+    assert result.bound_source in ("cp_sat", "lagrangian_relaxation")
 
 
 def test_time_limit_holds_end_to_end():

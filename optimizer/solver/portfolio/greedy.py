@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -276,3 +276,36 @@ def reorder_search(
             if report is not None:
                 report(best)
     return best
+
+
+def guided_schedule(
+    jobs,
+    pools,
+    pool_of,
+    horizon: int,
+    budget_cents: int | None,
+    deadline: float,
+    weights: list[int],
+    shares: list[dict[int, float]],
+    mean_start: list[float],
+    first: list[int] | None = None,
+) -> Pass:
+    """Squeaky-wheel passes in which each job may take only the option a relaxation's solution gives it
+    most of (``shares``: per job, option -> share), jobs in the order of the relaxation's mean start.
+    The linear relaxation picks options almost integrally (1,000-job benchmark: 14 of 1,000 jobs split
+    between options, 466 between starts), so what it leaves to do is the timing; jobs it gives no option
+    stay unplaced, as do those that find no room, for a repair step to place. ``first``: jobs to place
+    before all others."""
+    prefer = [max(share, key=lambda i: (share[i], -i)) if share else None for share in shares]
+    fixed = [
+        replace(job, options=[job.options[i]], durations=[job.durations[i]])
+        if i is not None
+        else replace(job, options=[], durations=[])
+        for job, i in zip(jobs, prefer)
+    ]
+    order = sorted(range(len(jobs)), key=lambda k: (k not in (first or []), mean_start[k], k))
+    found = squeaky_wheel(fixed, pools, pool_of, horizon, budget_cents, deadline, weights, order=order)
+    placed: list[Placement] = [
+        (i, p[1]) if p is not None and i is not None else None for i, p in zip(prefer, found.placed)
+    ]
+    return Pass(placed, found.order, found.score)

@@ -39,6 +39,12 @@ CHEAPEST_OPTIONS = 2
 STEP_S = 0.5
 # Tries at a second neighbourhood whose windows do not overlap the first one's.
 PAIR_TRIES = 3
+# Starts an ejecting insertion tries per option, nearest the wanted one first.
+INSERT_STARTS = 24
+INSERT_STARTS_DEEP = 8
+INSERT_OPTIONS = 4
+INSERT_OPTIONS_DEEP = 2
+INSERT_DEPTH = 1
 
 
 @dataclass
@@ -256,6 +262,38 @@ class Search:
             new.append(None if option is None else (option, solver.value(starts[k])))
         return new, status == cp_model.OPTIMAL
 
+    def _bounds(self, k: int) -> tuple[int, int]:
+        """The steps job k may run in, given where its predecessors and successors are placed."""
+        job = self.jobs[k]
+        r, lim = window(job, self.horizon)
+        for dep in job.after:
+            if self.placed[self.index[dep]] is None:
+                r = self.horizon + 1
+            else:
+                r = max(r, self._end(self.index[dep]))
+        for succ in self.successors[k]:
+            if (after := self.placed[succ]) is not None:
+                lim = min(lim, after[1])
+        return r, lim
+
+    def _cheapest_fit(self, k: int, below: int | None = None) -> tuple[int, Placement]:
+        """The cheapest (option, earliest start) of job k that fits in what the others leave free and in
+        the budget, costing less than ``below`` if given: (cents, placement), placement None if none."""
+        job = self.jobs[k]
+        r, lim = self._bounds(k)
+        spare = None if self.budget_cents is None else self.budget_cents - self.cost_cents() + self._cents_of(k)
+        best: tuple[int, Placement] = (below if below is not None else 0, None)
+        for i, (opt, d) in enumerate(zip(job.options, job.durations)):
+            cents = self.cents[k][i]
+            if ((best[1] is not None or below is not None) and cents >= best[0]) or (
+                spare is not None and cents > spare
+            ):
+                continue
+            starts = feasible_starts(self.free[self.pool_of[opt.row.offer_name]], opt.row.gpus, d, r, lim - d)
+            if len(starts):
+                best = (cents, (i, int(starts[0])))
+        return best
+
     def move_each(self, deadline: float) -> int:
         """One pass of single-job moves: each job in turn to the cheapest (option, start) that fits in
         what the others leave free (an unplaced job placed if it fits anywhere); the number of moves."""
@@ -263,32 +301,118 @@ class Search:
         for k in sorted(range(len(self.jobs)), key=lambda k: -self._cents_of(k)):
             if time.perf_counter() >= deadline:
                 break
-            job, cur = self.jobs[k], self.placed[k]
-            r, lim = window(job, self.horizon)
-            for dep in job.after:
-                d = self.placed[self.index[dep]]
-                if d is None:
-                    r = self.horizon + 1
-                else:
-                    r = max(r, self._end(self.index[dep]))
-            for succ in self.successors[k]:
-                if (after := self.placed[succ]) is not None:
-                    lim = min(lim, after[1])
+            cur = self.placed[k]
             self._use(k, cur, +1)
-            best = (self._cents_of(k), cur)
-            spare = None if self.budget_cents is None else self.budget_cents - self.cost_cents() + self._cents_of(k)
-            for i, (opt, d) in enumerate(zip(job.options, job.durations)):
-                cents = self.cents[k][i]
-                if (cur is not None and cents >= best[0]) or (spare is not None and cents > spare):
-                    continue
-                starts = feasible_starts(self.free[self.pool_of[opt.row.offer_name]], opt.row.gpus, d, r, lim - d)
-                if len(starts) and (best[1] is None or cents < best[0]):
-                    best = (cents, (i, int(starts[0])))
-            if best[1] != cur:
+            cents, found = self._cheapest_fit(k, self._cents_of(k) if cur is not None else None)
+            if found is not None and found != cur:
                 moves += 1
-                self.placed[k] = best[1]
+                self.placed[k] = found
             self._use(k, self.placed[k], -1)
         return moves
+
+    def insert(self, k: int, options: list[int], near: float) -> bool:
+        """Place the unplaced job k by ejecting the jobs in its way (``_insertion``); whether it did."""
+        found = self._insertion(k, options[:INSERT_OPTIONS], near, INSERT_STARTS, INSERT_DEPTH)
+        if found is None:
+            return False
+        self._apply(found[1], {})
+        return True
+
+    def _insertion(
+        self, k: int, options: list[int], near: float, tries: int, depth: int
+    ) -> tuple[int, list[tuple[int, Placement]]] | None:
+        """The cheapest way to put job k in: over its ``options`` in turn and the ``tries`` starts nearest
+        ``near``, the jobs in its way pushed out (``_eject_for``); (added cents, moves) or None."""
+        r, lim = self._bounds(k)
+        spare = None if self.budget_cents is None else self.budget_cents - self.cost_cents() + self._cents_of(k)
+        best: tuple[int, list[tuple[int, Placement]]] | None = None
+        for i in options:
+            opt, d = self.jobs[k].options[i], self.jobs[k].durations[i]
+            if d > lim - r or (spare is not None and self.cents[k][i] > spare):
+                continue
+            pool, gpus = self.pool_of[opt.row.offer_name], opt.row.gpus
+            for s in sorted(range(r, lim - d + 1), key=lambda s: (abs(s - near), s))[:tries]:
+                moves = self._eject_for(k, (i, s), pool, gpus, d, depth)
+                if moves is not None:
+                    delta = self._delta(moves)
+                    if best is None or delta < best[0]:
+                        best = (delta, moves)
+        return best
+
+    def _delta(self, moves: list[tuple[int, Placement]]) -> int:
+        """What the moves add to the cost (the last move of a job counts)."""
+        final = dict(moves)
+        return sum((0 if p is None else self.cents[y][p[0]]) - self._cents_of(y) for y, p in final.items())
+
+    def _apply(self, moves: list[tuple[int, Placement]], old: dict[int, Placement]) -> None:
+        """Make the moves, recording each moved job's first placement in ``old`` (to undo them)."""
+        for y, p in moves:
+            old.setdefault(y, self.placed[y])
+            self._use(y, self.placed[y], +1)
+            self.placed[y] = p
+            self._use(y, p, -1)
+
+    def _undo(self, old: dict[int, Placement]) -> None:
+        for y, p in old.items():
+            self._use(y, self.placed[y], +1)
+            self.placed[y] = p
+            self._use(y, p, -1)
+
+    def _eject_for(
+        self, k: int, at: tuple[int, int], pool: int, gpus: int, d: int, depth: int
+    ) -> list[tuple[int, Placement]] | None:
+        """The moves that put job k at ``at`` (on ``pool``): the jobs running there pushed out, most
+        GPU-steps last, until it fits, then each re-placed where it fits cheapest, or, ``depth`` allowing,
+        put in by ejecting in turn; None if one finds no room. Leaves the schedule as it was."""
+        s = at[1]
+        short = (gpus - self.free[pool][s : s + d]).astype(np.int64)
+        in_way = []
+        if (short > 0).any():
+            for y, p in enumerate(self.placed):
+                if p is None or y == k or self.pool_of[self.jobs[y].options[p[0]].row.offer_name] != pool:
+                    continue
+                a, b = p[1], p[1] + self.jobs[y].durations[p[0]]
+                if a < s + d and b > s:
+                    in_way.append((self.jobs[y].options[p[0]].row.gpus * (b - a), y))
+            in_way.sort()
+        ejected: list[int] = []
+        for _, y in in_way:
+            p = self.placed[y]
+            assert p is not None
+            a, b = max(p[1], s), min(p[1] + self.jobs[y].durations[p[0]], s + d)
+            if (short[a - s : b - s] > 0).any():
+                ejected.append(y)
+                short[a - s : b - s] -= self.jobs[y].options[p[0]].row.gpus
+                if (short <= 0).all():
+                    break
+        if (short > 0).any():
+            return None
+        old: dict[int, Placement] = {}
+        moves: list[tuple[int, Placement]] = [*((y, None) for y in ejected), (k, at)]
+        self._apply(moves, old)
+        try:
+            for y in sorted(ejected, key=lambda y: -self.weights[y]):
+                was = old[y]
+                assert was is not None
+                _, p = self._cheapest_fit(y)
+                step: list[tuple[int, Placement]]
+                if p is not None:
+                    step = [(y, p)]
+                elif depth > 0:
+                    # its own option first (a shift in time), then its cheapest ones
+                    cheapest = sorted(range(len(self.jobs[y].options)), key=lambda i: self.cents[y][i])
+                    ranked = [was[0], *(i for i in cheapest[:INSERT_OPTIONS_DEEP] if i != was[0])]
+                    deeper = self._insertion(y, ranked, was[1], INSERT_STARTS_DEEP, depth - 1)
+                    if deeper is None:
+                        return None
+                    step = deeper[1]
+                else:
+                    return None
+                self._apply(step, old)
+                moves += step
+            return moves
+        finally:
+            self._undo(old)
 
     def slot_excess(self, slots: PricedSlots) -> list[tuple[float, int]]:
         """(priced cost above the job's cheapest priced slot, job) for every placed job, largest first."""
@@ -350,11 +474,13 @@ def search(
     report: Callable[[str], None] | None = None,
     target_cents: float | None = None,
     slots: PricedSlots | None = None,
+    place: list[int] | None = None,
 ) -> None:
     """Improve ``state`` until ``deadline`` (a perf_counter time) or until its cost reaches ``target_cents``.
     ``guide_cents``: per job, what a relaxation spends on it; the jobs that cost most above it are
     freed together in the "guided" neighbourhood. ``slots``: each job's cheapest slot at the relaxation's
-    prices; the "priced" neighbourhood frees a job far from its slot with the jobs around that slot."""
+    prices; the "priced" neighbourhood frees a job far from its slot with the jobs around that slot.
+    ``place``: optional jobs the repair step places too while they are left out (required ones always)."""
     rng = random.Random(0)
     size = min(40, len(state.jobs))
     kinds = ["window", "pools", "guided"] if guide_cents else ["window", "pools"]
@@ -367,6 +493,7 @@ def search(
         ]
     turn = 0
     repair_turn = 0
+    tried: set[int] = set()
 
     def pick(kind: str) -> list[int] | None:
         """The jobs a neighbourhood of this kind frees (None: the kind has nothing left to free)."""
@@ -420,10 +547,19 @@ def search(
             and state.dropped_weight() == 0
         ):
             return
-        missing = state.required_dropped()
+        missing = state.required_dropped() + [k for k in place or [] if state.placed[k] is None]
         if missing and turn % 2 == 0:
             k = missing[repair_turn % len(missing)]
             repair_turn += 1
+            if k not in tried:  # first by ejecting the jobs in its way: cheap, and often enough
+                tried.add(k)
+                r, lim = window(state.jobs[k], state.horizon)
+                if state.insert(
+                    k, sorted(range(len(state.jobs[k].options)), key=lambda i: state.cents[k][i]), (r + lim) / 2
+                ):
+                    if report is not None:
+                        report("repair")
+                    continue
             job = state.jobs[k]
             r, lim = window(job, state.horizon)
             subset = state.around((r + lim) // 2, size, {state.pool_of[o.row.offer_name] for o in job.options}, [k])

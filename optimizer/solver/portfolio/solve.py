@@ -10,6 +10,7 @@ answer infeasible only when the first run proved it; otherwise the status is unk
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +23,16 @@ from ...results import PortfolioResult
 from .build import PortfolioModel, build, warm_start
 from .data import JobData, PoolSpec, pool_specs, prepare_jobs, shortlist
 from .extract import extract
-from .greedy import Fit, Pass, Placement, greedy_schedule, largest_first_order, reorder_search, squeaky_wheel
+from .greedy import (
+    Fit,
+    Pass,
+    Placement,
+    greedy_schedule,
+    guided_schedule,
+    largest_first_order,
+    reorder_search,
+    squeaky_wheel,
+)
 from .lagrange import MIN_THETA, STALL_ITERATIONS, LagrangeBound, lagrangian_bound
 from .lns import Search, search
 from .lp import drop_weights, lp_bound
@@ -54,6 +64,7 @@ STOP_GAP = 1e-4
 # rule (measured at 1,000 jobs, target the iterated-greedy cost: 279,533 -> 280,571 in 6 s, 280,724 converged
 # in 11 s, where the first ascent stops; the LP is at most 281,031 there).
 REFINE_SHARE = 0.25
+ROUND_SHARE = 0.15
 REFINE_STALL = 40
 REFINE_MIN_THETA = 1e-4
 
@@ -138,7 +149,7 @@ def solve_portfolio(
         polish = len(jobs) <= POLISH_JOBS and n_options <= LARGE_MODEL_OPTIONS
         until = deadline - POLISH_SHARE * (deadline - time.perf_counter()) if polish else deadline
         choices, dropped_proven = _search(pf, data, result, until, workers, say, started)
-        if polish and result.gap > STOP_GAP:
+        if polish and (result.gap > STOP_GAP or result.status != "optimal"):
             choices, dropped_proven = _polish(
                 pf, data, result, choices, dropped_proven, deadline, workers, progress, started
             )
@@ -228,14 +239,36 @@ def _search(
             pool_of,
             horizon,
             budget_cents,
-            state.dropped_weight(),
+            # for as few drops as the schedule that will be answered, at worst: the fallback's if any
+            min(state.dropped_weight(), fallback.dropped_weight()) if fallback is not None else state.dropped_weight(),
             deadline=until,
             target_cents=state.cost_cents(),
             stall_iterations=stall_iterations,
             min_theta=min_theta,
         )
 
+    def rounded(lag: LagrangeBound, until: float) -> Search:
+        """The relaxation's own schedule made whole: ``guided_schedule``, single-job moves, then the
+        jobs it left out put in by ejecting others (``Search.insert``) and, still out, repair steps."""
+        placed = guided_schedule(
+            jobs, pools, pool_of, horizon, budget_cents, until, weights, lag.shares, lag.mean_start
+        ).placed
+        found = Search(jobs, pools, pool_of, horizon, budget_cents, placed, workers)
+        found.move_each(until)
+        for k in sorted((k for k, p in enumerate(found.placed) if p is None), key=lambda k: -weights[k]):
+            if time.perf_counter() >= until:
+                break
+            share = lag.shares[k]
+            options = sorted(range(len(jobs[k].options)), key=lambda i: (-share.get(i, 0.0), found.cents[k][i]))
+            found.insert(k, options, lag.mean_start[k])
+        found.move_each(until)
+        if missing(found, state) and time.perf_counter() < until:
+            search(found, until, slots=priced_slots(jobs, pool_of, horizon, lag.prices), place=missing(found, state))
+        return found
+
     show("greedy")
+    fallback: Search | None = None
+    rounded_won = False
     dropped_proven = False
     guide: list[float] | None = None
     slots: PricedSlots | None = None
@@ -264,33 +297,47 @@ def _search(
                 ).placed,
                 workers,
             )
-            if (priced.dropped_weight(), priced.cost_cents()) < (state.dropped_weight(), state.cost_cents()):
+            if score(priced) < score(state):
                 state = priced
-        show("bound")
+            show("bound")
+            found = rounded(lag, time.perf_counter() + ROUND_SHARE * max(0.0, deadline - reserve - time.perf_counter()))
+            short = missing(found, state)
+            # still without some job the incumbent places, but cheaper by more than those jobs cost at
+            # their cheapest: the search goes on from it, repairing, with the incumbent kept to fall back on
+            behind = found.cost_cents() + sum(min(state.cents[k]) for k in short) < state.cost_cents()
+            if score(found) < score(state) or behind:
+                fallback = state if short else None
+                state = found
+                rounded_won = True
+                show("rounded")
+        else:
+            show("bound")
         n_options = sum(len(job.options) for job in jobs)
         # The converged Lagrangian is the time-indexed LP, at least as strong as GLOP's bucketed one
         # (which adds only the dependencies): measured, GLOP took 12 s of a 60 s limit at 200 jobs and
         # never raised the bound, so it runs only where the Lagrangian did not converge.
         settled = lag.converged and not any(job.after for job in jobs)
-        if (n_options <= LARGE_MODEL_OPTIONS and not settled) or state.required_dropped():
+        anchor = state if fallback is None else fallback  # the complete schedule, when state is not
+        if (n_options <= LARGE_MODEL_OPTIONS and not settled) or anchor.required_dropped():
             # GLOP: a second bound where it is small, and the proof that no schedule places every
             # required job when one is still left out (no fractional schedule does).
-            lp = lp_bound(jobs, pools, pool_of, horizon, budget_cents, state.dropped_weight(), time_limit_s=0.2 * left)
+            lp = lp_bound(jobs, pools, pool_of, horizon, budget_cents, anchor.dropped_weight(), time_limit_s=0.2 * left)
             if lp.bound_cents is not None:
                 bounds["lp_relaxation"] = lp.bound_cents
                 guide = guide or lp.fractional_cents
-            if lp.infeasible and state.required_dropped():
+            if lp.infeasible and anchor.required_dropped():
                 check = lp_bound(jobs, pools, pool_of, horizon, budget_cents, None, time_limit_s=0.1 * left)
                 dropped_proven = check.infeasible
             show("lp")
     # Iterated greedy over job orders until it stalls (at most 80 % of the time left; measured: at 1,000
     # jobs it gains ten times what CP-SAT neighbourhoods do), then CP-SAT neighbourhoods.
-    reorder_until = time.perf_counter() + 0.8 * max(0.0, deadline - reserve - time.perf_counter())
-    reordered = reorder_search(
-        jobs, pools, pool_of, horizon, budget_cents, reorder_until, weights, first, report=say_pass, fit=fit
-    )
-    if reordered.score < (state.dropped_weight(), state.cost_cents()):
-        state = Search(jobs, pools, pool_of, horizon, budget_cents, reordered.placed, workers)
+    if not rounded_won:
+        reorder_until = time.perf_counter() + 0.8 * max(0.0, deadline - reserve - time.perf_counter())
+        reordered = reorder_search(
+            jobs, pools, pool_of, horizon, budget_cents, reorder_until, weights, first, report=say_pass, fit=fit
+        )
+        if reordered.score < score(state):
+            state = Search(jobs, pools, pool_of, horizon, budget_cents, reordered.placed, workers)
     if "lagrangian_relaxation" in bounds and time.perf_counter() < deadline - reserve:
         # A second, more patient ascent from zero aimed at the improved schedule's cost: the first one's
         # Polyak target (the first schedule, 7 % above the bound at 1,000 jobs) stops it short of the LP.
@@ -311,17 +358,27 @@ def _search(
         report=show,
         target_cents=best()[0] / (1 - STOP_GAP) if len(bounds) > 1 else None,
         slots=slots,
+        place=missing(state, fallback) if fallback is not None else None,
     )
+    if fallback is not None and score(fallback) < score(state):
+        state = fallback
     cost = state.cost_cents()
     bound, source = best()
-    result.bound_usd = round(bound / CENTS_PER_USD, 2)
     result.bound_source = source
+    # every schedule costs whole cents, so a bound within a cent of the cost proves it (the bounds are
+    # shaved by their float tolerance, which would otherwise leave a gap of 1e-7)
+    proven = math.ceil(bound - 1e-6) >= cost
+    if proven:
+        bound = float(cost)
+    result.bound_usd = round(bound / CENTS_PER_USD, 2)
     result.gap = _gap(cost, bound)
-    result.status = "optimal" if result.gap == 0 and not state.required_dropped() and cost > 0 else "feasible"
+    result.status = "optimal" if proven and not state.required_dropped() and cost > 0 else "feasible"
     if result.status == "optimal" and state.dropped_weight() > 0:
         result.status = "feasible"  # the bound is for as few drops; fewer might exist
     result.notes.append(
-        f"schedule by squeaky-wheel greedy + Lagrangian relaxation + iterated greedy + large-neighbourhood search "
+        "schedule by squeaky-wheel greedy + Lagrangian relaxation + "
+        + ("the relaxation's schedule rounded" if rounded_won else "iterated greedy")
+        + " + large-neighbourhood search "
         f"({state.improved} improving steps of {state.steps}); gap against the {source.replace('_', ' ')} bound"
         + ("" if lp is None or lp.bound_cents is not None else " (the LP did not finish in time)")
     )
@@ -376,6 +433,16 @@ def _polish(
         + ("; the gap is now against CP-SAT's bound" if raised else "")
     )
     return best, dropped_proven or proven
+
+
+def score(s: Search) -> tuple[int, int]:
+    """A schedule's rank, lexicographic: dropped weight, then cost."""
+    return s.dropped_weight(), s.cost_cents()
+
+
+def missing(s: Search, other: Search) -> list[int]:
+    """The jobs ``other`` places and ``s`` does not."""
+    return [k for k, (p, q) in enumerate(zip(s.placed, other.placed)) if p is None and q is not None]
 
 
 def _cheapest_bound(jobs: list[JobData], weights: list[int], dropped_limit: int) -> float:
