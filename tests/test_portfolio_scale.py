@@ -6,15 +6,24 @@ import random
 import time
 from types import SimpleNamespace
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_portfolio import brute_force, check_schedule, small_portfolios
 
 from optimizer import load_catalog, portfolio
 from optimizer.inputs.schema import Catalog, Offer, Portfolio
 from optimizer.physics.constants import usd_to_cents
 from optimizer.solver.portfolio.data import pool_specs, prepare_jobs
-from optimizer.solver.portfolio.greedy import capacity_arrays, earliest_start, greedy_schedule, squeaky_wheel
+from optimizer.solver.portfolio.greedy import (
+    capacity_arrays,
+    earliest_start,
+    greedy_schedule,
+    guided_schedule,
+    squeaky_wheel,
+)
 from optimizer.solver.portfolio.lagrange import lagrangian_bound
+from optimizer.solver.portfolio.lns import Search
 from optimizer.solver.portfolio.lp import drop_weights, lp_bound
 
 HW = load_catalog("hardware")
@@ -110,6 +119,93 @@ def test_lagrangian_bound_prices_the_contested_pool():
     lag = lagrangian_bound(CONTESTED, TWO_POOLS, POOL_OF, 4, None, 0, deadline=time.perf_counter() + 5)
     assert lag.bound_cents is not None and 2_950 <= lag.bound_cents <= 3_000
     assert lag.prices[0][:2].sum() > 0 and lag.prices[1].sum() == 0
+
+
+def test_the_relaxations_averaged_choices_are_its_schedule():
+    # The LP of the contested pair is integral: b on the cheap pool, a on the dear one, both at step 0.
+    # The relaxed choices averaged over the ascent's last iterations say so.
+    lag = lagrangian_bound(CONTESTED, TWO_POOLS, POOL_OF, 4, None, 0, deadline=time.perf_counter() + 5)
+    assert max(lag.shares[0], key=lag.shares[0].get) == 1 and lag.shares[1] == {0: 1.0}
+    assert all(abs(sum(share.values()) - 1) < 1e-9 for share in lag.shares)
+    assert lag.mean_start == [0.0, 0.0]
+
+
+def test_rounding_keeps_the_relaxations_options_and_leaves_out_what_does_not_fit():
+    weights = drop_weights(CONTESTED)
+    later = time.perf_counter() + 5
+    rounded = guided_schedule(
+        CONTESTED, TWO_POOLS, POOL_OF, 4, None, later, weights, [{1: 0.9, 0: 0.1}, {0: 1.0}], [0, 0]
+    )
+    assert rounded.placed == [(1, 0), (0, 0)]
+    # both given the cheap pool, one of them stays out for the repair step (squeaky wheel or not)
+    crowded = guided_schedule(CONTESTED, TWO_POOLS, POOL_OF, 4, None, later, weights, [{0: 1.0}, {0: 1.0}], [0, 0])
+    assert sorted(crowded.placed, key=str) == [(0, 0), None]
+
+
+def test_inserting_a_job_ejects_one_that_has_somewhere_else_to_go():
+    # a holds the cheap pool and b, which runs nowhere else, is out: b goes in, a moves to the dear pool.
+    state = Search(CONTESTED, TWO_POOLS, POOL_OF, 4, None, [(0, 0), None], workers=1)
+    assert state.insert(1, [0], near=0)
+    assert state.placed == [(1, 0), (0, 0)] and state.cost_cents() == 3_000
+    # with nowhere else for a, nothing changes
+    alone = [_job("a", [("cheap", 2, 10.0)], (0, 2)), _job("b", [("cheap", 2, 10.0)], (0, 2))]
+    state = Search(alone, TWO_POOLS, POOL_OF, 4, None, [(0, 0), None], workers=1)
+    assert not state.insert(1, [0], near=0) and state.placed == [(0, 0), None]
+
+
+@st.composite
+def _packed_pools(draw):
+    """Up to 8 jobs on two 8-GPU pools over 8 steps: options (pool, steps, GPUs, USD), windows, a few
+    waiting for an earlier job; a greedy schedule of them."""
+    horizon = 8
+    jobs = []
+    for j in range(draw(st.integers(3, 8))):
+        release = draw(st.integers(0, 5))
+        options = [
+            (draw(st.sampled_from(["cheap", "dear"])), draw(st.integers(1, 4)), draw(st.sampled_from([4, 8])))
+            for _ in range(draw(st.integers(1, 3)))
+        ]
+        job = _job(
+            f"j{j}", [(p, d, 1.0 + d * g * (2 if p == "dear" else 1)) for p, d, g in options], (release, horizon)
+        )
+        for option, (_, _, g) in zip(job.options, options):
+            option.row = SimpleNamespace(offer_name=option.row.offer_name, gpus=g)
+        job.deadline = draw(st.integers(release + 1, horizon))
+        if j and draw(st.booleans()):
+            job.after = [f"j{draw(st.integers(0, j - 1))}"]
+        jobs.append(job)
+    pools = [
+        SimpleNamespace(offers={"cheap"}, segments=[(0, horizon, 8)]),
+        SimpleNamespace(offers={"dear"}, segments=[(0, horizon, 8)]),
+    ]
+    return jobs, pools, horizon
+
+
+@settings(max_examples=200, deadline=None)
+@given(_packed_pools(), st.integers(0, 7))
+def test_inserting_a_job_keeps_every_rule_and_every_placed_job(instance, near):
+    jobs, pools, horizon = instance
+    state = Search(jobs, pools, POOL_OF, horizon, None, greedy_schedule(jobs, pools, POOL_OF, horizon), workers=1)
+    index = {job.name: k for k, job in enumerate(jobs)}
+    for k in [k for k, p in enumerate(state.placed) if p is None]:
+        before = list(state.placed)
+        placed = state.insert(k, list(range(len(jobs[k].options))), near)
+        if not placed:
+            assert state.placed == before
+            continue
+        assert state.placed[k] is not None
+        assert all(state.placed[y] is not None for y, p in enumerate(before) if p is not None)
+        use = [np.zeros(horizon + 1, dtype=np.int64) for _ in pools]
+        for job, p in zip(jobs, state.placed):
+            if p is None:
+                continue
+            i, s = p
+            assert job.release <= s and s + job.durations[i] <= job.deadline
+            for dep in job.after:
+                assert (q := state.placed[index[dep]]) is not None and q[1] + jobs[index[dep]].durations[q[0]] <= s
+            use[POOL_OF[job.options[i].row.offer_name]][s : s + job.durations[i]] += job.options[i].row.gpus
+        for free, cap, used in zip(state.free, capacity_arrays(pools, horizon), use):
+            assert (used[:horizon] <= 8).all() and (free == cap - used).all()
 
 
 def _constructed(n_jobs: int, seed: int = 0) -> tuple[Portfolio, Catalog]:

@@ -9,9 +9,10 @@ O(options x horizon) vector operations, not a Python loop over steps."""
 
 from __future__ import annotations
 
+import copy
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -288,22 +289,19 @@ def guided_schedule(
     weights: list[int],
     shares: list[dict[int, float]],
     mean_start: list[float],
-    first: list[int] | None = None,
 ) -> Pass:
     """Squeaky-wheel passes in which each job may take only the option a relaxation's solution gives it
     most of (``shares``: per job, option -> share), jobs in the order of the relaxation's mean start.
     The linear relaxation picks options almost integrally (1,000-job benchmark: 14 of 1,000 jobs split
     between options, 466 between starts), so what it leaves to do is the timing; jobs it gives no option
-    stay unplaced, as do those that find no room, for a repair step to place. ``first``: jobs to place
-    before all others."""
+    stay unplaced, as do those that find no room, for a repair step to place."""
     prefer = [max(share, key=lambda i: (share[i], -i)) if share else None for share in shares]
-    fixed = [
-        replace(job, options=[job.options[i]], durations=[job.durations[i]])
-        if i is not None
-        else replace(job, options=[], durations=[])
-        for job, i in zip(jobs, prefer)
-    ]
-    order = sorted(range(len(jobs)), key=lambda k: (k not in (first or []), mean_start[k], k))
+    fixed = []
+    for job, i in zip(jobs, prefer):
+        one = copy.copy(job)
+        one.options, one.durations = ([job.options[i]], [job.durations[i]]) if i is not None else ([], [])
+        fixed.append(one)
+    order = sorted(range(len(jobs)), key=lambda k: (mean_start[k], k))
     found = squeaky_wheel(fixed, pools, pool_of, horizon, budget_cents, deadline, weights, order=order)
     placed: list[Placement] = [
         (i, p[1]) if p is not None and i is not None else None for i, p in zip(prefer, found.placed)

@@ -237,7 +237,12 @@ def lagrangian_bound(
         norm = float((g_cap**2).sum()) + g_mu**2 + g_nu**2
         if norm <= 1e-12:
             out.converged = True
-            break  # the relaxed choices are a feasible schedule: the bound is the optimum
+            # the relaxed choices are a feasible schedule: the bound is the optimum, and they its solution
+            mass[:] = 0.0
+            start_mass[:] = 0.0
+            np.add.at(mass, choice_row[picked], 1.0)
+            np.add.at(start_mass, choice_row[picked], starts[picked])
+            break
         target = target_cents if target_cents is not None and target_cents > best else 1.1 * max(best, 1.0)
         step = theta * (target - value) / norm
         lam = np.maximum(0.0, lam + step * g_cap)
