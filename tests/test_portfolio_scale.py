@@ -130,6 +130,15 @@ def test_the_relaxations_averaged_choices_are_its_schedule():
     assert lag.mean_start == [0.0, 0.0]
 
 
+def test_a_relaxation_with_nothing_that_fits_still_gives_every_job_its_shares():
+    # (the rounding reads them for every job): both jobs need 2 steps and get 1
+    tight = [_job("a", [("cheap", 2, 10.0)], (0, 1)), _job("b", [("dear", 2, 10.0)], (1, 2))]
+    for job in tight:
+        job.required = False
+    lag = lagrangian_bound(tight, TWO_POOLS, POOL_OF, 4, None, 2_000, deadline=time.perf_counter() + 5)
+    assert lag.bound_cents == 0.0 and lag.shares == [{}, {}] and lag.mean_start == [0.0, 0.0]
+
+
 def test_rounding_keeps_the_relaxations_options_and_leaves_out_what_does_not_fit():
     weights = drop_weights(CONTESTED)
     later = time.perf_counter() + 5

@@ -162,7 +162,7 @@ def lagrangian_bound(
         [dropped_limit is None or weights[j] > dropped_limit for j in range(n_jobs)] if n_jobs else [],
         dtype=bool,
     )
-    out = LagrangeBound(None, [0.0] * n_jobs)
+    out = LagrangeBound(None, [0.0] * n_jobs, shares=[{} for _ in jobs], mean_start=[0.0] * n_jobs)
     if n_jobs == 0:
         out.bound_cents = 0.0
         return out
@@ -248,14 +248,11 @@ def lagrangian_bound(
         lam = np.maximum(0.0, lam + step * g_cap)
         mu = max(0.0, mu + step * g_mu)
         nu = max(0.0, nu + step * g_nu)
-    out.shares = [{} for _ in jobs]
-    out.mean_start = [0.0] * n_jobs
     total = np.add.reduceat(mass, opts.first)
     starts_sum = np.add.reduceat(start_mass, opts.first)
-    owner = np.repeat(opts.jobs_with, np.diff(np.append(opts.first, len(mass))))
+    group = np.repeat(np.arange(len(opts.first)), np.diff(np.append(opts.first, len(mass))))  # row -> job's index
     for row in np.flatnonzero(mass > 0):
-        j = int(owner[row])
-        out.shares[j][int(opts.option[row])] = float(mass[row] / total[np.searchsorted(opts.jobs_with, j)])
+        out.shares[int(opts.jobs_with[group[row]])][int(opts.option[row])] = float(mass[row] / total[group[row]])
     for n, j in enumerate(opts.jobs_with):
         if total[n] > 0:
             out.mean_start[int(j)] = float(starts_sum[n] / total[n])
