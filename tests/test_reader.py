@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from optimizer import load_job, load_portfolio
 from optimizer.errors import GpuplanError
 from optimizer.inputs.reader import (
     MAX_DEPTH,
@@ -32,6 +33,7 @@ from optimizer.inputs.reader import (
     read_text,
     read_yaml_file,
 )
+from optimizer.inputs.schema import Portfolio, Problem
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -468,3 +470,13 @@ def test_the_timeout_helper_fails_a_blocked_call_instead_of_hanging() -> None:
     with pytest.raises(pytest.fail.Exception):
         call_with_timeout(lambda: release.wait(30), 0.2, release.set)
     assert sys.getrecursionlimit() > MAX_DEPTH * 4  # the depth cap stays well inside the recursion limit
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "problems").glob("*.yaml")))
+def test_a_file_dumped_under_its_own_names_reads_back_as_the_same_model(name: str) -> None:
+    # Durations are stored in seconds and a bare number reads as hours: dumped by alias they carry
+    # their unit ("1814400s"), so an API user who writes a problem or portfolio back loses nothing.
+    path = ROOT / "problems" / name
+    model = load_portfolio(path) if name.startswith("portfolio") else load_job(path)
+    again = (Portfolio if name.startswith("portfolio") else Problem).model_validate(model.model_dump(by_alias=True))
+    assert again.model_dump() == model.model_dump()

@@ -17,6 +17,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
+    SerializationInfo,
     ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
@@ -37,7 +39,22 @@ def _unit(example: str) -> WithJsonSchema:
 
 
 Bytes = Annotated[float, BeforeValidator(lambda v: units.parse_bytes(v, "a memory size")), _unit("180GB")]
-Seconds = Annotated[float, BeforeValidator(lambda v: units.parse_duration_s(v, "a duration")), _unit("5d")]
+
+
+def _seconds_by_alias(value: float, info: SerializationInfo) -> float | str:
+    """Durations are stored in seconds but read as hours when bare: dumped by alias (the file's own
+    names), they are written with their unit, so the dump reads back as the same model."""
+    if info.by_alias:
+        return f"{value:.6f}".rstrip("0").rstrip(".") + "s"
+    return value
+
+
+Seconds = Annotated[
+    float,
+    BeforeValidator(lambda v: units.parse_duration_s(v, "a duration")),
+    PlainSerializer(_seconds_by_alias),
+    _unit("5d"),
+]
 Usd = Annotated[float, BeforeValidator(lambda v: units.parse_usd(v, "an amount in USD")), _unit("$20,000")]
 UsdPerHour = Annotated[float, BeforeValidator(lambda v: units.parse_price_per_hour(v)), _unit("$5.50/h")]
 Count = Annotated[float, BeforeValidator(lambda v: units.parse_count(v)), _unit("70B")]
