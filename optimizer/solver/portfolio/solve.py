@@ -74,6 +74,10 @@ REFINE_MIN_THETA = 1e-4
 ROUND_SHARE = 0.3
 REORDER_SHARE = 0.8
 REORDER_SHARE_ROUNDED = 0.25
+# When the rounded schedule lacks jobs the incumbent places, the share of the search's time it has to put
+# them in before the incumbent takes over (measured at 1,000 jobs, seed 2 of the demand-sized benchmark:
+# an optional job it never placed, so the whole search went to a schedule that lost at the end, 1.55 %).
+REPAIR_SHARE = 0.3
 
 Choices = list[tuple[int | None, int]]  # per job: option index (None: dropped) and start step
 
@@ -360,6 +364,14 @@ def _search(
             guide = again.choice_cents
             slots = priced_slots(jobs, pool_of, horizon, again.prices)
         show("bound")
+    if fallback is not None:
+        # a share of the time to put in what the rounded schedule still lacks; if it cannot, the
+        # incumbent it fell behind gets the rest (the answer ranks dropped weight first)
+        until = time.perf_counter() + REPAIR_SHARE * max(0.0, deadline - reserve - time.perf_counter())
+        search(state, until, guide_cents=guide, report=show, slots=slots, place=missing(state, fallback))
+        if score(fallback) < score(state):
+            state = fallback
+        fallback = None
     search(
         state,
         deadline - reserve,
@@ -367,10 +379,7 @@ def _search(
         report=show,
         target_cents=best()[0] / (1 - STOP_GAP) if len(bounds) > 1 else None,
         slots=slots,
-        place=missing(state, fallback) if fallback is not None else None,
     )
-    if fallback is not None and score(fallback) < score(state):
-        state = fallback
     cost = state.cost_cents()
     bound, source = best()
     result.bound_source = source
