@@ -258,7 +258,7 @@ def _search(
             min_theta=min_theta,
         )
 
-    def rounded(lag: LagrangeBound, until: float) -> Search:
+    def rounded(lag: LagrangeBound, priced_at: PricedSlots, until: float) -> Search:
         """The relaxation's own schedule made whole: ``guided_schedule``, single-job moves, then the
         jobs it left out put in by ejecting others (``Search.insert``) and, still out, repair steps."""
         placed = guided_schedule(
@@ -273,8 +273,9 @@ def _search(
             options = sorted(range(len(jobs[k].options)), key=lambda i: (-share.get(i, 0.0), found.cents[k][i]))
             found.insert(k, options, lag.mean_start[k])
         found.move_each(until)
-        if missing(found, state) and time.perf_counter() < until:
-            search(found, until, slots=priced_slots(jobs, pool_of, horizon, lag.prices), place=missing(found, state))
+        short = missing(found, state)
+        if short and time.perf_counter() < until:
+            search(found, until, slots=priced_at, place=short)
         return found
 
     show("greedy")
@@ -311,7 +312,9 @@ def _search(
             if score(priced) < score(state):
                 state = priced
             show("bound")
-            found = rounded(lag, time.perf_counter() + ROUND_SHARE * max(0.0, deadline - reserve - time.perf_counter()))
+            found = rounded(
+                lag, slots, time.perf_counter() + ROUND_SHARE * max(0.0, deadline - reserve - time.perf_counter())
+            )
             # still without some job the incumbent places, but ahead of it (``ahead``): the search goes
             # on from it, repairing, with the incumbent kept to fall back on
             if score(found) < score(state) or ahead(found, state):
