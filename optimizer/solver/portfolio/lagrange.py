@@ -193,15 +193,20 @@ def lagrangian_bound(
     pair_dur = np.array([d for _, d in opts.pairs])
     mass = np.zeros(len(opts.cents))  # decayed count of the iterations that chose each row, and its starts' sum
     start_mass = np.zeros(len(opts.cents))
+
+    def record(choice_row: np.ndarray, starts: np.ndarray, keep: float) -> None:
+        """Decay the averages by ``keep`` and count this iteration's choices in."""
+        picked = choice_row >= 0
+        mass[:] *= keep
+        start_mass[:] *= keep
+        np.add.at(mass, choice_row[picked], 1.0)
+        np.add.at(start_mass, choice_row[picked], starts[picked])
+
     while True:
         value, choice_row, starts = _evaluate(opts, lam, mu, nu, weights, may_drop, horizon, pair_pool, pair_dur)
         value -= float((lam * cap).sum()) + (mu * budget_cents if budget_cents is not None else 0.0) + nu * limit
         out.iterations += 1
-        picked = choice_row >= 0
-        mass *= SHARE_DECAY
-        start_mass *= SHARE_DECAY
-        np.add.at(mass, choice_row[picked], 1.0)
-        np.add.at(start_mass, choice_row[picked], starts[picked])
+        record(choice_row, starts, SHARE_DECAY)
         if value > best + 1e-9:
             best, stall = value, 0
             # float sums over up to millions of terms: shave their rounding so the bound stays below
@@ -238,10 +243,7 @@ def lagrangian_bound(
         if norm <= 1e-12:
             out.converged = True
             # the relaxed choices are a feasible schedule: the bound is the optimum, and they its solution
-            mass[:] = 0.0
-            start_mass[:] = 0.0
-            np.add.at(mass, choice_row[picked], 1.0)
-            np.add.at(start_mass, choice_row[picked], starts[picked])
+            record(choice_row, starts, 0.0)
             break
         target = target_cents if target_cents is not None and target_cents > best else 1.1 * max(best, 1.0)
         step = theta * (target - value) / norm

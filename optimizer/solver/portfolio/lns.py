@@ -348,20 +348,22 @@ class Search:
         final = dict(moves)
         return sum((0 if p is None else self.cents[y][p[0]]) - self._cents_of(y) for y, p in final.items())
 
+    def _move(self, y: int, p: Placement) -> None:
+        """Job y to placement p, its GPUs freed where it was and taken where it goes."""
+        self._use(y, self.placed[y], +1)
+        self.placed[y] = p
+        self._use(y, p, -1)
+
     def _apply(self, moves: list[tuple[int, Placement]], old: dict[int, Placement]) -> None:
         """Make the moves, recording each moved job's first placement in ``old`` (to undo them)."""
         for y, p in moves:
             old.setdefault(y, self.placed[y])
-            self._use(y, self.placed[y], +1)
-            self.placed[y] = p
-            self._use(y, p, -1)
+            self._move(y, p)
 
     def _undo(self, old: dict[int, Placement]) -> None:
         """Put the jobs in ``old`` back where they were."""
         for y, p in old.items():
-            self._use(y, self.placed[y], +1)
-            self.placed[y] = p
-            self._use(y, p, -1)
+            self._move(y, p)
 
     def _eject_for(
         self, k: int, at: tuple[int, int], pool: int, gpus: int, d: int, depth: int
