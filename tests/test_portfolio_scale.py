@@ -18,6 +18,7 @@ from optimizer.solver.portfolio.data import pool_specs, prepare_jobs
 from optimizer.solver.portfolio.greedy import (
     capacity_arrays,
     earliest_start,
+    feasible_starts,
     greedy_schedule,
     guided_schedule,
     squeaky_wheel,
@@ -162,6 +163,35 @@ def test_inserting_a_job_ejects_one_that_has_somewhere_else_to_go():
     assert not state.insert(1, [0], near=0) and state.placed == [(0, 0), None]
 
 
+def test_the_optional_jobs_greedy_leaves_out_go_in_where_another_job_can_move():
+    # b is optional now, and greedy still gives a the cheap pool first; putting the left-out jobs in ejects
+    # a to the dear pool, as for a required job. A job whose only option is longer than its window is
+    # not "left out": nothing can place it, so nothing tries.
+    optional_b = [CONTESTED[0], SimpleNamespace(**{**vars(CONTESTED[1]), "required": False, "weight": 3})]
+    too_long = _job("c", [("cheap", 3, 10.0)], (0, 2))
+    state = Search([*optional_b, too_long], TWO_POOLS, POOL_OF, 4, None, [(0, 0), None, None], workers=1)
+    assert state.left_out() == [1]
+    assert state.place_left_out(time.perf_counter() + 5) == 1
+    assert state.placed == [(1, 0), (0, 0), None] and state.left_out() == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 8), min_size=2, max_size=16),
+    st.integers(1, 8),
+    st.integers(0, 5),
+    st.integers(0, 15),
+    st.integers(0, 15),
+)
+def test_the_starts_that_fit_are_every_start_with_room_over_the_whole_run(free, gpus, dur, ready, last):
+    # brute force: a start fits when every step it runs has the GPUs free
+    free_arr = np.array([*free, 0], dtype=np.int64)
+    last = min(last, len(free) - dur)
+    expected = [s for s in range(ready, last + 1) if all(free_arr[t] >= gpus for t in range(s, s + dur))]
+    assert feasible_starts(free_arr, gpus, dur, ready, last).tolist() == expected
+    assert earliest_start(free_arr, gpus, dur, ready, last) == (expected[0] if expected else None)
+
+
 @st.composite
 def _packed_pools(draw):
     """Up to 8 jobs on two 8-GPU pools over 8 steps: options (pool, steps, GPUs, USD), windows, a few
@@ -190,12 +220,32 @@ def _packed_pools(draw):
     return jobs, pools, horizon
 
 
+def _holds_every_rule(state: Search, pools, horizon: int) -> None:
+    """Windows, dependencies and capacity hold, and the search's own books (GPUs free, jobs per pool)
+    agree with the placements."""
+    jobs = state.jobs
+    index = {job.name: k for k, job in enumerate(jobs)}
+    use = [np.zeros(horizon + 1, dtype=np.int64) for _ in pools]
+    running: list[set[int]] = [set() for _ in pools]
+    for k, (job, p) in enumerate(zip(jobs, state.placed)):
+        if p is None:
+            continue
+        i, s = p
+        assert job.release <= s and s + job.durations[i] <= job.deadline
+        for dep in job.after:
+            assert (q := state.placed[index[dep]]) is not None and q[1] + jobs[index[dep]].durations[q[0]] <= s
+        use[POOL_OF[job.options[i].row.offer_name]][s : s + job.durations[i]] += job.options[i].row.gpus
+        running[POOL_OF[job.options[i].row.offer_name]].add(k)
+    for free, cap, used in zip(state.free, capacity_arrays(pools, horizon), use):
+        assert (used[:horizon] <= 8).all() and (free == cap - used).all()
+    assert state.running == running
+
+
 @settings(max_examples=200, deadline=None)
 @given(_packed_pools(), st.integers(0, 7))
 def test_inserting_a_job_keeps_every_rule_and_every_placed_job(instance, near):
     jobs, pools, horizon = instance
     state = Search(jobs, pools, POOL_OF, horizon, None, greedy_schedule(jobs, pools, POOL_OF, horizon), workers=1)
-    index = {job.name: k for k, job in enumerate(jobs)}
     for k in [k for k, p in enumerate(state.placed) if p is None]:
         before = list(state.placed)
         placed = state.insert(k, list(range(len(jobs[k].options))), near)
@@ -204,17 +254,19 @@ def test_inserting_a_job_keeps_every_rule_and_every_placed_job(instance, near):
             continue
         assert state.placed[k] is not None
         assert all(state.placed[y] is not None for y, p in enumerate(before) if p is not None)
-        use = [np.zeros(horizon + 1, dtype=np.int64) for _ in pools]
-        for job, p in zip(jobs, state.placed):
-            if p is None:
-                continue
-            i, s = p
-            assert job.release <= s and s + job.durations[i] <= job.deadline
-            for dep in job.after:
-                assert (q := state.placed[index[dep]]) is not None and q[1] + jobs[index[dep]].durations[q[0]] <= s
-            use[POOL_OF[job.options[i].row.offer_name]][s : s + job.durations[i]] += job.options[i].row.gpus
-        for free, cap, used in zip(state.free, capacity_arrays(pools, horizon), use):
-            assert (used[:horizon] <= 8).all() and (free == cap - used).all()
+        _holds_every_rule(state, pools, horizon)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_packed_pools())
+def test_putting_the_left_out_jobs_in_keeps_every_rule_and_every_placed_job(instance):
+    jobs, pools, horizon = instance
+    state = Search(jobs, pools, POOL_OF, horizon, None, greedy_schedule(jobs, pools, POOL_OF, horizon), workers=1)
+    before = list(state.placed)
+    added = state.place_left_out(time.perf_counter() + 5)
+    assert all(state.placed[y] is not None for y, p in enumerate(before) if p is not None)
+    assert sum(p is not None for p in state.placed) == sum(p is not None for p in before) + added
+    _holds_every_rule(state, pools, horizon)
 
 
 def _constructed(n_jobs: int, seed: int = 0) -> tuple[Portfolio, Catalog]:

@@ -40,19 +40,22 @@ def earliest_start(free: np.ndarray, gpus: int, dur: int, ready: int, last: int)
         return None
     if dur <= 0:
         return ready
-    short = np.concatenate(([0], np.cumsum(free[: last + dur] < gpus)))
-    starts = np.arange(ready, last + 1)
-    ok = np.nonzero(short[starts + dur] - short[starts] == 0)[0]
-    return int(starts[ok[0]]) if len(ok) else None
+    ok = _fits(free, gpus, dur, ready, last)
+    return ready + int(ok[0]) if len(ok) else None
 
 
 def feasible_starts(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) -> np.ndarray:
     """Every step s in [ready, last] with at least ``gpus`` free at every step of [s, s + dur)."""
     if last < ready:
         return np.zeros(0, dtype=np.int64)
-    short = np.concatenate(([0], np.cumsum(free[: last + dur] < gpus)))
-    starts = np.arange(ready, last + 1)
-    return starts[short[starts + dur] - short[starts] == 0]
+    return ready + _fits(free, gpus, dur, ready, last)
+
+
+def _fits(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) -> np.ndarray:
+    """The offsets o >= 0 such that start ready + o <= last has ``gpus`` free over its ``dur`` steps:
+    a running count of short steps over the window only (not from step 0: most calls look at a day)."""
+    short = np.concatenate(([0], np.cumsum(free[ready : last + dur] < gpus)))
+    return np.flatnonzero(short[dur : last - ready + 1 + dur] - short[: last - ready + 1] == 0)
 
 
 def contact_start(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) -> int | None:

@@ -66,12 +66,20 @@ STOP_GAP = 1e-4
 REFINE_SHARE = 0.25
 REFINE_STALL = 40
 REFINE_MIN_THETA = 1e-4
+# Share of the search's time for putting in the jobs the first schedule leaves out (measured at 1,000
+# jobs where the pools of most jobs' cheapest options are short, ``--pools-sized mixed``: greedy left 16
+# optional jobs out, insertion put 8 of them in within 13 s).
+PLACE_SHARE = 0.15
 # Shares of the time then left: rounding the relaxation's schedule (repairs included: at 1,000 jobs with
 # evenly sized pools its 7 missing jobs took 15 s to put in), then iterated greedy until it stalls, with
 # less time when the rounded schedule won (measured, 60 s: 1,000 jobs on demand-sized pools 0.98-1.03 %
 # either way, evenly sized 2.8-3.0 % where 80 % left the repairs too late; 200 jobs 1.0-1.1 %, where
 # skipping iterated greedy altogether gave 1.21-1.32 %).
 ROUND_SHARE = 0.3
+# Share of the neighbourhoods' time kept for a last ascent when jobs are still left out at their start
+# (``_search``). Measured at 1,000 jobs (``--pools-sized mixed``): the ascent for every job placed
+# converges in about 2 s.
+FINAL_BOUND_SHARE = 0.15
 # Roundings tried, each after an ascent aimed this much higher than the last. The rounding's cost swings
 # with the ascent's last iterations; measured at 1,000 jobs on demand-sized pools, after insertion, for
 # ascents aimed at 1.000, 1.003, 1.006 and 1.010 x the first schedule's cost: 1.4, 1.6, 1.7 and 1.2 %
@@ -224,6 +232,9 @@ def _search(
         key=lambda p: p.score,
     )
     state = Search(jobs, pools, pool_of, horizon, budget_cents, first.placed, workers)
+    # The jobs greedy left out, put in by ejection before the relaxation, which is for as few drops as
+    # the schedule: every job placed here is one the relaxation may no longer drop.
+    state.place_left_out(time.perf_counter() + PLACE_SHARE * left)
     result.method = "lp_lns"
     bounds = {"cheapest_options": _cheapest_bound(jobs, weights, state.dropped_weight())}
 
@@ -256,15 +267,17 @@ def _search(
         target: float | None = None,
     ) -> LagrangeBound:
         """Subgradient ascent on the Lagrangian until ``until``, aimed at ``target`` (cents; default the
-        current schedule's cost)."""
+        current schedule's cost), for as few drops as the schedule that will be answered, at worst (the
+        fallback's if any); that limit is kept in ``limits``."""
+        limit = state.dropped_weight() if fallback is None else min(state.dropped_weight(), fallback.dropped_weight())
+        limits.append(limit)
         return lagrangian_bound(
             jobs,
             pools,
             pool_of,
             horizon,
             budget_cents,
-            # for as few drops as the schedule that will be answered, at worst: the fallback's if any
-            min(state.dropped_weight(), fallback.dropped_weight()) if fallback is not None else state.dropped_weight(),
+            limit,
             deadline=until,
             target_cents=state.cost_cents() if target is None else target,
             stall_iterations=stall_iterations,
@@ -318,6 +331,7 @@ def _search(
 
     show("greedy")
     fallback: Search | None = None
+    limits: list[int] = []  # the drop limit of each ascent
     rounded_won = False
     dropped_proven = False
     guide: list[float] | None = None
@@ -360,6 +374,14 @@ def _search(
                 state = found
                 rounded_won = True
                 show("rounded")
+            if fallback is not None:
+                # a share of the time to put in what the rounded schedule still lacks; if it cannot, the
+                # incumbent it got ahead of is the schedule again (the answer ranks dropped weight first)
+                until = time.perf_counter() + REPAIR_SHARE * max(0.0, deadline - reserve - time.perf_counter())
+                search(state, until, guide_cents=guide, report=show, slots=slots, place=missing(state, fallback))
+                if score(fallback) < score(state):
+                    state, rounded_won = fallback, False
+                fallback = None
         else:
             show("bound")
         n_options = sum(len(job.options) for job in jobs)
@@ -367,31 +389,29 @@ def _search(
         # (which adds only the dependencies): measured, GLOP took 12 s of a 60 s limit at 200 jobs and
         # never raised the bound, so it runs only where the Lagrangian did not converge.
         settled = lag.converged and not any(job.after for job in jobs)
-        anchor = state if fallback is None else fallback  # the complete schedule, when state is not
-        if (n_options <= LARGE_MODEL_OPTIONS and not settled) or anchor.required_dropped():
+        if (n_options <= LARGE_MODEL_OPTIONS and not settled) or state.required_dropped():
             # GLOP: a second bound where it is small, and the proof that no schedule places every
             # required job when one is still left out (no fractional schedule does).
-            lp = lp_bound(jobs, pools, pool_of, horizon, budget_cents, anchor.dropped_weight(), time_limit_s=0.2 * left)
+            lp = lp_bound(jobs, pools, pool_of, horizon, budget_cents, state.dropped_weight(), time_limit_s=0.2 * left)
             if lp.bound_cents is not None:
                 bounds["lp_relaxation"] = lp.bound_cents
                 guide = guide or lp.fractional_cents
-            if lp.infeasible and anchor.required_dropped():
+            if lp.infeasible and state.required_dropped():
                 check = lp_bound(jobs, pools, pool_of, horizon, budget_cents, None, time_limit_s=0.1 * left)
                 dropped_proven = check.infeasible
             show("lp")
     # Iterated greedy over job orders until it stalls (measured, before rounding: at 1,000 jobs it gained
-    # ten times what CP-SAT neighbourhoods do), then CP-SAT neighbourhoods.
-    share = REORDER_SHARE_ROUNDED if rounded_won else REORDER_SHARE
-    reorder_until = time.perf_counter() + share * max(0.0, deadline - reserve - time.perf_counter())
-    reordered = reorder_search(
-        jobs, pools, pool_of, horizon, budget_cents, reorder_until, weights, first, report=say_pass, fit=fit
-    )
-    if reordered.score < score(fallback if fallback is not None else state):
-        complete = Search(jobs, pools, pool_of, horizon, budget_cents, reordered.placed, workers)
-        if fallback is not None and ahead(state, complete):
-            fallback = complete  # the rounded schedule stays ahead: repair it, with this to fall back on
-        else:
-            state, fallback, rounded_won = complete, None, False
+    # ten times what CP-SAT neighbourhoods do), then CP-SAT neighbourhoods. Not where the schedule already
+    # drops less than greedy did: its passes drop no less than the first one, which ejections beat.
+    if first.score[0] <= state.dropped_weight():
+        share = REORDER_SHARE_ROUNDED if rounded_won else REORDER_SHARE
+        reorder_until = time.perf_counter() + share * max(0.0, deadline - reserve - time.perf_counter())
+        reordered = reorder_search(
+            jobs, pools, pool_of, horizon, budget_cents, reorder_until, weights, first, report=say_pass, fit=fit
+        )
+        if reordered.score < score(state):
+            state = Search(jobs, pools, pool_of, horizon, budget_cents, reordered.placed, workers)
+            rounded_won = False
     if "lagrangian_relaxation" in bounds and time.perf_counter() < deadline - reserve:
         # A second, more patient ascent from zero aimed at the improved schedule's cost: the first one's
         # Polyak target (the first schedule, 7 % above the bound at 1,000 jobs) stops it short of the LP.
@@ -405,22 +425,24 @@ def _search(
             guide = again.choice_cents
             slots = priced_slots(jobs, pool_of, horizon, again.prices)
         show("bound")
-    if fallback is not None:
-        # a share of the time to put in what the rounded schedule still lacks; if it cannot, the
-        # incumbent it fell behind gets the rest (the answer ranks dropped weight first)
-        until = time.perf_counter() + REPAIR_SHARE * max(0.0, deadline - reserve - time.perf_counter())
-        search(state, until, guide_cents=guide, report=show, slots=slots, place=missing(state, fallback))
-        if score(fallback) < score(state):
-            state = fallback
-        fallback = None
+    # Where jobs that fit are still left out, the neighbourhoods may put some in; then the bounds, each
+    # for as many drops as the schedule had when it was computed, are weaker than one for the final
+    # drops, so a last ascent gets a share of the time.
+    relaxed = "lagrangian_relaxation" in bounds
+    last = FINAL_BOUND_SHARE * max(0.0, deadline - reserve - time.perf_counter()) if relaxed and state.left_out() else 0
     search(
         state,
-        deadline - reserve,
+        deadline - reserve - last,
         guide_cents=guide,
         report=show,
         target_cents=best()[0] / (1 - STOP_GAP) if len(bounds) > 1 else None,
         slots=slots,
     )
+    if last and state.dropped_weight() < min(limits):
+        final = ascent(deadline - reserve)
+        if final.bound_cents is not None and final.bound_cents > bounds["lagrangian_relaxation"]:
+            bounds["lagrangian_relaxation"] = final.bound_cents
+            show("bound")
     cost = state.cost_cents()
     bound, source = best()
     result.bound_source = source
