@@ -267,9 +267,9 @@ def _search(
         target: float | None = None,
     ) -> LagrangeBound:
         """Subgradient ascent on the Lagrangian until ``until``, aimed at ``target`` (cents; default the
-        current schedule's cost), for as few drops as the schedule that will be answered, at worst (the
-        fallback's if any); that limit is kept in ``limits``."""
-        limit = state.dropped_weight() if fallback is None else min(state.dropped_weight(), fallback.dropped_weight())
+        current schedule's cost), for as few drops as the schedule (the answer never drops more); that
+        limit is kept in ``limits``."""
+        limit = state.dropped_weight()
         limits.append(limit)
         return lagrangian_bound(
             jobs,
@@ -330,7 +330,6 @@ def _search(
         return best_found
 
     show("greedy")
-    fallback: Search | None = None
     limits: list[int] = []  # the drop limit of each ascent
     rounded_won = False
     dropped_proven = False
@@ -368,20 +367,16 @@ def _search(
                 lag, slots, time.perf_counter() + ROUND_SHARE * max(0.0, deadline - reserve - time.perf_counter())
             )
             # still without some job the incumbent places, but ahead of it (``ahead``): the search goes
-            # on from it, repairing, with the incumbent kept to fall back on
+            # on from it, with a share of the time to put those jobs in; if it cannot, the incumbent is the
+            # schedule again (the answer ranks dropped weight first)
             if score(found) < score(state) or ahead(found, state):
-                fallback = state if missing(found, state) else None
-                state = found
-                rounded_won = True
+                incumbent, state, rounded_won = state, found, True
                 show("rounded")
-            if fallback is not None:
-                # a share of the time to put in what the rounded schedule still lacks; if it cannot, the
-                # incumbent it got ahead of is the schedule again (the answer ranks dropped weight first)
-                until = time.perf_counter() + REPAIR_SHARE * max(0.0, deadline - reserve - time.perf_counter())
-                search(state, until, guide_cents=guide, report=show, slots=slots, place=missing(state, fallback))
-                if score(fallback) < score(state):
-                    state, rounded_won = fallback, False
-                fallback = None
+                if short := missing(state, incumbent):
+                    until = time.perf_counter() + REPAIR_SHARE * max(0.0, deadline - reserve - time.perf_counter())
+                    search(state, until, guide_cents=guide, report=show, slots=slots, place=short)
+                    if score(incumbent) < score(state):
+                        state, rounded_won = incumbent, False
         else:
             show("bound")
         n_options = sum(len(job.options) for job in jobs)
@@ -430,19 +425,19 @@ def _search(
     # drops, so a last ascent gets a share of the time.
     relaxed = "lagrangian_relaxation" in bounds
     last = FINAL_BOUND_SHARE * max(0.0, deadline - reserve - time.perf_counter()) if relaxed and state.left_out() else 0
-    search(
-        state,
-        deadline - reserve - last,
-        guide_cents=guide,
-        report=show,
-        target_cents=best()[0] / (1 - STOP_GAP) if len(bounds) > 1 else None,
-        slots=slots,
-    )
+
+    def neighbourhoods(until: float) -> None:
+        target = best()[0] / (1 - STOP_GAP) if len(bounds) > 1 else None
+        search(state, until, guide_cents=guide, report=show, target_cents=target, slots=slots)
+
+    neighbourhoods(deadline - reserve - last)
     if last and state.dropped_weight() < min(limits):
         final = ascent(deadline - reserve)
         if final.bound_cents is not None and final.bound_cents > bounds["lagrangian_relaxation"]:
             bounds["lagrangian_relaxation"] = final.bound_cents
             show("bound")
+    elif last:
+        neighbourhoods(deadline - reserve)  # no fewer drops: the time kept goes back to the search
     cost = state.cost_cents()
     bound, source = best()
     result.bound_source = source
