@@ -327,11 +327,16 @@ class Search:
         the budget, costing less than ``below`` if given: (cents, placement), placement None if none."""
         r, lim = self._bounds(k)
         spare = None if self.budget_cents is None else self.budget_cents - self.cost_cents() + self._cents_of(k)
+        most: dict[int, int] = {}  # per pool, the most GPUs free at any step of the window
         for i in self.by_cost[k]:  # cheapest first, so the first that fits is the answer
             cents = self.cents[k][i]
             if (below is not None and cents >= below) or (spare is not None and cents > spare):
                 break
             pool, gpus = self.where[k][i]
+            if pool not in most:
+                most[pool] = int(self.free[pool][r:lim].max()) if lim > r else 0
+            if gpus > most[pool]:
+                continue  # no step has room: skip the scan (most options, in a nearly full pool)
             d = self.jobs[k].durations[i]
             start = earliest_start(self.free[pool], gpus, d, r, lim - d)
             if start is not None:
