@@ -269,6 +269,26 @@ def test_putting_the_left_out_jobs_in_keeps_every_rule_and_every_placed_job(inst
     _holds_every_rule(state, pools, horizon)
 
 
+@settings(max_examples=100, deadline=None)
+@given(_packed_pools())
+def test_a_jobs_cheapest_fit_is_the_cheapest_option_with_room_at_its_earliest_start(instance):
+    # brute force over every option and start, each placed job lifted out in turn
+    jobs, pools, horizon = instance
+    state = Search(jobs, pools, POOL_OF, horizon, None, greedy_schedule(jobs, pools, POOL_OF, horizon), workers=1)
+    for k, p in enumerate(state.placed):
+        state._use(k, p, +1)
+        r, lim = state._bounds(k)
+        fits = [
+            (state.cents[k][i], i, s)
+            for i, (opt, d) in enumerate(zip(jobs[k].options, jobs[k].durations))
+            for s in range(r, lim - d + 1)
+            if all(state.free[POOL_OF[opt.row.offer_name]][t] >= opt.row.gpus for t in range(s, s + d))
+        ]
+        cents, i, s = min(fits) if fits else (0, None, None)
+        assert state._cheapest_fit(k) == (cents, None if i is None else (i, s))
+        state._use(k, p, -1)
+
+
 def _constructed(n_jobs: int, seed: int = 0) -> tuple[Portfolio, Catalog]:
     """Jobs packed by hand into two pools (one shape per token count, repeated), then given windows
     around their packed slots: a schedule placing every job exists by construction."""
