@@ -156,7 +156,12 @@ def drop_reason(pf: Portfolio, job: JobData, proven: bool, earliest_end: float) 
             "required, but no schedule found within the time limit carries it together with the others "
             "(not proven impossible)"
         )
-    return "dropped so that the budget and GPU supply carry the higher-priority jobs"
+    if proven:
+        return "dropped so that the budget and GPU supply carry the higher-priority jobs"
+    # a search's answer (large portfolios): that fewer drops are impossible is not shown
+    return (
+        "optional: no schedule found within the time limit carries it together with the others (not proven impossible)"
+    )
 
 
 def earliest_ends(jobs: list[JobData]) -> dict[str, float]:

@@ -196,6 +196,21 @@ def test_a_required_job_left_out_without_proof_is_not_called_impossible(problems
     assert len(reasons) == 1 and "not proven impossible" in reasons[0] and "cannot carry" not in reasons[0]
 
 
+def test_an_optional_job_left_out_is_said_to_make_room_only_where_fewer_drops_were_proven_impossible():
+    # The search of a large portfolio leaves jobs out that it could not place; that dropping them lets
+    # the pools and budget carry the higher-priority jobs is only said where the solver proved that no
+    # schedule drops less weight.
+    from types import SimpleNamespace
+
+    from optimizer.explain import drop_reason
+
+    pf = SimpleNamespace(objective="cost")
+    job = SimpleNamespace(options=[object()], durations=[10], release=0, deadline=100, required=False)
+    assert "higher-priority" in drop_reason(pf, job, True, 10.0)
+    unproven = drop_reason(pf, job, False, 10.0)
+    assert "not proven impossible" in unproven and "higher-priority" not in unproven and "required" not in unproven
+
+
 def test_deterministic(problems):
     pf = load_portfolio(problems / "portfolio-q1-finetunes.yaml")
     a = portfolio(pf, workers=1).model_dump(exclude={"solve_s"})
