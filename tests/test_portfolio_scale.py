@@ -220,9 +220,10 @@ def _packed_pools(draw):
     return jobs, pools, horizon
 
 
-def _holds_every_rule(state: Search, pools, horizon: int) -> None:
-    """Windows, dependencies and capacity hold, and the search's own books (GPUs free, jobs per pool)
-    agree with the placements."""
+def _holds_every_rule(state: Search, pools, horizon: int, before: list) -> None:
+    """Every job placed ``before`` is still placed; windows, dependencies and capacity hold; and the
+    search's own books (GPUs free, jobs per pool) agree with the placements."""
+    assert all(state.placed[y] is not None for y, p in enumerate(before) if p is not None)
     jobs = state.jobs
     index = {job.name: k for k, job in enumerate(jobs)}
     use = [np.zeros(horizon + 1, dtype=np.int64) for _ in pools]
@@ -241,11 +242,17 @@ def _holds_every_rule(state: Search, pools, horizon: int) -> None:
     assert state.running == running
 
 
+def _greedy_state(instance) -> Search:
+    """The search's state from the greedy schedule of a drawn instance."""
+    jobs, pools, horizon = instance
+    return Search(jobs, pools, POOL_OF, horizon, None, greedy_schedule(jobs, pools, POOL_OF, horizon), workers=1)
+
+
 @settings(max_examples=200, deadline=None)
 @given(_packed_pools(), st.integers(0, 7))
 def test_inserting_a_job_keeps_every_rule_and_every_placed_job(instance, near):
+    state = _greedy_state(instance)
     jobs, pools, horizon = instance
-    state = Search(jobs, pools, POOL_OF, horizon, None, greedy_schedule(jobs, pools, POOL_OF, horizon), workers=1)
     for k in [k for k, p in enumerate(state.placed) if p is None]:
         before = list(state.placed)
         placed = state.insert(k, list(range(len(jobs[k].options))), near)
@@ -253,28 +260,26 @@ def test_inserting_a_job_keeps_every_rule_and_every_placed_job(instance, near):
             assert state.placed == before
             continue
         assert state.placed[k] is not None
-        assert all(state.placed[y] is not None for y, p in enumerate(before) if p is not None)
-        _holds_every_rule(state, pools, horizon)
+        _holds_every_rule(state, pools, horizon, before)
 
 
 @settings(max_examples=100, deadline=None)
 @given(_packed_pools())
 def test_putting_the_left_out_jobs_in_keeps_every_rule_and_every_placed_job(instance):
-    jobs, pools, horizon = instance
-    state = Search(jobs, pools, POOL_OF, horizon, None, greedy_schedule(jobs, pools, POOL_OF, horizon), workers=1)
+    state = _greedy_state(instance)
+    _, pools, horizon = instance
     before = list(state.placed)
     added = state.place_left_out(time.perf_counter() + 5)
-    assert all(state.placed[y] is not None for y, p in enumerate(before) if p is not None)
     assert sum(p is not None for p in state.placed) == sum(p is not None for p in before) + added
-    _holds_every_rule(state, pools, horizon)
+    _holds_every_rule(state, pools, horizon, before)
 
 
 @settings(max_examples=100, deadline=None)
 @given(_packed_pools())
 def test_a_jobs_cheapest_fit_is_the_cheapest_option_with_room_at_its_earliest_start(instance):
     # brute force over every option and start, each placed job lifted out in turn
+    state = _greedy_state(instance)
     jobs, pools, horizon = instance
-    state = Search(jobs, pools, POOL_OF, horizon, None, greedy_schedule(jobs, pools, POOL_OF, horizon), workers=1)
     for k, p in enumerate(state.placed):
         state._use(k, p, +1)
         r, lim = state._bounds(k)
