@@ -345,6 +345,22 @@ def test_feasible_by_construction_drops_no_required_job():
     assert abs(result.gap - (result.total_cost_usd - result.bound_usd) / result.total_cost_usd) < 1e-3
 
 
+def test_a_required_job_no_gpu_can_hold_leaves_the_large_portfolio_scheduled_and_says_why():
+    # 46 jobs go to the search; one required job is a 2T-parameter model that fits no GPU of the catalog.
+    # Nothing can place it, so the repair step does not try; every other required job is placed.
+    pf, catalog = _constructed(45)
+    model = {**MODEL, "params": "2T", "layers": 400, "hidden": 32768}
+    huge = type(pf.jobs[0]).model_validate({"name": "huge", "job": {"model": model, "tokens": "1B", "seq_len": 4096}})
+    pf = pf.model_copy(update={"jobs": [*pf.jobs, huge]})
+    result = portfolio(pf, catalog=catalog, time_limit_s=8, workers=1)
+    assert result.status == "infeasible" and result.method == "lp_lns"
+    required = {e.name for e in pf.jobs if e.required}
+    assert [(d.job, d.reason) for d in result.dropped if d.job in required] == [
+        ("huge", "no option fits this job (memory or GPU filters)")
+    ]
+    assert {j.job for j in result.schedule} >= required - {"huge"}
+
+
 def test_a_budget_below_the_required_jobs_cheapest_total_is_infeasible_not_unknown():
     # 45 jobs go to the search, which cannot prove anything by itself; but the required jobs' cheapest
     # options already cost more than the budget, so no schedule exists and the answer says so: status

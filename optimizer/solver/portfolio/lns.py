@@ -615,9 +615,11 @@ def search(
             and state.dropped_weight() == 0
         ):
             return
-        missing = state.required_dropped() + [k for k in place or [] if state.placed[k] is None]
-        if not missing:  # then the other left-out jobs, each a few times (the objective ranks drops first)
-            missing = [k for k in state.left_out() if repairs.get(k, 0) < OPTIONAL_REPAIRS]
+        # the jobs to repair: those with an option that fits their window, required ones and ``place`` first,
+        # then the other left-out jobs, each a few times (the objective ranks drops first)
+        out = state.left_out()
+        first = set(state.required_dropped()) | {k for k in place or [] if state.placed[k] is None}
+        missing = [k for k in out if k in first] or [k for k in out if repairs.get(k, 0) < OPTIONAL_REPAIRS]
         if missing and turn % 2 == 0:
             k = missing[repair_turn % len(missing)]
             repair_turn += 1
