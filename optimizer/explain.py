@@ -158,7 +158,7 @@ def drop_reason(pf: Portfolio, job: JobData, proven: bool, earliest_end: float) 
         )
     if proven:
         return "dropped so that the budget and GPU supply carry the higher-priority jobs"
-    # a search's answer (large portfolios): that fewer drops are impossible is not shown
+    # without that proof (a large portfolio's search, or a time limit hit first) fewer drops may exist
     return (
         "optional: no schedule found within the time limit carries it together with the others (not proven impossible)"
     )

@@ -292,7 +292,7 @@ def _search(
         ).placed
         found = Search(jobs, pools, pool_of, horizon, budget_cents, placed, workers)
         found.move_each(until)
-        for k in sorted((k for k, p in enumerate(found.placed) if p is None), key=lambda k: -weights[k]):
+        for k in found.left_out():
             if time.perf_counter() >= until:
                 break
             share = lag.shares[k]
