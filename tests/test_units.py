@@ -1,6 +1,8 @@
 """Units: what people type becomes bytes, seconds, USD and counts; decimal and binary stay apart."""
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from optimizer.errors import UnitError
 from optimizer.inputs.units import (
@@ -11,6 +13,7 @@ from optimizer.inputs.units import (
     parse_rate,
     parse_usd,
 )
+from optimizer.physics.constants import CENTS_PER_USD, usd_to_cents
 
 
 @pytest.mark.parametrize(
@@ -79,3 +82,12 @@ def test_unreadable_durations(bad):
 def test_unreadable_price():
     with pytest.raises(UnitError, match=r"\$5.50/h"):
         parse_price_per_hour("$5.50/parsec")
+
+
+@example(539.915)
+@given(st.floats(0, 1e7) | st.integers(0, 10**10).map(lambda mills: mills / 1000))
+def test_the_cents_the_solver_counts_are_the_cents_every_result_shows(usd):
+    # Costs, budgets and bounds are integer cents in the models; results print dollars with two decimals.
+    # $539.915 is stored just below the half cent: shown $539.91, so it must count 53,991 cents, else a
+    # bound proven in cents reads a cent above the cost it bounds.
+    assert f"{usd_to_cents(usd) / CENTS_PER_USD:.2f}" == f"{usd:.2f}"
