@@ -272,6 +272,12 @@ def test_bad_portfolio_inputs_exit_2(tmp_path):
     )
     r = CliRunner().invoke(app, ["portfolio", str(bad)])
     assert r.exit_code == 2 and "pools[0].offer" in r.output
+    # a deadline before the release (both from the portfolio start) is a typo, not a job to schedule
+    bad.write_text(
+        "horizon: 10d\njobs:\n  - name: a\n    job: {model: {params: 8B}, tokens: 1B}\n    release: 3d\n    deadline: 24h\n"
+    )
+    r = CliRunner().invoke(app, ["portfolio", str(bad)])
+    assert r.exit_code == 2 and "jobs[0]" in r.output and "not after its release (72h)" in r.output
 
 
 def _binding_supply_instance(n_jobs: int, n_offers: int, seed: int = 0) -> tuple[Portfolio, Catalog]:

@@ -727,6 +727,12 @@ class PortfolioJob(_Model):
     def _one_source(self) -> PortfolioJob:
         if (self.file is None) == (self.job is None):
             raise ValueError("give either 'file:' (a job file) or an inline 'job:', not both or neither")
+        if self.deadline_s is not None and self.deadline_s <= self.release_s:
+            raise ValueError(
+                f"job {self.name!r}: its deadline ({self.deadline_s / 3600:g}h from the portfolio start) is not after "
+                f"its release ({self.release_s / 3600:g}h); both count from the portfolio start: move the deadline "
+                "later or the release earlier"
+            )
         return self
 
 
