@@ -121,10 +121,11 @@ def small_portfolios(draw):
                 "seq_len": 4096,
             },
         }
-        if draw(st.booleans()):
-            job["deadline"] = f"{draw(st.integers(2, 6)) * 12}h"
-        if draw(st.booleans()):
-            job["release"] = f"{draw(st.integers(0, 2)) * 12}h"
+        release_h = draw(st.integers(0, 2)) * 12 if draw(st.booleans()) else 0
+        if release_h:
+            job["release"] = f"{release_h}h"
+        if draw(st.booleans()):  # after the release (input rule), 12-60 h later: some windows too short
+            job["deadline"] = f"{release_h + draw(st.integers(1, 5)) * 12}h"
         if i > 0 and draw(st.booleans()):
             job["after"] = ["j0"]
         if draw(st.booleans()):

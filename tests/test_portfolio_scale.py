@@ -16,6 +16,7 @@ from optimizer.inputs.schema import Catalog, Offer, Portfolio
 from optimizer.physics.constants import usd_to_cents
 from optimizer.solver.portfolio.data import pool_specs, prepare_jobs
 from optimizer.solver.portfolio.greedy import (
+    behind,
     capacity_arrays,
     earliest_start,
     feasible_starts,
@@ -24,8 +25,9 @@ from optimizer.solver.portfolio.greedy import (
     squeaky_wheel,
 )
 from optimizer.solver.portfolio.lagrange import lagrangian_bound
-from optimizer.solver.portfolio.lns import Search
+from optimizer.solver.portfolio.lns import Search, freed_options
 from optimizer.solver.portfolio.lp import drop_weights, lp_bound
+from optimizer.solver.portfolio.slots import priced_slots
 
 HW = load_catalog("hardware")
 MODEL = {"params": "8B", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256}
@@ -447,3 +449,28 @@ def test_jobs_of_one_shape_share_one_table():
     jobs = prepare_jobs(pf, catalog, horizon)
     assert len({id(j.table) for j in jobs}) <= 3 < len(jobs)
     assert drop_weights(jobs)[0] >= 1
+
+
+def test_a_freed_job_may_leave_a_full_pool_for_its_cheapest_option_on_another():
+    # a has four options on the cheap pool, all cheaper than its one on the dear pool, so neither the
+    # priced shortlist nor the cheapest two reach the dear pool; b runs only on the cheap pool, in the
+    # same two steps. A neighbourhood freeing both places b only if a may take its cheapest dear option.
+    a = _job(
+        "a", [("cheap", 2, 10.0), ("cheap", 2, 11.0), ("cheap", 2, 12.0), ("cheap", 2, 13.0), ("dear", 2, 20.0)], (0, 2)
+    )
+    jobs = [a, CONTESTED[1]]
+    state = Search(jobs, TWO_POOLS, POOL_OF, 4, None, [(0, 0), None], workers=1)
+    state.allowed = freed_options(state, priced_slots(jobs, POOL_OF, 4, [np.zeros(4), np.zeros(4)]))
+    assert state.allowed[0] == {0, 1, 2, 4}
+    assert state.reoptimise_many([[0, 1]], 5.0) == [(True, True)]
+    assert state.placed == [(4, 0), (0, 0)] and state.cost_cents() == 3_000
+
+
+def test_iterated_greedy_gives_up_on_a_schedule_it_cannot_catch_at_its_pace():
+    # $1 off in 10 s, $5 behind: 10 s more leave it behind, 60 s more do not; no progress never catches
+    # up; a search dropping more weight is behind whatever it costs, one dropping less is ahead.
+    assert behind((0, 10_000), (0, 9_900), (0, 9_400), spent_s=10, left_s=10)
+    assert not behind((0, 10_000), (0, 9_900), (0, 9_400), spent_s=10, left_s=60)
+    assert behind((0, 10_000), (0, 10_000), (0, 9_999), spent_s=1, left_s=1_000)
+    assert behind((1, 10_000), (1, 5_000), (0, 20_000), spent_s=1, left_s=1_000)
+    assert not behind((0, 10_000), (0, 10_000), (1, 1_000), spent_s=1, left_s=0)

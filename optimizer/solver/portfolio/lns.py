@@ -146,6 +146,15 @@ class Search:
             placed += self.insert(k, self.by_cost[k], (r + lim) / 2)
         return placed
 
+    def cheapest_per_pool(self, k: int) -> set[int]:
+        """Job k's cheapest option on each pool among those that fit its window."""
+        r, lim = window(self.jobs[k], self.horizon)
+        best: dict[int, int] = {}
+        for i in self.by_cost[k]:
+            if self.jobs[k].durations[i] <= lim - r:
+                best.setdefault(self.where[k][i][0], i)
+        return set(best.values())
+
     def _end(self, k: int) -> int:
         p = self.placed[k]
         assert p is not None
@@ -532,6 +541,16 @@ class Search:
         return out
 
 
+def freed_options(state: Search, slots: PricedSlots) -> list[set[int]]:
+    """Per job, the options a neighbourhood may give it besides its current one: the ``PRICED_OPTIONS``
+    whose cheapest slot costs least at the relaxation's prices, its ``CHEAPEST_OPTIONS`` cheapest, and its
+    cheapest on each pool, so a job may leave a full pool for one with room."""
+    return [
+        slots.shortlist(k, PRICED_OPTIONS) | set(state.by_cost[k][:CHEAPEST_OPTIONS]) | state.cheapest_per_pool(k)
+        for k in range(len(state.jobs))
+    ]
+
+
 def search(
     state: Search,
     deadline: float,
@@ -553,11 +572,7 @@ def search(
     kinds = ["window", "pools", "guided"] if guide_cents else ["window", "pools"]
     if slots is not None:
         kinds += ["priced"]
-        state.allowed = [
-            slots.shortlist(k, PRICED_OPTIONS)
-            | set(sorted(range(len(job.options)), key=lambda i: state.cents[k][i])[:CHEAPEST_OPTIONS])
-            for k, job in enumerate(state.jobs)
-        ]
+        state.allowed = freed_options(state, slots)
     turn = 0
     repair_turn = 0
     tried: set[int] = set()

@@ -402,7 +402,17 @@ def _search(
         share = REORDER_SHARE_ROUNDED if rounded_won else REORDER_SHARE
         reorder_until = time.perf_counter() + share * max(0.0, deadline - reserve - time.perf_counter())
         reordered = reorder_search(
-            jobs, pools, pool_of, horizon, budget_cents, reorder_until, weights, first, report=say_pass, fit=fit
+            jobs,
+            pools,
+            pool_of,
+            horizon,
+            budget_cents,
+            reorder_until,
+            weights,
+            first,
+            report=say_pass,
+            fit=fit,
+            rival=score(state),
         )
         if reordered.score < score(state):
             state = Search(jobs, pools, pool_of, horizon, budget_cents, reordered.placed, workers)
