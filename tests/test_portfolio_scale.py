@@ -474,3 +474,16 @@ def test_iterated_greedy_gives_up_on_a_schedule_it_cannot_catch_at_its_pace():
     assert behind((0, 10_000), (0, 10_000), (0, 9_999), spent_s=1, left_s=1_000)
     assert behind((1, 10_000), (1, 5_000), (0, 20_000), spent_s=1, left_s=1_000)
     assert not behind((0, 10_000), (0, 10_000), (1, 1_000), spent_s=1, left_s=0)
+
+
+def test_a_repair_places_its_job_or_changes_nothing():
+    # The repair step's neighbourhood must place its job (b, out, runs only on the cheap pool that a
+    # holds): it moves a to the dear pool. Where a has nowhere else to go, the neighbourhood is
+    # infeasible and the schedule stays as it was, not traded for a dearer one.
+    state = Search(CONTESTED, TWO_POOLS, POOL_OF, 4, None, [(0, 0), None], workers=1)
+    [(improved, _)] = state.reoptimise_many([[1, 0]], 5.0, must=1)
+    assert improved and state.placed == [(1, 0), (0, 0)]
+    alone = [_job("a", [("cheap", 2, 10.0)], (0, 2)), _job("b", [("cheap", 2, 10.0)], (0, 2))]
+    state = Search(alone, TWO_POOLS, POOL_OF, 4, None, [(0, 0), None], workers=1)
+    [(improved, _)] = state.reoptimise_many([[1, 0]], 5.0, must=1)
+    assert not improved and state.placed == [(0, 0), None]

@@ -61,6 +61,18 @@ REPAIR_S = 8.0
 REPAIR_JOBS = 120
 
 
+class _StopBelow(cp_model.CpSolverSolutionCallback):
+    """Stops the search at the first solution whose objective is below ``value``."""
+
+    def __init__(self, value: float):
+        super().__init__()
+        self.value = value
+
+    def on_solution_callback(self) -> None:
+        if self.objective_value < self.value:
+            self.stop_search()
+
+
 @dataclass
 class Search:
     """The incumbent and what the search needs to move it."""
@@ -175,7 +187,9 @@ class Search:
         spans = sorted(self.reach(s) for s in subsets if s)
         return all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
 
-    def reoptimise_many(self, subsets: list[list[int]], time_limit_s: float) -> list[tuple[bool, bool]]:
+    def reoptimise_many(
+        self, subsets: list[list[int]], time_limit_s: float, must: int | None = None
+    ) -> list[tuple[bool, bool]]:
         """Re-optimise each subset with every job outside it fixed, all at once (one thread and one
         CP-SAT worker each, when there are several: they must be ``independent``), then keep each
         improvement; per subset (improved, solved to optimality)."""
@@ -186,7 +200,7 @@ class Search:
         self.steps += len(subsets)
         try:
             if len(subsets) == 1:
-                answers = [self._solve(subsets[0], set(subsets[0]), time_limit_s, self.workers, seeds[0])]
+                answers = [self._solve(subsets[0], set(subsets[0]), time_limit_s, self.workers, seeds[0], must)]
             else:
                 with ThreadPoolExecutor(len(subsets)) as pool:
                     answers = list(
@@ -221,7 +235,7 @@ class Search:
         return sum(self.cents[k][p[0]] for k in subset if (p := placed[k]) is not None)
 
     def _solve(
-        self, subset: list[int], chosen: set[int], time_limit_s: float, workers: int, seed: int
+        self, subset: list[int], chosen: set[int], time_limit_s: float, workers: int, seed: int, must: int | None = None
     ) -> tuple[list[Placement] | None, bool]:
         m = cp_model.CpModel()
         horizon = self.horizon
@@ -270,7 +284,7 @@ class Search:
                 cost_terms.append((pick, self.cents[k][i]))
             m.add(sum(p for _, p in opts) == done)
             m.add(end == start + sum(job.durations[i] * p for i, p in opts))
-            if forced:
+            if forced or k == must:
                 m.add(done == 1)
             objective.append((done, self.weights[k]))
             picks[k], starts[k], ends[k], dones[k] = opts, start, end, done
@@ -308,7 +322,12 @@ class Search:
             + cp_model.LinearExpr.weighted_sum([p for p, _ in cost_terms], [c for _, c in cost_terms])
         )
         solver = new_solver(max(0.05, time_limit_s), workers, seed=seed)
-        status = solver.solve(m)
+        # a repair (``must``) stops at its first schedule: it exists to place the job, and the other
+        # neighbourhoods lower the cost from there
+        current = sum(big * self.weights[k] for k in subset if self.placed[k] is None) + sum(
+            self.cents[k][p[0]] for k in subset if (p := self.placed[k]) is not None
+        )
+        status = solver.solve(m, _StopBelow(current) if must is not None else None)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None, False
         new: list[Placement] = []
@@ -675,7 +694,7 @@ def search(
                     subsets.append(other)
                     break
         t0 = time.perf_counter()
-        answers = state.reoptimise_many(subsets, limit)
+        answers = state.reoptimise_many(subsets, limit, must=subset[0] if kind == "repair" else None)
         improved, optimal = any(i for i, _ in answers), all(o for _, o in answers)
         took = time.perf_counter() - t0
         if optimal and took < limit / 2:
