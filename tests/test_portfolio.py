@@ -329,3 +329,28 @@ def test_a_solve_stopped_by_its_time_limit_is_feasible_with_its_gap():
     assert result.status == "feasible"
     assert 0 < result.gap < 1
     assert result.schedule and time.perf_counter() - started < 2 + 15  # the limit bounds the solve
+
+
+def test_a_gap_measured_with_optional_jobs_left_out_says_fewer_drops_were_not_proven_impossible(monkeypatch):
+    # Every bound of the search holds for schedules dropping no less priority weight than the answer.
+    # Where the answer leaves out an optional job that fits its window without proof that it must, the
+    # notes say so: the gap alone would read as distance to the best schedule of all.
+    import optimizer.solver.portfolio.solve as solve_module
+
+    real = solve_module._search
+    proven = {"flag": False}
+
+    def left_one_out(*args, **kwargs):
+        choices, _ = real(*args, **kwargs)
+        k = next(i for i, (o, _) in enumerate(choices) if o is not None)
+        choices[k] = (None, 0)
+        return choices, proven["flag"]
+
+    monkeypatch.setattr(solve_module, "_search", left_one_out)
+    monkeypatch.setattr(solve_module, "POLISH_JOBS", 0)
+    pf, catalog = _binding_supply_instance(40, 5)
+    result = portfolio(pf, catalog=catalog, time_limit_s=2, workers=1)
+    assert any("1 optional job left out fits its window, and fewer drops were not proven" in n for n in result.notes)
+    proven["flag"] = True
+    result = portfolio(pf, catalog=catalog, time_limit_s=2, workers=1)
+    assert not any("fewer drops" in n for n in result.notes)

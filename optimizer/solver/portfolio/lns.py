@@ -24,7 +24,7 @@ from ortools.sat.python import cp_model
 from ...physics.constants import usd_to_cents
 from ..model import new_solver
 from .greedy import Placement, capacity_arrays, earliest_start
-from .lp import drop_weights, window
+from .lp import drop_weights, fits_window, window
 from .slots import PricedSlots
 
 # With a relaxation's prices, a freed job may take its current option, its cheapest ones and these many
@@ -62,14 +62,14 @@ REPAIR_JOBS = 120
 
 
 class _StopBelow(cp_model.CpSolverSolutionCallback):
-    """Stops the search at the first solution whose objective is below ``value``."""
+    """Stops the search at the first solution whose objective is below ``below``."""
 
-    def __init__(self, value: float):
+    def __init__(self, below: float):
         super().__init__()
-        self.value = value
+        self.below = below
 
     def on_solution_callback(self) -> None:
-        if self.objective_value < self.value:
+        if self.objective_value < self.below:
             self.stop_search()
 
 
@@ -139,12 +139,7 @@ class Search:
 
     def left_out(self) -> list[int]:
         """The unplaced jobs with an option that fits their window, heaviest first (then by index)."""
-        out = []
-        for k, p in enumerate(self.placed):
-            if p is None:
-                r, lim = window(self.jobs[k], self.horizon)
-                if any(d <= lim - r for d in self.jobs[k].durations):
-                    out.append(k)
+        out = [k for k, p in enumerate(self.placed) if p is None and fits_window(self.jobs[k], self.horizon)]
         return sorted(out, key=lambda k: -self.weights[k])
 
     def place_left_out(self, deadline: float) -> int:
@@ -322,11 +317,9 @@ class Search:
             + cp_model.LinearExpr.weighted_sum([p for p, _ in cost_terms], [c for _, c in cost_terms])
         )
         solver = new_solver(max(0.05, time_limit_s), workers, seed=seed)
-        # a repair (``must``) stops at its first schedule: it exists to place the job, and the other
-        # neighbourhoods lower the cost from there
-        current = sum(big * self.weights[k] for k in subset if self.placed[k] is None) + sum(
-            self.cents[k][p[0]] for k in subset if (p := self.placed[k]) is not None
-        )
+        # a repair (``must``) stops at its first schedule better than the current one: it exists to place
+        # the job, and the other neighbourhoods lower the cost from there
+        current = sum(big * self.weights[k] for k in subset if self.placed[k] is None) + self._cost(subset, self.placed)
         status = solver.solve(m, _StopBelow(current) if must is not None else None)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None, False

@@ -50,6 +50,12 @@ def window(job, horizon: int) -> tuple[int, int]:
     return min(job.release, horizon), limit
 
 
+def fits_window(job, horizon: int) -> bool:
+    """Whether some option of the job is no longer than its window."""
+    r, lim = window(job, horizon)
+    return any(d <= lim - r for d in job.durations)
+
+
 def drop_weights(jobs) -> list[int]:
     """The weight of leaving each job out: a required job outweighs all optional ones together."""
     must = sum(job.weight for job in jobs if not job.required) + 1

@@ -35,7 +35,7 @@ from .greedy import (
 )
 from .lagrange import MIN_THETA, STALL_ITERATIONS, LagrangeBound, lagrangian_bound
 from .lns import Search, search
-from .lp import drop_weights, lp_bound
+from .lp import drop_weights, fits_window, lp_bound
 from .slots import PricedSlots, priced_slots
 
 # Past this many options, jobs keep a shortlist and presolve skips probing (measured: probing ate
@@ -181,9 +181,25 @@ def solve_portfolio(
             )
     else:
         choices, dropped_proven = _exact(pf, data, result, deadline, workers, progress, started, time_limit_s)
+    unproven = _unproven_drops(jobs, choices, horizon)
+    if unproven and not dropped_proven and pf.objective == "cost":
+        which = (
+            "1 optional job left out fits its window"
+            if unproven == 1
+            else f"{unproven} optional jobs left out fit their windows"
+        )
+        result.notes.append(
+            f"{which}, and fewer drops were not proven impossible: the bound and the gap hold for schedules "
+            "leaving out as much priority weight"
+        )
     extract(pf, jobs, choices, pools, result)
     result.solve_s = time.perf_counter() - started
     return PortfolioOutcome(result, data, dropped_proven)
+
+
+def _unproven_drops(jobs: list[JobData], choices: Choices, horizon: int) -> int:
+    """The optional jobs left out although an option of theirs fits their window."""
+    return sum(1 for job, (o, _) in zip(jobs, choices) if o is None and not job.required and fits_window(job, horizon))
 
 
 def _say(progress: Callable[[str], None] | None, started: float) -> Callable[[str], None]:
