@@ -187,7 +187,8 @@ class Search:
     ) -> list[tuple[bool, bool]]:
         """Re-optimise each subset with every job outside it fixed, all at once (one thread and one
         CP-SAT worker each, when there are several: they must be ``independent``), then keep each
-        improvement; per subset (improved, solved to optimality)."""
+        improvement; per subset (improved, solved to optimality). ``must``: a job of the (single) subset
+        that the new schedule must place (a repair)."""
         for subset in subsets:
             for k in subset:
                 self._use(k, self.placed[k], +1)
@@ -317,10 +318,13 @@ class Search:
             + cp_model.LinearExpr.weighted_sum([p for p, _ in cost_terms], [c for _, c in cost_terms])
         )
         solver = new_solver(max(0.05, time_limit_s), workers, seed=seed)
-        # a repair (``must``) stops at its first schedule better than the current one: it exists to place
-        # the job, and the other neighbourhoods lower the cost from there
-        current = sum(big * self.weights[k] for k in subset if self.placed[k] is None) + self._cost(subset, self.placed)
-        status = solver.solve(m, _StopBelow(current) if must is not None else None)
+        stop = None
+        if must is not None:
+            # a repair stops at its first schedule better than the current one: it exists to place the
+            # job, and the other neighbourhoods lower the cost from there
+            dropped = sum(self.weights[k] for k in subset if self.placed[k] is None)
+            stop = _StopBelow(big * dropped + self._cost(subset, self.placed))
+        status = solver.solve(m, stop)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None, False
         new: list[Placement] = []
