@@ -7,6 +7,7 @@ import time
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_portfolio import brute_force, check_schedule, small_portfolios
@@ -24,7 +25,7 @@ from optimizer.solver.portfolio.greedy import (
     guided_schedule,
     squeaky_wheel,
 )
-from optimizer.solver.portfolio.lagrange import lagrangian_bound
+from optimizer.solver.portfolio.lagrange import Ascent, lagrangian_bound
 from optimizer.solver.portfolio.lns import Search, freed_options
 from optimizer.solver.portfolio.lp import drop_weights, lp_bound
 from optimizer.solver.portfolio.slots import priced_slots
@@ -56,20 +57,13 @@ def test_relaxations_never_above_the_brute_force_optimum(instance):
     jobs, pools, pool_of, horizon, budget = _setup(pf, catalog)
     lp = lp_bound(jobs, pools, pool_of, horizon, budget, dropped)
     lag = lagrangian_bound(jobs, pools, pool_of, horizon, budget, dropped, deadline=time.perf_counter() + 2)
-    # the solver's second ascent: more patient, here aimed at a target below the optimum
-    patient = lagrangian_bound(
-        jobs,
-        pools,
-        pool_of,
-        horizon,
-        budget,
-        dropped,
-        deadline=time.perf_counter() + 2,
-        target_cents=0.9 * cost,
-        stall_iterations=40,
-        min_theta=1e-4,
-    )
-    for bound in (lp, lag, patient):
+    # the solver's ascent resumed (from its best multipliers), here aimed at a target below the optimum
+    ascent = Ascent(jobs, pools, pool_of, horizon, budget)
+    # first for another drop limit (every job may be left out): its best bound is not carried over
+    ascent.run(sum(drop_weights(jobs)), deadline=time.perf_counter() + 0.5)
+    ascent.run(dropped, deadline=time.perf_counter() + 1)
+    resumed = ascent.run(dropped, deadline=time.perf_counter() + 1, target_cents=0.9 * cost)
+    for bound in (lp, lag, resumed):
         assert not bound.infeasible, "the optimum is a point of the relaxation"
         assert bound.bound_cents is not None and bound.bound_cents <= cost + 1e-6
 
@@ -122,6 +116,18 @@ def test_lagrangian_bound_prices_the_contested_pool():
     lag = lagrangian_bound(CONTESTED, TWO_POOLS, POOL_OF, 4, None, 0, deadline=time.perf_counter() + 5)
     assert lag.bound_cents is not None and 2_950 <= lag.bound_cents <= 3_000
     assert lag.prices[0][:2].sum() > 0 and lag.prices[1].sum() == 0
+
+
+def test_a_resumed_ascent_goes_on_from_its_best_multipliers():
+    # Stopped after its first iteration (zero prices: both jobs on the cheap pool, $20), the ascent
+    # resumed climbs to the contested pair's $30 and never reports less than it had.
+    ascent = Ascent(CONTESTED, TWO_POOLS, POOL_OF, 4, None)
+    first = ascent.run(0, deadline=time.perf_counter())
+    assert first.iterations == 1 and first.bound_cents == pytest.approx(2_000)
+    resumed = ascent.run(0, deadline=time.perf_counter() + 5)
+    assert resumed.bound_cents is not None and 2_950 <= resumed.bound_cents <= 3_000
+    again = ascent.run(0, deadline=time.perf_counter())
+    assert again.bound_cents == resumed.bound_cents and again.prices[0][:2].sum() > 0
 
 
 def test_the_relaxations_averaged_choices_are_its_schedule():

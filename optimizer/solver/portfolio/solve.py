@@ -33,7 +33,7 @@ from .greedy import (
     reorder_search,
     squeaky_wheel,
 )
-from .lagrange import MIN_THETA, STALL_ITERATIONS, LagrangeBound, lagrangian_bound
+from .lagrange import MIN_THETA, STALL_ITERATIONS, Ascent, LagrangeBound
 from .lns import Search, search
 from .lp import drop_weights, fits_window, lp_bound
 from .slots import PricedSlots, priced_slots
@@ -60,9 +60,10 @@ POLISH_JOBS = 100
 POLISH_SHARE = 0.5  # of the time left after the options are built
 # The search stops early once its gap to the LP bound is below this.
 STOP_GAP = 1e-4
-# The second Lagrangian ascent (after iterated greedy): its share of the time then left and its step
-# rule (measured at 1,000 jobs, target the iterated-greedy cost: 279,533 -> 280,571 in 6 s, 280,724 converged
-# in 11 s, where the first ascent stops; the LP is at most 281,031 there).
+# The ascent resumed after iterated greedy, aimed at the improved schedule's cost: its share of the time
+# then left. Resumed runs climb with more patience than the first (measured at 1,000 jobs, target the
+# iterated-greedy cost: 279,533 -> 280,571 in 6 s, 280,724 converged in 11 s, where the first ascent stops;
+# the LP is at most 281,031 there).
 REFINE_SHARE = 0.25
 REFINE_STALL = 40
 REFINE_MIN_THETA = 1e-4
@@ -278,26 +279,20 @@ def _search(
 
     def ascent(
         until: float,
-        stall_iterations: int = STALL_ITERATIONS,
-        min_theta: float = MIN_THETA,
         target: float | None = None,
     ) -> LagrangeBound:
         """Subgradient ascent on the Lagrangian until ``until``, aimed at ``target`` (cents; default the
         current schedule's cost), for as few drops as the schedule (the answer never drops more); that
-        limit is kept in ``limits``."""
+        limit is kept in ``limits``. Each call resumes the last one (``Ascent``)."""
         limit = state.dropped_weight()
+        first = not limits
         limits.append(limit)
-        return lagrangian_bound(
-            jobs,
-            pools,
-            pool_of,
-            horizon,
-            budget_cents,
+        return relax.run(
             limit,
             deadline=until,
             target_cents=state.cost_cents() if target is None else target,
-            stall_iterations=stall_iterations,
-            min_theta=min_theta,
+            stall_iterations=STALL_ITERATIONS if first else REFINE_STALL,
+            min_theta=MIN_THETA if first else REFINE_MIN_THETA,
         )
 
     def rounded(lag: LagrangeBound, until: float) -> Search:
@@ -346,6 +341,7 @@ def _search(
         return best_found
 
     show("greedy")
+    relax = Ascent(jobs, pools, pool_of, horizon, budget_cents)
     limits: list[int] = []  # the drop limit of each ascent
     rounded_won = False
     dropped_proven = False
@@ -434,12 +430,10 @@ def _search(
             state = Search(jobs, pools, pool_of, horizon, budget_cents, reordered.placed, workers)
             rounded_won = False
     if "lagrangian_relaxation" in bounds and time.perf_counter() < deadline - reserve:
-        # A second, more patient ascent from zero aimed at the improved schedule's cost: the first one's
+        # The ascent resumed, more patient and aimed at the improved schedule's cost: the first one's
         # Polyak target (the first schedule, 7 % above the bound at 1,000 jobs) stops it short of the LP.
         again = ascent(
             time.perf_counter() + REFINE_SHARE * max(0.0, deadline - reserve - time.perf_counter()),
-            stall_iterations=REFINE_STALL,
-            min_theta=REFINE_MIN_THETA,
         )
         if again.bound_cents is not None and again.bound_cents > bounds["lagrangian_relaxation"]:
             bounds["lagrangian_relaxation"] = again.bound_cents
