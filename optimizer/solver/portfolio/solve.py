@@ -297,7 +297,8 @@ def _search(
 
     def rounded(lag: LagrangeBound, until: float) -> Search:
         """The relaxation's own schedule made whole: ``guided_schedule``, single-job moves, then the
-        jobs it left out put in by ejecting others (``Search.insert``)."""
+        jobs it left out put in by ejecting others (``Search.insert``): at the options the relaxation
+        gives them most of, then, for those still out, at their cheapest option on each pool."""
         placed = guided_schedule(
             jobs, pools, pool_of, horizon, budget_cents, until, weights, lag.shares, lag.mean_start
         ).placed
@@ -309,6 +310,10 @@ def _search(
             share = lag.shares[k]
             options = sorted(range(len(jobs[k].options)), key=lambda i: (-share.get(i, 0.0), found.cents[k][i]))
             found.insert(k, options, lag.mean_start[k])
+        for k in found.left_out():  # still out: its cheapest option on each pool, where there may be room
+            if time.perf_counter() >= until:
+                break
+            found.insert(k, sorted(found.cheapest_per_pool(k), key=lambda i: found.cents[k][i]), lag.mean_start[k])
         found.move_each(until)
         return found
 
