@@ -183,10 +183,8 @@ class Ascent:
         self.jobs, self.horizon, self.budget_cents = jobs, horizon, budget_cents
         self.weights = np.array(drop_weights(jobs), dtype=np.float64)
         self.cap = np.array([c[:horizon] for c in capacity_arrays(pools, horizon)], dtype=np.float64)
-        self.any_fits = any(
-            0 < d <= window(job, horizon)[1] - window(job, horizon)[0] for job in jobs for d in job.durations
-        )
-        self.opts = _options(jobs, pool_of, horizon) if self.any_fits else None
+        fits = any(0 < d <= window(job, horizon)[1] - window(job, horizon)[0] for job in jobs for d in job.durations)
+        self.opts = _options(jobs, pool_of, horizon) if fits else None
         self.lam = np.zeros_like(self.cap)
         self.mu = 0.0
         self.nu: float | None = None  # set at the first run that lets a job be dropped
@@ -239,9 +237,9 @@ class Ascent:
         may_drop = ~must & has
         if dropped_limit != self.limit:  # the best bound was for another limit: this one climbs on its own
             self.limit, self.best, self.best_out = dropped_limit, -np.inf, None
-        resumed = self.best_at is not None  # from the best multipliers found, whatever their limit
-        if self.best_at is not None:
-            self.lam, self.mu, self.nu = self.best_at[0].copy(), self.best_at[1], self.best_at[2]
+        resumed = self.best_at  # from the best multipliers found, whatever their limit
+        if resumed is not None:
+            self.lam, self.mu, self.nu = resumed[0].copy(), resumed[1], resumed[2]
             self.theta = max(self.theta, RESUME_THETA)
         if self.nu is None and np.any(may_drop):
             # start where a job is dropped at about its own cheapest cost per unit of weight
@@ -306,7 +304,7 @@ class Ascent:
                 # the relaxed choices are a feasible schedule: the bound is the optimum, and they its solution
                 record(choice_row, starts, 0.0)
                 break
-            if resumed and direction is not None and (dot := float((g_cap * direction).sum())) < 0:
+            if resumed is not None and direction is not None and (dot := float((g_cap * direction).sum())) < 0:
                 # deflected (Camerini, Fratta and Maffioli 1975): take out of the capacity subgradient
                 # part of its turn back against the last direction, which damps the zigzag
                 g_cap = g_cap - DEFLECTION * dot / float((direction**2).sum()) * direction
