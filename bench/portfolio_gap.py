@@ -32,7 +32,7 @@ from optimizer.solver.model import new_solver  # noqa: E402
 from optimizer.solver.portfolio import data as pdata  # noqa: E402
 from optimizer.solver.portfolio.build import build, warm_start  # noqa: E402
 from optimizer.solver.portfolio.greedy import capacity_arrays, squeaky_wheel  # noqa: E402
-from optimizer.solver.portfolio.lagrange import lagrangian_bound  # noqa: E402
+from optimizer.solver.portfolio.lagrange import Ascent  # noqa: E402
 from optimizer.solver.portfolio.lp import drop_weights, window  # noqa: E402
 
 
@@ -108,12 +108,7 @@ def main() -> None:
     first = squeaky_wheel(jobs, pools, pool_of, horizon, None, time.perf_counter() + 10, weights)
     result = api.portfolio(pf, catalog=catalog, time_limit_s=args.search_limit, workers=args.workers)
     ours = placements(result, jobs, pf.time_step_s)
-    lag = lagrangian_bound(
-        jobs,
-        pools,
-        pool_of,
-        horizon,
-        None,
+    lag = Ascent(jobs, pools, pool_of, horizon, None).run(
         first.score[0],
         deadline=time.perf_counter() + 30,
         target_cents=usd_to_cents(result.total_cost_usd),

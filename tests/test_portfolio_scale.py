@@ -25,7 +25,7 @@ from optimizer.solver.portfolio.greedy import (
     guided_schedule,
     squeaky_wheel,
 )
-from optimizer.solver.portfolio.lagrange import Ascent, lagrangian_bound
+from optimizer.solver.portfolio.lagrange import Ascent
 from optimizer.solver.portfolio.lns import Search, freed_options
 from optimizer.solver.portfolio.lp import drop_weights, lp_bound
 from optimizer.solver.portfolio.slots import priced_slots
@@ -56,7 +56,7 @@ def test_relaxations_never_above_the_brute_force_optimum(instance):
     dropped, cost = expected
     jobs, pools, pool_of, horizon, budget = _setup(pf, catalog)
     lp = lp_bound(jobs, pools, pool_of, horizon, budget, dropped)
-    lag = lagrangian_bound(jobs, pools, pool_of, horizon, budget, dropped, deadline=time.perf_counter() + 2)
+    lag = Ascent(jobs, pools, pool_of, horizon, budget).run(dropped, deadline=time.perf_counter() + 2)
     # the solver's ascent resumed (from its best multipliers), here aimed at a target below the optimum
     ascent = Ascent(jobs, pools, pool_of, horizon, budget)
     # first for another drop limit (every job may be left out): its best bound is not carried over
@@ -113,7 +113,7 @@ def test_packing_against_neighbours_leaves_room_for_the_long_job():
 def test_lagrangian_bound_prices_the_contested_pool():
     # Each job alone would take the cheap pool ($20 together); the pool holds one of them in [0, 2), so
     # every schedule costs $30. Pricing the cheap pool's GPU-steps lifts the bound from $20 to about $30.
-    lag = lagrangian_bound(CONTESTED, TWO_POOLS, POOL_OF, 4, None, 0, deadline=time.perf_counter() + 5)
+    lag = Ascent(CONTESTED, TWO_POOLS, POOL_OF, 4, None).run(0, deadline=time.perf_counter() + 5)
     assert lag.bound_cents is not None and 2_950 <= lag.bound_cents <= 3_000
     assert lag.prices[0][:2].sum() > 0 and lag.prices[1].sum() == 0
 
@@ -133,7 +133,7 @@ def test_a_resumed_ascent_goes_on_from_its_best_multipliers():
 def test_the_relaxations_averaged_choices_are_its_schedule():
     # The LP of the contested pair is integral: b on the cheap pool, a on the dear one, both at step 0.
     # The relaxed choices averaged over the ascent's last iterations say so.
-    lag = lagrangian_bound(CONTESTED, TWO_POOLS, POOL_OF, 4, None, 0, deadline=time.perf_counter() + 5)
+    lag = Ascent(CONTESTED, TWO_POOLS, POOL_OF, 4, None).run(0, deadline=time.perf_counter() + 5)
     assert max(lag.shares[0], key=lag.shares[0].get) == 1 and lag.shares[1] == {0: 1.0}
     assert all(abs(sum(share.values()) - 1) < 1e-9 for share in lag.shares)
     assert lag.mean_start == [0.0, 0.0]
@@ -144,7 +144,7 @@ def test_a_relaxation_with_nothing_that_fits_still_gives_every_job_its_shares():
     tight = [_job("a", [("cheap", 2, 10.0)], (0, 1)), _job("b", [("dear", 2, 10.0)], (1, 2))]
     for job in tight:
         job.required = False
-    lag = lagrangian_bound(tight, TWO_POOLS, POOL_OF, 4, None, 2_000, deadline=time.perf_counter() + 5)
+    lag = Ascent(tight, TWO_POOLS, POOL_OF, 4, None).run(2_000, deadline=time.perf_counter() + 5)
     assert lag.bound_cents == 0.0 and lag.shares == [{}, {}] and lag.mean_start == [0.0, 0.0]
 
 

@@ -13,7 +13,7 @@ from test_portfolio_scale import CONTESTED, POOL_OF, TWO_POOLS, _constructed, _s
 
 from optimizer.physics.constants import usd_to_cents
 from optimizer.solver.portfolio.greedy import greedy_schedule
-from optimizer.solver.portfolio.lagrange import lagrangian_bound
+from optimizer.solver.portfolio.lagrange import Ascent
 from optimizer.solver.portfolio.lns import Search, search
 from optimizer.solver.portfolio.lp import window
 from optimizer.solver.portfolio.slots import priced_slots
@@ -48,7 +48,7 @@ def test_cheapest_priced_slot_is_the_enumerated_minimum(instance, seed):
 def test_the_contested_job_is_priced_off_the_cheap_pool():
     # At the relaxation's prices job a's cheapest slot is on the dear pool (the cheap one is b's only
     # option); a schedule giving a the cheap pool has a positive excess for it.
-    lag = lagrangian_bound(CONTESTED, TWO_POOLS, POOL_OF, 4, None, 0, deadline=time.perf_counter() + 5)
+    lag = Ascent(CONTESTED, TWO_POOLS, POOL_OF, 4, None).run(0, deadline=time.perf_counter() + 5)
     assert lag.converged
     slots = priced_slots(CONTESTED, POOL_OF, 4, lag.prices)
     assert slots.pool.tolist() == [1, 0]
@@ -64,7 +64,7 @@ def test_priced_neighbourhoods_keep_schedules_feasible_and_never_worse(workers):
     placed = greedy_schedule(jobs, pools, pool_of, horizon, budget)
     state = Search(jobs, pools, pool_of, horizon, budget, list(placed), workers=workers)
     before = (state.dropped_weight(), state.cost_cents())
-    lag = lagrangian_bound(jobs, pools, pool_of, horizon, budget, before[0], deadline=time.perf_counter() + 2)
+    lag = Ascent(jobs, pools, pool_of, horizon, budget).run(before[0], deadline=time.perf_counter() + 2)
     slots = priced_slots(jobs, pool_of, horizon, lag.prices)
     search(state, time.perf_counter() + 3, slots=slots)
     assert (state.dropped_weight(), state.cost_cents()) <= before

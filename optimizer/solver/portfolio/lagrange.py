@@ -149,29 +149,6 @@ def _range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, rows: np.ndar
     return out
 
 
-def lagrangian_bound(
-    jobs,
-    pools,
-    pool_of: dict[str, int],
-    horizon: int,
-    budget_cents: int | None,
-    dropped_limit: int | None,
-    *,
-    deadline: float,
-    target_cents: float | None = None,
-    stall_iterations: int = STALL_ITERATIONS,
-    min_theta: float = MIN_THETA,
-) -> LagrangeBound:
-    """One ascent from zero multipliers (``Ascent.run``)."""
-    return Ascent(jobs, pools, pool_of, horizon, budget_cents).run(
-        dropped_limit,
-        deadline=deadline,
-        target_cents=target_cents,
-        stall_iterations=stall_iterations,
-        min_theta=min_theta,
-    )
-
-
 class Ascent:
     """Subgradient ascent on L that later calls resume where the last one stopped: from the best
     multipliers found, with the step factor it had (raised to ``RESUME_THETA`` if it had shrunk below
