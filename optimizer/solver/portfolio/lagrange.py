@@ -21,10 +21,10 @@ relaxation, so the bound stays valid).
 
 The maximum is approached by subgradient ascent with the Polyak step (Held, Wolfe and Crowder 1974,
 "Validation of subgradient optimization", Math. Programming 6): step = theta (target - L) / |g|^2,
-theta halved when the bound stalls, the subgradient deflected against the last direction (Camerini,
-Fratta and Maffioli 1975). ``Ascent`` keeps its multipliers between calls, so the solver's later ascents
-(each rounding, the one after iterated greedy, the last one) go on climbing instead of starting again
-from zero. The inner minimum over starts is a range minimum, answered for all
+theta halved when the bound stalls. ``Ascent`` keeps its multipliers between calls, so the solver's
+later ascents (each rounding, the one after iterated greedy, the last one) go on climbing instead of
+starting again from zero; a resumed run deflects the subgradient against its last direction (Camerini,
+Fratta and Maffioli 1975). The inner minimum over starts is a range minimum, answered for all
 options at once with a sparse table per (pool, duration) pair.
 """
 
