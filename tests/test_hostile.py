@@ -1290,3 +1290,12 @@ def test_messages_name_the_flag_field_or_file(tmp_path, case):
     for fragment in never:
         assert fragment not in text, (fragment, text)
     assert text.startswith("error: ") and text.count("\n") == 1, text  # one paragraph
+
+
+@pytest.mark.parametrize("assumption", ["mfu", "link_efficiency"])
+def test_an_efficiency_so_small_that_plans_run_for_aeons_is_bad_input(tmp_path, assumption):
+    # 1e-30 is inside (0, 1], but every plan's seconds then overflow the solver's 64-bit integers: the
+    # answer names the file and the assumptions to check, exit 2, not an internal error.
+    job = tmp_path / "job.yaml"
+    job.write_text(job_text(extra=f"assumptions:\n  {assumption}: 1.0e-30\n"))
+    refused(tmp_path, ["solve", str(job)], "job.yaml", "overflow the solver's integers", assumption)

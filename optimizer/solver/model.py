@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
+from ..errors import JobError
 from ..physics.constants import MIB, usd_to_cents
 from ..planning.candidates import Candidate, CandidateTable
 from ..planning.uncertainty import p90_hours
@@ -94,6 +95,23 @@ COLUMNS = (
     "filtered",
     "over_supply",
 )
+
+
+# The largest magnitude a CP-SAT integer may take (its domains are 64-bit; sums of them are checked by the
+# solver itself, which answers MODEL_INVALID).
+MAX_SOLVER_INT = 2**62
+
+
+def overflow_error(table: CandidateTable) -> JobError:
+    """The answer when a job's seconds or cents overflow the solver's integers (runs of centuries, costs of
+    trillions): bad input, named."""
+    return JobError(
+        "the plans for this job run so long or cost so much that their seconds and cents overflow the "
+        "solver's integers; check job.tokens, the assumptions (mfu, link_efficiency, overlap) and the "
+        "prices (a plan of centuries is not one to rent)",
+        source=table.ctx.problem.source_path,
+        field="job.tokens",
+    )
 
 
 def solver_rows(table: CandidateTable) -> list[Candidate]:
@@ -168,6 +186,8 @@ class PlanModel:
         for an optional job) and, with ``attributes``, the index and element variables of docs/design.md section 9.3."""
         rows = solver_rows(table) if rows is None else rows
         data = [scaled(c, table) for c in rows]
+        if any(abs(v) > MAX_SOLVER_INT for d in data for v in d.values()):
+            raise overflow_error(table)
         m = self.model
         picks = [m.new_bool_var(f"pick_{name}_{i}") for i in range(len(rows))]
         if required and picks:

@@ -22,12 +22,11 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from ..errors import JobError
 from ..physics.constants import optimality_gap
 from ..planning.candidates import Candidate, CandidateTable
 from ..planning.plans import plan_from
 from ..results import Option, OptionsResult, Plan, RunnerUp, SolveResult
-from .model import JobVars, PlanModel, solver_rows
+from .model import JobVars, PlanModel, overflow_error, solver_rows
 
 SOLVED = (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
@@ -86,12 +85,7 @@ def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up
         result.status = "infeasible"
         outcome.binding = pm.binding_families(solver)
     elif status == cp_model.MODEL_INVALID:  # the integer columns overflow: runs of centuries, costs of trillions
-        raise JobError(
-            "the plans for this job run so long or cost so much that their seconds and cents overflow the "
-            "solver's integers; check job.tokens and the prices (a plan of centuries is not one to rent)",
-            source=ctx.problem.source_path,
-            field="job.tokens",
-        )
+        raise overflow_error(table)
     result.frontier = [_to_plan(table, cand) for cand in frontier(table, time_limit_s)]
     if runners_up:
         result.runners_up = find_runners_up(table, outcome.best, time_limit_s)
