@@ -33,7 +33,7 @@ from .greedy import (
     reorder_search,
     squeaky_wheel,
 )
-from .lagrange import MIN_THETA, STALL_ITERATIONS, Ascent, LagrangeBound
+from .lagrange import Ascent, LagrangeBound
 from .lns import Search, search
 from .lp import drop_weights, fits_window, lp_bound
 from .slots import PricedSlots, priced_slots
@@ -61,12 +61,8 @@ POLISH_SHARE = 0.5  # of the time left after the options are built
 # The search stops early once its gap to the LP bound is below this.
 STOP_GAP = 1e-4
 # The ascent resumed after iterated greedy, aimed at the improved schedule's cost: its share of the time
-# then left. Resumed runs climb with more patience than the first (measured at 1,000 jobs, target the
-# iterated-greedy cost: 279,533 -> 280,571 in 6 s, 280,724 converged in 11 s, where the first ascent stops;
-# the LP is at most 281,031 there).
+# then left.
 REFINE_SHARE = 0.25
-REFINE_STALL = 40
-REFINE_MIN_THETA = 1e-4
 # Share of the search's time for putting in the jobs the first schedule leaves out (measured at 1,000
 # jobs where the pools of most jobs' cheapest options are short, ``--pools-sized mixed``: greedy left 16
 # optional jobs out, insertion put 8 of them in within 13 s).
@@ -282,17 +278,12 @@ def _search(
         target: float | None = None,
     ) -> LagrangeBound:
         """Subgradient ascent on the Lagrangian until ``until``, aimed at ``target`` (cents; default the
-        current schedule's cost), for as few drops as the schedule (the answer never drops more); that
-        limit is kept in ``limits``. Each call resumes the last one (``Ascent``)."""
-        limit = state.dropped_weight()
-        first = not limits
-        limits.append(limit)
+        current schedule's cost), for as few drops as the schedule (the answer never drops more; kept as
+        ``relax.limit``). Each call resumes the last one (``Ascent``)."""
         return relax.run(
-            limit,
+            state.dropped_weight(),
             deadline=until,
             target_cents=state.cost_cents() if target is None else target,
-            stall_iterations=STALL_ITERATIONS if first else REFINE_STALL,
-            min_theta=MIN_THETA if first else REFINE_MIN_THETA,
         )
 
     def rounded(lag: LagrangeBound, until: float) -> Search:
@@ -347,7 +338,6 @@ def _search(
 
     show("greedy")
     relax = Ascent(jobs, pools, pool_of, horizon, budget_cents)
-    limits: list[int] = []  # the drop limit of each ascent
     rounded_won = False
     dropped_proven = False
     guide: list[float] | None = None
@@ -456,7 +446,8 @@ def _search(
         search(state, until, guide_cents=guide, report=show, target_cents=target, slots=slots)
 
     neighbourhoods(deadline - reserve - last)
-    if last and state.dropped_weight() < min(limits):
+    # (the last ascent's drop limit is the smallest: the schedule never drops more than it did)
+    if last and relax.limit is not None and state.dropped_weight() < relax.limit:
         final = ascent(deadline - reserve)
         if final.bound_cents is not None and final.bound_cents > bounds["lagrangian_relaxation"]:
             bounds["lagrangian_relaxation"] = final.bound_cents
