@@ -157,9 +157,10 @@ def _range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, rows: np.ndar
 class Ascent:
     """Subgradient ascent on L that later calls resume where the last one stopped: from the best
     multipliers found, with the step factor it had (raised to ``RESUME_THETA`` if it had shrunk below
-    that), a more patient step rule and the averaged choices it had gathered. Restarting from zero threw the climb away: at 1,000
-    jobs on evenly sized pools each restart spent its seconds getting back (a second ascent from zero, 6 s:
-    $279,774; resumed: $280,154 without deflection and $280,723, the converged value, with it)."""
+    that), a more patient step rule and the averaged choices it had gathered. Restarting from zero threw
+    the climb away: at 1,000 jobs on evenly sized pools each restart spent its seconds getting back (a
+    second ascent from zero, 6 s: $279,774; resumed: $280,154 without deflection and $280,723, the
+    converged value, with it)."""
 
     def __init__(self, jobs, pools, pool_of: dict[str, int], horizon: int, budget_cents: int | None):
         self.jobs, self.horizon, self.budget_cents = jobs, horizon, budget_cents
