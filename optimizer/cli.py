@@ -515,7 +515,7 @@ def solve(
         _write_export(result.best, export_kind, out, problem)
         if out is None:
             return
-    _emit(result, fmt, render.print_solve)
+    # files first: a reader that closes stdout early (| head) ends the process at the next write to it
     if plot_path:
         with output.atomic_path(plot_path, "plot") as tmp:
             frontier_plot(result, tmp)
@@ -523,6 +523,7 @@ def solve(
         page = html_report(f"gpuplan: {problem.job.name}", result, api.options(problem, table=table))
         output.write_text(report, page, "report")
         typer.echo(f"wrote report to {report}", err=True)
+    _emit(result, fmt, render.print_solve)
 
 
 @app.command()
@@ -650,10 +651,10 @@ def portfolio_cmd(
     result = api.portfolio(
         pf, catalog=cat, time_limit_s=time_limit, workers=workers, progress=progress, started=started
     )
-    _emit(result, fmt, render.print_portfolio)
-    if plot_path and result.schedule:
+    if plot_path and result.schedule:  # files first, as in solve
         with output.atomic_path(plot_path, "plot") as tmp:
             portfolio_plot(result, tmp)
+    _emit(result, fmt, render.print_portfolio)
 
 
 @app.command("models")
@@ -773,7 +774,17 @@ def _watch_interrupts() -> None:
     threading.Thread(target=watch, name="gpuplan-interrupt", daemon=True).start()
 
 
+def _die_on_closed_pipe() -> None:
+    """A reader that closes stdout early (``gpuplan solve ... | head -1``) ends the process as it ends
+    ``yes | head``: by SIGPIPE (status 141 in a shell), silently. Python ignores SIGPIPE, and rich and
+    click then answer the failed write with exit 1, which by our codes is a bug. Output files are written
+    before stdout and atomically, so none is left half-written."""
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+
 def main() -> None:
+    _die_on_closed_pipe()
     _replace_unencodable()
     _watch_interrupts()
     code: Any = 0

@@ -985,6 +985,34 @@ def test_sigint_during_a_single_solve_exits_130(tmp_path):
     assert "status" not in out and took < 10
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["solve", "problems/llama-70b-within-5-days.yaml", "--plot", "{tmp}/frontier.svg"],
+        ["solve", "problems/llama-70b-within-5-days.yaml", "-f", "json"],
+        ["check", "problems/seed-100b-one-node.yaml", "--sku", "B300", "--gpus", "8", "--export", "deepspeed"],
+    ],
+    ids=["solve-table-and-plot", "solve-json", "check-export"],
+)
+def test_a_reader_that_closes_the_pipe_ends_it_like_yes_head(tmp_path, args):
+    """``gpuplan solve ... | head -1``: the reader is gone, so the process ends by SIGPIPE, silently, as
+    ``yes | head`` does; not exit 1 (a bug by our codes), and a file it was asked for is written whole."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "optimizer", *(a.format(tmp=tmp_path) for a in args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before gpuplan writes a byte
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == -signal.SIGPIPE, err[-500:]
+    assert err == b""
+    if "--plot" in args:
+        assert (tmp_path / "frontier.svg").read_text().startswith("<?xml")
+        assert [p.name for p in tmp_path.iterdir()] == ["frontier.svg"]  # no temporary left
+
+
 # =========================================================================== 6. structural input
 
 STRUCTURE = [
