@@ -122,6 +122,17 @@ def test_infeasible_is_an_answer_with_exit_0(problems):
     assert "over the deadline" in deadline["detail"] and deadline["over_by"] > 0
 
 
+
+@pytest.mark.parametrize("deadline", ["1h", "6h"])
+def test_a_deadline_left_of_every_plan_is_drawn_at_the_chart_s_left_edge(problems, deadline):
+    """Every plan is later than the deadline: the chart's x axis starts at the deadline, so its '|' is the
+    first column of every row (it used to wrap to the right edge, or past it: an IndexError)."""
+    r = run("solve", problems / "llama-70b-within-5-days.yaml", "--deadline", deadline)
+    assert r.exit_code == 0, r.output
+    rows = [line for line in r.output.splitlines() if line.startswith(" " * 13 + "│") or " ┤" in line]
+    assert len(rows) == 12, r.output
+    assert all(line.split("┤" if "┤" in line else "│", 1)[1].startswith("|") for line in rows), r.output
+
 def test_options_lists_rejections(problems):
     r = run("options", problems / "llama-70b-within-5-days.yaml", "--format", "json")
     assert r.exit_code == 0, r.output

@@ -199,7 +199,8 @@ def frontier_chart(result: SolveResult, width: int = 60, height: int = 12) -> st
     if len(pts) < 2:
         return None
     xs, ys = [x for x, _ in pts], [y for _, y in pts]
-    x0, x1 = min(xs), max(xs + ([result.deadline_h] if result.deadline_h else []))
+    deadline = [result.deadline_h] if result.deadline_h else []  # on the axis even left of every plan
+    x0, x1 = min(xs + deadline), max(xs + deadline)
     y0, y1 = min(ys), max(ys)
     if x1 <= x0 or y1 <= y0:
         return None
