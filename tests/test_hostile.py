@@ -579,7 +579,7 @@ SKU_NUMBER_CASES = [
         ("skus[0].hbm_bandwidth_gb_per_s", "hbm"),
     )
     for v in (".inf", ".nan", "1e400", "1e30", "0")
-]
+] + [("skus[0].hbm_bandwidth_gb_per_s", "hbm", "5.0e-324")]  # above 0, but a denormal divides by zero
 
 
 @pytest.mark.parametrize(("field", "key", "value"), SKU_NUMBER_CASES, ids=[f"{f}={v}" for f, _, v in SKU_NUMBER_CASES])
@@ -1321,9 +1321,17 @@ def test_messages_name_the_flag_field_or_file(tmp_path, case):
 
 
 @pytest.mark.parametrize("assumption", ["mfu", "link_efficiency"])
-def test_an_efficiency_so_small_that_plans_run_for_aeons_is_bad_input(tmp_path, assumption):
-    # 1e-30 is inside (0, 1], but every plan's seconds then overflow the solver's 64-bit integers: the
-    # answer names the file and the assumptions to check, exit 2, not an internal error.
+def test_an_efficiency_too_small_to_be_real_is_refused(tmp_path, assumption):
+    # 5e-324 (the smallest double) is above 0 but divides by zero downstream; 1e-30 overflowed the solver
     job = tmp_path / "job.yaml"
-    job.write_text(job_text(extra=f"assumptions:\n  {assumption}: 1.0e-30\n"))
-    refused(tmp_path, ["solve", str(job)], "job.yaml", "overflow the solver's integers", assumption)
+    for value in ("5.0e-324", "1.0e-30"):
+        job.write_text(job_text(extra=f"assumptions:\n  {assumption}: {value}\n"))
+        refused(tmp_path, ["solve", str(job)], "job.yaml", f"assumptions.{assumption}", "at least 0.0001")
+
+
+@pytest.mark.parametrize(("key", "value"), [("tflops", "1.0e-9"), ("hbm", "0.001")])
+def test_a_gpu_so_slow_that_plans_run_for_aeons_is_bad_input(tmp_path, key, value):
+    # in range, but every plan's seconds then overflow the solver's 64-bit integers: the answer names the
+    # file and what to check, exit 2, not an internal error
+    paths = files(tmp_path, cat_yaml=skus_text(**{key: value}), job_yaml=job_text(catalog="cat.yaml"))
+    refused(tmp_path, ["solve", str(paths["job_yaml"])], "job.yaml", "overflow the solver's integers", "TFLOPS")

@@ -580,11 +580,14 @@ class Assumptions(_Model):
 
     @model_validator(mode="after")
     def _efficiency_range(self) -> Assumptions:
-        if isinstance(self.mfu, float) and not 0 < self.mfu <= 1:
-            raise ValueError(f"mfu {self.mfu} must be in (0, 1]: it is a fraction of dense peak")
+        fraction = units.LIMITS["fraction"]
+        if isinstance(self.mfu, float) and not fraction.allows(self.mfu):
+            raise ValueError(f"mfu {self.mfu} {fraction.text()}: it is a fraction of dense peak")
         for nodes, eff in self.scaling_efficiency.items():
-            if nodes < 1 or not 0 < eff <= 1:
-                raise ValueError(f"scaling_efficiency {{{nodes}: {eff}}} needs nodes >= 1 and 0 < efficiency <= 1")
+            if nodes < 1 or not fraction.allows(eff):
+                raise ValueError(
+                    f"scaling_efficiency {{{nodes}: {eff}}} needs nodes >= 1 and an efficiency that {fraction.text()}"
+                )
         return self
 
 

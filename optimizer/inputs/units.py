@@ -246,9 +246,17 @@ LIMITS: dict[str, Limit] = {
     "reserve": Limit(0, 1e14, "GB", "100 TB: hundreds of times any GPU's memory", True, scale=1e9),
     # hardware and offers
     "memory": Limit(0, 1e14, "GB", "100 TB: hundreds of times any GPU's or node's memory", scale=1e9),
-    "bandwidth": Limit(0, 1e6, "GB/s", "a hundred times any GPU's memory bandwidth"),
+    "bandwidth": Limit(
+        1e-3, 1e6, "GB/s", "1 MB/s, slower than any link a GPU has, to a hundred times any GPU's memory bandwidth", True
+    ),
     "tflops": Limit(0, 1e6, "TFLOPS", "an exaFLOP per GPU: a hundred times any GPU"),
-    "fraction": Limit(0, 1, "", "a fraction of the nominal figure"),
+    "fraction": Limit(
+        1e-4,
+        1,
+        "",
+        "a fraction of the nominal figure: real runs reach 0.1-0.9, and a denormal one divides by zero",
+        True,
+    ),
     "share": Limit(0, 1, "", "a share, 0 to 1", True),
     "gpus_per_node": Limit(1, 72, "GPUs", "the largest NVLink domain rented as one node, GB200 NVL72", True),
     "nodes": Limit(1, 4096, "nodes", "the candidate search covers up to 4,096 nodes per job", True),
