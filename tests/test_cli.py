@@ -122,7 +122,6 @@ def test_infeasible_is_an_answer_with_exit_0(problems):
     assert "over the deadline" in deadline["detail"] and deadline["over_by"] > 0
 
 
-
 @pytest.mark.parametrize("deadline", ["1h", "6h"])
 def test_a_deadline_left_of_every_plan_is_drawn_at_the_chart_s_left_edge(problems, deadline):
     """Every plan is later than the deadline: the chart's x axis starts at the deadline, so its '|' is the
@@ -132,6 +131,7 @@ def test_a_deadline_left_of_every_plan_is_drawn_at_the_chart_s_left_edge(problem
     rows = [line for line in r.output.splitlines() if line.startswith(" " * 13 + "│") or " ┤" in line]
     assert len(rows) == 12, r.output
     assert all(line.split("┤" if "┤" in line else "│", 1)[1].startswith("|") for line in rows), r.output
+
 
 def test_options_lists_rejections(problems):
     r = run("options", problems / "llama-70b-within-5-days.yaml", "--format", "json")
