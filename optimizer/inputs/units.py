@@ -249,7 +249,7 @@ LIMITS: dict[str, Limit] = {
     "bandwidth": Limit(
         1e-3, 1e6, "GB/s", "1 MB/s, slower than any link a GPU has, to a hundred times any GPU's memory bandwidth", True
     ),
-    "tflops": Limit(0, 1e6, "TFLOPS", "an exaFLOP per GPU: a hundred times any GPU"),
+    "tflops": Limit(1e-3, 1e6, "TFLOPS", "a GFLOP/s, slower than any accelerator, to an exaFLOP per GPU", True),
     "fraction": Limit(
         1e-4,
         1,
