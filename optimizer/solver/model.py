@@ -107,8 +107,8 @@ def overflow_error(table: CandidateTable) -> JobError:
     trillions): bad input, named."""
     return JobError(
         "the plans for this job run so long or cost so much that their seconds and cents overflow the "
-        "solver's integers; check job.tokens, the assumptions (mfu, link_efficiency, overlap), the GPUs' "
-        "TFLOPS and bandwidths and the prices (a plan of centuries is not one to rent)",
+        "solver's integers; check job.tokens, job.measured rates, the assumptions (mfu, link_efficiency, "
+        "overlap), the GPUs' TFLOPS and bandwidths and the prices (a plan of centuries is not one to rent)",
         source=table.ctx.problem.source_path,
         field="job.tokens",
     )
