@@ -6,6 +6,7 @@ Exit codes: 0 answered (an infeasible problem is an answer), 2 bad input, 1 inte
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import io
 import json
@@ -263,9 +264,21 @@ def handled(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            answer = fn(*args, **kwargs)
+            sys.stdout.flush()  # a full disk under a redirected stdout shows here, not at exit
+            return answer
         except (typer.Exit, typer.Abort, SystemExit):
             raise
+        except OSError as exc:
+            if exc.errno not in STDOUT_FULL:
+                raise _internal(exc) from None
+            _discard_stdout()
+            typer.echo(
+                f"error: standard output: cannot write the answer ({exc.strerror}); free some space where it "
+                "goes, or redirect it to another device",
+                err=True,
+            )
+            raise typer.Exit(2) from None
         except KeyboardInterrupt:
             # Never an answer: a stopped solve would read as 'infeasible' or a worse plan.
             typer.echo("interrupted", err=True)
@@ -276,12 +289,30 @@ def handled(fn: Callable) -> Callable:
             typer.echo(f"error: {error_text(exc)}", err=True)
             raise typer.Exit(2) from None
         except Exception as exc:  # noqa: BLE001 - the last line of defence
-            if _state["debug"]:
-                traceback.print_exc()
-            typer.echo(f"internal error: {exc.__class__.__name__}: {exc} (rerun with --debug and report it)", err=True)
-            raise typer.Exit(1) from None
+            raise _internal(exc) from None
 
     return wrapper
+
+
+# Errors of a write to a full device: every file gpuplan writes goes through ``output.atomic_path``,
+# which names the file, so one reaching the top is a write to stdout (redirected to a full disk).
+STDOUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def _internal(exc: Exception) -> typer.Exit:
+    """A bug: say so on stderr (the traceback with --debug) and exit 1."""
+    if _state["debug"]:
+        traceback.print_exception(exc)
+    typer.echo(f"internal error: {exc.__class__.__name__}: {exc} (rerun with --debug and report it)", err=True)
+    return typer.Exit(1)
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so what is still buffered for it does not fail again at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _write_export(plan, kind: str, out: Path | None, problem) -> None:

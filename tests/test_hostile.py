@@ -802,6 +802,25 @@ def test_disk_full_keeps_the_old_file(tmp_path, monkeypatch, flag, name, extra):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["job.yaml", name])  # no temporary left
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_stdout_on_a_full_disk_is_named_not_a_bug(fmt):
+    """``gpuplan solve ... > /dev/full``: the answer cannot be written, which is the destination's fault,
+    named as such (exit 2, as for a file on a full disk), not an internal error (exit 1)."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "optimizer", "solve", "problems/llama-70b-within-5-days.yaml", "-f", fmt],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: standard output") and "No space left on device" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Exception ignored" not in proc.stderr, proc.stderr
+
+
 def test_a_failing_chart_writer_leaves_nothing(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     from matplotlib.figure import Figure
