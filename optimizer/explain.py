@@ -247,21 +247,28 @@ def portfolio_infeasibility(
                     ),
                 )
             )
-    for pool in pools:
-        pool_names = set(pool.offers)
+    # each pool alone, then (if no one pool is short) all pools together: jobs that can run on several
+    # pools escape the first check, so pools that are short only together are named too
+    groups = [([pool], f"pool {pool.name}: required jobs that can only run there") for pool in pools]
+    if len(pools) > 1:
+        groups.append((pools, "all pools together: the required jobs"))
+    for group, who in groups:
+        if len(group) > 1 and any(i.constraint == "supply" for i in out):
+            break
+        pool_names = {offer for pool in group for offer in pool.offers}
         need = 0.0
         for job in jobs:
             if job.required and job.options and all(c.row.offer_name in pool_names for c in job.options):
                 need += min(c.row.gpus * d for c, d in zip(job.options, job.durations)) * step_h
-        have = sum((e - s) * g for s, e, g in pool.segments) * step_h
+        have = sum((e - s) * g for pool in group for s, e, g in pool.segments) * step_h
         if need > have:
             out.append(
                 Infeasibility(
                     constraint="supply",
                     over_by=need - have,
                     detail=(
-                        f"pool {pool.name}: required jobs that can only run there need at least {need:,.0f} GPU-hours; "
-                        f"it offers {have:,.0f} over the horizon"
+                        f"{who} need at least {need:,.0f} GPU-hours; "
+                        f"{'it offers' if len(group) == 1 else 'they offer'} {have:,.0f} over the horizon"
                     ),
                 )
             )

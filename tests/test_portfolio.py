@@ -238,6 +238,29 @@ def test_infeasible_portfolio_names_the_job_that_cannot_make_it(problems, tmp_pa
     assert "llama70b-sft" in item.detail and item.over_by > 0
 
 
+def test_pools_short_only_together_are_named():
+    """Both jobs can run on either pool, so neither pool alone is short; together the two offer 4 hours of
+    8 GPUs each, less than either job needs: the answer names the pools together and by how much."""
+    offers = [Offer(name=f"o-{s.lower()}", sku=s, price=3.0, gpus_per_node=8, max_nodes=1) for s in ("B200", "H200")]
+    catalog = Catalog(name="two", skus=HW.skus, offers=offers)
+    pf = Portfolio.model_validate(
+        {
+            "horizon": "4d",
+            "time_step": "1h",
+            "pools": [
+                {"offer": "o-b200", "gpus": 0, "windows": [{"from": "0h", "to": "4h", "gpus": 8}]},
+                {"offer": "o-h200", "gpus": 0, "windows": [{"from": "0h", "to": "4h", "gpus": 8}]},
+            ],
+            "jobs": [{"name": f"j{i}", "job": {"model": MODELS[1], "tokens": "3B", "seq_len": 4096}} for i in range(2)],
+        }
+    )
+    result = portfolio(pf, catalog=catalog, workers=1, time_limit_s=5)
+    assert result.status == "infeasible"
+    supply = [i for i in result.infeasible if i.constraint == "supply"]
+    assert len(supply) == 1 and supply[0].detail.startswith("all pools together"), result.infeasible
+    assert "they offer 64 over the horizon" in supply[0].detail and supply[0].over_by > 0
+
+
 def test_weighted_lateness_lets_jobs_run_late_instead_of_failing(problems, tmp_path):
     pf = variant(
         problems, tmp_path, ("objective: cost", "objective: weighted_lateness"), ("deadline: 14d", "deadline: 2d")
