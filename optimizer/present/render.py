@@ -419,11 +419,12 @@ def print_portfolio(result, console: Console) -> None:
         "optimal": "Optimal schedule",
         "feasible": f"Feasible schedule (gap {result.gap:.2%} to the bound)",
         "infeasible": "No schedule satisfies every constraint",
-        "unknown": "No schedule found",
+        "unknown": "No complete schedule found" if result.schedule else "No schedule found",
     }[result.status]
     console.print(
         Text(
-            f"{head}: {len(result.schedule)} jobs, total {usd(result.total_cost_usd)}"
+            f"{head}: {len(result.schedule)} jobs{' placed' if result.status == 'unknown' else ''}, "
+            f"total {usd(result.total_cost_usd)}"
             + (f" of {usd(result.budget_usd)}" if result.budget_usd else "")
             + (f", all done by {result.makespan_h:,.0f} h" if result.schedule else ""),
             style="bold",
