@@ -26,7 +26,7 @@ from optimizer.solver.portfolio.greedy import (
     squeaky_wheel,
 )
 from optimizer.solver.portfolio.lagrange import Ascent
-from optimizer.solver.portfolio.lns import Search, freed_options
+from optimizer.solver.portfolio.lns import Search, freed_options, relocate_far
 from optimizer.solver.portfolio.lp import drop_weights, lp_bound
 from optimizer.solver.portfolio.slots import priced_slots
 
@@ -171,6 +171,26 @@ def test_inserting_a_job_ejects_one_that_has_somewhere_else_to_go():
     assert not state.insert(1, [0], near=0) and state.placed == [(0, 0), None]
 
 
+def test_a_job_far_from_its_priced_slot_moves_back_ejecting_one_that_can_go_elsewhere():
+    # a sits on the cheap pool and b, dear elsewhere ($40 against $10), was pushed to the dear pool ($50).
+    # At prices where the cheap pool costs what it saves a (62.5 cents per GPU-step), b's slot is the cheap
+    # pool: relocating b ejects a to the dear pool, $30; no single-job move gets there.
+    jobs = [
+        _job("a", [("cheap", 2, 10.0), ("dear", 2, 20.0)], (0, 2)),
+        _job("b", [("cheap", 2, 10.0), ("dear", 2, 40.0)], (0, 2)),
+    ]
+    slots = priced_slots(jobs, POOL_OF, 4, [np.full(4, 62.5), np.zeros(4)])
+    state = Search(jobs, TWO_POOLS, POOL_OF, 4, None, [(0, 0), (1, 0)], workers=1)
+    assert state.move_each(time.perf_counter() + 5) == 0
+    relocate_far(state, slots, time.perf_counter() + 5)
+    assert state.placed == [(1, 0), (0, 0)] and state.cost_cents() == 3_000
+    # with nowhere else for a, nothing moves
+    alone = [_job("a", [("cheap", 2, 10.0)], (0, 2)), jobs[1]]
+    state = Search(alone, TWO_POOLS, POOL_OF, 4, None, [(0, 0), (1, 0)], workers=1)
+    relocate_far(state, priced_slots(alone, POOL_OF, 4, [np.full(4, 62.5), np.zeros(4)]), time.perf_counter() + 5)
+    assert state.placed == [(0, 0), (1, 0)]
+
+
 def test_the_optional_jobs_greedy_leaves_out_go_in_where_another_job_can_move():
     # b is optional now, and greedy still gives a the cheap pool first; putting the left-out jobs in ejects
     # a to the dear pool, as for a required job. A job whose only option is longer than its window is
@@ -279,6 +299,19 @@ def test_putting_the_left_out_jobs_in_keeps_every_rule_and_every_placed_job(inst
     before = list(state.placed)
     added = state.place_left_out(time.perf_counter() + 5)
     assert sum(p is not None for p in state.placed) == sum(p is not None for p in before) + added
+    _holds_every_rule(state, pools, horizon, before)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_packed_pools(), st.lists(st.floats(0, 200), min_size=16, max_size=16))
+def test_relocating_keeps_every_rule_and_never_costs_more(instance, prices):
+    # at any prices (what the relaxation says only steers which jobs move and where to)
+    state = _greedy_state(instance)
+    jobs, pools, horizon = instance
+    before, cost = list(state.placed), state.cost_cents()
+    slots = priced_slots(jobs, POOL_OF, horizon, [np.array(prices[:8]), np.array(prices[8:])])
+    relocate_far(state, slots, time.perf_counter() + 5)
+    assert state.cost_cents() <= cost
     _holds_every_rule(state, pools, horizon, before)
 
 
