@@ -62,9 +62,9 @@ OPTIONAL_REPAIRS = 3
 # pushed off the pool the relaxation prices them on), which a neighbourhood of 12-20 jobs around one time
 # rarely frees together with everything in their way; an ejection chain moves 10-50 jobs at once.
 # Measured (60 s, 2 cores; BENCHMARKS.md, session 12): 1,000 jobs on demand-sized pools end at
-# 0.57-1.12 % where they ended at 0.71-1.17 %, 5,000 jobs (300 s) at 0.96 % where at 1.08 %; at 200 jobs
-# the neighbourhoods reach every job several times and relocations only take their time (1.18-1.36 %
-# against 1.02-1.19 %), hence RELOCATE_JOBS.
+# 0.53-1.09 % (seed 2 once 1.41 %) where they ended at 0.71-1.17 %, 5,000 jobs (300 s) at 0.96 % where
+# at 1.08 %; at 200 jobs the neighbourhoods reach every job several times and relocations only take
+# their time (1.18-1.36 % against 1.02-1.19 %), hence RELOCATE_JOBS.
 RELOCATE_JOBS = 500
 RELOCATE_SHARE = 0.33
 RELOCATE_TOP = 30
