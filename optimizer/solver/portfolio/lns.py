@@ -682,8 +682,8 @@ def search(
         if time.perf_counter() - t0 > 0.1 * max(0.0, deadline - t0):
             break
     # none in a search that starts with a job it must place left out (a repair search: its time is for
-    # that). Measured on evenly sized pools: relocating there too ended 3.5 % in 4 of 7 runs (the rounded
-    # schedule then lost to the greedy incumbent), 1.9-2.2 % in the others; without, 2.2-2.3 % in 4 of 4
+    # that). Measured on evenly sized pools: relocating there too ended at 3.5 % in 4 of 7 runs and at
+    # 1.9-2.2 % in the others; without, at 2.2-2.3 % in 4 of 4
     waiting = state.required_dropped() or [k for k in place or [] if state.placed[k] is None]
     if slots is not None and len(state.jobs) >= RELOCATE_JOBS and not waiting:
         before = state.cost_cents()
