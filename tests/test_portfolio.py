@@ -2,6 +2,7 @@
 CP-SAT on small instances; every returned schedule respects pools (swept over the timeline),
 releases, deadlines, dependencies and the budget; the answer is deterministic."""
 
+import io
 import itertools
 import json
 import random
@@ -195,6 +196,16 @@ def test_a_required_job_left_out_without_proof_is_not_called_impossible(problems
     assert any(i.constraint == "time_limit" for i in result.infeasible)
     reasons = [d.reason for d in result.dropped if d.job in required]
     assert len(reasons) == 1 and "not proven impossible" in reasons[0] and "cannot carry" not in reasons[0]
+    # and the table says the time limit stopped it, nothing "infeasible"
+    from rich.console import Console
+
+    from optimizer.present.render import print_portfolio
+
+    console = Console(record=True, file=io.StringIO(), width=200)
+    print_portfolio(result, console)
+    text = console.export_text()
+    assert text.startswith("No complete schedule found") and "Stopped by the time limit: required jobs" in text
+    assert "infeasible" not in text.lower()
 
 
 def test_an_optional_job_left_out_is_said_to_make_room_only_where_fewer_drops_were_proven_impossible():

@@ -431,7 +431,9 @@ def print_portfolio(result, console: Console) -> None:
         )
     )
     for item in result.infeasible:
-        console.print(Text(f"Infeasible ({item.constraint}): {item.detail}", style="red"))
+        # a stopped search proves nothing: its entry must not read as a proof
+        label = "Stopped by the time limit" if item.constraint == "time_limit" else f"Infeasible ({item.constraint})"
+        console.print(Text(f"{label}: {item.detail}", style="red"))
     if result.schedule:
         table = Table(title="Schedule", title_justify="left")
         for col in ("job", "plan", "strategy", "start", "end", "cost", "late"):
