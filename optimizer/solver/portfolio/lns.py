@@ -673,6 +673,11 @@ def search(
         pools = {state.pool_of[o.row.offer_name] for k in seeds for o in state.jobs[k].options}
         return state.around(start, size, pools, seeds)
 
+    def waiting() -> list[int]:
+        """The left-out jobs (an option fits their window) the search must place: required ones and ``place``."""
+        must = set(state.required_dropped()) | set(place or [])
+        return [k for k in state.left_out() if k in must]
+
     for _ in range(5):  # single-job moves first: cheap, and they leave the CP-SAT steps the hard part
         t0 = time.perf_counter()
         if not state.move_each(deadline):
@@ -684,8 +689,7 @@ def search(
     # none in a search that starts with a job it must place left out (a repair search: its time is for
     # that). Measured on evenly sized pools: relocating there too ended at 3.5 % in 4 of 7 runs and at
     # 1.9-2.2 % in the others; without, at 2.2-2.3 % in 4 of 4
-    waiting = state.required_dropped() or [k for k in place or [] if state.placed[k] is None]
-    if slots is not None and len(state.jobs) >= RELOCATE_JOBS and not waiting:
+    if slots is not None and len(state.jobs) >= RELOCATE_JOBS and not waiting():
         before = state.cost_cents()
         relocate_far(state, slots, time.perf_counter() + RELOCATE_SHARE * max(0.0, deadline - time.perf_counter()))
         if report is not None and state.cost_cents() < before:
@@ -703,9 +707,7 @@ def search(
             return
         # the jobs to repair: those with an option that fits their window, required ones and ``place`` first,
         # then the other left-out jobs, each a few times (the objective ranks drops first)
-        out = state.left_out()
-        first = set(state.required_dropped()) | {k for k in place or [] if state.placed[k] is None}
-        missing = [k for k in out if k in first] or [k for k in out if repairs.get(k, 0) < OPTIONAL_REPAIRS]
+        missing = waiting() or [k for k in state.left_out() if repairs.get(k, 0) < OPTIONAL_REPAIRS]
         if missing and turn % 2 == 0:
             k = missing[repair_turn % len(missing)]
             repair_turn += 1
