@@ -158,6 +158,12 @@ def test_rounding_keeps_the_relaxations_options_and_leaves_out_what_does_not_fit
     # both given the cheap pool, one of them stays out for the repair step (squeaky wheel or not)
     crowded = guided_schedule(CONTESTED, TWO_POOLS, POOL_OF, 4, None, later, weights, [{0: 1.0}, {0: 1.0}], [0, 0])
     assert sorted(crowded.placed, key=str) == [(0, 0), None]
+    # the one left out goes first in a second rounding, which leaves out the other
+    out = crowded.placed.index(None)
+    again = guided_schedule(
+        CONTESTED, TWO_POOLS, POOL_OF, 4, None, later, weights, [{0: 1.0}, {0: 1.0}], [0, 0], first=[out]
+    )
+    assert again.placed[out] == (0, 0) and again.placed[1 - out] is None
 
 
 def test_inserting_a_job_ejects_one_that_has_somewhere_else_to_go():
@@ -189,6 +195,29 @@ def test_a_job_far_from_its_priced_slot_moves_back_ejecting_one_that_can_go_else
     state = Search(alone, TWO_POOLS, POOL_OF, 4, None, [(0, 0), (1, 0)], workers=1)
     relocate_far(state, priced_slots(alone, POOL_OF, 4, [np.full(4, 62.5), np.zeros(4)]), time.perf_counter() + 5)
     assert state.placed == [(0, 0), (1, 0)]
+
+
+def test_a_left_out_job_goes_in_where_the_fewest_gpus_are_in_its_way():
+    # The cheap pool (8 GPUs, 60 steps) is full: five jobs that can run only where they are fill steps
+    # 0-50, and b, which may also run on the dear pool, holds 4 GPUs in 50-60. Job a (8 GPUs, 5 steps,
+    # any time) can go in only at 50-55, by pushing b to the dear pool: the 24 starts nearest the middle
+    # of its window all fall among the fixed jobs, so ejection there finds nothing; ranked by the
+    # GPU-steps in the way, 50-55 come first.
+    pools = [
+        SimpleNamespace(offers={"cheap"}, segments=[(0, 60, 8)]),
+        SimpleNamespace(offers={"dear"}, segments=[(0, 60, 8)]),
+    ]
+    fixed = [_job(f"f{i}", [("cheap", 10, 10.0)], (10 * i, 10 * i + 10)) for i in range(5)]
+    b = _job("b", [("cheap", 10, 10.0), ("dear", 10, 20.0)], (50, 60))
+    for option in b.options:
+        option.row = SimpleNamespace(offer_name=option.row.offer_name, gpus=4)
+    a = _job("a", [("cheap", 5, 10.0)], (0, 60))
+    placed = [(0, 10 * i) for i in range(5)] + [(0, 50), None]
+    state = Search([*fixed, b, a], pools, POOL_OF, 60, None, placed, workers=1)
+    assert state._insertion(6, [0], 30.0, 24, 1) is None
+    assert state.insert(6, [0], 30.0)
+    assert state.placed[5] == (1, 50) and state.placed[6] is not None and 50 <= state.placed[6][1] <= 55
+    assert state.placed[:5] == placed[:5] and state.cost_cents() == 8_000
 
 
 def test_the_optional_jobs_greedy_leaves_out_go_in_where_another_job_can_move():
@@ -250,24 +279,24 @@ def _packed_pools(draw):
 
 def _holds_every_rule(state: Search, pools, horizon: int, before: list) -> None:
     """Every job placed ``before`` is still placed; windows, dependencies and capacity hold; and the
-    search's own books (GPUs free, jobs per pool) agree with the placements."""
+    search's own books (GPUs free, where each job runs) agree with the placements."""
     assert all(state.placed[y] is not None for y, p in enumerate(before) if p is not None)
     jobs = state.jobs
     index = {job.name: k for k, job in enumerate(jobs)}
     use = [np.zeros(horizon + 1, dtype=np.int64) for _ in pools]
-    running: list[set[int]] = [set() for _ in pools]
     for k, (job, p) in enumerate(zip(jobs, state.placed)):
         if p is None:
+            assert state.run_pool[k] == -1
             continue
         i, s = p
         assert job.release <= s and s + job.durations[i] <= job.deadline
         for dep in job.after:
             assert (q := state.placed[index[dep]]) is not None and q[1] + jobs[index[dep]].durations[q[0]] <= s
         use[POOL_OF[job.options[i].row.offer_name]][s : s + job.durations[i]] += job.options[i].row.gpus
-        running[POOL_OF[job.options[i].row.offer_name]].add(k)
+        runs = (POOL_OF[job.options[i].row.offer_name], s, s + job.durations[i], job.options[i].row.gpus)
+        assert (state.run_pool[k], state.run_start[k], state.run_end[k], state.run_gpus[k]) == runs
     for free, cap, used in zip(state.free, capacity_arrays(pools, horizon), use):
         assert (used[:horizon] <= 8).all() and (free == cap - used).all()
-    assert state.running == running
 
 
 def _greedy_state(instance) -> Search:

@@ -40,22 +40,27 @@ def earliest_start(free: np.ndarray, gpus: int, dur: int, ready: int, last: int)
         return None
     if dur <= 0:
         return ready
-    ok = _fits(free, gpus, dur, ready, last)
-    return ready + int(ok[0]) if len(ok) else None
+    ok = _fit_mask(free, gpus, dur, ready, last)
+    first = int(ok.argmax())  # the first True (argmax stops there), or 0 when there is none
+    return ready + first if ok[first] else None
 
 
 def feasible_starts(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) -> np.ndarray:
     """Every step s in [ready, last] with at least ``gpus`` free at every step of [s, s + dur)."""
     if last < ready:
         return np.zeros(0, dtype=np.int64)
-    return ready + _fits(free, gpus, dur, ready, last)
+    return ready + _fit_mask(free, gpus, dur, ready, last).nonzero()[0]
 
 
-def _fits(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) -> np.ndarray:
-    """The offsets o >= 0 such that start ready + o <= last has ``gpus`` free over its ``dur`` steps:
-    a running count of short steps over the window only (not from step 0: most calls look at a day)."""
-    short = np.concatenate(([0], np.cumsum(free[ready : last + dur] < gpus)))
-    return np.flatnonzero(short[dur : last - ready + 1 + dur] - short[: last - ready + 1] == 0)
+def _fit_mask(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) -> np.ndarray:
+    """Per offset o in [0, last - ready], whether start ready + o has ``gpus`` free over its ``dur``
+    steps: a running count of short steps over the window only (not from step 0: most calls look at a
+    day). Method calls, not numpy's wrappers: the search makes hundreds of thousands of these."""
+    short_steps = free[ready : last + dur] < gpus
+    short = np.zeros(len(short_steps) + 1, dtype=np.int64)
+    short_steps.cumsum(out=short[1:])
+    starts = max(0, len(short_steps) - dur + 1)
+    return short[dur : dur + starts] == short[:starts]
 
 
 def contact_start(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) -> int | None:
@@ -309,19 +314,23 @@ def guided_schedule(
     weights: list[int],
     shares: list[dict[int, float]],
     mean_start: list[float],
+    first: list[int] | None = None,
 ) -> Pass:
     """Squeaky-wheel passes in which each job may take only the option a relaxation's solution gives it
     most of (``shares``: per job, option -> share), jobs in the order of the relaxation's mean start.
     The linear relaxation picks options almost integrally (1,000-job benchmark: 14 of 1,000 jobs split
     between options, 466 between starts), so what it leaves to do is the timing; jobs it gives no option
-    stay unplaced, as do those that find no room, for a repair step to place."""
+    stay unplaced, as do those that find no room, for a repair step to place. ``first``: jobs to place
+    before all others (ones an earlier rounding left out)."""
     prefer = [max(share, key=lambda i: (share[i], -i)) if share else None for share in shares]
     fixed = []
     for job, i in zip(jobs, prefer):
         one = copy.copy(job)
         one.options, one.durations = ([job.options[i]], [job.durations[i]]) if i is not None else ([], [])
         fixed.append(one)
-    order = sorted(range(len(jobs)), key=lambda k: (mean_start[k], k))
+    ahead = list(dict.fromkeys(first or []))
+    taken = set(ahead)
+    order = ahead + sorted((k for k in range(len(jobs)) if k not in taken), key=lambda k: (mean_start[k], k))
     found = squeaky_wheel(fixed, pools, pool_of, horizon, budget_cents, deadline, weights, order=order)
     placed: list[Placement] = [
         (i, p[1]) if p is not None and i is not None else None for i, p in zip(prefer, found.placed)

@@ -286,12 +286,13 @@ def _search(
             target_cents=state.cost_cents() if target is None else target,
         )
 
-    def rounded(lag: LagrangeBound, until: float) -> Search:
-        """The relaxation's own schedule made whole: ``guided_schedule``, single-job moves, then the
-        jobs it left out put in by ejecting others (``Search.insert``): at the options the relaxation
-        gives them most of, then, for those still out, at their cheapest option on each pool."""
+    def rounded(lag: LagrangeBound, until: float, first: list[int] | None = None) -> Search:
+        """The relaxation's own schedule made whole: ``guided_schedule`` (``first``: jobs it places before
+        the others), single-job moves, then the jobs it left out put in by ejecting others
+        (``Search.insert``): at the options the relaxation gives them most of, then, for those still out,
+        at their cheapest option on each pool."""
         placed = guided_schedule(
-            jobs, pools, pool_of, horizon, budget_cents, until, weights, lag.shares, lag.mean_start
+            jobs, pools, pool_of, horizon, budget_cents, until, weights, lag.shares, lag.mean_start, first
         ).placed
         found = Search(jobs, pools, pool_of, horizon, budget_cents, placed, workers)
         found.move_each(until)
@@ -332,6 +333,15 @@ def _search(
                 break  # no time for another try and its repairs
         assert best_found is not None
         short = missing(best_found, state)
+        if short and time.perf_counter() < until:
+            # once more with the jobs it lacks placed before the others (squeaky wheel across roundings):
+            # measured on evenly sized pools, a rounding that lacked one 8-GPU job whose window its pool
+            # had filled (no insertion or repair step put it in, so the answer fell back to the incumbent,
+            # 3.3 % against 1.7-2.0 %) came out complete this way in 2 of 2 runs
+            again = rounded(lag, until, first=short)
+            if score(again) < score(best_found):
+                best_found = again
+                short = missing(best_found, state)
         if short and time.perf_counter() < until:
             search(best_found, until, slots=priced_at, place=short)
         return best_found
