@@ -64,10 +64,13 @@ OPTIONAL_REPAIRS = 3
 # Measured (60 s, 2 cores; BENCHMARKS.md, session 12): 1,000 jobs on demand-sized pools end at
 # 0.53-1.09 % (seed 2 once 1.41 %) where they ended at 0.71-1.17 %, 5,000 jobs (300 s) at 0.96 % where
 # at 1.08 %; at 200 jobs the neighbourhoods reach every job several times and relocations only take
-# their time (1.18-1.36 % against 1.02-1.19 %), hence RELOCATE_JOBS.
+# their time (1.18-1.36 % against 1.02-1.19 %), hence RELOCATE_JOBS. Passes over 120 jobs, not 30, once
+# ejection got faster (session 13; 8 s of relocations from saved 1,000-job schedules: demand-sized seed 2
+# $359,492 with 30, $359,322 with 60, $359,205 with 120, $359,111 with 250; evenly sized $287,139,
+# $286,975, $286,819, $287,166).
 RELOCATE_JOBS = 500
 RELOCATE_SHARE = 0.33
-RELOCATE_TOP = 30
+RELOCATE_TOP = 120
 RELOCATE_OPTIONS = 3
 RELOCATE_STARTS = 24
 # A repair step's time, and its jobs when they are all those crossing the left-out job's window on one
@@ -512,7 +515,8 @@ class Search:
                     break
         if (short > 0).any():
             return None
-        # what the moves add at least: k's option, and each ejected job at its cheapest option
+        # what the moves add at least: k's option, and each ejected job at its cheapest option (a heuristic
+        # bound where a job the deeper insertion pushes out would move to a cheaper option than its own)
         least = {y: self.cents[y][self.by_cost[y][0]] - self._cents_of(y) for y in ejected}
         adds = self.cents[k][at[0]] - self._cents_of(k) + sum(least.values())
         if limit is not None and adds >= limit:
