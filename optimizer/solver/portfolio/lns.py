@@ -65,9 +65,9 @@ OPTIONAL_REPAIRS = 3
 # 0.53-1.09 % (seed 2 once 1.41 %) where they ended at 0.71-1.17 %, 5,000 jobs (300 s) at 0.96 % where
 # at 1.08 %; at 200 jobs the neighbourhoods reach every job several times and relocations only take
 # their time (1.18-1.36 % against 1.02-1.19 %), hence RELOCATE_JOBS. Passes over 120 jobs, not 30, once
-# ejection got faster (session 13; 8 s of relocations from saved 1,000-job schedules: demand-sized seed 2
-# $359,492 with 30, $359,322 with 60, $359,205 with 120, $359,111 with 250; evenly sized $287,139,
-# $286,975, $286,819, $287,166).
+# ejection got faster (session 13; 8 s of relocations from the same saved 1,000-job schedule each:
+# demand-sized seed 2 $359,508 with 30, $359,316 with 60, $359,389 with 120; evenly sized $287,273,
+# $287,240, $287,215; whole 60 s runs the same or 0.04-0.1 points lower).
 RELOCATE_JOBS = 500
 RELOCATE_SHARE = 0.33
 RELOCATE_TOP = 120
