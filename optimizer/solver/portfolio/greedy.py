@@ -41,6 +41,8 @@ def earliest_start(free: np.ndarray, gpus: int, dur: int, ready: int, last: int)
     if dur <= 0:
         return ready
     ok = _fit_mask(free, gpus, dur, ready, last)
+    if not len(ok):
+        return None  # no run of ``dur`` steps between ready and the end of the timeline
     first = int(ok.argmax())  # the first True (argmax stops there), or 0 when there is none
     return ready + first if ok[first] else None
 
