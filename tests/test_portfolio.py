@@ -10,11 +10,13 @@ import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 from typer.testing import CliRunner
 
 from optimizer import load_catalog, load_portfolio, portfolio
 from optimizer.cli import app
 from optimizer.inputs.schema import Catalog, Offer, Portfolio
+from optimizer.present.render import print_portfolio
 from optimizer.solver.portfolio.data import pool_specs, prepare_jobs
 
 HW = load_catalog("hardware")
@@ -197,10 +199,6 @@ def test_a_required_job_left_out_without_proof_is_not_called_impossible(problems
     reasons = [d.reason for d in result.dropped if d.job in required]
     assert len(reasons) == 1 and "not proven impossible" in reasons[0] and "cannot carry" not in reasons[0]
     # and the table says the time limit stopped it, nothing "infeasible"
-    from rich.console import Console
-
-    from optimizer.present.render import print_portfolio
-
     console = Console(record=True, file=io.StringIO(), width=200)
     print_portfolio(result, console)
     text = console.export_text()

@@ -459,11 +459,10 @@ class Search:
         """The starts in [r, lim - d] nearest ``near``; ``roomiest``: those where the GPU-steps short of
         ``gpus`` on ``pool`` are fewest first (measured on evenly sized pools: a 1-GPU job of 79 steps in a
         98-step window found room, by ejection, only in the last 20 steps of its window)."""
-        ranked = sorted(range(r, lim - d + 1), key=lambda s: (abs(s - near), s))
-        if not roomiest or not ranked:
-            return ranked
+        if not roomiest:
+            return sorted(range(r, lim - d + 1), key=lambda s: (abs(s - near), s))
         short = np.concatenate(([0], np.cumsum(np.maximum(0, gpus - self.free[pool][r:lim]))))
-        return sorted(ranked, key=lambda s: int(short[s - r + d] - short[s - r]))  # stable: then nearest
+        return sorted(range(r, lim - d + 1), key=lambda s: (int(short[s - r + d] - short[s - r]), abs(s - near), s))
 
     def _delta(self, moves: list[tuple[int, Placement]]) -> int:
         """What the moves add to the cost (the last move of a job counts)."""

@@ -337,7 +337,8 @@ def _search(
             # once more with the jobs it lacks placed before the others (squeaky wheel across roundings):
             # measured on evenly sized pools, a rounding that lacked one 8-GPU job whose window its pool
             # had filled (no insertion or repair step put it in, so the answer fell back to the incumbent,
-            # 3.3 % against 1.7-2.0 %) came out complete this way in 2 of 2 runs
+            # 3.3 % against 1.4-2.0 %) came out complete this way in 4 of 7 traced runs (BENCHMARKS.md,
+            # session 13)
             again = rounded(lag, until, first=short)
             if score(again) < score(best_found):
                 best_found = again
