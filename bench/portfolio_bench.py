@@ -4,7 +4,8 @@ Two generators: ``instance`` (random fine-tunes, every job its own shape, demand
 pools) and ``constructed`` (feasible by construction: jobs of a few repeated shapes are packed into
 four pools up to ``load`` of their GPU-hours on random options, and each job's release and deadline
 are widened around its packed slot, so a schedule placing every required job exists). Each size runs in
-its own process (peak memory is that process's ru_maxrss). Reports the time to the first complete
+its own process (peak memory: that process's ru_maxrss plus its children's, the ascent the search
+forks). Reports the time to the first complete
 schedule and to a 1 % gap, the final gap against the reported bound (LP relaxation or CP-SAT), the
 required jobs placed, peak memory, and the saving over the greedy baseline.
 
@@ -175,6 +176,7 @@ def constructed(
     horizon_d: int = 30,
     slack_h: int = 24,
     pools_sized: str = "even",
+    prices_drawn: str = "market",
 ) -> tuple[Portfolio, Catalog, Known]:
     """Feasible by construction, as in the issue: ``shapes`` distinct jobs repeated under many names,
     every one packed at a random time on one of its three cheapest options (a random one in 30 % of
@@ -190,6 +192,9 @@ def constructed(
     stays near 1 / ``load`` of their demand (1,000 jobs at ``load`` 1.2-1.25, seeds 0-2: 86-97 % use, the
     bound 4.7-6.6 % above the cheapest; on seed 1 the pool most jobs want is 99 % used in the schedules
     found).
+    ``prices_drawn`` "market": each GPU's market price moved up to 10 % either way; "uniform": each drawn
+    from $2-6 per GPU-hour whatever the GPU, as in the generator issue 13 was measured on (its seed 0 at
+    ``load`` 0.82 with evenly sized pools is that instance, re-priced by today's physics).
     A fraction ``optional`` is made optional (they are in the packing too). Returns the portfolio, the
     catalog and what the packing says (its cost is an upper bound on the optimum). A short ``horizon_d``
     makes a few dozen jobs fill the smallest pools (one node each), small enough for CP-SAT to prove."""
@@ -209,9 +214,12 @@ def constructed(
         for _ in range(shapes)
     ]
     entries = [{"name": f"job{i}", "job": specs[rng.randrange(shapes)]} for i in range(n_jobs)]
-    # Market prices per GPU-hour (catalogs/public-2026-11.yaml; B200 from catalogs/nodus-2026-11.yaml),
-    # each moved up to 10 % either way: faster GPUs cost more, as they do.
-    prices = [round(base * rng.uniform(0.9, 1.1), 3) for base in MARKET_USD_PER_GPU_HOUR]
+    if prices_drawn == "uniform":
+        prices = [round(rng.uniform(2.0, 6.0), 3) for _ in skus]
+    else:
+        # market prices per GPU-hour (catalogs/public-2026-11.yaml; B200 from catalogs/nodus-2026-11.yaml),
+        # each moved up to 10 % either way: faster GPUs cost more, as they do
+        prices = [round(base * rng.uniform(0.9, 1.1), 3) for base in MARKET_USD_PER_GPU_HOUR]
 
     def draft(nodes: list[int]):
         offers = [
@@ -318,7 +326,13 @@ def constructed(
 def run_one(args: argparse.Namespace, n: int) -> dict:
     if args.generator == "constructed":
         pf, catalog, known = constructed(
-            n, seed=args.seed, load=args.load, optional=0.2, slack_h=args.slack_h, pools_sized=args.pools_sized
+            n,
+            seed=args.seed,
+            load=args.load,
+            optional=0.2,
+            slack_h=args.slack_h,
+            pools_sized=args.pools_sized,
+            prices_drawn=args.prices,
         )
         offers = len(catalog.offers)
     else:
@@ -361,7 +375,9 @@ def run_one(args: argparse.Namespace, n: int) -> dict:
         "utilisation": known.utilisation if known else None,
         "known_cost": known.cost_usd if known else None,
         "cheapest": known.cheapest_usd if known else None,
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        # with the ascent the search forks beside it (``Ascent.run_apart``): the sum of both peaks, an upper bound
+        "peak_mb": sum(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        / 1024,
     }
 
 
@@ -389,6 +405,13 @@ def main() -> None:
         default="even",
         help="Constructed: the four pools grow together (even), each by its own jobs' demand (demand), or "
         "from --load of that demand with the pool of a failing job's next option growing (mixed).",
+    )
+    ap.add_argument(
+        "--prices",
+        choices=["market", "uniform"],
+        default="market",
+        help="Constructed: market prices moved up to 10 %% (market), or $2-6 per GPU-hour drawn per GPU "
+        "whatever its speed (uniform: the generator issue 13 was measured on).",
     )
     ap.add_argument("--seed", type=int, default=0, help="Constructed: the instance's random seed.")
     ap.add_argument("--generator", choices=["constructed", "random"], default="constructed")

@@ -3,6 +3,7 @@ feasible by construction no required job is dropped; the time limit bounds the w
 one shape share one candidate table."""
 
 import random
+import sys
 import time
 from types import SimpleNamespace
 
@@ -25,7 +26,7 @@ from optimizer.solver.portfolio.greedy import (
     guided_schedule,
     squeaky_wheel,
 )
-from optimizer.solver.portfolio.lagrange import Ascent
+from optimizer.solver.portfolio.lagrange import Ascent, _range_min
 from optimizer.solver.portfolio.lns import Search, freed_options, relocate_far
 from optimizer.solver.portfolio.lp import drop_weights, lp_bound
 from optimizer.solver.portfolio.slots import priced_slots
@@ -128,6 +129,20 @@ def test_a_resumed_ascent_goes_on_from_its_best_multipliers():
     assert resumed.bound_cents is not None and 2_950 <= resumed.bound_cents <= 3_000
     again = ascent.run(0, deadline=time.perf_counter())
     assert again.bound_cents == resumed.bound_cents and again.prices[0][:2].sum() > 0
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="runs apart only where processes fork")
+def test_an_ascent_run_apart_answers_as_in_line_and_leaves_its_multipliers_to_resume_from():
+    # The contested pair converges in well under a second: run in a forked process, the ascent gives the
+    # same bound and shares as in line, and the Ascent it came from resumes at that bound.
+    in_line = Ascent(CONTESTED, TWO_POOLS, POOL_OF, 4, None).run(0, deadline=time.perf_counter() + 5)
+    ascent = Ascent(CONTESTED, TWO_POOLS, POOL_OF, 4, None)
+    apart = ascent.run_apart(0, deadline=time.perf_counter() + 5)
+    assert apart is not None
+    time.sleep(1)  # (collecting stops it: let it converge first, in a few milliseconds)
+    out = apart.collect(10)
+    assert out is not None and out.bound_cents == in_line.bound_cents and out.shares == in_line.shares
+    assert ascent.run(0, deadline=time.perf_counter()).bound_cents == in_line.bound_cents
 
 
 def test_the_relaxations_averaged_choices_are_its_schedule():
@@ -249,6 +264,23 @@ def test_the_starts_that_fit_are_every_start_with_room_over_the_whole_run(free, 
     ]
     assert feasible_starts(free_arr, gpus, dur, ready, last).tolist() == expected
     assert earliest_start(free_arr, gpus, dur, ready, last) == (expected[0] if expected else None)
+
+
+@given(st.data())
+def test_the_range_minimum_is_the_smallest_value_in_each_range(data):
+    # brute force: numpy's min over each slice; ranges of every length up to the whole row, so every level
+    # of the sparse table (and a row shorter than the longest power of two) is read
+    rows, width = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 40))
+    cells = data.draw(st.lists(st.floats(-1e6, 1e6), min_size=rows * width, max_size=rows * width))
+    values = np.array(cells).reshape(rows, width)
+    asks = data.draw(
+        st.lists(st.tuples(st.integers(0, rows - 1), st.integers(0, width - 1), st.integers(0, width - 1)), min_size=1)
+    )
+    row = np.array([r for r, _, _ in asks])
+    lo = np.array([min(a, b) for _, a, b in asks])
+    hi = np.array([max(a, b) for _, a, b in asks])
+    expected = [values[r, a : b + 1].min() for r, a, b in zip(row, lo, hi)]
+    assert _range_min(values, lo, hi, row).tolist() == expected
 
 
 @st.composite

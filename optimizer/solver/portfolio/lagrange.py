@@ -30,7 +30,11 @@ options at once with a sparse table per (pool, duration) pair.
 
 from __future__ import annotations
 
+import multiprocessing
+import signal
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -135,17 +139,15 @@ def _options(jobs, pool_of: dict[str, int], horizon: int) -> _Options:
 
 
 def _range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """min(values[rows[i], lo[i] : hi[i] + 1]) for every i, with a sparse table over the last axis."""
+    """min(values[rows[i], lo[i] : hi[i] + 1]) for every i, with a sparse table over the last axis built
+    only as deep as the longest range needs (level l holds the minimum of 2^l values from each column)."""
+    level = np.floor(np.log2(hi - lo + 1)).astype(np.int64)
     tables = [values]
     width = 1
-    while 2 * width <= values.shape[1]:
+    for _ in range(int(level.max()) if len(level) else 0):
         prev = tables[-1]
-        nxt = prev.copy()
-        nxt[:, : prev.shape[1] - width] = np.minimum(prev[:, : prev.shape[1] - width], prev[:, width:])
-        tables.append(nxt)
+        tables.append(np.minimum(prev[:, :-width], prev[:, width:]))
         width *= 2
-    length = hi - lo + 1
-    level = np.floor(np.log2(length)).astype(np.int64)
     out = np.empty(len(lo))
     for lv in np.unique(level):
         sel = level == lv
@@ -187,10 +189,12 @@ class Ascent:
         *,
         deadline: float,
         target_cents: float | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> LagrangeBound:
-        """Ascend until ``deadline`` (a perf_counter time). ``dropped_limit`` None: every job with an
-        option must run. ``target_cents``: a schedule's cost (sets the step; default 1.1 x the best bound).
-        The bound returned is the best found for this drop limit, in this run or an earlier one."""
+        """Ascend until ``deadline`` (a perf_counter time), or until ``stop()`` says so. ``dropped_limit``
+        None: every job with an option must run. ``target_cents``: a schedule's cost (sets the step; default
+        1.1 x the best bound). The bound returned is the best found for this drop limit, in this run or an
+        earlier one."""
         t0 = time.perf_counter()
         if dropped_limit != self.limit:  # the best bound was for another limit: this one climbs on its own
             self.limit, self.best, self.best_out = dropped_limit, -np.inf, None
@@ -265,7 +269,7 @@ class Ascent:
             if theta < min_theta:
                 out.converged = True
                 break
-            if time.perf_counter() >= deadline:
+            if time.perf_counter() >= deadline or (stop is not None and stop()):
                 break
             # Subgradient: each relaxed constraint's slack at the current choices.
             use = np.zeros((len(cap), horizon + 1))
@@ -314,15 +318,70 @@ class Ascent:
         out.seconds = time.perf_counter() - t0
         return out
 
+    def run_apart(
+        self, dropped_limit: int | None, *, deadline: float, target_cents: float | None = None
+    ) -> Apart | None:
+        """``run`` in a forked process while the caller goes on searching on the other core; ``Apart.collect``
+        takes its answer and multipliers. None where processes cannot be forked (not Linux): run it in line."""
+        if sys.platform != "linux":
+            return None
+        context = multiprocessing.get_context("fork")
+        receive, send = context.Pipe(duplex=False)
+        stop = context.Event()
+
+        def work() -> None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the parent's to handle
+            out = self.run(dropped_limit, deadline=deadline, target_cents=target_cents, stop=stop.is_set)
+            send.send((out, {name: getattr(self, name) for name in _STATE}))
+
+        process = context.Process(target=work, daemon=True)
+        process.start()
+        send.close()
+        return Apart(self, process, receive, stop)
+
+
+# What a run changes on its Ascent, sent back from a run apart so that later runs resume from it.
+_STATE = ("lam", "mu", "nu", "theta", "limit", "best", "best_at", "best_out", "mass", "start_mass")
+
+
+class Apart:
+    """An ascent running in a forked process (``Ascent.run_apart``)."""
+
+    def __init__(self, ascent: Ascent, process, receive, stop) -> None:
+        self._ascent, self._process, self._receive, self._stop = ascent, process, receive, stop
+
+    def collect(self, wait_s: float) -> LagrangeBound | None:
+        """Stop the ascent and take its answer, its Ascent's state with it; None (the Ascent as it was)
+        when nothing came within ``wait_s`` seconds."""
+        self._stop.set()
+        got = None
+        try:
+            if self._receive.poll(wait_s):
+                got = self._receive.recv()
+        except (EOFError, OSError):  # the process died without an answer
+            got = None
+        finally:
+            self._receive.close()
+            self._process.join(timeout=0.5)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join()
+        if got is None:
+            return None
+        out, state = got
+        for name, value in state.items():
+            setattr(self._ascent, name, value)
+        return out
+
 
 def _evaluate(opts: _Options, lam, mu, nu, weights, may_drop, horizon, pair_pool, pair_dur):
     """sum_j of each job's relaxed minimum; per job with options its best row (-1: dropped) and start."""
     prefix = np.concatenate([np.zeros((len(lam), 1)), np.cumsum(lam, axis=1)], axis=1)  # (pools, horizon+1)
     width = horizon + 1
-    run = np.full((len(pair_pool), width), np.inf)
-    for p in range(len(pair_pool)):
-        d = int(pair_dur[p])
-        run[p, : width - d] = prefix[pair_pool[p], d:] - prefix[pair_pool[p], : width - d]
+    # per (pool, duration) pair and start: the prices summed over the run's steps (inf past the end)
+    ends = np.arange(width)[None, :] + pair_dur[:, None]
+    ended = prefix[pair_pool[:, None], np.minimum(ends, width - 1)]
+    run = np.where(ends < width, ended - prefix[pair_pool], np.inf)
     price = _range_min(run, opts.lo, opts.hi, opts.pair)
     total = (1.0 + mu) * opts.cents + opts.gpus * price
     best_per_job = np.minimum.reduceat(total, opts.first)

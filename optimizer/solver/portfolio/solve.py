@@ -33,7 +33,7 @@ from .greedy import (
     reorder_search,
     squeaky_wheel,
 )
-from .lagrange import Ascent, LagrangeBound
+from .lagrange import Apart, Ascent, LagrangeBound
 from .lns import Search, search
 from .lp import drop_weights, fits_window, lp_bound
 from .slots import PricedSlots, priced_slots
@@ -61,8 +61,11 @@ POLISH_SHARE = 0.5  # of the time left after the options are built
 # The search stops early once its gap to the LP bound is below this.
 STOP_GAP = 1e-4
 # The ascent resumed after iterated greedy, aimed at the improved schedule's cost: its share of the time
-# then left.
+# then left, where it cannot run apart (one worker, or no fork).
 REFINE_SHARE = 0.25
+# Seconds to wait, after the search, for the ascent run apart to stop and send its answer (it checks
+# between iterations: about 15 ms each at 1,000 jobs).
+APART_WAIT_S = 2.0
 # Share of the search's time for putting in the jobs the first schedule leaves out (measured at 1,000
 # jobs where the pools of most jobs' cheapest options are short, ``--pools-sized mixed``: greedy left 16
 # optional jobs out, insertion put 8 of them in within 13 s).
@@ -435,28 +438,42 @@ def _search(
         if reordered.score < score(state):
             state = Search(jobs, pools, pool_of, horizon, budget_cents, reordered.placed, workers)
             rounded_won = False
-    if "lagrangian_relaxation" in bounds and time.perf_counter() < deadline - reserve:
-        # The ascent resumed, more patient and aimed at the improved schedule's cost: the first one's
-        # Polyak target (the first schedule, 7 % above the bound at 1,000 jobs) stops it short of the LP.
-        again = ascent(
-            time.perf_counter() + REFINE_SHARE * max(0.0, deadline - reserve - time.perf_counter()),
-        )
-        if again.bound_cents is not None and again.bound_cents > bounds["lagrangian_relaxation"]:
-            bounds["lagrangian_relaxation"] = again.bound_cents
-            guide = again.choice_cents
-            slots = priced_slots(jobs, pool_of, horizon, again.prices)
-        show("bound")
     # Where jobs that fit are still left out, the neighbourhoods may put some in; then the bounds, each
     # for as many drops as the schedule had when it was computed, are weaker than one for the final
     # drops, so a last ascent gets a share of the time.
     relaxed = "lagrangian_relaxation" in bounds
     last = FINAL_BOUND_SHARE * max(0.0, deadline - reserve - time.perf_counter()) if relaxed and state.left_out() else 0
 
+    def refined(again: LagrangeBound | None) -> None:
+        nonlocal guide, slots
+        if again is not None and again.bound_cents is not None and again.bound_cents > bounds["lagrangian_relaxation"]:
+            bounds["lagrangian_relaxation"] = again.bound_cents
+            guide = again.choice_cents
+            slots = priced_slots(jobs, pool_of, horizon, again.prices)
+        show("bound")
+
+    # The ascent resumed, more patient and aimed at the improved schedule's cost: the first one's Polyak
+    # target (the first schedule, 7 % above the bound at 1,000 jobs) stops it short of the LP. With two
+    # workers it runs apart, on the second core, for as long as the neighbourhoods search (``Ascent.run_apart``);
+    # otherwise first, for a share of the time.
+    apart: Apart | None = None
+    if relaxed and time.perf_counter() < deadline - reserve:
+        if workers >= 2:
+            apart = relax.run_apart(
+                state.dropped_weight(), deadline=deadline - reserve - last, target_cents=state.cost_cents()
+            )
+        if apart is None:
+            refined(ascent(time.perf_counter() + REFINE_SHARE * max(0.0, deadline - reserve - time.perf_counter())))
+
     def neighbourhoods(until: float) -> None:
         target = best()[0] / (1 - STOP_GAP) if len(bounds) > 1 else None
         search(state, until, guide_cents=guide, report=show, target_cents=target, slots=slots)
 
-    neighbourhoods(deadline - reserve - last)
+    try:
+        neighbourhoods(deadline - reserve - last)
+    finally:
+        if apart is not None:
+            refined(apart.collect(APART_WAIT_S))
     # (the last ascent's drop limit is the smallest: the schedule never drops more than it did)
     if last and relax.limit is not None and state.dropped_weight() < relax.limit:
         final = ascent(deadline - reserve)
