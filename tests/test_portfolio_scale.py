@@ -179,6 +179,12 @@ def test_rounding_keeps_the_relaxations_options_and_leaves_out_what_does_not_fit
         CONTESTED, TWO_POOLS, POOL_OF, 4, None, later, weights, [{0: 1.0}, {0: 1.0}], [0, 0], first=[out]
     )
     assert again.placed[out] == (0, 0) and again.placed[1 - out] is None
+    # with a fallback, the job crowded off the cheap pool takes its next option there instead of staying
+    # out: a, placed second (mean start 1), falls back to the dear pool; b has nothing to fall back to
+    widened = guided_schedule(
+        CONTESTED, TWO_POOLS, POOL_OF, 4, None, later, weights, [{0: 1.0}, {0: 1.0}], [1, 0], fallback=[[0, 1], [0]]
+    )
+    assert widened.placed == [(1, 0), (0, 0)]
 
 
 def test_inserting_a_job_ejects_one_that_has_somewhere_else_to_go():

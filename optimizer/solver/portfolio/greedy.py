@@ -120,13 +120,15 @@ def greedy_schedule(
     prices: list[np.ndarray] | None = None,
     order: list[int] | None = None,
     fit: Fit = "earliest",
+    in_order: bool = False,
 ) -> list[Placement]:
     """Per job, (option index, start step) or None when it could not be placed (pools, deadline, budget).
     Each job takes its cheapest option (ties: shorter) at its earliest start, or with ``fit`` "contact"
     at the start that packs it against its neighbours (``contact_start``; jobs others wait for still start
     as early as they can). ``prices``: cents
     per GPU-step per pool (a Lagrangian relaxation's capacity prices): each job then takes the option and
-    start that cost least with the GPU-steps it occupies priced in, among those that fit."""
+    start that cost least with the GPU-steps it occupies priced in, among those that fit. ``in_order``:
+    each job tries its options in the order listed, not cheapest first."""
     free = capacity_arrays(pools, horizon)
     prefix = None if prices is None else [np.concatenate(([0.0], np.cumsum(p[:horizon]))) for p in prices]
     spent = 0
@@ -154,7 +156,11 @@ def greedy_schedule(
                     placed[k] = (i, at)
                     spent += cents
                 continue
-            ranked = sorted(range(len(job.options)), key=lambda i: (job.options[i].cost_usd, job.durations[i]))
+            ranked = (
+                range(len(job.options))
+                if in_order
+                else sorted(range(len(job.options)), key=lambda i: (job.options[i].cost_usd, job.durations[i]))
+            )
             for i in ranked:
                 opt, dur = job.options[i], job.durations[i]
                 cents = usd_to_cents(opt.cost_usd)
@@ -219,17 +225,20 @@ def squeaky_wheel(
     passes: int = 50,
     order: list[int] | None = None,
     fit: Fit = "earliest",
+    in_order: bool = False,
 ) -> Pass:
     """Greedy passes in which the jobs a pass left out go first in the next (squeaky-wheel
     optimisation, Joslin and Clements 1999, JAIR 10): each pass places the previous one's failures
     before the jobs that crowded them out. Stops when a pass leaves nothing out, after ``passes`` or at
     ``deadline`` (a perf_counter time); returns the pass that dropped the least weight, then cost least.
-    ``order``: the first pass's job order (default earliest deadline first); ``fit``: as in
-    ``greedy_schedule``."""
+    ``order``: the first pass's job order (default earliest deadline first); ``fit`` and ``in_order``: as
+    in ``greedy_schedule``."""
     order = default_order(jobs, horizon) if order is None else order
     best: Pass | None = None
     for _ in range(passes):
-        placed = greedy_schedule(jobs, pools, pool_of, horizon, budget_cents, prices=prices, order=order, fit=fit)
+        placed = greedy_schedule(
+            jobs, pools, pool_of, horizon, budget_cents, prices=prices, order=order, fit=fit, in_order=in_order
+        )
         dropped = [k for k in order if placed[k] is None and jobs[k].options]
         score = (
             sum(weights[k] for k in dropped),
@@ -317,24 +326,31 @@ def guided_schedule(
     shares: list[dict[int, float]],
     mean_start: list[float],
     first: list[int] | None = None,
+    fallback: list[list[int]] | None = None,
 ) -> Pass:
     """Squeaky-wheel passes in which each job may take only the option a relaxation's solution gives it
     most of (``shares``: per job, option -> share), jobs in the order of the relaxation's mean start.
     The linear relaxation picks options almost integrally (1,000-job benchmark: 14 of 1,000 jobs split
     between options, 466 between starts), so what it leaves to do is the timing; jobs it gives no option
     stay unplaced, as do those that find no room, for a repair step to place. ``first``: jobs to place
-    before all others (ones an earlier rounding left out)."""
+    before all others (ones an earlier rounding left out). ``fallback``: per job, options it may take, in
+    that order, where its own finds no room (where the relaxation is far from integral, e.g. half its
+    jobs split over starts and a tenth over pools, holding every job to one option leaves dozens out)."""
     prefer = [max(share, key=lambda i: (share[i], -i)) if share else None for share in shares]
+    tried = [
+        ([i] if i is not None else []) + [o for o in (fallback[k] if fallback else []) if o != i]
+        for k, i in enumerate(prefer)
+    ]
     fixed = []
-    for job, i in zip(jobs, prefer):
+    for job, ranked in zip(jobs, tried):
         one = copy.copy(job)
-        one.options, one.durations = ([job.options[i]], [job.durations[i]]) if i is not None else ([], [])
+        one.options, one.durations = [job.options[i] for i in ranked], [job.durations[i] for i in ranked]
         fixed.append(one)
     ahead = list(dict.fromkeys(first or []))
     taken = set(ahead)
     order = ahead + sorted((k for k in range(len(jobs)) if k not in taken), key=lambda k: (mean_start[k], k))
-    found = squeaky_wheel(fixed, pools, pool_of, horizon, budget_cents, deadline, weights, order=order)
+    found = squeaky_wheel(fixed, pools, pool_of, horizon, budget_cents, deadline, weights, order=order, in_order=True)
     placed: list[Placement] = [
-        (i, p[1]) if p is not None and i is not None else None for i, p in zip(prefer, found.placed)
+        (ranked[p[0]], p[1]) if p is not None else None for ranked, p in zip(tried, found.placed)
     ]
     return Pass(placed, found.order, found.score)
