@@ -97,9 +97,11 @@ REPAIR_SHARE = 0.3
 # relaxation's option take one of its this many cheapest options at the relaxation's prices. Measured at
 # 1,000 jobs on the instance issue 13 was measured on (``--prices uniform``, seed 0; its LP splits 109 jobs
 # over options): every rounding lost to iterated greedy (it left 50-60 jobs out, too many to put in by
-# ejection in time), 5.2 % at 60 s; with this, 2.2 % and 3.1 %. Letting every rounding fall back cost
-# 0.6-0.8 points on demand-sized and evenly sized pools (1.37 % and 1.75 % where 0.6-0.7 % and 1.2-1.4 %),
-# where insertion puts the left-out jobs on their own options instead.
+# ejection in time), 4.8-5.5 % at 60 s; with this 3.1 % and 4.9 % in two runs (the widened rounding needs
+# time for a second rounding after the first one's insertions; 2.2 % where the second always fell back).
+# Letting every rounding fall back cost 0.4-1 point on demand-sized, evenly sized and mixed pools (1.37 %,
+# 1.75 %, 2.13 % where 0.6-0.7 %, 1.2-1.6 %, 1.0-1.1 %): there insertion puts the few left-out jobs on their
+# own options, which a fallback to a slower GPU does not.
 ROUND_FALLBACKS = 3
 
 Choices = list[tuple[int | None, int]]  # per job: option index (None: dropped) and start step
