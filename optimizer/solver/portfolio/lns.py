@@ -561,7 +561,7 @@ class Search:
         assert cur is not None
         before = self.cents[k][cur[0]]
         self._move(k, None)
-        options = sorted(slots.shortlist(k, RELOCATE_OPTIONS), key=lambda i: slots.option_cents[k][i])
+        options = slots.shortlist(k, RELOCATE_OPTIONS)
         found = self._insertion(k, options, float(slots.middle[k]), RELOCATE_STARTS, INSERT_DEPTH, before)
         if found is None:
             self._move(k, cur)
@@ -635,7 +635,7 @@ def freed_options(state: Search, slots: PricedSlots) -> list[set[int]]:
     whose cheapest slot costs least at the relaxation's prices, its ``CHEAPEST_OPTIONS`` cheapest, and its
     cheapest on each pool, so a job may leave a full pool for one with room."""
     return [
-        slots.shortlist(k, PRICED_OPTIONS) | set(state.by_cost[k][:CHEAPEST_OPTIONS]) | state.cheapest_per_pool(k)
+        set(slots.shortlist(k, PRICED_OPTIONS)) | set(state.by_cost[k][:CHEAPEST_OPTIONS]) | state.cheapest_per_pool(k)
         for k in range(len(state.jobs))
     ]
 

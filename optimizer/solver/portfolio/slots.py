@@ -36,10 +36,10 @@ class PricedSlots:
     prefix: list[np.ndarray]
     option_cents: list[list[float]]  # per job and option: its cheapest priced cost (inf: does not fit)
 
-    def shortlist(self, job: int, count: int) -> set[int]:
-        """The ``count`` options of a job whose cheapest priced slot costs least."""
+    def shortlist(self, job: int, count: int) -> list[int]:
+        """The ``count`` options of a job whose cheapest priced slot costs least, cheapest first."""
         ranked = sorted(range(len(self.option_cents[job])), key=lambda i: self.option_cents[job][i])
-        return {i for i in ranked[:count] if np.isfinite(self.option_cents[job][i])}
+        return [i for i in ranked[:count] if np.isfinite(self.option_cents[job][i])]
 
     def priced_cents(self, cents: int, pool: int, gpus: int, start: int, steps: int) -> float:
         """A placement's cost with its GPU-steps priced in."""

@@ -307,15 +307,7 @@ def _search(
         ``ROUND_FALLBACKS`` cheapest priced ones), single-job moves, then the jobs it left out put in by
         ejecting others (``Search.insert``): at the options the relaxation gives them most of, then, for
         those still out, at their cheapest option on each pool."""
-        fallback = None
-        if widen is not None:
-            fallback = [
-                sorted(
-                    (i for i, cents in enumerate(widen.option_cents[k]) if math.isfinite(cents)),
-                    key=lambda i: widen.option_cents[k][i],
-                )[:ROUND_FALLBACKS]
-                for k in range(len(jobs))
-            ]
+        fallback = None if widen is None else [widen.shortlist(k, ROUND_FALLBACKS) for k in range(len(jobs))]
         placed = guided_schedule(
             jobs, pools, pool_of, horizon, budget_cents, until, weights, lag.shares, lag.mean_start, first, fallback
         ).placed
