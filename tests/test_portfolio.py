@@ -27,16 +27,25 @@ MODELS = [
 
 
 def check_schedule(pf, result, catalog):
-    """Sweep every pool's timeline; check releases, deadlines, dependencies and the budget."""
+    """Sweep every pool's timeline (the reported use too); check releases, deadlines, dependencies and the
+    budget."""
     step = pf.time_step_s / 3600
     horizon = int(pf.horizon_s // pf.time_step_s)
     pools = pool_specs(pf, catalog, horizon)
     by_name = {j.job: j for j in result.schedule}
+    reported = {use.offer: use for use in result.pools}
     for pool in pools:
         runs = [j for j in result.schedule if j.offer in pool.offers]
         for t in range(horizon):
             used = sum(j.plan.gpus for j in runs if j.start_h <= t * step < j.end_h)
             assert used <= pool.capacity_at(t), (pool.name, t, used)
+        if pool.name in reported:  # the reported use: at each change, the GPUs of the runs then running
+            use = reported[pool.name]
+            for at_h, gpus in use.timeline:
+                assert gpus == sum(j.plan.gpus for j in runs if j.start_h <= at_h < j.end_h), (pool.name, at_h)
+            assert use.peak_used == max((g for _, g in use.timeline), default=0)
+        else:
+            assert not runs
     for entry in pf.jobs:
         j = by_name.get(entry.name)
         if j is None:
