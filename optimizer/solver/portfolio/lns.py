@@ -73,6 +73,13 @@ RELOCATE_SHARE = 0.33
 RELOCATE_TOP = 120
 RELOCATE_OPTIONS = 3
 RELOCATE_STARTS = 24
+# A job a relocation pushes out that fits nowhere goes in by ejection at this many of its roomiest starts,
+# not ``INSERT_STARTS_DEEP`` (8, for putting in left-out jobs): a relocation then takes a third to a half
+# of the time, so a pass tries more. Measured (10 s of relocation passes from the same saved 1,000-job
+# schedules, session 15): the instance issue 13 was measured on (``--prices uniform``) $3,218 saved with 8,
+# $4,433-4,680 with 2, $4,701 with 1; evenly sized pools $1,365-1,395, $1,815-1,825, $1,830; mixed (1.2)
+# $1,219, $1,300.
+RELOCATE_STARTS_DEEP = 2
 # A repair step's time, and its jobs when they are all those crossing the left-out job's window on one
 # of its pools (every other step: the jobs nearest it on all its pools). Measured at 1,000 jobs on
 # "mixed" pools (bench/portfolio_bench.py): a required job needing 8 of the 56 B200 GPUs for 28 of the
@@ -433,11 +440,13 @@ class Search:
         depth: int,
         below: float | None = None,
         roomiest: bool = False,
+        deep_tries: int = INSERT_STARTS_DEEP,
     ) -> tuple[int, list[tuple[int, Placement]]] | None:
         """The cheapest way to put job k in: over its ``options`` in turn and the ``tries`` starts nearest
         ``near`` (``roomiest``: the starts where the fewest GPU-steps are short, then nearest), the jobs
-        in its way pushed out (``_eject_for``); (added cents, moves) or None. Only ways adding less than
-        ``below`` count (None: any)."""
+        in its way pushed out (``_eject_for``, where those that fit nowhere go in by ejection in turn at
+        ``deep_tries`` starts); (added cents, moves) or None. Only ways adding less than ``below`` count
+        (None: any)."""
         r, lim = self._bounds(k)
         spare = None if self.budget_cents is None else self.budget_cents - self.cost_cents() + self._cents_of(k)
         best: tuple[int, list[tuple[int, Placement]]] | None = None
@@ -448,7 +457,7 @@ class Search:
             pool, gpus = self.where[k][i]
             for s in self._starts(pool, gpus, d, r, lim, near, roomiest)[:tries]:
                 limit = below if best is None else best[0]
-                moves = self._eject_for(k, (i, s), pool, gpus, d, depth, limit)
+                moves = self._eject_for(k, (i, s), pool, gpus, d, depth, limit, deep_tries)
                 if moves is not None:
                     delta = self._delta(moves)
                     if (best is None or delta < best[0]) and (below is None or delta < below):
@@ -487,7 +496,15 @@ class Search:
             self._move(y, p)
 
     def _eject_for(
-        self, k: int, at: tuple[int, int], pool: int, gpus: int, d: int, depth: int, limit: float | None = None
+        self,
+        k: int,
+        at: tuple[int, int],
+        pool: int,
+        gpus: int,
+        d: int,
+        depth: int,
+        limit: float | None = None,
+        deep_tries: int = INSERT_STARTS_DEEP,
     ) -> list[tuple[int, Placement]] | None:
         """The moves that put job k at ``at`` (on ``pool``): the jobs running there pushed out, fewest
         GPU-steps first, until it fits, then each re-placed where it fits cheapest, or, ``depth`` allowing,
@@ -539,7 +556,7 @@ class Search:
                     cheapest = sorted(range(len(self.jobs[y].options)), key=lambda i: self.cents[y][i])
                     ranked = [was[0], *(i for i in cheapest[:INSERT_OPTIONS_DEEP] if i != was[0])]
                     below = None if limit is None else limit - adds + was_cents
-                    deeper = self._insertion(y, ranked, was[1], INSERT_STARTS_DEEP, depth - 1, below, roomiest=True)
+                    deeper = self._insertion(y, ranked, was[1], deep_tries, depth - 1, below, roomiest=True)
                     if deeper is None:
                         return None
                     step = deeper[1]
@@ -562,7 +579,9 @@ class Search:
         before = self.cents[k][cur[0]]
         self._move(k, None)
         options = slots.shortlist(k, RELOCATE_OPTIONS)
-        found = self._insertion(k, options, float(slots.middle[k]), RELOCATE_STARTS, INSERT_DEPTH, before)
+        found = self._insertion(
+            k, options, float(slots.middle[k]), RELOCATE_STARTS, INSERT_DEPTH, before, deep_tries=RELOCATE_STARTS_DEEP
+        )
         if found is None:
             self._move(k, cur)
             return 0
