@@ -3,13 +3,15 @@ hand calculation written out here."""
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from optimizer.inputs.hf_models import model_fields, presets
 from optimizer.inputs.schema import JobSpec, ModelSpec
 from optimizer.physics.layout import Cluster, Layout, Recompute, RunSettings
 from optimizer.physics.memory import activation_bytes, layer_activation_bytes, state_bytes
 from optimizer.physics.shapes import ModelShape, lora_adapter_params
-from optimizer.physics.time import flops_per_token, step_time
+from optimizer.physics.time import StepTime, flops_per_token, step_time
 from optimizer.planning.model_state import model_shape, training_state
 
 LLAMA_8B = ModelSpec(params=8.03e9, layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256)
@@ -166,6 +168,27 @@ def test_compute_bound_step_is_flops_over_peak_times_efficiency():
     flops = 6e9 * 8 * 4096
     assert float(t.compute_s) == pytest.approx(flops / (1e15 * 0.5))
     assert str(t.bound()) == "compute"
+
+
+@given(
+    st.lists(st.tuples(*[st.sampled_from([0.5, 1.0, 2.0])] * 3), min_size=1, max_size=8),
+    st.sampled_from([None, 0.0, 1.0]),
+)
+def test_one_rows_bound_is_that_row_of_the_tables(rows, network_everywhere):
+    # (plans read one row: ``bound_at``); ties go the same way, and a communication time given as one
+    # number for the whole table counts for every row
+    compute, memory, network = (np.array(column) for column in zip(*rows))
+    t = StepTime(
+        step_s=np.ones(len(rows)),
+        ideal_s=np.ones(len(rows)),
+        compute_s=compute,
+        memory_s=memory,
+        network_s=network if network_everywhere is None else np.float64(network_everywhere),
+        bubble_s=np.zeros(len(rows)),
+        tokens_per_step=np.ones(len(rows)),
+        model_flops_per_token=1.0,
+    )
+    assert [t.bound_at(i) for i in range(len(rows))] == [str(b) for b in t.bound()]
 
 
 def test_small_micro_batches_hit_the_hbm_roofline():

@@ -78,7 +78,7 @@ def predict_layout(ctx: JobContext, row: HardwareRow):
 def predict(ctx: JobContext, row: HardwareRow) -> tuple[float, str, float]:
     """(tokens/s, bound, total memory bytes) of the row's best layout under ``ctx``."""
     ev, i = predict_layout(ctx, row)
-    return float(ev.timing.tokens_per_s[i]), str(ev.timing.bound()[i]), float(ev.memory.total[i])
+    return float(ev.timing.tokens_per_s[i]), ev.timing.bound_at(i), float(ev.memory.total[i])
 
 
 def _fit(ctx: JobContext, row: HardwareRow, resource: str, target: float) -> float:

@@ -68,7 +68,7 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         tokens_per_s=tokens_per_s,
         mfu=mfu,
         scaling_efficiency=_f(timing.scaling_efficiency[i]),
-        bound=str(timing.bound()[i]),
+        bound=timing.bound_at(i),
         step_s=_f(timing.step_s[i]),
         time_breakdown_s=breakdown,
         hours=Quantiles(p50=hours_p50, p90=hours_p90),

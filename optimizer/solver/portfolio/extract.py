@@ -49,8 +49,8 @@ def extract(pf: Portfolio, jobs: list, choices: list, pools: list[PoolSpec], res
     for k, pool in enumerate(pools):
         if not usage[k] and pool.name not in {p.offer for p in pf.pools}:
             continue
-        # GPUs in use from each start or end on: the changes at each, summed in time order (one pass, not
-        # a sum over every job at every event: that took 9 s at 5,000 jobs)
+        # GPUs in use from each start or end on: the changes at each, summed in time order (one pass; a sum
+        # over every run at every event grows with jobs x events: 0.14 s at 5,000 jobs on 720 steps)
         change: dict[int, int] = {}
         for s, e, g in usage[k]:
             change[s] = change.get(s, 0) + g
