@@ -2,7 +2,9 @@
 JSON Schemas that every bundled file validates against, pictures and the HTML report."""
 
 import json
+import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import jsonschema
 import pytest
@@ -13,6 +15,7 @@ from optimizer import load_job, plan
 from optimizer.cli import app
 from optimizer.present.exports import export
 from optimizer.present.jsonschema import json_schema
+from optimizer.present.plot import pack_lanes, portfolio_plot
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -149,6 +152,36 @@ def test_plots_are_written(tmp_path, problems, cmd):
     r = runner.invoke(app, [cmd[0], str(problems / cmd[1]), *cmd[2:], "--plot", str(out)])
     assert r.exit_code == 0, r.output
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_large_schedule_is_drawn_in_lanes_as_few_as_jobs_overlap(tmp_path):
+    # 2,000 jobs of 1-9 hours on two pools: a named row per job would make a chart 700 inches tall. Each
+    # pool gets as many lanes as the most of its jobs running at once (the fewest any chart without
+    # overlapping bars can have), no two bars of a lane overlap, and the picture stays a page high.
+    plt = pytest.importorskip("matplotlib.pyplot")
+    rng = random.Random(0)
+    jobs = []
+    for k in range(2000):
+        start = float(rng.randrange(500))
+        jobs.append(
+            SimpleNamespace(job=f"j{k}", offer="ab"[k % 2], start_h=start, end_h=start + rng.randint(1, 9), plan=None)
+        )
+    jobs.sort(key=lambda j: (j.start_h, j.job))
+    lanes = pack_lanes(jobs)
+    for offer, pool in lanes.items():
+        mine = [j for j in jobs if j.offer == offer]
+        most = max(sum(1 for j in mine if j.start_h <= t < j.end_h) for t in range(510))
+        assert len(pool) == most
+        assert sum(len(lane) for lane in pool) == len(mine)
+        assert all(a[0] + a[1] <= b[0] for lane in pool for a, b in zip(lane, lane[1:]))
+    result = SimpleNamespace(
+        schedule=jobs,
+        pools=[SimpleNamespace(offer=o, gpus=8, timeline=[(0.0, 4), (100.0, 8)]) for o in "ab"],
+        total_cost_usd=1.0,
+        makespan_h=max(j.end_h for j in jobs),
+    )
+    portfolio_plot(result, tmp_path / "gantt.png")
+    assert plt.imread(tmp_path / "gantt.png").shape[0] <= 1700
 
 
 def test_accelerate_parses_our_fsdp_config_when_installed(data_parallel, tmp_path):
