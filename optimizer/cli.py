@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from rich.table import Table
 
 from . import __version__, api
-from .errors import ArgumentError, GpuplanError
+from .errors import ArgumentError, GpuplanError, printable
 from .inputs import units
 from .inputs.catalog import catalog_entries, find_sku, offers_for
 from .inputs.files import expand_models, load_catalog, load_job, load_portfolio, parse_model, problem_catalog
@@ -64,8 +64,10 @@ def error_text(exc: GpuplanError) -> str:
     """One paragraph: a library error's location in the user's words (a file and field, or a flag)."""
     if isinstance(exc, ArgumentError) and not exc.source:
         flag = flag_of(exc.field or "")
-        return f"command line, {'option' if flag.startswith('-') else 'argument'} '{flag}': {exc.reason}"
-    return str(exc)
+        return printable(
+            f"command line, {'option' if flag.startswith('-') else 'argument'} '{flag}': {exc.reason}", "\n"
+        )
+    return printable(str(exc), "\n")
 
 
 # Flag (the API parameter it sets) -> its range in ``units.LIMITS``, and how its text reads as a number.
@@ -273,13 +275,7 @@ def handled(fn: Callable) -> Callable:
         except OSError as exc:
             if exc.errno not in STDOUT_FULL:
                 raise _internal(exc) from None
-            _discard_stdout()
-            typer.echo(
-                f"error: standard output: cannot write the answer ({exc.strerror}); free some space where it "
-                "goes, or redirect it to another device",
-                err=True,
-            )
-            raise typer.Exit(2) from None
+            raise typer.Exit(_stdout_full(exc)) from None
         except KeyboardInterrupt:
             # Never an answer: a stopped solve would read as 'infeasible' or a worse plan.
             typer.echo("interrupted", err=True)
@@ -298,6 +294,17 @@ def handled(fn: Callable) -> Callable:
 # Errors of a write to a full device: every file gpuplan writes goes through ``output.atomic_path``,
 # which names the file, so one reaching the top is a write to stdout (redirected to a full disk).
 STDOUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def _stdout_full(exc: OSError) -> int:
+    """Say that standard output (redirected to a full disk) took no answer; the exit code, 2."""
+    _discard_stdout()
+    typer.echo(
+        f"error: standard output: cannot write the answer ({exc.strerror}); free some space where it "
+        "goes, or redirect it to another device",
+        err=True,
+    )
+    return 2
 
 
 def _internal(exc: Exception) -> typer.Exit:
@@ -825,6 +832,10 @@ def main() -> None:
             app()
         except SystemExit as exc:
             code = exc.code  # click reports usage errors with code 2 already; keep codes as they are
+        except OSError as exc:  # --help or --version, which click writes before any command runs
+            if exc.errno not in STDOUT_FULL:
+                raise
+            code = _stdout_full(exc)
         if _interrupted.is_set() and code != 130:
             raise KeyboardInterrupt  # ^C outside a command: click says 'Aborted!' with exit 1
     except KeyboardInterrupt:

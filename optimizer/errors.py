@@ -8,6 +8,15 @@ from __future__ import annotations
 
 import difflib
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with its control characters (C0, DEL, C1; those in ``keep`` excepted) written as ``\\xNN``:
+    a file name or key quoted in a message can neither break it into lines nor send escape sequences to
+    the terminal."""
+    return text.translate({c: e for c, e in _CONTROL.items() if chr(c) not in keep})
+
 
 class GpuplanError(Exception):
     """Bad input: the message says where (file, field) and how to fix it."""
@@ -21,9 +30,9 @@ class GpuplanError(Exception):
     def _compose(self) -> str:
         where = []
         if self.source:
-            where.append(str(self.source))
+            where.append(printable(str(self.source)))
         if self.field:
-            where.append(f"field '{self.field}'")
+            where.append(f"field '{printable(self.field)}'")
         prefix = ", ".join(where)
         return f"{prefix}: {self.reason}" if prefix else self.reason
 

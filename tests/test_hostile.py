@@ -803,13 +803,24 @@ def test_disk_full_keeps_the_old_file(tmp_path, monkeypatch, flag, name, extra):
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
-@pytest.mark.parametrize("fmt", ["table", "json"])
-def test_stdout_on_a_full_disk_is_named_not_a_bug(fmt):
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["solve", "problems/llama-70b-within-5-days.yaml", "-f", "table"],
+        ["solve", "problems/llama-70b-within-5-days.yaml", "-f", "json"],
+        ["--version"],
+        ["--help"],
+        ["portfolio", "--help"],
+    ],
+    ids=["table", "json", "version", "help", "command-help"],
+)
+def test_stdout_on_a_full_disk_is_named_not_a_bug(args):
     """``gpuplan solve ... > /dev/full``: the answer cannot be written, which is the destination's fault,
-    named as such (exit 2, as for a file on a full disk), not an internal error (exit 1)."""
+    named as such (exit 2, as for a file on a full disk), not an internal error (exit 1); the same for
+    what click writes before any command runs (``--help``, ``--version``)."""
     with open("/dev/full", "w") as full:
         proc = subprocess.run(
-            [sys.executable, "-m", "optimizer", "solve", "problems/llama-70b-within-5-days.yaml", "-f", fmt],
+            [sys.executable, "-m", "optimizer", *args],
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,
@@ -1061,6 +1072,16 @@ STRUCTURE = [
         ["job.model.hf_config"],
     ),
     ("hf-config-json-list", {"cfg.json": "[1, 2, 3]"}, ["model", "{cfg.json}"], ["cfg.json", "JSON object", "list"]),
+    *(
+        (
+            f"hf-config-{key}-{kind}",
+            {"cfg.json": config_json(**{key: value}), "job.yaml": job_text(model="{hf_config: cfg.json}")},
+            ["solve", "{job.yaml}"],
+            ["cfg.json", "job.model.hf_config", key, "not a name"],
+        )
+        for key in ("model_type", "hidden_act")
+        for kind, value in (("int", 5), ("list", ["llama"]), ("object", {"a": 1}))
+    ),
     ("hf-config-json-number", {"cfg.json": "42"}, ["model", "{cfg.json}"], ["cfg.json", "JSON object"]),
     (
         "hf-config-zero-heads",
@@ -1204,6 +1225,52 @@ def test_structural_input(tmp_path, case):
         for a in args
     ]
     refused(tmp_path, argv, *expect)
+
+
+NUL_PATHS = [
+    # (id, files, command, expected fragments): a path a file gives, holding a NUL byte
+    (
+        "hf-config",
+        {"job.yaml": job_text(model='{hf_config: "cfg\\0.json"}')},
+        ["solve", "{job.yaml}"],
+        ["job.model.hf_config", "cfg\\x00.json", "NUL byte"],
+    ),
+    (
+        "portfolio-job-file",
+        {"pf.yaml": 'horizon: 30d\njobs:\n  - name: a\n    file: "a\\0.yaml"\n'},
+        ["portfolio", "{pf.yaml}"],
+        ["pf.yaml", "jobs[0]", "NUL byte"],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", NUL_PATHS, ids=[c[0] for c in NUL_PATHS])
+def test_a_nul_byte_in_a_path_is_bad_input(tmp_path, case):
+    _, contents, args, expect = case
+    for name, content in contents.items():
+        (tmp_path / name).write_text(content)
+    refused(tmp_path, [str(tmp_path / a[1:-1]) if a.startswith("{") else a for a in args], *expect)
+
+
+def test_a_missing_portfolio_job_file_names_its_entry(tmp_path):
+    (tmp_path / "pf.yaml").write_text("horizon: 30d\njobs:\n  - {name: a, file: gone.yaml}\n")
+    refused(tmp_path, ["portfolio", tmp_path / "pf.yaml"], "pf.yaml", "jobs[0].file", "gone.yaml", "not found")
+
+
+def test_control_characters_in_a_named_path_are_escaped(tmp_path):
+    """A file name with an escape sequence or a line break is shown escaped: the message stays one
+    paragraph and sends nothing to the terminal."""
+    text = refused(tmp_path, ["solve", str(tmp_path / "a\x1b[31mb\nc.yaml")], "a\\x1b[31mb\\x0ac.yaml", "not found")
+    assert "\x1b" not in text and text.count("\n") == 1
+
+
+def test_null_names_in_a_config_read_as_absent(tmp_path):
+    """``"model_type": null`` is how some exporters write a field they do not know: the same as leaving it out."""
+    (tmp_path / "cfg.json").write_text(config_json(model_type=None, hidden_act=None))
+    (tmp_path / "plain.json").write_text(config_json())
+    sizes = [invoke(["model", str(tmp_path / name)]) for name in ("cfg.json", "plain.json")]
+    assert [r.exit_code for r in sizes] == [0, 0]
+    assert sizes[0].output.replace("cfg.json", "x") == sizes[1].output.replace("plain.json", "x")
 
 
 MARKUP_NAMES = ["[/bold]", "[red]x[/red]", "[link=http://x]y", ":warning:", "[/]", "\\[x]"]

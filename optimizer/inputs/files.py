@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import ArgumentError, CatalogError, GpuplanError, JobError, did_you_mean
+from ..errors import ArgumentError, CatalogError, GpuplanError, JobError, did_you_mean, printable
 from . import units
 from .bundled import bundled_catalog_names, bundled_dir
 from .catalog import find_sku
@@ -289,7 +289,16 @@ def portfolio_job_problem(portfolio, index: int) -> Problem:
     entry = portfolio.jobs[index]
     base = Path(portfolio.source_path).parent if portfolio.source_path else Path(".")
     if entry.file is not None:
-        problem = load_job(base / entry.file)
+        path = base / entry.file
+        try:
+            problem = load_job(path)
+        except GpuplanError as exc:
+            if exc.field is not None or exc.source != str(path):
+                raise
+            # the file itself (missing, unreadable, not a job file): the message names the entry that gave it
+            raise type(exc)(
+                f"{printable(str(path))}: {exc.reason}", source=portfolio.source_path, field=f"jobs[{index}].file"
+            ) from None
     else:
         problem = Problem(job=entry.job, assumptions=entry.assumptions or Assumptions())
         problem.source_path = portfolio.source_path

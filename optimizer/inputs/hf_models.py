@@ -87,8 +87,12 @@ _ZERO_IS_NONE = frozenset(
 )
 
 
+# The config.json fields gpuplan reads as names (compared as strings).
+_CONFIG_NAMES = ("model_type", "hidden_act", "hidden_activation", "activation_function")
+
+
 def check_config(cfg: dict, source: str) -> None:
-    """Every size ``count_params`` reads is a whole number in its ``units.LIMITS`` range."""
+    """Every size ``count_params`` reads is a whole number in its ``units.LIMITS`` range, every name a string."""
     for key, kind in _CONFIG_RANGES.items():
         value = cfg.get(key)
         if value is None or (value == 0 and key in _ZERO_IS_NONE and not isinstance(value, bool)):
@@ -101,6 +105,14 @@ def check_config(cfg: dict, source: str) -> None:
             )
             raise JobError(
                 f"{key} = {value!r} in this config.json {problem}; check that this is a model's config.json",
+                source=source,
+                field="job.model.hf_config",
+            )
+    for key in _CONFIG_NAMES:
+        if cfg.get(key) is not None and not isinstance(cfg[key], str):
+            raise JobError(
+                f"{key} = {cfg[key]!r} in this config.json is not a name (a string such as 'llama' or 'silu'); "
+                "check that this is a model's config.json",
                 source=source,
                 field="job.model.hf_config",
             )
@@ -175,7 +187,7 @@ def count_params(cfg: dict) -> dict[str, Any]:
         attention = h * heads * head_dim + 2 * h * kv_heads * head_dim + heads * head_dim * h
         if cfg.get("attention_bias") or cfg.get("qkv_bias"):
             attention += heads * head_dim + 2 * kv_heads * head_dim
-        if cfg.get("model_type", "").startswith("qwen3"):
+        if (cfg.get("model_type") or "").startswith("qwen3"):
             attention += 2 * head_dim  # q_norm, k_norm
         kv_width = kv_heads * head_dim
         v_head_dim = None

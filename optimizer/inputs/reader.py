@@ -137,6 +137,10 @@ def read_text(path: StrPath, what: str, *, max_bytes: int = MAX_FILE_BYTES) -> s
     reads as 0, nor a file growing while read can exhaust memory. A leading byte-order mark is dropped.
     """
     source = os.fspath(path)
+    if "\0" in source:  # os.stat would raise ValueError: no file name holds a NUL byte
+        raise GpuplanError(
+            f"this {what} path holds a NUL byte (\\0), which no file name can; check the path", source=source
+        )
     try:
         info = os.stat(source)
     except OSError as exc:
