@@ -14,22 +14,60 @@ output contract); ``planning`` (context, candidate table, calibration, plans); `
 See docs/design.md section 13.
 """
 
-from .api import capacity, check, options, plan, portfolio
-from .errors import ArgumentError, CatalogError, GpuplanError, JobError, UnitError
-from .inputs.files import load_catalog, load_job, load_portfolio
-from .inputs.overrides import apply_overrides
-from .inputs.schema import Catalog, JobSpec, ModelSpec, Portfolio, Problem, Strategy
-from .results import (
-    CapacityResult,
-    CheckResult,
-    MeasuredComparison,
-    Option,
-    OptionsResult,
-    Plan,
-    PortfolioResult,
-    RunnerUp,
-    SolveResult,
-)
+import importlib as _importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .api import capacity, check, options, plan, portfolio
+    from .errors import ArgumentError, CatalogError, GpuplanError, JobError, UnitError
+    from .inputs.files import load_catalog, load_job, load_portfolio
+    from .inputs.overrides import apply_overrides
+    from .inputs.schema import Catalog, JobSpec, ModelSpec, Portfolio, Problem, Strategy
+    from .results import (
+        CapacityResult,
+        CheckResult,
+        MeasuredComparison,
+        Option,
+        OptionsResult,
+        Plan,
+        PortfolioResult,
+        RunnerUp,
+        SolveResult,
+    )
+
+# Where each public name lives. They load on first use, so that ``gpuplan`` starts with nothing but its
+# interrupt handling in place (``launch``): a ^C in the second the solver's modules take to load is then an
+# interruption like any other, not a traceback.
+_WHERE = {
+    **dict.fromkeys(("capacity", "check", "options", "plan", "portfolio"), ".api"),
+    **dict.fromkeys(("ArgumentError", "CatalogError", "GpuplanError", "JobError", "UnitError"), ".errors"),
+    **dict.fromkeys(("load_catalog", "load_job", "load_portfolio"), ".inputs.files"),
+    "apply_overrides": ".inputs.overrides",
+    **dict.fromkeys(("Catalog", "JobSpec", "ModelSpec", "Portfolio", "Problem", "Strategy"), ".inputs.schema"),
+    **dict.fromkeys(
+        (
+            "CapacityResult",
+            "CheckResult",
+            "MeasuredComparison",
+            "Option",
+            "OptionsResult",
+            "Plan",
+            "PortfolioResult",
+            "RunnerUp",
+            "SolveResult",
+        ),
+        ".results",
+    ),
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(_WHERE[name], __name__), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 

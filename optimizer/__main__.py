@@ -1,5 +1,5 @@
 """``python -m optimizer`` runs the gpuplan CLI."""
 
-from .cli import main
+from .launch import main
 
 main()

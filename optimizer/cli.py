@@ -354,7 +354,17 @@ def _spot_policy(spot: bool | None) -> str | None:
 
 def _path(catalog: str | None) -> Path | None:
     """A --catalog given as a file (an input no output may overwrite); None for a bundled name."""
-    return Path(catalog) if catalog and Path(catalog).is_file() else None
+    return Path(catalog) if catalog and os.path.isfile(catalog) else None  # False for a name too long
+
+
+def _inputs(job: Path, problem, catalog) -> list[Path | None]:
+    """Every file a loaded job was read from: the job, its catalog files (includes and hardware) and its
+    model's config.json; no output may overwrite one."""
+    return [
+        job,
+        *map(Path, catalog.source_files),
+        *([Path(problem.job.model.config_path)] if problem.job.model.config_path else []),
+    ]
 
 
 def _names(text: str | None) -> list[str]:
@@ -446,6 +456,7 @@ def check(
     check_outputs([job, _path(catalog)], plot_path=plot_path, out=out if export_kind else None)
     problem = _problem(job, deadline=deadline, budget=budget, measured=measured, deadline_quantile=deadline_quantile)
     cat = problem_catalog(problem, catalog)
+    check_outputs(_inputs(job, problem, cat), plot_path=plot_path, out=out if export_kind else None)
     check_gpu_names(cat, "sku", [sku], offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     result = api.check(
@@ -540,6 +551,7 @@ def solve(
         spot=_spot_policy(spot),
     )
     cat = problem_catalog(problem, catalog)
+    check_outputs(_inputs(job, problem, cat), plot_path=plot_path, report=report, out=out if export_kind else None)
     check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     table = api.candidate_table(problem, cat)

@@ -449,6 +449,24 @@ DUPLICATES = [
         },
         ["included twice", "a.yaml", "b.yaml"],
     ),
+    *(
+        (
+            f"sku-{kind}",
+            {
+                "cat.yaml": skus_text().replace(
+                    "offers:",
+                    f"  - {{name: {second[0]}, memory: 8GB, hbm_bandwidth_gb_per_s: 30, "
+                    f"dense_bf16_tflops: 10, intra_node_bandwidth_gb_per_s: 9{second[1]}}}\noffers:",
+                )
+            },
+            ["cat.yaml", "skus[1]", "names two SKUs"],
+        )
+        for kind, second in (
+            ("twice", ("X1", "")),
+            ("other-case", ("x1", "")),
+            ("alias-clash", ("Y1", ", aliases: [x1]")),
+        )
+    ),
     ("catalog-includes-itself", {"cat.yaml": "include: [cat.yaml]\n"}, ["include[0]", "cycle", "cat.yaml -> cat.yaml"]),
     (
         "include-cycle-of-two",
@@ -515,15 +533,15 @@ def _job_field(field: str, value: str) -> str:
 
 
 JOB_NUMBERS = [
-    ("job.model.params", ["1e30", "1e15"]),
+    ("job.model.params", ["1e30", "1e15", "1e-300", "999"]),
     ("job.tokens", ["1e30", "1e17"]),
     ("job.activation_reserve", ["1e30", "-5"]),
     ("job.seq_len", ["1e12"]),
     ("job.global_batch", ["-4", "1e12"]),
     ("job.lora_rank", ["0", "1e12"]),
-    ("job.bytes_per_param", ["1e6"]),
-    ("constraints.deadline", ["99999999999999999999d", "876000h", "1000w"]),
-    ("constraints.budget", ["1e300", "$1e11"]),
+    ("job.bytes_per_param", ["1e6", "1e-300"]),
+    ("constraints.deadline", ["99999999999999999999d", "876000h", "1000w", "5h garbage", "1.2.3h"]),
+    ("constraints.budget", ["1e300", "$1e11", "'1,5'"]),
     ("constraints.max_nodes", ["1000000"]),
     ("constraints.max_gpus", ["1e12"]),
     ("assumptions.startup", ["1e30", "365d"]),
@@ -634,7 +652,7 @@ FLAG_NUMBERS = [
     ("check", "--deadline", ["99999999999999999999d"]),
     ("capacity", "--gpus", ["0", "99999999999"]),
     ("capacity", "--reserve", ["1e400GB", "1e30"]),
-    ("capacity", "--bytes-per-param", ["nan", "inf", "0", "1e30"]),
+    ("capacity", "--bytes-per-param", ["nan", "inf", "0", "1e30", "1e-300"]),
     ("catalog", "--min-memory", ["1e400GB", "1e30"]),
     ("portfolio", "--time-limit", ["0", "-1", "nan", "inf"]),
     ("portfolio", "--workers", ["0", "1000"]),
@@ -758,6 +776,20 @@ def test_the_input_file_is_never_overwritten_under_another_name(tmp_path):
     link = tmp_path / "link.yaml"
     link.symlink_to(paths["job_yaml"])
     refused(tmp_path, [*_solve_args(paths), "--export", "skypilot", "--out", link], "--out", "input file")
+
+
+@pytest.mark.parametrize("target", ["cat.yaml", "sub.yaml", "hw.yaml", "cfg.json"])
+@pytest.mark.parametrize("command", ["solve", "check"])
+def test_no_file_the_job_reads_is_overwritten(tmp_path, command, target):
+    """Not only the job file: its catalog, the catalogs and hardware file that one includes, and the
+    config.json of its model (an --out there replaced the catalog with a Kubernetes manifest)."""
+    (tmp_path / "hw.yaml").write_text(skus_text().split("offers:")[0])
+    (tmp_path / "sub.yaml").write_text("hardware: hw.yaml\noffers:\n  - {name: x1, sku: X1, price: 2}\n")
+    (tmp_path / "cat.yaml").write_text("include: [sub.yaml]\n")
+    (tmp_path / "cfg.json").write_text(config_json())
+    (tmp_path / "job.yaml").write_text(job_text(catalog="cat.yaml", model="{hf_config: cfg.json}"))
+    args = [command, tmp_path / "job.yaml", *(["--sku", "X1", "--gpus", "8"] if command == "check" else [])]
+    refused(tmp_path, [*args, "--export", "skypilot", "--out", tmp_path / target], "--out", "input file", target)
 
 
 def test_one_path_for_two_outputs_is_refused(tmp_path):
@@ -997,6 +1029,31 @@ def test_sigint_during_a_portfolio_exits_130_with_nothing_misleading(tmp_path, f
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.yaml"]  # no chart, no temporary
 
 
+@pytest.mark.parametrize("delay", [0.1, 0.3, 0.6])
+def test_sigint_while_the_modules_load_exits_130(delay):
+    """A ^C in the first second, while ortools, numpy and pydantic load, is an interruption like any
+    other (it was a traceback from inside an import, with exit 1 or 130)."""
+    outcome = _interrupt_after(["solve", "problems/llama-70b-within-5-days.yaml"], delay)
+    if outcome is None:
+        pytest.skip("the solve finished before the signal")
+    code, _, err, _ = outcome
+    assert code == 130 and err.strip().endswith("interrupted") and "Traceback" not in err, (code, err[-800:])
+
+
+def test_the_package_loads_its_names_on_first_use():
+    """``import optimizer`` loads no solver module; each public name resolves to the object it names."""
+    code = (
+        "import sys, optimizer; heavy = [m for m in ('ortools', 'numpy', 'pydantic') if m in sys.modules]; "
+        "names = [n for n in optimizer.__all__ if getattr(optimizer, n) is None]; print(heavy, names)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.stdout.strip() == "[] []", proc.stdout + proc.stderr
+    import optimizer
+    from optimizer.api import plan
+
+    assert optimizer.plan is plan and set(optimizer.__all__) == set(optimizer._WHERE)
+
+
 def test_sigint_during_a_single_solve_exits_130(tmp_path):
     many = [arg for i in range(units.MAX_MEASUREMENTS) for arg in ("--measured", f"{8 * (1 + i % 2)}xB200:{10 + i}k")]
     big = tmp_path / "cat.yaml"  # 4 x 1,024 node counts: the most a catalog may offer, a long table to build
@@ -1211,6 +1268,86 @@ STRUCTURE = [
         ["job.measured"],
     ),
     ("yaml-tag", {"job.yaml": "job: !!python/object:os.system {}\n"}, ["solve", "{job.yaml}"], ["job.yaml", "tag"]),
+    *(
+        (f"job-name-{kind}", {"job.yaml": job_text(name=name)}, ["solve", "{job.yaml}"], ["job.yaml", "job.name", why])
+        for kind, name, why in (
+            ("line-break", '"a\\nb"', "control characters"),
+            ("tab", '"a\\tb"', "control characters"),
+            ("blank", '"  "', "blank"),
+        )
+    ),
+    (
+        "offer-name-line-break",
+        {"cat.yaml": catalog_text(name='"a\\nb"')},
+        ["catalog", "{cat.yaml}"],
+        ["cat.yaml", "offers[0].name", "control characters"],
+    ),
+    (
+        "pool-offer-twice",
+        {"pf.yaml": portfolio_text().replace("jobs:", "  - {offer: nodus-b200, gpus: 0}\njobs:")},
+        ["portfolio", "{pf.yaml}", "--time-limit", "2"],
+        ["pf.yaml", "pools[1].offer", "pools[0]", "both hold offer 'nodus-b200'"],
+    ),
+    (
+        "pool-offer-twice-by-sku",
+        {"pf.yaml": portfolio_text().replace("jobs:", "  - {offer: B200, gpus: 0}\njobs:")},
+        ["portfolio", "{pf.yaml}", "--time-limit", "2"],
+        ["pf.yaml", "pools[1].offer", "both hold offer 'nodus-b200'"],
+    ),
+    (
+        "pool-windows-overlap",
+        {
+            "pf.yaml": portfolio_text()
+            .replace("jobs:", "")
+            .replace("gpus: $window_gpus}", "gpus: 8}")
+            .replace(
+                "      - {from: 0d, to: 2d, gpus: 8}\n",
+                "      - {from: 0d, to: 2d, gpus: 8}\n      - {from: 1d, to: 3d, gpus: 0}\njobs:\n",
+            )
+        },
+        ["portfolio", "{pf.yaml}", "--time-limit", "2"],
+        ["pf.yaml", "pools[0]", "windows overlap"],
+    ),
+    (
+        "scaling-efficiency-true-key",
+        {"job.yaml": job_text(extra="assumptions:\n  scaling_efficiency: {true: 0.5}\n")},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "assumptions.scaling_efficiency", "node counts"],
+    ),
+    (
+        "moe-without-experts-per-token",
+        {
+            "job.yaml": job_text(
+                model="{params: 7B, layers: 16, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 32000, experts: 8}"
+            )
+        },
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "job.model", "experts_per_token"],
+    ),
+    (
+        "moe-config-top-k-zero",
+        {"cfg.json": config_json(num_local_experts=8, num_experts_per_tok=0)},
+        ["model", "{cfg.json}"],
+        ["cfg.json", "experts_per_token"],
+    ),
+    (
+        "yaml-lone-surrogate",
+        {"job.yaml": job_text(name='"bad\\ud800name"')},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "job.name", "half a character"],
+    ),
+    (
+        "yaml-lone-surrogate-key",
+        {"job.yaml": job_text(extra='"k\\udfff": 1\n')},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "half a character"],
+    ),
+    (
+        "json-lone-surrogate",
+        {"cfg.json": config_json(model_type="llama\ud800")},
+        ["model", "{cfg.json}"],
+        ["cfg.json", "model_type", "half a character"],
+    ),
 ]
 
 
@@ -1257,11 +1394,38 @@ def test_a_missing_portfolio_job_file_names_its_entry(tmp_path):
     refused(tmp_path, ["portfolio", tmp_path / "pf.yaml"], "pf.yaml", "jobs[0].file", "gone.yaml", "not found")
 
 
+LONG = "a" * 300  # longer than any file name may be (ENAMETOOLONG)
+
+
+@pytest.mark.parametrize(
+    ("where", "name"),
+    [("flag", LONG), ("flag", LONG + ".yaml"), ("job", LONG + ".yaml"), ("include", LONG)],
+)
+def test_a_catalog_name_too_long_for_a_file_is_bad_input(tmp_path, where, name):
+    (tmp_path / "job.yaml").write_text(job_text(catalog=name if where == "job" else "nodus-2026-11"))
+    (tmp_path / "cat.yaml").write_text(f"name: c\ninclude: [{name}]\noffers: []\n")
+    args = ["solve", tmp_path / "job.yaml"]
+    if where == "flag":
+        args += ["--catalog", name]
+    elif where == "include":
+        args += ["--catalog", tmp_path / "cat.yaml"]
+    refused(tmp_path, args, "catalog", LONG[:40])
+
+
 def test_control_characters_in_a_named_path_are_escaped(tmp_path):
     """A file name with an escape sequence or a line break is shown escaped: the message stays one
     paragraph and sends nothing to the terminal."""
     text = refused(tmp_path, ["solve", str(tmp_path / "a\x1b[31mb\nc.yaml")], "a\\x1b[31mb\\x0ac.yaml", "not found")
     assert "\x1b" not in text and text.count("\n") == 1
+
+
+def test_a_character_outside_the_basic_plane_reads_as_written(tmp_path):
+    """A surrogate pair in JSON and a ``\\U`` escape in YAML are one character, not refused."""
+    (tmp_path / "cfg.json").write_text(config_json(model_type="llama\U0001f600"))
+    assert "\\ud83d\\ude00" in (tmp_path / "cfg.json").read_text()
+    assert invoke(["model", tmp_path / "cfg.json"]).exit_code == 0
+    (tmp_path / "job.yaml").write_text(job_text(name='"ok\\U0001f600"'))
+    assert invoke(["check", tmp_path / "job.yaml", "--sku", "B200", "--gpus", "8"]).exit_code == 0
 
 
 def test_null_names_in_a_config_read_as_absent(tmp_path):

@@ -73,10 +73,38 @@ def test_unreadable_sizes_say_how_to_write_them(bad):
         parse_bytes(bad)
 
 
-@pytest.mark.parametrize("bad", ["5 fortnights", "soon"])
+@pytest.mark.parametrize("bad", ["5 fortnights", "soon", "1.2.3h", "x5h", "5h garbage", "5 h 5", "1d12", "5h!"])
 def test_unreadable_durations(bad):
+    """Stray text is a typo, never part of the number: "1.2.3h" was read as 1.5 h, "5 h 5" as 10 h."""
     with pytest.raises(UnitError):
         parse_duration_s(bad)
+
+
+@pytest.mark.parametrize("text, seconds", [("1d 12h", 129600), ("5 days", 432000), (".5d", 43200), ("1w2d", 777600)])
+def test_durations_in_parts(text, seconds):
+    assert parse_duration_s(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text, usd", [("$1,234.50", 1234.5), ("1,000,000", 1e6), ("$2,000k", 2e6)])
+def test_commas_group_thousands(text, usd):
+    assert parse_usd(text) == pytest.approx(usd)
+
+
+@pytest.mark.parametrize(
+    "parse, bad",
+    [
+        (parse_usd, "1,5"),
+        (parse_usd, "12,3456"),
+        (parse_usd, "1,,000"),
+        (parse_price_per_hour, "$5,50/h"),
+        (parse_count, "7,0B"),
+        (parse_bytes, "1,80GB"),
+    ],
+)
+def test_a_comma_that_does_not_group_thousands_is_refused(parse, bad):
+    """A decimal comma is refused, not dropped: "$5,50/h" was read as $550 per hour."""
+    with pytest.raises(UnitError, match="comma only groups thousands"):
+        parse(bad)
 
 
 def test_unreadable_price():

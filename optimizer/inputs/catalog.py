@@ -8,15 +8,17 @@ from ..errors import CatalogError, did_you_mean
 from .schema import Catalog, Offer, Sku
 
 
-def _norm(name: str) -> str:
+def sku_key(name: str) -> str:
+    """How GPU and offer names are matched: case-insensitively, ``_`` and spaces read as ``-`` (``h100_sxm``
+    is H100-SXM)."""
     return name.strip().lower().replace("_", "-").replace(" ", "-")
 
 
 def find_sku(catalog: Catalog, name: str) -> Sku:
     """A SKU by canonical name or alias, case-insensitively (``h100`` -> H100-SXM)."""
-    key = _norm(name)
+    key = sku_key(name)
     for sku in catalog.skus:
-        if key == _norm(sku.name) or key in (_norm(a) for a in sku.aliases):
+        if key == sku_key(sku.name) or key in (sku_key(a) for a in sku.aliases):
             return sku
     names = [s.name for s in catalog.skus]
     raise CatalogError(
@@ -26,8 +28,8 @@ def find_sku(catalog: Catalog, name: str) -> Sku:
 
 def offers_for(catalog: Catalog, name: str) -> list[Offer]:
     """Offers selected by an offer name, an offer alias (``type: B200``) or a SKU name/alias."""
-    key = _norm(name)
-    direct = [o for o in catalog.offers if key == _norm(o.name) or key in (_norm(a) for a in o.aliases)]
+    key = sku_key(name)
+    direct = [o for o in catalog.offers if key == sku_key(o.name) or key in (sku_key(a) for a in o.aliases)]
     if direct:
         return direct
     try:

@@ -8,6 +8,7 @@ here, before validation, so the schema itself reads no files.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import ArgumentError, CatalogError, GpuplanError, JobError, did_you_mean, printable
 from . import units
 from .bundled import bundled_catalog_names, bundled_dir
-from .catalog import find_sku
+from .catalog import find_sku, sku_key
 from .hf_models import resolve
 from .reader import read_yaml_file
 from .schema import Assumptions, Catalog, CatalogFile, Offer, Portfolio, Problem, Sku
@@ -66,19 +67,20 @@ def parse_model(model: type[BaseModel], data: Any, source: str, prefix: str = ""
 
 
 def _catalog_path(name_or_path: str, relative_to: Path | None = None) -> Path:
+    # os.path.isfile, not Path.is_file: False for a name no file can have (too long), which is_file raises for
     candidate = Path(name_or_path)
     if relative_to is not None and not candidate.is_absolute():
         near = relative_to / candidate
-        if near.is_file():
+        if os.path.isfile(near):
             return near
-    if candidate.suffix in (".yaml", ".yml") or candidate.is_file():
-        if candidate.is_file():
+    if candidate.suffix in (".yaml", ".yml") or os.path.isfile(candidate):
+        if os.path.isfile(candidate):
             return candidate
         raise CatalogError(
             f"catalog file {name_or_path!r} not found; give a path or one of {', '.join(bundled_catalog_names())}"
         )
     bundled = bundled_dir("catalogs") / f"{name_or_path}.yaml"
-    if bundled.is_file():
+    if os.path.isfile(bundled):
         return bundled
     names = bundled_catalog_names()
     raise CatalogError(
@@ -91,7 +93,25 @@ def _load_skus(path: Path) -> list[Sku]:
     data = read_yaml(path, "hardware")
     if not isinstance(data, dict) or not isinstance(data.get("skus"), list):
         raise CatalogError("a hardware file needs a top-level 'skus:' list", source=str(path))
-    return [parse_model(Sku, row, str(path), f"skus[{i}]") for i, row in enumerate(data["skus"])]
+    skus = [parse_model(Sku, row, str(path), f"skus[{i}]") for i, row in enumerate(data["skus"])]
+    _one_sku_per_name(skus, str(path))
+    return skus
+
+
+def _one_sku_per_name(skus: list[Sku], source: str) -> None:
+    """Every GPU name and alias (case-insensitively, as ``find_sku`` reads them) names one SKU: where two
+    share one, an offer's ``sku:`` would bind to whichever comes first."""
+    seen: dict[str, tuple[int, str]] = {}
+    for i, sku in enumerate(skus):
+        for name in dict.fromkeys(sku_key(n) for n in (sku.name, *sku.aliases)):
+            j, other = seen.setdefault(name, (i, sku.name))
+            if j != i:
+                raise CatalogError(
+                    f"the GPU name {name!r} names two SKUs ({other} and {sku.name}), as a name or an alias; "
+                    "offers select SKUs by these names, so each must name one: rename or remove one",
+                    source=source,
+                    field=f"skus[{i}]",
+                )
 
 
 def load_catalog(name_or_path: str = "default", relative_to: Path | None = None) -> Catalog:
@@ -106,11 +126,6 @@ def load_catalog(name_or_path: str = "default", relative_to: Path | None = None)
 def _a_type(value: Any) -> str:
     name = type(value).__name__
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
-
-
-def _offer_key(name: str) -> str:
-    """Offer names as ``inputs.catalog`` matches them: case-insensitive, ``_`` and spaces read as ``-``."""
-    return name.strip().lower().replace("_", "-").replace(" ", "-")
 
 
 def _load_catalog(
@@ -165,12 +180,12 @@ def _load_catalog(
             )
         included_by[sub] = path
         sub_catalog, sub_origins = _load_catalog(sub_path, (*chain, here), included_by)
-        skus.update({s.name: s for s in sub_catalog.skus})
+        skus.update({sku_key(s.name): s for s in sub_catalog.skus})
         offers.extend(sub_catalog.offers)
         origins.extend(sub_origins)
         files.extend(sub_catalog.source_files)
-    if "skus" in data:
-        skus.update({s.name: s for s in _load_skus(path)})
+    if "skus" in data:  # a catalog's own SKUs replace those of the same name it includes
+        skus.update({sku_key(s.name): s for s in _load_skus(path)})
     if data.get("hardware"):
         if not isinstance(data["hardware"], str):
             raise CatalogError(
@@ -183,14 +198,14 @@ def _load_catalog(
         except CatalogError as exc:
             raise exc.located(str(path), "hardware") from None
         for sku in _load_skus(hardware):
-            skus.setdefault(sku.name, sku)
+            skus.setdefault(sku_key(sku.name), sku)
         files.append(str(hardware))
     for i, row in enumerate(data.get("offers") or []):
         offers.append(parse_model(Offer, row, str(path), f"offers[{i}]"))
         origins.append((str(path), f"offers[{i}]"))
     first: dict[str, int] = {}
     for k, offer in enumerate(offers):
-        j = first.setdefault(_offer_key(offer.name), k)
+        j = first.setdefault(sku_key(offer.name), k)
         if j != k:
             (file_a, field_a), (file_b, field_b) = origins[j], origins[k]
             raise CatalogError(
@@ -208,6 +223,7 @@ def _load_catalog(
             source=str(path),
             field="offers",
         )
+    _one_sku_per_name(list(skus.values()), str(path))
     catalog = Catalog(
         name=str(data.get("name") or path.stem),
         description=str(data.get("description") or ""),

@@ -13,6 +13,7 @@ Active parameters (what FLOPs count) are the total less the routed experts a tok
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,9 @@ def _presets_file() -> Path:
     return bundled_dir("catalogs") / f"{MODEL_PRESETS}.yaml"
 
 
+@functools.cache
 def presets() -> dict[str, dict]:
+    """The bundled model presets, read once per process (a portfolio may name a preset per job)."""
     return read_yaml_file(_presets_file(), "model presets")
 
 
@@ -343,4 +346,5 @@ def resolve(spec: dict | str, base: Path | None = None) -> dict:
                 source=str(path),
                 field="job.model.hf_config",
             ) from None
+        fields["config_path"] = str(path)
     return {**fields, **spec}

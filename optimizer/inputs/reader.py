@@ -227,6 +227,30 @@ def _line_col(text: str, pos: int) -> tuple[int, int]:
     return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_surrogates(data: Any, text: str, source: str, path: list[PathPart] | None = None) -> None:
+    """A string of the data holding half a character: a ``\\ud800``-style escape (YAML or JSON) that is not
+    one of a pair, which no file, terminal or JSON output can write. Only escapes make one, so data
+    whose text has none is not walked."""
+    if path is None and "\\u" not in text.lower():
+        return
+    path = path or []
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        where = [*path, key]
+        if isinstance(key, str) and _SURROGATE.search(key) or isinstance(value, str) and _SURROGATE.search(value):
+            raise GpuplanError(
+                f"'{_dotted(where)}' holds a \\u escape of half a character (a lone surrogate, \\ud800-\\udfff), "
+                "which is not text; write the character itself (in JSON, or both halves of its pair; in YAML, "
+                "or its \\U0001f600-style escape)",
+                source=source,
+                field=_dotted(where),
+            )
+        _refuse_surrogates(value, text, source, where)
+
+
 def _int_too_long(digits: str) -> bool:
     return len(digits.lstrip("+-")) > MAX_INT_DIGITS
 
@@ -508,7 +532,7 @@ def load_yaml(text: str, source: str) -> Any:
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, text, source) from None
     try:
-        return loader.get_single_data()
+        data = loader.get_single_data()
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, text, source) from None
     except RecursionError:  # a backstop: MAX_DEPTH should stop any nesting long before this
@@ -518,6 +542,8 @@ def load_yaml(text: str, source: str) -> Any:
         ) from None
     finally:
         loader.dispose()
+    _refuse_surrogates(data, text, source)
+    return data
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -676,7 +702,7 @@ def load_json(text: str, source: str) -> Any:
     """
     _check_json_depth(text, source)  # before parsing: the C parser recurses once per level
     try:
-        return json.loads(
+        data = json.loads(
             text,
             object_pairs_hook=_json_pairs,
             parse_constant=_json_constant,
@@ -693,3 +719,5 @@ def load_json(text: str, source: str) -> Any:
         ) from None
     except RecursionError:  # a backstop: the depth check above should refuse this first
         raise GpuplanError(f"the JSON nests too deeply to read (limit {MAX_DEPTH} levels)", source=source) from None
+    _refuse_surrogates(data, text, source)
+    return data

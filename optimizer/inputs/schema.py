@@ -13,6 +13,7 @@ import math
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -58,6 +59,19 @@ Seconds = Annotated[
 Usd = Annotated[float, BeforeValidator(lambda v: units.parse_usd(v, "an amount in USD")), _unit("$20,000")]
 UsdPerHour = Annotated[float, BeforeValidator(lambda v: units.parse_price_per_hour(v)), _unit("$5.50/h")]
 Count = Annotated[float, BeforeValidator(lambda v: units.parse_count(v)), _unit("70B")]
+
+
+def _a_name(value: str) -> str:
+    """A name people select things by and read in tables: not blank, and without control characters (a
+    line break in a job or offer name splits its table row and cuts the one-line answer short)."""
+    if not value.strip():
+        raise ValueError("a name cannot be blank")
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        raise ValueError("a name cannot hold control characters such as a line break or a tab")
+    return value
+
+
+Name = Annotated[str, AfterValidator(_a_name)]
 
 Precision = Literal["bf16", "fp16", "fp8", "nvfp4"]
 Method = Literal["full", "lora", "qlora"]
@@ -212,8 +226,8 @@ class _Model(BaseModel):
 class Sku(_Model):
     """One accelerator model with sourced, dated specs (dense, never sparse, TFLOPS)."""
 
-    name: str = Field(description="Canonical name, e.g. B200; matched case-insensitively.")
-    aliases: list[str] = Field(default_factory=list, description="Other names: H100, b200-hgx, ...")
+    name: Name = Field(description="Canonical name, e.g. B200; matched case-insensitively.")
+    aliases: list[Name] = Field(default_factory=list, description="Other names: H100, b200-hgx, ...")
     vendor: str = "NVIDIA"
     architecture: str = ""
     form_factor: str = Field("sxm", description="sxm, pcie or oam: decides the default efficiency class.")
@@ -253,10 +267,10 @@ class Sku(_Model):
 class Offer(_Model):
     """A row of a provider's price sheet."""
 
-    name: str = Field(description="Unique offer id within the catalog, e.g. nodus-b200.")
+    name: Name = Field(description="Unique offer id within the catalog, e.g. nodus-b200.")
     sku: str = Field(description="Name or alias of a SKU in the hardware file.")
     provider: str = ""
-    aliases: list[str] = Field(default_factory=list, description="Names users select it by (type: B200).")
+    aliases: list[Name] = Field(default_factory=list, description="Names users select it by (type: B200).")
     price_usd_per_gpu_hour: UsdPerHour = Field(alias="price", gt=0)
     spot_price_usd_per_gpu_hour: UsdPerHour | None = Field(None, alias="spot_price", gt=0)
     spot_preemptions_per_node_hour: float = Field(
@@ -305,7 +319,7 @@ class CatalogFile(_Model):
 
 
 class Catalog(_Model):
-    name: str
+    name: Name
     description: str = ""
     skus: list[Sku]
     offers: list[Offer] = Field(default_factory=list)
@@ -389,6 +403,7 @@ class ModelSpec(_Model):
     experts: int | None = Field(None, ge=1)
     experts_per_token: int | None = Field(None, ge=1)
     shared_experts: int = Field(0, ge=0)
+    config_path: str | None = Field(None, exclude=True)  # the config.json read for ``hf_config`` (an input)
 
     @model_validator(mode="after")
     def _shapes_consistent(self) -> ModelSpec:
@@ -398,6 +413,12 @@ class ModelSpec(_Model):
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if self.experts_per_token and self.experts and self.experts_per_token > self.experts:
             raise ValueError("experts_per_token is larger than experts")
+        if (self.experts is None) != (self.experts_per_token is None):
+            given, missing = ("experts", "experts_per_token") if self.experts else ("experts_per_token", "experts")
+            raise ValueError(
+                f"{given} is given without {missing}; a mixture of experts needs both: how many routed experts "
+                "each MoE layer has (experts) and how many of them each token visits (experts_per_token)"
+            )
         if self.layers is not None and self.dense_layers > self.layers:
             raise ValueError(f"dense_layers ({self.dense_layers}) is more than layers ({self.layers})")
         if self.layers is not None and self.window_layers is not None and self.window_layers > self.layers:
@@ -423,7 +444,7 @@ class Measurement(_Model):
 
 
 class JobSpec(_Model):
-    name: str = "job"
+    name: Name = "job"
     model: ModelSpec
     method: Method = "full"
     lora_rank: int = Field(16, ge=1)
@@ -578,6 +599,18 @@ class Assumptions(_Model):
         "delivered", description="Capacity used for fit: delivered (offer) > reported (nvidia-smi) > label."
     )
 
+    @field_validator("scaling_efficiency", mode="before")
+    @classmethod
+    def _node_counts_are_numbers(cls, value: Any) -> Any:
+        """``{true: 0.5}`` is not node count 1 (pydantic would read it so)."""
+        if isinstance(value, dict):
+            for key, eff in value.items():
+                if isinstance(key, bool) or isinstance(eff, bool):
+                    raise ValueError(
+                        f"scaling_efficiency maps node counts to efficiencies ({{2: 0.95, 4: 0.9}}); got {key!r}: {eff!r}"
+                    )
+        return value
+
     @model_validator(mode="after")
     def _efficiency_range(self) -> Assumptions:
         fraction = units.LIMITS["fraction"]
@@ -709,13 +742,24 @@ class PoolWindow(_Model):
 class Pool(_Model):
     """GPUs of one offer available at once, optionally different inside time windows."""
 
-    offer: str = Field(description="Offer name, offer alias or SKU name/alias (as check --sku).")
+    offer: Name = Field(description="Offer name, offer alias or SKU name/alias (as check --sku).")
     gpus: int = Field(ge=0, description="GPUs available concurrently outside any window.")
     windows: list[PoolWindow] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _windows_apart(self) -> Pool:
+        ordered = sorted(self.windows, key=lambda w: w.start_s)
+        for a, b in zip(ordered, ordered[1:]):
+            if b.start_s < a.end_s:
+                raise ValueError(
+                    f"two windows overlap (from {units.fmt_duration(a.start_s)} to {units.fmt_duration(a.end_s)}, "
+                    f"and from {units.fmt_duration(b.start_s)}); each time has one supply: make them not overlap"
+                )
+        return self
+
 
 class PortfolioJob(_Model):
-    name: str
+    name: Name
     file: str | None = Field(None, description="A job file (relative to the portfolio file).")
     job: JobSpec | None = None
     assumptions: Assumptions | None = None
@@ -724,7 +768,7 @@ class PortfolioJob(_Model):
     release_s: Seconds = Field(0.0, alias="release", ge=0, description="Earliest start, from the portfolio start.")
     weight: float = Field(1.0, alias="priority", gt=0)
     required: bool = True
-    after: list[str] = Field(default_factory=list)
+    after: list[Name] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_source(self) -> PortfolioJob:

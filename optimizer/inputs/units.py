@@ -76,8 +76,24 @@ def _finite(number: float, value: object, what: str) -> float:
     return number
 
 
+def _without_thousands(text: str, value: object, what: str) -> str:
+    """``text`` with the commas that group thousands (``20,000``, ``1,234.5``) removed; a comma anywhere
+    else (``5,50``, a decimal comma, or ``1,5``) is refused, not dropped: read as a separator it would
+    make $5,50/h cost $550/h."""
+    if "," not in text:
+        return text
+    for match in re.finditer(r"[0-9,]*,[0-9,]*", text):
+        if not re.fullmatch(r"[0-9]{1,3}(?:,[0-9]{3})+", match.group()) or text[match.end() : match.end() + 1] == ",":
+            raise UnitError(
+                f"cannot read {value!r} as {what}: a comma only groups thousands (20,000); for a fraction "
+                "write a point (5.50)"
+            )
+    return text.replace(",", "")
+
+
 def _number_and_unit(text: str, what: str, example: str) -> tuple[float, str]:
-    match = re.fullmatch(r"\s*" + _NUMBER + r"\s*([A-Za-z/]*)\s*", text.replace(",", "").replace("_", ""))
+    plain = _without_thousands(text, text, what).replace("_", "")
+    match = re.fullmatch(r"\s*" + _NUMBER + r"\s*([A-Za-z/]*)\s*", plain)
     if not match:
         raise UnitError(f"cannot read {text!r} as {what}; write it like {example}")
     return float(match.group(1)), match.group(2)
@@ -104,8 +120,11 @@ def parse_duration_s(value: str | int | float, what: str = "a duration") -> floa
     if isinstance(value, (int, float)):
         return _finite(float(value) * 3600.0, value, what)
     text = str(value).strip()
-    parts = re.findall(r"([0-9]*\.?[0-9]+)\s*([A-Za-z]*)", text)
-    if not parts or re.sub(r"[0-9.\sA-Za-z]", "", text):
+    part = r"([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*"
+    parts = re.findall(part, text)
+    # the whole text is parts, and a part without a unit (hours) stands alone: "1.2.3h", "5h garbage",
+    # "x5h" and "5 h 5" are typos, not 1.5, 5, 5 and 10 hours
+    if not re.fullmatch(f"(?:{part})+", text) or (len(parts) > 1 and any(not unit for _, unit in parts)):
         raise UnitError(f"cannot read {value!r} as {what}; write it like 5d, 36h, 90m or 1d12h")
     total = 0.0
     for number, unit in parts:
@@ -148,8 +167,9 @@ def parse_price_per_hour(value: str | int | float, what: str = "a price per GPU-
         seconds = float(_DURATION_UNITS[per])
     else:
         raise UnitError(f"cannot read {value!r} as {what}; write it like $5.50/h")
+    amount = _without_thousands(amount, value, what)
     try:
-        usd = float(amount.replace(",", ""))
+        usd = float(amount)
     except ValueError:
         raise UnitError(f"cannot read {value!r} as {what}; write it like $5.50/h") from None
     return _finite(usd * 3600.0 / seconds, value, what)
@@ -226,7 +246,13 @@ class Limit:
 # Each upper end is generous (tens to hundreds of times the largest real value) and says why.
 LIMITS: dict[str, Limit] = {
     # model shapes
-    "params": Limit(0, 1e14, "parameters", "100T: fifty times the largest published model"),
+    "params": Limit(
+        1e3,
+        1e14,
+        "parameters",
+        "a thousand, a typo for a unit (7B), to 100T, fifty times the largest published model",
+        True,
+    ),
     "layers": Limit(1, 10_000, "layers", "a hundred times the deepest published transformer", True),
     "dense_layers": Limit(0, 10_000, "layers", "no more than the model's layers", True),
     "width": Limit(1, 2**20, "", "hidden, FFN and head widths: twenty times the widest published model", True),
@@ -241,7 +267,9 @@ LIMITS: dict[str, Limit] = {
     "seq_len": Limit(1, 2**24, "tokens", "longer than any published training context", True),
     "global_batch": Limit(1, 2**30, "sequences", "published runs use thousands of sequences per step", True),
     "lora_rank": Limit(1, 2**16, "", "adapters use ranks of 4 to 256", True),
-    "bytes_per_param": Limit(0, 1024, "bytes", "training state takes 2 to 20 bytes per parameter"),
+    "bytes_per_param": Limit(
+        0.1, 1024, "bytes", "training state takes 2 to 20 bytes per parameter, 4-bit weights 0.5", True
+    ),
     "rate": Limit(0, 1e12, "tokens/s", "a thousand times the throughput of the largest published cluster"),
     "reserve": Limit(0, 1e14, "GB", "100 TB: hundreds of times any GPU's memory", True, scale=1e9),
     # hardware and offers

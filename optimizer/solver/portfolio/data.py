@@ -51,7 +51,8 @@ def _steps(seconds: float, step_s: float) -> int:
 
 
 def pool_specs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[PoolSpec]:
-    pools, named = [], set()
+    pools: list[PoolSpec] = []
+    named: dict[str, int] = {}  # offer -> the pool that holds it
     for i, pool in enumerate(pf.pools):
         try:
             offers = {o.name for o in offers_for(catalog, pool.offer)}
@@ -60,6 +61,15 @@ def pool_specs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[PoolSpec]:
         if not offers:
             raise JobError(
                 f"no offer in catalog '{catalog.name}' matches {pool.offer!r}",
+                source=pf.source_path,
+                field=f"pools[{i}].offer",
+            )
+        shared = sorted(o for o in offers if o in named)
+        if shared:
+            j = named[shared[0]]
+            raise JobError(
+                f"pools[{j}] ({pf.pools[j].offer!r}) and pools[{i}] ({pool.offer!r}) both hold offer {shared[0]!r}; "
+                "an offer's GPUs are one pool: give its supply once (with windows where it changes)",
                 source=pf.source_path,
                 field=f"pools[{i}].offer",
             )
@@ -79,7 +89,7 @@ def pool_specs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[PoolSpec]:
                     gpus = w.gpus
             segments.append((s, e, gpus))
         pools.append(PoolSpec(pool.offer, offers, segments))
-        named |= offers
+        named |= dict.fromkeys(offers, i)
     for offer in catalog.offers:  # offers without a pool: their catalog supply, all the time
         if offer.name not in named:
             pools.append(PoolSpec(offer.name, {offer.name}, [(0, horizon, offer.max_nodes * offer.gpus_per_node)]))
