@@ -278,12 +278,12 @@ def handled(fn: Callable) -> Callable:
             raise typer.Exit(_stdout_full(exc)) from None
         except KeyboardInterrupt:
             # Never an answer: a stopped solve would read as 'infeasible' or a worse plan.
-            typer.echo("interrupted", err=True)
+            _say("interrupted")
             raise typer.Exit(130) from None
         except GpuplanError as exc:
             if _state["debug"]:
                 traceback.print_exc()
-            typer.echo(f"error: {error_text(exc)}", err=True)
+            _say(f"error: {error_text(exc)}")
             raise typer.Exit(2) from None
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             raise _internal(exc) from None
@@ -296,13 +296,19 @@ def handled(fn: Callable) -> Callable:
 STDOUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
+def _say(text: str) -> None:
+    """A line on stderr, if stderr takes it: where it cannot be written (``2>/dev/full``) the exit code
+    alone tells, and a failed notice must not turn a written file or a refusal into exit 1."""
+    with contextlib.suppress(OSError):
+        typer.echo(text, err=True)
+
+
 def _stdout_full(exc: OSError) -> int:
     """Say that standard output (redirected to a full disk) took no answer; the exit code, 2."""
     _discard_stdout()
-    typer.echo(
+    _say(
         f"error: standard output: cannot write the answer ({exc.strerror}); free some space where it "
-        "goes, or redirect it to another device",
-        err=True,
+        "goes, or redirect it to another device"
     )
     return 2
 
@@ -311,7 +317,7 @@ def _internal(exc: Exception) -> typer.Exit:
     """A bug: say so on stderr (the traceback with --debug) and exit 1."""
     if _state["debug"]:
         traceback.print_exception(exc)
-    typer.echo(f"internal error: {exc.__class__.__name__}: {exc} (rerun with --debug and report it)", err=True)
+    _say(f"internal error: {exc.__class__.__name__}: {exc} (rerun with --debug and report it)")
     return typer.Exit(1)
 
 
@@ -338,7 +344,7 @@ def _write_export(plan, kind: str, out: Path | None, problem) -> None:
         typer.echo(text, nl=False)
     else:
         output.write_text(out, text, "out")
-        typer.echo(f"wrote {kind} config to {out}", err=True)
+        _say(f"wrote {kind} config to {out}")
 
 
 def check_export(kind: str | None) -> None:
@@ -481,6 +487,14 @@ def check(
         virtual_stages=virtual_stages,
     )
     if export_kind:
+        if not result.fits:
+            # a launcher config for a layout that runs out of memory would start and then fail
+            raise ArgumentError(
+                f"this configuration does not fit ({result.plan.memory_gib.total:,.1f} of "
+                f"{result.plan.memory_gib.capacity:,.1f} GiB per GPU), so there is nothing to export; see "
+                "'gpuplan check' without --export for what does not fit, or 'gpuplan solve' for a plan that does",
+                field="export",
+            )
         _write_export(result.plan, export_kind, out, problem)
         if out is None:
             return
@@ -573,7 +587,7 @@ def solve(
     if report:
         page = html_report(f"gpuplan: {problem.job.name}", result, api.options(problem, table=table))
         output.write_text(report, page, "report")
-        typer.echo(f"wrote report to {report}", err=True)
+        _say(f"wrote report to {report}")
     _emit(result, fmt, render.print_solve)
 
 
@@ -851,7 +865,7 @@ def main() -> None:
         if _interrupted.is_set() and code != 130:
             raise KeyboardInterrupt  # ^C outside a command: click says 'Aborted!' with exit 1
     except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
+        _say("interrupted")
         code = 130
     sys.exit(code)
 

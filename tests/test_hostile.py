@@ -792,6 +792,40 @@ def test_no_file_the_job_reads_is_overwritten(tmp_path, command, target):
     refused(tmp_path, [*args, "--export", "skypilot", "--out", tmp_path / target], "--out", "input file", target)
 
 
+@pytest.mark.parametrize("out", [True, False], ids=["to-a-file", "to-stdout"])
+def test_no_launcher_config_for_a_layout_that_does_not_fit(tmp_path, out):
+    """A 70B full fine-tune on one L40S needs about 1 TB per GPU: its config would start and then fail."""
+    args = [
+        "check",
+        ROOT / "problems/llama-70b-within-5-days.yaml",
+        "--sku",
+        "L40S",
+        "--gpus",
+        "1",
+        "--export",
+        "skypilot",
+    ]
+    text = refused(
+        tmp_path, [*args, *(["--out", tmp_path / "x.yaml"] if out else [])], "--export", "does not fit", "GiB per GPU"
+    )
+    assert "resources" not in text
+
+
+@pytest.mark.parametrize(
+    ("measured", "expect"),
+    [
+        ("4xB200:1e12 tok/s", "MFU, more model FLOP/s than the GPUs' peak"),
+        ("4xB200:1e-300 tok/s", "times slower than gpuplan predicts"),
+        ("4xB200:15k tok/s,1GB", "less than half"),
+    ],
+    ids=["faster-than-peak", "slower-than-any-efficiency", "peak-below-the-state"],
+)
+def test_an_impossible_measurement_is_refused(tmp_path, measured, expect):
+    """Calibrating to a typo would mislead every plan: a 1e12 tok/s measurement was reported at 4,654 % MFU."""
+    job = files(tmp_path, job_yaml=job_text(model="{preset: llama-3.1-8b}"))["job_yaml"]
+    refused(tmp_path, ["check", job, "--sku", "B200", "--gpus", "4", "--measured", measured], "measured", expect)
+
+
 def test_one_path_for_two_outputs_is_refused(tmp_path):
     paths = files(tmp_path, job_yaml=job_text())
     same = tmp_path / "x.html"
@@ -862,6 +896,25 @@ def test_stdout_on_a_full_disk_is_named_not_a_bug(args):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("error: standard output") and "No space left on device" in proc.stderr
     assert proc.stderr.count("\n") == 1 and "Exception ignored" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("case", ["refusal", "written"])
+def test_stderr_on_a_full_disk_keeps_the_exit_code(tmp_path, case):
+    """``2>/dev/full``: the notice is lost, not the outcome (a refusal still exits 2, a written config 0)."""
+    args = ["solve", tmp_path / "gone.yaml"]
+    if case == "written":
+        args = ["solve", "problems/llama-70b-within-5-days.yaml", "--export", "skypilot", "--out", tmp_path / "k.yaml"]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "optimizer", *map(str, args)],
+            stdout=subprocess.DEVNULL,
+            stderr=full,
+            cwd=ROOT,
+            timeout=120,
+        )
+    assert proc.returncode == (2 if case == "refusal" else 0)
+    assert (tmp_path / "k.yaml").exists() == (case == "written")
 
 
 def test_a_failing_chart_writer_leaves_nothing(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 from ..errors import ArgumentError, GpuplanError, JobError
 from ..inputs.catalog import find_sku, offers_for
@@ -81,15 +82,18 @@ def predict(ctx: JobContext, row: HardwareRow) -> tuple[float, str, float]:
     return float(ev.timing.tokens_per_s[i]), ev.timing.bound_at(i), float(ev.memory.total[i])
 
 
+def _scaled(ctx: JobContext, resource: str, factor: float) -> JobContext:
+    """``ctx`` with the calibration factor on ``resource`` (compute, memory or network) set to ``factor``."""
+    fields: dict[str, Any] = {resource: factor}
+    return replace(ctx, calibration=replace(ctx.calibration, **fields))
+
+
 def _fit(ctx: JobContext, row: HardwareRow, resource: str, target: float) -> float:
     """The factor on ``resource`` that makes the predicted throughput equal ``target`` (bisection in log)."""
     lo, hi = math.log(1e-3), math.log(1e3)
     for _ in range(80):
         mid = (lo + hi) / 2
-        trial = replace(
-            ctx, calibration=replace(ctx.calibration, **{resource: getattr(ctx.calibration, resource) * math.exp(mid)})
-        )
-        if predict(trial, row)[0] < target:
+        if predict(_scaled(ctx, resource, getattr(ctx.calibration, resource) * math.exp(mid)), row)[0] < target:
             lo = mid
         else:
             hi = mid
@@ -111,6 +115,32 @@ def _check_peak(ctx: JobContext, row: HardwareRow, peak_bytes: float | None, i: 
         )
 
 
+def _check_possible(ctx: JobContext, row: HardwareRow, m, i: int) -> None:
+    """A measurement no GPU can make: more model FLOP/s than the GPUs' peak (MFU above 100 %), or a peak
+    memory below the weights, gradients and optimizer state the layout must hold. Either is a typo (a unit,
+    per GPU against in all) or another configuration, and calibrating to it would mislead every plan."""
+    ev, k = predict_layout(ctx, row)
+    peak = ctx.peak_flops(row.sku)
+    mfu = ev.timing.model_flops_per_token * m.tokens_per_s / (row.gpus * peak) if peak else 0.0
+    where = ctx.problem.source_path
+    if mfu > 1.0:
+        raise JobError(
+            f"the measured {m.tokens_per_s:,.0f} tokens/s on {row.gpus} {row.sku.name} would be {mfu:,.0%} MFU, more "
+            "model FLOP/s than the GPUs' peak; check the number and whether it is per GPU or in all",
+            source=where,
+            field=f"job.measured[{i}]",
+        )
+    state = float(ev.memory.state[k])
+    if m.peak_memory_bytes is not None and m.peak_memory_bytes < 0.5 * state:
+        raise JobError(
+            f"the measured peak {fmt_bytes(m.peak_memory_bytes)} is less than half the {fmt_bytes(state)} per GPU "
+            f"that the weights, gradients and optimizer state take on {row.gpus} {row.sku.name}; check the number "
+            "and its unit (GB = 10^9 bytes, GiB = 2^30)",
+            source=where,
+            field=f"job.measured[{i}].peak_memory",
+        )
+
+
 def calibrate(ctx: JobContext) -> JobContext:
     measurements = ctx.job.measured
     rows = []
@@ -120,10 +150,21 @@ def calibrate(ctx: JobContext) -> JobContext:
         except GpuplanError as exc:
             raise JobError(exc.reason, source=ctx.problem.source_path, field=f"job.measured[{i}]") from None
         _check_peak(ctx, rows[-1], m.peak_memory_bytes, i)
+        _check_possible(ctx, rows[-1], m, i)
     bounds = [predict(ctx, row)[1] for row in rows]
     factors: dict[str, list[float]] = {}
-    for row, m, bound in zip(rows, measurements, bounds):
-        factors.setdefault(bound, []).append(_fit(ctx, row, bound, m.tokens_per_s))
+    for i, (row, m, bound) in enumerate(zip(rows, measurements, bounds)):
+        factor = _fit(ctx, row, bound, m.tokens_per_s)
+        if abs(predict(_scaled(ctx, bound, factor), row)[0] / m.tokens_per_s - 1.0) > 0.05:
+            # no factor in the fit's range (1/1000 to 1000 times the model's efficiency) reproduces it
+            raise JobError(
+                f"the measured {m.tokens_per_s:,.4g} tokens/s on {row.gpus} {row.sku.name} is "
+                f"{predict(ctx, row)[0] / m.tokens_per_s:,.3g} times slower than gpuplan predicts, beyond any "
+                "efficiency it can fit; check the number and its unit (tok/s, k, M)",
+                source=ctx.problem.source_path,
+                field=f"job.measured[{i}]",
+            )
+        factors.setdefault(bound, []).append(factor)
     fitted = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in factors.items()}
     calibration = Calibration(points=tuple((r.sku.name, r.gpus, r.nodes) for r in rows), **fitted)
     ctx = replace(ctx, calibration=calibration)
