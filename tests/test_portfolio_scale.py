@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from test_portfolio import brute_force, check_schedule, small_portfolios
 
 from optimizer import load_catalog, portfolio
-from optimizer.inputs.schema import Catalog, Offer, Portfolio
+from optimizer.inputs.schema import Catalog, JobSpec, ModelSpec, Offer, Portfolio, Problem
 from optimizer.physics.constants import usd_to_cents
+from optimizer.planning.calibration import job_context
+from optimizer.planning.candidates import build_table, retimed
 from optimizer.solver.portfolio.data import pool_specs, prepare_jobs
 from optimizer.solver.portfolio.greedy import (
     behind,
@@ -557,6 +559,43 @@ def test_jobs_of_one_shape_share_one_table():
     jobs = prepare_jobs(pf, catalog, horizon)
     assert len({id(j.table) for j in jobs}) <= 3 < len(jobs)
     assert drop_weights(jobs)[0] >= 1
+
+
+@pytest.mark.parametrize("method", ["full", "lora"])
+@pytest.mark.parametrize("tokens", ["3M", "700M", "40B"])
+def test_a_table_retimed_for_other_tokens_is_the_table_built_for_them(method, tokens):
+    """Jobs that differ only in tokens share one evaluation of their layouts: the retimed table equals,
+    row by row, the one built from scratch (best layout, hours, cost), from a few minutes of training,
+    where start-up dominates and the 1 % tie band picks other layouts, to weeks."""
+    catalog = load_catalog("default")
+
+    def ctx(n: str):
+        job = JobSpec(
+            model=ModelSpec(
+                params=8.03e9, layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256
+            ),
+            method=method,
+            tokens=n,
+            global_batch=64,
+        )
+        return job_context(Problem(job=job), catalog)
+
+    built, retimed_table = build_table(ctx(tokens)), retimed(build_table(ctx("1B")), ctx(tokens))
+    assert [(c.row, c.index, c.time_s, c.cost_usd, c.rejected_by) for c in retimed_table.candidates] == [
+        (c.row, c.index, c.time_s, c.cost_usd, c.rejected_by) for c in built.candidates
+    ]
+
+
+def test_jobs_of_one_shape_and_many_token_counts_share_one_evaluation():
+    pf, catalog = _constructed(12)
+    jobs = [
+        j.model_copy(update={"job": j.job.model_copy(update={"tokens": 1e8 * (k + 1), "global_batch": 64})})
+        for k, j in enumerate(pf.jobs)
+    ]
+    pf = pf.model_copy(update={"jobs": jobs})
+    data = prepare_jobs(pf, catalog, int(pf.horizon_s // pf.time_step_s))
+    assert len({id(j.table) for j in data}) == len(data)  # a table per token count
+    assert len({id(j.table.evaluation.timing) for j in data}) == 1  # one evaluation of the one shape
 
 
 def test_a_freed_job_may_leave_a_full_pool_for_its_cheapest_option_on_another():

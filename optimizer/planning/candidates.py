@@ -400,18 +400,7 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         offloaded_bytes_per_micro=offloaded_micro,
         zero3_per_step=held,
     )
-    train_h = ctx.job.total_tokens / timing.tokens_per_s / 3600.0
-    rate = per_row([interruption_rate(ctx, r) for r in rows])
-    hours = (
-        reliability.expected_hours(
-            train_h, rate, per_row([checkpoint_hours(ctx, r) for r in rows]), a.restart_s / 3600.0
-        )
-        + a.startup_s / 3600.0
-    )
-    price = per_row([r.price_usd_per_gpu_hour if r.offer else np.nan for r in rows])
-    billed = per_row([r.billed_gpus for r in rows])
-    increment = per_row([r.offer.billing_increment_s if r.offer else 1.0 for r in rows])
-    cost = run_cost_usd(price, billed, hours, increment)
+    hours, cost = _run_hours_and_cost(ctx, rows, row_idx, timing)
     host = host_optimizer_bytes(ctx.train, layout, hw.gpus_per_node)
     return Evaluation(
         row=row_idx,
@@ -427,6 +416,30 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         optimizer_in_backward=ctx.job.optimizer_in_backward,
         activation_offload=ctx.job.activation_offload,
     )
+
+
+def _run_hours_and_cost(
+    ctx: JobContext, rows: list[HardwareRow], row_idx: np.ndarray, timing: StepTime
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hours (interruptions, checkpoints and start-up included) and cost of the whole job per layout: the
+    only part of an evaluation that depends on the job's token count."""
+    a = ctx.assumptions
+
+    def per_row(values) -> np.ndarray:
+        return np.asarray(values, dtype=float)[row_idx]
+
+    train_h = ctx.job.total_tokens / timing.tokens_per_s / 3600.0
+    rate = per_row([interruption_rate(ctx, r) for r in rows])
+    hours = (
+        reliability.expected_hours(
+            train_h, rate, per_row([checkpoint_hours(ctx, r) for r in rows]), a.restart_s / 3600.0
+        )
+        + a.startup_s / 3600.0
+    )
+    price = per_row([r.price_usd_per_gpu_hour if r.offer else np.nan for r in rows])
+    billed = per_row([r.billed_gpus for r in rows])
+    increment = per_row([r.offer.billing_increment_s if r.offer else 1.0 for r in rows])
+    return hours, run_cost_usd(price, billed, hours, increment)
 
 
 def complexity(layout: Layout) -> np.ndarray:
@@ -480,10 +493,26 @@ def build_table(
             # No layout divides the global batch: still evaluate (unconstrained) to show its numbers.
             rejections[i] = rejections[i] or "global_batch"
         grids.append(grid)
-    ev = evaluate(ctx, rows, grids)
+    return _table(ctx, rows, evaluate(ctx, rows, grids), rejections)
+
+
+def retimed(table: CandidateTable, ctx: JobContext) -> CandidateTable:
+    """``table`` for ``ctx``: the same job (model, method, batch, hardware, assumptions) with another
+    token count. Layouts, memory and step times do not depend on it, so only each layout's hours and cost
+    are computed again, and each row's best layout chosen again (the 1 % tie band is on hours, which
+    start-up and interruptions make not proportional to tokens). A portfolio's jobs of one shape and many
+    token counts share one evaluation this way."""
+    ev = table.evaluation
+    hours, cost = _run_hours_and_cost(ctx, table.rows, ev.row, ev.timing)
+    rejections = [c.rejected_by if c.rejected_by != "memory" else None for c in table.candidates]
+    return _table(ctx, table.rows, replace(ev, hours=hours, cost_usd=cost), rejections)
+
+
+def _table(ctx: JobContext, rows: list[HardwareRow], ev: Evaluation, rejections: list[str | None]) -> CandidateTable:
+    """Each row's best layout of the evaluation (``best_layout``), or why the row is out."""
     table = CandidateTable(ctx, rows, ev)
     fits = ev.fits
-    starts = np.concatenate([[0], np.cumsum([len(g) for g in grids])])
+    starts = np.searchsorted(ev.row, np.arange(len(rows) + 1))
     for i, row in enumerate(rows):
         lo, hi = starts[i], starts[i + 1]
         why = rejections[i]

@@ -12,7 +12,7 @@ from ...inputs.catalog import offers_for
 from ...inputs.files import portfolio_job_problem
 from ...inputs.schema import Catalog, Portfolio
 from ...planning.calibration import job_context
-from ...planning.candidates import Candidate, CandidateTable, build_table
+from ...planning.candidates import Candidate, CandidateTable, build_table, retimed
 from ..model import solver_rows
 
 WEIGHT_SCALE = 1000  # job weights to integers
@@ -128,26 +128,42 @@ def shortlist(options: list[Candidate], durations: list[int]) -> tuple[list[Cand
     return [options[i] for i in chosen], [durations[i] for i in chosen]
 
 
-def _shape_key(pf: Portfolio, index: int) -> str:
+_TOKEN_FIELDS = {"tokens", "dataset_tokens", "epochs"}
+
+
+def _shape_key(pf: Portfolio, index: int, *, tokens: bool = True) -> str | None:
     """What a job's candidate table depends on: its file or inline spec, assumptions and GPU filter
-    (never its name, release, deadline or priority), so jobs of one shape share one table."""
+    (never its name, release, deadline or priority), so jobs of one shape share one table. ``tokens``
+    False: the same without the token count, where the layouts do not depend on it (an inline job with
+    a global batch: a free batch is sized from the job's compute); None where they may."""
     entry = pf.jobs[index]
+    if not tokens and (entry.job is None or entry.job.global_batch is None):
+        return None
+    exclude = None if tokens else {"job": _TOKEN_FIELDS}
     return json.dumps(
-        [entry.file, entry.model_dump(mode="json", include={"job", "assumptions", "gpu"}), pf.spot],
+        [entry.file, entry.model_dump(mode="json", include={"job", "assumptions", "gpu"}, exclude=exclude), pf.spot],
         sort_keys=True,
         default=str,
     )
 
 
 def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[JobData]:
-    """Each job's options; the candidate table of each distinct job shape is built once and shared."""
+    """Each job's options. The candidate table of each distinct job is built once and shared; jobs that
+    differ only in their token count share one evaluation of their layouts (``retimed``): measured, 300
+    jobs of two shapes and 288 token counts took 21 s to prepare with a table each."""
     jobs = []
     shapes: dict[str, tuple[CandidateTable, list[Candidate], list[int]]] = {}
+    evaluated: dict[str, CandidateTable] = {}  # by the shape without its token count
     for i, entry in enumerate(pf.jobs):
         key = _shape_key(pf, i)
+        assert key is not None
         if key not in shapes:
             problem = portfolio_job_problem(pf, i)
-            table = build_table(job_context(problem, catalog))
+            ctx = job_context(problem, catalog)
+            base = _shape_key(pf, i, tokens=False)
+            table = retimed(evaluated[base], ctx) if base in evaluated else build_table(ctx)
+            if base is not None:
+                evaluated.setdefault(base, table)
             options = [c for c in solver_rows(table) if c.rejected_by is None]
             durations = [_steps(c.time_s, pf.time_step_s) for c in options]
             shapes[key] = (table, *_prune(options, durations))
