@@ -52,7 +52,7 @@ app = typer.Typer(
 _state = {"debug": False, "quiet": False}
 
 # API parameter -> the flag that sets it, where the flag is not simply --name-with-dashes.
-_FLAG_OF = {"time_limit_s": "--time-limit", "kind": "KIND", "name": "NAME", "export": "--export"}
+_FLAG_OF = {"time_limit_s": "--time-limit", "kind": "KIND", "name": "NAME", "export": "--export", "job": "JOB"}
 
 
 def flag_of(parameter: str) -> str:

@@ -73,9 +73,15 @@ def _catalog_path(name_or_path: str, relative_to: Path | None = None) -> Path:
         near = relative_to / candidate
         if os.path.isfile(near):
             return near
-    if candidate.suffix in (".yaml", ".yml") or os.path.isfile(candidate):
-        if os.path.isfile(candidate):
-            return candidate
+    if os.path.isfile(candidate):
+        return candidate
+    looks_like_a_path = candidate.suffix in (".yaml", ".yml") or os.sep in name_or_path
+    if looks_like_a_path and os.path.exists(candidate):  # a stat, which a FIFO does not block
+        raise CatalogError(
+            f"catalog path {name_or_path!r} is not a regular file (a folder, FIFO or device); give the path of "
+            "a catalog YAML file"
+        )
+    if candidate.suffix in (".yaml", ".yml"):
         raise CatalogError(
             f"catalog file {name_or_path!r} not found; give a path or one of {', '.join(bundled_catalog_names())}"
         )

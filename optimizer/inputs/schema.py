@@ -660,10 +660,18 @@ class Problem(_Model):
         if not isinstance(data, dict) or "spec" not in data:
             return data
         data = dict(data)
-        spec = data.pop("spec") or {}
-        gpu = ((spec.get("resources") or {}).get("gpu") or {}) if isinstance(spec, dict) else {}
-        if not isinstance(gpu, dict) or set(gpu) - {"minMemory", "count", "type"}:
-            raise ValueError("spec.resources.gpu takes minMemory, count and type (e.g. {minMemory: 160Gi, count: 8})")
+        spec = data.pop("spec")
+        shape = "spec takes resources.gpu: {minMemory, count, type} (e.g. spec: {resources: {gpu: {count: 8}}})"
+        # each level a mapping with only the key that leads on: a typo (resource:) or a stray key would
+        # otherwise drop the GPU filter without a word, and the plan would run on any GPU
+        if not isinstance(spec, dict) or set(spec) != {"resources"}:
+            raise JobError(f"{shape}; got {spec!r}", field="spec")
+        resources = spec["resources"]
+        if not isinstance(resources, dict) or set(resources) != {"gpu"}:
+            raise JobError(f"{shape}; got {resources!r}", field="spec.resources")
+        gpu = resources["gpu"]
+        if not isinstance(gpu, dict) or not gpu or set(gpu) - {"minMemory", "count", "type"}:
+            raise JobError(f"{shape}; got {gpu!r}", field="spec.resources.gpu")
         constraints = dict(data.get("constraints") or {})
         filters = dict(constraints.get("gpu") or {})
         if "minMemory" in gpu:

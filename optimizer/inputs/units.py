@@ -343,7 +343,9 @@ def fmt_duration(seconds: float) -> str:
         return f"{hours / 24:,.1f} days"
     if hours >= 1:
         return f"{hours:,.1f} h"
-    return f"{seconds / 60:,.0f} min"
+    if seconds >= 60:
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds:,.0f} s" if seconds >= 1 else f"{seconds:.2g} s"
 
 
 def fmt_count(n: float) -> str:

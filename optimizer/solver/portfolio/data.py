@@ -159,7 +159,13 @@ def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[JobData]
         assert key is not None
         if key not in shapes:
             problem = portfolio_job_problem(pf, i)
-            ctx = job_context(problem, catalog)
+            try:
+                ctx = job_context(problem, catalog)
+            except GpuplanError as exc:
+                # the job's GPU filter is the entry's ``gpu:``, which the job reads as constraints.gpu
+                if exc.field and exc.field.startswith("constraints.gpu") and entry.gpu is not None:
+                    raise type(exc)(exc.reason, source=pf.source_path, field=f"jobs[{i}]" + exc.field[11:]) from None
+                raise
             base = _shape_key(pf, i, tokens=False)
             table = retimed(evaluated[base], ctx) if base in evaluated else build_table(ctx)
             if base is not None:
