@@ -1346,6 +1346,18 @@ STRUCTURE = [
         )
     ),
     (
+        "epochs-with-tokens",
+        {"job.yaml": job_text(job_extra="  epochs: 3\n")},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "job.epochs goes with job.dataset_tokens"],
+    ),
+    (
+        "one-step-more-than-the-tokens",
+        {"job.yaml": job_text(tokens="1M", job_extra="  global_batch: 1073741824\n")},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "one optimizer step", "more than the job's 1M tokens"],
+    ),
+    (
         "portfolio-job-gpu-filter",
         {
             "pf.yaml": portfolio_text()

@@ -522,6 +522,19 @@ class JobSpec(_Model):
             raise ValueError("give job.tokens, or job.dataset_tokens with job.epochs")
         if self.tokens is not None and self.dataset_tokens is not None:
             raise ValueError("give job.tokens or job.dataset_tokens + job.epochs, not both")
+        if self.tokens is not None and self.epochs is not None:
+            # tokens is the total; epochs would be ignored without a word
+            raise ValueError(
+                "job.epochs goes with job.dataset_tokens (tokens = dataset_tokens x epochs); with job.tokens, "
+                "give the total tokens and drop epochs"
+            )
+        batch = self.global_batch_sequences
+        if batch is not None and batch * self.seq_len > self.total_tokens:
+            raise ValueError(
+                f"one optimizer step of global_batch {batch:,} x seq_len {self.seq_len:,} = "
+                f"{units.fmt_count(batch * self.seq_len)} tokens is more than the job's "
+                f"{units.fmt_count(self.total_tokens)} tokens; lower global_batch or check the tokens"
+            )
         return self
 
     @property
