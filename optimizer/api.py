@@ -29,7 +29,16 @@ from .planning import capacity as capacity_planning
 from .planning.calibration import job_context
 from .planning.candidates import CandidateTable, build_table
 from .planning.check import Fixed, check_row, nearest_fixes, versus_measured
-from .results import CapacityResult, CheckResult, Infeasibility, OptionsResult, PortfolioResult, SolveResult
+from .results import (
+    CapacityResult,
+    CheckResult,
+    DroppedJob,
+    Infeasibility,
+    OptionsResult,
+    PortfolioResult,
+    SolveResult,
+)
+from .solver.portfolio.data import OptionsTimeout
 from .solver.portfolio.solve import solve_portfolio
 from .solver.single import options_table, solve_table
 
@@ -214,6 +223,35 @@ def capacity(
     )
 
 
+def _no_time_for_options(pf: Portfolio, exc: OptionsTimeout, time_limit_s: float, started: float) -> PortfolioResult:
+    """The answer when the time limit ran out before every job's options were evaluated: unknown, with
+    nothing scheduled, never a claim of infeasibility."""
+    return PortfolioResult(
+        status="unknown",
+        objective=pf.objective,
+        total_cost_usd=0.0,
+        gap=1.0,
+        schedule=[],
+        dropped=[DroppedJob(job=job.name, reason="not scheduled: the time limit ran out first") for job in pf.jobs],
+        pools=[],
+        budget_usd=pf.budget_usd,
+        horizon_h=pf.horizon_s / 3600.0,
+        infeasible=[
+            Infeasibility(
+                constraint="time_limit",
+                detail=(
+                    f"the time limit ({time_limit_s:g} s) ran out while the jobs' options were evaluated (the "
+                    f"first {exc.done:,} of {exc.total:,} jobs, about 0.1 s for each distinct job); raise "
+                    "--time-limit, or give jobs of one shape the same model, method and batch so that they share "
+                    "one evaluation"
+                ),
+            )
+        ],
+        notes=["no schedule: the time limit ran out before the search began"],
+        solve_s=time.perf_counter() - started,
+    )
+
+
 def portfolio(
     pf: Portfolio,
     *,
@@ -229,14 +267,17 @@ def portfolio(
     started = time.perf_counter() if started is None else started
     if not time_limit_s > 0:
         raise ArgumentError("must be a positive number of seconds", field="time_limit_s")
-    outcome = solve_portfolio(
-        pf,
-        catalog or problem_catalog(pf),
-        time_limit_s=time_limit_s,
-        workers=workers,
-        progress=progress,
-        started=started,
-    )
+    try:
+        outcome = solve_portfolio(
+            pf,
+            catalog or problem_catalog(pf),
+            time_limit_s=time_limit_s,
+            workers=workers,
+            progress=progress,
+            started=started,
+        )
+    except OptionsTimeout as exc:
+        return _no_time_for_options(pf, exc, time_limit_s, started)
     result, pm = outcome.result, outcome.model
     result.notes.append(spot_note(pf.spot, "spot"))
     required = {job.name for job in pm.jobs if job.required}

@@ -10,6 +10,7 @@ import errno
 import functools
 import io
 import json
+import math
 import os
 import signal
 import sys
@@ -240,6 +241,17 @@ def _root(
     _state["quiet"] = quiet
 
 
+def _nulled(data: Any) -> Any:
+    """``data`` with every non-finite float as None, as pydantic writes them in JSON."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    if isinstance(data, dict):
+        return {k: _nulled(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_nulled(v) for v in data]
+    return data
+
+
 def _emit(result: Any, fmt: Format, printer: Callable) -> None:
     if fmt == Format.table:
         console = render.console()
@@ -255,7 +267,11 @@ def _emit(result: Any, fmt: Format, printer: Callable) -> None:
         return
     data = result.model_dump(mode="json") if isinstance(result, BaseModel) else result
     if fmt == Format.json:
-        typer.echo(json.dumps(data, indent=2))
+        try:
+            text = json.dumps(data, indent=2, allow_nan=False)
+        except ValueError:  # NaN or infinity somewhere: JSON has neither, so they go out as null (unknown)
+            text = json.dumps(_nulled(data), indent=2, allow_nan=False)
+        typer.echo(text)
     else:
         # libyaml's emitter where PyYAML has it: the same text, 2.5 times as fast (a 5,000-job portfolio: 3.8 s)
         typer.echo(yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import signal
 import subprocess
@@ -1511,6 +1512,20 @@ def test_a_character_outside_the_basic_plane_reads_as_written(tmp_path):
     assert invoke(["model", tmp_path / "cfg.json"]).exit_code == 0
     (tmp_path / "job.yaml").write_text(job_text(name='"ok\\U0001f600"'))
     assert invoke(["check", tmp_path / "job.yaml", "--sku", "B200", "--gpus", "8"]).exit_code == 0
+
+
+def test_json_output_is_json_even_with_a_non_finite_number(capsys):
+    """JSON has no NaN or Infinity (Python writes them, and strict parsers refuse the whole answer): a
+    figure that is not finite goes out as null, as pydantic writes it."""
+    cli._emit({"tokens_per_s": math.inf, "rows": [{"cost": math.nan, "gpus": 8}]}, cli.Format.json, print)
+
+    def refuse(name):
+        raise ValueError(name)
+
+    assert json.loads(capsys.readouterr().out, parse_constant=refuse) == {
+        "tokens_per_s": None,
+        "rows": [{"cost": None, "gpus": 8}],
+    }
 
 
 def test_null_names_in_a_config_read_as_absent(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import dataclass
 
 from ...errors import GpuplanError, JobError
@@ -147,7 +148,15 @@ def _shape_key(pf: Portfolio, index: int, *, tokens: bool = True) -> str | None:
     )
 
 
-def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[JobData]:
+class OptionsTimeout(Exception):
+    """The time limit ran out while the jobs' candidate tables were built: there is no schedule to give."""
+
+    def __init__(self, done: int, total: int):
+        super().__init__(done, total)
+        self.done, self.total = done, total
+
+
+def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int, until: float | None = None) -> list[JobData]:
     """Each job's options. The candidate table of each distinct job is built once and shared; jobs that
     differ only in their token count share one evaluation of their layouts (``retimed``): measured, 300
     jobs of two shapes and 288 token counts took 21 s to prepare with a table each."""
@@ -158,6 +167,8 @@ def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[JobData]
         key = _shape_key(pf, i)
         assert key is not None
         if key not in shapes:
+            if until is not None and time.perf_counter() > until:  # a perf_counter time; ~0.1 s a table
+                raise OptionsTimeout(i, len(pf.jobs))
             problem = portfolio_job_problem(pf, i)
             try:
                 ctx = job_context(problem, catalog)

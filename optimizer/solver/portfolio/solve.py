@@ -164,7 +164,7 @@ def solve_portfolio(
     step = pf.time_step_s
     horizon = int(pf.horizon_s // step)
     pools = pool_specs(pf, catalog, horizon)
-    jobs = prepare_jobs(pf, catalog, horizon)
+    jobs = prepare_jobs(pf, catalog, horizon, deadline)
     say = _say(progress, started)
     n_options = sum(len(job.options) for job in jobs)
     say(f"options  {len(jobs):,} jobs, {n_options:,} options")
