@@ -140,6 +140,22 @@ def test_an_inconsistent_plan_is_refused():
 # --------------------------------------------------------------------------- launchers
 
 
+@pytest.mark.parametrize("kind", sorted({"kubernetes", "skypilot", "torchtitan", "deepspeed", "nodus"}))
+@pytest.mark.parametrize("name", ["llama 8b: lora #1", "模型-微调", "emoji 😀 run", 'quote\'s "q"'])
+def test_every_text_export_parses_whatever_the_job_name(kind, name):
+    """A job name with spaces, YAML specials, CJK, a character past U+FFFF or quotes: the export still
+    parses in its format (TOML refused the two surrogate escapes JSON writes for an emoji)."""
+    tomllib = pytest.importorskip("tomllib")
+    text = export(get_plan(BUNDLED[0]), kind, name=name)
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+    if kind == "torchtitan":
+        assert tomllib.loads(body)
+    elif kind == "deepspeed":
+        assert json.loads(body)
+    else:
+        assert list(yaml.safe_load_all(body))
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_torchrun_and_layout_environment(name):
     p, s = get_plan(name), get_plan(name).strategy

@@ -582,7 +582,9 @@ def _toml_value(value: Any) -> str:
         return str(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(str(value))  # a TOML basic string
+    # a TOML basic string: JSON's escapes are TOML's, except that JSON writes a character past U+FFFF as
+    # two surrogate escapes, which TOML refuses; unescaped, it is itself (DEL, which TOML must escape, too)
+    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def _toml(sections: dict[str, dict[str, Any]]) -> str:
