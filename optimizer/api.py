@@ -138,6 +138,11 @@ def check(
         chosen=_chosen(plan_, fixed, nodes),
         notes=check_notes(ctx, plan_) + recompute_note(ctx, recompute),
     )
+    if zero and plan_.strategy.dp * plan_.strategy.cp == 1:
+        result.notes.append(
+            f"ZeRO-{zero} shards over data-parallel ranks, and TP x PP = {plan_.gpus} GPUs leaves one: this "
+            "layout runs as ZeRO-0 (lower TP or PP for data parallelism to shard over)"
+        )
     if not plan_.fits:
         result.notes += fix_notes(nearest_fixes(ctx, sku, gpus, nodes, spot, fixed))
     comparison = versus_measured(ctx, sku, gpus, nodes, plan_)

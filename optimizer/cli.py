@@ -511,6 +511,13 @@ def check(
                 "'gpuplan check' without --export for what does not fit, or 'gpuplan solve' for a plan that does",
                 field="export",
             )
+        if not result.runnable:
+            raise ArgumentError(
+                f"the framework would refuse this configuration ({'; '.join(result.not_runnable_because)}), so "
+                "there is nothing to export; see 'gpuplan check' without --export, or 'gpuplan solve "
+                "--framework ...' for a plan it runs",
+                field="export",
+            )
         _write_export(result.plan, export_kind, out, problem)
         if out is None:
             return

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optimizer import GpuplanError, check, load_catalog, plan
+from optimizer import GpuplanError, check, load_catalog, load_job, plan
 from optimizer.inputs.files import expand_models
-from optimizer.inputs.schema import Problem
+from optimizer.inputs.schema import Problem, Strategy
 from optimizer.inputs.units import batch_sequences
 from optimizer.physics.constants import SIMPLER_LAYOUT_TOLERANCE
 from optimizer.planning.frameworks import FRAMEWORKS, why_not_runnable
@@ -308,3 +308,23 @@ def test_a_lora_plan_on_megatron_is_not_exported_as_pretraining():
     assert "pretrain_gpt.py" in export(best, "megatron", method="full")
     with pytest.raises(ArgumentError, match="Megatron-Bridge's PEFT"):
         export(best, "megatron", method="lora")
+
+
+def test_a_pinned_zero_stage_shards_when_a_layout_with_data_parallelism_exists(problems):
+    """--zero 3 on 8 B200 for the 70B job: TP 8 with one data-parallel rank also fits, where every stage is
+    ZeRO-0; the stage asked for is kept on a layout that has ranks to shard over. Only where the fixed
+    TP leaves one rank is that layout taken, and the answer says the stage is moot."""
+    job = problems / "llama-70b-within-5-days.yaml"
+    free = check(load_job(job), "B200", 8, zero=3, compare=False)
+    assert free.fits and free.plan.strategy.zero_stage == 3 and free.plan.strategy.dp > 1
+    pinned = check(load_job(job), "B200", 8, zero=3, tp=8, compare=False)
+    assert pinned.plan.strategy.dp == 1 and any("runs as ZeRO-0" in n for n in pinned.notes)
+
+
+@pytest.mark.parametrize(("zero", "runs"), [(0, False), (3, True)])
+def test_torchtitan_draws_expert_parallelism_from_the_shard_group(zero, runs):
+    """torchtitan 0.3.0 builds its expert mesh as dp_shard x CP x TP // EP: with DDP (ZeRO-0) on 8 GPUs there
+    is no shard group for EP 8 to come from, so the job does not start."""
+    s = {"tp": 1, "pp": 1, "dp": 8, "zero_stage": zero, "shard_degree": 8 if zero else 1, "ep": 8}
+    rules = why_not_runnable("torchtitan", Strategy(**s, micro_batch=1, grad_accum=1), 48)
+    assert (not any("draws EP from the FSDP shard group" in r for r in rules)) == runs

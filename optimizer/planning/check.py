@@ -73,10 +73,15 @@ class Fixed:
         col = {name: grid[:, i] for i, name in enumerate(GRID_FIELDS)}
         keep = np.ones(len(grid), dtype=bool)
         for name, value in self.grid_values(ctx).items():
-            if value is not None:
-                same = col[name] == value
-                # With one data-parallel rank there is nothing to shard: every ZeRO stage is stage 0.
-                keep &= (same | (col["dp"] * col["cp"] == 1)) if name == "zero" else same
+            if value is not None and name != "zero":
+                keep &= col[name] == value
+        zero = self.grid_values(ctx)["zero"]
+        if zero is not None:
+            same, alone = col["zero"] == zero, col["dp"] * col["cp"] == 1
+            # A stage that shards over data-parallel ranks, on layouts that have some; only where the fixed
+            # TP, PP and CP leave none is one rank (where every ZeRO stage is stage 0) taken, and said.
+            sharded = keep & same & ~alone
+            keep &= sharded if zero >= 1 and sharded.any() else (same | alone)
         if self.shard_degree is not None:
             keep &= col["shard"] == self.shard_degree
         elif self.zero is not None:

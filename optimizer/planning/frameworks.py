@@ -34,7 +34,9 @@ class Framework:
     pp_with_tp: bool
     pp_source: str
     interleaved: bool  # virtual pipeline stages (interleaved 1F1B)
-    interleave_even_layers: bool  # layers must split evenly into p x v chunks
+    # the most pipeline chunks per rank whose layers may split unevenly: past it, the layers must split
+    # evenly into p x v chunks (1: any interleaving needs an even split)
+    uneven_chunks_max: int
     uneven_stages: bool  # without interleaving, PP need not divide the layers
     interleave_source: str
     offload: bool  # optimizer state in CPU memory, as gpuplan models it (ZeRO-Offload)
@@ -44,6 +46,8 @@ class Framework:
     expert_parallel: bool = False  # routed experts split over ep ranks with all-to-all dispatch
     ep_source: str = "no expert parallelism"
     ep_max_zero: int = 3  # highest ZeRO stage that combines with EP
+    # EP drawn from the FSDP shard group x TP (torchtitan: the expert mesh is dp_shard x CP x TP // EP)
+    ep_from_shard_group: bool = False
     optimizer_in_backward: bool = False  # each parameter stepped in backward (job.optimizer_in_backward)
     optimizer_in_backward_source: str = "the optimizer steps after the whole backward pass"
     activation_offload: bool = False  # saved activations in CPU memory (job.activation_offload)
@@ -97,10 +101,9 @@ class Framework:
             f"{self.title} does not combine PP with TP ({self.pp_source})": (pp > 1) & (tp > 1) & (not self.pp_with_tp),
             f"{self.title} has no interleaved pipeline schedule ({self.interleave_source})": (v > 1)
             & (not self.interleaved),
-            f"{self.title} interleaving needs the layers to split evenly into PP x chunks ({self.interleave_source})": (
-                v > 1
-            )
-            & self.interleave_even_layers
+            f"{self.title} interleaving{'' if self.uneven_chunks_max < 2 else f' of more than {self.uneven_chunks_max} chunks per rank'} "
+            f"needs the layers to split evenly into PP x chunks ({self.interleave_source})": (v > 1)
+            & (v > self.uneven_chunks_max)
             & (layers % stages != 0),
             f"{self.title} needs PP to divide the layers ({self.interleave_source})": (pp > 1)
             & (v == 1)
@@ -118,6 +121,10 @@ class Framework:
                 grid.get("ep", np.ones_like(tp)) > 1
             )
             & (zero > self.ep_max_zero),
+            f"{self.title} draws EP from the FSDP shard group (data_parallel_shard_degree x CP) x TP, which EP "
+            f"must divide ({self.ep_source})": (grid.get("ep", np.ones_like(tp)) > 1)
+            & self.ep_from_shard_group
+            & (np.where(zero >= 3, shard, cp) * tp % np.maximum(grid.get("ep", np.ones_like(tp)), 1) != 0),
             f"{self.title} has no optimizer step in backward ({self.optimizer_in_backward_source})": in_backward
             & (not self.optimizer_in_backward),
             f"{self.title} runs optimizer-in-backward without expert parallelism ({self.optimizer_in_backward_source})": (
@@ -161,7 +168,7 @@ FRAMEWORKS: dict[str, Framework] = {
         pp_with_tp=False,
         pp_source="HF Trainer has no pipeline schedule",
         interleaved=False,
-        interleave_even_layers=True,
+        uneven_chunks_max=1,
         uneven_stages=False,
         interleave_source="no pipeline schedule",
         offload=False,
@@ -190,7 +197,7 @@ FRAMEWORKS: dict[str, Framework] = {
         pp_with_tp=False,
         pp_source=_DEEPSPEED_PIPE + "; AutoTP applies to Hugging Face models, not PipelineModule",
         interleaved=False,
-        interleave_even_layers=True,
+        uneven_chunks_max=1,
         uneven_stages=True,
         interleave_source="DeepSpeed's TrainSchedule is plain 1F1B; PipelineModule partition_method='parameters' "
         "balances uneven layer counts",
@@ -226,17 +233,20 @@ FRAMEWORKS: dict[str, Framework] = {
         pp_with_tp=True,
         pp_source="torchtitan parallelism.pipeline_parallel_degree composes with FSDP2 and TP (3D)",
         interleaved=True,
-        interleave_even_layers=False,
+        uneven_chunks_max=2,
         uneven_stages=True,
-        interleave_source="torchtitan pipeline_parallel_schedule Interleaved1F1B; its layer split per stage need not "
-        "be even (benchmarks/llama3_h100_202412_torchtitan.md, Table 5: Llama 3.1 405B, 126 layers, Interleaved1F1B "
-        "at PP 8)",
+        interleave_source="torchtitan pipeline_parallel_schedule Interleaved1F1B: at its default 2 stages per rank the "
+        "layer split need not be even (benchmarks/llama3_h100_202412_torchtitan.md, Table 5: Llama 3.1 405B, 126 "
+        "layers, Interleaved1F1B at PP 8); more stages per rank take pipeline_parallel_layers_per_stage, one layer "
+        "count for every stage",
         offload=False,
         offload_source="torchtitan's CPU offload moves parameters and gradients too (FSDP2 CPUOffloadPolicy)",
         context_parallel=True,
         cp_source="torchtitan parallelism.context_parallel_degree (ring attention)",
         expert_parallel=True,
-        ep_source="torchtitan parallelism.expert_parallel_degree",
+        ep_source="torchtitan parallelism.expert_parallel_degree; distributed/parallel_dims.py (0.3.0): "
+        "efsdp = dp_shard * cp * tp // ep, the sparse mesh (pp, dp_replicate, efsdp, ep)",
+        ep_from_shard_group=True,
         optimizer_in_backward=True,
         optimizer_in_backward_source="torchtitan optimizer.early_step_in_backward; components/optimizer.py raises "
         "with pipeline or expert parallelism",
@@ -266,7 +276,7 @@ FRAMEWORKS: dict[str, Framework] = {
         pp_with_tp=True,
         pp_source=_MEGATRON_ARGS + ": --pipeline-model-parallel-size (Narayanan et al. 2021)",
         interleaved=True,
-        interleave_even_layers=True,
+        uneven_chunks_max=1,
         uneven_stages=True,
         interleave_source="megatron/core/transformer/transformer_block.py: uneven first/last stages are "
         "incompatible with virtual pipeline stages, which split the layers evenly",

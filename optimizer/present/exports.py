@@ -28,7 +28,7 @@ import yaml
 
 from ..errors import ArgumentError
 from ..inputs.schema import Strategy
-from ..planning.frameworks import FRAMEWORKS
+from ..planning.frameworks import FRAMEWORKS, why_not_runnable
 from ..results import Plan
 
 KINDS = ("skypilot", "kubernetes", "nodus", "deepspeed", "megatron", "torchtitan", "accelerate", "torchrun")
@@ -283,10 +283,12 @@ _LORA_GAPS = {
 def _gaps(plan: Plan, kind: str, num_layers: int | None, method: str) -> list[str]:
     """What the export of ``kind`` cannot write for this plan and fine-tuning method."""
     gaps = _GAPS[kind](plan, num_layers)
-    framework = FRAMEWORKS.get(kind)
-    if framework is not None and method not in framework.methods:
-        gaps.append(f"{framework.title} trains {'/'.join(sorted(framework.methods))} only ({framework.methods_source})")
-    elif method == "lora" and kind in _LORA_GAPS:
+    if kind in FRAMEWORKS:
+        # every rule by which gpuplan's planner says the framework refuses the layout (the layer counts'
+        # rules only where the layers are known: a split into PP x chunks stands for them otherwise)
+        layers = num_layers or plan.strategy.pp * plan.strategy.virtual_stages
+        gaps += [rule for rule in why_not_runnable(kind, plan.strategy, layers, method) if rule not in gaps]
+    if method == "lora" and kind in _LORA_GAPS:
         gaps.append(_LORA_GAPS[kind])
     return gaps
 
