@@ -295,6 +295,8 @@ def portfolio(
         rules = portfolio_infeasibility(pf, pm.jobs, pm.pools, pm.horizon)
         proven = proven or any(rule.constraint != "schedule" for rule in rules)
         result.status = "infeasible" if proven else "unknown"
+        # the bound was for schedules leaving those jobs out, not for the problem asked: none is stated
+        result.bound_usd, result.bound_source, result.gap = None, "", 1.0
         # "schedule" (each job fits alone, not all together) is a claim only a proof may make
         result.infeasible = rules if proven else []
         if not proven:

@@ -149,6 +149,8 @@ def drop_reason(pf: Portfolio, job: JobData, proven: bool, earliest_end: float) 
         return "cannot meet its deadline even alone"
     if job.deadline is not None and earliest_end > job.deadline and pf.objective != "weighted_lateness":
         return "cannot meet its deadline after the jobs it waits for ('after:')"
+    if pf.budget_usd is not None and (cheapest := min(o.cost_usd for o in job.options)) > pf.budget_usd:
+        return f"its cheapest option alone (${cheapest:,.2f}) costs more than the budget (${pf.budget_usd:,.2f})"
     if job.required and proven:
         return "required, but the GPU pools, deadlines and budget cannot carry it together with the others"
     if job.required:

@@ -180,7 +180,10 @@ class PortfolioResult(BaseModel):
     status: Literal["optimal", "feasible", "infeasible", "unknown"]
     objective: str
     total_cost_usd: float
-    gap: float
+    gap: float = Field(
+        description="(cost - bound) / cost; 1.0 where no bound holds for the problem as asked (a required job "
+        "left out: status infeasible or unknown)."
+    )
     schedule: list[ScheduledJob]
     dropped: list[DroppedJob]
     pools: list[PoolUse]

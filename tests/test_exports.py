@@ -179,6 +179,9 @@ def test_skypilot_task_loads_with_skypilot(name, tmp_path):
     path = tmp_path / "task.yaml"
     path.write_text(export(p, "skypilot", name="gpuplan-test"))
     task = sky.Task.from_yaml(str(path))
+    for job_name in ("my fine tune job", "模型 #1: a/b", "x---y", "😀"):  # names SkyPilot refuses as written
+        path.write_text(export(p, "skypilot", name=job_name))
+        assert sky.Task.from_yaml(str(path)).name
     assert task.num_nodes == p.nodes and task.workdir == "."
     (resources,) = task.resources
     assert resources.accelerators == {p.sku: p.gpus_per_node} and resources.use_spot == p.spot

@@ -1528,6 +1528,17 @@ def test_json_output_is_json_even_with_a_non_finite_number(capsys):
     }
 
 
+def test_a_job_whose_unfit_rows_run_for_centuries_is_answered_not_refused(tmp_path):
+    """DeepSeek-V3, 50B tokens, at most 2 nodes: rows that never fit (an L40S for 209 years, $7M) made the
+    cost x time tie-break pass 2^62, and the answer was "check job.tokens" (exit 2). It is infeasible, on
+    supply and memory, and says so."""
+    (tmp_path / "job.yaml").write_text(
+        "job: {name: dsv3, model: deepseek-v3, method: full, tokens: 50B, seq_len: 1024, global_batch: 64}\n"
+    )
+    result = invoke(["solve", tmp_path / "job.yaml", "--max-nodes", "2", "--time-limit", "5"])
+    assert result.exit_code == 0 and "Infeasible (supply)" in result.output, result.output
+
+
 def test_null_names_in_a_config_read_as_absent(tmp_path):
     """``"model_type": null`` is how some exporters write a field they do not know: the same as leaving it out."""
     (tmp_path / "cfg.json").write_text(config_json(model_type=None, hidden_act=None))

@@ -223,11 +223,26 @@ def test_an_optional_job_left_out_is_said_to_make_room_only_where_fewer_drops_we
 
     from optimizer.explain import drop_reason
 
-    pf = SimpleNamespace(objective="cost")
-    job = SimpleNamespace(options=[object()], durations=[10], release=0, deadline=100, required=False)
+    pf = SimpleNamespace(objective="cost", budget_usd=None)
+    job = SimpleNamespace(
+        options=[SimpleNamespace(cost_usd=21.59)], durations=[10], release=0, deadline=100, required=False
+    )
     assert "higher-priority" in drop_reason(pf, job, True, 10.0)
     unproven = drop_reason(pf, job, False, 10.0)
     assert "not proven impossible" in unproven and "higher-priority" not in unproven and "required" not in unproven
+    # where it alone costs more than the budget, that is the reason, whatever else was proven
+    broke = SimpleNamespace(objective="cost", budget_usd=1.0)
+    assert (
+        drop_reason(broke, job, True, 10.0) == "its cheapest option alone ($21.59) costs more than the budget ($1.00)"
+    )
+
+
+def test_a_portfolio_without_its_required_jobs_states_no_bound(problems, tmp_path):
+    """Where a required job is left out, the schedule's bound was for schedules without it: no bound or
+    gap is claimed for the problem asked (it printed "gap 0.00%" beside "infeasible")."""
+    result = portfolio(variant(problems, tmp_path, ("budget: $15,000", "budget: $14,000")), workers=1)
+    assert result.status in ("infeasible", "unknown") and result.dropped
+    assert result.bound_usd is None and result.gap == 1.0
 
 
 def test_deterministic(problems):

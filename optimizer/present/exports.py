@@ -323,6 +323,13 @@ def torchrun(plan: Plan, script: str = "train.py", precision: str = "bf16") -> s
     return _comment(_header(plan, precision, where)) + f"export {env}\n" + _torchrun_line(plan, script) + "\n"
 
 
+def _sky_name(name: str) -> str:
+    """A SkyPilot task name (sky/task.py _VALID_NAME_REGEX: ASCII letters and digits, runs of at most two of
+    '._-' between them); ``gpuplan-job`` where nothing of the job's name is left."""
+    words = re.findall(r"[A-Za-z0-9]+", name)
+    return "-".join(words)[:63].strip("-") or "gpuplan-job"
+
+
 def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
     """A SkyPilot task: one node per ``num_nodes``, torchrun over SkyPilot's SKYPILOT_* variables."""
     run_args = _torchrun_args(
@@ -334,7 +341,7 @@ def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
         "train.py",
     )
     task = {
-        "name": name,
+        "name": _sky_name(name),
         "num_nodes": plan.nodes,
         "resources": {"accelerators": f"{plan.sku}:{plan.gpus_per_node}", "use_spot": plan.spot},
         "workdir": ".",

@@ -258,19 +258,35 @@ class PlanModel:
         return sum(max(d[column] for d in j.data) for j in self.jobs if j.data)
 
     def lexicographic(
-        self, primary: cp_model.LinearExprT, secondary: cp_model.LinearExprT, secondary_max: int
+        self,
+        primary: cp_model.LinearExprT,
+        secondary: cp_model.LinearExprT,
+        secondary_max: int,
+        primary_max: int | None = None,
     ) -> cp_model.LinearExprT:
-        """primary x (secondary_max + 1) + secondary: the secondary term only breaks ties of the primary."""
+        """primary x (secondary_max + 1) + secondary: the secondary term only breaks ties of the primary.
+        Where that could pass the solver's integers (``primary_max``: a row of centuries at millions of
+        dollars, kept in the model so that an infeasible answer can name what binds), the tie-breaker is
+        counted in coarser units, so that a job a few such rows share is still answered."""
+        unit = 1
+        if primary_max is not None:
+            while (primary_max + 1) * (secondary_max // unit + 1) > MAX_SOLVER_INT // 4:
+                unit *= 2
+        if unit > 1:
+            coarse = self.model.new_int_var(0, secondary_max // unit, "tie_breaker")
+            self.model.add_division_equality(coarse, secondary, unit)
+            secondary, secondary_max = coarse, secondary_max // unit
         return cp_model.LinearExpr.weighted_sum([primary, secondary], [secondary_max + 1, 1])
 
     def set_objective(self, objective: str) -> None:
         """Single jobs: cost with time as the tie-breaker, or time with cost as the tie-breaker."""
         time_total = sum(j.attr["time_s"] for j in self.jobs)
         cost_total = sum(self.cost_cents(j) for j in self.jobs)
+        time_max, cost_max = self.max_total("time_s"), self.max_total("cost_cents")
         if objective == "cost":
-            self.model.minimize(self.lexicographic(cost_total, time_total, self.max_total("time_s")))
+            self.model.minimize(self.lexicographic(cost_total, time_total, time_max, cost_max))
         else:
-            self.model.minimize(self.lexicographic(time_total, cost_total, self.max_total("cost_cents")))
+            self.model.minimize(self.lexicographic(time_total, cost_total, cost_max, time_max))
 
     def solver(
         self, time_limit_s: float, assumptions: dict[str, bool] | None = None, workers: int = 1
