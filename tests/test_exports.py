@@ -356,6 +356,31 @@ def _megatron_parser() -> tuple[argparse.ArgumentParser, dict[str, set[str]]]:
     return parser, owners
 
 
+@pytest.mark.parametrize(("layers", "pp"), [(61, 8), (80, 3), (32, 3), (94, 8), (61, 2), (5, 4), (126, 16)])
+def test_megatron_takes_the_uneven_pipeline_split_it_is_given(layers, pp):
+    """Where PP does not divide the layers (DeepSeek-V3's 61 at PP 8), Megatron-Core asserts unless told
+    the first and last stages' layers; those the export writes pass its TransformerConfig checks and keep
+    the slowest stage at ceil(layers / PP), as gpuplan's time model assumes."""
+    pytest.importorskip("megatron.core")
+    import torch
+    from megatron.core.transformer import TransformerConfig
+
+    from optimizer.present.exports import uneven_pipeline_ends
+
+    first, last = uneven_pipeline_ends(layers, pp)
+    TransformerConfig(  # raises where the middle layers do not split over the middle stages
+        num_layers=layers,
+        hidden_size=64,
+        num_attention_heads=4,
+        pipeline_model_parallel_size=pp,
+        pipeline_dtype=torch.bfloat16,
+        num_layers_in_first_pipeline_stage=first,
+        num_layers_in_last_pipeline_stage=last,
+    )
+    middle = (layers - first - last) // (pp - 2) if pp > 2 else 0
+    assert max(first, last, middle) == -(-layers // pp)
+
+
 @pytest.mark.filterwarnings("ignore:full scope is deprecated")
 @pytest.mark.parametrize("name", NAMES)
 def test_megatron_arguments_build_megatron_core_configs(name):

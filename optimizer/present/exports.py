@@ -519,6 +519,22 @@ def deepspeed(plan: Plan, precision: str = "bf16", num_layers: int | None = None
     return json.dumps(config, indent=2) + "\n"
 
 
+def uneven_pipeline_ends(num_layers: int | None, pp: int) -> tuple[int, int] | None:
+    """Where PP does not divide the layers: the layers of the first and last stages, the middle stages
+    holding ceil(layers / PP) each as gpuplan's time model assumes (its slowest stage), as Megatron-Core
+    takes them (TransformerConfig num_layers_in_first/last_pipeline_stage: the middle layers must split
+    evenly over the middle stages; without them it asserts that PP divides the layers). None where PP
+    divides them (or they are unknown)."""
+    if num_layers is None or pp < 2 or num_layers % pp == 0:
+        return None
+    slowest = -(-num_layers // pp)
+    for middle in range(slowest, 0, -1):
+        ends = num_layers - middle * (pp - 2)
+        if 2 <= ends <= 2 * slowest:
+            return ends // 2, ends - ends // 2
+    return None
+
+
 def megatron_args(
     plan: Plan, seq_len: int | None = None, precision: str = "bf16", num_layers: int | None = None
 ) -> list[str]:
@@ -537,6 +553,8 @@ def megatron_args(
     ]
     if s.virtual_stages > 1:
         args.append(f"--num-virtual-stages-per-pipeline-rank {s.virtual_stages}")
+    if (ends := uneven_pipeline_ends(num_layers, s.pp)) is not None:
+        args += [f"--num-layers-in-first-pipeline-stage {ends[0]}", f"--num-layers-in-last-pipeline-stage {ends[1]}"]
     args += [f"--context-parallel-size {s.cp}", f"--expert-model-parallel-size {_ep(s)}"]
     if getattr(s, "expert_tp", None):
         args.append(f"--expert-tensor-parallel-size {s.expert_tp}")
