@@ -1394,6 +1394,19 @@ STRUCTURE = [
         ["portfolio", "{pf.yaml}", "--time-limit", "2"],
         ["pf.yaml", "pools[0]", "windows overlap"],
     ),
+    *(
+        (
+            f"catalog-name-{kind}",
+            {"cat.yaml": catalog_text().replace("name: hostile-catalog", f"name: {name}")},
+            ["catalog", "{cat.yaml}"],
+            ["cat.yaml", "field 'name'", why],
+        )
+        for kind, name, why in (
+            ("line-break", '"a\\nb"', "control characters"),
+            ("blank", '"  "', "blank"),
+            ("list", "[a]", "text"),
+        )
+    ),
     (
         "scaling-efficiency-true-key",
         {"job.yaml": job_text(extra="assumptions:\n  scaling_efficiency: {true: 0.5}\n")},

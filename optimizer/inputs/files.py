@@ -20,7 +20,7 @@ from .bundled import bundled_catalog_names, bundled_dir
 from .catalog import find_sku, sku_key
 from .hf_models import resolve
 from .reader import read_yaml_file
-from .schema import Assumptions, Catalog, CatalogFile, Offer, Portfolio, Problem, Sku
+from .schema import Assumptions, Catalog, CatalogFile, Offer, Portfolio, Problem, Sku, a_name
 
 
 def read_yaml(path: Path, what: str) -> Any:
@@ -230,6 +230,13 @@ def _load_catalog(
             field="offers",
         )
     _one_sku_per_name(list(skus.values()), str(path))
+    if data.get("name") is not None:
+        try:
+            if not isinstance(data["name"], str):
+                raise ValueError(f"a catalog's name is text, got {_a_type(data['name'])}")
+            a_name(data["name"])
+        except ValueError as exc:
+            raise CatalogError(f"{exc}; give the catalog a short name", source=str(path), field="name") from None
     catalog = Catalog(
         name=str(data.get("name") or path.stem),
         description=str(data.get("description") or ""),

@@ -61,7 +61,7 @@ UsdPerHour = Annotated[float, BeforeValidator(lambda v: units.parse_price_per_ho
 Count = Annotated[float, BeforeValidator(lambda v: units.parse_count(v)), _unit("70B")]
 
 
-def _a_name(value: str) -> str:
+def a_name(value: str) -> str:
     """A name people select things by and read in tables: not blank, and without control characters (a
     line break in a job or offer name splits its table row and cuts the one-line answer short)."""
     if not value.strip():
@@ -71,7 +71,7 @@ def _a_name(value: str) -> str:
     return value
 
 
-Name = Annotated[str, AfterValidator(_a_name)]
+Name = Annotated[str, AfterValidator(a_name)]
 
 Precision = Literal["bf16", "fp16", "fp8", "nvfp4"]
 Method = Literal["full", "lora", "qlora"]
@@ -319,7 +319,7 @@ class CatalogFile(_Model):
 
 
 class Catalog(_Model):
-    name: Name
+    name: str
     description: str = ""
     skus: list[Sku]
     offers: list[Offer] = Field(default_factory=list)
