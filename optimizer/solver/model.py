@@ -34,6 +34,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..errors import JobError
+from ..inputs import units
 from ..physics.constants import MIB, usd_to_cents
 from ..planning.candidates import Candidate, CandidateTable
 from ..planning.uncertainty import p90_hours
@@ -109,6 +110,20 @@ def overflow_error(table: CandidateTable) -> JobError:
         "the plans for this job run so long or cost so much that their seconds and cents overflow the "
         "solver's integers; check job.tokens, job.measured rates, the assumptions (mfu, link_efficiency, "
         "overlap), the GPUs' TFLOPS and bandwidths and the prices (a plan of centuries is not one to rent)",
+        source=table.ctx.problem.source_path,
+        field="job.tokens",
+    )
+
+
+def aeons_error(table: CandidateTable, best: Candidate) -> JobError:
+    """The answer when even the best plan runs past the years any rental is planned for (``units.LIMITS``
+    duration): the inputs, not the plan, are what to look at."""
+    years = best.time_s / units.YEAR_S
+    return JobError(
+        f"the best plan runs {years:,.0f} years, past the {units.LIMITS['duration'].high / units.YEAR_S:.0f} years "
+        "any GPU rental is planned for; check job.tokens, job.measured rates, the assumptions (mfu, "
+        "link_efficiency, overlap), the GPUs' TFLOPS and bandwidths and the prices (a plan of centuries is not "
+        "one to rent)",
         source=table.ctx.problem.source_path,
         field="job.tokens",
     )

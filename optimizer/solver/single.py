@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from ..inputs import units
 from ..physics.constants import optimality_gap
 from ..planning.candidates import Candidate, CandidateTable
 from ..planning.plans import plan_from
 from ..results import Option, OptionsResult, Plan, RunnerUp, SolveResult
-from .model import JobVars, PlanModel, overflow_error, solver_rows
+from .model import JobVars, PlanModel, aeons_error, overflow_error, solver_rows
 
 SOLVED = (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
@@ -78,6 +79,8 @@ def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up
     outcome = SingleOutcome(result)
     if status in SOLVED:
         outcome.best = job.chosen(solver)
+        if outcome.best.time_s > units.LIMITS["duration"].high:
+            raise aeons_error(table, outcome.best)
         result.best = _to_plan(table, outcome.best)
         result.status = "optimal" if status == cp_model.OPTIMAL else "feasible"
         result.gap = optimality_gap(solver.objective_value, solver.best_objective_bound, status == cp_model.OPTIMAL)
