@@ -21,6 +21,7 @@ def _model_variants(schema: dict) -> None:
     if "ModelSpec" not in defs:
         return
     full = defs["ModelSpec"]
+    full.get("properties", {}).pop("config_path", None)  # set by hf_config expansion, not written in files
     by_name = {
         "type": "object",
         "additionalProperties": False,
