@@ -159,7 +159,8 @@ class OptionsTimeout(Exception):
 def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int, until: float | None = None) -> list[JobData]:
     """Each job's options. The candidate table of each distinct job is built once and shared; jobs that
     differ only in their token count share one evaluation of their layouts (``retimed``): measured, 300
-    jobs of two shapes and 288 token counts took 21 s to prepare with a table each."""
+    jobs of two shapes and 288 token counts took 21 s to prepare with a table each. No table is begun past
+    ``until`` (a perf_counter time): ``OptionsTimeout``."""
     jobs = []
     shapes: dict[str, tuple[CandidateTable, list[Candidate], list[int]]] = {}
     evaluated: dict[str, CandidateTable] = {}  # by the shape without its token count
