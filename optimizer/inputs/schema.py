@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import JobError, UnitError
+from ..errors import JobError, UnitError, printable
 from ..physics.constants import FAILURES_PER_GPU_HOUR, HOST_LINK_GB_PER_S_PER_GPU, HOST_MEMORY_GB_PER_S_PER_GPU
 from . import units
 
@@ -66,7 +66,7 @@ def a_name(value: str) -> str:
     line break in a job or offer name splits its table row and cuts the one-line answer short)."""
     if not value.strip():
         raise ValueError("a name cannot be blank")
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+    if printable(value) != value:
         raise ValueError("a name cannot hold control characters such as a line break or a tab")
     return value
 

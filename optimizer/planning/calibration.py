@@ -115,7 +115,7 @@ def _check_peak(ctx: JobContext, row: HardwareRow, peak_bytes: float | None, i: 
         )
 
 
-def _check_possible(ctx: JobContext, row: HardwareRow, m, i: int) -> None:
+def _check_possible(ctx: JobContext, row: HardwareRow, m, i: int) -> str:
     """A measurement no GPU can make: more model FLOP/s than the GPUs' peak (MFU above 100 %), or a peak
     memory below the weights, gradients and optimizer state the layout must hold. Either is a typo (a unit,
     per GPU against in all) or another configuration, and calibrating to it would mislead every plan."""
@@ -139,19 +139,19 @@ def _check_possible(ctx: JobContext, row: HardwareRow, m, i: int) -> None:
             source=where,
             field=f"job.measured[{i}].peak_memory",
         )
+    return ev.timing.bound_at(k)  # what bounds the measured configuration, as ``predict`` says
 
 
 def calibrate(ctx: JobContext) -> JobContext:
     measurements = ctx.job.measured
-    rows = []
+    rows, bounds = [], []
     for i, m in enumerate(measurements):
         try:
             rows.append(resolve_row(ctx, m.sku, m.gpus, m.nodes))
         except GpuplanError as exc:
             raise JobError(exc.reason, source=ctx.problem.source_path, field=f"job.measured[{i}]") from None
         _check_peak(ctx, rows[-1], m.peak_memory_bytes, i)
-        _check_possible(ctx, rows[-1], m, i)
-    bounds = [predict(ctx, row)[1] for row in rows]
+        bounds.append(_check_possible(ctx, rows[-1], m, i))
     factors: dict[str, list[float]] = {}
     for i, (row, m, bound) in enumerate(zip(rows, measurements, bounds)):
         factor = _fit(ctx, row, bound, m.tokens_per_s)

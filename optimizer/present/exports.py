@@ -9,9 +9,11 @@ the plan and the gpuplan version, in the format's comment syntax (DeepSpeed's JS
 
 The numbers: GPUs = nodes x GPUs per node = TP x PP x CP x DP, and the global batch (sequences per
 optimizer step) = DP x micro-batch x gradient accumulation. A tool that cannot express a layout raises
-``ArgumentError(field="export")`` naming the exports that can; where a tool's nearest setting needs no
-more GPU memory than planned (FSDP's SHARD_GRAD_OP for ZeRO-1, FSDP CPU offload for optimizer offload),
-the export writes it and says so in a ``note:`` line of the header.
+``ArgumentError(field="export")`` naming the exports that can; a framework's export (deepspeed,
+megatron, torchtitan) also refuses every layout its planner rules refuse (``frameworks.why_not_runnable``).
+Where accelerate's nearest setting needs no more GPU memory than planned (FSDP's SHARD_GRAD_OP for
+ZeRO-1, FSDP CPU offload for optimizer offload), its export writes it and says so in a ``note:`` line.
+The section and argument builders (``torchtitan_sections``, ``megatron_args``) still map every layout.
 """
 
 from __future__ import annotations
@@ -234,16 +236,10 @@ def _deepspeed_gaps(plan: Plan, num_layers: int | None) -> list[str]:
 
 
 def _megatron_gaps(plan: Plan, num_layers: int | None) -> list[str]:
-    s = plan.strategy
     # Activation offload is --cpu-offloading-num-layers (Megatron-Core's cpu_offloading_num_layers, which must
     # stay under the model's layer count): it needs num_layers.
-    gaps = _memory_option_gaps(plan, "Megatron-LM", in_backward=False, offload=(num_layers or 0) > 1)
-    if s.zero_stage >= 2:
-        gaps.append(
-            f"Megatron-LM's distributed optimizer shards the optimizer state only (ZeRO-1); ZeRO-{s.zero_stage} "
-            "would need Megatron-FSDP, which gpuplan does not plan for"
-        )
-    return gaps
+    # (ZeRO stages, interleaving and the like are the framework's rules, which ``_gaps`` adds)
+    return _memory_option_gaps(plan, "Megatron-LM", in_backward=False, offload=(num_layers or 0) > 1)
 
 
 def _torchtitan_gaps(plan: Plan, num_layers: int | None) -> list[str]:
@@ -257,8 +253,6 @@ def _torchtitan_gaps(plan: Plan, num_layers: int | None) -> list[str]:
             "pipeline_parallel_layers_per_stage, which needs the model's layer count: "
             "pass num_layers (export(plan, 'torchtitan', num_layers=...))"
         )
-    if s.virtual_stages > 2 and num_layers is not None and num_layers % (s.pp * s.virtual_stages):
-        gaps.append(f"{num_layers} layers do not split evenly into PP {s.pp} x {s.virtual_stages} stages")
     return gaps
 
 
@@ -596,8 +590,6 @@ def megatron(
         f"flags checked against {MEGATRON_SOURCE}",
     ]
     notes = [] if seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set --seq-length"]
-    if s.offload != "none" and s.zero_stage == 0:
-        notes.append("one data-parallel rank: the distributed optimizer shards nothing, and carries the CPU offload")
     command = [_torchrun_line(plan, "pretrain_gpt.py"), *megatron_args(plan, seq_len, precision, num_layers)]
     return _comment(_header(plan, precision, lines, notes)) + " \\\n  ".join(command) + "\n"
 
@@ -710,7 +702,6 @@ def torchtitan(
     """A torchtitan job TOML (torchtitan <= 0.2.2, ``--job.config_file``) whose header gives the same
     values as torchtitan 0.3.0 flags (0.3.0 reads configs from Python functions, no TOML)."""
     _refuse_gaps(plan, "torchtitan", num_layers, method)
-    s = plan.strategy
     sections = torchtitan_sections(plan, name, seq_len, precision, num_layers)
     launch = _torchrun_line(plan, "-m torchtitan.train")
     lines = [
@@ -722,13 +713,6 @@ def torchtitan(
         f"  flags: {TORCHTITAN_FLAGS_SOURCE}",
     ]
     notes = [] if seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set training.seq_len"]
-    if s.zero_stage == 1:
-        notes.append("FSDP2 has no ZeRO-1: reshard_after_forward 'never' (ZeRO-2) shards more and needs less memory")
-    if s.offload != "none":
-        notes.append(
-            "torchtitan's CPU offload (FSDP2 CPUOffloadPolicy) moves parameters and gradients too, not the "
-            "optimizer state alone: it fits in less GPU memory than planned and runs slower"
-        )
     if precision in ("fp16", "nvfp4"):
         notes.append(f"torchtitan has no {precision} mixed precision: bfloat16 here")
     if precision == "fp8":

@@ -176,7 +176,9 @@ def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int, until: float | N
             except GpuplanError as exc:
                 # the job's GPU filter is the entry's ``gpu:``, which the job reads as constraints.gpu
                 if exc.field and exc.field.startswith("constraints.gpu") and entry.gpu is not None:
-                    raise type(exc)(exc.reason, source=pf.source_path, field=f"jobs[{i}]" + exc.field[11:]) from None
+                    raise type(exc)(
+                        exc.reason, source=pf.source_path, field=f"jobs[{i}]" + exc.field.removeprefix("constraints")
+                    ) from None
                 raise
             base = _shape_key(pf, i, tokens=False)
             table = retimed(evaluated[base], ctx) if base in evaluated else build_table(ctx)
