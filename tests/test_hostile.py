@@ -1424,6 +1424,22 @@ STRUCTURE = [
         ["job.yaml", "job.model", "experts_per_token"],
     ),
     (
+        "params-contradict-shapes",
+        {
+            "job.yaml": job_text(
+                model="{params: 1B, layers: 32, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, vocab: 128256}"
+            )
+        },
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "job.model", "params is 1B", "8.03B"],
+    ),
+    (
+        "preset-params-tenfold",
+        {"job.yaml": job_text(model="{preset: llama-3.1-8b, params: 80B}")},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "job.model", "params is 80B"],
+    ),
+    (
         "moe-config-top-k-zero",
         {"cfg.json": config_json(num_local_experts=8, num_experts_per_tok=0)},
         ["model", "{cfg.json}"],

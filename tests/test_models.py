@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from optimizer import load_job, plan
 from optimizer.cli import app
-from optimizer.inputs.hf_models import count_params, presets, resolve
+from optimizer.inputs.hf_models import count_params, model_fields, presets, resolve
 from optimizer.inputs.schema import ModelSpec
 from optimizer.inputs.units import parse_count
 
@@ -61,6 +61,23 @@ def test_every_preset_matches_its_published_count(name):
         assert without == pytest.approx(
             parse_count(entry["published"]["active_params_without_input_embedding"]), rel=0.01
         )
+
+
+@pytest.mark.parametrize("name", sorted(presets()))
+def test_the_shapes_alone_hold_each_presets_published_count(name):
+    # what a job that writes params and shapes by hand is checked against (ModelSpec.shape_params)
+    entry = presets()[name]
+    model = ModelSpec.model_validate(model_fields(entry["config"], name))
+    assert model.shape_params() == pytest.approx(parse_count(entry["published"]["params"]), rel=0.006)
+
+
+def test_params_that_contradict_the_shapes_are_refused():
+    llama_8b = dict(layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=128256)
+    for wrong in ("1B", "80B", "8.03M"):
+        with pytest.raises(ValueError, match="hold 8.03B parameters"):
+            ModelSpec.model_validate({"params": wrong, **llama_8b})
+    # within a factor of two passes: a vision tower or an MTP head outside the shapes' count
+    assert ModelSpec.model_validate({"params": "10.6B", **llama_8b}).params == 10.6e9
 
 
 def test_job_file_with_preset_and_relative_hf_config(tmp_path):

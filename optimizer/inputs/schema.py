@@ -33,6 +33,12 @@ from ..errors import JobError, UnitError, printable
 from ..physics.constants import FAILURES_PER_GPU_HOUR, HOST_LINK_GB_PER_S_PER_GPU, HOST_MEMORY_GB_PER_S_PER_GPU
 from . import units
 
+# A model's params may differ from what its shapes hold by at most this factor either way. The shapes
+# count the language model alone, so a vision tower or a multi-token-prediction head as large as it still
+# passes (DeepSeek-V3's published 685B against 671B counted), while a typo of ten (7B shapes, 70B
+# params) or a units slip (M for B) is refused.
+PARAMS_SHAPES_RATIO_MAX = 2.0
+
 
 def _unit(example: str) -> WithJsonSchema:
     """JSON Schema for a field that takes a number or a string with a unit."""
@@ -423,7 +429,42 @@ class ModelSpec(_Model):
             raise ValueError(f"dense_layers ({self.dense_layers}) is more than layers ({self.layers})")
         if self.layers is not None and self.window_layers is not None and self.window_layers > self.layers:
             raise ValueError(f"window_layers ({self.window_layers}) is more than layers ({self.layers})")
+        if self.has_shapes:
+            counted = self.shape_params()
+            if not 1 / PARAMS_SHAPES_RATIO_MAX <= self.params / counted <= PARAMS_SHAPES_RATIO_MAX:
+                raise ValueError(
+                    f"params is {units.fmt_count(self.params)}, but the shapes given (layers {self.layers}, hidden "
+                    f"{self.hidden}, ffn_hidden {self.ffn_hidden}, vocab {self.vocab}"
+                    + (f", {self.experts} experts" if self.experts else "")
+                    + f") hold {units.fmt_count(counted)} parameters, and memory and time would be planned for "
+                    "the wrong model: give the params of these shapes, or fix the shapes (a preset or hf_config "
+                    "fills in both)"
+                )
         return self
+
+    def shape_params(self) -> float:
+        """The parameters the shapes hold, counted as ``hf_models.count_params`` counts a config.json (the
+        same within 0.03 % for every bundled preset; biases and norms are left out here)."""
+        assert self.layers and self.hidden and self.heads and self.ffn_hidden and self.vocab
+        h, heads = self.hidden, self.heads
+        head_dim = self.head_dim or h // heads
+        v_head_dim = self.v_head_dim or head_dim
+        if self.kv_lora_rank:  # multi-head latent attention (DeepSeek-V2/V3)
+            q_rank = self.q_lora_rank or 0
+            q = h * q_rank + q_rank * heads * head_dim if q_rank else h * heads * head_dim
+            attention = q + h * self.kv_lora_rank + self.kv_lora_rank * heads * (head_dim + v_head_dim)
+        else:
+            attention = h * heads * head_dim + 2 * h * (self.kv_heads or heads) * head_dim
+        attention += heads * v_head_dim * h
+        matrices = 3 if self.gated_mlp else 2
+        if self.experts:
+            width = self.moe_ffn_hidden or self.ffn_hidden
+            moe_layers = self.layers - self.dense_layers
+            per_moe_layer = (self.experts + self.shared_experts) * matrices * h * width + h * self.experts
+            mlp = self.dense_layers * matrices * h * self.ffn_hidden + moe_layers * per_moe_layer
+        else:
+            mlp = self.layers * matrices * h * self.ffn_hidden
+        return float(self.layers * attention + mlp + (1 if self.tied_embeddings else 2) * self.vocab * h)
 
     @property
     def has_shapes(self) -> bool:
