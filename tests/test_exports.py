@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import inspect
 import json
+import re
 import shlex
 import sys
 import types
@@ -239,6 +240,13 @@ def test_kubernetes_names_are_dns_labels():
     assert service["metadata"]["name"] == job["metadata"]["name"] == "llama-70b-sft-run-3"
     _, job = yaml.safe_load_all(export(get_plan("tp8-pp4"), "kubernetes", name="70b"))
     assert job["metadata"]["name"] == "job-70b"
+
+
+@pytest.mark.parametrize("name", ["My Fine Tune", "70b", "sft_v2.1", "Ü" * 80])
+def test_the_nodus_job_is_named_as_an_api_server_takes_a_job_name(name):
+    # RFC 1123 label, at most 63 characters (Kubernetes' rule for Job names, which become a label value)
+    spec = yaml.safe_load(export(get_plan("tp8-pp4"), "nodus", name=name))
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", spec["metadata"]["name"])
 
 
 def test_the_old_kubernetes_form_is_rejected_by_the_client_and_kept_as_nodus():

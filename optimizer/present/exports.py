@@ -428,12 +428,14 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
 
 
 def nodus(plan: Plan, name: str, precision: str = "bf16") -> str:
-    """The seed's job spec (``spec.resources.gpu: {type, count, minMemory}`` per node), which Nodus reads."""
+    """The seed's job spec (``spec.resources.gpu: {type, count, minMemory}`` per node), which Nodus reads.
+    ``nodus apply --dry-run=server`` (the seed) sends it to an API server, which takes a Job's name only as a
+    DNS name: lowercase letters, digits and hyphens, so it is written as the Kubernetes export writes it."""
     min_memory_gi = math.floor(plan.memory_gib.capacity)
     spec = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": name},
+        "metadata": {"name": _dns_label(name, 63)},
         "spec": {
             "parallelism": plan.nodes,
             "completions": plan.nodes,
