@@ -200,6 +200,24 @@ def test_inserting_a_job_ejects_one_that_has_somewhere_else_to_go():
     assert not state.insert(1, [0], near=0) and state.placed == [(0, 0), None]
 
 
+def test_a_deeper_ejection_chain_places_the_job_a_shallow_one_cannot():
+    # One 8-GPU pool, 16 steps: b, c and d hold 0-4, 4-8 and 8-12, each free to run until its deadline;
+    # 12-16 is free. a must run in 0-4: it pushes out b, which goes in only at 4-8 by pushing out c, which
+    # goes in only at 8-12 by pushing out d, which moves to 12-16. Two levels of chain below a's own.
+    pool = [SimpleNamespace(offers={"cheap"}, segments=[(0, 16, 8)])]
+    jobs = [
+        _job("a", [("cheap", 4, 10.0)], (0, 4)),
+        _job("b", [("cheap", 4, 10.0)], (0, 8)),
+        _job("c", [("cheap", 4, 10.0)], (4, 12)),
+        _job("d", [("cheap", 4, 10.0)], (8, 16)),
+    ]
+    placed = [None, (0, 0), (0, 4), (0, 8)]
+    state = Search(jobs, pool, POOL_OF, 16, None, placed, workers=1)
+    assert not state.insert(0, [0], near=0) and state.placed == placed
+    assert state.insert(0, [0], near=0, depth=2)
+    assert state.placed == [(0, 0), (0, 4), (0, 8), (0, 12)] and state.cost_cents() == 4_000
+
+
 def test_a_job_far_from_its_priced_slot_moves_back_ejecting_one_that_can_go_elsewhere():
     # a sits on the cheap pool and b, dear elsewhere ($40 against $10), was pushed to the dear pool ($50).
     # At prices where the cheap pool costs what it saves a (62.5 cents per GPU-step), b's slot is the cheap

@@ -423,9 +423,10 @@ class Search:
             self._use(k, self.placed[k], -1)
         return moves
 
-    def insert(self, k: int, options: list[int], near: float) -> bool:
-        """Place the unplaced job k by ejecting the jobs in its way (``_insertion``); whether it did."""
-        found = self._insertion(k, options[:INSERT_OPTIONS], near, INSERT_STARTS, INSERT_DEPTH, roomiest=True)
+    def insert(self, k: int, options: list[int], near: float, depth: int = INSERT_DEPTH) -> bool:
+        """Place the unplaced job k by ejecting the jobs in its way (``_insertion``), those that fit nowhere
+        put in by ejection in turn ``depth`` levels down; whether it did."""
+        found = self._insertion(k, options[:INSERT_OPTIONS], near, INSERT_STARTS, depth, roomiest=True)
         if found is None:
             return False
         self._apply(found[1], {})
