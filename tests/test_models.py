@@ -69,6 +69,7 @@ def test_the_shapes_alone_hold_each_presets_published_count(name):
     entry = presets()[name]
     model = ModelSpec.model_validate(model_fields(entry["config"], name))
     assert model.shape_params() == pytest.approx(parse_count(entry["published"]["params"]), rel=0.006)
+    assert model.shape_params() == pytest.approx(count_params(entry["config"])["params"], rel=5e-4)
 
 
 def test_params_that_contradict_the_shapes_are_refused():

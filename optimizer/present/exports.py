@@ -429,8 +429,9 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
 
 def nodus(plan: Plan, name: str, precision: str = "bf16") -> str:
     """The seed's job spec (``spec.resources.gpu: {type, count, minMemory}`` per node), which Nodus reads.
-    ``nodus apply --dry-run=server`` (the seed) sends it to an API server, which takes a Job's name only as a
-    DNS name: lowercase letters, digits and hyphens, so it is written as the Kubernetes export writes it."""
+    The seed applies it with ``nodus apply --dry-run=server``, to a Kubernetes-style server for a ``batch/v1``
+    Job, whose name Kubernetes takes only as a DNS label (lowercase letters, digits, hyphens): it is written
+    as the Kubernetes export writes it."""
     min_memory_gi = math.floor(plan.memory_gib.capacity)
     spec = {
         "apiVersion": "batch/v1",
