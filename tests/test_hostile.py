@@ -29,7 +29,7 @@ from string import Template
 import pytest
 from typer.testing import CliRunner
 
-from optimizer import cli
+from optimizer import cli, load_portfolio
 from optimizer.inputs import schema, units
 from optimizer.present import output
 
@@ -1019,9 +1019,11 @@ def _big_portfolio(folder: Path, jobs: int = 80) -> Path:
     lines = ["catalog: default", "horizon: 40d", "budget: $80k", "time_step: 1h", "pools:"]
     lines += ["  - {offer: nodus-b200, gpus: 16}", "  - {offer: lambda-h100-sxm, gpus: 16}", "jobs:"]
     for i in range(jobs):
+        layers = 16 + i % 30  # a distinct model per layer count (each its own candidate table to build)
+        params = layers * 218.1e6 + 268.4e6  # what those shapes hold: the blocks and two embeddings
         lines += [
             f"  - name: j{i}",
-            f"    job: {{model: {{params: {7 + i % 30}B, layers: 32, hidden: 4096, heads: 32, kv_heads: 8, "
+            f"    job: {{model: {{params: {params:.4g}, layers: {layers}, hidden: 4096, heads: 32, kv_heads: 8, "
             f"ffn_hidden: 14336, vocab: 32768}}, tokens: {1 + i % 5}B, global_batch: 64}}",
             f"    deadline: {5 + i % 20}d",
             f"    required: {'false' if i % 3 == 0 else 'true'}",
@@ -1064,6 +1066,11 @@ def _interrupt_after(args: list, delay: float, timeout: float = 60) -> tuple[int
         if proc.poll() is None:
             proc.kill()
     return proc.returncode, out, err, time.perf_counter() - sent
+
+
+def test_the_portfolio_the_interrupt_tests_send_is_a_valid_one(tmp_path):
+    # they skip when the command ends before the signal: an input refused at once must not be why
+    assert len(load_portfolio(_big_portfolio(tmp_path)).jobs) == 80
 
 
 @pytest.mark.parametrize(
