@@ -29,33 +29,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from ortools.linear_solver import pywraplp  # noqa: E402
 from portfolio_bench import constructed  # noqa: E402
+from portfolio_gap import placements  # noqa: E402
 
 from optimizer import api  # noqa: E402
 from optimizer.physics.constants import usd_to_cents  # noqa: E402
 from optimizer.solver.portfolio.data import pool_specs, prepare_jobs  # noqa: E402
 from optimizer.solver.portfolio.greedy import capacity_arrays  # noqa: E402
 from optimizer.solver.portfolio.lp import window  # noqa: E402
-
-
-def placements(result, jobs) -> list[tuple[int, int] | None]:
-    """Per job (option index, start step) of the answer's schedule, matched on offer, steps and cost."""
-    by_name = {s.job: s for s in result.schedule}
-    out: list[tuple[int, int] | None] = []
-    for job in jobs:
-        s = by_name.get(job.name)
-        if s is None:
-            out.append(None)
-            continue
-        steps = round(s.end_h - s.start_h)
-        i = next(
-            i
-            for i, (o, d) in enumerate(zip(job.options, job.durations))
-            if o.row.offer_name == s.offer
-            and d == steps
-            and abs(usd_to_cents(o.cost_usd) - usd_to_cents(s.cost_usd)) <= 1
-        )
-        out.append((i, round(s.start_h)))
-    return out
 
 
 def window_gap(jobs, pools, pool_of, horizon, placed, lo: int, hi: int, mip_s: float) -> str:
@@ -125,7 +105,7 @@ def main() -> None:
     horizon = int(pf.horizon_s // pf.time_step_s)
     pools, jobs = pool_specs(pf, catalog, horizon), prepare_jobs(pf, catalog, horizon)
     pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
-    placed = placements(result, jobs)
+    placed = placements(result, jobs, pf.time_step_s)
     for part in args.windows.split(","):
         lo, hi = (int(v) for v in part.split("-"))
         print(window_gap(jobs, pools, pool_of, horizon, placed, lo, hi, args.mip_limit), flush=True)
