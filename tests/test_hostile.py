@@ -1465,6 +1465,32 @@ STRUCTURE = [
         ["job.yaml", "half a character"],
     ),
     (
+        # PyYAML reads text shaped like a date as one; an impossible one raised ValueError (exit 1)
+        "impossible-date-as-name",
+        {"job.yaml": job_text(name="2027-02-30")},
+        ["solve", "{job.yaml}"],
+        ["job.yaml", "line", "'2027-02-30' is written like a date but is not one", "quotes"],
+    ),
+    (
+        "impossible-portfolio-start",
+        {"pf.yaml": portfolio_text(extra="start: 2026-13-01\n")},
+        ["portfolio", "{pf.yaml}"],
+        ["pf.yaml", "'2026-13-01'", "month must be in 1..12"],
+    ),
+    (
+        "impossible-catalog-time",
+        {"cat.yaml": catalog_text(name='"x"') + "checked: 2027-01-01 25:61:00\n"},
+        ["catalog", "{cat.yaml}"],
+        ["cat.yaml", "hour must be in 0..23"],
+    ),
+    (
+        # the schedule's dates ran past the calendar: OverflowError in the extraction (exit 1)
+        "portfolio-start-at-the-end-of-the-calendar",
+        {"pf.yaml": portfolio_text(extra="start: 9999-12-30\n")},
+        ["portfolio", "{pf.yaml}"],
+        ["pf.yaml", "field 'start'", "9999-12-31"],
+    ),
+    (
         "json-lone-surrogate",
         {"cfg.json": config_json(model_type="llama\ud800")},
         ["model", "{cfg.json}"],
@@ -1607,6 +1633,26 @@ def test_rich_markup_in_names_prints_as_written(tmp_path, name):
         assert result.exit_code == 0, (args, result.output)
         if args[0] in ("solve", "options", "catalog", "portfolio"):
             assert name in result.output, (args, result.output)
+
+
+@pytest.mark.parametrize("name", ["a$\\frac{1}$b", "$x$", "o$\\sqrt{$"])
+def test_dollar_signs_in_names_plot_as_written(tmp_path, name):
+    """Plots take names as text: mathtext raised on an unbalanced TeX command between two "$" (exit 1)."""
+    quoted = json.dumps(name)
+    paths = files(
+        tmp_path,
+        job_yaml=job_text(),
+        cat_yaml=catalog_text(name=quoted),
+        pf_yaml=portfolio_text(name_a=quoted, after_b=f"[{quoted}]"),
+    )
+    for args in (
+        ["portfolio", paths["pf_yaml"], "--time-limit", "2", "--plot", tmp_path / "pf.png"],
+        ["check", paths["job_yaml"], "--catalog", paths["cat_yaml"], "--sku", name, "--gpus", "8"]
+        + ["--no-compare", "--plot", tmp_path / "check.png"],
+    ):
+        result = invoke(args)
+        assert result.exit_code == 0, (args, result.output)
+    assert (tmp_path / "pf.png").stat().st_size > 0 and (tmp_path / "check.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize(

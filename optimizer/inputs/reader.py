@@ -459,6 +459,19 @@ class _StrictLoader(yaml.SafeLoader):
             raise ConstructorError(None, None, f"{text!r} is not true or false", node.start_mark)
         return text.lower() == "true"
 
+    def construct_checked_timestamp(self, node: ScalarNode) -> Any:
+        """A date or time, or a one-line refusal for text shaped like one that is not (2027-02-30)."""
+        try:
+            return self.construct_yaml_timestamp(node)
+        except (ValueError, OverflowError) as exc:
+            raise ConstructorError(
+                None,
+                None,
+                f"{self.construct_scalar(node)!r} is written like a date but is not one ({exc}); write a real "
+                "date such as 2027-01-04, or put the text in quotes if it is not meant as a date",
+                node.start_mark,
+            ) from None
+
     def construct_core_float(self, node: ScalarNode) -> float:
         text = self.construct_scalar(node).replace("_", "")
         lowered = text.lower()
@@ -487,6 +500,7 @@ _StrictLoader.add_implicit_resolver(_NULL, _CORE_NULL, ["~", "n", "N", ""])
 _StrictLoader.add_constructor(_BOOL, _StrictLoader.construct_core_bool)
 _StrictLoader.add_constructor(_INT, _StrictLoader.construct_core_int)
 _StrictLoader.add_constructor(_FLOAT, _StrictLoader.construct_core_float)
+_StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _StrictLoader.construct_checked_timestamp)
 
 
 def _yaml_error(exc: yaml.YAMLError, text: str, source: str) -> GpuplanError:

@@ -902,6 +902,20 @@ class Portfolio(_Model):
             )
         return self
 
+    @model_validator(mode="after")
+    def _calendar_holds_the_horizon(self) -> Portfolio:
+        """Every date in the schedule (start + horizon) is one the calendar has (year 9999 at most)."""
+        if self.start is not None:
+            last = dt.datetime.combine(dt.date.max, dt.time())
+            if self.horizon_s > (last - dt.datetime.combine(self.start, dt.time())).total_seconds():
+                raise JobError(
+                    f"start {self.start.isoformat()} plus the horizon ({units.fmt_duration(self.horizon_s)}) runs "
+                    f"past {dt.date.max.isoformat()}, the last date there is; give a start date that leaves room "
+                    "for the horizon",
+                    field="start",
+                )
+        return self
+
 
 def _after_cycle(jobs: list[PortfolioJob]) -> list[str]:
     """A cycle of ``after:`` dependencies as job names (first repeated last), or [] when there is none."""

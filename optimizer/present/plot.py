@@ -13,6 +13,9 @@ def _pyplot():
         import matplotlib
 
         matplotlib.use("Agg")
+        # names are text, never TeX: a job called "a$\frac{1}$b" made mathtext raise, and a pair of "$"
+        # would have typeset the name between them as maths
+        matplotlib.rcParams["text.parse_math"] = False
         import matplotlib.pyplot as plt
     except ImportError:
         raise ArgumentError("plots need matplotlib: pip install 'gpuplan[plot]'", field="plot") from None
