@@ -345,7 +345,8 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
-def _write_export(plan, kind: str, out: Path | None, problem) -> None:
+def _write_export(plan, kind: str, out: Path | None, problem) -> str | None:
+    """The launcher config on stdout, or written to ``out`` (then what to say once it is in place)."""
     job = problem.job
     text = export(
         plan,
@@ -358,9 +359,9 @@ def _write_export(plan, kind: str, out: Path | None, problem) -> None:
     )
     if out is None:
         typer.echo(text, nl=False)
-    else:
-        output.write_text(out, text, "out")
-        _say(f"wrote {kind} config to {out}")
+        return None
+    output.write_text(out, text, "out")
+    return f"wrote {kind} config to {out}"
 
 
 def check_export(kind: str | None) -> None:
@@ -518,12 +519,17 @@ def check(
                 "--framework ...' for a plan it runs",
                 field="export",
             )
-        _write_export(result.plan, export_kind, out, problem)
-        if out is None:
-            return
-    if plot_path:
-        with output.atomic_path(plot_path, "plot") as tmp:
-            memory_plot(result.plan, tmp)
+    said = None
+    with output.together():  # all files or none: a full disk at the chart leaves the old config too
+        if export_kind:
+            said = _write_export(result.plan, export_kind, out, problem)
+            if out is None:
+                return
+        if plot_path:
+            with output.atomic_path(plot_path, "plot") as tmp:
+                memory_plot(result.plan, tmp)
+    if said:
+        _say(said)
     if fmt == Format.table:
         _emit(result, fmt, render.print_check)
         return
@@ -593,24 +599,30 @@ def solve(
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     table = api.candidate_table(problem, cat)
     result = api.plan(problem, catalog=cat, time_limit_s=time_limit, table=table)
-    if export_kind:
-        if result.best is None:
-            raise ArgumentError(
-                "no plan satisfies the constraints, so there is nothing to export; see 'gpuplan solve' "
-                "without --export for what binds",
-                field="export",
-            )
-        _write_export(result.best, export_kind, out, problem)
-        if out is None:
-            return
-    # files first: a reader that closes stdout early (| head) ends the process at the next write to it
-    if plot_path:
-        with output.atomic_path(plot_path, "plot") as tmp:
-            frontier_plot(result, tmp)
-    if report:
-        page = html_report(f"gpuplan: {problem.job.name}", result, api.options(problem, table=table))
-        output.write_text(report, page, "report")
-        _say(f"wrote report to {report}")
+    if export_kind and result.best is None:
+        raise ArgumentError(
+            "no plan satisfies the constraints, so there is nothing to export; see 'gpuplan solve' "
+            "without --export for what binds",
+            field="export",
+        )
+    said: list[str | None] = []
+    # files first: a reader that closes stdout early (| head) ends the process at the next write to it;
+    # all of them or none: a full disk at the report leaves the old config and chart too
+    with output.together():
+        if export_kind:
+            said.append(_write_export(result.best, export_kind, out, problem))
+            if out is None:
+                return
+        if plot_path:
+            with output.atomic_path(plot_path, "plot") as tmp:
+                frontier_plot(result, tmp)
+        if report:
+            page = html_report(f"gpuplan: {problem.job.name}", result, api.options(problem, table=table))
+            output.write_text(report, page, "report")
+            said.append(f"wrote report to {report}")
+    for line in said:
+        if line:
+            _say(line)
     _emit(result, fmt, render.print_solve)
 
 

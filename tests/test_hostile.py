@@ -27,6 +27,7 @@ from pathlib import Path
 from string import Template
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from optimizer import cli, load_portfolio
@@ -867,6 +868,59 @@ def test_disk_full_keeps_the_old_file(tmp_path, monkeypatch, flag, name, extra):
     assert str(old) in result.output and "No space left on device" in result.output and flag in result.output
     assert old.read_text() == "the old file"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["job.yaml", name])  # no temporary left
+
+
+def test_disk_full_at_a_later_file_keeps_every_old_file(tmp_path, monkeypatch):
+    """solve writes the launcher config, then the report: the disk filling at the report must leave the
+    old config too (it had been renamed into place already, and the command said nothing was written)."""
+    paths = files(tmp_path, job_yaml=job_text())
+    config, report = tmp_path / "sky.yaml", tmp_path / "r.html"
+    config.write_text("the old config")
+    report.write_text("the old report")
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def second_fails(fd: int) -> None:
+        synced.append(fd)
+        if len(synced) == 2:
+            _disk_full()
+        real_fsync(fd)
+
+    monkeypatch.setattr(output.os, "fsync", second_fails)
+    result = invoke([*_solve_args(paths), "--export", "skypilot", "--out", config, "--report", report])
+    assert result.exit_code == 2, result.output
+    assert "--report" in result.output and "No space left on device" in result.output
+    assert "wrote" not in result.output
+    assert (config.read_text(), report.read_text()) == ("the old config", "the old report")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml", "r.html", "sky.yaml"]  # no temporary left
+
+
+def test_an_output_through_a_symlink_replaces_the_file_it_points_at(tmp_path):
+    """Renaming over a symbolic link replaces the link: the file it points at kept its old text while the
+    command said it wrote the config."""
+    paths = files(tmp_path, job_yaml=job_text())
+    target, link = tmp_path / "target.yaml", tmp_path / "link.yaml"
+    target.write_text("old")
+    link.symlink_to(target.name)
+    result = invoke([*_solve_args(paths), "--export", "skypilot", "--out", link])
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and os.readlink(link) == "target.yaml"
+    assert yaml.safe_load(target.read_text())["resources"]
+
+
+def test_a_job_file_the_portfolio_names_is_never_overwritten(tmp_path):
+    """The portfolio's own file and --catalog were protected, not the job files its entries name: --plot
+    onto one replaced a job file with a chart."""
+    job = tmp_path / "job.svg"  # a job file, whatever its name
+    job.write_text(job_text())
+    before = job.read_text()
+    pf = tmp_path / "pf.yaml"
+    pf.write_text("catalog: default\nhorizon: 7d\nbudget: $5k\njobs:\n  - {name: a, file: job.svg}\n")
+    result = invoke(["portfolio", pf, "--time-limit", "2", "--plot", job])
+    assert result.exit_code == 2, result.output
+    assert "--plot" in result.output and "read as input" in result.output
+    assert job.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.svg", "pf.yaml"]
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")

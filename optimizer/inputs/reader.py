@@ -4,7 +4,8 @@ What lives here:
 
 * ``read_text`` -- bytes from disk to ``str``. Only regular files are read (a FIFO, a device such as
   ``/dev/zero``, a socket or a directory is refused before it is opened for reading), at most
-  ``max_bytes`` are read even if the file grows meanwhile, and the text must be UTF-8.
+  ``max_bytes`` are read even if the file grows meanwhile, and the text must be UTF-8. Each file read
+  is remembered (``was_read``), so that no output of the same command can replace it.
 * ``load_yaml`` -- YAML text to plain Python data with a strict SafeLoader: duplicate keys are errors,
   scalars follow the YAML 1.2 core schema (``1:30``, ``yes`` and ``off`` stay strings, ``0755`` is
   755), aliases cannot expand the document past ``MAX_NODES`` values or ``MAX_TEXT_CHARS`` of text
@@ -127,6 +128,20 @@ def _too_big(what: str, max_bytes: int, size: int | None, source: str) -> Gpupla
     )
 
 
+# (device, inode) of every file this process has read: no output may replace one (``present.output``),
+# whatever path named it (a job file a portfolio names, a catalog's include, a symlink to either).
+_read: set[tuple[int, int]] = set()
+
+
+def was_read(path: StrPath) -> bool:
+    """Whether ``path`` is (a link to) a file this process has read as input."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return (info.st_dev, info.st_ino) in _read
+
+
 def read_text(path: StrPath, what: str, *, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The UTF-8 text of the regular file at ``path``, at most ``max_bytes`` long.
 
@@ -157,9 +172,11 @@ def read_text(path: StrPath, what: str, *, max_bytes: int = MAX_FILE_BYTES) -> s
     except OSError as exc:
         raise _os_error(exc, what, source) from None
     try:
-        mode = os.fstat(fd).st_mode
+        opened = os.fstat(fd)
+        mode = opened.st_mode
         if not stat.S_ISREG(mode):
             raise _not_regular(what, mode, source)
+        _read.add((opened.st_dev, opened.st_ino))
         chunks: list[bytes] = []
         left = max_bytes + 1
         while left > 0:

@@ -5,8 +5,11 @@ file: a directory, a device or other special file, a missing or read-only folder
 an extension the writer cannot produce, or an input file of the same command (writing there would
 destroy it). ``write_text`` and ``atomic_path`` write to a temporary file in the destination's folder,
 flush it to disk and only then rename it over the destination, so a full disk, an error or an
-interrupt leaves the old file as it was and no partial file behind. Every failure is an
-``ArgumentError`` naming the parameter (the CLI shows it as the flag) and the path.
+interrupt leaves the old file as it was and no partial file behind; inside ``together`` the renames
+wait until every file of the command is written, so one failing leaves all destinations as they were.
+They refuse to replace any file the command has read (``reader.was_read``: a job file a portfolio
+names is an input too), and write through a symbolic link to the file it points at. Every failure is
+an ``ArgumentError`` naming the parameter (the CLI shows it as the flag) and the path.
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import ArgumentError
-from ..inputs.reader import file_kind
+from ..inputs.reader import file_kind, was_read
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 REPORT_SUFFIXES = (".html", ".htm")
 
 # Temporary files being written now: removed by ``discard_pending`` when the process must stop at once.
 _pending: set[str] = set()
+# Inside ``together``: the written files waiting to be renamed over their destinations, as
+# (temporary, destination, parameter).
+_staged: list[tuple[str, Path, str]] | None = None
 
 
 def check_destination(
@@ -106,9 +112,15 @@ def _failed(dest: Path, parameter: str, exc: OSError) -> ArgumentError:
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], parameter: str) -> Iterator[Path]:
     """A temporary path beside ``path`` (same extension, so writers that go by it pick the right format)
-    for the caller to write; on success it is flushed to disk and renamed over ``path``. On an error the
-    temporary file is removed and ``path`` is left as it was."""
-    dest = Path(path)
+    for the caller to write; on success it is flushed to disk and renamed over ``path`` (inside
+    ``together``: when the block ends). On an error the temporary file is removed and ``path`` is left
+    as it was. A symbolic link is written through (the rename would replace the link itself)."""
+    dest = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    if was_read(dest):
+        raise ArgumentError(
+            f"{path} is a file this command read as input; writing there would destroy it: choose another file name",
+            field=parameter,
+        )
     try:
         fd, tmp = tempfile.mkstemp(dir=dest.parent or ".", prefix=f".{dest.stem}.", suffix=f".tmp{dest.suffix}")
     except OSError as exc:
@@ -117,19 +129,54 @@ def atomic_path(path: str | os.PathLike[str], parameter: str) -> Iterator[Path]:
     _pending.add(tmp)
     with contextlib.suppress(OSError):  # mkstemp makes it private; give it the mode a new file would get
         os.chmod(tmp, _mode_for(dest))
+    staged = False
     try:
         try:
             yield Path(tmp)
             with open(tmp, "rb+") as written:
                 os.fsync(written.fileno())
-            os.replace(tmp, dest)
+            if _staged is not None:
+                _staged.append((tmp, dest, parameter))
+                staged = True
+            else:
+                os.replace(tmp, dest)
         except OSError as exc:
             raise _failed(dest, parameter, exc) from None
-        _sync_folder(dest.parent)
+        if not staged:
+            _sync_folder(dest.parent)
     finally:
-        _pending.discard(tmp)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if not staged:
+            _discard(tmp)
+
+
+@contextlib.contextmanager
+def together() -> Iterator[None]:
+    """The files written inside (``atomic_path``, ``write_text``) replace their destinations only once the
+    whole block has run without error: a later file failing (a full disk) leaves the earlier ones'
+    destinations as they were too, and none of the temporary files behind."""
+    global _staged
+    outer, _staged = _staged, []
+    staged = _staged
+    try:
+        yield
+        for tmp, dest, parameter in staged:
+            try:
+                os.replace(tmp, dest)
+            except OSError as exc:
+                raise _failed(dest, parameter, exc) from None
+        for folder in dict.fromkeys(dest.parent for _, dest, _ in staged):
+            _sync_folder(folder)
+    finally:
+        _staged = outer
+        for tmp, _, _ in staged:
+            _discard(tmp)
+
+
+def _discard(tmp: str) -> None:
+    """Forget a temporary file and remove it if it is still there (not renamed)."""
+    _pending.discard(tmp)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
 
 
 def _mode_for(dest: Path) -> int:
