@@ -96,7 +96,7 @@ _FLAG_PARSERS: dict[str, Callable[[Any], float]] = {
     "deadline": lambda v: units.parse_duration_s(v, "a deadline"),
     "budget": lambda v: units.parse_usd(v, "a budget"),
     "min_memory": lambda v: units.parse_bytes(v, "a memory size"),
-    "reserve": lambda v: units.parse_bytes(v, "a memory size"),
+    "reserve": lambda v: units.parse_bytes_or_fraction(v, "a memory size"),
 }
 
 
@@ -694,14 +694,22 @@ def capacity(
     ),
     sku: str = typer.Option(..., "--sku", help="GPU by name or alias."),
     gpus: int = typer.Option(1, "--gpus", help="GPUs sharing the state."),
-    zero: int = typer.Option(3, "--zero", min=0, max=3, help="ZeRO stage (3 = fully sharded)."),
-    method: MethodOpt = typer.Option(MethodOpt.full, "--method"),
-    bytes_per_param: float | None = typer.Option(
-        None, "--bytes-per-param", help="Default 16 (full), 2 (lora), ~0.52 (qlora)."
+    zero: int | None = typer.Option(None, "--zero", min=0, max=3, help="Without a job: ZeRO stage (default 3)."),
+    method: MethodOpt | None = typer.Option(
+        None, "--method", help="Without a job: full, lora or qlora (default full)."
     ),
-    reserve: str = typer.Option("0", "--reserve", help="Per-GPU memory kept for activations etc., e.g. 40GB."),
-    memory_basis: BasisOpt = typer.Option(
-        BasisOpt.delivered, "--memory-basis", help="delivered, reported, label or board (B300's 2.1 TB)."
+    bytes_per_param: float | None = typer.Option(
+        None, "--bytes-per-param", help="Without a job: default 16 (full), 2 (lora), ~0.52 (qlora)."
+    ),
+    reserve: str | None = typer.Option(
+        None,
+        "--reserve",
+        help="Without a job: per-GPU memory kept for activations etc., a size (40GB) or a fraction (0.2) (default 0).",
+    ),
+    memory_basis: BasisOpt | None = typer.Option(
+        None,
+        "--memory-basis",
+        help="Without a job: delivered, reported, label or board (B300's 2.1 TB) (default delivered).",
     ),
     nodes: int | None = typer.Option(None, "--nodes", help="With a job: nodes (default the fewest)."),
     catalog: str | None = typer.Option(None, "--catalog", "-c", help="Default: the job's catalog, else default."),
@@ -710,17 +718,39 @@ def capacity(
     """The largest model (parameters) that fits on these GPUs: training state plus reserve, or for a job file
     the deepest version of its model whose best layout fits."""
     check_flags(gpus=gpus, nodes=nodes, bytes_per_param=bytes_per_param, reserve=reserve)
+    state_flags = {
+        "zero": zero,
+        "method": method,
+        "bytes_per_param": bytes_per_param,
+        "reserve": reserve,
+        "memory_basis": memory_basis,
+    }
+    if job is not None and (given := [name for name, value in state_flags.items() if value is not None]):
+        # with a job the answer is check's memory model over the job's own settings: these would be ignored
+        raise ArgumentError(
+            f"{', '.join(flag_of(name) for name in given)} "
+            f"{'describes' if len(given) == 1 else 'describe'} the training state without a job file; with one, "
+            "the job file's own settings apply (method, optimizer, activation_reserve, framework): drop "
+            f"{'this flag' if len(given) == 1 else 'these flags'} or change the job file",
+            field=given[0],
+        )
+    if job is None and nodes is not None:
+        raise ArgumentError(
+            "applies with a job file only (the GPUs' node count for its layouts); without one, capacity counts "
+            "the --gpus that share the training state, wherever they are",
+            field="nodes",
+        )
     problem = load_job(job) if job is not None else None
     cat = problem_catalog(problem, catalog) if problem is not None else load_catalog(catalog or "default")
     check_gpu_names(cat, "sku", [sku])
     result = api.capacity(
         sku,
         gpus,
-        zero=zero,
-        method=method.value,
+        zero=3 if zero is None else zero,
+        method=(method or MethodOpt.full).value,
         bytes_per_param=bytes_per_param,
-        reserve=reserve,
-        memory_basis=memory_basis.value,
+        reserve=reserve or 0,
+        memory_basis=(memory_basis or BasisOpt.delivered).value,
         catalog=cat,
         problem=problem,
         nodes=nodes,

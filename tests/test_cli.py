@@ -157,6 +157,23 @@ def test_capacity_command():
     r = run("capacity", "--sku", "B300", "--gpus", "8", "--memory-basis", "board", "--format", "json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["max_params"] == pytest.approx(131.25e9)
+    # a reserve written as a fraction takes that share of each GPU, as activation_reserve does in a job file
+    r = run("capacity", "--sku", "B300", "--gpus", "8", "--memory-basis", "board", "--reserve", "0.2", "-f", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["max_params"] == pytest.approx(0.8 * 131.25e9)
+
+
+@pytest.mark.parametrize(
+    "flags", [["--reserve", "100GB"], ["--zero", "2", "--method", "qlora"], ["--memory-basis", "label"]]
+)
+def test_capacity_with_a_job_refuses_the_flags_it_would_ignore(flags):
+    """With a job file the answer is check's memory model over the job's own settings: --reserve 100GB
+    or --method qlora changed nothing, and the header still said full and delivered."""
+    bad("capacity", "problems/llama-70b-within-5-days.yaml", "--sku", "B200", "--gpus", "8", *flags, expect=[flags[0]])
+
+
+def test_capacity_without_a_job_refuses_nodes():
+    bad("capacity", "--sku", "B200", "--gpus", "8", "--nodes", "3", expect=["--nodes", "job file only"])
 
 
 def test_version():

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from optimizer.errors import UnitError
 from optimizer.inputs.units import (
     parse_bytes,
+    parse_bytes_or_fraction,
     parse_count,
     parse_duration_s,
     parse_price_per_hour,
@@ -25,7 +26,8 @@ from optimizer.physics.constants import CENTS_PER_USD, usd_to_cents
         ("2.1TB", 2.1e12),
         ("183359MiB", 183359 * 2**20),
         ("40 GB", 40e9),
-        (1024, 1024.0),
+        (2**30, 2.0**30),  # a bare number is bytes
+        (0, 0.0),
         ("1,440GB", 1440e9),
     ],
 )
@@ -71,6 +73,19 @@ def test_money_and_rates():
 def test_unreadable_sizes_say_how_to_write_them(bad):
     with pytest.raises(UnitError, match="GB|GiB|write it like"):
         parse_bytes(bad)
+
+
+@pytest.mark.parametrize("bare", [40, 1, 160.0, "40", " 80 ", "1000000"])
+def test_a_bare_number_too_small_for_bytes_asks_for_its_unit(bare):
+    """ "activation_reserve: 40" or "--min-memory 160" meant GB; read as bytes, the reserve was nothing and
+    the filter let every GPU through."""
+    with pytest.raises(UnitError, match="has no unit.*GB or .*GiB"):
+        parse_bytes(bare)
+
+
+@pytest.mark.parametrize(("value", "expected"), [(0.2, 0.2), ("0.5", 0.5), (0, 0.0), ("40GB", 40e9), (2**30, 2**30)])
+def test_a_reserve_is_a_fraction_below_one_else_a_size(value, expected):
+    assert parse_bytes_or_fraction(value) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("bad", ["5 fortnights", "soon", "1.2.3h", "x5h", "5h garbage", "5 h 5", "1d12", "5h!"])

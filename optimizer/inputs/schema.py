@@ -178,7 +178,7 @@ _RANGES: dict[str, str] = {
 # Fields that also take text: how the text reads as a number, and that number's range.
 _TEXT_FORMS = {
     "global_batch": (lambda v: units.parse_count(v, "a global batch in tokens"), "tokens"),
-    "activation_reserve": (lambda v: units.parse_bytes(v, "a memory size"), "reserve"),
+    "activation_reserve": (lambda v: units.parse_bytes_or_fraction(v, "a memory size"), "reserve"),
     "framework_overhead": (lambda v: units.parse_bytes(v, "a memory size"), "reserve"),
 }
 

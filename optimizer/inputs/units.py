@@ -99,8 +99,14 @@ def _number_and_unit(text: str, what: str, example: str) -> tuple[float, str]:
     return float(match.group(1)), match.group(2)
 
 
+# A bare number is bytes, but one below a mebibyte is no memory size anyone means: "activation_reserve: 40"
+# or "--min-memory 160" was read as 40 or 160 bytes, and the reserve or the filter silently did nothing.
+MIN_BARE_BYTES = 2**20
+
+
 def parse_bytes(value: str | int | float, what: str = "a size") -> float:
-    """``180GB`` -> 1.8e11, ``160Gi`` -> 160 * 2**30, ``2.1TB`` -> 2.1e12; a bare number is bytes."""
+    """``180GB`` -> 1.8e11, ``160Gi`` -> 160 * 2**30, ``2.1TB`` -> 2.1e12; a bare number is bytes (0, or at
+    least ``MIN_BARE_BYTES``: a smaller one lacks its unit)."""
     if isinstance(value, bool):
         raise UnitError(f"cannot read {value!r} as {what}; write it like 180GB or 160GiB")
     if isinstance(value, (int, float)):
@@ -110,7 +116,26 @@ def parse_bytes(value: str | int | float, what: str = "a size") -> float:
     factor = _SIZE_UNITS.get(unit.lower())
     if factor is None:
         raise UnitError(f"unknown size unit {unit!r} in {value!r}; use GB/TB (10^9, 10^12) or GiB/Gi/TiB (2^30, 2^40)")
+    if unit == "" and 0 < number < MIN_BARE_BYTES:
+        raise UnitError(
+            f"{value if isinstance(value, str) else f'{number:g}'!r} has no unit, and as a plain number of bytes "
+            "it is no memory size anyone means; write "
+            f"the unit, like {number:g}GB or {number:g}GiB"
+        )
     return _finite(number * factor, value, what)
+
+
+def parse_bytes_or_fraction(value: str | int | float, what: str = "a size") -> float:
+    """A size (``parse_bytes``), or a bare number in [0, 1): a fraction of the GPU's memory, returned as it
+    is (``activation_reserve: 0.2``, ``--reserve 0.2``)."""
+    if not isinstance(value, bool):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if 0 <= number < 1:
+            return number
+    return parse_bytes(value, what)
 
 
 def parse_duration_s(value: str | int | float, what: str = "a duration") -> float:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from ..errors import ArgumentError, GpuplanError
 from ..inputs.catalog import find_sku, offers_for
 from ..inputs.schema import Catalog
-from ..inputs.units import parse_bytes
+from ..inputs.units import parse_bytes_or_fraction
 from ..physics.constants import GIB, OPTIMIZER_BYTES, QLORA_BYTES_PER_PARAM
 from ..physics.memory import max_params_fitting
 from ..results import CapacityResult
@@ -47,11 +47,13 @@ def capacity(
     row = HardwareRow(hw, offers[0] if offers else None, 1, 1)
     per_gpu, basis = capacity_bytes(row, memory_basis)
     try:
-        reserve_bytes = parse_bytes(reserve, "a memory size")
+        reserve_bytes = parse_bytes_or_fraction(reserve, "a memory size")
     except GpuplanError as exc:
         raise ArgumentError(exc.reason, field="reserve") from None
     if reserve_bytes < 0:
         raise ArgumentError("must not be negative", field="reserve")
+    if reserve_bytes < 1:  # a fraction of the GPU's memory, as activation_reserve in a job file
+        reserve_bytes *= per_gpu
     bpp = bytes_per_param or METHOD_BYTES[method]
     stage = zero if method == "full" else 3
     params = max_params_fitting(per_gpu, gpus, bpp, reserve_bytes, stage)

@@ -185,7 +185,7 @@ def _size_or_fraction(value, field: str, source: str | None) -> str | float:
     if value == "auto":
         return "auto"
     try:
-        number = units.parse_bytes(value, field)
+        number = units.parse_bytes_or_fraction(value, field)
     except GpuplanError as exc:
         raise JobError(exc.reason, source=source, field=field) from None
     if number < 0:
