@@ -1,9 +1,12 @@
 """Trustworthy estimates: p50 <= p90 with a stated source, calibration exact at the measured point,
 seed 003's 8.8 days and its B200 answer, and a p90 deadline that changes the plan."""
 
+import math
+
 import pytest
 
-from optimizer import apply_overrides, check, load_job, plan
+from optimizer import apply_overrides, check, load_catalog, load_job, plan
+from optimizer.inputs.schema import Catalog, Offer
 
 
 def test_quantiles_are_ordered_and_sourced(problems):
@@ -80,3 +83,22 @@ def test_p90_deadline_picks_a_safer_plan_than_p50(problems):
     assert p50.best.hours.p90 > 3.5 * 24 >= p50.best.hours.p50
     assert p90.best.hours.p90 <= 3.5 * 24
     assert p90.best.cost_usd.p50 > p50.best.cost_usd.p50
+
+
+@pytest.mark.parametrize("increment_h", [24, 1])
+def test_p90_cost_is_billed_in_the_offer_increments(problems, increment_h):
+    """An offer billed by the day: an 8B LoRA of about five hours costs one day at p50 and still one day at
+    p90, whose hours stay inside that day (the p50 cost scaled by the hours' ratio charged more than the
+    day); billed by the hour, the p90 pays its started hours."""
+    catalog = Catalog(
+        name="billed",
+        skus=[s for s in load_catalog("hardware").skus if s.name == "B200"],
+        offers=[Offer(name="o1", sku="B200", price=5, max_nodes=2, billing_increment=f"{increment_h}h")],
+    )
+    answer = plan(apply_overrides(load_job(problems / "llama-8b-lora.yaml"), budget="$10k"), catalog=catalog)
+    for p in answer.frontier + [answer.best]:
+        for q in ("p50", "p90"):
+            billed_h = increment_h * math.ceil(getattr(p.hours, q) / increment_h - 1e-9)
+            assert getattr(p.cost_usd, q) == pytest.approx(5 * p.gpus * billed_h, abs=0.01), (q, p.gpus)
+    if increment_h == 24:
+        assert answer.best.cost_usd.p90 == answer.best.cost_usd.p50

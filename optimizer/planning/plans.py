@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..physics.constants import GIB
+from ..physics.cost import run_cost_usd
 from ..results import MemoryGiB, Plan, Quantiles
 from .candidates import Evaluation
 from .context import HardwareRow, JobContext, capacity_bytes
@@ -29,7 +30,10 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
     cost = None
     if price is not None:
         cost_p50 = _f(ev.cost_usd[i])
-        cost_p90 = cost_p50 * hours_p90 / hours_p50 if hours_p50 > 0 else cost_p50
+        # billed like the p50: whole increments of the p90 hours (scaling the p50 by the hours' ratio charged
+        # a p90 still inside the p50's billed day for more than that day)
+        increment = row.offer.billing_increment_s if row.offer else 1.0
+        cost_p90 = max(cost_p50, float(run_cost_usd(price, row.billed_gpus, hours_p90, increment)))
         cost = Quantiles(p50=round(cost_p50, 2), p90=round(cost_p90, 2))
     c = ctx.constraints
     hours_for_deadline = hours_p90 if c.deadline_quantile == "p90" else hours_p50
