@@ -1780,6 +1780,34 @@ MESSAGES = [
         ["job.yaml", "job.measured[0]", "B999"],
         ["--measured"],
     ),
+    (
+        # found in calibration, after the flag joined the job's measurements: it was blamed on the job file
+        "measured-flag-past-peak",
+        {},
+        ["check", "{job.yaml}", "--sku", "B200", "--gpus", "8", "--measured", "8xB200:1e12"],
+        ["option '--measured'", "8xB200:1e12", "MFU"],
+        ["job.measured", "job.yaml"],
+    ),
+    (
+        "measured-flag-nodes",
+        {},
+        ["check", "{job.yaml}", "--sku", "B200", "--gpus", "8", "--measured", "16xB200@3:45k"],
+        ["option '--measured'", "16xB200@3:45k", "3 nodes"],
+        ["job.measured"],
+    ),
+    (
+        # averaged, 100k and 10k gave 31.6k tok/s "measured on this configuration"
+        "measured-twice-contradicting",
+        {
+            "job.yaml": job_text(
+                job_extra="  measured:\n    - {sku: B200, gpus: 8, tokens_per_s: 100k}\n"
+                "    - {sku: B200, gpus: 8, tokens_per_s: 10k}\n"
+            )
+        },
+        ["check", "{job.yaml}", "--sku", "B200", "--gpus", "8"],
+        ["job.yaml", "job.measured[1]", "10 times", "same configuration"],
+        [],
+    ),
     ("capacity-sku-flag", {}, ["capacity", "--sku", "B999"], ["option '--sku'"], []),
     ("catalog-flag", {}, ["solve", "{job.yaml}", "--catalog", "nodus-2025"], ["option '--catalog'", "nodus-2025"], []),
     ("preset-argument", {}, ["model", "llama-9"], ["argument 'NAME'", "llama-9"], []),

@@ -106,6 +106,6 @@ def parse_measurement(text: str) -> Measurement:
     if peak:
         data["peak_memory"] = peak
     try:
-        return Measurement.model_validate(data)
+        return Measurement.model_validate(data).from_flag(text)
     except ValidationError as exc:
         raise ArgumentError(validation_error(exc, "").reason, field="measured") from None

@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    PrivateAttr,
     SerializationInfo,
     ValidationError,
     ValidationInfo,
@@ -482,6 +483,16 @@ class Measurement(_Model):
     nodes: int | None = Field(None, ge=1, description="Default: the fewest nodes that hold the GPUs.")
     tokens_per_s: Rate = Field(gt=0, description="Measured training throughput, e.g. 14.8k.")
     peak_memory_bytes: Bytes | None = Field(None, alias="peak_memory", gt=0, description="Peak per GPU, e.g. 71GiB.")
+    # the --measured text this came from (None: the job file), so that an error names the flag
+    _flag: str | None = PrivateAttr(None)
+
+    def from_flag(self, text: str) -> Measurement:
+        self._flag = text
+        return self
+
+    @property
+    def flag(self) -> str | None:
+        return self._flag
 
 
 class JobSpec(_Model):

@@ -100,6 +100,15 @@ def _fit(ctx: JobContext, row: HardwareRow, resource: str, target: float) -> flo
     return getattr(ctx.calibration, resource) * math.exp((lo + hi) / 2)
 
 
+def _refused(ctx: JobContext, i: int, reason: str, part: str = "") -> GpuplanError:
+    """The error for measurement ``i``: naming its --measured flag where it came from one, else its field
+    in the job file."""
+    flag = ctx.job.measured[i].flag
+    if flag is not None:
+        return ArgumentError(f"{flag!r}: {reason}", field="measured")
+    return JobError(reason, source=ctx.problem.source_path, field=f"job.measured[{i}]{part}")
+
+
 def _check_peak(ctx: JobContext, row: HardwareRow, peak_bytes: float | None, i: int) -> None:
     """A measured peak cannot exceed what the GPU has: that measurement is a typo or another GPU."""
     if peak_bytes is None:
@@ -107,11 +116,12 @@ def _check_peak(ctx: JobContext, row: HardwareRow, peak_bytes: float | None, i: 
     capacity, basis = capacity_bytes(row, ctx.assumptions.memory_basis)
     reported = row.sku.memory_reported_bytes or 0.0
     if peak_bytes > max(capacity, reported, row.sku.memory_label_bytes):
-        raise JobError(
+        raise _refused(
+            ctx,
+            i,
             f"the measured peak {fmt_bytes(peak_bytes)} is more than a {row.sku.name} holds ({fmt_bytes(capacity)}, "
             f"{basis}); check the number and its unit (GB = 10^9 bytes, GiB = 2^30)",
-            source=ctx.problem.source_path,
-            field=f"job.measured[{i}].peak_memory",
+            ".peak_memory",
         )
 
 
@@ -122,24 +132,50 @@ def _check_possible(ctx: JobContext, row: HardwareRow, m, i: int) -> str:
     ev, k = predict_layout(ctx, row)
     peak = ctx.peak_flops(row.sku)
     mfu = ev.timing.model_flops_per_token * m.tokens_per_s / (row.gpus * peak) if peak else 0.0
-    where = ctx.problem.source_path
     if mfu > 1.0:
-        raise JobError(
+        raise _refused(
+            ctx,
+            i,
             f"the measured {m.tokens_per_s:,.0f} tokens/s on {row.gpus} {row.sku.name} would be {mfu:,.0%} MFU, more "
             "model FLOP/s than the GPUs' peak; check the number and whether it is per GPU or in all",
-            source=where,
-            field=f"job.measured[{i}]",
         )
     state = float(ev.memory.state[k])
     if m.peak_memory_bytes is not None and m.peak_memory_bytes < 0.5 * state:
-        raise JobError(
+        raise _refused(
+            ctx,
+            i,
             f"the measured peak {fmt_bytes(m.peak_memory_bytes)} is less than half the {fmt_bytes(state)} per GPU "
             f"that the weights, gradients and optimizer state take on {row.gpus} {row.sku.name}; check the number "
             "and its unit (GB = 10^9 bytes, GiB = 2^30)",
-            source=where,
-            field=f"job.measured[{i}].peak_memory",
+            ".peak_memory",
         )
     return ev.timing.bound_at(k)  # what bounds the measured configuration, as ``predict`` says
+
+
+# Two measurements of one configuration (GPU, count, nodes) further apart than this are not run-to-run
+# noise (a few per cent) but a typo or two different settings: averaged, the plan was calibrated to a
+# throughput neither run had, its spread narrowed as if measured (100k and 10k tok/s on 8 B200 gave
+# 31.6k "measured").
+MEASURED_SPREAD_MAX = 1.5
+
+
+def _check_agree(ctx: JobContext, rows: list[HardwareRow]) -> None:
+    """Measurements of the same configuration agree within ``MEASURED_SPREAD_MAX``."""
+    seen: dict[tuple[str, int, int], int] = {}
+    for i, (row, m) in enumerate(zip(rows, ctx.job.measured)):
+        key = (row.sku.name, row.gpus, row.nodes)
+        j = seen.setdefault(key, i)
+        other = ctx.job.measured[j].tokens_per_s
+        ratio = max(m.tokens_per_s, other) / min(m.tokens_per_s, other)
+        if ratio > MEASURED_SPREAD_MAX:
+            raise _refused(
+                ctx,
+                i,
+                f"{m.tokens_per_s:,.0f} tokens/s on {row.gpus} {row.sku.name} ({row.nodes} node"
+                f"{'s' if row.nodes > 1 else ''}) is {ratio:,.3g} times another measurement of the same "
+                f"configuration ({other:,.0f} tokens/s), more than run-to-run noise; keep the one you trust (a "
+                "configuration has one throughput), or correct the GPU count or nodes of the other",
+            )
 
 
 def calibrate(ctx: JobContext) -> JobContext:
@@ -149,20 +185,21 @@ def calibrate(ctx: JobContext) -> JobContext:
         try:
             rows.append(resolve_row(ctx, m.sku, m.gpus, m.nodes))
         except GpuplanError as exc:
-            raise JobError(exc.reason, source=ctx.problem.source_path, field=f"job.measured[{i}]") from None
+            raise _refused(ctx, i, exc.reason) from None
         _check_peak(ctx, rows[-1], m.peak_memory_bytes, i)
         bounds.append(_check_possible(ctx, rows[-1], m, i))
+    _check_agree(ctx, rows)
     factors: dict[str, list[float]] = {}
     for i, (row, m, bound) in enumerate(zip(rows, measurements, bounds)):
         factor = _fit(ctx, row, bound, m.tokens_per_s)
         if abs(predict(_scaled(ctx, bound, factor), row)[0] / m.tokens_per_s - 1.0) > 0.05:
             # no factor in the fit's range (1/1000 to 1000 times the model's efficiency) reproduces it
-            raise JobError(
+            raise _refused(
+                ctx,
+                i,
                 f"the measured {m.tokens_per_s:,.4g} tokens/s on {row.gpus} {row.sku.name} is "
                 f"{predict(ctx, row)[0] / m.tokens_per_s:,.3g} times slower than gpuplan predicts, beyond any "
                 "efficiency it can fit; check the number and its unit (tok/s, k, M)",
-                source=ctx.problem.source_path,
-                field=f"job.measured[{i}]",
             )
         factors.setdefault(bound, []).append(factor)
     fitted = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in factors.items()}
