@@ -146,7 +146,11 @@ def drop_reason(pf: Portfolio, job: JobData, proven: bool, earliest_end: float) 
         return "no option fits this job (memory or GPU filters)"
     fastest = min(job.durations)
     if job.deadline is not None and job.release + fastest > job.deadline:
+        if (rounding := _step_rounding(pf, job)) is not None:
+            return f"cannot meet its deadline in whole time steps: {rounding}"
         return "cannot meet its deadline even alone"
+    if earliest_end == float("inf") and job.after:
+        return "waits ('after:') for a job that can never run, so it can never start"
     if job.deadline is not None and earliest_end > job.deadline and pf.objective != "weighted_lateness":
         return "cannot meet its deadline after the jobs it waits for ('after:')"
     if pf.budget_usd is not None and (cheapest := min(o.cost_usd for o in job.options)) > pf.budget_usd:
@@ -166,12 +170,36 @@ def drop_reason(pf: Portfolio, job: JobData, proven: bool, earliest_end: float) 
     )
 
 
-def earliest_ends(jobs: list[JobData]) -> dict[str, float]:
+def _step_rounding(pf: Portfolio, job: JobData) -> str | None:
+    """Why a job that fits its window in hours does not in whole time steps (the schedule starts at a
+    step at or after the release, ends by the last step boundary at or before the deadline and runs whole
+    steps), or None where it does not fit in hours either."""
+    entry = pf.jobs[job.index]
+    end_s = min(pf.horizon_s, entry.deadline_s if entry.deadline_s is not None else pf.horizon_s)
+    fastest_s = min(c.time_s for c in job.options)
+    if entry.release_s + fastest_s > end_s + 1e-6:
+        return None
+    step = pf.time_step_s
+    return (
+        f"its fastest option takes {fmt_duration(fastest_s)} and fits between {fmt_duration(entry.release_s)} and "
+        f"{fmt_duration(end_s)} from the start, but with a time_step of {fmt_duration(step)} it may start no "
+        f"earlier than {fmt_duration(job.release * step)}, must end by {fmt_duration((end_s // step) * step)} and "
+        f"takes {fmt_duration(min(job.durations) * step)}; use a finer time_step (1h is the default)"
+    )
+
+
+def earliest_ends(jobs: list[JobData], hard_deadlines: bool = False) -> dict[str, float]:
     """Per job, the earliest step it can end: after its release and every job it waits for ('after:'),
-    on its fastest option (inf: no option, or it waits for a job with none). Dependencies are acyclic
-    (the schema refuses cycles)."""
+    on its fastest option (inf: it can never run: no option, or it waits for a job that can never run,
+    which with ``hard_deadlines`` includes one that cannot end by its own deadline). Dependencies are
+    acyclic (the schema refuses cycles)."""
     by_name = {job.name: job for job in jobs}
     ends: dict[str, float] = {}
+
+    def late(name: str) -> bool:
+        deadline = by_name[name].deadline
+        return hard_deadlines and deadline is not None and ends[name] > deadline
+
     for job in jobs:
         stack = [job.name]  # depth first without recursion: chains may be thousands of jobs long
         while stack:
@@ -182,7 +210,7 @@ def earliest_ends(jobs: list[JobData]) -> dict[str, float]:
                 continue
             stack.pop()
             here = by_name[name]
-            ready = max([float(here.release)] + [ends[d] for d in here.after])
+            ready = max([float(here.release)] + [ends[d] if not late(d) else float("inf") for d in here.after])
             ends[name] = ready + min(here.durations) if here.options else float("inf")
     return ends
 
@@ -192,7 +220,7 @@ def portfolio_infeasibility(
 ) -> list[Infeasibility]:
     step_h = pf.time_step_s / 3600.0
     out = []
-    ends = earliest_ends(jobs)
+    ends = earliest_ends(jobs, hard_deadlines=pf.objective != "weighted_lateness")
     for job in jobs:
         if not job.required:
             continue
@@ -207,14 +235,17 @@ def portfolio_infeasibility(
         )
         if job.release + fastest > limit:
             over = (job.release + fastest - limit) * step_h
+            rounding = _step_rounding(pf, job)
             out.append(
                 Infeasibility(
-                    constraint="deadline",
+                    constraint="deadline" if rounding is None else "time_step",
                     over_by=over,
                     detail=(
                         f"job {job.name!r} cannot finish in time even alone: its fastest option takes "
                         f"{fmt_duration(fastest * pf.time_step_s)}, {fmt_duration(over * 3600)} past its "
                         f"{'deadline' if limit != horizon else 'horizon'}"
+                        if rounding is None
+                        else f"job {job.name!r} does not fit its window in whole time steps: {rounding}"
                     ),
                 )
             )
@@ -231,7 +262,8 @@ def portfolio_infeasibility(
                             f"so it cannot end before hour {ends[job.name] * step_h:,.0f}, "
                             f"{fmt_duration(over * 3600)} past its {'deadline' if limit != horizon else 'horizon'}"
                             if over != float("inf")
-                            else "which no option fits, so it can never start"
+                            else "which can never run (no option fits it, or none meets its deadline), so it can "
+                            "never start"
                         )
                     ),
                 )
@@ -291,7 +323,7 @@ def fill_drop_reasons(result: PortfolioResult, pf: Portfolio, jobs: list[JobData
     """Each dropped job's reason, from its options, deadline and priority, and whether the solver proved
     that no schedule places every required job."""
     by_name = {job.name: job for job in jobs}
-    ends = earliest_ends(jobs)
+    ends = earliest_ends(jobs, hard_deadlines=pf.objective != "weighted_lateness")
     for dropped in result.dropped:
         dropped.reason = drop_reason(pf, by_name[dropped.job], proven, ends[dropped.job])
 

@@ -294,6 +294,55 @@ def test_pools_short_only_together_are_named():
     assert "they offer 64 over the horizon" in supply[0].detail and supply[0].over_by > 0
 
 
+def _two_small_jobs(step: str, first: dict, second: dict) -> Portfolio:
+    job = {"model": {"params": "1B"}, "tokens": "100M", "activation_reserve": 0}
+    return Portfolio.model_validate(
+        {
+            "catalog": "default",
+            "horizon": "7d",
+            "time_step": step,
+            "pools": [{"offer": "nodus-b200", "gpus": 8}],
+            "jobs": [{"name": "a", "job": job, **first}, {"name": "b", "job": job, **second}],
+        }
+    )
+
+
+def test_a_window_too_short_for_whole_time_steps_blames_the_time_step():
+    """Jobs of about 20 minutes in windows 3h-9h and 7h-12h: with 5-hour steps a job starts at a step at or
+    after its release and ends at one at or before its deadline, so neither window holds one, though each
+    job fits it. The answer blamed the deadline ("takes 5.0 h, 5.0 h past its deadline"); with 1-hour
+    steps both are scheduled."""
+    windows = ({"release": "3h", "deadline": "9h"}, {"release": "7h", "deadline": "12h"})
+    coarse = portfolio(_two_small_jobs("5h", *windows), workers=1, time_limit_s=5)
+    assert coarse.status == "infeasible"
+    assert [i.constraint for i in coarse.infeasible] == ["time_step", "time_step"], coarse.infeasible
+    assert all("finer time_step" in i.detail and "from the start" in i.detail for i in coarse.infeasible)
+    assert all("whole time steps" in d.reason for d in coarse.dropped)
+    fine = portfolio(_two_small_jobs("1h", *windows), workers=1, time_limit_s=5)
+    assert fine.status == "optimal" and len(fine.schedule) == 2
+
+
+def test_a_job_waiting_for_one_that_can_never_run_is_named_so():
+    """b (required) waits for a, which cannot meet its own deadline: b can never start. The answer said
+    "each job fits alone, but not all together" and blamed pools, deadlines and the budget for b."""
+    pf = _two_small_jobs(
+        "1h",
+        {
+            "required": False,
+            "deadline": "1h",
+            "job": {"model": {"params": "70B"}, "tokens": "10B", "activation_reserve": 0},
+        },
+        {"after": ["a"]},
+    )
+    result = portfolio(pf, workers=1, time_limit_s=5)
+    assert result.status == "infeasible"
+    assert [i.constraint for i in result.infeasible] == ["deadline"], result.infeasible
+    assert "'a'" in result.infeasible[0].detail and "can never start" in result.infeasible[0].detail
+    reasons = {d.job: d.reason for d in result.dropped}
+    assert reasons["a"] == "cannot meet its deadline even alone"
+    assert reasons["b"] == "waits ('after:') for a job that can never run, so it can never start"
+
+
 def test_weighted_lateness_lets_jobs_run_late_instead_of_failing(problems, tmp_path):
     pf = variant(
         problems, tmp_path, ("objective: cost", "objective: weighted_lateness"), ("deadline: 14d", "deadline: 2d")
