@@ -364,10 +364,17 @@ def _write_export(plan, kind: str, out: Path | None, problem) -> str | None:
     return f"wrote {kind} config to {out}"
 
 
-def check_export(kind: str | None) -> None:
-    """A known --export kind, checked before any work."""
+def check_export(kind: str | None, out: Path | None = None, fmt: Format | None = None) -> None:
+    """A known --export kind, checked before any work; without --out it takes stdout, where a JSON or YAML
+    answer (-f) was asked for too: a script reading that got the launcher config instead."""
     if kind is not None and kind not in EXPORT_KINDS:
         raise ArgumentError(f"unknown export {kind!r}; choose one of {', '.join(EXPORT_KINDS)}", field="export")
+    if kind is not None and out is None and fmt is not None and fmt != Format.table:
+        raise ArgumentError(
+            f"--export without --out writes the launcher config to standard output, where the {fmt.value} answer "
+            "was asked for too; give --out FILE for the config, or drop --format",
+            field="export",
+        )
 
 
 def _spot_policy(spot: bool | None) -> str | None:
@@ -390,9 +397,12 @@ def _inputs(job: Path, problem, catalog) -> list[Path | None]:
     ]
 
 
-def _names(text: str | None) -> list[str]:
-    """A comma-separated flag as names."""
-    return [t.strip() for t in (text or "").split(",") if t.strip()]
+def _names(text: str | None, parameter: str = "gpu_types") -> list[str]:
+    """A comma-separated flag as names; given but naming none (``,,,``) is bad input, not "no filter"."""
+    names = [t.strip() for t in (text or "").split(",") if t.strip()]
+    if text is not None and not names:
+        raise ArgumentError(f"{text!r} names no GPU type; give one or more, e.g. B200,B300", field=parameter)
+    return names
 
 
 def _problem(job: Path, **overrides):
@@ -475,7 +485,7 @@ def check(
         budget=budget,
         measured=measured,
     )
-    check_export(export_kind)
+    check_export(export_kind, out, fmt)
     check_outputs([job, _path(catalog)], plot_path=plot_path, out=out if export_kind else None)
     problem = _problem(job, deadline=deadline, budget=budget, measured=measured, deadline_quantile=deadline_quantile)
     cat = problem_catalog(problem, catalog)
@@ -577,7 +587,7 @@ def solve(
         measured=measured,
         time_limit_s=time_limit,
     )
-    check_export(export_kind)
+    check_export(export_kind, out, fmt)
     check_outputs([job, _path(catalog)], plot_path=plot_path, report=report, out=out if export_kind else None)
     problem = _problem(
         job,

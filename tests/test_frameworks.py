@@ -215,10 +215,18 @@ def test_capacity_and_check_agree_on_the_job(problems, sku):
 def test_a_measured_peak_above_the_gpu_is_bad_input(problems):
     from optimizer import apply_overrides, load_job
 
-    problem = apply_overrides(load_job(problems / "seed-rtx-pro-vs-b200.yaml"), measured=["4xRTX-PRO-6000:14.8k,300GB"])
+    job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
+    problem = apply_overrides(job, measured=["4xRTX-PRO-6000:14.8k,300GB"])
     with pytest.raises(GpuplanError, match="measured peak") as err:
         check(problem, "B200", 4, compare=False)
-    assert "peak_memory" in (err.value.field or "")
+    # the error names the --measured flag it came from, with its text
+    assert err.value.field == "measured" and "4xRTX-PRO-6000:14.8k,300GB" in str(err.value)
+    # and the same entry in the job file, its field there
+    in_file = job.job.measured[0].model_copy(update={"peak_memory_bytes": 300e9})
+    from_file = job.model_copy(update={"job": job.job.model_copy(update={"measured": [in_file]})})
+    with pytest.raises(GpuplanError, match="measured peak") as err:
+        check(from_file, "B200", 4, compare=False)
+    assert err.value.field == "job.measured[0].peak_memory"
 
 
 def test_deepspeed_runs_experts_split_by_ep_only_up_to_zero_2():

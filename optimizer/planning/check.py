@@ -109,6 +109,12 @@ def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: boo
             field="job.precision",
         )
     _check_arguments(row, fixed)
+    if fixed.expert_tp is not None and not ctx.shape.experts:
+        raise ArgumentError(
+            "expert tensor parallelism splits the routed experts of a mixture-of-experts model; this model is "
+            "dense (no experts in its shapes), so there is nothing to split: drop --expert-tp, or use --tp",
+            field="expert_tp",
+        )
     grid = strategy_grid(
         ctx,
         row,

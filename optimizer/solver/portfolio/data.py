@@ -179,6 +179,9 @@ def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int, until: float | N
                     raise type(exc)(
                         exc.reason, source=pf.source_path, field=f"jobs[{i}]" + exc.field.removeprefix("constraints")
                     ) from None
+                if entry.file is None and exc.field and exc.source == pf.source_path:
+                    # an inline job: its fields sit under its entry (the message named 'job.x' of 500 jobs)
+                    raise type(exc)(exc.reason, source=pf.source_path, field=f"jobs[{i}].{exc.field}") from None
                 raise
             base = _shape_key(pf, i, tokens=False)
             table = retimed(evaluated[base], ctx) if base in evaluated else build_table(ctx)
