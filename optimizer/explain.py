@@ -375,6 +375,14 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
         )
     if ctx.activation_reserve != "auto":
         notes.append("activations are the fixed job.activation_reserve, not computed from shapes")
+    offer = next((o for o in ctx.catalog.offers if plan.offer and o.name == plan.offer.removesuffix(" (spot)")), None)
+    if offer is not None and plan.nodes > offer.max_nodes:
+        # a verdict on hardware the offer cannot supply, which solve never plans
+        notes.append(
+            f"offer {offer.name} supplies at most {offer.max_nodes} node{'s' if offer.max_nodes > 1 else ''} "
+            f"({offer.max_nodes * offer.gpus_per_node} GPUs) to one job; this configuration needs {plan.nodes}, "
+            "so it cannot be rented there as it stands"
+        )
     return notes + moe_notes(ctx, plan)
 
 

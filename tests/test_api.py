@@ -25,3 +25,13 @@ def test_api_returns_typed_results(problems):
     assert isinstance(verdict, optimizer.CheckResult)
     # check on the optimum's hardware reproduces the optimum's numbers (same physics, same choice)
     assert verdict.plan.hours.p50 == answer.best.hours.p50
+
+
+def test_check_says_when_the_offer_cannot_supply_the_nodes(problems):
+    """nodus-b200 supplies at most 8 nodes to one job: 128 B200 fit the memory, but the verdict alone
+    read as if they could be rented there."""
+    job = load_job(problems / "llama-70b-within-5-days.yaml")
+    big = check(job, "B200", 128, compare=False)
+    assert big.plan.nodes == 16
+    assert any("supplies at most 8 nodes (64 GPUs)" in n and "needs 16" in n for n in big.notes), big.notes
+    assert not any("supplies at most" in n for n in check(job, "B200", 64, compare=False).notes)

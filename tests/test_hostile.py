@@ -1550,6 +1550,20 @@ STRUCTURE = [
         ["pf.yaml", "field 'start'", "9999-12-31"],
     ),
     (
+        # "--sku H200" selected this B200 offer
+        "offer-alias-names-another-gpu",
+        {"cat.yaml": catalog_text(offer_extra="    aliases: [H200]\n")},
+        ["catalog", "{cat.yaml}"],
+        ["cat.yaml", "offers[0].aliases[0]", "'H200' is the GPU H200, while this offer is a B200"],
+    ),
+    (
+        # one name selected two offers
+        "offer-alias-names-another-offer",
+        {"cat.yaml": catalog_text(offer_extra="    aliases: [o2]\n", extra="  - {name: o2, sku: H200, price: 3}\n")},
+        ["catalog", "{cat.yaml}"],
+        ["cat.yaml", "offers[0].aliases[0]", "the name of offer 'o2'"],
+    ),
+    (
         "json-lone-surrogate",
         {"cfg.json": config_json(model_type="llama\ud800")},
         ["model", "{cfg.json}"],

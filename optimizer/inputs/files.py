@@ -134,6 +134,30 @@ def _a_type(value: Any) -> str:
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
+def _aliases_select_their_own(offers: list, origins: list[tuple[str, str]], first: dict[str, int], skus: list) -> None:
+    """An offer alias may not be another offer's name, nor a GPU other than the offer's own: a name selects
+    offers (``--sku``, ``--gpu-types``, a pool's ``offer``), and such an alias made ``--sku H200`` pick a
+    B200 offer, or one name select two offers."""
+    sku_of = {sku_key(n): sku.name for sku in skus for n in (sku.name, *sku.aliases)}
+    for k, offer in enumerate(offers):
+        own = sku_of.get(sku_key(offer.sku))
+        for a, alias in enumerate(offer.aliases):
+            key = sku_key(alias)
+            clash = None
+            if first.get(key, k) != k:
+                clash = f"the name of offer {offers[first[key]].name!r}"
+            elif key in sku_of and sku_of[key] != own:
+                clash = f"the GPU {sku_of[key]}, while this offer is a {own or offer.sku}"
+            if clash:
+                file, field = origins[k]
+                raise CatalogError(
+                    f"offer alias {alias!r} is {clash}; an alias selects this offer wherever that name is "
+                    "given, so it must not name another offer or GPU: rename or remove it",
+                    source=file,
+                    field=f"{field}.aliases[{a}]",
+                )
+
+
 def _load_catalog(
     path: Path, chain: tuple[Path, ...], included_by: dict[Path, Path]
 ) -> tuple[Catalog, list[tuple[str, str]]]:
@@ -220,6 +244,7 @@ def _load_catalog(
                 source=file_b,
                 field=f"{field_b}.name",
             )
+    _aliases_select_their_own(offers, origins, first, list(skus.values()))
     rows = sum(o.max_nodes * (2 if o.spot_price_usd_per_gpu_hour else 1) for o in offers)
     if rows > units.MAX_CATALOG_NODES:
         raise CatalogError(
