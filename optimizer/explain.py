@@ -80,6 +80,7 @@ def _filter(ctx: JobContext) -> Infeasibility:
         + (f" types={','.join(g.types)}" if g.types else "")
         + (f" min_memory={fmt_bytes(g.min_memory_bytes)}" if g.min_memory_bytes else "")
         + (f" providers={','.join(g.providers)}" if g.providers else "")
+        + (f" count={g.count} (GPUs per node)" if g.count else "")
         + f" with precision {ctx.job.precision}; loosen them"
     )
     return Infeasibility(constraint="filter", detail=detail)

@@ -35,3 +35,12 @@ def test_check_says_when_the_offer_cannot_supply_the_nodes(problems):
     assert big.plan.nodes == 16
     assert any("supplies at most 8 nodes (64 GPUs)" in n and "needs 16" in n for n in big.notes), big.notes
     assert not any("supplies at most" in n for n in check(job, "B200", 64, compare=False).notes)
+
+
+def test_a_gpu_count_no_offer_has_is_named_in_the_answer(problems):
+    """gpu.count 3 (GPUs per node): no offer has nodes of 3, and the answer named no filter at all."""
+    job = load_job(problems / "llama-8b-lora.yaml")
+    gpu = job.constraints.gpu.model_copy(update={"count": 3})
+    answer = plan(job.model_copy(update={"constraints": job.constraints.model_copy(update={"gpu": gpu})}))
+    assert answer.best is None
+    assert any(i.constraint == "filter" and "count=3" in i.detail for i in answer.infeasible), answer.infeasible
