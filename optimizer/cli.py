@@ -34,6 +34,7 @@ from .inputs.catalog import catalog_entries, find_sku, offers_for
 from .inputs.files import expand_models, load_catalog, load_job, load_portfolio, parse_model, problem_catalog
 from .inputs.hf_models import model_fields, presets
 from .inputs.overrides import apply_overrides, parse_measurement
+from .inputs.reader import forget_reads
 from .inputs.schema import ModelSpec
 from .inputs.units import fmt_count, parse_bytes
 from .present import output, render
@@ -282,6 +283,7 @@ def handled(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        forget_reads()  # outputs are checked against the files this command reads (``present.output``)
         try:
             answer = fn(*args, **kwargs)
             sys.stdout.flush()  # a full disk under a redirected stdout shows here, not at exit

@@ -27,11 +27,13 @@ from optimizer.inputs.reader import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_NODES,
+    forget_reads,
     load_json,
     load_yaml,
     read_json_file,
     read_text,
     read_yaml_file,
+    was_read,
 )
 from optimizer.inputs.schema import Portfolio, Problem
 
@@ -480,3 +482,19 @@ def test_a_file_dumped_under_its_own_names_reads_back_as_the_same_model(name: st
     model = load_portfolio(path) if name.startswith("portfolio") else load_job(path)
     again = (Portfolio if name.startswith("portfolio") else Problem).model_validate(model.model_dump(by_alias=True))
     assert again.model_dump() == model.model_dump()
+
+
+def test_each_file_read_is_remembered_for_one_command(tmp_path):
+    """Outputs may not replace a file the command read, by any path (a link too); the record starts anew
+    with each command, as a deleted file's inode is reused by the next file made."""
+    read = tmp_path / "job.yaml"
+    read.write_text("a: 1\n")
+    link = tmp_path / "link.yaml"
+    link.symlink_to(read)
+    other = tmp_path / "other.yaml"
+    other.write_text("b: 2\n")
+    forget_reads()
+    read_text(read, "job")
+    assert was_read(read) and was_read(link) and not was_read(other) and not was_read(tmp_path / "missing")
+    forget_reads()
+    assert not was_read(read)

@@ -133,6 +133,12 @@ def _too_big(what: str, max_bytes: int, size: int | None, source: str) -> Gpupla
 _read: set[tuple[int, int]] = set()
 
 
+def forget_reads() -> None:
+    """Start a new command's record of files read: in a long-lived process (tests, a service running
+    commands) a file's inode is reused once it is deleted, and an old record would refuse a new file."""
+    _read.clear()
+
+
 def was_read(path: StrPath) -> bool:
     """Whether ``path`` is (a link to) a file this process has read as input."""
     try:
