@@ -46,6 +46,16 @@ def check_schedule(pf, result, catalog):
             assert use.peak_used == max((g for _, g in use.timeline), default=0)
         else:
             assert not runs
+    for written in pf.pools:  # against the pool as written, in hours: window edges need not fall on steps
+        runs = [j for j in result.schedule if j.offer in next(p.offers for p in pools if p.name == written.offer)]
+        moments = {0.0} | {w.start_s / 3600 for w in written.windows} | {j.start_h for j in runs}
+        for t in sorted(m for m in moments if m < pf.horizon_s / 3600):
+            have = written.gpus
+            for w in written.windows:
+                if w.start_s / 3600 <= t < w.end_s / 3600:
+                    have = w.gpus
+            used = sum(j.plan.gpus for j in runs if j.start_h <= t < j.end_h)
+            assert used <= have, (written.offer, t, used, have)
     for entry in pf.jobs:
         j = by_name.get(entry.name)
         if j is None:
@@ -150,6 +160,10 @@ def small_portfolios(draw):
         "jobs": jobs,
         "pools": [{"offer": o.name, "gpus": draw(st.sampled_from([4, 8]))} for o in offers],
     }
+    if draw(st.booleans()):  # a window whose edges fall inside 12-hour steps, with fewer or more GPUs
+        start_h = draw(st.integers(1, 60))
+        window = {"from": f"{start_h}h", "to": f"{start_h + draw(st.integers(1, 30))}h"}
+        data["pools"][0]["windows"] = [{**window, "gpus": draw(st.sampled_from([0, 4, 8]))}]
     if draw(st.booleans()):
         data["budget"] = draw(st.floats(200, 5000))
     return Portfolio.model_validate(data), catalog
@@ -305,6 +319,25 @@ def _two_small_jobs(step: str, first: dict, second: dict) -> Portfolio:
             "jobs": [{"name": "a", "job": job, **first}, {"name": "b", "job": job, **second}],
         }
     )
+
+
+def test_a_window_edge_inside_a_time_step_costs_that_step_its_gpus():
+    """The only pool has 8 B200 but none from 1h to 5h; steps are 3 hours. The window's edges were rounded
+    up (to 3h-6h), so the earliest finish ran the job 0h-3h on GPUs the pool did not have, and the answer
+    said optimal. The steps the window touches (0h-6h) have none: the job starts at 6h."""
+    catalog = Catalog(name="one", skus=HW.skus, offers=[Offer(name="o-b200", sku="B200", price=5, max_nodes=1)])
+    pf = Portfolio.model_validate(
+        {
+            "horizon": "12h",
+            "time_step": "3h",
+            "objective": "makespan",
+            "pools": [{"offer": "o-b200", "gpus": 8, "windows": [{"from": "1h", "to": "5h", "gpus": 0}]}],
+            "jobs": [{"name": "j0", "job": {"model": {"params": "3B"}, "tokens": "2000M", "activation_reserve": 0}}],
+        }
+    )
+    result = portfolio(pf, catalog=catalog, workers=1, time_limit_s=10)
+    assert result.status == "optimal" and [j.start_h for j in result.schedule] == [6.0]
+    check_schedule(pf, result, catalog)
 
 
 def test_a_window_too_short_for_whole_time_steps_blames_the_time_step():

@@ -74,27 +74,41 @@ def pool_specs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[PoolSpec]:
                 source=pf.source_path,
                 field=f"pools[{i}].offer",
             )
-        bounds = sorted(
-            {
-                0,
-                horizon,
-                *(min(horizon, _steps(w.start_s, pf.time_step_s)) for w in pool.windows),
-                *(min(horizon, _steps(w.end_s, pf.time_step_s)) for w in pool.windows),
-            }
-        )
-        segments = []
-        for s, e in zip(bounds, bounds[1:]):
-            gpus = pool.gpus
-            for w in pool.windows:
-                if _steps(w.start_s, pf.time_step_s) <= s and e <= _steps(w.end_s, pf.time_step_s):
-                    gpus = w.gpus
-            segments.append((s, e, gpus))
-        pools.append(PoolSpec(pool.offer, offers, segments))
+        pools.append(PoolSpec(pool.offer, offers, _step_segments(pool, pf.time_step_s, horizon)))
         named |= dict.fromkeys(offers, i)
     for offer in catalog.offers:  # offers without a pool: their catalog supply, all the time
         if offer.name not in named:
             pools.append(PoolSpec(offer.name, {offer.name}, [(0, horizon, offer.max_nodes * offer.gpus_per_node)]))
     return pools
+
+
+def _step_segments(pool, step_s: float, horizon: int) -> list[tuple[int, int, int]]:
+    """(first step, end step, GPUs): at each step the fewest GPUs the pool has at any moment of it (``gpus``,
+    a later window overriding an earlier one). A window edge between step boundaries (0 GPUs from 1h to
+    5h at 3h steps) was rounded up, so the steps it cut into kept their GPUs and a schedule used GPUs the
+    pool did not have; taking each step's minimum keeps every schedule within the real supply."""
+
+    def gpus_at(t: float) -> int:
+        gpus = pool.gpus
+        for w in pool.windows:
+            if w.start_s <= t < w.end_s:
+                gpus = w.gpus
+        return gpus
+
+    changes = sorted({t for w in pool.windows for t in (w.start_s, w.end_s)})
+    bounds = {0, horizon}
+    for t in changes:  # a change inside a step makes that step a segment of its own
+        bounds |= {min(horizon, int(math.floor(t / step_s + 1e-9))), min(horizon, _steps(t, step_s))}
+    edges = sorted(bounds)
+    segments: list[tuple[int, int, int]] = []
+    for s, e in zip(edges, edges[1:]):
+        a, b = s * step_s, e * step_s
+        gpus = min([gpus_at(a)] + [gpus_at(t) for t in changes if a < t < b])
+        if segments and segments[-1][2] == gpus and segments[-1][1] == s:
+            segments[-1] = (segments[-1][0], e, gpus)
+        else:
+            segments.append((s, e, gpus))
+    return segments
 
 
 def _prune(options: list[Candidate], durations: list[int]) -> tuple[list[Candidate], list[int]]:
