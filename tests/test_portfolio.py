@@ -384,6 +384,28 @@ def test_weighted_lateness_lets_jobs_run_late_instead_of_failing(problems, tmp_p
     assert result.status in ("optimal", "feasible")
     late = next(j for j in result.schedule if j.job == "llama70b-sft")
     assert late.late_h > 0
+    # lateness is the end against the deadline as written, for every job
+    for j in result.schedule:
+        deadline_s = next(e.deadline_s for e in pf.jobs if e.name == j.job)
+        assert j.late_h == max(0.0, j.end_h - deadline_s / 3600) if deadline_s else j.late_h == 0
+
+
+def test_lateness_counts_from_the_deadline_as_written():
+    """A deadline of 7h at 2-hour steps: a job ending at 8h is 1 hour late; it was reported 2 (the
+    deadline rounded down to 6h)."""
+    job = {"model": {"params": "2B"}, "tokens": "300M", "activation_reserve": 0}
+    pf = Portfolio.model_validate(
+        {
+            "catalog": "nodus-2026-11",
+            "horizon": "48h",
+            "time_step": "2h",
+            "objective": "weighted_lateness",
+            "pools": [{"offer": "B300", "gpus": 1}],
+            "jobs": [{"name": "j", "job": job, "release": "5h", "deadline": "7h"}],
+        }
+    )
+    result = portfolio(pf, workers=1, time_limit_s=10)
+    assert [(j.end_h, j.late_h) for j in result.schedule] == [(8.0, 1.0)]
 
 
 def test_portfolio_cli_json_contract(problems):

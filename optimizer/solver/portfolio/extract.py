@@ -29,7 +29,9 @@ def extract(pf: Portfolio, jobs: list, choices: list, pools: list[PoolSpec], res
         opt = job.options[i]
         e = s + job.durations[i]
         plan = plan_from(job.table.ctx, opt.row, job.table.evaluation, opt.index)
-        late = 0.0 if job.deadline is None else max(0.0, (e - job.deadline) * step_h)
+        # against the deadline as written, not the step it rounds down to (7h at 2h steps is not 6h)
+        deadline_s = pf.jobs[job.index].deadline_s
+        late = 0.0 if deadline_s is None else max(0.0, e * step_h - deadline_s / 3600.0)
         result.schedule.append(
             ScheduledJob(
                 job=job.name,
