@@ -139,10 +139,13 @@ def _budget(deadline_s: float | None, budget_usd: float, r: _Rows) -> Infeasibil
     return Infeasibility(constraint="budget", over_by=over, detail=detail)
 
 
-def drop_reason(pf: Portfolio, job: JobData, proven: bool, earliest_end: float) -> str:
+def drop_reason(
+    pf: Portfolio, job: JobData, proven: bool, earliest_end: float, dropped: frozenset[str] = frozenset()
+) -> str:
     """Why a job is not in the schedule. ``proven``: the solver proved that no schedule places every
     required job; without that proof a required job left out is the search's failure, not the inputs'.
-    ``earliest_end``: the step it could end at the earliest after the jobs it waits for."""
+    ``earliest_end``: the step it could end at the earliest after the jobs it waits for; ``dropped``: the
+    jobs left out of the schedule."""
     if not job.options:
         return "no option fits this job (memory or GPU filters)"
     fastest = min(job.durations)
@@ -156,6 +159,8 @@ def drop_reason(pf: Portfolio, job: JobData, proven: bool, earliest_end: float) 
         return "cannot meet its deadline after the jobs it waits for ('after:')"
     if pf.budget_usd is not None and (cheapest := min(o.cost_usd for o in job.options)) > pf.budget_usd:
         return f"its cheapest option alone (${cheapest:,.2f}) costs more than the budget (${pf.budget_usd:,.2f})"
+    if waits := [d for d in job.after if d in dropped]:
+        return f"waits ('after:') for {', '.join(map(repr, waits))}, left out of the schedule too"
     if job.required and proven:
         return "required, but the GPU pools, deadlines and budget cannot carry it together with the others"
     if job.required:
@@ -270,14 +275,25 @@ def portfolio_infeasibility(
                 )
             )
     if pf.budget_usd is not None:
-        floor = sum(min(c.cost_usd for c in job.options) for job in jobs if job.required and job.options)
+        # the required jobs and every job they wait for ('after:'), optional or not: all of them must run
+        by_name = {job.name: job for job in jobs}
+        needed, todo = set(), [job.name for job in jobs if job.required]
+        while todo:
+            if (name := todo.pop()) not in needed:
+                needed.add(name)
+                todo.extend(by_name[name].after)
+        floor = sum(min(c.cost_usd for c in by_name[n].options) for n in needed if by_name[n].options)
+        waited = sorted(n for n in needed if not by_name[n].required)
         if floor > pf.budget_usd:
+            who = "the required jobs" + (
+                f" and the jobs they wait for ({', '.join(map(repr, waited))}, 'after:')" if waited else ""
+            )
             out.append(
                 Infeasibility(
                     constraint="budget",
                     over_by=floor - pf.budget_usd,
                     detail=(
-                        f"the required jobs cost at least ${floor:,.2f} at their cheapest options: "
+                        f"{who} cost at least ${floor:,.2f} at their cheapest options: "
                         f"${floor - pf.budget_usd:,.2f} over the budget of ${pf.budget_usd:,.2f}"
                     ),
                 )
@@ -325,8 +341,9 @@ def fill_drop_reasons(result: PortfolioResult, pf: Portfolio, jobs: list[JobData
     that no schedule places every required job."""
     by_name = {job.name: job for job in jobs}
     ends = earliest_ends(jobs, hard_deadlines=pf.objective != "weighted_lateness")
+    left_out = frozenset(d.job for d in result.dropped)
     for dropped in result.dropped:
-        dropped.reason = drop_reason(pf, by_name[dropped.job], proven, ends[dropped.job])
+        dropped.reason = drop_reason(pf, by_name[dropped.job], proven, ends[dropped.job], left_out)
 
 
 def measured_summary(ctx: JobContext, mine: Sku, base: Sku, cmp: MeasuredComparison) -> str:

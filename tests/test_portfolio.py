@@ -8,6 +8,7 @@ import json
 import random
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -374,6 +375,25 @@ def test_a_job_waiting_for_one_that_can_never_run_is_named_so():
     reasons = {d.job: d.reason for d in result.dropped}
     assert reasons["a"] == "cannot meet its deadline even alone"
     assert reasons["b"] == "waits ('after:') for a job that can never run, so it can never start"
+
+
+def test_the_budget_counts_the_jobs_a_required_one_waits_for():
+    """b (required) waits for a (optional); the two together cost more than the budget. The answer said
+    "each job fits alone, but not all together", with no amount, and blamed pools and deadlines for b."""
+    bigger = {"model": {"params": "1B"}, "tokens": "1B", "activation_reserve": 0}  # ten times b's tokens
+    pf = _two_small_jobs("1h", {"required": False, "job": bigger}, {"after": ["a"]})
+    cheapest = [min(o.cost_usd for o in job.options) for job in prepare_jobs(pf, load_catalog("default"), 168)]
+    short = min(cheapest) / 2  # each job alone is within the budget, the two together not
+    pf = pf.model_copy(update={"budget_usd": sum(cheapest) - short})
+    result = portfolio(pf, workers=1, time_limit_s=5)
+    assert result.status == "infeasible"
+    [budget] = [i for i in result.infeasible if i.constraint == "budget"]
+    assert "'a'" in budget.detail and budget.over_by == pytest.approx(short, abs=0.01), budget
+    # within b's cost but below a's, a is left out and b is left out waiting for it
+    broke = portfolio(pf.model_copy(update={"budget_usd": sum(cheapest) / 2}), workers=1, time_limit_s=5)
+    reasons = {d.job: d.reason for d in broke.dropped}
+    assert reasons["a"].startswith("its cheapest option alone")
+    assert reasons["b"] == "waits ('after:') for 'a', left out of the schedule too"
 
 
 def test_weighted_lateness_lets_jobs_run_late_instead_of_failing(problems, tmp_path):
