@@ -159,7 +159,7 @@ def drop_reason(
         return "cannot meet its deadline after the jobs it waits for ('after:')"
     if pf.budget_usd is not None and (cheapest := min(o.cost_usd for o in job.options)) > pf.budget_usd:
         return f"its cheapest option alone (${cheapest:,.2f}) costs more than the budget (${pf.budget_usd:,.2f})"
-    if waits := [d for d in job.after if d in dropped]:
+    if dropped and (waits := [d for d in job.after if d in dropped]):
         return f"waits ('after:') for {', '.join(map(repr, waits))}, left out of the schedule too"
     if job.required and proven:
         return "required, but the GPU pools, deadlines and budget cannot carry it together with the others"
