@@ -110,3 +110,35 @@ def test_bad_model_inputs_exit_2(tmp_path):
     bad.write_text("{not json")
     r = runner.invoke(app, ["model", str(bad)])
     assert r.exit_code == 2 and "malformed JSON" in r.output and "line 1" in r.output
+
+
+@pytest.mark.parametrize(
+    ("config", "published"),
+    [
+        # google/gemma-2-9b's config.json names no tie_word_embeddings; Gemma2Config ties by default
+        ({k: v for k, v in presets()["gemma-2-9b"]["config"].items() if k != "tie_word_embeddings"}, 9.24e9),
+        # google/gemma-2b likewise; the Gemma report (Table 1): 524,550,144 embedding + 1,981,884,416 other
+        (
+            {
+                "model_type": "gemma",
+                "hidden_size": 2048,
+                "num_hidden_layers": 18,
+                "num_attention_heads": 8,
+                "num_key_value_heads": 1,
+                "head_dim": 256,
+                "intermediate_size": 16384,
+                "vocab_size": 256000,
+                "hidden_activation": "gelu_pytorch_tanh",
+            },
+            524_550_144 + 1_981_884_416,
+        ),
+    ],
+    ids=["gemma-2-9b", "gemma-2b"],
+)
+def test_a_config_without_tie_word_embeddings_takes_its_architectures_default(config, published):
+    """Read as untied, gemma-2-9b counted 10.16B and gemma-2b 3.03B."""
+    counted = count_params(config)
+    assert counted["params"] == pytest.approx(published, rel=0.003)
+    assert model_fields(config)["tied_embeddings"] is True
+    llama = json.loads((DATA / "llama-3.1-8b-config.json").read_text())
+    assert "tied_embeddings" not in model_fields({k: v for k, v in llama.items() if k != "tie_word_embeddings"})

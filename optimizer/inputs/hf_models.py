@@ -26,6 +26,27 @@ _GATED = ("silu", "swiglu", "gelu_pytorch_tanh", "geglu", "swish")
 # Architectures with a per-head RMSNorm on queries and keys that their config.json does not flag
 # (transformers' modeling_qwen3.py / modeling_qwen3_moe.py: Qwen3Attention.q_norm, k_norm).
 _QK_NORM_MODEL_TYPES = frozenset({"qwen3", "qwen3_moe"})
+# Decoder architectures whose transformers config class ties the LM head to the embeddings when a
+# config.json does not say (``tie_word_embeddings`` defaults to True in their configuration_*.py, as read
+# from transformers 5.17's classes); the rest default to untied. google/gemma-2-9b's config.json has no
+# key: read as untied it counted 10.16B parameters where the model has 9.24B.
+_TIED_BY_DEFAULT = frozenset(
+    {
+        "biogpt", "bloom", "cohere", "cohere2", "cohere2_moe", "ctrl", "ernie4_5", "ernie4_5_moe", "falcon",
+        "falcon_mamba", "gemma", "gemma2", "gemma3_text", "gemma3n_text", "gemma4_text", "gpt2", "gpt_bigcode",
+        "gpt_neo", "jetmoe", "lfm2", "lfm2_moe", "mamba", "minicpm3", "mpt", "openai-gpt", "opt",
+        "recurrent_gemma", "smollm3", "starcoder2", "vaultgemma", "xglm", "zamba", "zamba2",
+    }
+)  # fmt: skip
+
+
+def tied_embeddings(cfg: dict) -> bool:
+    """Whether the LM head shares the embedding matrix: the config's own word, else its architecture's default."""
+    if "tie_word_embeddings" in cfg:
+        return bool(cfg["tie_word_embeddings"])
+    return cfg.get("model_type") in _TIED_BY_DEFAULT
+
+
 # transformers' Gemma2RMSNorm / Gemma3RMSNorm: a norm after attention and after the MLP as well as before,
 # each scaling by (1 + w) in fp32; GptOssRMSNorm multiplies its weight in fp32 before casting back.
 _SANDWICH_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})
@@ -215,7 +236,7 @@ def count_params(cfg: dict) -> dict[str, Any]:
     moe_mlp = routed + per_mlp * h * shared_ffn + h * experts
     norms = 2 * h
     blocks = layers * (attention + norms) + (layers - len(moe_layers)) * dense_mlp + len(moe_layers) * moe_mlp
-    embeddings = vocab * h * (1 if cfg.get("tie_word_embeddings", False) else 2)
+    embeddings = vocab * h * (1 if tied_embeddings(cfg) else 2)
     total = blocks + embeddings + h
     inactive = len(moe_layers) * (experts - top_k) * per_mlp * h * expert_ffn if experts else 0
     return {
@@ -275,7 +296,7 @@ def model_fields(cfg: dict, name: str | None = None) -> dict[str, Any]:
     if not fields.get("experts"):
         fields.pop("shared_experts", None)
         fields.pop("dense_layers", None)
-    if cfg.get("tie_word_embeddings", False):
+    if tied_embeddings(cfg):
         fields["tied_embeddings"] = True
     if cfg.get("model_type") in _QK_NORM_MODEL_TYPES:
         fields["qk_norm"] = True
