@@ -544,3 +544,15 @@ def test_accelerate_config_loads_with_accelerate(name, tmp_path):
 def test_accelerate_refuses_tensor_and_pipeline_parallelism():
     with pytest.raises(ArgumentError, match="cannot express TP 8 x PP 4; the megatron or torchtitan exports can"):
         export(get_plan("tp8-pp4"), "accelerate")
+
+
+@pytest.mark.parametrize("name", ["llama-8b-lora.yaml", "llama-70b-qlora.yaml"])
+@pytest.mark.parametrize("kind", ["deepspeed", "accelerate"])
+def test_an_adapter_plan_says_what_the_script_must_add(name, kind):
+    """A QLoRA plan of 70B on four 96 GB GPUs holds only with a 4-bit base and adapters; the DeepSpeed and
+    accelerate configs (no setting for either) read as a plain bf16 run of every weight."""
+    method = load_job(PROBLEMS / name).job.method
+    text = export(get_plan(name), kind, name="gpuplan-test", method=method)
+    assert f"method {method}" in text and "peft.LoraConfig" in text
+    assert ("load_in_4bit=True" in text) == (method == "qlora")
+    assert "peft" not in export(get_plan("hybrid-zero3"), kind, name="gpuplan-test", method="full")

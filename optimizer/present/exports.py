@@ -274,6 +274,21 @@ _LORA_GAPS = {
 }
 
 
+def _adapter_line(method: str) -> list[str]:
+    """For DeepSpeed and accelerate, whose configs have no setting for adapters: what the script must add
+    for the plan's memory to hold (a LoRA or QLoRA plan fits where training every weight would not)."""
+    if method == "lora":
+        return ["method lora: the plan trains LoRA adapters on a frozen bf16 model; wrap the model with "
+                "peft.get_peft_model(model, peft.LoraConfig(...)) in your script (this config trains what the model "
+                "leaves trainable)"]  # fmt: skip
+    if method == "qlora":
+        return ["method qlora: the plan trains LoRA adapters on a 4-bit NF4 base; load the model with "
+                "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4') and wrap it with "
+                "peft.get_peft_model(model, peft.LoraConfig(...)) in your script (this config trains what the model "
+                "leaves trainable)"]  # fmt: skip
+    return []
+
+
 def _gaps(plan: Plan, kind: str, num_layers: int | None, method: str) -> list[str]:
     """What the export of ``kind`` cannot write for this plan and fine-tuning method."""
     gaps = _GAPS[kind](plan, num_layers)
@@ -483,6 +498,7 @@ def deepspeed(plan: Plan, precision: str = "bf16", num_layers: int | None = None
         )
     if _ep(s) > 1:
         lines.append(f"EP {_ep(s)}: deepspeed.moe.layer.MoE(..., ep_size={_ep(s)}) in the model (DeepSpeed-MoE)")
+    lines += _adapter_line(method)
     if s.recompute == "selective":
         notes.append("selective recompute has no DeepSpeed setting: checkpoint the attention core in your model")
     if precision == "fp8":
@@ -759,6 +775,7 @@ def accelerate(plan: Plan, precision: str = "bf16", num_layers: int | None = Non
         f"accelerate launch --config_file this.yaml --machine_rank <0-{plan.nodes - 1}> train.py on each node"
         if plan.nodes > 1
         else "accelerate launch --config_file this.yaml train.py",
+        *_adapter_line(method),
     ]
     notes = []
     if s.zero_stage == 1:
