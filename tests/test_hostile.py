@@ -1564,6 +1564,17 @@ STRUCTURE = [
         ["cat.yaml", "offers[0].aliases[0]", "the name of offer 'o2'"],
     ),
     (
+        # a raw TypeError from int(None) was the message
+        "multimodal-config-nests-text-config",
+        {
+            "cfg.json": json.dumps(
+                {"model_type": "llava", "text_config": json.loads(config_json()), "vocab_size": 32000}
+            )
+        },
+        ["model", "{cfg.json}"],
+        ["cfg.json", "text_config", "multimodal"],
+    ),
+    (
         "json-lone-surrogate",
         {"cfg.json": config_json(model_type="llama\ud800")},
         ["model", "{cfg.json}"],

@@ -358,6 +358,15 @@ def resolve(spec: dict | str, base: Path | None = None) -> dict:
         if base is not None and not path.is_absolute():
             path = base / path
         cfg = read_hf_config(path)
+        if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
+            # a multimodal model's config (Gemma 3, Llama 4, Qwen2.5-VL): the language model is nested
+            raise GpuplanError(
+                "this config nests its language model under 'text_config' (a multimodal model); gpuplan plans "
+                "the language model: save the text_config part as its own config.json (with its model_type) "
+                "and give that, or give the model's shapes in job.model",
+                source=str(path),
+                field="job.model.hf_config",
+            )
         try:
             fields = model_fields(cfg, name=spec.get("name") or cfg.get("_name_or_path") or path.parent.name)
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
