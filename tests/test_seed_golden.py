@@ -126,3 +126,39 @@ def test_breakeven_efficiency_reported_for_the_users_job(problems):
     b200 = next(r for r in answer.runners_up if r.sku == "B200")
     assert b200.lost_on == "cost"
     assert b200.breakeven_scaling_efficiency == pytest.approx(0.792, abs=0.002)
+
+
+def test_breakevens_are_claimed_only_where_they_would_win(problems):
+    """A runner-up that lost on time, or on the deadline, was given the price and efficiency at which it
+    would cost what the best plan costs: "wins below $6.67" beside its price of $5.50, "wins above 79 %"
+    beside its 96 %. Under the time objective no price wins; an efficiency that would is above its own."""
+    job = load_job(problems / "llama-70b-within-5-days.yaml")
+    fastest = plan(job.model_copy(update={"objective": "time"}))
+    for r in fastest.runners_up:
+        assert r.breakeven_price_usd_per_gpu_hour is None, r.label()
+        if r.breakeven_scaling_efficiency is not None:
+            assert r.lost_on in ("time", "deadline") and r.scaling_efficiency < r.breakeven_scaling_efficiency <= 1
+    cheapest = plan(job)
+    for r in cheapest.runners_up:
+        if r.breakeven_price_usd_per_gpu_hour is not None:
+            assert r.lost_on in ("cost", "budget") and r.breakeven_price_usd_per_gpu_hour < r.price_usd_per_gpu_hour
+        if r.lost_on == "deadline":
+            assert r.breakeven_price_usd_per_gpu_hour is None
+
+
+def test_a_runner_up_priced_below_its_breakeven_wins(problems):
+    """The claim re-solved: the offer of the cheapest runner-up that lost on cost, priced 1 % under its
+    breakeven, gives the best plan."""
+    from optimizer.inputs.files import problem_catalog
+
+    job = load_job(problems / "llama-70b-within-5-days.yaml")
+    runner = next(r for r in plan(job).runners_up if r.lost_on == "cost" and r.breakeven_price_usd_per_gpu_hour)
+    catalog = problem_catalog(job)
+    offers = [
+        o.model_copy(update={"price_usd_per_gpu_hour": 0.99 * runner.breakeven_price_usd_per_gpu_hour})
+        if o.name == runner.offer
+        else o
+        for o in catalog.offers
+    ]
+    best = plan(job, catalog=catalog.model_copy(update={"offers": offers})).best
+    assert (best.offer, best.gpus) == (runner.offer, runner.gpus)

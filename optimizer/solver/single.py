@@ -110,18 +110,39 @@ def frontier(table: CandidateTable, time_limit_s: float = 10.0) -> list[Candidat
         pm.model.add(job.attr["cost_cents"] <= job.data[k]["cost_cents"] - 1)
 
 
-def _efficiency_to_win(table: CandidateTable, runner: Plan, best_cost: float) -> float | None:
-    """Scaling efficiency at which a multi-node runner-up would cost what the best plan costs."""
-    if runner.nodes < 2 or runner.price_usd_per_gpu_hour is None:
+def _efficiency_for_hours(table: CandidateTable, runner: Plan, hours: float) -> float | None:
+    """Scaling efficiency at which a multi-node runner-up would take ``hours`` (p50), if one up to 100 %
+    does; its training time scales inversely with the efficiency, its start-up does not."""
+    if runner.nodes < 2:
         return None
-    billed = runner.cost_p50_usd / runner.price_usd_per_gpu_hour / max(runner.hours.p50, 1e-12)  # billed GPUs
     startup_h = table.ctx.assumptions.startup_s / 3600.0
-    train_h = runner.hours.p50 - startup_h
-    budget_h = best_cost / (runner.price_usd_per_gpu_hour * billed) - startup_h
-    if budget_h <= 0:
+    allowed_h = hours - startup_h
+    if allowed_h <= 0:
         return None
-    needed = runner.scaling_efficiency * train_h / budget_h
+    needed = runner.scaling_efficiency * (runner.hours.p50 - startup_h) / allowed_h
     return needed if 0 < needed <= 1.0 else None
+
+
+def _breakeven(table: CandidateTable, runner: Plan, lost_on: str, best: Plan) -> tuple[float | None, float | None]:
+    """(price per GPU-hour, scaling efficiency) at which the runner-up would no longer lose on what it lost
+    on: cost (or the budget, under the cost objective): costing what the best plan costs; the budget under
+    the time objective: costing the budget; time: taking the best plan's hours (no price does that); the
+    deadline (judged at p50): taking the deadline's hours. None where nothing of the kind does."""
+    c = table.ctx.constraints
+    price = efficiency = None
+    hourly = runner.price_usd_per_gpu_hour
+    cost = runner.cost_usd.p50 if runner.cost_usd else None
+    target_usd = (
+        (best.cost_usd.p50 if best.cost_usd else None) if table.ctx.problem.objective == "cost" else c.budget_usd
+    )
+    if lost_on in ("cost", "budget") and target_usd and cost and hourly:
+        price = round(target_usd * hourly / cost, 4)
+        efficiency = _efficiency_for_hours(table, runner, runner.hours.p50 * target_usd / cost)
+    elif lost_on == "time":
+        efficiency = _efficiency_for_hours(table, runner, best.hours.p50)
+    elif lost_on == "deadline" and c.deadline_s is not None and c.deadline_quantile == "p50":
+        efficiency = _efficiency_for_hours(table, runner, c.deadline_s / 3600.0)
+    return price, efficiency
 
 
 def find_runners_up(table: CandidateTable, best: Candidate | None, time_limit_s: float = 10.0) -> list[RunnerUp]:
@@ -136,7 +157,6 @@ def find_runners_up(table: CandidateTable, best: Candidate | None, time_limit_s:
     ctx = table.ctx
     objective = ctx.problem.objective
     best_plan = _to_plan(table, best)
-    best_cost = best_plan.cost_usd.p50 if best_plan.cost_usd else math.inf
     skus = sorted({c.row.sku.name for c in solver_rows(table) if c.rejected_by != "filter"} - {best.row.sku.name})
     out = []
     for sku in skus:
@@ -161,10 +181,7 @@ def find_runners_up(table: CandidateTable, best: Candidate | None, time_limit_s:
             p = _to_plan(table, cand)
         if lost_on is None:
             lost_on = "deadline" if p.meets_deadline is False else "budget"
-        price = None
-        if lost_on not in ("memory", "supply") and p.cost_usd is not None and p.price_usd_per_gpu_hour:
-            price = round(best_cost * p.price_usd_per_gpu_hour / p.cost_usd.p50, 4)
-        efficiency = _efficiency_to_win(table, p, best_cost) if lost_on not in ("memory", "supply") else None
+        price, efficiency = _breakeven(table, p, lost_on, best_plan)
         out.append(
             RunnerUp(
                 **p.model_dump(),
