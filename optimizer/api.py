@@ -22,7 +22,7 @@ from .explain import (
     recompute_note,
     spot_note,
 )
-from .inputs.catalog import find_sku
+from .inputs.catalog import sku_for
 from .inputs.files import load_catalog, problem_catalog
 from .inputs.schema import Catalog, Portfolio, Problem
 from .planning import capacity as capacity_planning
@@ -148,7 +148,7 @@ def check(
     comparison = versus_measured(ctx, sku, gpus, nodes, plan_)
     if comparison is not None:
         base = ctx.job.measured[0]
-        comparison.summary = measured_summary(ctx, find_sku(catalog, sku), find_sku(catalog, base.sku), comparison)
+        comparison.summary = measured_summary(ctx, sku_for(catalog, sku), sku_for(catalog, base.sku), comparison)
         result.vs_measured = comparison
     if compare:
         _compare_with_optimum(problem, catalog, result)

@@ -37,6 +37,7 @@ from .inputs.overrides import apply_overrides, parse_measurement
 from .inputs.reader import forget_reads
 from .inputs.schema import ModelSpec
 from .inputs.units import fmt_count, parse_bytes
+from .planning.plans import SPOT_SUFFIX
 from .present import output, render
 from .present.exports import KINDS as EXPORT_KINDS
 from .present.exports import export
@@ -420,7 +421,7 @@ def check(
         ...,
         "--sku",
         help="GPU by name or alias (B200, h100, rtx-pro-6000-blackwell), or an offer by name (a plan's offer: "
-        "nodus-b200).",
+        "nodus-b200, or 'nodus-b200 (spot)' for its spot price).",
     ),
     gpus: int = typer.Option(..., "--gpus", help="Total GPUs."),
     nodes: int | None = typer.Option(None, "--nodes", help="Nodes; default the fewest that hold the GPUs."),
@@ -473,6 +474,8 @@ def check(
     fmt: Format = FormatOpt,
 ) -> None:
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
+    if sku.endswith(SPOT_SUFFIX):  # a plan's offer as printed ("runpod-rtx-pro-6000 (spot)"): its spot price
+        sku, spot = sku.removesuffix(SPOT_SUFFIX).strip(), True
     check_flags(
         gpus=gpus,
         nodes=nodes,

@@ -15,6 +15,7 @@ from .inputs.units import fmt_bytes, fmt_duration, parse_count
 from .physics.constants import GIB
 from .planning.candidates import Candidate, CandidateTable, blocking_rules
 from .planning.context import JobContext
+from .planning.plans import SPOT_SUFFIX
 from .results import Infeasibility, MeasuredComparison, Plan, PortfolioResult
 from .solver.portfolio.data import JobData, PoolSpec
 
@@ -393,7 +394,7 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
         )
     if ctx.activation_reserve != "auto":
         notes.append("activations are the fixed job.activation_reserve, not computed from shapes")
-    offer = next((o for o in ctx.catalog.offers if plan.offer and o.name == plan.offer.removesuffix(" (spot)")), None)
+    offer = next((o for o in ctx.catalog.offers if plan.offer and o.name == plan.offer.removesuffix(SPOT_SUFFIX)), None)
     if offer is not None and (why := _not_rentable(offer, plan.nodes, plan.gpus_per_node)):
         # a verdict on hardware the offer does not rent, which solve never plans (a cost below its optimum)
         notes.append(f"offer {offer.name} {why}: it cannot be rented there as it stands")

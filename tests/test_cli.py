@@ -321,3 +321,18 @@ def test_check_takes_the_offer_a_plan_names(tmp_path):
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["offer"] == "nodus-b200"
     bad("check", write(tmp_path, GOOD), "--sku", "nodus-b20", "--gpus", "1", expect=["Did you mean 'nodus-b200'"])
+
+
+def test_check_takes_a_plans_offer_with_a_measurement_or_on_spot():
+    """A plan names its offer, with " (spot)" on a spot price; check refused the spot name, and, where the
+    job has a measurement, any offer name (its comparison looked the name up among the SKUs)."""
+    job = "problems/seed-rtx-pro-vs-b200.yaml"
+    best = json.loads(run("solve", job, "-f", "json").stdout)["best"]
+    mine = run("check", job, "--sku", best["offer"], "--gpus", str(best["gpus"]), "-f", "json")
+    assert mine.exit_code == 0, mine.output
+    assert json.loads(mine.stdout)["cost_usd"] == best["cost_usd"]
+    spot = run(
+        "check", "problems/llama-8b-lora.yaml", "--sku", "runpod-rtx-pro-6000 (spot)", "--gpus", "1", "-f", "json"
+    )
+    assert spot.exit_code == 0, spot.output
+    assert json.loads(spot.stdout)["offer"] == "runpod-rtx-pro-6000 (spot)"

@@ -43,6 +43,12 @@ def offers_for(catalog: Catalog, name: str) -> list[Offer]:
     return [o for o in catalog.offers if find_sku(catalog, o.sku).name == sku.name]
 
 
+def sku_for(catalog: Catalog, name: str) -> Sku:
+    """The SKU a name selects as ``check --sku`` takes it: a SKU's name or alias, or an offer's name or alias."""
+    offers = offers_for(catalog, name)
+    return find_sku(catalog, offers[0].sku if offers else name)
+
+
 @dataclass(frozen=True)
 class CatalogEntry:
     """One line of a catalog listing: a SKU on one of its offers (or bare), with the memory it offers."""

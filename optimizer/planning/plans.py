@@ -13,6 +13,9 @@ from .candidates import Evaluation
 from .context import HardwareRow, JobContext, capacity_bytes
 from .uncertainty import p90_hours, sources
 
+# A plan's offer on its spot price is named "<offer> (spot)" (``Plan.offer``).
+SPOT_SUFFIX = " (spot)"
+
 
 def _f(x) -> float:
     return float(x)
@@ -51,7 +54,7 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         breakdown["moe_host"] = _f(np.broadcast_to(timing.moe_host_s, np.shape(timing.step_s))[i])
     return Plan(
         sku=row.sku.name,
-        offer=(row.offer.name + (" (spot)" if row.spot else "")) if row.offer else None,
+        offer=(row.offer.name + (SPOT_SUFFIX if row.spot else "")) if row.offer else None,
         spot=row.spot,
         provider=row.offer.provider if row.offer else None,
         nodes=row.nodes,
