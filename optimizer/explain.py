@@ -89,13 +89,18 @@ def _filter(ctx: JobContext) -> Infeasibility:
 
 def _supply(ctx: JobContext, r: _Rows) -> list[Infeasibility]:
     unrestricted = [c for c in r.rows if c.rejected_by in (None, "supply") and c.fits]
-    if not unrestricted:
-        return []
-    smallest = min(unrestricted, key=lambda x: (x.row.gpus, x.row.nodes))
     c = ctx.constraints
+    # with a deadline, the plans that also meet it (judged at p50, as the deadline's own explanation is):
+    # the smallest plan that merely fits may be within the limit and too slow ("needs 8 GPUs on 1 node;
+    # max_nodes=2 does not allow it")
+    in_time = [x for x in unrestricted if c.deadline_s is None or x.time_s <= c.deadline_s]
+    if not in_time:
+        return []
+    smallest = min(in_time, key=lambda x: (x.row.gpus, x.row.nodes))
     limit = f"max_nodes={c.max_nodes}" if c.max_nodes else f"max_gpus={c.max_gpus}"
+    what = "fits" if c.deadline_s is None else f"fits and meets the deadline of {fmt_duration(c.deadline_s)}"
     detail = (
-        f"the smallest plan that fits, {_where(smallest)}, needs {smallest.row.gpus} GPUs on "
+        f"the smallest plan that {what}, {_where(smallest)}, needs {smallest.row.gpus} GPUs on "
         f"{smallest.row.nodes} node(s); {limit} does not allow it"
     )
     return [Infeasibility(constraint="supply", over_by=float(smallest.row.gpus), detail=detail)]

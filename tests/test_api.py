@@ -1,9 +1,12 @@
 """The public Python API: what ``__all__`` promises exists, and the CLI's answers come from it."""
 
+import re
 import types
 
+import pytest
+
 import optimizer
-from optimizer import check, load_job, plan
+from optimizer import apply_overrides, check, load_job, plan
 
 
 def test_all_lists_exactly_the_public_names():
@@ -56,3 +59,14 @@ def test_a_gpu_count_no_offer_has_is_named_in_the_answer(problems):
     answer = plan(job.model_copy(update={"constraints": job.constraints.model_copy(update={"gpu": gpu})}))
     assert answer.best is None
     assert any(i.constraint == "filter" and "count=3" in i.detail for i in answer.infeasible), answer.infeasible
+
+
+@pytest.mark.parametrize(("limit", "value"), [("max_nodes", 2), ("max_gpus", 16)])
+def test_the_supply_explanation_names_a_plan_the_limit_excludes(problems, limit, value):
+    """With a deadline, the smallest plan that merely fits (one node) is within max_nodes 2; the answer
+    said that max_nodes=2 did not allow it. The plan named must be one the limit excludes, in time."""
+    job = apply_overrides(load_job(problems / "llama-70b-within-5-days.yaml"), **{limit: value})
+    answer = plan(job, runners_up=False)
+    [supply] = [i for i in answer.infeasible if i.constraint == "supply"]
+    nodes, gpus = (int(n) for n in re.search(r"needs (\d+) GPUs on (\d+) node", supply.detail).groups()[::-1])
+    assert (nodes if limit == "max_nodes" else gpus) > value and "meets the deadline" in supply.detail
