@@ -59,4 +59,7 @@ def p90_hours(ctx: JobContext, row: HardwareRow, tokens_per_s: float) -> float:
 
 def sources(ctx: JobContext, row: HardwareRow) -> str:
     text = "; ".join(f"{name} (sigma {s:.2f})" for name, s in _terms(ctx, row))
-    return text + ("; spot preemptions (Poisson p90)" if row.spot else "; hardware failures (Poisson p90)")
+    # spot rows count both (reliability.interruption_rate)
+    return text + (
+        "; hardware failures and spot preemptions (Poisson p90)" if row.spot else "; hardware failures (Poisson p90)"
+    )
