@@ -55,10 +55,17 @@ def infeasibility(table: CandidateTable, binding: list[str]) -> list[Infeasibili
         out += _supply(ctx, r)
     if "memory" in binding or (r.allowed and not r.fitting):
         out.append(_memory(ctx, r))
-    if "deadline" in binding and r.fitting and ctx.constraints.deadline_s is not None:
-        out.append(_deadline(ctx.constraints.deadline_s, r))
-    if "budget" in binding and r.fitting and ctx.constraints.budget_usd is not None:
-        out.append(_budget(ctx.constraints.deadline_s, ctx.constraints.budget_usd, r))
+    c = ctx.constraints
+    # a deadline or budget no fitting plan meets even alone is named whatever the solver's core held (it
+    # named the budget only, and a user who raised it was still infeasible)
+    late = c.deadline_s is not None and bool(r.fitting) and min(x.time_s for x in r.fitting) > c.deadline_s
+    dear = c.budget_usd is not None and bool(r.fitting) and min(x.cost_usd for x in r.fitting) > c.budget_usd
+    if ("deadline" in binding or late) and r.fitting and c.deadline_s is not None:
+        item = _deadline(c.deadline_s, c.budget_usd, r)
+        if item.over_by and item.over_by > 0:  # (none within the budget either: the budget's item says so)
+            out.append(item)
+    if ("budget" in binding or dear) and r.fitting and c.budget_usd is not None:
+        out.append(_budget(c.deadline_s, c.budget_usd, r))
     if not out:
         detail = "these constraints cannot all hold together; loosen one of them"
         out.append(Infeasibility(constraint="+".join(binding) or "unknown", detail=detail))
@@ -123,12 +130,18 @@ def _memory(ctx: JobContext, r: _Rows) -> Infeasibility:
     )
 
 
-def _deadline(deadline_s: float, r: _Rows) -> Infeasibility:
+def _deadline(deadline_s: float, budget_usd: float | None, r: _Rows) -> Infeasibility:
+    """How far the fastest plan misses the deadline; where the fastest of all meets it, the fastest within
+    the budget (the two bind together: it read "-1.5e+03 s over the deadline")."""
     fastest = min(r.fitting, key=lambda x: x.time_s)
+    affordable = [x for x in r.fitting if budget_usd is not None and x.cost_usd <= budget_usd]
+    within = ""
+    if fastest.time_s <= deadline_s and affordable:
+        fastest, within = min(affordable, key=lambda x: x.time_s), " within the budget"
     over = fastest.time_s - deadline_s
     detail = (
-        f"the fastest plan, {_where(fastest)}, needs {fmt_duration(fastest.time_s)}: {fmt_duration(over)} over "
-        f"the deadline of {fmt_duration(deadline_s)}"
+        f"the fastest plan{within}, {_where(fastest)}, needs {fmt_duration(fastest.time_s)}: {fmt_duration(over)} "
+        f"over the deadline of {fmt_duration(deadline_s)}"
     )
     return Infeasibility(constraint="deadline", over_by=over / 3600.0, detail=detail)
 

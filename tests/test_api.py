@@ -70,3 +70,18 @@ def test_the_supply_explanation_names_a_plan_the_limit_excludes(problems, limit,
     [supply] = [i for i in answer.infeasible if i.constraint == "supply"]
     nodes, gpus = (int(n) for n in re.search(r"needs (\d+) GPUs on (\d+) node", supply.detail).groups()[::-1])
     assert (nodes if limit == "max_nodes" else gpus) > value and "meets the deadline" in supply.detail
+
+
+@pytest.mark.parametrize(
+    ("deadline", "budget", "named"),
+    [("36h", "$13k", {"deadline", "budget"}), ("2h", "$5k", {"deadline", "budget"}), ("5d", "$5k", {"budget"})],
+)
+def test_every_constraint_that_binds_is_named_by_how_much(problems, deadline, budget, named):
+    """36 h and $13k each hold alone (fastest 35.6 h, cheapest $12,965) but not together: the deadline was
+    "-1.5e+03 s over". 2 h and $5k each fail alone, and only the budget was named, so raising it left the
+    user infeasible still."""
+    job = apply_overrides(load_job(problems / "llama-70b-within-5-days.yaml"), deadline=deadline, budget=budget)
+    answer = plan(job, runners_up=False)
+    assert answer.best is None
+    assert {i.constraint for i in answer.infeasible} == named, answer.infeasible
+    assert all(i.over_by is not None and i.over_by > 0 for i in answer.infeasible), answer.infeasible

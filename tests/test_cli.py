@@ -336,3 +336,19 @@ def test_check_takes_a_plans_offer_with_a_measurement_or_on_spot():
     )
     assert spot.exit_code == 0, spot.output
     assert json.loads(spot.stdout)["offer"] == "runpod-rtx-pro-6000 (spot)"
+
+
+@pytest.mark.parametrize(
+    ("args", "ends"),
+    [
+        (["solve", "problems/llama-70b-within-5-days.yaml"], "(p90 3.7 days)"),
+        (["capacity", "--sku", "B200", "--gpus", "8"], "as check does)"),
+        (["solve", "problems/llama-70b-within-5-days.yaml", "--deadline", "2h"], "(deadline binds)."),
+    ],
+)
+def test_quiet_prints_the_whole_answer_on_a_narrow_terminal(args, ends):
+    """--quiet printed the first line of the answer wrapped at the terminal's width: at 80 columns the
+    plan lost its cost and time, capacity its number; an infeasible solve gave no reason."""
+    r = runner.invoke(app, ["-q", *args], env={"COLUMNS": "60"})
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("\n") == 1 and r.stdout.rstrip().endswith(ends), r.stdout

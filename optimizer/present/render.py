@@ -166,7 +166,10 @@ def headline(result: SolveResult) -> str:
     if result.best is None and result.status == "unknown":
         return "The solver stopped before it found a plan or proved there is none (raise --time-limit)."
     if result.best is None:
-        return "No plan satisfies every constraint."
+        # the binding constraints in the headline, which --quiet prints alone
+        binding = list(dict.fromkeys(i.constraint for i in result.infeasible))
+        verb = "binds" if len(binding) == 1 else "bind"
+        return "No plan satisfies every constraint" + (f" ({', '.join(binding)} {verb})." if binding else ".")
     b = result.best
     goal = "Cheapest plan" if result.objective == "cost" else "Fastest plan"
     limits = []
