@@ -171,9 +171,12 @@ class DroppedJob(BaseModel):
 
 class PoolUse(BaseModel):
     offer: str
-    gpus: int
+    gpus: int = Field(description="The most GPUs the pool has at any time (its windows may lower or raise it).")
     peak_used: int
     timeline: list[tuple[float, int]] = Field(default_factory=list, description="(hour, GPUs in use) at each change.")
+    capacity: list[tuple[float, int]] = Field(
+        default_factory=list, description="(hour, GPUs the pool has) at each change, as scheduled (whole time steps)."
+    )
 
 
 class PortfolioResult(BaseModel):

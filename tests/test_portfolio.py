@@ -195,6 +195,12 @@ def test_bundled_portfolio_respects_everything_and_drops_the_optional_job(proble
     check_schedule(pf, result, catalog)
     assert [d.job for d in result.dropped] == ["llama8b-long-context"]  # the $15,000 budget cannot carry it
     assert result.schedule[0].start_date.startswith("2027-01-")
+    # the B200 pool as its file gives it: 16 GPUs in the first week, 8 after (the chart divided by 16 always)
+    b200 = next(p for p in result.pools if p.offer == "nodus-b200")
+    assert (b200.gpus, b200.capacity) == (16, [(0.0, 16), (168.0, 8)])
+    text = io.StringIO()
+    print_portfolio(result, Console(file=text, width=200))
+    assert "│ nodus-b200          │ 8-16 │" in text.getvalue()
 
 
 def test_a_required_job_left_out_without_proof_is_not_called_impossible(problems, monkeypatch):

@@ -79,9 +79,10 @@ def portfolio_plot(result, path: str | Path) -> None:
     axes[0].invert_yaxis()
     axes[0].set_title(f"Schedule: {len(jobs)} jobs, ${result.total_cost_usd:,.0f}")
     for p in pools:
-        xs = [t for t, _ in p.timeline] + [result.makespan_h]
-        ys = [u / p.gpus if p.gpus else 0 for _, u in p.timeline]
-        axes[1].step(xs, ys + ys[-1:], where="post", label=p.offer, color=colors.get(p.offer))
+        # in use over what the pool has then (a window changes it), at every change of either
+        xs = sorted({t for t, _ in p.timeline} | {t for t, _ in p.capacity if t < result.makespan_h})
+        ys = [_utilisation(_at(p.timeline, t), _at(p.capacity, t) if p.capacity else p.gpus) for t in xs]
+        axes[1].step(xs + [result.makespan_h], ys + ys[-1:], where="post", label=p.offer, color=colors.get(p.offer))
     axes[1].set_ylabel("pool utilisation")
     axes[1].set_xlabel("hours from start")
     axes[1].set_ylim(0, 1.05)
@@ -90,6 +91,20 @@ def portfolio_plot(result, path: str | Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _at(steps: list[tuple[float, int]], t: float) -> int:
+    """The value of a step function, given as (hour, value) at each change, at hour ``t`` (0 before)."""
+    value = 0
+    for at, v in steps:
+        if at > t:
+            break
+        value = v
+    return value
+
+
+def _utilisation(used: int, gpus: int) -> float:
+    return used / gpus if gpus else 0.0
 
 
 def frontier_plot(result, path: str | Path) -> None:

@@ -458,7 +458,8 @@ def print_portfolio(result, console: Console) -> None:
         for col in ("pool", "GPUs", "peak used"):
             table.add_column(col)
         for p in result.pools:
-            table.add_row(p.offer, str(p.gpus), str(p.peak_used))
+            least = min((g for _, g in p.capacity), default=p.gpus)
+            table.add_row(p.offer, str(p.gpus) if least == p.gpus else f"{least}-{p.gpus}", str(p.peak_used))
         console.print(table)
     for d in result.dropped:
         console.print(f"Dropped {d.job}: {d.reason}")

@@ -67,5 +67,6 @@ def extract(pf: Portfolio, jobs: list, choices: list, pools: list[PoolSpec], res
                 gpus=pool.peak_capacity,
                 peak_used=max((u for _, u in timeline), default=0),
                 timeline=timeline,
+                capacity=[(s * step_h, g) for s, _, g in pool.segments],
             )
         )
