@@ -210,7 +210,7 @@ CatalogOpt = typer.Option(
     None,
     "--catalog",
     "-c",
-    help="Bundled catalog name (default, nodus-2026-11, ...) or a YAML path; overrides the job file.",
+    help="Bundled catalog name (default, nodus-2026-11, ...) or a YAML path; overrides the job or portfolio file's.",
 )
 FrameworkOpt = typer.Option(
     None,
@@ -220,7 +220,8 @@ FrameworkOpt = typer.Option(
 SpotOpt = typer.Option(
     None,
     "--spot/--no-spot",
-    help="--spot: spot capacity only; --no-spot: never spot; default: the file's constraints.spot (allow).",
+    help="--spot: spot capacity only; --no-spot: never spot; default: the file's own (a job's constraints.spot, a "
+    "portfolio's spot; allow when unset).",
 )
 JobArg = typer.Argument(..., help="Job file (YAML); see problems/ for examples.", show_default=False)
 
@@ -458,8 +459,8 @@ def check(
         "--offload",
         help="Optimizer state in CPU memory: none, optimizer, or auto (gpuplan decides); default: the job file's.",
     ),
-    deadline: str | None = typer.Option(None, "--deadline", help="e.g. 5d, 36h."),
-    budget: str | None = typer.Option(None, "--budget", help="e.g. 20000, $20k."),
+    deadline: str | None = typer.Option(None, "--deadline", help="Finish within, e.g. 5d, 36h."),
+    budget: str | None = typer.Option(None, "--budget", help="Spend at most, e.g. 20000, $20k."),
     deadline_quantile: str | None = typer.Option(
         None, "--deadline-quantile", help="p50 or p90: which time must meet the deadline."
     ),
@@ -467,7 +468,7 @@ def check(
         True, "--compare/--no-compare", help="Compare with the best plan under the same constraints."
     ),
     spot: bool = typer.Option(False, "--spot", help="Use the offer's spot price (with expected preemptions)."),
-    plot_path: Path | None = typer.Option(None, "--plot", help="Write the memory breakdown chart (PNG or SVG)."),
+    plot_path: Path | None = typer.Option(None, "--plot", help="Write the memory breakdown chart (PNG, SVG or PDF)."),
     export_kind: str | None = ExportOpt,
     out: Path | None = OutOpt,
     measured: list[str] | None = typer.Option(
@@ -580,7 +581,7 @@ def solve(
     framework: str | None = FrameworkOpt,
     spot: bool | None = SpotOpt,
     time_limit: float = typer.Option(10.0, "--time-limit", help="CP-SAT time limit per solve, seconds."),
-    plot_path: Path | None = typer.Option(None, "--plot", help="Write the frontier chart (PNG or SVG)."),
+    plot_path: Path | None = typer.Option(None, "--plot", help="Write the frontier chart (PNG, SVG or PDF)."),
     report: Path | None = typer.Option(None, "--report", help="Write a self-contained HTML report."),
     export_kind: str | None = ExportOpt,
     out: Path | None = OutOpt,
@@ -650,11 +651,13 @@ def solve(
 @handled
 def options(
     job: Path = JobArg,
-    deadline: str | None = typer.Option(None, "--deadline", help="e.g. 5d."),
-    budget: str | None = typer.Option(None, "--budget", help="e.g. 20000."),
-    max_nodes: int | None = typer.Option(None, "--max-nodes"),
-    gpu_types: str | None = typer.Option(None, "--gpu-types", help="B200,B300"),
-    min_memory: str | None = typer.Option(None, "--min-memory", help="160Gi"),
+    deadline: str | None = typer.Option(None, "--deadline", help="Finish within, e.g. 5d, 36h."),
+    budget: str | None = typer.Option(None, "--budget", help="Spend at most, e.g. 20000, $20k."),
+    max_nodes: int | None = typer.Option(None, "--max-nodes", help="At most this many nodes."),
+    gpu_types: str | None = typer.Option(None, "--gpu-types", help="Only these GPUs, comma-separated: B200,B300."),
+    min_memory: str | None = typer.Option(
+        None, "--min-memory", help="Only GPUs with at least this memory: 160Gi, 80GB."
+    ),
     framework: str | None = FrameworkOpt,
     spot: bool | None = SpotOpt,
     catalog: str | None = CatalogOpt,
@@ -762,7 +765,7 @@ def capacity(
         )
     problem = load_job(job) if job is not None else None
     cat = problem_catalog(problem, catalog) if problem is not None else load_catalog(catalog or "default")
-    check_gpu_names(cat, "sku", [sku])
+    check_gpu_names(cat, "sku", [sku], offers=True)
     result = api.capacity(
         sku,
         gpus,
@@ -784,7 +787,9 @@ def portfolio_cmd(
     file: Path = typer.Argument(..., help="Portfolio file (YAML): pools, budget, horizon, jobs.", show_default=False),
     time_limit: float = typer.Option(60.0, "--time-limit", help="CP-SAT time limit, seconds."),
     workers: int = typer.Option(2, "--workers", min=1, help="CP-SAT workers (1 = fully deterministic)."),
-    plot_path: Path | None = typer.Option(None, "--plot", help="Write a Gantt + pool utilisation chart (PNG/SVG)."),
+    plot_path: Path | None = typer.Option(
+        None, "--plot", help="Write a Gantt + pool utilisation chart (PNG, SVG or PDF)."
+    ),
     spot: bool | None = SpotOpt,
     catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,

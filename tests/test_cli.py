@@ -172,6 +172,13 @@ def test_capacity_with_a_job_refuses_the_flags_it_would_ignore(flags):
     bad("capacity", "problems/llama-70b-within-5-days.yaml", "--sku", "B200", "--gpus", "8", *flags, expect=[flags[0]])
 
 
+def test_capacity_takes_an_offer_name_as_check_does():
+    by_offer = run("capacity", "--sku", "nodus-b200", "--gpus", "8", "-f", "json")
+    assert by_offer.exit_code == 0, by_offer.output
+    by_sku = run("capacity", "--sku", "B200", "--gpus", "8", "-c", "nodus-2026-11", "-f", "json")
+    assert json.loads(by_offer.stdout)["max_params"] == json.loads(by_sku.stdout)["max_params"]
+
+
 def test_capacity_without_a_job_refuses_nodes():
     bad("capacity", "--sku", "B200", "--gpus", "8", "--nodes", "3", expect=["--nodes", "job file only"])
 

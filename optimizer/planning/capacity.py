@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ArgumentError, GpuplanError
-from ..inputs.catalog import find_sku, offers_for
+from ..inputs.catalog import offers_for, sku_for
 from ..inputs.schema import Catalog
 from ..inputs.units import parse_bytes_or_fraction
 from ..physics.constants import GIB, OPTIMIZER_BYTES, QLORA_BYTES_PER_PARAM
@@ -42,7 +42,7 @@ def capacity(
         raise ArgumentError(f"unknown method {method!r}; use full, lora or qlora", field="method")
     if bytes_per_param is not None and bytes_per_param <= 0:
         raise ArgumentError("must be positive, e.g. 16 for mixed-precision AdamW", field="bytes_per_param")
-    hw = find_sku(catalog, sku)
+    hw = sku_for(catalog, sku)
     offers = offers_for(catalog, sku)
     row = HardwareRow(hw, offers[0] if offers else None, 1, 1)
     per_gpu, basis = capacity_bytes(row, memory_basis)
