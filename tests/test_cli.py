@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from optimizer.cli import app
+from optimizer.inputs import units
 
 runner = CliRunner()
 
@@ -151,6 +152,17 @@ def test_catalog_listing_and_filters():
     assert "H200" not in skus and "H100-SXM" not in skus
     r = run("catalog", "nodus-2026-11", "--types", "B200,B300")
     assert r.exit_code == 0 and "B300" in r.output and "H200" not in r.output
+
+
+@pytest.mark.parametrize("floor", ["75Gi", "80GB", "140Gi"])
+def test_catalog_and_options_filter_memory_alike(floor):
+    """catalog filtered on the label (an H100's 74.5 GiB), options on what plans count on (its reported
+    79.6 GiB): --min-memory 75Gi dropped the H100 from one and kept it in the other."""
+    listed = json.loads(run("catalog", "default", "--min-memory", floor, "-f", "json").stdout)["rows"]
+    options = json.loads(run("options", "problems/llama-8b-lora.yaml", "--min-memory", floor, "-f", "json").stdout)
+    passing = {o["offer"].removesuffix(" (spot)") for o in options["options"] if o["rejected_by"] != "filter"}
+    assert {row["offer"] for row in listed if row["offer"]} == passing
+    assert all(row["usable_gib"] >= units.parse_bytes(floor) / 2**30 - 0.05 for row in listed)
 
 
 def test_capacity_command():

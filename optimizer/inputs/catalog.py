@@ -49,6 +49,16 @@ def sku_for(catalog: Catalog, name: str) -> Sku:
     return find_sku(catalog, offers[0].sku if offers else name)
 
 
+def usable_memory_bytes(sku: Sku, offer: Offer | None) -> tuple[float, str]:
+    """The memory per GPU a plan counts on by default, and its basis: what the offer delivers where it says
+    so, else what the device reports (nvidia-smi), else the label."""
+    if offer is not None and offer.memory_delivered_bytes:
+        return offer.memory_delivered_bytes, "delivered"
+    if sku.memory_reported_bytes:
+        return sku.memory_reported_bytes, "reported"
+    return sku.memory_label_bytes, "label"
+
+
 @dataclass(frozen=True)
 class CatalogEntry:
     """One line of a catalog listing: a SKU on one of its offers (or bare), with the memory it offers."""
@@ -63,6 +73,11 @@ class CatalogEntry:
             return self.offer.memory_delivered_bytes
         return self.sku.memory_label_bytes
 
+    @property
+    def usable_bytes(self) -> float:
+        """What plans count on (``usable_memory_bytes``), which ``--min-memory`` filters on in every command."""
+        return usable_memory_bytes(self.sku, self.offer)[0]
+
 
 def catalog_entries(
     catalog: Catalog, types: list[str] | None = None, min_memory_bytes: float | None = None
@@ -76,6 +91,6 @@ def catalog_entries(
     for offer in catalog.offers:
         offers_by_sku.setdefault(find_sku(catalog, offer.sku).name, []).append(offer)
     entries = [CatalogEntry(sku, offer) for sku in skus for offer in (offers_by_sku.get(sku.name) or [None])]
-    if min_memory_bytes:
-        entries = [e for e in entries if e.memory_bytes >= min_memory_bytes]
+    if min_memory_bytes:  # as the planner's filter (planning/candidates.py: row_rejection) reads it
+        entries = [e for e in entries if e.usable_bytes >= min_memory_bytes]
     return entries

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import GpuplanError, JobError
 from ..inputs import units
-from ..inputs.catalog import offers_for
+from ..inputs.catalog import offers_for, usable_memory_bytes
 from ..inputs.schema import Catalog, Offer, Problem, Sku
 from ..physics.constants import (
     DEFAULT_COMPUTE_EFFICIENCY,
@@ -75,9 +75,9 @@ def capacity_bytes(row: HardwareRow, basis: str) -> tuple[float, str]:
         return sku.board_memory_bytes / sku.gpus_per_node, "board"
     if basis == "label":
         return sku.memory_label_bytes, "label"
-    if basis in ("delivered", "board") and offer is not None and offer.memory_delivered_bytes:
-        return offer.memory_delivered_bytes, "delivered"
-    if basis != "label" and sku.memory_reported_bytes:
+    if basis in ("delivered", "board"):
+        return usable_memory_bytes(sku, offer)
+    if sku.memory_reported_bytes:
         return sku.memory_reported_bytes, "reported"
     return sku.memory_label_bytes, "label"
 

@@ -318,6 +318,8 @@ def catalog_rows(entries: list[CatalogEntry]) -> list[dict]:
                 "memory_gb": round(cap / 1e9, 1),
                 "memory_gib": round(cap / GIB, 1),
                 "memory_reported_gib": round(sku.memory_reported_bytes / GIB, 2) if sku.memory_reported_bytes else None,
+                "usable_gib": round(entry.usable_bytes / GIB, 1),
+                "spot_price_usd_per_gpu_hour": offer.spot_price_usd_per_gpu_hour if offer else None,
                 "dense_bf16_tflops": sku.dense_bf16_tflops,
                 "dense_fp8_tflops": sku.dense_fp8_tflops,
                 "hbm_bandwidth_gb_per_s": sku.hbm_bandwidth_gb_per_s,
@@ -358,12 +360,14 @@ def print_catalog(name: str, rows: list[dict], console: Console) -> None:
         "offer",
         "memory GB",
         "GiB",
+        "usable GiB",
         "BF16 TFLOPS",
         "HBM GB/s",
         "intra-node GB/s",
         "net GB/s/GPU",
         "matmul eff. bf16/fp8",
         "$/GPU-h",
+        "spot $/GPU-h",
     ):
         table.add_column(col, justify="left" if col in ("SKU", "offer") else "right")
     for r in rows:
@@ -377,16 +381,23 @@ def print_catalog(name: str, rows: list[dict], console: Console) -> None:
             r["offer"] or "-",
             f"{r['memory_gb']:,.0f}",
             f"{r['memory_gib']:,.1f}",
+            f"{r['usable_gib']:,.1f}",
             f"{r['dense_bf16_tflops']:,.0f}",
             f"{r['hbm_bandwidth_gb_per_s']:,.0f}",
             f"{r['intra_node_bandwidth_gb_per_s']:,.0f}",
             "-" if r["network_gb_per_s_per_gpu"] is None else f"{r['network_gb_per_s_per_gpu']:g}",
             f"{r['efficiency_bf16']:.2f}/" + ("-" if r["efficiency_fp8"] is None else f"{r['efficiency_fp8']:.2f}"),
             price,
+            "-" if r["spot_price_usd_per_gpu_hour"] is None else f"${r['spot_price_usd_per_gpu_hour']:.3f}",
         )
     console.print(table)
     if any(r["illustrative"] for r in rows):
         console.print("* illustrative public price: check the provider before you rent", style="dim")
+    console.print(
+        "usable GiB: what plans count on per GPU (the offer's delivered memory, else the device's reported, else "
+        "the label), and what --min-memory filters on",
+        style="dim",
+    )
 
 
 def print_capacity(result: CapacityResult, console: Console) -> None:
