@@ -15,6 +15,7 @@ from .explain import (
     check_notes,
     fill_drop_reasons,
     fix_notes,
+    framework_reason,
     infeasibility,
     measured_summary,
     plan_notes,
@@ -85,7 +86,13 @@ def plan(
 
 def options(problem: Problem, *, catalog: Catalog | None = None, table: CandidateTable | None = None) -> OptionsResult:
     """Every hardware row considered, with its best strategy, hours, cost and what rejected it."""
-    return options_table(table or candidate_table(problem, catalog))
+    table = table or candidate_table(problem, catalog)
+    result = options_table(table)
+    # hardware no layout of the job's framework runs has no row (no strategy to show): say so, with the rules
+    blocked = [c for c in table.candidates if c.index < 0 and c.rejected_by == "framework" and c.row.offer is not None]
+    if blocked:
+        result.notes.append(f"{len(blocked)} hardware options have no row: {framework_reason(table.ctx, blocked[0])}")
+    return result
 
 
 def check(

@@ -73,12 +73,16 @@ def infeasibility(table: CandidateTable, binding: list[str]) -> list[Infeasibili
 
 
 def _framework(ctx: JobContext, c: Candidate) -> Infeasibility:
+    return Infeasibility(constraint="framework", detail=framework_reason(ctx, c))
+
+
+def framework_reason(ctx: JobContext, c: Candidate) -> str:
+    """Why no layout on the candidate's hardware is one the job's framework (or any, under auto) runs."""
     who = "no framework runs any" if ctx.job.framework == "auto" else f"{ctx.job.framework} runs no"
-    detail = (
+    return (
         f"{who} layout of this job (e.g. on {_where(c)}): {'; '.join(blocking_rules(ctx, c.row))}; "
         "change job.framework (--framework) or the job's method or options"
     )
-    return Infeasibility(constraint="framework", detail=detail)
 
 
 def _filter(ctx: JobContext) -> Infeasibility:

@@ -132,6 +132,7 @@ class SolveResult(BaseModel):
 
 class OptionsResult(BaseModel):
     options: list[Option]
+    notes: list[str] = Field(default_factory=list, description="Hardware left out of the list, and why.")
 
 
 class CapacityResult(BaseModel):

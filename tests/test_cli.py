@@ -371,3 +371,11 @@ def test_quiet_prints_the_whole_answer_on_a_narrow_terminal(args, ends):
     r = runner.invoke(app, ["-q", *args], env={"COLUMNS": "60"})
     assert r.exit_code == 0, r.output
     assert r.stdout.count("\n") == 1 and r.stdout.rstrip().endswith(ends), r.stdout
+
+
+def test_options_says_why_hardware_has_no_row():
+    """Megatron runs no QLoRA: options printed an empty table, where solve says what binds."""
+    r = run("options", "problems/llama-70b-qlora.yaml", "--framework", "megatron", "-f", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["options"] == [] and "megatron runs no layout" in data["notes"][0] and "QLoRA" in data["notes"][0]

@@ -303,6 +303,8 @@ def print_options(result: OptionsResult, console: Console) -> None:
             style=None if o.feasible else "dim",
         )
     console.print(table)
+    for note in result.notes:
+        console.print(f"Note: {note}", style="dim")
 
 
 def catalog_rows(entries: list[CatalogEntry]) -> list[dict]:
