@@ -1691,7 +1691,7 @@ def test_null_names_in_a_config_read_as_absent(tmp_path):
     (tmp_path / "plain.json").write_text(config_json())
     sizes = [invoke(["model", str(tmp_path / name)]) for name in ("cfg.json", "plain.json")]
     assert [r.exit_code for r in sizes] == [0, 0]
-    assert sizes[0].output.replace("cfg.json", "x") == sizes[1].output.replace("plain.json", "x")
+    assert sizes[0].output.replace("cfg", "x") == sizes[1].output.replace("plain", "x")  # named for their files
 
 
 MARKUP_NAMES = ["[/bold]", "[red]x[/red]", "[link=http://x]y", ":warning:", "[/]", "\\[x]"]

@@ -142,3 +142,14 @@ def test_a_config_without_tie_word_embeddings_takes_its_architectures_default(co
     assert model_fields(config)["tied_embeddings"] is True
     llama = json.loads((DATA / "llama-3.1-8b-config.json").read_text())
     assert "tied_embeddings" not in model_fields({k: v for k, v in llama.items() if k != "tie_word_embeddings"})
+
+
+def test_a_config_is_named_for_its_folder_or_its_file(tmp_path):
+    """tests/data/qwen3-30b-a3b-config.json was named "data", its folder's name."""
+    assert ModelSpec.model_validate(resolve({"hf_config": str(DATA / "qwen3-30b-a3b-config.json")})).name == (
+        "qwen3-30b-a3b-config"
+    )
+    folder = tmp_path / "Llama-3.1-8B"
+    folder.mkdir()
+    (folder / "config.json").write_text((DATA / "llama-3.1-8b-config.json").read_text())
+    assert ModelSpec.model_validate(resolve({"hf_config": str(folder / "config.json")})).name == "Llama-3.1-8B"

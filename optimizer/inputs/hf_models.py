@@ -368,7 +368,9 @@ def resolve(spec: dict | str, base: Path | None = None) -> dict:
                 field="job.model.hf_config",
             )
         try:
-            fields = model_fields(cfg, name=spec.get("name") or cfg.get("_name_or_path") or path.parent.name)
+            # a Hugging Face folder's config.json is named for its folder; any other file for itself
+            named = path.parent.name if path.name == "config.json" else path.stem
+            fields = model_fields(cfg, name=spec.get("name") or cfg.get("_name_or_path") or named)
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
             raise GpuplanError(
                 f"cannot size the model from this config ({exc.__class__.__name__}: {exc}); "
