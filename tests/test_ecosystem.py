@@ -136,6 +136,10 @@ def test_html_report_is_self_contained(tmp_path, problems):
         "<script" not in page and "src=" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     )
     assert "Cheapest plan" in page and "Every option considered" in page and "rejected: memory" in page
+    # what the table says, the page says: the notes, and a runner-up's break-even efficiency (seed 002: 79.2 %)
+    assert "Note: framework: any" in page
+    r = runner.invoke(app, ["solve", str(problems / "seed-b300-breakeven.yaml"), "--report", str(out)])
+    assert r.exit_code == 0 and "wins above 79.2% scaling efficiency" in out.read_text()
 
 
 @pytest.mark.parametrize(
