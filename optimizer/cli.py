@@ -540,19 +540,17 @@ def check(
                 "--framework ...' for a plan it runs",
                 field="export",
             )
-    said: list[str | None] = []
+    said = None
     with output.together():  # all files or none: a full disk at the chart leaves the old config too
         if export_kind:
-            said.append(_write_export(result.plan, export_kind, out, problem))
+            said = _write_export(result.plan, export_kind, out, problem)
             if out is None:
                 return
         if plot_path:
             with output.atomic_path(plot_path, "plot") as tmp:
                 memory_plot(result.plan, tmp)
-            said.append(f"wrote chart to {plot_path}")
-    for line in said:
-        if line:
-            _say(line)
+    if said:
+        _say(said)
     if fmt == Format.table:
         _emit(result, fmt, render.print_check)
         return
@@ -639,7 +637,6 @@ def solve(
         if plot_path:
             with output.atomic_path(plot_path, "plot") as tmp:
                 frontier_plot(result, tmp)
-            said.append(f"wrote chart to {plot_path}")
         if report:
             page = html_report(f"gpuplan: {problem.job.name}", result, api.options(problem, table=table))
             output.write_text(report, page, "report")
@@ -812,7 +809,6 @@ def portfolio_cmd(
     if plot_path and result.schedule:  # files first, as in solve
         with output.atomic_path(plot_path, "plot") as tmp:
             portfolio_plot(result, tmp)
-        _say(f"wrote chart to {plot_path}")
     _emit(result, fmt, render.print_portfolio)
 
 
