@@ -180,7 +180,7 @@ def test_a_large_schedule_is_drawn_in_lanes_as_few_as_jobs_overlap(tmp_path):
         assert all(a[0] + a[1] <= b[0] for lane in pool for a, b in zip(lane, lane[1:]))
     result = SimpleNamespace(
         schedule=jobs,
-        pools=[SimpleNamespace(offer=o, gpus=8, timeline=[(0.0, 4), (100.0, 8)]) for o in "ab"],
+        pools=[SimpleNamespace(offer=o, gpus=8, timeline=[(0.0, 4), (100.0, 8)], capacity=[(0.0, 8)]) for o in "ab"],
         total_cost_usd=1.0,
         makespan_h=max(j.end_h for j in jobs),
     )
