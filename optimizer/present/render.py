@@ -355,6 +355,10 @@ def check_data(result: CheckResult) -> dict:
     return {**result.plan.model_dump(mode="json"), **result.model_dump(mode="json", exclude={"plan"})}
 
 
+# A catalog listing's name columns are as wide as the longest name, up to this.
+NAME_WIDTH_MAX = 40
+
+
 def print_catalog(name: str, rows: list[dict], console: Console) -> None:
     table = Table(title=f"Catalog {name}", title_justify="left")
     for col in (
@@ -368,10 +372,13 @@ def print_catalog(name: str, rows: list[dict], console: Console) -> None:
         "intra-node GB/s",
         "net GB/s/GPU",
         "matmul eff. bf16/fp8",
-        "$/GPU-h",
-        "spot $/GPU-h",
+        "$/GPU-h (spot)",
     ):
-        table.add_column(col, justify="left" if col in ("SKU", "offer") else "right")
+        if col in ("SKU", "offer"):  # names whole (they are what --sku takes): the numbers' headers wrap instead
+            longest = max((len(r["sku" if col == "SKU" else "offer"] or "-") for r in rows), default=1)
+            table.add_column(col, justify="left", no_wrap=True, min_width=min(longest, NAME_WIDTH_MAX))
+        else:
+            table.add_column(col, justify="right")
     for r in rows:
         price = (
             "-"
@@ -389,8 +396,7 @@ def print_catalog(name: str, rows: list[dict], console: Console) -> None:
             f"{r['intra_node_bandwidth_gb_per_s']:,.0f}",
             "-" if r["network_gb_per_s_per_gpu"] is None else f"{r['network_gb_per_s_per_gpu']:g}",
             f"{r['efficiency_bf16']:.2f}/" + ("-" if r["efficiency_fp8"] is None else f"{r['efficiency_fp8']:.2f}"),
-            price,
-            "-" if r["spot_price_usd_per_gpu_hour"] is None else f"${r['spot_price_usd_per_gpu_hour']:.3f}",
+            price + ("" if r["spot_price_usd_per_gpu_hour"] is None else f" (${r['spot_price_usd_per_gpu_hour']:.3f})"),
         )
     console.print(table)
     if any(r["illustrative"] for r in rows):
