@@ -336,3 +336,14 @@ def test_torchtitan_draws_expert_parallelism_from_the_shard_group(zero, runs):
     s = {"tp": 1, "pp": 1, "dp": 8, "zero_stage": zero, "shard_degree": 8 if zero else 1, "ep": 8}
     rules = why_not_runnable("torchtitan", Strategy(**s, micro_batch=1, grad_accum=1), 48)
     assert (not any("draws EP from the FSDP shard group" in r for r in rules)) == runs
+
+
+def test_a_configuration_the_framework_refuses_cites_every_rule_it_breaks(problems):
+    """PP 2 with ZeRO-3 under DeepSpeed: the verdict cited only the first rule of the layout check chose
+    (TP with ZeRO-2 at most), not the PP rule the user's own flags break."""
+    from optimizer import load_job
+
+    job = load_job(problems / "llama-70b-within-5-days.yaml")
+    verdict = check(job, "B200", 16, pp=2, zero=3, framework="deepspeed", compare=False)
+    assert not verdict.runnable
+    assert any("PP with ZeRO-1 at most" in rule for rule in verdict.not_runnable_because), verdict.not_runnable_because

@@ -195,9 +195,12 @@ def _check_arguments(row: HardwareRow, fixed: Fixed) -> None:
 
 
 def _broken_rules(ctx: JobContext, plan: Plan) -> list[str]:
+    """The rules the plan breaks: every one of the job's framework (the first alone cited TP with ZeRO-2
+    where the user's own PP with ZeRO-3 broke another), or under auto the first of each framework."""
     layers = int(ctx.job.model.layers or 0)
     names = PREFERENCE if ctx.job.framework == "auto" else (ctx.job.framework,)
-    return [rule for name in names for rule in why_not_runnable(name, plan.strategy, layers, ctx.job.method)[:1]]
+    most = 1 if len(names) > 1 else None
+    return [rule for name in names for rule in why_not_runnable(name, plan.strategy, layers, ctx.job.method)[:most]]
 
 
 def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
