@@ -406,11 +406,11 @@ def _inputs(job: Path, problem, catalog) -> list[Path | None]:
     ]
 
 
-def _names(text: str | None, parameter: str = "gpu_types") -> list[str]:
+def _names(text: str | None) -> list[str]:
     """A comma-separated flag as names; given but naming none (``,,,``) is bad input, not "no filter"."""
     names = [t.strip() for t in (text or "").split(",") if t.strip()]
     if text is not None and not names:
-        raise ArgumentError(f"{text!r} names no GPU type; give one or more, e.g. B200,B300", field=parameter)
+        raise ArgumentError(f"{text!r} names no GPU type; give one or more, e.g. B200,B300", field="gpu_types")
     return names
 
 

@@ -410,10 +410,6 @@ def test_weighted_lateness_lets_jobs_run_late_instead_of_failing(problems, tmp_p
     assert result.status in ("optimal", "feasible")
     late = next(j for j in result.schedule if j.job == "llama70b-sft")
     assert late.late_h > 0
-    # lateness is the end against the deadline as written, for every job
-    for j in result.schedule:
-        deadline_s = next(e.deadline_s for e in pf.jobs if e.name == j.job)
-        assert j.late_h == max(0.0, j.end_h - deadline_s / 3600) if deadline_s else j.late_h == 0
 
 
 def test_lateness_counts_from_the_deadline_as_written():

@@ -98,7 +98,7 @@ def _step_segments(pool, step_s: float, horizon: int) -> list[tuple[int, int, in
     changes = sorted({t for w in pool.windows for t in (w.start_s, w.end_s)})
     bounds = {0, horizon}
     for t in changes:  # a change inside a step makes that step a segment of its own
-        bounds |= {min(horizon, int(math.floor(t / step_s + 1e-9))), min(horizon, _steps(t, step_s))}
+        bounds |= {min(horizon, math.floor(t / step_s + 1e-9)), min(horizon, _steps(t, step_s))}
     edges = sorted(bounds)
     segments: list[tuple[int, int, int]] = []
     for s, e in zip(edges, edges[1:]):
