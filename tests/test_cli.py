@@ -379,3 +379,19 @@ def test_options_says_why_hardware_has_no_row():
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert data["options"] == [] and "megatron runs no layout" in data["notes"][0] and "QLoRA" in data["notes"][0]
+
+
+def test_piped_tables_keep_each_row_on_one_line(problems):
+    """Piped output was 160 columns wide: the portfolio's schedule table (195 columns) squeezed its cells and
+    wrapped a strategy such as 'megatron: TP 2, PP 4, ZeRO-1 DP 2, ...' over two lines, so a line of the
+    output no longer held one job for grep or a script."""
+    r = run("portfolio", problems / "portfolio-q1-finetunes.yaml", "--time-limit", "5")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("┏"))
+    bottom = next(i for i in range(top, len(lines)) if lines[i].startswith("└"))
+    rows = [line for line in lines[top:bottom] if line.startswith("│")]
+    jobs = [line.split("│")[1].strip() for line in rows]
+    assert all(jobs) and len(jobs) == len(set(jobs)), rows
+    assert len({len(line) for line in lines[top : bottom + 1]}) == 1
+    assert max(len(line) for line in lines[top : bottom + 1]) > 160

@@ -59,14 +59,19 @@ def strategy_text(plan: Plan) -> str:
     return parts[0] + " " + ", ".join(parts[1:])
 
 
+# Wide enough for any table this tool prints; rich pads nothing to it (no table expands, no rules).
+PIPED_WIDTH = 100_000
+
+
 def console() -> Console:
-    """Wide enough for the tables when output is piped (rich assumes 80 columns there).
+    """Wide enough for the tables when output is piped (rich assumes 80 columns there): no width limit, so
+    a line piped to a file or to grep is never wrapped mid-item (a terminal wraps to its own width).
 
     Markup and emoji codes are off: job, offer and SKU names come from user files, and a name such as
     ``[/bold]`` or ``:x:`` must print as written, not restyle the table or crash it. Styles are given as
     ``Text``/``style=`` arguments instead."""
     probe = Console()
-    return Console(highlight=False, markup=False, emoji=False, width=None if probe.is_terminal else 160)
+    return Console(highlight=False, markup=False, emoji=False, width=None if probe.is_terminal else PIPED_WIDTH)
 
 
 def memory_bar(used: float, capacity: float, width: int = 40) -> Text:
