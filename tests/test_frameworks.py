@@ -347,3 +347,15 @@ def test_a_configuration_the_framework_refuses_cites_every_rule_it_breaks(proble
     verdict = check(job, "B200", 16, pp=2, zero=3, framework="deepspeed", compare=False)
     assert not verdict.runnable
     assert any("PP with ZeRO-1 at most" in rule for rule in verdict.not_runnable_because), verdict.not_runnable_because
+
+
+def test_check_fills_in_around_broken_flags_without_breaking_more_rules(problems):
+    """PP 2 with ZeRO-3 under DeepSpeed breaks one rule whatever else is chosen; check still chose TP 2 by
+    speed, a second rule (AutoTP with ZeRO-2 at most) that TP 1 avoids. It now picks among the layouts that
+    break the fewest rules."""
+    from optimizer import load_job
+
+    job = load_job(problems / "llama-70b-within-5-days.yaml")
+    verdict = check(job, "B200", 16, pp=2, zero=3, framework="deepspeed", compare=False)
+    assert not verdict.runnable and verdict.plan.strategy.tp == 1
+    assert len(verdict.not_runnable_because) == 1 and "PP with ZeRO-1 at most" in verdict.not_runnable_because[0]

@@ -216,6 +216,20 @@ def _rule_columns(ctx: JobContext, grid: np.ndarray) -> dict[str, np.ndarray]:
     return columns
 
 
+def fewest_broken_rules(ctx: JobContext, grid: np.ndarray) -> np.ndarray:
+    """Rows of a layout grid that break the fewest rules of the job's framework (of the framework they break
+    fewest of, under auto): where the user's flags already break one, the layout check fills in around them
+    should not break another that a different choice avoids."""
+    columns = _rule_columns(ctx, grid)
+    names = PREFERENCE if ctx.job.framework == "auto" else (ctx.job.framework,)
+    layers = int(ctx.job.model.layers or 0)
+    counts = np.min(
+        [sum(FRAMEWORKS[name].violations(columns, layers).values(), np.zeros(len(grid), int)) for name in names],
+        axis=0,
+    )
+    return counts == counts.min()
+
+
 def blocking_rules(ctx: JobContext, row: HardwareRow) -> list[str]:
     """Why no framework the job allows runs any layout of ``row``: per framework, the rules every one of its
     layouts breaks (the first when none is broken by all)."""

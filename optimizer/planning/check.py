@@ -24,6 +24,7 @@ from .candidates import (
     best_layout,
     context_choices,
     evaluate,
+    fewest_broken_rules,
     strategy_grid,
 )
 from .context import HardwareRow, JobContext
@@ -100,7 +101,8 @@ class Checked:
 
 def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: bool, fixed: Fixed) -> Checked:
     """The fastest fitting layout of ``gpus`` x ``sku`` that keeps what the user fixed, preferring one
-    the job's framework runs; if none does, the best of the rest, marked not runnable with the rules."""
+    the job's framework runs; if none does, the best of those breaking the fewest of its rules, marked not
+    runnable with the rules."""
     row = resolve_row(ctx, sku, gpus, nodes, spot)
     if ctx.peak_flops(row.sku) is None:
         raise JobError(
@@ -128,7 +130,7 @@ def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: boo
     if len(grid) == 0:
         raise _why_no_layout(ctx, row, {**fixed.grid_values(ctx), "shard_degree": fixed.shard_degree})
     runnable = grid[:, GRID_FIELDS.index("framework")] >= 0
-    ev = evaluate(ctx, [row], [grid[runnable] if runnable.any() else grid])
+    ev = evaluate(ctx, [row], [grid[runnable] if runnable.any() else grid[fewest_broken_rules(ctx, grid)]])
     plan = plan_from(ctx, row, ev, best_layout(ev))
     if runnable.any():
         return Checked(plan, True, [])
