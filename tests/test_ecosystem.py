@@ -195,3 +195,17 @@ def test_accelerate_parses_our_fsdp_config_when_installed(data_parallel, tmp_pat
     path.write_text(export(best, "accelerate"))
     parsed = config_args.ClusterConfig.from_yaml_file(str(path))
     assert parsed.num_processes == best.gpus and parsed.fsdp_config["fsdp_sharding_strategy"]
+
+
+def test_a_layout_that_does_not_fit_shows_no_time_or_cost(tmp_path, problems):
+    """1 B200 cannot hold Llama 70B's training state (1,071 of 168 GiB); options and the HTML report gave it
+    125.3 days and $16,543.54 as if it ran, where solve's runners-up table shows '-'."""
+    out = tmp_path / "report.html"
+    job = str(problems / "llama-70b-within-5-days.yaml")
+    r = runner.invoke(app, ["solve", job, "--report", str(out)])
+    assert r.exit_code == 0, r.output
+    rows = [row for row in out.read_text().split("<tr") if "rejected: memory" in row]
+    assert rows and all(row.count("<td class='num'>-</td>") == 5 and "$" not in row for row in rows), rows[:1]
+    r = runner.invoke(app, ["options", job])
+    rows = [line for line in r.stdout.splitlines() if "rejected: memory" in line]
+    assert rows and all([c.strip() for c in row.split("│")][4:6] == ["-", "-"] for row in rows), rows[:1]

@@ -302,8 +302,8 @@ def print_options(result: OptionsResult, console: Console) -> None:
             o.label(),
             strategy_text(o),
             f"{o.memory_gib.total:,.0f}/{o.memory_gib.capacity:,.0f}",
-            _hours(o.hours.p50),
-            usd(o.cost_usd.p50 if o.cost_usd else None),
+            _hours(o.hours.p50) if o.fits else "-",  # no time or cost for a layout that cannot run
+            usd(o.cost_usd.p50 if o.cost_usd else None) if o.fits else "-",
             status,
             style=None if o.feasible else "dim",
         )

@@ -116,11 +116,13 @@ def memory_svg(plan: Plan, width: int = 760, height: int = 70) -> str:
 
 
 def _row(p: Plan, extra: str = "", cls: str = "") -> str:
+    """One plan as a table row; a layout that does not fit in memory has no time, speed or cost."""
     cost = usd(p.cost_p50_usd if p.cost_usd else None)
+    timed = [f"{p.hours.p50:,.1f}", f"{p.hours.p90:,.1f}", cost, f"{p.tokens_per_s:,.0f}", f"{p.mfu:.0%}"]
+    cells = "".join(f"<td class='num'>{v if p.fits else '-'}</td>" for v in timed)
     return (
-        f"<tr class='{cls}'><td>{html.escape(p.label())}</td><td>{html.escape(strategy_text(p))}</td>"
-        f"<td class='num'>{p.hours.p50:,.1f}</td><td class='num'>{p.hours.p90:,.1f}</td><td class='num'>{cost}</td>"
-        f"<td class='num'>{p.tokens_per_s:,.0f}</td><td class='num'>{p.mfu:.0%}</td><td>{p.bound}</td>"
+        f"<tr class='{cls}'><td>{html.escape(p.label())}</td><td>{html.escape(strategy_text(p))}</td>{cells}"
+        f"<td>{p.bound if p.fits else '-'}</td>"
         f"<td class='num'>{p.memory_gib.total:,.0f} / {p.memory_gib.capacity:,.0f}</td><td>{html.escape(extra)}</td></tr>"
     )
 
