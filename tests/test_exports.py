@@ -48,6 +48,7 @@ CHECKED = {  # check()ed layouts of the 70B job: sku, GPUs and the fixed choices
     "hybrid-zero3": ("B200", 32, {"nodes": 4, "tp": 1, "pp": 1, "zero": 3, "shard_degree": 8}),
     "offload": ("H100", 8, {"offload": "optimizer"}),
     "tp8-pp2-full-recompute": ("H100", 16, {"nodes": 2, "tp": 8, "pp": 2, "recompute": "full"}),
+    "tp8-pp3-uneven": ("B200", 24, {"nodes": 3, "tp": 8, "pp": 3}),  # 80 layers: stages of 26, 27, 27
     "cp2": ("B200", 32, {"nodes": 4, "tp": 8, "pp": 1, "cp": 2}),
     "mi300x": ("MI300X", 16, {"nodes": 2, "zero": 3}),
 }
@@ -330,14 +331,40 @@ def test_deepspeed_refuses_what_it_cannot_run_and_names_what_can():
 
 # Megatron-LM's arguments.py builds no flag for these TransformerConfig fields (its exclude list): virtual
 # stages are --num-virtual-stages-per-pipeline-rank (or --num-layers-per-virtual-pipeline-stage).
-MEGATRON_EXCLUDED = {"virtual_pipeline_model_parallel_size"}
+# TransformerConfig fields Megatron-LM makes no flag of ("no CLI argument exists for these",
+# megatron/training/arguments.py _add_network_size_args at MEGATRON_SOURCE's commit)
+MEGATRON_EXCLUDED = {
+    "virtual_pipeline_model_parallel_size",
+    "params_dtype",
+    "enable_autocast",
+    "autocast_dtype",
+    "num_microbatches_with_partial_activation_checkpoints",
+    "tp_comm_overlap_disable_qkv",
+    "tp_comm_overlap_disable_fc1",
+    "pipeline_dtype",
+    "variable_seq_lengths",
+    "batch_p2p_comm",
+    "batch_p2p_sync",
+    "deallocate_pipeline_outputs",
+    "cpu_offloading",
+    "cpu_offloading_activations",
+    "cpu_offloading_weights",
+    "cpu_offloading_double_buffering",
+    "num_layers_in_first_pipeline_stage",
+    "num_layers_in_last_pipeline_stage",
+    "softmax_scale",
+    "gated_linear_unit",
+    "bias_activation_fusion",
+    "activation_func_fp8_input_store",
+    "test_mode",
+}
 
 
 def _megatron_parser() -> tuple[argparse.ArgumentParser, dict[str, set[str]]]:
     """Megatron-LM's parser builds its model-parallel, transformer, DDP and optimizer flags from megatron-core's
     dataclasses (megatron/training/argument_utils.py: ArgumentGroupFactory, '--' + field name with dashes, or the
     field's argparse_meta arg_names); megatron.training itself is not on PyPI, so mirror that from the installed
-    megatron-core, plus the four megatron/training flags the export uses (arguments.py, training_config.py)."""
+    megatron-core, plus the six megatron/training flags the export uses (arguments.py, training_config.py)."""
     pytest.importorskip("megatron.core")
     from megatron.core.distributed import DistributedDataParallelConfig
     from megatron.core.optimizer import OptimizerConfig
@@ -361,6 +388,9 @@ def _megatron_parser() -> tuple[argparse.ArgumentParser, dict[str, set[str]]]:
                 parser.add_argument(*names, dest=field.name, type=kind if kind in (int, float) else str)
     for flag in ("--micro-batch-size", "--global-batch-size", "--seq-length", "--num-virtual-stages-per-pipeline-rank"):
         parser.add_argument(flag, type=int)
+    # arguments.py's own flags for the uneven pipeline split; argument_utils.py passes them to TransformerConfig
+    parser.add_argument("--decoder-first-pipeline-num-layers", dest="num_layers_in_first_pipeline_stage", type=int)
+    parser.add_argument("--decoder-last-pipeline-num-layers", dest="num_layers_in_last_pipeline_stage", type=int)
     return parser, owners
 
 
@@ -413,8 +443,9 @@ def test_megatron_arguments_build_megatron_core_configs(name):
         ns["cpu_offloading"] = True  # as arguments.py derives it
 
     v = ns.pop("num_virtual_stages_per_pipeline_rank", 1)
+    uneven = "num_layers_in_first_pipeline_stage" in ns  # the model's own layers, split as the export says
     transformer = TransformerConfig(
-        num_layers=layers if layers and layers % (s.pp * v) == 0 else 2 * s.pp * v,
+        num_layers=layers if layers and (uneven or layers % (s.pp * v) == 0) else 2 * s.pp * v,
         hidden_size=128 * s.tp,
         num_attention_heads=8 * s.tp,
         pipeline_dtype=torch.bfloat16,

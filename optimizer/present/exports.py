@@ -567,7 +567,9 @@ def megatron_args(
     if s.virtual_stages > 1:
         args.append(f"--num-virtual-stages-per-pipeline-rank {s.virtual_stages}")
     if (ends := uneven_pipeline_ends(num_layers, s.pp)) is not None:
-        args += [f"--num-layers-in-first-pipeline-stage {ends[0]}", f"--num-layers-in-last-pipeline-stage {ends[1]}"]
+        # Megatron-LM's flags for TransformerConfig's num_layers_in_first/last_pipeline_stage, which it excludes
+        # from its generated flags (arguments.py _add_network_size_args; argument_utils.py maps them back)
+        args += [f"--decoder-first-pipeline-num-layers {ends[0]}", f"--decoder-last-pipeline-num-layers {ends[1]}"]
     args += [f"--context-parallel-size {s.cp}", f"--expert-model-parallel-size {_ep(s)}"]
     if getattr(s, "expert_tp", None):
         args.append(f"--expert-tensor-parallel-size {s.expert_tp}")
