@@ -11,7 +11,6 @@ from optimizer import GpuplanError, check, load_catalog, load_job, plan
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem, Strategy
 from optimizer.inputs.units import batch_sequences
-from optimizer.physics.constants import SIMPLER_LAYOUT_TOLERANCE
 from optimizer.planning.frameworks import FRAMEWORKS, why_not_runnable
 
 NODUS = load_catalog("nodus-2026-11")
@@ -145,6 +144,7 @@ DENSE = ["llama-3.1-8b", "qwen3-8b", "mistral-7b", "qwen3-14b"]
             st.sampled_from([None, 0, 1, 2, 3]),
             st.sampled_from([None, 1, 2, 4, 8]),
             st.sampled_from([None, "none", "full"]),
+            st.sampled_from([None, 1, 2]),  # virtual stages: a 1 %-faster interleaving once lost to simplicity
         ),
         min_size=6,
         max_size=6,
@@ -153,7 +153,7 @@ DENSE = ["llama-3.1-8b", "qwen3-8b", "mistral-7b", "qwen3-14b"]
 def test_no_layout_check_accepts_beats_the_optimum(model, method, tokens_b, batch, deadline_h, layouts):
     # Exactness over the real layout space, not over the candidate table: every fully specified layout
     # that check accepts as fitting, runnable and within the constraints costs at least the cost optimum
-    # and takes at least the fastest plan's time (less the documented 1 % simplicity tie-break).
+    # and takes at least the fastest plan's time.
     fields = {"model": model, "method": method, "tokens": f"{tokens_b}B"}
     if batch:
         fields["global_batch"] = batch
@@ -164,8 +164,7 @@ def test_no_layout_check_accepts_beats_the_optimum(model, method, tokens_b, batc
         )
     answer = plan(problem, runners_up=False, catalog=NODUS)
     fastest = answer.frontier[0] if answer.frontier else None
-    slack = 1.0 + SIMPLER_LAYOUT_TOLERANCE
-    for sku, gpus, tp, pp, zero, micro_batch, recompute in layouts:
+    for sku, gpus, tp, pp, zero, micro_batch, recompute, virtual_stages in layouts:
         nodes = max(1, gpus // 8)
         try:
             result = check(
@@ -178,6 +177,7 @@ def test_no_layout_check_accepts_beats_the_optimum(model, method, tokens_b, batc
                 zero=zero,
                 micro_batch=micro_batch,
                 recompute=recompute,
+                virtual_stages=virtual_stages,
                 compare=False,
                 catalog=NODUS,
             )
@@ -188,9 +188,9 @@ def test_no_layout_check_accepts_beats_the_optimum(model, method, tokens_b, batc
             continue
         CHECKED.append(1)
         assert fastest is not None, "check found a plan the solver says does not exist"
-        assert p.hours.p50 * slack >= fastest.hours.p50 - 1e-9
+        assert p.hours.p50 >= fastest.hours.p50 - 1e-9
         assert answer.best is not None
-        assert p.cost_usd.p50 * slack >= answer.best.cost_usd.p50 - 0.01
+        assert p.cost_usd.p50 >= answer.best.cost_usd.p50 - 0.01
 
 
 def test_the_property_test_compared_real_layouts():
@@ -359,3 +359,19 @@ def test_check_fills_in_around_broken_flags_without_breaking_more_rules(problems
     verdict = check(job, "B200", 16, pp=2, zero=3, framework="deepspeed", compare=False)
     assert not verdict.runnable and verdict.plan.strategy.tp == 1
     assert len(verdict.not_runnable_because) == 1 and "PP with ZeRO-1 at most" in verdict.not_runnable_because[0]
+
+
+def test_the_optimum_is_the_fastest_layout_not_a_simpler_one_near_it(problems):
+    """Llama 3.1 8B LoRA on 4 spot L40S: PP 2 with 2 interleaved chunks per GPU is 0.9 % faster than without
+    interleaving. The solver kept the simpler layout (a 1 % tie-break), and check then found the interleaved
+    one $0.27 cheaper and faster than the 'optimal' plan, which its own frontier point was dominated by."""
+    from optimizer import load_job
+
+    problem = load_job(problems / "llama-8b-lora.yaml")
+    constraints = problem.constraints.model_copy(update={"deadline_s": 10 * 3600.0, "spot": "only"})
+    constraints = constraints.model_copy(update={"gpu": constraints.gpu.model_copy(update={"types": ["L40S"]})})
+    problem = problem.model_copy(update={"constraints": constraints})
+    best = plan(problem, runners_up=False).best
+    interleaved = check(problem, "L40S", 4, spot=True, pp=2, zero=1, virtual_stages=2, compare=False).plan
+    assert best is not None and interleaved.fits
+    assert best.cost_usd.p50 <= interleaved.cost_usd.p50 and best.hours.p50 <= interleaved.hours.p50

@@ -148,10 +148,6 @@ OPTIMAL_BATCH_COEFFICIENT = 0.2920
 OPTIMAL_BATCH_EXPONENT = 0.3271
 FREE_BATCH_MAX_OVER_OPTIMAL = 2.0
 
-# Among a row's layouts within 1 % of the fastest, the one with the fewest parallel dimensions wins:
-# simpler to launch and debug, at a cost inside the model's own error (docs/design.md section 3.4).
-SIMPLER_LAYOUT_TOLERANCE = 0.01
-
 # ASSUMPTION: an expert's grouped GEMM of t token rows reaches t / (t + 512) of the large-GEMM efficiency;
 # 512 rows is where a 128 x 128-tile GEMM on a 132-SM GPU first fills every SM with a few waves (the
 # grouped-GEMM kernels of Megatron-Core / TransformerEngine tile 128 rows).
