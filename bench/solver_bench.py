@@ -90,7 +90,7 @@ def main() -> None:
             return job.chosen(solver)
 
         t_best, chosen = timed(best)
-        t_front, points = timed(lambda: frontier(table))
+        t_front, (points, _complete) = timed(lambda: frontier(table))
         t_bbest, bbest = timed(lambda: bruteforce.best(table, problem.objective))
         t_bfront, bfront = timed(lambda: bruteforce.frontier(table))
         d = scaled(chosen, table)

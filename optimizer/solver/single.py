@@ -11,7 +11,9 @@
   scaling efficiency) at which it would win.
 - Infeasible: the assumption literals CP-SAT reports as sufficient for infeasibility, reduced to a
   minimal set, name the binding families (``explain`` says by how much the nearest candidate misses each).
-- Stopped: a solve that ends on its time limit without a plan is ``unknown``, never infeasible.
+- Stopped: a solve that ends on its time limit without a plan is ``unknown``, never infeasible. The time
+  limit bounds the whole command: the frontier and the runners-up solve in what the best plan's solve left,
+  keep only what CP-SAT proved optimal, and say so in the notes where they stopped short.
 """
 
 from __future__ import annotations
@@ -59,13 +61,24 @@ class SingleOutcome:
     best: Candidate | None = None
 
 
+class _Clock:
+    """The seconds left of one command's time limit, shared by its solves."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.end = time.perf_counter() + limit_s
+
+    def left_s(self) -> float:
+        return max(0.0, self.end - time.perf_counter())
+
+
 def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up: bool = True) -> SingleOutcome:
     """The best plan for the problem's objective, the cost/time frontier and the runners-up."""
     started = time.perf_counter()
+    clock = _Clock(time_limit_s)
     ctx = table.ctx
     pm, job = _model(table)
     pm.set_objective(ctx.problem.objective)
-    solver, status = pm.solve(time_limit_s)
+    solver, status = pm.solve(clock.left_s())
     c = ctx.constraints
     result = SolveResult(
         status="unknown",
@@ -89,22 +102,37 @@ def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up
         outcome.binding = pm.binding_families(solver)
     elif status == cp_model.MODEL_INVALID:  # the integer columns overflow: runs of centuries, costs of trillions
         raise overflow_error(table)
-    result.frontier = [_to_plan(table, cand) for cand in frontier(table, time_limit_s)]
+    points, complete = frontier(table, clock.left_s())
+    result.frontier = [_to_plan(table, cand) for cand in points]
+    if not complete:
+        shown = f"it shows the {len(points)} point(s) proved by then" if points else "no point was proved by then"
+        result.notes.append(
+            f"the time limit ({time_limit_s:g} s) ran out before the cost/time frontier was complete: {shown}; "
+            "give more time (--time-limit) for the rest"
+        )
     if runners_up:
-        result.runners_up = find_runners_up(table, outcome.best, time_limit_s)
+        result.runners_up, complete = find_runners_up(table, outcome.best, clock)
+        if not complete:
+            result.notes.append(
+                f"the time limit ({time_limit_s:g} s) ran out before every other GPU's best plan was proved: "
+                "the runners-up list only those proved; give more time (--time-limit) for the rest"
+            )
     result.solve_s = time.perf_counter() - started
     return outcome
 
 
-def frontier(table: CandidateTable, time_limit_s: float = 10.0) -> list[Candidate]:
-    """The exact time/cost Pareto frontier by the epsilon-constraint method (fastest first)."""
+def frontier(table: CandidateTable, time_limit_s: float = 10.0) -> tuple[list[Candidate], bool]:
+    """The exact time/cost Pareto frontier by the epsilon-constraint method (fastest first), and whether it
+    is complete: a point is kept only once CP-SAT proves it the fastest under its cost bound (a merely
+    feasible one is not on the frontier), and the solves share ``time_limit_s``."""
+    clock = _Clock(time_limit_s)
     pm, job = _model(table, deadline=False, budget=False)
     pm.set_objective("time")
     points: list[Candidate] = []
     while True:
-        solver, status = pm.solve(time_limit_s)
-        if status not in SOLVED:
-            return points
+        solver, status = pm.solve(clock.left_s())
+        if status != cp_model.OPTIMAL:
+            return points, status == cp_model.INFEASIBLE
         k = solver.value(job.choice)
         points.append(job.rows[k])
         pm.model.add(job.attr["cost_cents"] <= job.data[k]["cost_cents"] - 1)
@@ -145,31 +173,39 @@ def _breakeven(table: CandidateTable, runner: Plan, lost_on: str, best: Plan) ->
     return price, efficiency
 
 
-def find_runners_up(table: CandidateTable, best: Candidate | None, time_limit_s: float = 10.0) -> list[RunnerUp]:
-    """For every SKU other than the best one: its best plan and why it lost.
+def find_runners_up(
+    table: CandidateTable, best: Candidate | None, clock: _Clock | None = None
+) -> tuple[list[RunnerUp], bool]:
+    """For every SKU other than the best one: its best plan and why it lost; and whether every SKU was
+    answered (a solve the time limit stopped proves nothing, so that SKU is left out).
 
     Its best plan under every constraint, if it has one (it lost on the objective); else its best
     plan with the deadline and budget off (it lost on whichever of them it breaks); else the layout
     closest to fitting (memory) or the one the supply limit excludes (supply).
     """
+    clock = clock or _Clock(10.0)
     if best is None:
-        return []
+        return [], True
     ctx = table.ctx
     objective = ctx.problem.objective
     best_plan = _to_plan(table, best)
     skus = sorted({c.row.sku.name for c in solver_rows(table) if c.rejected_by != "filter"} - {best.row.sku.name})
     out = []
+    complete = True
     for sku in skus:
         pm, job = _model(table)
         allowed = [i for i, cand in enumerate(job.rows) if cand.row.sku.name == sku]
         pm.restrict(job, allowed)
         pm.set_objective(objective)
         lost_on: str | None = objective
-        solver, status = pm.solve(time_limit_s)
-        if status not in SOLVED:
+        solver, status = pm.solve(clock.left_s())
+        if status == cp_model.INFEASIBLE:
             lost_on = None
-            solver, status = pm.solve(time_limit_s, assumptions={"deadline": False, "budget": False})
-        if status in SOLVED:
+            solver, status = pm.solve(clock.left_s(), assumptions={"deadline": False, "budget": False})
+        if status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE):
+            complete = False  # stopped on the time limit: neither its best plan nor why it lost is known
+            continue
+        if status == cp_model.OPTIMAL:
             p = _to_plan(table, job.chosen(solver))
         else:
             mine = [job.rows[i] for i in allowed]
@@ -192,8 +228,10 @@ def find_runners_up(table: CandidateTable, best: Candidate | None, time_limit_s:
         )
     order = {"cost": 0, "time": 0, "deadline": 1, "budget": 1, "supply": 2, "memory": 3}
     if objective == "cost":
-        return sorted(out, key=lambda r: (order[r.lost_on], r.cost_usd.p50 if r.cost_usd else math.inf, r.hours.p50))
-    return sorted(out, key=lambda r: (order[r.lost_on], r.hours.p50, r.cost_usd.p50 if r.cost_usd else math.inf))
+        out.sort(key=lambda r: (order[r.lost_on], r.cost_usd.p50 if r.cost_usd else math.inf, r.hours.p50))
+    else:
+        out.sort(key=lambda r: (order[r.lost_on], r.hours.p50, r.cost_usd.p50 if r.cost_usd else math.inf))
+    return out, complete
 
 
 def options_table(table: CandidateTable) -> OptionsResult:
