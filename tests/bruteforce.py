@@ -1,21 +1,28 @@
 """The test oracle: brute-force enumeration over the same candidate table CP-SAT reads.
 
-It shares nothing with the CP-SAT model but the table (``solver_rows``/``scaled``): the optimum is a
-plain minimum over the rows that pass every constraint, the frontier a sort and a sweep.
+It shares nothing with the CP-SAT model but the table (``solver_rows``/``scaled`` for the integer cost and
+time): whether a row fits and meets the deadline is what ``check`` says of its plan (``plan_from``), the
+optimum a plain minimum over the rows that pass every constraint, the frontier a sort and a sweep.
 """
 
+from optimizer.planning.plans import plan_from
 from optimizer.solver.model import scaled, solver_rows
 
 
 def rows(table):
-    return [scaled(c, table) for c in solver_rows(table)]
+    out = []
+    for c in solver_rows(table):
+        d = scaled(c, table)
+        verdict = plan_from(table.ctx, c.row, table.evaluation, c.index)
+        out.append({**d, "fits": verdict.fits, "meets_deadline": verdict.meets_deadline})
+    return out
 
 
 def allowed(d, table, *, deadline=True, budget=True):
     c = table.ctx.constraints
-    if d["memory_mib"] > d["capacity_mib"] or d["filtered"] or d["over_supply"]:
+    if not d["fits"] or d["filtered"] or d["over_supply"]:
         return False
-    if deadline and c.deadline_s is not None and d["deadline_time_s"] > int(c.deadline_s // 1):
+    if deadline and d["meets_deadline"] is False:
         return False
     return not (budget and c.budget_usd is not None and d["cost_cents"] > round(c.budget_usd * 100))
 

@@ -257,3 +257,18 @@ def test_a_solve_the_time_limit_stopped_puts_nothing_unproved_on_the_frontier(pr
     assert all(r.lost_on in ("memory", "supply") for r in answer.runners_up)  # proved: no plan of theirs runs
     assert any("cost/time frontier was complete" in n for n in answer.notes), answer.notes
     assert any("runners-up list only those proved" in n for n in answer.notes), answer.notes
+
+
+def test_a_plan_inside_the_deadline_by_a_fraction_of_a_second_is_chosen(problems):
+    """4 x 8 B200 takes 265,193.80 s on the 70B job; with the deadline at 265,193.9 s the solver rounded the
+    time up and the deadline down to whole seconds and chose 8 x 8 B200 at $82 more, while check said the
+    4 x 8 plan meets the deadline. Both now judge it the same way."""
+    from optimizer import check
+
+    problem = load_job(problems / "llama-70b-within-5-days.yaml")
+    four = check(problem, "B200", 32, compare=False).plan
+    deadline_s = four.hours.p50 * 3600.0 + 0.1
+    constraints = problem.constraints.model_copy(update={"deadline_s": deadline_s})
+    answer = plan(problem.model_copy(update={"constraints": constraints}), runners_up=False)
+    assert answer.best is not None and answer.best.meets_deadline
+    assert (answer.best.gpus, answer.best.cost_usd.p50) == (32, four.cost_usd.p50)

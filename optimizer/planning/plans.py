@@ -21,6 +21,17 @@ def _f(x) -> float:
     return float(x)
 
 
+def meets_deadline(ctx: JobContext, hours_p50: float, hours_p90: float) -> bool | None:
+    """Whether a plan's hours at the deadline's quantile are within the deadline (None without one): the one
+    test ``check`` and the solver share (the solver had compared whole seconds, rounding the hours up and the
+    deadline down, and excluded a plan 0.1 s inside it that check accepted)."""
+    c = ctx.constraints
+    if c.deadline_s is None:
+        return None
+    hours = hours_p90 if c.deadline_quantile == "p90" else hours_p50
+    return hours * 3600.0 <= c.deadline_s + 1e-6
+
+
 def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan:
     mem, timing = ev.memory, ev.timing
     capacity, basis = capacity_bytes(row, ctx.assumptions.memory_basis)
@@ -39,8 +50,7 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         cost_p90 = max(cost_p50, float(run_cost_usd(price, row.billed_gpus, hours_p90, increment)))
         cost = Quantiles(p50=round(cost_p50, 2), p90=round(cost_p90, 2))
     c = ctx.constraints
-    hours_for_deadline = hours_p90 if c.deadline_quantile == "p90" else hours_p50
-    meets = None if c.deadline_s is None else hours_for_deadline * 3600.0 <= c.deadline_s + 1e-6
+    meets = meets_deadline(ctx, hours_p50, hours_p90)
     within = None if c.budget_usd is None or cost is None else cost.p50 <= c.budget_usd + 1e-6
     breakdown = {
         "compute": _f(timing.compute_s[i]),

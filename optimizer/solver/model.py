@@ -4,17 +4,16 @@ Formulation, per job j with candidate table C_j (rows of ``candidates.CandidateT
 is a hardware choice with its best strategy, its physics pre-computed and integer-scaled):
 
   data      offer_i, nodes_i, gpus_per_node_i, gpus_i, tp_i, pp_i, zero_i, shard_i, micro_batch_i,
-            recompute_i; time_s_i (p50, ceil to s), deadline_time_s_i (at the deadline quantile),
-            cost_cents_i, memory_mib_i, capacity_mib_i, filtered_i in {0, 1}
+            recompute_i; time_s_i (p50, ceil to s), cost_cents_i; late_i, overfull_i, filtered_i in {0, 1}
+            (late: past the deadline at its quantile; overfull: does not fit in memory; both as check says)
   variables choice_j in C_j (an index); pick_{j,i} <=> (choice_j == i); and the decision variables
             of docs/design.md section 9.3, each an element of its column at choice_j:
             offer_j, nodes_j, gpus_per_node_j, gpus_j, tp_j, pp_j, zero_stage_j, shard_degree_j,
-            micro_batch_j, recompute_j, time_s_j, deadline_time_s_j, cost_cents_j, memory_mib_j,
-            capacity_mib_j, filtered_j
+            micro_batch_j, recompute_j, time_s_j, late_j, cost_cents_j, overfull_j, filtered_j
   families  (each switched on by an assumption literal, so an infeasible model can name the ones
             that bind via ``sufficient_assumptions_for_infeasibility``)
-            memory:   memory_mib_j <= capacity_mib_j
-            deadline: deadline_time_s_j <= D
+            memory:   overfull_j == 0
+            deadline: late_j == 0
             budget:   sum_j cost_cents_j <= B
             supply:   nodes_j <= max_nodes, gpus_j <= max_gpus; (offer_j, nodes_j) within the offer's
                       supply (an allowed-assignments table)
@@ -35,8 +34,9 @@ from ortools.sat.python import cp_model
 
 from ..errors import JobError
 from ..inputs import units
-from ..physics.constants import MIB, usd_to_cents
+from ..physics.constants import usd_to_cents
 from ..planning.candidates import Candidate, CandidateTable
+from ..planning.plans import meets_deadline
 from ..planning.uncertainty import p90_hours
 
 
@@ -46,11 +46,8 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
     i = candidate.index
     ctx = table.ctx
     time_s = math.ceil(candidate.time_s)
-    deadline_time_s = candidate.time_s
-    if ctx.constraints.deadline_quantile == "p90":
-        deadline_time_s = 3600.0 * p90_hours(
-            ctx, candidate.row, float(table.evaluation.timing.tokens_per_s[candidate.index])
-        )
+    hours_p50 = float(ev.hours[i])
+    hours_p90 = p90_hours(ctx, candidate.row, float(ev.timing.tokens_per_s[i]))
     s = ev.strategy(i)
     return {
         "offer": table.offer_ids[candidate.row.offer_name],
@@ -66,10 +63,11 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
         "virtual_stages": s.virtual_stages,
         "offload": int(np.asarray(ev.layout.offload)[i]),
         "time_s": time_s,
-        "deadline_time_s": math.ceil(deadline_time_s),
+        # check's own verdicts, not whole seconds or MiB rounded against the plan: a plan 0.1 s inside the
+        # deadline, or a few bytes inside the GPU, is inside it here as well
+        "late": 1 if meets_deadline(ctx, hours_p50, hours_p90) is False else 0,
         "cost_cents": usd_to_cents(candidate.cost_usd),
-        "memory_mib": int(math.ceil(candidate.memory_bytes / MIB)),
-        "capacity_mib": int(math.floor(candidate.capacity_bytes / MIB)),
+        "overfull": 0 if candidate.fits else 1,
         "filtered": 1 if candidate.rejected_by == "filter" else 0,
         "over_supply": 1 if candidate.rejected_by == "supply" else 0,
     }
@@ -89,10 +87,9 @@ COLUMNS = (
     "virtual_stages",
     "offload",
     "time_s",
-    "deadline_time_s",
+    "late",
     "cost_cents",
-    "memory_mib",
-    "capacity_mib",
+    "overfull",
     "filtered",
     "over_supply",
 )
@@ -228,13 +225,12 @@ class PlanModel:
     # --- constraint families ------------------------------------------------------------------
 
     def add_memory(self, job: JobVars) -> None:
-        self.model.add(job.attr["memory_mib"] <= job.attr["capacity_mib"]).only_enforce_if(self.switch("memory"))
+        self.model.add(job.attr["overfull"] == 0).only_enforce_if(self.switch("memory"))
 
     def add_deadline(self, job: JobVars, deadline_s: float | None, name: str = "deadline") -> None:
         if deadline_s is not None:
-            self.model.add(job.attr["deadline_time_s"] <= int(math.floor(deadline_s))).only_enforce_if(
-                self.switch(name)
-            )
+            # the candidate's late column was computed against this deadline (planning.plans.meets_deadline)
+            self.model.add(job.attr["late"] == 0).only_enforce_if(self.switch(name))
 
     @staticmethod
     def cost_cents(job: JobVars) -> cp_model.LinearExprT:
