@@ -375,3 +375,16 @@ def test_the_optimum_is_the_fastest_layout_not_a_simpler_one_near_it(problems):
     interleaved = check(problem, "L40S", 4, spot=True, pp=2, zero=1, virtual_stages=2, compare=False).plan
     assert best is not None and interleaved.fits
     assert best.cost_usd.p50 <= interleaved.cost_usd.p50 and best.hours.p50 <= interleaved.hours.p50
+
+
+@pytest.mark.parametrize("method", ["lora", "qlora"])
+def test_capacity_replicates_frozen_weights_below_zero_3(method):
+    """LoRA's frozen base is sharded only by ZeRO-3 (FSDP FULL_SHARD); at ZeRO-0 to 2 every GPU holds all of
+    it, so 8 GPUs hold no larger a model than one. capacity had used ZeRO-3 for LoRA whatever --zero said:
+    8 B200 at ZeRO-0 'held' 720B LoRA parameters."""
+    from optimizer import capacity
+
+    one = capacity("B200", 1, zero=0, method=method).max_params
+    for zero in (0, 1, 2):
+        assert capacity("B200", 8, zero=zero, method=method).max_params == pytest.approx(one)
+    assert capacity("B200", 8, zero=3, method=method).max_params == pytest.approx(8 * one)

@@ -55,7 +55,9 @@ def capacity(
     if reserve_bytes < 1:  # a fraction of the GPU's memory, as activation_reserve in a job file
         reserve_bytes *= per_gpu
     bpp = bytes_per_param or METHOD_BYTES[method]
-    stage = zero if method == "full" else 3
+    # LoRA and QLoRA hold only the frozen base weights (the adapters are ignored): only ZeRO-3 shards them,
+    # below it every GPU holds them all (8 B200 at ZeRO-0 held 720B LoRA parameters where each GPU holds 90B)
+    stage = zero if method == "full" else (3 if zero == 3 else 0)
     params = max_params_fitting(per_gpu, gpus, bpp, reserve_bytes, stage)
     return CapacityResult(
         sku=hw.name,
