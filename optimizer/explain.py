@@ -389,11 +389,14 @@ def measured_summary(ctx: JobContext, mine: Sku, base: Sku, cmp: MeasuredCompari
             f"{ctx.compute_efficiency(mine) / scale:.2f} vs {base.form_factor} {ctx.compute_efficiency(base) / scale:.2f}"
             f" default, both scaled by the measured x{scale:.2f})"
         )
-    if cmp.exposed_network_share > 0.02:
+    link = r["intra_node_link"]
+    if cmp.exposed_network_share > 0.02 and abs(link - 1) > 0.01:
         text += (
             f"; {cmp.exposed_network_share:.0%} of the measured step is exposed communication, which the "
-            "faster link shrinks"
+            f"{'faster' if link > 1 else 'slower'} link {'shrinks' if link > 1 else 'grows'}"
         )
+    if cmp.layout_differences:
+        text += f"; the layouts differ ({'; '.join(cmp.layout_differences)}), which no hardware ratio carries"
     return text
 
 

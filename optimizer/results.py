@@ -95,6 +95,11 @@ class MeasuredComparison(BaseModel):
     cost_ratio: float | None = None
     efficiency_class_ratio: float = 1.0
     exposed_network_share: float = Field(0.0, description="Share of the measured step that is exposed communication.")
+    layout_differences: list[str] = Field(
+        default_factory=list,
+        description="Where this configuration's layout differs from the measured one's, e.g. 'recompute none, "
+        "measured full': a part of the speed-up no hardware ratio carries.",
+    )
     summary: str = ""
 
 

@@ -102,3 +102,17 @@ def test_p90_cost_is_billed_in_the_offer_increments(problems, increment_h):
             assert getattr(p.cost_usd, q) == pytest.approx(5 * p.gpus * billed_h, abs=0.01), (q, p.gpus)
     if increment_h == 24:
         assert answer.best.cost_usd.p90 == answer.best.cost_usd.p50
+
+
+def test_the_comparison_says_a_slower_link_grows_communication_and_names_a_different_layout(problems):
+    """Measured on 32 B200, checked on 32 H200 (NVLink 900 against 1,800 GB/s): the sentence said the exposed
+    communication is what 'the faster link shrinks', and credited the whole speed-up to one hardware ratio
+    where the H200 runs a different layout than the one measured."""
+    job = apply_overrides(load_job(problems / "llama-70b-within-5-days.yaml"), measured=["32xB200@4:70k tok/s"])
+    vs = check(job, "H200", 32).vs_measured
+    assert vs is not None and vs.ratios["intra_node_link"] == pytest.approx(0.5)
+    assert vs.exposed_network_share > 0.02 and "slower link grows" in vs.summary and "faster link" not in vs.summary
+    measured = check(job, "B200", 32, compare=False).plan.strategy
+    mine = check(job, "H200", 32, compare=False).plan.strategy
+    assert (mine.zero_stage != measured.zero_stage) == any(d.startswith("ZeRO") for d in vs.layout_differences)
+    assert vs.layout_differences and "the layouts differ" in vs.summary

@@ -308,6 +308,12 @@ def versus_measured(ctx: JobContext, sku: str, gpus: int, nodes: int | None, pla
         "intra_node_link": b.intra_node_bandwidth_gb_per_s / a.intra_node_bandwidth_gb_per_s,
     }
     carried = {"compute": "dense_compute", "memory": "hbm_bandwidth", "network": "intra_node_link"}[base.bound]
+    mine, theirs = plan.strategy, base.strategy
+    differences = [
+        f"{label} {getattr(mine, name)}, measured {getattr(theirs, name)}"
+        for name, label in _LAYOUT_LABELS.items()
+        if getattr(mine, name) != getattr(theirs, name)
+    ]
     return MeasuredComparison(
         measured=f"{base.gpus} x {a.name}",
         measured_tokens_per_s=base.tokens_per_s,
@@ -318,4 +324,19 @@ def versus_measured(ctx: JobContext, sku: str, gpus: int, nodes: int | None, pla
         cost_ratio=(plan.cost_usd.p50 / base.cost_usd.p50) if plan.cost_usd and base.cost_usd else None,
         efficiency_class_ratio=ctx.compute_efficiency(b) / ctx.compute_efficiency(a),
         exposed_network_share=base.time_breakdown_s["network"] / base.step_s if base.step_s else 0.0,
+        layout_differences=differences,
     )
+
+
+# The layout choices that change the work per token or its overlap, as versus_measured names them.
+_LAYOUT_LABELS = {
+    "tp": "TP",
+    "pp": "PP",
+    "cp": "CP",
+    "ep": "EP",
+    "zero_stage": "ZeRO",
+    "recompute": "recompute",
+    "offload": "offload",
+    "virtual_stages": "chunks per GPU",
+    "micro_batch": "micro-batch",
+}
