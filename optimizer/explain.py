@@ -419,6 +419,21 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
         )
     if ctx.activation_reserve != "auto":
         notes.append("activations are the fixed job.activation_reserve, not computed from shapes")
+    notes += measurement_notes(ctx)
+    for point, m in zip(ctx.calibration.points, ctx.job.measured):
+        peak = m.peak_memory_bytes
+        if (
+            peak
+            and point == (plan.sku, plan.gpus, plan.nodes)
+            and need > peak * 1.02
+            and plan.memory_gib.reserve < 0.01
+        ):
+            notes.append(
+                f"the measured peak {fmt_bytes(peak)} is below what gpuplan counts for this layout's state and "
+                f"activations ({fmt_bytes(need)}) with no reserve left to take off: the verdict keeps "
+                f"{fmt_bytes(need)}; if the run used another layout or activation checkpointing, give it with "
+                "the check flags"
+            )
     offer = next((o for o in ctx.catalog.offers if plan.offer and o.name == plan.offer.removesuffix(SPOT_SUFFIX)), None)
     if offer is not None and (why := _not_rentable(offer, plan.nodes, plan.gpus_per_node)):
         # a verdict on hardware the offer does not rent, which solve never plans (a cost below its optimum)
@@ -481,6 +496,17 @@ def _host_note(ctx: JobContext, plan: Plan) -> list[str]:
     ]
 
 
+def measurement_notes(ctx: JobContext) -> list[str]:
+    """A measured configuration gpuplan's memory model says cannot run: every projection is anchored to it."""
+    return [
+        f"the measured {gpus} x {sku} does not fit gpuplan's memory model ({fmt_bytes(need)} per GPU for its "
+        f"least-memory layout, of {fmt_bytes(capacity)}): the run saved memory in a way gpuplan does not model, "
+        "and the throughput calibrated from it is anchored to a layout that cannot run here; check the "
+        "measurement's GPU count and the job's model, method and sequence length"
+        for (sku, gpus, _nodes), need, capacity in ctx.calibration.unfit
+    ]
+
+
 def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
     """What gpuplan decided for the user: the global batch when free or given in tokens, the spot
     policy and the framework (docs/design.md sections 3.2 and 3.5)."""
@@ -499,6 +525,7 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
             f"rounded to {job.global_batch_sequences:,} so data-parallel layouts divide it"
         )
     notes.append(spot_note(ctx.constraints.spot, "constraints.spot"))
+    notes += measurement_notes(ctx)
     notes += moe_notes(ctx, best)
     if job.framework == "auto" and best is not None:
         notes.append(

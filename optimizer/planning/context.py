@@ -91,6 +91,12 @@ class Calibration:
     network: float = 1.0  # on the link efficiency
     reserve_delta_bytes: float = 0.0  # measured peak minus predicted, added to the framework reserve
     points: tuple = ()  # (sku name, gpus, nodes) of each measured configuration
+    # |log(predicted / measured)| at each point after the fit: 0 where one measurement sets its own factor,
+    # more where measurements sharing a bound share the geometric mean of their factors
+    misses: tuple = ()
+    # (point, memory bytes, capacity bytes) of each measured configuration whose best layout does not fit
+    # gpuplan's memory model: the run saved memory in a way gpuplan does not model
+    unfit: tuple = ()
 
     @property
     def active(self) -> bool:
@@ -137,6 +143,11 @@ class JobContext:
 
     def is_measured(self, row: HardwareRow) -> bool:
         return (row.sku.name, row.gpus, row.nodes) in self.calibration.points
+
+    def measured_miss(self, row: HardwareRow) -> float:
+        """How far the calibrated model misses this measured configuration's throughput, as |log ratio|."""
+        misses = dict(zip(self.calibration.points, self.calibration.misses))
+        return misses.get((row.sku.name, row.gpus, row.nodes), 0.0)
 
     def attention_peak_flops(self, sku: Sku) -> float | None:
         """The 16-bit peak attention kernels run at (fp16 takes the bf16 rate)."""

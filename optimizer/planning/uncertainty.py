@@ -5,7 +5,8 @@ p90 = p50 x exp(1.2816 sigma). Sigma combines, as independent log-errors:
 - compute efficiency: 0.12 with the per-class default (published MFUs for one hardware class span
   roughly 0.35-0.55, about +-25 % around 0.45: see the validation table in BENCHMARKS.md); 0.08 when
   the user states an efficiency; 0.06 when projected from a measurement on other hardware (the
-  measured factor carries over, the bound may shift); 0.02 at a measured configuration (run-to-run noise);
+  measured factor carries over, the bound may shift); 0.02 at a measured configuration (run-to-run noise),
+  or what the calibration misses there where measurements share one factor (|log predicted / measured|);
 - multi-node scaling: 0.10 when the run spans nodes and neither an explicit efficiency nor a
   measurement covers it (network contention, stragglers).
 """
@@ -21,7 +22,10 @@ from .reliability import checkpoint_hours, interruption_rate
 
 
 def _terms(ctx: JobContext, row: HardwareRow) -> list[tuple[str, float]]:
-    if ctx.is_measured(row):
+    if ctx.is_measured(row) and (miss := ctx.measured_miss(row)) > 0.02:
+        # measurements sharing a bound share one factor: the spread is at least what the fit misses here
+        compute = (f"measured on this configuration, which the shared fit misses by {math.expm1(miss):.0%}", miss)
+    elif ctx.is_measured(row):
         compute = ("measured on this configuration", 0.02)
     elif ctx.calibration.active:
         compute = ("compute efficiency projected from a measurement", 0.06)
