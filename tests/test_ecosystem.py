@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from optimizer import load_job, plan
 from optimizer.cli import app
-from optimizer.present.exports import export
+from optimizer.present.exports import export, skypilot_accelerator
 from optimizer.present.jsonschema import json_schema
 from optimizer.present.plot import pack_lanes, portfolio_plot
 
@@ -34,7 +34,7 @@ def data_parallel():
 
 def test_skypilot_task_keys(best):
     task = yaml.safe_load(export(best, "skypilot", "sft"))
-    assert task["resources"]["accelerators"] == f"{best.sku}:{best.gpus_per_node}"
+    assert task["resources"]["accelerators"] == f"{skypilot_accelerator(best.sku)}:{best.gpus_per_node}"
     assert task["num_nodes"] == best.nodes and "run" in task and task["name"] == "sft"
 
 

@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import inspect
 import json
+import os
 import re
 import shlex
 import sys
@@ -25,11 +26,14 @@ import pytest
 import yaml
 
 from optimizer import ArgumentError, check, load_job, plan
+from optimizer.inputs.files import expand_models
+from optimizer.inputs.schema import Problem
 from optimizer.present.exports import (
     KINDS,
     describe,
     export,
     megatron_args,
+    skypilot_accelerator,
     torchtitan_flags,
     torchtitan_sections,
 )
@@ -59,6 +63,7 @@ DERIVED = {  # layouts no bundled job picks, as strategy edits of a checked plan
     "cp2-activation-offload": ("cp2", {"activation_offload": True, "recompute": "none"}),
 }
 NAMES = BUNDLED + list(CHECKED) + list(DERIVED)
+HARDWARE = {s["name"]: s for s in yaml.safe_load((ROOT / "catalogs" / "hardware.yaml").read_text())["skus"]}
 
 
 @cache
@@ -91,6 +96,24 @@ def exported(name: str, kind: str, **kwargs) -> str | None:
         assert kind in FRAMEWORK_KINDS and exc.field == "export", exc
         assert "cannot express this plan" in str(exc) and describe(p) in str(exc)
         return None
+
+
+def job_problem(model: str, **job) -> Problem:
+    """A one-job problem on the default catalog (as tests/test_moe.py builds them)."""
+    data = {"job": {"name": f"{model}-test", "model": model, "method": "full", "tokens": "10B", "seq_len": 4096, **job}}
+    return Problem.model_validate(expand_models(data))
+
+
+def sku_mib(sku: str) -> float:
+    """What the driver reports a SKU's memory as, in MiB (nvidia-smi's memory.total where the catalog has it,
+    else the label, which is less: 80GB = 76,294 MiB against the H100 PCIe's 81,559)."""
+    row = HARDWARE[sku]
+    reported = str(row.get("memory_reported", ""))
+    if reported.endswith("MiB"):
+        return float(reported[:-3])
+    if reported:
+        return int(reported) / 2**20  # bytes (rocm-smi)
+    return float(row["memory"].removesuffix("GB")) * 1e9 / 2**20
 
 
 def test_plans_cover_the_layouts():
@@ -186,11 +209,52 @@ def test_skypilot_task_loads_with_skypilot(name, tmp_path):
         assert sky.Task.from_yaml(str(path)).name
     assert task.num_nodes == p.nodes and task.workdir == "."
     (resources,) = task.resources
-    assert resources.accelerators == {p.sku: p.gpus_per_node} and resources.use_spot == p.spot
+    assert resources.accelerators == {skypilot_accelerator(p.sku): p.gpus_per_node} and resources.use_spot == p.spot
     assert "pip install -r requirements.txt" in task.setup
     assert "$SKYPILOT_NODE_RANK" in task.run and "$SKYPILOT_NUM_GPUS_PER_NODE" in task.run
     assert task.envs["TP"] == str(s.tp) and task.envs["PP"] == str(s.pp) and task.envs["DP"] == str(s.dp)
     assert task.envs["GLOBAL_BATCH"] == str(s.global_batch)
+
+
+def _skypilot_names() -> set[str]:
+    """The accelerator names the installed SkyPilot spells itself (its catalog, common/accelerators.csv, is
+    downloaded at run time): sky/utils/gpu_names.py CANONICAL_GPU_NAMES, sky/catalog/__init__.py get_common_gpus
+    and RunPod's names in sky/provision/runpod/utils.py GPU_NAME_MAP."""
+    from sky import catalog
+    from sky.provision.runpod import utils as runpod
+    from sky.utils import gpu_names
+
+    return set(gpu_names.CANONICAL_GPU_NAMES) | set(catalog.get_common_gpus()) | set(runpod.GPU_NAME_MAP)
+
+
+@pytest.mark.parametrize("sku", sorted(HARDWARE))
+def test_skypilot_asks_for_every_sku_by_skypilots_name(sku, tmp_path):
+    """`accelerators: H100-SXM:8` matched RunPod and Cudo only, `A100-40GB` and `RTX-PRO-6000` no cloud:
+    each SKU of catalogs/hardware.yaml is asked for by SkyPilot's name, or keeps its own with a note."""
+    sky = pytest.importorskip("sky")
+    p = get_plan("tp8-pp4").model_copy(update={"sku": sku})
+    path = tmp_path / "task.yaml"
+    path.write_text(text := export(p, "skypilot", name="gpuplan-test"))
+    (resources,) = sky.Task.from_yaml(str(path)).resources
+    ((name, count),) = resources.accelerators.items()
+    assert count == p.gpus_per_node and f"accelerators: {name}:{count}" in text
+    if name not in _skypilot_names():
+        assert name == sku and "SkyPilot's catalog may not list" in text, name
+    from sky.catalog import common as catalog_common
+
+    if os.path.exists(catalog_common.get_catalog_path("common/accelerators.csv")):  # downloaded: SkyPilot's word
+        from sky.utils import accelerator_registry
+
+        assert accelerator_registry.canonicalize_accelerator_name(name, None) == name
+
+
+def test_skypilot_asks_for_an_h100_sxm_plan_as_h100(tmp_path):
+    sky = pytest.importorskip("sky")
+    p = check(load_job(PROBLEMS / LLAMA_70B), "H100-SXM", 32, compare=False, tp=8, pp=4, zero=1).plan
+    path = tmp_path / "task.yaml"
+    path.write_text(export(p, "skypilot", name="gpuplan-test"))
+    (resources,) = sky.Task.from_yaml(str(path)).resources
+    assert resources.accelerators == {"H100": 8}
 
 
 def _k8s_load(api, doc: dict, klass: str):
@@ -234,6 +298,62 @@ def test_kubernetes_indexed_job_deserializes_with_the_official_client(name):
     assert "job-completion-index" in env["NODE_RANK"].value_from.field_ref.field_path
     assert (env["TP"].value, env["PP"].value, env["GLOBAL_BATCH"].value) == (str(s.tp), str(s.pp), str(s.global_batch))
     assert container.command == ["torchrun"] and "$(NODE_RANK)" in container.args
+    _check_gpu_affinity(p, pod.affinity, export(p, "kubernetes", name="gpuplan-test"))
+
+
+def _check_gpu_affinity(p: Plan, affinity, text: str) -> None:
+    """The pods go to nodes whose GPUs hold the plan: NVIDIA GPU Feature Discovery's nvidia.com/gpu.memory
+    (MiB, an integer) above the plan's per-GPU need and below what the SKU reports (its own nodes qualify),
+    GFD's nvidia.com/gpu.product preferred; AMD's node labeller writes no integer memory, only a preference."""
+    nodes = affinity.node_affinity
+    preferred = {
+        e.key: e.values
+        for term in nodes.preferred_during_scheduling_ignored_during_execution or []
+        for e in term.preference.match_expressions
+    }
+    if p.sku.startswith("MI"):
+        assert nodes.required_during_scheduling_ignored_during_execution is None
+        assert preferred == {"amd.com/gpu.device-id": ["74a1", "74a9", "74b5", "74bd"]}  # amdgpu.ids: MI300X
+        assert "amd.com/gpu.vram" in text
+        return
+    (term,) = nodes.required_during_scheduling_ignored_during_execution.node_selector_terms
+    (memory,) = term.match_expressions
+    assert (memory.key, memory.operator) == ("nvidia.com/gpu.memory", "Gt")
+    need_mib = min(p.memory_gib.total, p.memory_gib.capacity) * 1024
+    assert need_mib - 1 <= int(memory.values[0]) <= need_mib < sku_mib(p.sku)
+    assert "delete spec.template.spec.affinity" in text and "GPU Feature Discovery" in text
+    if p.sku in GFD_PRODUCTS:
+        assert preferred == {"nvidia.com/gpu.product": [GFD_PRODUCTS[p.sku]]}
+
+
+# GFD's nvidia.com/gpu.product: the driver's device name with '-' for spaces (NVIDIA/k8s-device-plugin
+# internal/lm/resource.go sanitise; SkyPilot's GFDLabelFormatter, sky/provision/kubernetes/utils.py, gives
+# nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 as its example)
+GFD_PRODUCTS = {"H100-SXM": "NVIDIA-H100-80GB-HBM3", "B200": "NVIDIA-B200", "H200": "NVIDIA-H200"}
+
+
+@pytest.mark.parametrize("sku", sorted(HARDWARE))
+def test_kubernetes_asks_for_gpus_that_hold_the_plan_on_every_sku(sku):
+    """A B200 plan needing 166 GiB a GPU had asked for any `nvidia.com/gpu: 8`, 80 GB GPUs included; for a
+    plan on each SKU of catalogs/hardware.yaml the affinity keeps the SKU's own nodes."""
+    client = pytest.importorskip("kubernetes.client")
+    p = check(load_job(PROBLEMS / "llama-8b-lora.yaml"), sku, 8, compare=False).plan
+    text = export(p, "kubernetes", name="gpuplan-test")
+    _, job_doc = yaml.safe_load_all(text)
+    job = _k8s_load(client.ApiClient(), job_doc, "V1Job")
+    _check_gpu_affinity(p, job.spec.template.spec.affinity, text)
+
+
+def test_a_b200_plan_needing_166_gib_a_gpu_cannot_land_on_h200_or_h100_nodes():
+    client = pytest.importorskip("kubernetes.client")
+    p = get_plan(LLAMA_70B)
+    assert p.sku == "B200" and p.memory_gib.total > 160
+    _, job_doc = yaml.safe_load_all(export(p, "kubernetes", name="gpuplan-test"))
+    job = _k8s_load(client.ApiClient(), job_doc, "V1Job")
+    required = job.spec.template.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    (term,) = required.node_selector_terms
+    threshold = int(term.match_expressions[0].values[0])
+    assert sku_mib("H200") < threshold < sku_mib("B200") and sku_mib("H100-SXM") < threshold
 
 
 def test_kubernetes_names_are_dns_labels():
@@ -435,7 +555,14 @@ def test_megatron_arguments_build_megatron_core_configs(name):
     from megatron.core.transformer import TransformerConfig
 
     tokens = shlex.split(text.replace("\\\n", " "), comments=True)
-    assert tokens[0] == "torchrun" and f"--nnodes {p.nodes} --nproc-per-node {p.gpus_per_node}" in " ".join(tokens)
+    start = tokens.index("torchrun")  # after an `export NAME=value` line, if any
+    assert tokens[0] == ("export" if start else "torchrun")
+    assert f"--nnodes {p.nodes} --nproc-per-node {p.gpus_per_node}" in " ".join(tokens[start:])
+    environment = dict(token.split("=", 1) for token in tokens[1:start])
+    # Megatron-LM's validate_args (arguments.py, MEGATRON_SOURCE's commit) asserts CUDA_DEVICE_MAX_CONNECTIONS
+    # == "1" for TP or CP above 1 on GPUs before Blackwell; its example scripts export it whatever the GPU
+    assert (environment.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1") == (s.tp > 1 or s.cp > 1)
+    assert set(environment) <= {"CUDA_DEVICE_MAX_CONNECTIONS"}
     args = tokens[tokens.index("pretrain_gpt.py") + 1 :]
     assert args == shlex.split(" ".join(megatron_args(p, num_layers=layers)))
     ns = vars(parser.parse_args(args))  # unknown flags raise
@@ -541,6 +668,48 @@ def test_torchtitan_config_parses_with_torchtitan(name, monkeypatch):
         assert stages == s.pp * s.virtual_stages
 
 
+def _torchtitan_030_flags(text: str) -> list[str]:
+    """The torchtitan 0.3.0 flags of the export's header line (after `--config <config function>`)."""
+    (line,) = [line for line in text.splitlines() if "--config <config function>" in line]
+    return shlex.split(line.split("--config <config function>", 1)[1])
+
+
+def _torchtitan_parse(module: str, config: str, flags: list[str]):
+    """torchtitan 0.3.0's own command line: ConfigManager with one of its model config functions."""
+    config_manager = _torchtitan_manager()[0]
+    try:
+        return config_manager().parse_args(["--module", module, "--config", config, *flags])
+    except SystemExit as exc:  # tyro prints why and exits 2
+        pytest.fail(f"torchtitan refused {module} {config} {' '.join(flags)} (exit {exc.code})")
+
+
+def test_torchtitan_takes_an_expert_parallel_plan_with_its_moe_config():
+    """torchtitan 0.3.0's trainer (_validate_cuda_graphs) refuses EP with its default all-to-all token
+    dispatcher unless CUDA graphs are off: the flags of an EP 8 plan of Qwen3-30B-A3B parse with qwen3_30b_a3b."""
+    problem = job_problem("qwen3-30b-a3b", global_batch=96, framework="torchtitan")
+    p = check(problem, "B200", 8, ep=8, zero=3, compare=False).plan
+    assert p.strategy.ep == 8 and p.strategy.pp == 1
+    config = _torchtitan_parse("qwen3", "qwen3_30b_a3b", _torchtitan_030_flags(export(p, "torchtitan")))
+    assert config.parallelism.expert_parallel_degree == 8 and config.training.disable_cuda_graphs
+    assert config.parallelism.data_parallel_shard_degree * config.parallelism.tensor_parallel_degree == 8
+
+
+def test_torchtitan_030_flags_carry_no_optimizer_step_in_backward():
+    """torchtitan 0.3.0 has no optimizer step in backward (0.2.2's job_config.py had early_step_in_backward):
+    the TOML keeps it for 0.2.2, the 0.3.0 line parses without it and the header says the plan needs 0.2.2."""
+    tomllib = pytest.importorskip("tomllib")
+    problem = job_problem(
+        "llama-3.1-8b", tokens="1B", global_batch=8, optimizer_in_backward=True, framework="torchtitan"
+    )
+    p = plan(problem).best
+    assert p is not None and p.strategy.optimizer_in_backward
+    text = export(p, "torchtitan")
+    assert tomllib.loads(text)["optimizer"] == {"early_step_in_backward": True}
+    config = _torchtitan_parse("llama3", "llama3_8b", flags := _torchtitan_030_flags(text))
+    assert config.training.global_batch_size == p.strategy.global_batch and "early" not in " ".join(flags)
+    assert "torchtitan 0.3.0 cannot run this plan as costed" in text and "torchtitan 0.2.2" in text
+
+
 def test_torchtitan_needs_the_layer_count_for_more_than_two_virtual_stages():
     p = get_plan("pp4-v4")
     with pytest.raises(ArgumentError, match="pass num_layers"):
@@ -570,6 +739,32 @@ def test_accelerate_config_loads_with_accelerate(name, tmp_path):
     assert parsed.fsdp_config["fsdp_sharding_strategy"] == strategy
     assert parsed.fsdp_config["fsdp_offload_params"] == (s.offload == "optimizer")
     assert parsed.fsdp_config["fsdp_activation_checkpointing"] == (s.recompute != "none")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_accelerate_launch_line_rendezvouses_on_node_0(name, tmp_path, monkeypatch):
+    """The header's launch line, run as written on the last node, through accelerate's own launch parser:
+    torchrun gets node 0's address (accelerate built the endpoint 'None:29500' without --main_process_ip)."""
+    launch = pytest.importorskip("accelerate.commands.launch")
+    from accelerate.utils.launch import prepare_multi_gpu_env
+
+    p = get_plan(name)
+    text = exported(name, "accelerate")
+    if text is None:
+        return
+    path = tmp_path / "fsdp.yaml"
+    path.write_text(text)
+    (line,) = [line[2:] for line in text.splitlines() if line.startswith("# accelerate launch ")]
+    monkeypatch.setenv("NODE_RANK", str(p.nodes - 1))  # as the torchrun exports expect them set
+    monkeypatch.setenv("MASTER_ADDR", "10.0.0.7")
+    argv = shlex.split(os.path.expandvars(line.replace("this.yaml", str(path))))
+    assert argv[:2] == ["accelerate", "launch"] and argv[-1] == "train.py"
+    args, _, _ = launch._validate_launch_command(launch.launch_command_parser().parse_args(argv[2:]))
+    prepare_multi_gpu_env(args)
+    assert args.nproc_per_node == str(p.gpus_per_node)
+    if p.nodes > 1:
+        assert args.nnodes == str(p.nodes) and args.node_rank == p.nodes - 1
+        assert args.rdzv_endpoint == "10.0.0.7:29500"
 
 
 def test_accelerate_refuses_tensor_and_pipeline_parallelism():

@@ -51,6 +51,53 @@ TORCHTITAN_FLAGS_SOURCE = (
     "and main (b5bcd76) renames the batch keys to token counts"
 )
 
+# Megatron-LM's validate_args asserts CUDA_DEVICE_MAX_CONNECTIONS == "1" where TP or CP > 1 on GPUs before
+# Blackwell (arguments.py lines 1453-1479 at MEGATRON_SOURCE's commit); its example scripts export it always
+MEGATRON_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+
+# gpuplan's SKU names (catalogs/hardware.yaml) as SkyPilot's accelerator names, with a note where the name
+# may not be what the user wants; SkyPilot's catalog (skypilot-org/skypilot-catalog catalogs/v8/common/
+# accelerators.csv at d4d53f0) lists each of them (older copies lack B300 and RTXPRO6000), H800 under no name
+SKYPILOT_VERSION = "skypilot 0.14.1 (7e59597)"
+SKYPILOT_SOURCE = (
+    f"{SKYPILOT_VERSION}: sky/utils/gpu_names.py CANONICAL_GPU_NAMES, sky/catalog/__init__.py "
+    "get_common_gpus, sky/catalog/data_fetchers/fetch_runpod.py GPU_NAME_OVERRIDES and "
+    "sky/provision/runpod/utils.py GPU_NAME_MAP"
+)
+SKYPILOT_ACCELERATORS: dict[str, tuple[str, str | None]] = {
+    "A100-40GB": ("A100", None),  # SkyPilot's A100 is the 40 GB card (gpu_names.CANONICAL_GPU_MEMORY_GIB)
+    "A100-80GB": ("A100-80GB", "SkyPilot's A100-80GB is a PCIe card on RunPod (A100-80GB-SXM there)"),
+    "H100-SXM": ("H100", "SkyPilot's H100 is a PCIe card on RunPod: ask for H100-SXM there (or on Cudo)"),
+    "H100-PCIe": ("H100", None),  # fetch_runpod.py GPU_NAME_OVERRIDES: 'H100-PCIe' -> 'H100'
+    "H200": ("H200", None),
+    "B200": ("B200", None),
+    "B300": ("B300", None),  # CANONICAL_GPU_NAMES; Nebius' B300:8 (sky/clouds/nebius.py)
+    "RTX-PRO-6000": ("RTXPRO6000", None),  # get_common_gpus; GCP g4, AWS and RunPod (server edition)
+    "L40S": ("L40S", None),
+    "MI300X": ("MI300X", None),  # fetch_runpod.py, GPU_NAME_MAP 'AMD Instinct MI300X OAM'
+    # H800: no name in SkyPilot's code or its catalog; the SKU's own name goes out, with a note
+}
+
+# Kubernetes node labels. NVIDIA's GPU Feature Discovery (in the GPU Operator) writes nvidia.com/gpu.memory,
+# the GPU's memory in MiB as an integer, and nvidia.com/gpu.product, the driver's device name with '-' for
+# spaces; AMD's node labeller writes amd.com/gpu.device-id (the PCI device id) and amd.com/gpu.vram, rounded
+# GiB as a string ("192G"), which no Gt rule compares.
+GFD_SOURCE = (
+    "NVIDIA/k8s-device-plugin docs/gpu-feature-discovery/README.md (Generated Labels) and internal/lm/resource.go "
+    "(sanitise) at 1b826ac"
+)
+NVIDIA_DEVICE_NAMES = {  # the driver's names, as RunPod's GPU ids spell them (sky/provision/runpod/utils.py)
+    "A100-80GB": "NVIDIA A100-SXM4-80GB",
+    "H100-SXM": "NVIDIA H100 80GB HBM3",
+    "H100-PCIe": "NVIDIA H100 PCIe",
+    "H200": "NVIDIA H200",
+    "B200": "NVIDIA B200",
+    "L40S": "NVIDIA L40S",
+    "RTX-PRO-6000": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+}
+AMD_LABELLER_SOURCE = "ROCm/k8s-device-plugin cmd/k8s-node-labeller/main.go and amdgpu.ids at ed76468"
+AMD_DEVICE_IDS = {"MI300X": ("74a1", "74a9", "74b5", "74bd")}  # amdgpu.ids: MI300X, MI300X HF, VF, HF
+
 
 def _version() -> str:
     try:
@@ -339,6 +386,11 @@ def _sky_name(name: str) -> str:
     return "-".join(words)[:63].strip("-") or "gpuplan-job"
 
 
+def skypilot_accelerator(sku: str) -> str:
+    """SkyPilot's name for a gpuplan SKU (``SKYPILOT_ACCELERATORS``); the SKU's own name where it has none."""
+    return SKYPILOT_ACCELERATORS.get(sku, (sku, None))[0]
+
+
 def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
     """A SkyPilot task: one node per ``num_nodes``, torchrun over SkyPilot's SKYPILOT_* variables."""
     run_args = _torchrun_args(
@@ -352,7 +404,7 @@ def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
     task = {
         "name": _sky_name(name),
         "num_nodes": plan.nodes,
-        "resources": {"accelerators": f"{plan.sku}:{plan.gpus_per_node}", "use_spot": plan.spot},
+        "resources": {"accelerators": f"{skypilot_accelerator(plan.sku)}:{plan.gpus_per_node}", "use_spot": plan.spot},
         "workdir": ".",
         "envs": layout_env(plan),
         "setup": "set -e\nif [ -f requirements.txt ]; then pip install -r requirements.txt; fi\n",
@@ -361,7 +413,15 @@ def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
         ),
     }
     lines = ["sky launch -c <cluster> this.yaml (workdir . is synced to each node; train.py reads the envs)"]
-    return _comment(_header(plan, precision, lines)) + _yaml(task)
+    accelerator, note = SKYPILOT_ACCELERATORS.get(plan.sku, (plan.sku, None))
+    if plan.sku not in SKYPILOT_ACCELERATORS:
+        note = (
+            f"SkyPilot's catalog may not list {plan.sku} ({SKYPILOT_VERSION} has no name for it): "
+            "set accelerators to the name your cloud uses (sky show-gpus)"
+        )
+    if accelerator != plan.sku:
+        lines.append(f"accelerators: SkyPilot's name {accelerator} for {plan.sku} ({SKYPILOT_SOURCE})")
+    return _comment(_header(plan, precision, lines, [note] if note else [])) + _yaml(task)
 
 
 def _dns_label(name: str, limit: int = 52) -> str:
@@ -370,6 +430,66 @@ def _dns_label(name: str, limit: int = 52) -> str:
     if not label or not label[0].isalpha():
         label = ("job-" + label).strip("-")[:limit].rstrip("-")
     return label
+
+
+def _gfd_product(device_name: str) -> str:
+    """GPU Feature Discovery's nvidia.com/gpu.product for a driver device name (resource.go sanitise)."""
+    return "-".join(re.sub(r"[^A-Za-z0-9_. -]", "", device_name).split())
+
+
+def _node_affinity(plan: Plan) -> tuple[dict[str, Any], list[str]]:
+    """The pod's node affinity and the header lines that say what it asks for.
+
+    NVIDIA (``GFD_SOURCE``): required, nvidia.com/gpu.memory above the plan's per-GPU need in MiB (at most the
+    capacity it was planned on, which is at most what the driver reports, so the SKU's own nodes always
+    qualify); preferred, the SKU's nvidia.com/gpu.product where its device name is known. AMD
+    (``AMD_LABELLER_SOURCE``): preferred, amd.com/gpu.device-id; amd.com/gpu.vram is no integer."""
+    need_mib = math.floor(min(plan.memory_gib.total, plan.memory_gib.capacity) * 1024)
+    if _is_amd(plan.sku):
+        ids = AMD_DEVICE_IDS.get(plan.sku)
+        lines = [
+            "AMD's node labeller writes the memory as rounded GiB (amd.com/gpu.vram=192G), which no Gt rule "
+            f"compares: nothing requires the plan's {plan.memory_gib.total:.1f} GiB a GPU; pin the nodes with "
+            "your cluster's labels"
+        ]
+        if not ids:
+            return {}, lines
+        lines.insert(
+            0, f"node affinity: prefers amd.com/gpu.device-id {', '.join(ids)} ({plan.sku}; {AMD_LABELLER_SOURCE})"
+        )
+        preferred = [{"key": "amd.com/gpu.device-id", "operator": "In", "values": list(ids)}]
+        return {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "preference": {"matchExpressions": preferred}}
+            ]
+        }, lines
+    affinity: dict[str, Any] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": [str(need_mib)]}]}
+            ]
+        }
+    }
+    wants = (
+        f"requires GPUs of more than {need_mib} MiB (nvidia.com/gpu.memory; the plan needs "
+        f"{plan.memory_gib.total:.1f} GiB a GPU)"
+    )
+    if plan.sku in NVIDIA_DEVICE_NAMES:
+        product = _gfd_product(NVIDIA_DEVICE_NAMES[plan.sku])
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {
+                "weight": 100,
+                "preference": {
+                    "matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": [product]}]
+                },
+            }
+        ]
+        wants += f", prefers nvidia.com/gpu.product={product}"
+    lines = [
+        f"node affinity: {wants}: labels of NVIDIA's GPU Feature Discovery (GPU Operator; {GFD_SOURCE})",
+        "on a cluster without GPU Feature Discovery, delete spec.template.spec.affinity (or the pods stay Pending)",
+    ]
+    return affinity, lines
 
 
 def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
@@ -413,6 +533,15 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
         "resources": {"limits": {gpu: str(plan.gpus_per_node)}},  # a quantity: the client wants a string
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
+    affinity, affinity_lines = _node_affinity(plan)
+    pod: dict[str, Any] = {"subdomain": job, "restartPolicy": "Never"}
+    if affinity:
+        pod["affinity"] = {"nodeAffinity": affinity}
+    pod.update(
+        containers=[container],
+        tolerations=[{"key": gpu, "operator": "Exists", "effect": "NoSchedule"}],
+        volumes=[{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+    )
     job_spec = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -422,22 +551,14 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
             "completions": plan.nodes,
             "parallelism": plan.nodes,
             "backoffLimit": 0,
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "subdomain": job,
-                    "restartPolicy": "Never",
-                    "containers": [container],
-                    "tolerations": [{"key": gpu, "operator": "Exists", "effect": "NoSchedule"}],
-                    "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
-                },
-            },
+            "template": {"metadata": {"labels": labels}, "spec": pod},
         },
     }
     lines = [
         f"kubectl apply -f this.yaml: Service {job} (headless, rendezvous) + Indexed Job {job}, "
         f"{plan.nodes} pod(s) x {plan.gpus_per_node} {gpu}",
         f"set the image to yours (it runs torchrun train.py); MASTER_ADDR {job}-0.{job} is pod 0 via the Service",
+        *affinity_lines,
     ]
     return _comment(_header(plan, precision, lines)) + _yaml(service) + "---\n" + _yaml(job_spec)
 
@@ -612,7 +733,14 @@ def megatron(
     ]
     notes = [] if seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set --seq-length"]
     command = [_torchrun_line(plan, "pretrain_gpt.py"), *megatron_args(plan, seq_len, precision, num_layers)]
-    return _comment(_header(plan, precision, lines, notes)) + " \\\n  ".join(command) + "\n"
+    env = ""
+    if s.tp > 1 or s.cp > 1:
+        lines.append(
+            "CUDA_DEVICE_MAX_CONNECTIONS=1: Megatron-LM asserts it for TP or CP above 1 before Blackwell "
+            "(arguments.py validate_args), and its example scripts set it"
+        )
+        env = "export " + " ".join(f"{k}={v}" for k, v in MEGATRON_ENV.items()) + "\n"
+    return _comment(_header(plan, precision, lines, notes)) + env + " \\\n  ".join(command) + "\n"
 
 
 def _toml_value(value: Any) -> str:
@@ -696,18 +824,29 @@ def torchtitan_sections(
     return sections
 
 
+# TOML keys torchtitan 0.3.0 has no flag for: its OptimizerConfig has no early_step_in_backward (0.2.2's
+# job_config.py Optimizer had it; the 0.3.0 parser answers "Unrecognized options")
+TORCHTITAN_030_MISSING = {("optimizer", "early_step_in_backward")}
+
+
 def torchtitan_flags(sections: dict[str, dict[str, Any]]) -> list[str]:
-    """The same values as torchtitan 0.3.0 command-line flags (``TORCHTITAN_FLAGS_SOURCE``)."""
+    """The same values as torchtitan 0.3.0 command-line flags (``TORCHTITAN_FLAGS_SOURCE``), less those it
+    has none for (``TORCHTITAN_030_MISSING``)."""
     flags = []
     for section in ("training", "parallelism", "optimizer"):
         for key, value in sections.get(section, {}).items():
+            if (section, key) in TORCHTITAN_030_MISSING:
+                continue
             flag = f"--{section}.{key.replace('_', '-')}"
             if isinstance(value, bool):
                 flags.append(flag if value else f"--{section}.no-{key.replace('_', '-')}")
             else:
                 flags.append(f"{flag} {value}")
-    if sections["parallelism"]["pipeline_parallel_degree"] > 1:
-        flags.append("--training.disable-cuda-graphs")  # 0.3.0 refuses CUDA graphs with PP (no 0.2.2 key)
+    parallelism = sections["parallelism"]
+    if parallelism["pipeline_parallel_degree"] > 1 or parallelism.get("expert_parallel_degree", 1) > 1:
+        # 0.3.0's trainer (Trainer.Config._validate_cuda_graphs) refuses CUDA graphs with PP, and with EP under
+        # a token dispatcher that synchronises with the CPU (the default all-to-all); no 0.2.2 key
+        flags.append("--training.disable-cuda-graphs")
     flags.append(f"activation-checkpoint:{sections['activation_checkpoint']['mode']}")  # a tyro subcommand: last
     return flags
 
@@ -738,6 +877,11 @@ def torchtitan(
         notes.append(f"torchtitan has no {precision} mixed precision: bfloat16 here")
     if precision == "fp8":
         notes.append("torchtitan 0.3.0 sets Float8 through the model converters in your config function, not a flag")
+    if plan.strategy.optimizer_in_backward:
+        notes.append(
+            "torchtitan 0.3.0 cannot run this plan as costed: it has no optimizer step in backward, on which the "
+            "plan's gradient memory counts (its line above leaves it out); run torchtitan 0.2.2 with this TOML"
+        )
     return _comment(_header(plan, precision, lines, notes)) + _toml(sections)
 
 
@@ -757,6 +901,9 @@ def accelerate(plan: Plan, precision: str = "bf16", num_layers: int | None = Non
         "num_machines": plan.nodes,
         "num_processes": plan.gpus,
         "machine_rank": 0,
+        # accelerate (commands/launch.py, utils/launch.py prepare_multi_gpu_env) hands torchrun the rendezvous
+        # endpoint main_process_ip:main_process_port over nodes; without the address it is "None:29500"
+        **({"main_process_port": MASTER_PORT} if plan.nodes > 1 else {}),
         "main_training_function": "main",
         "rdzv_backend": "static",
         "same_network": True,
@@ -772,13 +919,16 @@ def accelerate(plan: Plan, precision: str = "bf16", num_layers: int | None = Non
             "fsdp_use_orig_params": True,
         },
     }
-    lines = [
-        f"per-GPU micro-batch {s.micro_batch}, gradient accumulation {s.grad_accum} (set them in your script)",
-        f"accelerate launch --config_file this.yaml --machine_rank <0-{plan.nodes - 1}> train.py on each node"
-        if plan.nodes > 1
-        else "accelerate launch --config_file this.yaml train.py",
-        *_adapter_line(method),
-    ]
+    lines = [f"per-GPU micro-batch {s.micro_batch}, gradient accumulation {s.grad_accum} (set them in your script)"]
+    if plan.nodes > 1:
+        lines += [
+            f"run on each of the {plan.nodes} nodes with NODE_RANK (0-{plan.nodes - 1}) and MASTER_ADDR (node 0) set:",
+            "accelerate launch --config_file this.yaml --machine_rank $NODE_RANK --main_process_ip $MASTER_ADDR "
+            f"--main_process_port {MASTER_PORT} train.py",
+        ]
+    else:
+        lines.append("accelerate launch --config_file this.yaml train.py")
+    lines += _adapter_line(method)
     notes = []
     if s.zero_stage == 1:
         notes.append("FSDP has no ZeRO-1; SHARD_GRAD_OP (ZeRO-2) is the closest strategy and needs less memory")
