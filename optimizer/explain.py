@@ -550,8 +550,21 @@ def fix_notes(fixes: list[tuple[str, Plan]]) -> list[str]:
     return ["does not fit; nearest fixes: " + "; ".join(parts)]
 
 
+def _reserve_text(reserve: str | float) -> str:
+    """A fixed activation reserve as written: bytes per GPU, or a fraction (< 1) of the GPU's memory."""
+    value = float(reserve)
+    return f"{value:.0%} of each GPU's memory" if value < 1 else f"{fmt_bytes(value)} per GPU"
+
+
 def recompute_note(ctx: JobContext, requested: str | None) -> list[str]:
     """Selective recompute under FlashAttention changes nothing: say so instead of listing it as a choice."""
+    if requested in ("selective", "full") and ctx.activation_reserve != "auto":
+        return [
+            f"--recompute {requested} changes nothing here: job.activation_reserve fixes the activations "
+            f"({_reserve_text(ctx.activation_reserve)}) instead of computing them from the shapes, so there is "
+            "nothing for recompute to drop and no extra forward pass is counted: checked as none; remove "
+            "activation_reserve to model recompute"
+        ]
     if requested == "selective" and ctx.job.attention == "flash":
         return [
             "selective recompute changes nothing under FlashAttention, which never stores the s x s attention "
