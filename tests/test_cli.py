@@ -395,3 +395,13 @@ def test_piped_tables_keep_each_row_on_one_line(problems):
     assert all(jobs) and len(jobs) == len(set(jobs)), rows
     assert len({len(line) for line in lines[top : bottom + 1]}) == 1
     assert max(len(line) for line in lines[top : bottom + 1]) > 160
+
+
+def test_quiet_options_prints_an_answer_not_a_table_title():
+    """gpuplan -q options printed only 'Every hardware option with its best strategy', the table's title."""
+    job = "problems/llama-70b-within-5-days.yaml"
+    data = json.loads(run("options", job, "-f", "json").stdout)
+    feasible = sum(o["feasible"] for o in data["options"])
+    r = runner.invoke(app, ["-q", "options", job])
+    assert r.exit_code == 0 and r.stdout.count("\n") == 1, r.stdout
+    assert r.stdout.startswith(f"{len(data['options'])} hardware options, {feasible} feasible; rejected by memory")

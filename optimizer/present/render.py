@@ -292,7 +292,19 @@ def print_solve(result: SolveResult, console: Console) -> None:
     console.print(f"{result.candidates} hardware candidates, solved in {result.solve_s:.2f} s", style="dim")
 
 
+def options_headline(result: OptionsResult) -> str:
+    """The options' one line: how many, how many feasible, and what rejected the rest."""
+    rejected: dict[str, int] = {}
+    for o in result.options:
+        if not o.feasible:
+            rejected[str(o.rejected_by)] = rejected.get(str(o.rejected_by), 0) + 1
+    feasible = len(result.options) - sum(rejected.values())
+    why = ", ".join(f"{reason} {count}" for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{len(result.options)} hardware options, {feasible} feasible" + (f"; rejected by {why}" if why else "")
+
+
 def print_options(result: OptionsResult, console: Console) -> None:
+    console.print(options_headline(result))
     table = Table(title="Every hardware option with its best strategy", title_justify="left")
     for col in ("plan", "strategy", "GiB/GPU", "time", "cost", "status"):
         table.add_column(col)
