@@ -122,9 +122,16 @@ def test_a_comma_that_does_not_group_thousands_is_refused(parse, bad):
         parse(bad)
 
 
-def test_unreadable_price():
+@pytest.mark.parametrize("text", ["$5.50/parsec", "$5.50/gpu-hours-extra", "$5.50/hourly-ish", "$5.50/gpu-hx"])
+def test_unreadable_price(text):
+    """A unit is read whole: '$5.50/gpu-hours-extra' had been read as $5.50/h for starting 'gpu-hour'."""
     with pytest.raises(UnitError, match=r"\$5.50/h"):
-        parse_price_per_hour("$5.50/parsec")
+        parse_price_per_hour(text)
+
+
+@pytest.mark.parametrize("text", ["$5.50/gpu-hour", "$5.50/GPU-hours", "$5.50/gpu-hr", "$5.50/hours", "$5.50/hrs"])
+def test_price_per_gpu_hour_spellings(text):
+    assert parse_price_per_hour(text) == pytest.approx(5.5)
 
 
 @example(539.915)

@@ -183,10 +183,9 @@ def parse_price_per_hour(value: str | int | float, what: str = "a price per GPU-
     text = str(value).strip().replace("$", "").replace("USD", "").replace(" ", "")
     amount, _, per = text.partition("/")
     per = per.lower()
-    for suffix in ("gpu-hour", "gpu-hr", "gpuh", "gpu-h"):
-        if per.startswith(suffix):
-            per = "h"
-    if per in ("", "h", "hr", "hour"):
+    if per in ("gpu-hour", "gpu-hours", "gpu-hr", "gpu-hrs", "gpuh", "gpu-h"):  # whole words: not a prefix of
+        per = "h"  # 'gpu-hours-extra', which had read as $/h
+    if per in ("", "h", "hr", "hrs", "hour", "hours"):
         seconds = 3600.0
     elif per in _DURATION_UNITS:
         seconds = float(_DURATION_UNITS[per])
