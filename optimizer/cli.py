@@ -406,11 +406,11 @@ def _inputs(job: Path, problem, catalog) -> list[Path | None]:
     ]
 
 
-def _names(text: str | None) -> list[str]:
+def _names(text: str | None, field: str = "gpu_types") -> list[str]:
     """A comma-separated flag as names; given but naming none (``,,,``) is bad input, not "no filter"."""
     names = [t.strip() for t in (text or "").split(",") if t.strip()]
     if text is not None and not names:
-        raise ArgumentError(f"{text!r} names no GPU type; give one or more, e.g. B200,B300", field="gpu_types")
+        raise ArgumentError(f"{text!r} names no GPU type; give one or more, e.g. B200,B300", field=field)
     return names
 
 
@@ -697,7 +697,7 @@ def catalog_cmd(
             floor = parse_bytes(min_memory, "a memory size")
         except GpuplanError as exc:
             raise ArgumentError(exc.reason, field="min_memory") from None
-    wanted = [t.strip() for t in types.split(",") if t.strip()] if types else None
+    wanted = _names(types, "types") if types is not None else None
     check_gpu_names(cat, "types", wanted or [])
     rows = render.catalog_rows(catalog_entries(cat, wanted, floor))
     if fmt == Format.table:

@@ -1859,6 +1859,8 @@ MESSAGES = [
         ["option '--gpu-types'", "names no GPU"],
         [],
     ),
+    # the catalog's filter listed everything for an empty --types, where solve's refuses it
+    ("catalog-types-empty", {}, ["catalog", "--types", ""], ["option '--types'", "names no GPU"], []),
     (
         # a dense model has no experts to split: the flag was silently ignored (--ep was refused)
         "expert-tp-on-a-dense-model",
@@ -1926,6 +1928,20 @@ def test_a_gpu_so_slow_that_plans_run_for_aeons_is_bad_input(tmp_path):
     for: the answer names the file and what to check (exit 2), not an internal error or that plan."""
     paths = files(tmp_path, cat_yaml=skus_text(tflops="0.001"), job_yaml=job_text(catalog="cat.yaml"))
     refused(tmp_path, ["solve", str(paths["job_yaml"])], "job.yaml", "years", "TFLOPS")
+
+
+def test_the_cheapest_plan_is_the_cheapest_within_the_years_a_rental_is_planned_for(problems):
+    """Llama 70B on 4e13 tokens: the cheapest plan runs 17 years, and the cost question was refused ('the best
+    plan runs 17 years') while --objective time answered with an 8-year plan. A plan past the 10 years is no
+    plan to rent, so the cheapest is now the cheapest within them."""
+    from optimizer import load_job, plan
+
+    problem = load_job(problems / "llama-70b-within-5-days.yaml")
+    problem = problem.model_copy(update={"job": problem.job.model_copy(update={"tokens": 4e13})})
+    problem = problem.model_copy(update={"constraints": problem.constraints.model_copy(update={"deadline_s": None})})
+    best = plan(problem, runners_up=False).best
+    assert best is not None and best.hours.p50 <= 10 * 365 * 24
+    assert all(p.hours.p50 <= 10 * 365 * 24 for p in plan(problem, runners_up=False).frontier)
 
 
 def test_the_slowest_memory_allowed_gives_a_memory_bound_plan(tmp_path):

@@ -38,6 +38,9 @@ def _model(table: CandidateTable, *, deadline: bool = True, budget: bool = True)
     c = table.ctx.constraints
     pm = PlanModel()
     job = pm.add_job("job", table)
+    # past the years any rental is planned for no plan is one to rent: the cheapest plan is the cheapest
+    # within them (a 17-year cheapest plan had refused the question where an 8-year one answers it)
+    pm.model.add(job.attr["time_s"] <= int(units.LIMITS["duration"].high))
     pm.add_memory(job)
     pm.add_supply(job, table)
     pm.add_filter(job)
@@ -76,6 +79,9 @@ def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up
     started = time.perf_counter()
     clock = _Clock(time_limit_s)
     ctx = table.ctx
+    runnable = [c for c in solver_rows(table) if c.fits and c.rejected_by != "filter"]
+    if runnable and min(c.time_s for c in runnable) > units.LIMITS["duration"].high:
+        raise aeons_error(table, min(runnable, key=lambda c: c.time_s))  # even the fastest plan runs for ages
     pm, job = _model(table)
     pm.set_objective(ctx.problem.objective)
     solver, status = pm.solve(clock.left_s())
@@ -92,8 +98,6 @@ def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up
     outcome = SingleOutcome(result)
     if status in SOLVED:
         outcome.best = job.chosen(solver)
-        if outcome.best.time_s > units.LIMITS["duration"].high:
-            raise aeons_error(table, outcome.best)
         result.best = _to_plan(table, outcome.best)
         result.status = "optimal" if status == cp_model.OPTIMAL else "feasible"
         result.gap = optimality_gap(solver.objective_value, solver.best_objective_bound, status == cp_model.OPTIMAL)
