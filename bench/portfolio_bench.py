@@ -126,7 +126,7 @@ def instance(n_jobs: int, n_offers: int, seed: int = 0, load: float = 0.5) -> tu
     pf = Portfolio.model_validate({"horizon": f"{horizon_d}d", "time_step": "1h", "pools": pools, "jobs": jobs})
     # Every required job must be able to finish alone: widen its deadline to 1.5x its fastest option,
     # and make it optional when even that passes the horizon.
-    horizon = int(pf.horizon_s // pf.time_step_s)
+    horizon = pdata.whole_steps(pf.horizon_s, pf.time_step_s)
     for entry, job in zip(pf.jobs, pdata.prepare_jobs(pf, catalog, horizon)):
         fastest = min(job.durations, default=horizon + 1)
         need = job.release + int(1.5 * fastest)
@@ -139,7 +139,7 @@ def instance(n_jobs: int, n_offers: int, seed: int = 0, load: float = 0.5) -> tu
 
 def greedy(pf: Portfolio, catalog: Catalog) -> tuple[float, tuple[int, float]]:
     """The product's greedy schedule (EDF, cheapest option that fits): (cost, value)."""
-    horizon = int(pf.horizon_s // pf.time_step_s)
+    horizon = pdata.whole_steps(pf.horizon_s, pf.time_step_s)
     jobs = pdata.prepare_jobs(pf, catalog, horizon)
     pools = pdata.pool_specs(pf, catalog, horizon)
     pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}

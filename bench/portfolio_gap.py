@@ -100,7 +100,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     pf, catalog, known = constructed(args.jobs, seed=args.seed, horizon_d=args.horizon_days)
-    horizon = int(pf.horizon_s // pf.time_step_s)
+    horizon = pdata.whole_steps(pf.horizon_s, pf.time_step_s)
     jobs = pdata.prepare_jobs(pf, catalog, horizon)
     pools = pdata.pool_specs(pf, catalog, horizon)
     pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from portfolio_bench import constructed  # noqa: E402
 
 from optimizer import portfolio  # noqa: E402
-from optimizer.solver.portfolio.data import pool_specs, prepare_jobs  # noqa: E402
+from optimizer.solver.portfolio.data import pool_specs, prepare_jobs, whole_steps  # noqa: E402
 from optimizer.solver.portfolio.lp import lp_bound  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def main(argv: list[str]) -> None:
     n, horizon_d, prices, sized, limit = int(argv[0]), int(argv[1]), argv[2], argv[3], float(argv[4])
     for seed in map(int, argv[5:]):
         pf, catalog, _ = constructed(n, seed=seed, horizon_d=horizon_d, prices_drawn=prices, pools_sized=sized)
-        horizon = int(pf.horizon_s // pf.time_step_s)
+        horizon = whole_steps(pf.horizon_s, pf.time_step_s)
         pools, jobs = pool_specs(pf, catalog, horizon), prepare_jobs(pf, catalog, horizon)
         pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
         lp = lp_bound(jobs, pools, pool_of, horizon, None, 0, time_limit_s=120)

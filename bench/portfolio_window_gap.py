@@ -33,7 +33,7 @@ from portfolio_gap import placements  # noqa: E402
 
 from optimizer import api  # noqa: E402
 from optimizer.physics.constants import usd_to_cents  # noqa: E402
-from optimizer.solver.portfolio.data import pool_specs, prepare_jobs  # noqa: E402
+from optimizer.solver.portfolio.data import pool_specs, prepare_jobs, whole_steps  # noqa: E402
 from optimizer.solver.portfolio.greedy import capacity_arrays  # noqa: E402
 from optimizer.solver.portfolio.lp import window  # noqa: E402
 
@@ -102,7 +102,7 @@ def main() -> None:
     )
     result = api.portfolio(pf, catalog=catalog, time_limit_s=args.time_limit, workers=2)
     print(f"schedule ${result.total_cost_usd:,.2f}, bound ${result.bound_usd:,.2f}, gap {result.gap:.2%}", flush=True)
-    horizon = int(pf.horizon_s // pf.time_step_s)
+    horizon = whole_steps(pf.horizon_s, pf.time_step_s)
     pools, jobs = pool_specs(pf, catalog, horizon), prepare_jobs(pf, catalog, horizon)
     pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
     placed = placements(result, jobs, pf.time_step_s)

@@ -291,7 +291,13 @@ def portfolio(
     except OptionsTimeout as exc:
         return _no_time_for_options(pf, exc, time_limit_s, started)
     result, pm = outcome.result, outcome.model
-    result.notes.append(spot_note(pf.spot, "spot"))
+    if "spot" in pf.model_fields_set or not any(entry.file for entry in pf.jobs):
+        result.notes.append(spot_note(pf.spot, "spot"))
+    else:  # each job file keeps its own constraints.spot (inline jobs: allow)
+        result.notes.append(
+            "spot capacity as each job file's constraints.spot says (allow where it says nothing; the "
+            "portfolio's spot, --spot or --no-spot would set it for every job)"
+        )
     required = {job.name for job in pm.jobs if job.required}
     missing = [d.job for d in result.dropped if d.job in required]
     proven = outcome.dropped_proven

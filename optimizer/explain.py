@@ -17,7 +17,7 @@ from .planning.candidates import Candidate, CandidateTable, blocking_rules
 from .planning.context import JobContext
 from .planning.plans import SPOT_SUFFIX
 from .results import Infeasibility, MeasuredComparison, Plan, PortfolioResult
-from .solver.portfolio.data import JobData, PoolSpec
+from .solver.portfolio.data import JobData, PoolSpec, whole_steps
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,7 @@ def _step_rounding(pf: Portfolio, job: JobData) -> str | None:
     return (
         f"its fastest option takes {fmt_duration(fastest_s)} and fits between {fmt_duration(entry.release_s)} and "
         f"{fmt_duration(end_s)} from the start, but with a time_step of {fmt_duration(step)} it may start no "
-        f"earlier than {fmt_duration(job.release * step)}, must end by {fmt_duration((end_s // step) * step)} and "
+        f"earlier than {fmt_duration(job.release * step)}, must end by {fmt_duration(whole_steps(end_s, step) * step)} and "
         f"takes {fmt_duration(min(job.durations) * step)}; use a finer time_step (1h is the default)"
     )
 

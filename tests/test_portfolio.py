@@ -18,7 +18,7 @@ from optimizer import load_catalog, load_portfolio, portfolio
 from optimizer.cli import app
 from optimizer.inputs.schema import Catalog, Offer, Portfolio
 from optimizer.present.render import print_portfolio
-from optimizer.solver.portfolio.data import pool_specs, prepare_jobs
+from optimizer.solver.portfolio.data import pool_specs, prepare_jobs, whole_steps
 
 HW = load_catalog("hardware")
 MODELS = [
@@ -31,7 +31,7 @@ def check_schedule(pf, result, catalog):
     """Sweep every pool's timeline (the reported use too); check releases, deadlines, dependencies and the
     budget."""
     step = pf.time_step_s / 3600
-    horizon = int(pf.horizon_s // pf.time_step_s)
+    horizon = whole_steps(pf.horizon_s, pf.time_step_s)
     pools = pool_specs(pf, catalog, horizon)
     by_name = {j.job: j for j in result.schedule}
     reported = {use.offer: use for use in result.pools}
@@ -74,7 +74,7 @@ def check_schedule(pf, result, catalog):
 
 def brute_force(pf, catalog):
     """(dropped weight, cost cents) of the best schedule by enumerating options and start steps."""
-    horizon = int(pf.horizon_s // pf.time_step_s)
+    horizon = whole_steps(pf.horizon_s, pf.time_step_s)
     jobs = prepare_jobs(pf, catalog, horizon)
     pools = pool_specs(pf, catalog, horizon)
     pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}
@@ -536,3 +536,47 @@ def test_a_gap_measured_with_optional_jobs_left_out_says_fewer_drops_were_not_pr
     proven["flag"] = True
     result = portfolio(pf, catalog=catalog, time_limit_s=2, workers=1)
     assert not any("fewer drops" in n for n in result.notes)
+
+
+def test_decimal_hours_on_a_step_boundary_are_that_boundary():
+    """4.1h is 14,759.999... s and 2.2h 7,920.000...1 s. At 6-minute steps a window from 4.1h emptied the pool
+    from hour 0 (its edge counted as inside the step before it, whose start then took the window's GPUs), and
+    a deadline of 4.1h lost its last step: feasible portfolios were answered infeasible. Written in minutes
+    (246m) they were right; both spellings now give the same steps."""
+    catalog = load_catalog("default")
+    for hours, minutes in (("4.1h", "246m"), ("2.2h", "132m")):
+        segments, deadlines = [], []
+        for when in (hours, minutes):
+            pf = Portfolio.model_validate(
+                {
+                    "horizon": "12h",
+                    "time_step": "6m",
+                    "pools": [{"offer": "nodus-b200", "gpus": 8, "windows": [{"from": when, "to": "6h", "gpus": 0}]}],
+                    "jobs": [
+                        {
+                            "name": "a",
+                            "job": {"model": {"params": "1B"}, "tokens": "10M", "activation_reserve": 0},
+                            "deadline": when,
+                        }
+                    ],
+                }
+            )
+            segments.append(pool_specs(pf, catalog, 120)[0].segments)
+            deadlines.append(prepare_jobs(pf, catalog, 120)[0].deadline)
+        edge = int(minutes[:-1]) // 6
+        assert segments == [[(0, edge, 8), (edge, 60, 0), (60, 120, 8)]] * 2 and deadlines == [edge] * 2
+
+
+def test_a_job_files_own_spot_policy_holds_where_the_portfolio_sets_none(problems, tmp_path):
+    """A job file saying constraints.spot: never was scheduled on spot under a portfolio that set no spot
+    policy (its unset default read as allow), where solve honours it; a portfolio's own spot still rules."""
+    job = (problems / "llama-8b-lora.yaml").read_text().replace("constraints:\n", "constraints:\n  spot: never\n")
+    (tmp_path / "job.yaml").write_text(job)
+    text = "catalog: default\nhorizon: 7d\njobs:\n  - {name: a, file: job.yaml}\n"
+    (tmp_path / "pf.yaml").write_text(text)
+    own = portfolio(load_portfolio(tmp_path / "pf.yaml"), workers=1, time_limit_s=10)
+    assert own.schedule and not any(j.plan.spot for j in own.schedule)
+    assert any("each job file's constraints.spot" in n for n in own.notes)
+    (tmp_path / "pf.yaml").write_text(text + "spot: only\n")
+    forced = portfolio(load_portfolio(tmp_path / "pf.yaml"), workers=1, time_limit_s=10)
+    assert forced.schedule and all(j.plan.spot for j in forced.schedule)

@@ -18,7 +18,7 @@ from optimizer.inputs.schema import Catalog, JobSpec, ModelSpec, Offer, Portfoli
 from optimizer.physics.constants import usd_to_cents
 from optimizer.planning.calibration import job_context
 from optimizer.planning.candidates import build_table, retimed
-from optimizer.solver.portfolio.data import pool_specs, prepare_jobs
+from optimizer.solver.portfolio.data import pool_specs, prepare_jobs, whole_steps
 from optimizer.solver.portfolio.greedy import (
     behind,
     capacity_arrays,
@@ -39,7 +39,7 @@ MODEL = {"params": "8B", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 
 
 def _setup(pf, catalog):
     """The solver's view of a portfolio: jobs with options, pools, offer -> pool, horizon, budget (cents)."""
-    horizon = int(pf.horizon_s // pf.time_step_s)
+    horizon = whole_steps(pf.horizon_s, pf.time_step_s)
     jobs = prepare_jobs(pf, catalog, horizon)
     pools = pool_specs(pf, catalog, horizon)
     pool_of = {o: k for k, p in enumerate(pools) for o in p.offers}
@@ -439,7 +439,7 @@ def _constructed(n_jobs: int, seed: int = 0) -> tuple[Portfolio, Catalog]:
     ]
     pools = [{"offer": "cheap", "gpus": 8}, {"offer": "dear", "gpus": 8}]
     draft = Portfolio.model_validate({"horizon": "20d", "time_step": "4h", "pools": pools, "jobs": entries})
-    horizon = int(draft.horizon_s // draft.time_step_s)
+    horizon = whole_steps(draft.horizon_s, draft.time_step_s)
     jobs = prepare_jobs(draft, catalog, horizon)
     specs = pool_specs(draft, catalog, horizon)
     pool_of = {o: k for k, p in enumerate(specs) for o in p.offers}
@@ -589,7 +589,7 @@ def test_the_time_limit_holds_while_options_are_built():
 
 def test_jobs_of_one_shape_share_one_table():
     pf, catalog = _constructed(12)
-    horizon = int(pf.horizon_s // pf.time_step_s)
+    horizon = whole_steps(pf.horizon_s, pf.time_step_s)
     jobs = prepare_jobs(pf, catalog, horizon)
     assert len({id(j.table) for j in jobs}) <= 3 < len(jobs)
     assert drop_weights(jobs)[0] >= 1
@@ -627,7 +627,7 @@ def test_jobs_of_one_shape_and_many_token_counts_share_one_evaluation():
         for k, j in enumerate(pf.jobs)
     ]
     pf = pf.model_copy(update={"jobs": jobs})
-    data = prepare_jobs(pf, catalog, int(pf.horizon_s // pf.time_step_s))
+    data = prepare_jobs(pf, catalog, whole_steps(pf.horizon_s, pf.time_step_s))
     assert len({id(j.table) for j in data}) == len(data)  # a table per token count
     assert len({id(j.table.evaluation.timing) for j in data}) == 1  # one evaluation of the one shape
 

@@ -272,3 +272,15 @@ def test_a_plan_inside_the_deadline_by_a_fraction_of_a_second_is_chosen(problems
     answer = plan(problem.model_copy(update={"constraints": constraints}), runners_up=False)
     assert answer.best is not None and answer.best.meets_deadline
     assert (answer.best.gpus, answer.best.cost_usd.p50) == (32, four.cost_usd.p50)
+
+
+def test_a_budget_a_fraction_of_a_cent_below_a_plan_excludes_it(problems):
+    """Budgets were rounded to the nearest cent: a $1.50 schedule passed a $1.499 budget (the portfolio said
+    optimal), while check says a plan over budget is over it. A budget now holds the whole cents within it."""
+    problem = load_job(problems / "llama-8b-lora.yaml")
+    best = plan(problem, runners_up=False).best
+    assert best is not None
+    budget = best.cost_usd.p50 - 0.004
+    tight = problem.model_copy(update={"constraints": problem.constraints.model_copy(update={"budget_usd": budget})})
+    answer = plan(tight, runners_up=False)
+    assert answer.best is None or answer.best.cost_usd.p50 <= budget

@@ -359,7 +359,10 @@ def portfolio_job_problem(portfolio, index: int) -> Problem:
     updates = {}
     if entry.gpu is not None:
         updates["gpu"] = entry.gpu
-    # Deadlines are the portfolio's (from its start), not a per-row filter of the job's table.
-    updates["spot"] = portfolio.spot
+    # Deadlines are the portfolio's (from its start), not a per-row filter of the job's table. The spot policy
+    # is the portfolio's where it gives one (or --spot/--no-spot does), else the job file's own (a job file's
+    # 'spot: never' had been scheduled on spot under the portfolio's unset default)
+    if "spot" in portfolio.model_fields_set or entry.file is None:
+        updates["spot"] = portfolio.spot
     constraints = problem.constraints.model_copy(update={**updates, "deadline_s": None, "budget_usd": None})
     return problem.model_copy(update={"constraints": constraints})

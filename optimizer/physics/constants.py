@@ -7,11 +7,19 @@ overridable in a job's ``assumptions`` or a catalog row where the comment says s
 
 from __future__ import annotations
 
+import math
+
 # --------------------------------------------------------------------------- units
 
 GIB = 2.0**30  # bytes in a GiB (IEC 80000-13)
 MIB = 2.0**20
 CENTS_PER_USD = 100  # the solver works in integer cents
+
+
+def budget_cents(usd: float) -> int:
+    """The most whole cents within a budget: a cost in cents (``usd_to_cents``) is within ``usd`` exactly when
+    it is at most this. Rounding the budget instead let a $1.50 schedule through a $1.499 budget."""
+    return int(math.floor(usd * CENTS_PER_USD + 1e-6))  # 1e-6: 1.15 x 100 is 114.99999999999999
 
 
 def usd_to_cents(usd: float) -> int:

@@ -34,7 +34,7 @@ from ortools.sat.python import cp_model
 
 from ..errors import JobError
 from ..inputs import units
-from ..physics.constants import usd_to_cents
+from ..physics.constants import budget_cents, usd_to_cents
 from ..planning.candidates import Candidate, CandidateTable
 from ..planning.plans import meets_deadline
 from ..planning.uncertainty import p90_hours
@@ -242,7 +242,7 @@ class PlanModel:
 
     def add_budget(self, jobs: list[JobVars], budget_usd: float | None) -> None:
         if budget_usd is not None:
-            self.model.add(sum(self.cost_cents(j) for j in jobs) <= usd_to_cents(budget_usd)).only_enforce_if(
+            self.model.add(sum(self.cost_cents(j) for j in jobs) <= budget_cents(budget_usd)).only_enforce_if(
                 self.switch("budget")
             )
 

@@ -48,7 +48,21 @@ class JobData:
 
 
 def _steps(seconds: float, step_s: float) -> int:
+    """Whole steps that hold ``seconds`` (rounded up; a time on a step boundary is that boundary)."""
     return int(math.ceil(seconds / step_s - 1e-9))
+
+
+def whole_steps(seconds: float, step_s: float) -> int:
+    """Whole steps within ``seconds`` (rounded down; a time on a step boundary is that boundary: 4.1h is
+    14,759.999... s, 41 steps of 6 minutes, not 40)."""
+    return int(math.floor(seconds / step_s + 1e-9))
+
+
+def _snapped(seconds: float, step_s: float) -> float:
+    """A time within float noise of a step boundary, as that boundary (4.1h written in hours is 14,759.999...
+    s: a window edge there had counted as inside the step before it, and emptied every step back to 0)."""
+    k = round(seconds / step_s)
+    return k * step_s if abs(seconds / step_s - k) < 1e-9 * max(1, k) else seconds
 
 
 def pool_specs(pf: Portfolio, catalog: Catalog, horizon: int) -> list[PoolSpec]:
@@ -88,17 +102,19 @@ def _step_segments(pool, step_s: float, horizon: int) -> list[tuple[int, int, in
     5h at 3h steps) was rounded up, so the steps it cut into kept their GPUs and a schedule used GPUs the
     pool did not have; taking each step's minimum keeps every schedule within the real supply."""
 
+    windows = [(_snapped(w.start_s, step_s), _snapped(w.end_s, step_s), w.gpus) for w in pool.windows]
+
     def gpus_at(t: float) -> int:
         gpus = pool.gpus
-        for w in pool.windows:
-            if w.start_s <= t < w.end_s:
-                gpus = w.gpus
+        for start_s, end_s, window_gpus in windows:
+            if start_s <= t < end_s:
+                gpus = window_gpus
         return gpus
 
-    changes = sorted({t for w in pool.windows for t in (w.start_s, w.end_s)})
+    changes = sorted({t for start_s, end_s, _ in windows for t in (start_s, end_s)})
     bounds = {0, horizon}
     for t in changes:  # a change inside a step makes that step a segment of its own
-        bounds |= {min(horizon, math.floor(t / step_s + 1e-9)), min(horizon, _steps(t, step_s))}
+        bounds |= {min(horizon, whole_steps(t, step_s)), min(horizon, _steps(t, step_s))}
     edges = sorted(bounds)
     segments: list[tuple[int, int, int]] = []
     for s, e in zip(edges, edges[1:]):
@@ -205,7 +221,7 @@ def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int, until: float | N
             durations = [_steps(c.time_s, pf.time_step_s) for c in options]
             shapes[key] = (table, *_prune(options, durations))
         table, options, durations = shapes[key]
-        deadline = None if entry.deadline_s is None else int(entry.deadline_s // pf.time_step_s)
+        deadline = None if entry.deadline_s is None else whole_steps(entry.deadline_s, pf.time_step_s)
         jobs.append(
             JobData(
                 i,

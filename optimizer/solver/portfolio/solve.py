@@ -19,9 +19,10 @@ from ortools.sat.python import cp_model
 
 from ...inputs.schema import Catalog, Portfolio
 from ...physics.constants import CENTS_PER_USD, optimality_gap, usd_to_cents
+from ...physics.constants import budget_cents as budget_cents_of
 from ...results import PortfolioResult
 from .build import PortfolioModel, build, warm_start
-from .data import JobData, PoolSpec, pool_specs, prepare_jobs, shortlist
+from .data import JobData, PoolSpec, pool_specs, prepare_jobs, shortlist, whole_steps
 from .extract import extract
 from .greedy import (
     Fit,
@@ -170,7 +171,7 @@ def solve_portfolio(
     started = time.perf_counter() if started is None else started
     deadline = started + time_limit_s
     step = pf.time_step_s
-    horizon = int(pf.horizon_s // step)
+    horizon = whole_steps(pf.horizon_s, step)
     pools = pool_specs(pf, catalog, horizon)
     jobs = prepare_jobs(pf, catalog, horizon, deadline)
     say = _say(progress, started)
@@ -246,7 +247,7 @@ def _search(
     iterated greedy over job orders, then large-neighbourhood search with repair until the time limit."""
     jobs, pools, horizon = data.jobs, data.pools, data.horizon
     pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
-    budget_cents = None if pf.budget_usd is None else usd_to_cents(pf.budget_usd)
+    budget_cents = None if pf.budget_usd is None else budget_cents_of(pf.budget_usd)
     weights = drop_weights(jobs)
     reserve = _extract_reserve(len(jobs))
     left = deadline - reserve - time.perf_counter()
@@ -644,7 +645,7 @@ def _exact(
             f"({sum(len(job.options) for job in jobs):,} of {total:,} options); the optimum is over that shortlist"
         )
     pm = build(pf, jobs, pools, horizon)
-    budget_cents = None if pf.budget_usd is None else usd_to_cents(pf.budget_usd)
+    budget_cents = None if pf.budget_usd is None else budget_cents_of(pf.budget_usd)
     placed = greedy_schedule(jobs, pools, pm.pool_of, horizon, budget_cents)
     greedy_cost = sum(usd_to_cents(job.options[p[0]].cost_usd) for job, p in zip(jobs, placed) if p)
     _say(progress, started)(f"greedy   cost ${greedy_cost / CENTS_PER_USD:,.2f}")
