@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .inputs.catalog import find_sku
 from .inputs.schema import Portfolio, Sku
-from .inputs.units import fmt_bytes, fmt_duration, parse_count
+from .inputs.units import fmt_budget, fmt_bytes, fmt_duration, parse_count
 from .physics.constants import GIB
 from .planning.candidates import Candidate, CandidateTable, blocking_rules
 from .planning.context import JobContext
@@ -157,7 +157,7 @@ def _budget(deadline_s: float | None, budget_usd: float, r: _Rows) -> Infeasibil
     within = " within the deadline" if in_time and deadline_s is not None else ""
     detail = (
         f"the cheapest plan{within}, {_where(cheapest)}, costs ${cheapest.cost_usd:,.2f}: ${over:,.2f} over the "
-        f"budget of ${budget_usd:,.2f}"
+        f"budget of {fmt_budget(budget_usd)}"
     )
     return Infeasibility(constraint="budget", over_by=over, detail=detail)
 
@@ -181,7 +181,7 @@ def drop_reason(
     if job.deadline is not None and earliest_end > job.deadline and pf.objective != "weighted_lateness":
         return "cannot meet its deadline after the jobs it waits for ('after:')"
     if pf.budget_usd is not None and (cheapest := min(o.cost_usd for o in job.options)) > pf.budget_usd:
-        return f"its cheapest option alone (${cheapest:,.2f}) costs more than the budget (${pf.budget_usd:,.2f})"
+        return f"its cheapest option alone (${cheapest:,.2f}) costs more than the budget ({fmt_budget(pf.budget_usd)})"
     if dropped and (waits := [d for d in job.after if d in dropped]):
         return f"waits ('after:') for {', '.join(map(repr, waits))}, left out of the schedule too"
     if job.required and proven:
@@ -317,7 +317,7 @@ def portfolio_infeasibility(
                     over_by=floor - pf.budget_usd,
                     detail=(
                         f"{who} cost at least ${floor:,.2f} at their cheapest options: "
-                        f"${floor - pf.budget_usd:,.2f} over the budget of ${pf.budget_usd:,.2f}"
+                        f"${floor - pf.budget_usd:,.2f} over the budget of {fmt_budget(pf.budget_usd)}"
                     ),
                 )
             )

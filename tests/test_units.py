@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from optimizer.errors import UnitError
 from optimizer.inputs.units import (
+    fmt_budget,
     parse_bytes,
     parse_bytes_or_fraction,
     parse_count,
@@ -141,3 +142,11 @@ def test_the_cents_the_solver_counts_are_the_cents_every_result_shows(usd):
     # $539.915 is stored just below the half cent: shown $539.91, so it must count 53,991 cents, else a
     # bound proven in cents reads a cent above the cost it bounds.
     assert f"{usd_to_cents(usd) / CENTS_PER_USD:.2f}" == f"{usd:.2f}"
+
+
+@pytest.mark.parametrize(
+    ("usd", "text"), [(1.499, "$1.499"), (0.0049, "$0.0049"), (500, "$500.00"), (1.15, "$1.15"), (None, "n/a")]
+)
+def test_a_budget_prints_as_written_where_it_is_not_whole_cents(usd, text):
+    """A $1.499 budget printed as '$1.50' beside the $1.50 schedule it refused, and $0.0049 as '$0.00'."""
+    assert fmt_budget(usd) == text

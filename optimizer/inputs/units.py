@@ -199,6 +199,16 @@ def parse_price_per_hour(value: str | int | float, what: str = "a price per GPU-
     return _finite(usd * 3600.0 / seconds, value, what)
 
 
+def fmt_budget(usd: float | None) -> str:
+    """A budget in dollars and cents, or as written where it is not whole cents: '$1.499', not '$1.50' beside
+    the $1.50 plan it refused ('n/a' for none)."""
+    if usd is None:
+        return "n/a"
+    if abs(usd * 100 - round(usd * 100)) > 1e-6:
+        return f"${usd:,.6f}".rstrip("0")
+    return f"${usd:,.2f}"
+
+
 def parse_count(value: str | int | float, what: str = "a count") -> float:
     """``70B`` -> 7e10 parameters, ``500M`` / ``2B`` tokens, ``14e9``, ``1.5T``, ``14.8k``."""
     if isinstance(value, bool):

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..inputs.catalog import CatalogEntry
-from ..inputs.units import fmt_count, fmt_duration
+from ..inputs.units import fmt_budget, fmt_count, fmt_duration
 from ..physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY, GIB
 from ..physics.efficiency import REFERENCE_HIDDEN, matmul_efficiency
 from ..results import CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
@@ -181,7 +181,7 @@ def headline(result: SolveResult) -> str:
     if result.deadline_h is not None:
         limits.append(f"finishing within {_hours(result.deadline_h)}")
     if result.budget_usd is not None:
-        limits.append(f"within {usd(result.budget_usd)}")
+        limits.append(f"within {fmt_budget(result.budget_usd)}")
     cost = usd(b.cost_usd.p50) if b.cost_usd else "n/a"
     return (
         f"{goal}{' ' + ' and '.join(limits) if limits else ''}: {b.label()}, {strategy_text(b)}: "
@@ -464,7 +464,7 @@ def print_portfolio(result, console: Console) -> None:
         Text(
             f"{head}: {len(result.schedule)} jobs{' placed' if result.status == 'unknown' else ''}, "
             f"total {usd(result.total_cost_usd)}"
-            + (f" of {usd(result.budget_usd)}" if result.budget_usd else "")
+            + (f" of {fmt_budget(result.budget_usd)}" if result.budget_usd else "")
             + (f", all done by {result.makespan_h:,.0f} h" if result.schedule else ""),
             style="bold",
         )
