@@ -405,3 +405,16 @@ def test_quiet_options_prints_an_answer_not_a_table_title():
     r = runner.invoke(app, ["-q", "options", job])
     assert r.exit_code == 0 and r.stdout.count("\n") == 1, r.stdout
     assert r.stdout.startswith(f"{len(data['options'])} hardware options, {feasible} feasible; rejected by memory")
+
+
+def test_the_frontier_chart_holds_a_chosen_plan_the_frontier_does_not_reach(problems):
+    """A frontier the time limit cut short can stop before the chosen plan: the chart placed '@' below its
+    last row and crashed (IndexError, exit 1) on a catalog with 1,024 nodes under --time-limit 2."""
+    from optimizer import load_job, plan
+    from optimizer.present.render import frontier_chart
+
+    result = plan(load_job(problems / "llama-70b-within-5-days.yaml"))
+    assert result.best is not None and result.best.cost_usd.p50 < min(p.cost_usd.p50 for p in result.frontier[:2])
+    result.frontier = result.frontier[:2]
+    chart = frontier_chart(result)
+    assert chart is not None and "@" in chart

@@ -206,7 +206,9 @@ def frontier_chart(result: SolveResult, width: int = 60, height: int = 12) -> st
     pts = [(p.hours.p50, p.cost_usd.p50) for p in result.frontier if p.cost_usd]
     if len(pts) < 2:
         return None
-    xs, ys = [x for x, _ in pts], [y for _, y in pts]
+    # the chosen plan on the axes too: a frontier the time limit cut short need not reach it
+    best = [(result.best.hours.p50, result.best.cost_usd.p50)] if result.best and result.best.cost_usd else []
+    xs, ys = [x for x, _ in pts + best], [y for _, y in pts + best]
     deadline = [result.deadline_h] if result.deadline_h else []  # on the axis even left of every plan
     x0, x1 = min(xs + deadline), max(xs + deadline)
     y0, y1 = min(ys), max(ys)
