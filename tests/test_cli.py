@@ -414,7 +414,8 @@ def test_the_frontier_chart_holds_a_chosen_plan_the_frontier_does_not_reach(prob
     from optimizer.present.render import frontier_chart
 
     result = plan(load_job(problems / "llama-70b-within-5-days.yaml"))
-    assert result.best is not None and result.best.cost_usd.p50 < min(p.cost_usd.p50 for p in result.frontier[:2])
-    result.frontier = result.frontier[:2]
+    assert result.best is not None and len(result.frontier) >= 2
+    cheap = result.best.cost_usd.model_copy(update={"p50": result.best.cost_usd.p50 / 2})
+    result.best = result.best.model_copy(update={"cost_usd": cheap})  # far below the frontier's cheapest point
     chart = frontier_chart(result)
     assert chart is not None and "@" in chart
