@@ -32,7 +32,7 @@ from .errors import ArgumentError, GpuplanError, printable
 from .inputs import units
 from .inputs.catalog import catalog_entries, find_sku, offers_for
 from .inputs.files import expand_models, load_catalog, load_job, load_portfolio, parse_model, problem_catalog
-from .inputs.hf_models import model_fields, presets
+from .inputs.hf_models import model_fields, model_reference, presets
 from .inputs.overrides import apply_overrides, parse_measurement
 from .inputs.reader import forget_reads
 from .inputs.schema import ModelSpec
@@ -850,12 +850,14 @@ def models_cmd(fmt: Format = FormatOpt) -> None:
 @app.command("model")
 @handled
 def model_cmd(
-    name: str = typer.Argument(..., help="A preset name or a path to a Hugging Face config.json."),
+    name: str = typer.Argument(
+        ..., help="A preset name, or a Hugging Face config.json or the model folder holding it."
+    ),
     fmt: Format = FormatOpt,
 ) -> None:
     """Show one model: total and active parameters and the shapes, from a preset or a config.json."""
     try:
-        data = expand_models({"job": {"model": {"hf_config": name} if name.endswith(".json") else {"preset": name}}})
+        data = expand_models({"job": {"model": model_reference(name)}})
     except GpuplanError as exc:
         if exc.source is None:  # the name itself (an unknown preset); errors inside a config.json name the file
             raise ArgumentError(exc.reason, field="name") from None
