@@ -320,7 +320,7 @@ def _check_gpu_affinity(p: Plan, affinity, text: str) -> None:
     (memory,) = term.match_expressions
     assert (memory.key, memory.operator) == ("nvidia.com/gpu.memory", "Gt")
     need_mib = min(p.memory_gib.total, p.memory_gib.capacity) * 1024
-    assert need_mib - 1 <= int(memory.values[0]) <= need_mib < sku_mib(p.sku)
+    assert int(memory.values[0]) < need_mib <= int(memory.values[0]) + 1 and need_mib <= sku_mib(p.sku)
     assert "delete spec.template.spec.affinity" in text and "GPU Feature Discovery" in text
     if p.sku in GFD_PRODUCTS:
         assert preferred == {"nvidia.com/gpu.product": [GFD_PRODUCTS[p.sku]]}
@@ -782,3 +782,15 @@ def test_an_adapter_plan_says_what_the_script_must_add(name, kind):
     assert f"method {method}" in text and "peft.LoraConfig" in text
     assert ("load_in_4bit=True" in text) == (method == "qlora")
     assert "peft" not in export(get_plan("hybrid-zero3"), kind, name="gpuplan-test", method="full")
+
+
+def test_kubernetes_keeps_nodes_whose_gpus_hold_exactly_the_plans_memory():
+    """A plan using all 80.0 GiB of an A100 80GB asked for nvidia.com/gpu.memory Gt 81920, and A100 80GB
+    nodes report 81,920 MiB: the SKU's own nodes were excluded."""
+    base = get_plan("hybrid-zero3")
+    full = base.memory_gib.model_copy(update={"total": 80.0, "capacity": 80.0})
+    p = base.model_copy(update={"sku": "A100-80GB", "memory_gib": full})
+    _, job_doc = yaml.safe_load_all(export(p, "kubernetes", name="gpuplan-test"))
+    affinity = job_doc["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    (term,) = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert term["matchExpressions"][0]["values"] == ["81919"]

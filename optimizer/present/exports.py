@@ -444,7 +444,9 @@ def _node_affinity(plan: Plan) -> tuple[dict[str, Any], list[str]]:
     capacity it was planned on, which is at most what the driver reports, so the SKU's own nodes always
     qualify); preferred, the SKU's nvidia.com/gpu.product where its device name is known. AMD
     (``AMD_LABELLER_SOURCE``): preferred, amd.com/gpu.device-id; amd.com/gpu.vram is no integer."""
-    need_mib = math.floor(min(plan.memory_gib.total, plan.memory_gib.capacity) * 1024)
+    # Gt: GPUs of at least the whole MiB the plan needs (an A100 80GB plan using all 81,920 MiB had asked
+    # for more than 81,920, which excluded the SKU's own nodes)
+    need_mib = math.ceil(min(plan.memory_gib.total, plan.memory_gib.capacity) * 1024 - 1e-6) - 1
     if _is_amd(plan.sku):
         ids = AMD_DEVICE_IDS.get(plan.sku)
         lines = [
