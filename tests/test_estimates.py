@@ -165,3 +165,30 @@ def test_recompute_on_a_fixed_activation_reserve_is_said_to_change_nothing(probl
     result = check(job, "RTX-PRO-6000", 4, recompute="full", compare=False)
     assert result.plan.strategy.recompute == "none"
     assert any("--recompute full changes nothing here" in n and "activation_reserve" in n for n in result.notes)
+
+
+def _offloaded_8b():
+    from optimizer.inputs.files import expand_models
+    from optimizer.inputs.schema import Problem
+
+    job = {"name": "off8b", "model": {"preset": "llama-3.1-8b"}, "offload": "optimizer", "tokens": "200M"}
+    problem = Problem.model_validate(expand_models({"catalog": "default", "job": {**job, "seq_len": 2048}}))
+    return problem.model_copy(update={"job": problem.job.model_copy(update={"global_batch": 16})})
+
+
+def test_measurements_on_different_bounds_each_reproduce_their_own_configuration():
+    """90k tokens/s on 64 B200 (network-bound) and 15k on 8 B200 (compute-bound): each factor was fitted with
+    the other at 1, so once the compute factor was set the 64-GPU prediction read 91,204, 'measured on this
+    configuration (sigma 0.02)'. The factors are now fitted together."""
+    job = apply_overrides(_offloaded_8b(), measured=["64xB200:90k tok/s", "8xB200:15k tok/s"])
+    assert check(job, "B200", 64, compare=False).plan.tokens_per_s == pytest.approx(90_000, rel=0.002)
+    assert check(job, "B200", 8, compare=False).plan.tokens_per_s == pytest.approx(15_000, rel=0.002)
+
+
+def test_a_measurement_no_efficiency_reaches_is_refused_the_right_way_round():
+    """20k tokens/s on 8 B200 with the optimizer offloaded: the offloaded step bounds it, so no compute factor
+    reaches it, and the refusal called 20k '0.839 times slower' than the predicted 16,771."""
+    from optimizer import GpuplanError
+
+    with pytest.raises(GpuplanError, match=r"1\.19 times faster than gpuplan predicts \(16,771 tokens/s\)"):
+        check(apply_overrides(_offloaded_8b(), measured=["8xB200:20k tok/s"]), "B200", 8, compare=False)
