@@ -1,10 +1,12 @@
 """The test oracle: brute-force enumeration over the same candidate table CP-SAT reads.
 
-It shares nothing with the CP-SAT model but the table (``solver_rows``/``scaled`` for the integer cost and
-time): whether a row fits and meets the deadline is what ``check`` says of its plan (``plan_from``), the
-optimum a plain minimum over the rows that pass every constraint, the frontier a sort and a sweep.
+It shares nothing with the CP-SAT model but the table (``solver_rows``/``scaled`` for the integer cost):
+whether a row fits and meets the deadline, and its hours, are what ``check`` says of its plan
+(``plan_from``), the optimum a plain minimum over the rows that pass every constraint, the frontier a sort
+and a sweep.
 """
 
+from optimizer.inputs import units
 from optimizer.planning.plans import plan_from
 from optimizer.solver.model import scaled, solver_rows
 
@@ -14,13 +16,13 @@ def rows(table):
     for c in solver_rows(table):
         d = scaled(c, table)
         verdict = plan_from(table.ctx, c.row, table.evaluation, c.index)
-        out.append({**d, "fits": verdict.fits, "meets_deadline": verdict.meets_deadline})
+        out.append({**d, "fits": verdict.fits, "meets_deadline": verdict.meets_deadline, "hours": verdict.hours.p50})
     return out
 
 
 def allowed(d, table, *, deadline=True, budget=True):
     c = table.ctx.constraints
-    if not d["fits"] or d["filtered"] or d["over_supply"]:
+    if not d["fits"] or d["filtered"] or d["over_supply"] or d["hours"] * 3600 > units.LIMITS["duration"].high:
         return False
     if deadline and d["meets_deadline"] is False:
         return False
@@ -33,9 +35,7 @@ def best(table, objective):
     if not feasible:
         return None
     key = (
-        (lambda d: (d["cost_cents"], d["time_s"]))
-        if objective == "cost"
-        else (lambda d: (d["time_s"], d["cost_cents"]))
+        (lambda d: (d["cost_cents"], d["hours"])) if objective == "cost" else (lambda d: (d["hours"], d["cost_cents"]))
     )
     d = min(feasible, key=key)
     return d["cost_cents"], d["time_s"]
@@ -46,7 +46,7 @@ def frontier(table):
     pts, cheapest = [], None
     for d in sorted(
         (d for d in rows(table) if allowed(d, table, deadline=False, budget=False)),
-        key=lambda d: (d["time_s"], d["cost_cents"]),
+        key=lambda d: (d["hours"], d["cost_cents"]),
     ):
         if cheapest is None or d["cost_cents"] < cheapest:
             pts.append((d["time_s"], d["cost_cents"]))

@@ -284,3 +284,17 @@ def test_a_budget_a_fraction_of_a_cent_below_a_plan_excludes_it(problems):
     tight = problem.model_copy(update={"constraints": problem.constraints.model_copy(update={"budget_usd": budget})})
     answer = plan(tight, runners_up=False)
     assert answer.best is None or answer.best.cost_usd.p50 <= budget
+
+
+def test_the_time_objective_reads_exact_times_not_whole_seconds():
+    """Llama 3.1 8B on 1M tokens: 64 B300 take 600.755 s and 64 B200 600.934 s, both 601 whole seconds; the
+    tie went to the cheaper B200 as 'fastest', and the faster B300 point never reached the frontier."""
+    from optimizer import check
+    from optimizer.inputs.files import expand_models
+
+    job = {"name": "net8b", "model": {"preset": "llama-3.1-8b"}, "tokens": "1M", "seq_len": 1024, "global_batch": 64}
+    problem = Problem.model_validate(expand_models({"catalog": "default", "objective": "time", "job": job}))
+    answer = plan(problem, runners_up=False)
+    b300 = check(problem, "nodus-b300", 64, compare=False).plan
+    assert answer.best is not None and answer.best.hours.p50 <= b300.hours.p50
+    assert answer.frontier[0].hours.p50 == answer.best.hours.p50

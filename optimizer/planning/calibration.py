@@ -279,8 +279,12 @@ def _unreachable(ctx: JobContext, row: HardwareRow, m, i: int) -> GpuplanError:
     either far off, or a part of the step the bound's efficiency does not move (an offloaded optimizer step)
     already takes longer than the measurement leaves."""
     predicted = predict(ctx, row)[0]
-    ratio = m.tokens_per_s / predicted
-    how = f"{ratio:,.3g} times faster" if ratio > 1 else f"{1 / ratio:,.3g} times slower"
+    faster = m.tokens_per_s > predicted
+    how = (
+        f"{m.tokens_per_s / predicted:,.3g} times faster"
+        if faster
+        else f"{predicted / m.tokens_per_s:,.3g} times slower"
+    )
     return _refused(
         ctx,
         i,

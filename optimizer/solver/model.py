@@ -4,7 +4,8 @@ Formulation, per job j with candidate table C_j (rows of ``candidates.CandidateT
 is a hardware choice with its best strategy, its physics pre-computed and integer-scaled):
 
   data      offer_i, nodes_i, gpus_per_node_i, gpus_i, tp_i, pp_i, zero_i, shard_i, micro_batch_i,
-            recompute_i; time_s_i (p50, ceil to s), cost_cents_i; late_i, overfull_i, filtered_i in {0, 1}
+            recompute_i; time_s_i (p50, ceil to s), time_rank_i (the rows' order by exact p50 time, what the
+            objectives read), cost_cents_i; late_i, overfull_i, too_long_i, filtered_i in {0, 1}
             (late: past the deadline at its quantile; overfull: does not fit in memory; both as check says)
   variables choice_j in C_j (an index); pick_{j,i} <=> (choice_j == i); and the decision variables
             of docs/design.md section 9.3, each an element of its column at choice_j:
@@ -18,8 +19,8 @@ is a hardware choice with its best strategy, its physics pre-computed and intege
             supply:   nodes_j <= max_nodes, gpus_j <= max_gpus; (offer_j, nodes_j) within the offer's
                       supply (an allowed-assignments table)
             filter:   filtered_j == 0 (GPU type, minimum memory, provider, precision support)
-  objective cost: minimise sum cost_cents * W + sum time_s (ties broken by time);
-            time: minimise sum time_s * W + sum cost_cents; W = 1 + the largest tie-breaker total.
+  objective cost: minimise sum cost_cents * W + sum time_rank (ties broken by time);
+            time: minimise sum time_rank * W + sum cost_cents; W = 1 + the largest tie-breaker total.
 
 Deterministic: one worker and a fixed seed, so the same input gives the same answer.
 """
@@ -66,6 +67,8 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
         # check's own verdicts, not whole seconds or MiB rounded against the plan: a plan 0.1 s inside the
         # deadline, or a few bytes inside the GPU, is inside it here as well
         "late": 1 if meets_deadline(ctx, hours_p50, hours_p90) is False else 0,
+        # past the years any rental is planned for (units.LIMITS duration): no plan to rent
+        "too_long": 1 if candidate.time_s > units.LIMITS["duration"].high else 0,
         "cost_cents": usd_to_cents(candidate.cost_usd),
         "overfull": 0 if candidate.fits else 1,
         "filtered": 1 if candidate.rejected_by == "filter" else 0,
@@ -87,6 +90,8 @@ COLUMNS = (
     "virtual_stages",
     "offload",
     "time_s",
+    "time_rank",
+    "too_long",
     "late",
     "cost_cents",
     "overfull",
@@ -198,6 +203,11 @@ class PlanModel:
         for an optional job) and, with ``attributes``, the index and element variables of docs/design.md section 9.3."""
         rows = solver_rows(table) if rows is None else rows
         data = [scaled(c, table) for c in rows]
+        # time as the rows' order by their exact hours: whole seconds had tied 600.755 s with 600.934 s, and
+        # the time objective took the slower (cheaper) one, dropping the faster from the frontier
+        order = {t: k for k, t in enumerate(sorted({c.time_s for c in rows}))}
+        for d, c in zip(data, rows):
+            d["time_rank"] = order[c.time_s]
         if any(abs(v) > MAX_SOLVER_INT for d in data for v in d.values()):
             raise overflow_error(table)
         m = self.model
@@ -291,9 +301,9 @@ class PlanModel:
 
     def set_objective(self, objective: str) -> None:
         """Single jobs: cost with time as the tie-breaker, or time with cost as the tie-breaker."""
-        time_total = sum(j.attr["time_s"] for j in self.jobs)
+        time_total = sum(j.attr["time_rank"] for j in self.jobs)
         cost_total = sum(self.cost_cents(j) for j in self.jobs)
-        time_max, cost_max = self.max_total("time_s"), self.max_total("cost_cents")
+        time_max, cost_max = self.max_total("time_rank"), self.max_total("cost_cents")
         if objective == "cost":
             self.model.minimize(self.lexicographic(cost_total, time_total, time_max, cost_max))
         else:

@@ -40,7 +40,7 @@ def _model(table: CandidateTable, *, deadline: bool = True, budget: bool = True)
     job = pm.add_job("job", table)
     # past the years any rental is planned for no plan is one to rent: the cheapest plan is the cheapest
     # within them (a 17-year cheapest plan had refused the question where an 8-year one answers it)
-    pm.model.add(job.attr["time_s"] <= int(units.LIMITS["duration"].high))
+    pm.model.add(job.attr["too_long"] == 0)
     pm.add_memory(job)
     pm.add_supply(job, table)
     pm.add_filter(job)
