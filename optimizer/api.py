@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from .errors import ArgumentError, JobError
 from .explain import (
+    aeons_notes,
     check_notes,
     fill_drop_reasons,
     fix_notes,
@@ -80,7 +81,7 @@ def plan(
         )
     if table.ctx.constraints.deadline_quantile == "p90":
         result.notes.append("the deadline must hold at p90")
-    result.notes += plan_notes(table.ctx, result.best)
+    result.notes += plan_notes(table.ctx, result.best) + aeons_notes(table, result.best)
     return result
 
 

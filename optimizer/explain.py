@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .inputs import units
 from .inputs.catalog import find_sku
 from .inputs.schema import Portfolio, Sku
-from .inputs.units import fmt_budget, fmt_bytes, fmt_duration, parse_count
+from .inputs.units import YEAR_S, fmt_budget, fmt_bytes, fmt_duration, parse_count
 from .physics.constants import GIB
 from .planning.candidates import Candidate, CandidateTable, blocking_rules
 from .planning.context import JobContext
 from .planning.plans import SPOT_SUFFIX
 from .results import Infeasibility, MeasuredComparison, Plan, PortfolioResult
+from .solver.model import solver_rows
 from .solver.portfolio.data import JobData, PoolSpec, whole_steps
 
 
@@ -420,6 +422,11 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
     if ctx.activation_reserve != "auto":
         notes.append("activations are the fixed job.activation_reserve, not computed from shapes")
     notes += measurement_notes(ctx)
+    if plan.hours.p50 * 3600.0 > units.LIMITS["duration"].high:
+        notes.append(
+            f"this configuration runs {_years(plan.hours.p50 * 3600.0)}, past the {LIMIT_YEARS} any GPU rental is "
+            "planned for: solve leaves such plans out"
+        )
     for point, m in zip(ctx.calibration.points, ctx.job.measured):
         peak = m.peak_memory_bytes
         if (
@@ -504,6 +511,34 @@ def measurement_notes(ctx: JobContext) -> list[str]:
         "and the throughput calibrated from it is anchored to a layout that cannot run here; check the "
         "measurement's GPU count and the job's model, method and sequence length"
         for (sku, gpus, _nodes), need, capacity in ctx.calibration.unfit
+    ]
+
+
+def _years(seconds: float) -> str:
+    return f"{seconds / YEAR_S:,.2f} years"
+
+
+LIMIT_YEARS = f"{units.LIMITS['duration'].high / YEAR_S:.0f} years"  # the years a rental may be planned for
+
+
+def aeons_notes(table: CandidateTable, best: Plan | None) -> list[str]:
+    """Plans past the years a rental is planned for are left out of solve: say so where one of them would
+    have been cheaper than the answer (a 10.04-year plan $0.76 cheaper had been left out silently)."""
+    limit = units.LIMITS["duration"].high
+    if best is None or best.cost_usd is None:
+        return []
+    left_out = [
+        c
+        for c in solver_rows(table)
+        if c.time_s > limit and c.fits and c.rejected_by is None and c.cost_usd < best.cost_usd.p50
+    ]
+    if not left_out:
+        return []
+    cheapest = min(left_out, key=lambda c: c.cost_usd)
+    return [
+        f"plans running past {LIMIT_YEARS} are left out, as no rental is planned that far ahead: the cheapest of "
+        f"them, {cheapest.row.gpus} x {cheapest.row.sku.name}, would cost ${cheapest.cost_usd:,.2f} over "
+        f"{_years(cheapest.time_s)}"
     ]
 
 
