@@ -19,6 +19,7 @@ from .explain import (
     framework_reason,
     infeasibility,
     measured_summary,
+    outside_search_notes,
     plan_notes,
     portfolio_infeasibility,
     recompute_note,
@@ -153,6 +154,7 @@ def check(
         )
     if not plan_.fits:
         result.notes += fix_notes(nearest_fixes(ctx, sku, gpus, nodes, spot, fixed))
+    result.notes += outside_search_notes(ctx, plan_.strategy)
     comparison = versus_measured(ctx, sku, gpus, nodes, plan_)
     if comparison is not None:
         base = ctx.job.measured[0]

@@ -14,7 +14,13 @@ from .inputs.catalog import find_sku
 from .inputs.schema import Portfolio, Sku
 from .inputs.units import YEAR_S, fmt_budget, fmt_bytes, fmt_duration, parse_count
 from .physics.constants import GIB
-from .planning.candidates import Candidate, CandidateTable, blocking_rules
+from .planning.candidates import (
+    CONTEXT_PARALLEL_MIN_SEQ_LEN,
+    VIRTUAL_STAGE_CHOICES,
+    Candidate,
+    CandidateTable,
+    blocking_rules,
+)
 from .planning.context import JobContext
 from .planning.plans import SPOT_SUFFIX
 from .results import Infeasibility, MeasuredComparison, Plan, PortfolioResult
@@ -539,6 +545,26 @@ def aeons_notes(table: CandidateTable, best: Plan | None) -> list[str]:
         f"plans running past {LIMIT_YEARS} are left out, as no rental is planned that far ahead: the cheapest of "
         f"them, {cheapest.row.gpus} x {cheapest.row.sku.name}, would cost ${cheapest.cost_usd:,.2f} over "
         f"{_years(cheapest.time_s)}"
+    ]
+
+
+def outside_search_notes(ctx: JobContext, strategy) -> list[str]:
+    """Choices ``check`` accepts by hand that solve does not search (its time model is not validated there):
+    the comparison with the best plan cannot say that plan beats this one (a CP 2 layout at 4k tokens was
+    $4.38 cheaper than solve's optimum, which had never tried it)."""
+    outside = []
+    if strategy.cp > 1 and ctx.job.seq_len < CONTEXT_PARALLEL_MIN_SEQ_LEN:
+        outside.append(f"context parallelism below {CONTEXT_PARALLEL_MIN_SEQ_LEN:,} tokens")
+    if strategy.expert_tp and strategy.expert_tp != strategy.tp:
+        outside.append("an expert TP other than the attention TP (parallel folding)")
+    if strategy.virtual_stages > max(VIRTUAL_STAGE_CHOICES):
+        outside.append(f"more than {max(VIRTUAL_STAGE_CHOICES)} pipeline chunks per GPU")
+    if not outside:
+        return []
+    return [
+        f"this layout uses {' and '.join(outside)}, which solve does not search (gpuplan's time model is not "
+        "validated there): its best plan below is the best of the layouts it searches, and this one is not "
+        "compared with them"
     ]
 
 

@@ -388,3 +388,18 @@ def test_capacity_replicates_frozen_weights_below_zero_3(method):
     for zero in (0, 1, 2):
         assert capacity("B200", 8, zero=zero, method=method).max_params == pytest.approx(one)
     assert capacity("B200", 8, zero=3, method=method).max_params == pytest.approx(8 * one)
+
+
+def test_check_says_when_a_hand_picked_layout_lies_outside_what_solve_searches(problems):
+    """Context parallelism at 4k tokens, which solve does not try (from 16k up), came out cheaper than solve's
+    optimum with nothing said; check now says the layout lies outside the search, so the comparison is not a
+    claim that the optimum beats it."""
+    from optimizer import load_job
+
+    job = load_job(problems / "llama-70b-within-5-days.yaml")
+    assert job.job.seq_len < 16384
+    outside = check(job, "B200", 32, nodes=4, tp=1, pp=4, cp=2, compare=False)
+    assert outside.plan.strategy.cp == 2
+    assert any("which solve does not search" in n and "context parallelism" in n for n in outside.notes)
+    inside = check(job, "B200", 32, nodes=4, tp=1, pp=4, compare=False)
+    assert not any("which solve does not search" in n for n in inside.notes)
