@@ -206,6 +206,8 @@ ExportOpt = typer.Option(
 )
 OutOpt = typer.Option(None, "--out", help="File for --export (default: print it).")
 FormatOpt = typer.Option(Format.table, "--format", "-f", help="table (for people), json or yaml (for scripts).")
+# --quiet after the command as well as before it (gpuplan solve job.yaml -q was "No such option")
+QuietOpt = typer.Option(False, "--quiet", "-q", help="Tables: print only the one-line answer.")
 CatalogOpt = typer.Option(
     None,
     "--catalog",
@@ -478,8 +480,10 @@ def check(
     ),
     catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
+    _state["quiet"] = _state["quiet"] or quiet
     if sku.endswith(SPOT_SUFFIX):  # a plan's offer as printed ("runpod-rtx-pro-6000 (spot)"): its spot price
         sku, spot = sku.removesuffix(SPOT_SUFFIX).strip(), True
     check_flags(
@@ -587,8 +591,10 @@ def solve(
     out: Path | None = OutOpt,
     catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
     """The optimal plan, the cost/time Pareto frontier, and why the other GPUs lost."""
+    _state["quiet"] = _state["quiet"] or quiet
     check_flags(
         deadline=deadline,
         budget=budget,
@@ -662,8 +668,10 @@ def options(
     spot: bool | None = SpotOpt,
     catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
     """Every hardware row considered, with its best strategy, time, cost and what rejected it."""
+    _state["quiet"] = _state["quiet"] or quiet
     check_flags(deadline=deadline, budget=budget, max_nodes=max_nodes, min_memory=min_memory)
     problem = _problem(
         job,
@@ -737,9 +745,11 @@ def capacity(
     nodes: int | None = typer.Option(None, "--nodes", help="With a job: nodes (default the fewest)."),
     catalog: str | None = typer.Option(None, "--catalog", "-c", help="Default: the job's catalog, else default."),
     fmt: Format = FormatOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
     """The largest model (parameters) that fits on these GPUs: training state plus reserve, or for a job file
     the deepest version of its model whose best layout fits."""
+    _state["quiet"] = _state["quiet"] or quiet
     check_flags(gpus=gpus, nodes=nodes, bytes_per_param=bytes_per_param, reserve=reserve)
     state_flags = {
         "zero": zero,
@@ -793,8 +803,10 @@ def portfolio_cmd(
     spot: bool | None = SpotOpt,
     catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
     """Schedule many jobs on shared GPU pools within one budget: plan, start and end per job, what was dropped."""
+    _state["quiet"] = _state["quiet"] or quiet
     started = time.perf_counter()  # --time-limit bounds the whole command, reading the files included
     check_flags(time_limit_s=time_limit, workers=workers)
     check_outputs([file, _path(catalog)], plot_path=plot_path)

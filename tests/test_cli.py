@@ -419,3 +419,21 @@ def test_the_frontier_chart_holds_a_chosen_plan_the_frontier_does_not_reach(prob
     result.best = result.best.model_copy(update={"cost_usd": cheap})  # far below the frontier's cheapest point
     chart = frontier_chart(result)
     assert chart is not None and "@" in chart
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["solve", "problems/llama-70b-within-5-days.yaml"],
+        ["check", "problems/seed-100b-one-node.yaml", "--sku", "B300", "--gpus", "8"],
+        ["options", "problems/llama-70b-within-5-days.yaml"],
+        ["capacity", "--sku", "B200", "--gpus", "8"],
+        ["portfolio", "problems/portfolio-q1-finetunes.yaml", "--time-limit", "5"],
+    ],
+)
+def test_quiet_after_the_command_as_before_it(args):
+    """'gpuplan solve job.yaml -q' was refused ('No such option: -q'): only 'gpuplan -q solve' worked."""
+    before = runner.invoke(app, ["-q", *args])
+    after = runner.invoke(app, [*args, "-q"])
+    assert before.exit_code == after.exit_code == 0, after.output
+    assert after.stdout == before.stdout and after.stdout.count("\n") == 1
