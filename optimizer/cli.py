@@ -257,17 +257,13 @@ def _nulled(data: Any) -> Any:
     return data
 
 
-# --quiet renders at this width and prints the first line: no headline is longer.
-QUIET_WIDTH = 10_000
-
-
 def _emit(result: Any, fmt: Format, printer: Callable) -> None:
     if fmt == Format.table:
         console = render.console()
         if _state["quiet"]:
             # as wide as the answer: at the terminal's width the one line was cut, cost and time with it
             console = render.Console(
-                record=True, file=io.StringIO(), width=QUIET_WIDTH, markup=False, emoji=False, highlight=False
+                record=True, file=io.StringIO(), width=render.PIPED_WIDTH, markup=False, emoji=False, highlight=False
             )
             printer(result, console)
             lines = console.export_text().splitlines()

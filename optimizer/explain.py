@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .inputs import units
 from .inputs.catalog import find_sku
-from .inputs.schema import Portfolio, Sku
+from .inputs.schema import Portfolio, Sku, Strategy
 from .inputs.units import YEAR_S, fmt_budget, fmt_bytes, fmt_duration, parse_count
 from .physics.constants import GIB
 from .planning.candidates import (
@@ -548,7 +548,7 @@ def aeons_notes(table: CandidateTable, best: Plan | None) -> list[str]:
     ]
 
 
-def outside_search_notes(ctx: JobContext, strategy) -> list[str]:
+def outside_search_notes(ctx: JobContext, strategy: Strategy) -> list[str]:
     """Choices ``check`` accepts by hand that solve does not search (its time model is not validated there):
     the comparison with the best plan cannot say that plan beats this one (a CP 2 layout at 4k tokens was
     $4.38 cheaper than solve's optimum, which had never tried it)."""

@@ -67,12 +67,15 @@ def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: int | None = N
     return HardwareRow(sku, offer, nodes, per_node, spot)
 
 
+def _row_grid(ctx: JobContext, row: HardwareRow):
+    """The row's strategies (any global batch where none meets the job's)."""
+    grid = strategy_grid(ctx, row)
+    return grid if len(grid) else strategy_grid(ctx, row, ignore_batch=True)
+
+
 def predict_layout(ctx: JobContext, row: HardwareRow):
     """The evaluation of a row's strategies and the index of its best layout, as ``check`` picks it."""
-    grid = strategy_grid(ctx, row)
-    if len(grid) == 0:
-        grid = strategy_grid(ctx, row, ignore_batch=True)
-    ev = evaluate(ctx, [row], [grid])
+    ev = evaluate(ctx, [row], [_row_grid(ctx, row)])
     return ev, best_layout(ev)
 
 
@@ -208,7 +211,7 @@ def calibrate(ctx: JobContext) -> JobContext:
             break
         # each measured row's layout under this calibration, its memory without the reserve correction
         raw = replace(calibrated, calibration=replace(calibration, reserve_delta_bytes=0.0))
-        deltas = [peak - _memory_of(raw, row, predict_layout(calibrated, row)) for row, peak in peaks]
+        deltas = [peak - _memory_of(raw, row, predict_layout(calibrated, row)[1]) for row, peak in peaks]
         new_delta = sum(deltas) / len(deltas)
         if abs(new_delta - delta) < 2**20:  # within a MiB: the layout stayed put
             break
@@ -226,13 +229,9 @@ def calibrate(ctx: JobContext) -> JobContext:
 CALIBRATION_ROUNDS = 4
 
 
-def _memory_of(ctx: JobContext, row: HardwareRow, layout) -> float:
-    """Total memory per GPU of the layout ``predict_layout`` chose (its evaluation and index), under ``ctx``."""
-    ev, i = layout
-    grid = strategy_grid(ctx, row)
-    if len(grid) == 0:
-        grid = strategy_grid(ctx, row, ignore_batch=True)
-    return float(evaluate(ctx, [row], [grid[i : i + 1]]).memory.total[0])
+def _memory_of(ctx: JobContext, row: HardwareRow, i: int) -> float:
+    """Total memory per GPU of the row's layout ``i`` (an index ``predict_layout`` gave), under ``ctx``."""
+    return float(evaluate(ctx, [row], [_row_grid(ctx, row)[i : i + 1]]).memory.total[0])
 
 
 def _with_factors(ctx: JobContext, fitted: dict[str, float]) -> JobContext:

@@ -401,10 +401,11 @@ def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
         str(MASTER_PORT),
         "train.py",
     )
+    accelerator, note = SKYPILOT_ACCELERATORS.get(plan.sku, (plan.sku, None))
     task = {
         "name": _sky_name(name),
         "num_nodes": plan.nodes,
-        "resources": {"accelerators": f"{skypilot_accelerator(plan.sku)}:{plan.gpus_per_node}", "use_spot": plan.spot},
+        "resources": {"accelerators": f"{accelerator}:{plan.gpus_per_node}", "use_spot": plan.spot},
         "workdir": ".",
         "envs": layout_env(plan),
         "setup": "set -e\nif [ -f requirements.txt ]; then pip install -r requirements.txt; fi\n",
@@ -413,8 +414,7 @@ def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
         ),
     }
     lines = ["sky launch -c <cluster> this.yaml (workdir . is synced to each node; train.py reads the envs)"]
-    accelerator, note = SKYPILOT_ACCELERATORS.get(plan.sku, (plan.sku, None))
-    if plan.sku not in SKYPILOT_ACCELERATORS:
+    if plan.sku not in SKYPILOT_ACCELERATORS:  # no name of SkyPilot's: the SKU's own goes out
         note = (
             f"SkyPilot's catalog may not list {plan.sku} ({SKYPILOT_VERSION} has no name for it): "
             "set accelerators to the name your cloud uses (sky show-gpus)"

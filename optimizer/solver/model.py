@@ -42,13 +42,14 @@ from ..planning.uncertainty import p90_hours
 
 
 def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
-    """Integer columns of one candidate: seconds, cents, MiB."""
+    """Integer columns of one candidate: seconds, cents, and check's verdicts as 0/1 flags."""
     ev = table.evaluation
     i = candidate.index
     ctx = table.ctx
     time_s = math.ceil(candidate.time_s)
     hours_p50 = float(ev.hours[i])
-    hours_p90 = p90_hours(ctx, candidate.row, float(ev.timing.tokens_per_s[i]))
+    at_p90 = ctx.constraints.deadline_s is not None and ctx.constraints.deadline_quantile == "p90"
+    hours_p90 = p90_hours(ctx, candidate.row, float(ev.timing.tokens_per_s[i])) if at_p90 else hours_p50
     s = ev.strategy(i)
     return {
         "offer": table.offer_ids[candidate.row.offer_name],
