@@ -363,6 +363,7 @@ def _write_export(plan, kind: str, out: Path | None, problem) -> str | None:
         precision=job.precision,
         num_layers=job.model.layers,
         method=job.method,
+        optimizer=job.optimizer,
     )
     if out is None:
         typer.echo(text, nl=False)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from optimizer import check
+from optimizer import check, plan
 from optimizer.errors import ArgumentError, GpuplanError
 from optimizer.inputs.files import expand_models
-from optimizer.inputs.schema import Problem
+from optimizer.inputs.schema import Constraints, GpuFilter, Problem
 from optimizer.physics.shapes import lora_adapter_params
 from optimizer.planning.model_state import model_shape, training_state
 from optimizer.present.exports import export
@@ -104,14 +104,55 @@ def test_optimizer_in_backward_refuses_gradient_accumulation():
 def test_memory_options_follow_each_frameworks_rules():
     # Megatron's distributed optimizer steps after the reduce-scatter (no optimizer in backward); its activation
     # offload (cpu_offloading) refuses recompute; torchtitan has no activation offload; torchtune (FSDP) has both.
-    job = {"method": "lora", "global_batch": 1, "optimizer_in_backward": True}
+    # torchtune steps the optimizer in backward in its full fine-tune recipes only (its LoRA recipes have no
+    # optimizer_in_bwd).
+    job = {"method": "full", "global_batch": 1, "optimizer_in_backward": True}
     assert check(problem(**job), "H100", 1, framework="fsdp", compare=False).runnable
     refused = check(problem(**job), "H100", 1, framework="megatron", compare=False)
     assert not refused.runnable and "optimizer step in backward" in refused.not_runnable_because[0]
+    lora = check(problem(**{**job, "method": "lora"}), "H100", 1, framework="fsdp", compare=False)
+    assert not lora.runnable and "in full fine-tunes only" in lora.not_runnable_because[0]
     offload = {"method": "lora", "activation_offload": True}
     assert check(problem(**offload), "H100", 1, recompute="none", framework="megatron", compare=False).runnable
     assert not check(problem(**offload), "H100", 1, recompute="full", framework="megatron", compare=False).runnable
     assert not check(problem(**offload), "H100", 1, framework="torchtitan", compare=False).runnable
+
+
+def test_each_framework_runs_the_optimizers_its_configuration_offers():
+    # Megatron-LM's --optimizer offers adam (AdamW) and sgd, torchtitan's build_optimizers Adam and AdamW, and
+    # neither a bitsandbytes optimizer; the Hugging Face Trainer (FSDP, DeepSpeed) runs them all. ZeRO-Offload
+    # steps DeepSpeedCPUAdam whatever optimizer was asked for, and torchtune's FSDP2 distributed recipes step
+    # the optimizer in backward with bitsandbytes optimizers on one GPU only.
+    paged = problem(method="full", optimizer="paged_adamw8bit")
+    for framework, runs in (("fsdp", True), ("deepspeed", True), ("torchtitan", False), ("megatron", False)):
+        checked = check(paged, "H100", 8, framework=framework, compare=False)
+        assert checked.runnable == runs, framework
+    refused = check(paged, "H100", 8, framework="megatron", compare=False)
+    assert "adamw/sgd optimizers only" in refused.not_runnable_because[0]
+    assert check(problem(method="full", optimizer="sgd"), "H100", 8, framework="megatron", compare=False).runnable
+    assert not check(problem(optimizer="adafactor"), "H100", 8, framework="torchtitan", compare=False).runnable
+    offloaded = problem(method="full", optimizer="adamw8bit", offload="optimizer")
+    refused = check(offloaded, "H100", 8, framework="deepspeed", compare=False)
+    assert not refused.runnable and "offloads the adamw optimizer only" in refused.not_runnable_because[0]
+    in_backward = {"method": "full", "optimizer": "paged_adamw8bit", "optimizer_in_backward": True, "global_batch": 8}
+    assert check(problem(**in_backward), "H100", 1, framework="fsdp", compare=False).runnable
+    assert not check(problem(**in_backward), "H100", 8, framework="fsdp", compare=False).runnable
+
+
+def test_auto_costs_a_layout_under_the_framework_that_fits_it():
+    # Llama 3.1 70B LoRA at 8k tokens on 8 H100, TP 4, PP 2, 8 interleaved chunks, no recompute: torchtitan and
+    # Megatron both run the layout, and it fits only with Megatron's fused kernels (fewer saved activations).
+    # Under framework: auto a layout runs in the simplest framework that runs it and holds it, so this one is
+    # Megatron's (it had been labelled torchtitan, found not to fit, and the cheaper plan lost); with full
+    # recompute torchtitan holds it too, and keeps it.
+    job = problem(model="llama-3.1-70b", method="lora", seq_len=8192, global_batch=16)
+    layout = {"tp": 4, "pp": 2, "virtual_stages": 8, "micro_batch": 1, "compare": False}
+    assert not check(job, "H100", 8, recompute="none", framework="torchtitan", **layout).fits
+    fused = check(job, "H100", 8, recompute="none", **layout)
+    assert fused.fits and fused.plan.strategy.framework == "megatron"
+    assert check(job, "H100", 8, recompute="full", **layout).plan.strategy.framework == "torchtitan"
+    best = plan(job.model_copy(update={"constraints": Constraints(gpu=GpuFilter(types=["H100-SXM"]))}))
+    assert best.best.cost_usd.p50 <= fused.plan.cost_usd.p50 + 0.005
 
 
 def test_exports_carry_optimizer_in_backward_or_refuse_it():

@@ -31,7 +31,15 @@ from ..physics.layout import Cluster, Layout, Offload, Recompute
 from ..physics.memory import MemoryBreakdown, activation_bytes, host_optimizer_bytes, memory_breakdown
 from ..physics.time import StepTime, step_time
 from .context import HardwareRow, JobContext, capacity_bytes
-from .frameworks import FRAMEWORKS, METHOD_CODES, PREFERENCE, fused_kernels, label_layouts, zero3_per_step
+from .frameworks import (
+    FRAMEWORKS,
+    METHOD_CODES,
+    OPTIMIZER_CODES,
+    PREFERENCE,
+    fused_kernels,
+    label_layouts,
+    zero3_per_step,
+)
 from .reliability import checkpoint_hours, interruption_rate
 
 TP_CHOICES = (1, 2, 4, 8)
@@ -61,6 +69,9 @@ class Evaluation:
     cost_usd: np.ndarray
     optimizer_in_backward: bool = False  # job-wide memory options, shown in every strategy
     activation_offload: bool = False
+    # per layout, whether the same layout under a more-preferred framework fits (frameworks.label_layouts):
+    # the simplest framework that runs a layout and holds it is the one it runs in
+    shadowed: np.ndarray | None = None
 
     @cached_property
     def complexity(self) -> np.ndarray:
@@ -69,7 +80,8 @@ class Evaluation:
 
     @cached_property
     def fits(self) -> np.ndarray:
-        return (self.memory.total <= self.capacity_bytes) & (self.host_bytes <= self.host_capacity_bytes)
+        held = (self.memory.total <= self.capacity_bytes) & (self.host_bytes <= self.host_capacity_bytes)
+        return held if self.shadowed is None else held & ~self.shadowed
 
     def strategy(self, i: int) -> Strategy:
         lay = self.layout.at(i)
@@ -201,9 +213,18 @@ def strategy_grid(
     """Integer rows of ``GRID_FIELDS`` valid for ``row``: the layouts the job's framework runs (every
     layout, labelled -1 where no framework runs it, with ``runnable_only=False``)."""
     grid = _layouts(ctx, row, ignore_batch, requested_cp, requested_ep, requested_v, requested_etp)
-    label = label_layouts(_rule_columns(ctx, grid), int(ctx.job.model.layers or 0), ctx.job.framework)
-    grid = np.column_stack([grid, label]).astype(np.int64).reshape(-1, len(GRID_FIELDS))
-    return grid[label >= 0] if runnable_only else grid
+    index, codes, unrun = label_layouts(
+        _rule_columns(ctx, grid),
+        int(ctx.job.model.layers or 0),
+        ctx.job.framework,
+        ctx.job.kernels,
+        ctx.assumptions.zero3_gathers,
+    )
+    if not runnable_only:
+        index, codes = np.concatenate([index, unrun]), np.concatenate([codes, np.full(len(unrun), -1)])
+        order = np.argsort(index, kind="stable")
+        index, codes = index[order], codes[order]
+    return np.column_stack([grid[index], codes]).astype(np.int64).reshape(-1, len(GRID_FIELDS))
 
 
 def _rule_columns(ctx: JobContext, grid: np.ndarray) -> dict[str, np.ndarray]:
@@ -212,6 +233,7 @@ def _rule_columns(ctx: JobContext, grid: np.ndarray) -> dict[str, np.ndarray]:
     columns["optimizer_in_backward"] = np.full(len(grid), int(ctx.job.optimizer_in_backward))
     columns["activation_offload"] = np.full(len(grid), int(ctx.job.activation_offload))
     columns["method"] = np.full(len(grid), METHOD_CODES[ctx.job.method])
+    columns["optimizer"] = np.full(len(grid), OPTIMIZER_CODES[ctx.job.optimizer])
     return columns
 
 
@@ -428,7 +450,23 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         cost_usd=cost,
         optimizer_in_backward=ctx.job.optimizer_in_backward,
         activation_offload=ctx.job.activation_offload,
+        shadowed=_shadowed(grid, row_idx, mem.total <= caps),
     )
+
+
+def _shadowed(grid: np.ndarray, row_idx: np.ndarray, fits_gpu: np.ndarray) -> np.ndarray:
+    """Per grid row, whether the row before it is the same layout on the same hardware row (labelled with a
+    more-preferred framework: ``strategy_grid`` keeps a layout's labels together, in preference order) and it,
+    or one before it, fits the GPU's memory."""
+    layout = np.column_stack([row_idx, grid[:, : len(LAYOUT_FIELDS)]])
+    same = np.zeros(len(grid), dtype=bool)
+    same[1:] = np.all(layout[1:] == layout[:-1], axis=1)
+    shadowed = np.zeros(len(grid), dtype=bool)
+    for _ in range(len(PREFERENCE) - 1):  # a layout has at most one label per framework
+        before = np.zeros(len(grid), dtype=bool)
+        before[1:] = fits_gpu[:-1] | shadowed[:-1]
+        shadowed = same & before
+    return shadowed
 
 
 def _run_hours_and_cost(

@@ -202,7 +202,11 @@ def _broken_rules(ctx: JobContext, plan: Plan) -> list[str]:
     layers = int(ctx.job.model.layers or 0)
     names = PREFERENCE if ctx.job.framework == "auto" else (ctx.job.framework,)
     most = 1 if len(names) > 1 else None
-    return [rule for name in names for rule in why_not_runnable(name, plan.strategy, layers, ctx.job.method)[:most]]
+    return [
+        rule
+        for name in names
+        for rule in why_not_runnable(name, plan.strategy, layers, ctx.job.method, ctx.job.optimizer)[:most]
+    ]
 
 
 def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:

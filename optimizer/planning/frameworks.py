@@ -9,11 +9,16 @@ in ``PREFERENCE`` order, that runs it (the simplest tool that does the job).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
 import numpy as np
 
-from ..inputs.schema import Strategy
+from ..inputs.schema import JobSpec, Strategy
 from ..physics.layout import Offload, Recompute
+
+# job.optimizer as the grid's constant "optimizer" column (the schema's order)
+OPTIMIZERS: tuple[str, ...] = get_args(JobSpec.model_fields["optimizer"].annotation)
+OPTIMIZER_CODES = {name: i for i, name in enumerate(OPTIMIZERS)}
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,8 @@ class Framework:
     interleave_source: str
     offload: bool  # optimizer state in CPU memory, as gpuplan models it (ZeRO-Offload)
     offload_source: str
+    # the optimizers (job.optimizer) its offload steps on the CPU as planned
+    offload_optimizers: frozenset[str] = frozenset({"adamw"})
     context_parallel: bool = False  # ring attention over cp ranks
     cp_source: str = "no ring-attention context parallelism"
     expert_parallel: bool = False  # routed experts split over ep ranks with all-to-all dispatch
@@ -49,6 +56,9 @@ class Framework:
     # EP drawn from the FSDP shard group x TP (torchtitan: the expert mesh is dp_shard x CP x TP // EP)
     ep_from_shard_group: bool = False
     optimizer_in_backward: bool = False  # each parameter stepped in backward (job.optimizer_in_backward)
+    optimizer_in_backward_methods: frozenset[str] = frozenset({"full", "lora", "qlora"})  # in which fine-tunes
+    # the optimizers its optimizer step in backward runs on more than one GPU
+    optimizer_in_backward_sharded: frozenset[str] = frozenset(OPTIMIZERS)
     optimizer_in_backward_source: str = "the optimizer steps after the whole backward pass"
     activation_offload: bool = False  # saved activations in CPU memory (job.activation_offload)
     activation_offload_with_recompute: bool = True  # combines with activation recomputation
@@ -62,6 +72,9 @@ class Framework:
     # Fine-tuning methods it trains (job.method): full, LoRA adapters, LoRA over 4-bit NF4 base weights (QLoRA)
     methods: frozenset[str] = frozenset({"full", "lora", "qlora"})
     methods_source: str = "full, LoRA and QLoRA"
+    # Optimizers (job.optimizer) its standard configuration selects
+    optimizers: frozenset[str] = frozenset(OPTIMIZERS)
+    optimizers_source: str = "any torch.optim or bitsandbytes optimizer"
     # Under job.kernels: auto, the activations its kernels keep (physics/memory.py layer_activation_bytes):
     # fused norms, SwiGLU and FP8 linear inputs (Transformer Engine) or eager PyTorch's
     fused_kernels: bool = False
@@ -86,8 +99,13 @@ class Framework:
         recompute = grid.get("recompute", np.zeros_like(tp))
         method = grid.get("method", np.zeros_like(tp))
         trained = np.isin(method, [METHOD_CODES[m] for m in self.methods])
+        optimizer = grid.get("optimizer", np.zeros_like(tp))
+        stepped = np.isin(optimizer, [OPTIMIZER_CODES[o] for o in self.optimizers])
         return {
             f"{self.title} trains {'/'.join(sorted(self.methods))} only ({self.methods_source})": ~trained,
+            f"{self.title} runs the {'/'.join(sorted(self.optimizers))} optimizers only ({self.optimizers_source})": (
+                ~stepped
+            ),
             f"{self.title} runs ZeRO stages {sorted(self.zero_stages)} ({self.zero_source})": ~np.isin(
                 zero, list(self.zero_stages)
             ),
@@ -113,6 +131,10 @@ class Framework:
                 offload == Offload.OPTIMIZER
             )
             & (not self.offload),
+            f"{self.title} offloads the {'/'.join(sorted(self.offload_optimizers))} optimizer only "
+            f"({self.offload_source})": (offload == Offload.OPTIMIZER)
+            & self.offload
+            & ~np.isin(optimizer, [OPTIMIZER_CODES[o] for o in self.offload_optimizers]),
             f"{self.title} has no context parallelism as gpuplan models it ({self.cp_source})": (cp > 1)
             & (not self.context_parallel),
             f"{self.title} has no expert parallelism ({self.ep_source})": (grid.get("ep", np.ones_like(tp)) > 1)
@@ -127,6 +149,16 @@ class Framework:
             & (np.where(zero >= 3, shard, cp) * tp % np.maximum(grid.get("ep", np.ones_like(tp)), 1) != 0),
             f"{self.title} has no optimizer step in backward ({self.optimizer_in_backward_source})": in_backward
             & (not self.optimizer_in_backward),
+            f"{self.title} steps the optimizer in backward in {'/'.join(sorted(self.optimizer_in_backward_methods))} "
+            f"fine-tunes only ({self.optimizer_in_backward_source})": in_backward
+            & self.optimizer_in_backward
+            & ~np.isin(method, [METHOD_CODES[m] for m in self.optimizer_in_backward_methods]),
+            f"{self.title} steps the optimizer in backward on more than one GPU with the "
+            f"{'/'.join(sorted(self.optimizer_in_backward_sharded))} optimizers only "
+            f"({self.optimizer_in_backward_source})": in_backward
+            & self.optimizer_in_backward
+            & (grid["dp"] * tp * pp * cp > 1)
+            & ~np.isin(optimizer, [OPTIMIZER_CODES[o] for o in self.optimizer_in_backward_sharded]),
             f"{self.title} runs optimizer-in-backward without expert parallelism ({self.optimizer_in_backward_source})": (
                 in_backward & (grid.get("ep", np.ones_like(tp)) > 1) & self.optimizer_in_backward
             ),
@@ -174,8 +206,15 @@ FRAMEWORKS: dict[str, Framework] = {
         offload=False,
         offload_source="FSDP CPUOffload moves parameters and gradients too, not the optimizer alone",
         optimizer_in_backward=True,
-        optimizer_in_backward_source="torchtune's FSDP recipes, optimizer_in_bwd (Tensor.register_post_accumulate_"
-        "grad_hook); refused with gradient_accumulation_steps > 1 (recipes/full_finetune_single_device.py)",
+        optimizer_in_backward_source="torchtune's full fine-tune recipes, optimizer_in_bwd (Tensor.register_post_"
+        "accumulate_grad_hook); refused with gradient_accumulation_steps > 1 (recipes/full_finetune_single_device.py, "
+        "full_finetune_distributed.py); its LoRA recipes have none (docs memory_optimizations.rst: no 'meaningful "
+        "impact when finetuning LoRA'); bitsandbytes optimizers on its FSDP2 distributed recipes: single device only "
+        "(memory_optimizations.rst; torchtune issue 1856, 'PagedAdamW is not compatible with FSDP2')",
+        optimizer_in_backward_methods=frozenset({"full"}),
+        optimizer_in_backward_sharded=frozenset({"adamw", "sgd", "adafactor"}),
+        optimizers_source="Hugging Face Trainer's optim (adamw_torch, adamw_bnb_8bit, paged_adamw_32bit, "
+        "paged_adamw_8bit, sgd, adafactor) on FSDP1, accelerate's default fsdp_version",
         activation_offload=True,
         activation_offload_source="torchtune enable_activation_offloading (training/_activation_offloading.py, "
         "OffloadActivations), with or without activation checkpointing",
@@ -202,7 +241,12 @@ FRAMEWORKS: dict[str, Framework] = {
         interleave_source="DeepSpeed's TrainSchedule is plain 1F1B; PipelineModule partition_method='parameters' "
         "balances uneven layer counts",
         offload=True,
-        offload_source="ZeRO-Offload, zero_optimization.offload_optimizer (Ren et al. 2021)",
+        offload_source="ZeRO-Offload, zero_optimization.offload_optimizer (Ren et al. 2021), steps DeepSpeedCPUAdam "
+        "(deepspeed/runtime/engine.py; a client optimizer raises unless zero_force_ds_cpu_optimizer is false, and "
+        "accelerate replaces it with DeepSpeedCPUAdam, accelerate/utils/deepspeed.py)",
+        optimizers_source="Hugging Face Trainer's optim with no optimizer block in the DeepSpeed config "
+        "(transformers integrations/deepspeed.py deepspeed_optim_sched sets zero_allow_untested_optimizer); "
+        "DeepSpeed's own optimizer.type has no bitsandbytes optimizer (deepspeed/runtime/config.py)",
         expert_parallel=True,
         ep_source="DeepSpeed-MoE, deepspeed.moe.layer.MoE(ep_size=...) (Rajbhandari et al. 2022); "
         "deepspeed/runtime/engine.py (0.19.8) refuses these layers under ZeRO-3: 'Native DeepSpeed MoE is not "
@@ -248,8 +292,11 @@ FRAMEWORKS: dict[str, Framework] = {
         "efsdp = dp_shard * cp * tp // ep, the sparse mesh (pp, dp_replicate, efsdp, ep)",
         ep_from_shard_group=True,
         optimizer_in_backward=True,
-        optimizer_in_backward_source="torchtitan optimizer.early_step_in_backward; components/optimizer.py raises "
-        "with pipeline or expert parallelism",
+        optimizer_in_backward_source="torchtitan optimizer.early_step_in_backward (v0.2.2 job_config.py; removed "
+        "after it, pytorch/torchtitan 3269); components/optimizer.py raises with pipeline or expert parallelism",
+        optimizers=frozenset({"adamw"}),
+        optimizers_source="torchtitan components/optimizer.py build_optimizers: Adam, AdamW (v0.2.2; DistMuon "
+        "later), any other name NotImplementedError",
         activation_offload_source="torchtitan's CPU offload (FSDP2 CPUOffloadPolicy) moves parameters, not activations",
         zero3_step_gathers_with_pp=True,
         zero3_gathers_source="torchtitan/distributed/fsdp.py: reshard_after_forward_policy 'default' is 'not "
@@ -262,6 +309,9 @@ FRAMEWORKS: dict[str, Framework] = {
         methods=frozenset({"full", "lora"}),
         methods_source="Megatron-Bridge src/megatron/bridge/peft/lora.py (LoRA, DoRA; main at 067f987d, "
         "2026-08-22); no 4-bit NF4 base weights, so no QLoRA",
+        optimizers=frozenset({"adamw", "sgd"}),
+        optimizers_source=_MEGATRON_ARGS + ": --optimizer choices adam (decoupled weight decay, AdamW), sgd, "
+        "muon, lion, soap (d98e8a64, 2026-08-22): no bitsandbytes 8-bit or paged optimizer, no Adafactor",
         title="Megatron-LM / Megatron-Core / NeMo",
         zero_stages=frozenset({0, 1}),
         zero_source=_MEGATRON_ARGS + ": --use-distributed-optimizer shards optimizer state (ZeRO-1); "
@@ -330,17 +380,42 @@ def fused_kernels(framework_codes, kernels: str, framework: str) -> np.ndarray:
     return fused[np.where(codes >= 0, codes, len(PREFERENCE))]
 
 
-def label_layouts(grid: dict[str, np.ndarray], layers: int, framework: str) -> np.ndarray:
-    """Per layout, the code (index into ``PREFERENCE``) of the framework that runs it, -1 if none does."""
+def label_layouts(
+    grid: dict[str, np.ndarray], layers: int, framework: str, kernels: str = "auto", zero3_gathers: str = "auto"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which frameworks each layout is costed under: (layout index, framework code into ``PREFERENCE``) pairs,
+    ordered by layout, and the indices of the layouts no framework runs.
+
+    Under a named framework, a layout it runs is labelled with it. Under ``auto``, a layout is labelled with the
+    first framework in ``PREFERENCE`` order that runs it (the simplest tool) and again with the first of any
+    other framework that runs it but that gpuplan costs differently (fused kernels under job.kernels auto, ZeRO-3
+    gathers once per step with PP under assumptions.zero3_gathers auto), so that a layout that fits or runs
+    faster only under a less-preferred framework is still a candidate (docs/design.md section 3.5)."""
     names = PREFERENCE if framework == "auto" else (framework,)
-    label = np.full(len(grid["tp"]), -1, dtype=np.int64)
-    for name in reversed(names):  # the most preferred framework is written last
-        label = np.where(FRAMEWORKS[name].runnable(grid, layers), CODES[name], label)
-    return label
+    n = len(grid["tp"])
+    per_step_with_pp = (grid["pp"] > 1) & (grid["zero"] >= 3)
+    labelled = np.zeros((n, 4), dtype=bool)  # per layout, which costings (fused x per-step gathers) are taken
+    index, codes = [], []
+    for name in names:
+        fw = FRAMEWORKS[name]
+        costing = (2 * (kernels == "auto" and fw.fused_kernels)) + (
+            (zero3_gathers == "auto" and fw.zero3_step_gathers_with_pp) & per_step_with_pp
+        )
+        costing = np.broadcast_to(np.asarray(costing, dtype=np.int64), (n,))
+        new = fw.runnable(grid, layers) & ~labelled[np.arange(n), costing]
+        labelled[np.flatnonzero(new), costing[new]] = True
+        index.append(np.flatnonzero(new))
+        codes.append(np.full(int(new.sum()), CODES[name]))
+    index_all, codes_all = np.concatenate(index), np.concatenate(codes)
+    order = np.lexsort((codes_all, index_all))
+    return index_all[order], codes_all[order], np.flatnonzero(~labelled.any(axis=1))
 
 
-def why_not_runnable(framework: str, strategy: Strategy, layers: int, method: str = "full") -> list[str]:
-    """The rules of ``framework`` that a plan's layout (for a job of ``method``) breaks (empty when it runs)."""
+def why_not_runnable(
+    framework: str, strategy: Strategy, layers: int, method: str = "full", optimizer: str = "adamw"
+) -> list[str]:
+    """The rules of ``framework`` that a plan's layout (for a job of ``method`` and ``optimizer``) breaks (empty
+    when it runs)."""
     s = strategy
     layout = {
         "tp": s.tp,
@@ -357,6 +432,7 @@ def why_not_runnable(framework: str, strategy: Strategy, layers: int, method: st
         "optimizer_in_backward": int(s.optimizer_in_backward),
         "activation_offload": int(s.activation_offload),
         "method": METHOD_CODES[method],
+        "optimizer": OPTIMIZER_CODES[optimizer],
     }
     grid = {k: np.array([v]) for k, v in layout.items()}
     return [rule for rule, broken in FRAMEWORKS[framework].violations(grid, layers).items() if bool(broken[0])]

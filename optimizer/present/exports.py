@@ -336,24 +336,24 @@ def _adapter_line(method: str) -> list[str]:
     return []
 
 
-def _gaps(plan: Plan, kind: str, num_layers: int | None, method: str) -> list[str]:
-    """What the export of ``kind`` cannot write for this plan and fine-tuning method."""
+def _gaps(plan: Plan, kind: str, num_layers: int | None, method: str, optimizer: str = "adamw") -> list[str]:
+    """What the export of ``kind`` cannot write for this plan, fine-tuning method and optimizer."""
     gaps = _GAPS[kind](plan, num_layers)
     if kind in FRAMEWORKS:
         # every rule by which gpuplan's planner says the framework refuses the layout (the layer counts'
         # rules only where the layers are known: a split into PP x chunks stands for them otherwise)
         layers = num_layers or plan.strategy.pp * plan.strategy.virtual_stages
-        gaps += [rule for rule in why_not_runnable(kind, plan.strategy, layers, method) if rule not in gaps]
+        gaps += [rule for rule in why_not_runnable(kind, plan.strategy, layers, method, optimizer) if rule not in gaps]
     if method == "lora" and kind in _LORA_GAPS:
         gaps.append(_LORA_GAPS[kind])
     return gaps
 
 
-def _refuse_gaps(plan: Plan, kind: str, num_layers: int | None, method: str = "full") -> None:
-    gaps = _gaps(plan, kind, num_layers, method)
+def _refuse_gaps(plan: Plan, kind: str, num_layers: int | None, method: str = "full", optimizer: str = "adamw") -> None:
+    gaps = _gaps(plan, kind, num_layers, method, optimizer)
     if not gaps:
         return
-    others = [k for k in _GAPS if k != kind and not _gaps(plan, k, num_layers, method)]
+    others = [k for k in _GAPS if k != kind and not _gaps(plan, k, num_layers, method, optimizer)]
     instead = (
         f"the {' or '.join(others)} export{'s' if len(others) > 1 else ''} can"
         if others
@@ -588,9 +588,11 @@ def nodus(plan: Plan, name: str, precision: str = "bf16") -> str:
 # --------------------------------------------------------------------------- frameworks
 
 
-def deepspeed(plan: Plan, precision: str = "bf16", num_layers: int | None = None, method: str = "full") -> str:
+def deepspeed(
+    plan: Plan, precision: str = "bf16", num_layers: int | None = None, method: str = "full", optimizer: str = "adamw"
+) -> str:
     """DeepSpeed config JSON. ``train_batch_size`` = micro x accumulation x DP ranks, DP = GPUs / (TP x PP)."""
-    _refuse_gaps(plan, "deepspeed", num_layers, method)
+    _refuse_gaps(plan, "deepspeed", num_layers, method, optimizer)
     s = plan.strategy
     dp_ranks = plan.gpus // (s.tp * s.pp)
     notes = []
@@ -722,10 +724,15 @@ def megatron_args(
 
 
 def megatron(
-    plan: Plan, seq_len: int | None = None, precision: str = "bf16", num_layers: int | None = None, method: str = "full"
+    plan: Plan,
+    seq_len: int | None = None,
+    precision: str = "bf16",
+    num_layers: int | None = None,
+    method: str = "full",
+    optimizer: str = "adamw",
 ) -> str:
     """A torchrun command for Megatron-LM's ``pretrain_gpt.py`` with the plan's layout; add model/data flags."""
-    _refuse_gaps(plan, "megatron", num_layers, method)
+    _refuse_gaps(plan, "megatron", num_layers, method, optimizer)
     s = plan.strategy
     lines = [
         f"Megatron-LM derives DP = GPUs / (TP x PP x CP) = {s.dp} and {s.grad_accum} micro-batches per step "
@@ -860,10 +867,11 @@ def torchtitan(
     precision: str = "bf16",
     num_layers: int | None = None,
     method: str = "full",
+    optimizer: str = "adamw",
 ) -> str:
     """A torchtitan job TOML (torchtitan <= 0.2.2, ``--job.config_file``) whose header gives the same
     values as torchtitan 0.3.0 flags (0.3.0 reads configs from Python functions, no TOML)."""
-    _refuse_gaps(plan, "torchtitan", num_layers, method)
+    _refuse_gaps(plan, "torchtitan", num_layers, method, optimizer)
     sections = torchtitan_sections(plan, name, seq_len, precision, num_layers)
     launch = _torchrun_line(plan, "-m torchtitan.train")
     lines = [
@@ -891,9 +899,11 @@ FSDP_STRATEGY = {0: "NO_SHARD", 1: "SHARD_GRAD_OP", 2: "SHARD_GRAD_OP", 3: "FULL
 ACCELERATE_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "nvfp4": "bf16"}
 
 
-def accelerate(plan: Plan, precision: str = "bf16", num_layers: int | None = None, method: str = "full") -> str:
+def accelerate(
+    plan: Plan, precision: str = "bf16", num_layers: int | None = None, method: str = "full", optimizer: str = "adamw"
+) -> str:
     """An accelerate FSDP config (data parallelism only: plans with TP or PP raise)."""
-    _refuse_gaps(plan, "accelerate", num_layers, method)
+    _refuse_gaps(plan, "accelerate", num_layers, method, optimizer)
     s = plan.strategy
     strategy = "HYBRID_SHARD" if _hybrid(s) else FSDP_STRATEGY[s.zero_stage]
     config = {
@@ -952,12 +962,14 @@ def export(
     precision: str = "bf16",
     num_layers: int | None = None,
     method: str = "full",
+    optimizer: str = "adamw",
 ) -> str:
     """The launcher config ``kind`` (one of ``KINDS``) for ``plan``, as text to write to a file.
 
     ``seq_len`` (default 4096), ``precision`` (the job's: bf16, fp16, fp8, nvfp4) and ``num_layers`` (the
     model's; torchtitan needs it for more than 2 interleaved stages) and ``method`` (full, lora, qlora: the
-    Megatron and torchtitan exports write full training only) come from the job: a Plan has none."""
+    Megatron and torchtitan exports write full training only) and ``optimizer`` (job.optimizer: a framework
+    that has no such optimizer is refused) come from the job: a Plan has none."""
     kind = kind.lower()
     if precision not in PRECISIONS:
         raise ArgumentError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}", field="export")
@@ -971,11 +983,11 @@ def export(
     if kind == "nodus":
         return nodus(plan, name, precision)
     if kind == "deepspeed":
-        return deepspeed(plan, precision, num_layers, method)
+        return deepspeed(plan, precision, num_layers, method, optimizer)
     if kind == "megatron":
-        return megatron(plan, seq_len, precision, num_layers, method)
+        return megatron(plan, seq_len, precision, num_layers, method, optimizer)
     if kind == "torchtitan":
-        return torchtitan(plan, name, seq_len, precision, num_layers, method)
+        return torchtitan(plan, name, seq_len, precision, num_layers, method, optimizer)
     if kind == "accelerate":
-        return accelerate(plan, precision, num_layers, method)
+        return accelerate(plan, precision, num_layers, method, optimizer)
     return torchrun(plan, precision=precision)
