@@ -4,7 +4,8 @@
     python bench/throughput.py --fit               # also print the parameters a fit on all rows gives
     python bench/throughput.py --max-median 0.10   # exit 1 if gpuplan's median |error| exceeds 10 % (CI)
 
-Rows come from validation/throughput_runs.yaml, each predicted with ``check`` on its published layout
+Rows come from validation/throughput_runs.yaml (pre-training and large fine-tunes) and
+validation/finetune_runs.yaml (small fine-tunes on one GPU or one node: kind finetune), each predicted with ``check`` on its published layout
 (SKU, GPUs, nodes, TP, PP, micro-batch, global batch, ZeRO/FSDP, recompute, precision, sequence). The
 rows gpuplan models today are dense transformers without context or expert parallelism on SKUs in
 catalogs/hardware.yaml; the others are listed as not modelled, with the reason.
@@ -42,6 +43,9 @@ from optimizer.physics.efficiency import (
 )
 
 DATA = ROOT / "validation" / "throughput_runs.yaml"
+FINETUNE_DATA = ROOT / "validation" / "finetune_runs.yaml"
+# a fine-tune row's job keys beyond the layout (validation/finetune_runs.yaml), passed as they are
+FINETUNE_KEYS = ("lora_rank", "lora_targets", "optimizer", "optimizer_in_backward", "activation_offload")
 TOKENS = "100B"  # throughput does not depend on the run length
 
 
@@ -76,6 +80,7 @@ def problem_for(run: dict, efficiency: float | None, host_ms: float | None = Non
             "master_weights": run.get("master_weights", True),
             # Megatron-Core's fused kernels keep fewer activations than eager PyTorch (physics/memory.py)
             "framework": "megatron" if run["framework"] == "megatron" else "auto",
+            **{key: run[key] for key in FINETUNE_KEYS if key in run},
         },
         "assumptions": {
             **({"mfu": efficiency} if efficiency is not None else {}),
@@ -245,7 +250,7 @@ def evaluate_all() -> tuple:
     catalog = load_catalog(str(ROOT / "validation" / "hardware.yaml"))
     skus = {s.name for s in catalog.skus}
     rows, skipped = [], []
-    for run in yaml.safe_load(DATA.read_text())["runs"]:
+    for run in [run for path in (DATA, FINETUNE_DATA) for run in yaml.safe_load(path.read_text())["runs"]]:
         why = modelled(run, skus)
         if why:
             skipped.append((run["name"], why))
@@ -260,7 +265,7 @@ def evaluate_all() -> tuple:
     return catalog, evaluate(rows, catalog), skipped
 
 
-KINDS = (("dense", "dense"), ("long_context", "long-context"), ("moe", "MoE"))
+KINDS = (("dense", "dense"), ("long_context", "long-context"), ("moe", "MoE"), ("finetune", "small fine-tune"))
 
 
 def summaries(rows: list[dict], catalog) -> dict[str, tuple[float, float]]:
@@ -283,6 +288,10 @@ def main() -> int:
     ap.add_argument("--max-worst", type=float, default=None, help="fail when a row is off by more than this factor")
     ap.add_argument("--max-moe-median", type=float, default=None, help="fail above this MoE median |error|")
     ap.add_argument("--max-moe-worst", type=float, default=None, help="fail when an MoE row is off by more than this")
+    ap.add_argument("--max-finetune-median", type=float, default=None, help="fail above this fine-tune median |error|")
+    ap.add_argument(
+        "--max-finetune-worst", type=float, default=None, help="fail when a fine-tune row is off by more than this"
+    )
     args = ap.parse_args()
     catalog, rows, skipped = evaluate_all()
     print(f"{'row':<44} {'GPU':<9} {'prec':<5} {'published':>10} {'gpuplan':>10} {'error':>7} {'fit LOO':>7} {'e*':>5}")
@@ -316,6 +325,13 @@ def main() -> int:
         failed = True
     if args.max_moe_worst is not None and max(moe_ratio, host_ratio) > args.max_moe_worst:
         print(f"an MoE row is off by {max(moe_ratio, host_ratio):.2f}x (held out), beyond {args.max_moe_worst:.2f}x")
+        failed = True
+    finetune_median, finetune_ratio = figures["finetune"]
+    if args.max_finetune_median is not None and finetune_median > args.max_finetune_median:
+        print(f"fine-tune median |error| {finetune_median:.1%} exceeds {args.max_finetune_median:.0%}")
+        failed = True
+    if args.max_finetune_worst is not None and finetune_ratio > args.max_finetune_worst:
+        print(f"a fine-tune row is off by {finetune_ratio:.2f}x, beyond {args.max_finetune_worst:.2f}x")
         failed = True
     if args.max_median is not None and median > args.max_median:
         print(f"held-out median |error| {median:.1%} exceeds {args.max_median:.0%}")

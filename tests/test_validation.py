@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,6 +107,7 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
             sys.executable,
             str(ROOT / "bench" / "throughput.py"),
             *("--max-median", "0.10", "--max-worst", "1.50", "--max-moe-median", "0.12", "--max-moe-worst", "1.50"),
+            *("--max-finetune-median", "0.27", "--max-finetune-worst", "1.55"),
         ],
         capture_output=True,
         text=True,
@@ -113,6 +115,25 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "27 dense rows" in out.stdout
+    # 21 small fine-tunes on one GPU or one node (torchtune's README, Qwen's profiling table; A100): 24.4 %
+    # median, within 1.49x, mostly predicted slower than published (BENCHMARKS); held at 27 % and 1.55x.
+    assert "21 small fine-tune rows" in out.stdout
+
+
+def test_qlora_costs_its_dequantisation_per_pass_not_a_share_of_the_compute():
+    # torchtune's README (Llama 3.2 3B, one A100, 2 x 4096 packed tokens, checkpointing, compile, activation
+    # offload): QLoRA 8,035 tokens/s against LoRA's 8,210, 0.979 of it. The NF4 -> bf16 dequantisation reads
+    # and writes each frozen weight once per pass, whatever the tokens; at 8k tokens per micro-batch that is
+    # 2 % of the step. (A flat 1.3x on the compute had predicted 0.77.)
+    import throughput
+
+    catalog = load_catalog(str(ROOT / "validation" / "hardware.yaml"))
+    rows = {r["name"]: r for r in yaml.safe_load(throughput.FINETUNE_DATA.read_text())["runs"]}
+    lora, qlora = rows["tt-llama32-3b-lora"], rows["tt-llama32-3b-qlora"]
+    published = qlora["tokens_per_s_per_gpu"] / lora["tokens_per_s_per_gpu"]
+    predicted = throughput.predict(qlora, catalog, None) / throughput.predict(lora, catalog, None)
+    assert published == pytest.approx(0.979, abs=0.001)
+    assert predicted == pytest.approx(published, abs=0.02)
 
 
 def test_every_published_moe_layout_fits_where_it_ran():

@@ -128,10 +128,15 @@ FALLBACK_NETWORK_GB_PER_S_PER_GPU = 12.5
 HOST_LINK_GB_PER_S_PER_GPU = 25.0
 HOST_MEMORY_GB_PER_S_PER_GPU = 20.0
 
-# ASSUMPTION: QLoRA dequantises NF4 weights to bf16 before every matmul, so it trains slower than
-# 16-bit LoRA on the same layout (Dettmers et al. 2023, "QLoRA", section 3); 1.3x the step time is
-# a planning value, not a published figure (the overhead shrinks as tokens per micro-batch grow).
-QLORA_DEQUANT_SLOWDOWN = 1.3
+# QLoRA dequantises each frozen NF4 weight to bf16 before its matmul (Dettmers et al. 2023, "QLoRA",
+# section 3): bitsandbytes' MatMul4Bit calls dequantize_4bit in forward and again in backward for the data
+# gradient (bitsandbytes/autograd/_functions.py), as torchao's NF4Tensor linear does for torchtune; a full
+# recompute re-runs the forward's. Each pass reads the 4-bit weights with their constants and writes bf16,
+# an element-wise kernel at HBM bandwidth that runs between the matmuls, once per micro-batch whatever its
+# tokens, so QLoRA's overhead shrinks as tokens per micro-batch grow (torchtune's README: Llama 3.2 3B at
+# 2 x 4096 tokens on one A100, QLoRA 8,035 tokens/s against LoRA's 8,210).
+QLORA_DEQUANT_BYTES_PER_PARAM = QLORA_BYTES_PER_PARAM + 2.0
+QLORA_DEQUANT_PASSES = 2  # forward and the data gradient; full recompute adds one
 
 # The step's final gradient all-reduce overlaps only the last micro-batch's backward pass, which is
 # two of its three matmul passes (forward 1, backward 2: Chowdhery et al. 2022, appendix B).

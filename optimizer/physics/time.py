@@ -49,7 +49,8 @@ from .constants import (
     MOE_ELEMENTWISE_FORWARD_F,
     MOE_ELEMENTWISE_FORWARD_H,
     MOE_PERMUTE_FORWARD_H,
-    QLORA_DEQUANT_SLOWDOWN,
+    QLORA_DEQUANT_BYTES_PER_PARAM,
+    QLORA_DEQUANT_PASSES,
 )
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .shapes import ModelShape, TrainingState
@@ -170,10 +171,11 @@ class _MicroBatch:
     moe_host_s: np.ndarray | float = 0.0  # host launch time of the MoE layers the GPU waits for
     expert_weight_bytes: np.ndarray | float = 0.0  # the routed experts' part of weight_bytes (after EP)
     expert_grad_bytes: np.ndarray | float = 0.0  # the routed experts' part of grad_bytes
+    dequant_s: np.ndarray | float = 0.0  # QLoRA's NF4 -> bf16 dequantisation kernels, not overlapped
 
     @property
     def busy_s(self) -> np.ndarray:
-        return np.maximum(self.compute_s, self.memory_s) + self.moe_elementwise_s + self.moe_host_s
+        return np.maximum(self.compute_s, self.memory_s) + self.moe_elementwise_s + self.moe_host_s + self.dequant_s
 
 
 def _micro_batch(
@@ -196,26 +198,21 @@ def _micro_batch(
     # load balancing of Megatron-Core and torchtitan (2 cp chunks per sequence), 1 / cp of its attention.
     cp = np.asarray(layout.cp, float)
     tokens = b * seq_len * stage_share / tp / cp
-    slowdown = QLORA_DEQUANT_SLOWDOWN if train.quantized_base else 1.0
     # FlashAttention's score and value matmuls run in 16-bit even in FP8 training (Transformer Engine's
     # default; torchtitan's float8 converts linear layers only), so they take the 16-bit peak.
     attention = _attention_hw_flops(shape, seq_len, np.asarray(layout.recompute))
     attention_peak = hw.peak_flops if hw.attention_peak_flops is None else hw.attention_peak_flops
     linear = hw_flops_per_token - attention
     expert = linear * _active_expert_share(shape)
-    compute_s = (
-        slowdown
-        * tokens
-        * (
-            (linear - expert) / (hw.peak_flops * hw.compute_efficiency)
-            + expert
-            / (
-                hw.peak_flops
-                * hw.compute_efficiency
-                * _grouped_gemm_factor(shape, hw, layout, _expert_tokens(layout, b * seq_len / cp))
-            )
-            + attention / (attention_peak * hw.compute_efficiency)
+    compute_s = tokens * (
+        (linear - expert) / (hw.peak_flops * hw.compute_efficiency)
+        + expert
+        / (
+            hw.peak_flops
+            * hw.compute_efficiency
+            * _grouped_gemm_factor(shape, hw, layout, _expert_tokens(layout, b * seq_len / cp))
         )
+        + attention / (attention_peak * hw.compute_efficiency)
     )
     model_parallel = tp / stage_share
     # Expert parallelism keeps 1 / (ep x etp) of the routed experts on each rank (frozen under LoRA).
@@ -237,6 +234,12 @@ def _micro_batch(
     moe_s = tokens * _moe_elementwise_bytes_per_token(shape, dispatcher) / np.asarray(hw.hbm_bytes_per_s, float)
     # The stage's MoE layers each wait for the host once per micro-batch (physics/constants.py).
     host_s = host_s_per_layer * np.ceil(shape.layers * stage_share) * shape.moe_layer_share if shape.experts else 0.0
+    dequant_s = 0.0
+    if train.quantized_base:  # the stage's NF4 weights, after TP and EP, dequantised every pass
+        quantized = shape.params - train.bf16_base_params - shape.expert_share * shape.params
+        per_gpu = quantized / model_parallel + shape.expert_share * shape.params / expert_parallel
+        passes = QLORA_DEQUANT_PASSES + (np.asarray(layout.recompute) == Recompute.FULL)
+        dequant_s = passes * per_gpu * QLORA_DEQUANT_BYTES_PER_PARAM / np.asarray(hw.hbm_bytes_per_s, float)
     return _MicroBatch(
         compute_s,
         memory_s,
@@ -247,6 +250,7 @@ def _micro_batch(
         host_s,
         expert_weights / expert_parallel,
         expert_grads / expert_parallel,
+        dequant_s,
     )
 
 
