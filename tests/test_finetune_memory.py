@@ -172,3 +172,28 @@ def test_check_offers_the_optimizer_step_in_backward_as_a_fix():
     result = check(p, "L40S", 1, micro_batch=1, recompute="none", compare=False)
     assert not result.fits
     assert any("optimizer step in backward:" in note for note in result.notes)
+
+
+def test_adafactor_keeps_a_full_second_moment_where_zero_flattens_the_parameters():
+    # torch.optim.Adafactor factors a matrix's second moment into a row and a column vector, but keeps a
+    # full one for a 1-D tensor; DeepSpeed's ZeRO-1/2 and FSDP1 hand the optimizer flattened shards. So
+    # Llama 3.1 8B with an fp32 master copy holds 4 bytes per parameter of Adafactor state under DDP and
+    # 4 + 4 under ZeRO, divided over the 8 ranks.
+    torch = pytest.importorskip("torch")
+
+    def state_elements(shape):
+        weight = torch.nn.Parameter(torch.zeros(*shape))
+        optimizer = torch.optim.Adafactor([weight])
+        weight.grad = torch.ones(*shape)
+        optimizer.step()
+        return sum(v.numel() for v in optimizer.state[weight].values() if torch.is_tensor(v) and v.dim())
+
+    assert state_elements((64, 32)) == 64 + 32 and state_elements((2048,)) == 2048
+    job = problem(optimizer="adafactor")
+    params = job.job.model.params
+
+    def optimizer_gib(zero):
+        return check(job, "H100", 8, zero=zero, framework="deepspeed", compare=False).plan.memory_gib.optimizer
+
+    assert optimizer_gib(0) == pytest.approx(4 * params / 2**30, rel=1e-3)
+    assert optimizer_gib(1) == pytest.approx((4 + 4) * params / 8 / 2**30, rel=1e-3)

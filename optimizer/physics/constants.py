@@ -62,6 +62,13 @@ PURE_BF16_OPTIMIZER_BYTES = {
     "sgd": 2.0,
     "adafactor": 0.0,
 }
+# Adafactor factors the second moment of a tensor with two or more dimensions only (torch.optim.Adafactor
+# and transformers' Adafactor: factored = len(shape) >= 2). Under ZeRO >= 1 the optimizer steps flattened
+# shards (DeepSpeed's stage_1_and_2.py hands it one flat partition per parameter group; FSDP1's sharded
+# parameters are 1-D views of its FlatParameter), so it keeps a full second moment there: 4 bytes per
+# parameter beside an fp32 master copy, 2 in the parameters' dtype without one.
+ADAFACTOR_FLAT_SECOND_MOMENT_BYTES = {True: 4.0, False: 2.0}  # by master_weights
+
 # bitsandbytes' paged optimizers keep their state in unified memory that pages to the CPU under GPU memory
 # pressure (Dettmers et al. 2023, "QLoRA", section 3, "Paged Optimizers"): planned as not resident on the
 # GPU. ASSUMPTION: paging costs no time (it happens only at memory spikes, the paper's case).

@@ -104,6 +104,9 @@ class TrainingState:
     bf16_base_params: float = 0.0  # base parameters kept in 16 bits under QLoRA (embeddings and LM head)
     paged_optimizer: bool = False  # optimizer state pages to CPU memory (bitsandbytes paged optimizers)
     optimizer_in_backward: bool = False  # each parameter stepped and its gradient freed during backward
+    # optimizer bytes per trainable parameter added where ZeRO >= 1 hands the optimizer flattened shards
+    # (Adafactor's second moment is then not factored)
+    flat_optimizer_extra_bytes: float = 0.0
 
     def weights_total(self, params: float) -> float:
         base = (params - self.bf16_base_params) * self.weight_bytes + 2.0 * self.bf16_base_params

@@ -7,6 +7,7 @@ from dataclasses import replace
 from ..errors import JobError
 from ..inputs.schema import JobSpec, ModelSpec
 from ..physics.constants import (
+    ADAFACTOR_FLAT_SECOND_MOMENT_BYTES,
     MIXED_PRECISION_ADAM_BYTES,
     OPTIMIZER_BYTES,
     PAGED_OPTIMIZERS,
@@ -75,6 +76,12 @@ def training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
         teacher_params=float(job.teacher_params or 0.0),
         paged_optimizer=job.optimizer in PAGED_OPTIMIZERS,
         optimizer_in_backward=job.optimizer_in_backward,
+        # (a stated bytes_per_param stands as given)
+        flat_optimizer_extra_bytes=(
+            ADAFACTOR_FLAT_SECOND_MOMENT_BYTES[job.master_weights]
+            if job.optimizer == "adafactor" and job.bytes_per_param is None
+            else 0.0
+        ),
     )
 
 
