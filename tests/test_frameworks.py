@@ -145,6 +145,8 @@ DENSE = ["llama-3.1-8b", "qwen3-8b", "mistral-7b", "qwen3-14b"]
             st.sampled_from([None, 1, 2, 4, 8]),
             st.sampled_from([None, "none", "full"]),
             st.sampled_from([None, 1, 2]),  # virtual stages: a 1 %-faster interleaving once lost to simplicity
+            # a named framework: auto's optimum must beat every framework's layouts too
+            st.sampled_from([None, None, "megatron", "torchtitan"]),
         ),
         min_size=6,
         max_size=6,
@@ -152,8 +154,8 @@ DENSE = ["llama-3.1-8b", "qwen3-8b", "mistral-7b", "qwen3-14b"]
 )
 def test_no_layout_check_accepts_beats_the_optimum(model, method, tokens_b, batch, deadline_h, layouts):
     # Exactness over the real layout space, not over the candidate table: every fully specified layout
-    # that check accepts as fitting, runnable and within the constraints costs at least the cost optimum
-    # and takes at least the fastest plan's time.
+    # that check accepts as fitting, runnable and within the constraints, under any framework, costs at
+    # least the cost optimum (framework: auto) and takes at least the fastest plan's time.
     fields = {"model": model, "method": method, "tokens": f"{tokens_b}B"}
     if batch:
         fields["global_batch"] = batch
@@ -164,7 +166,7 @@ def test_no_layout_check_accepts_beats_the_optimum(model, method, tokens_b, batc
         )
     answer = plan(problem, runners_up=False, catalog=NODUS)
     fastest = answer.frontier[0] if answer.frontier else None
-    for sku, gpus, tp, pp, zero, micro_batch, recompute, virtual_stages in layouts:
+    for sku, gpus, tp, pp, zero, micro_batch, recompute, virtual_stages, framework in layouts:
         nodes = max(1, gpus // 8)
         try:
             result = check(
@@ -178,6 +180,7 @@ def test_no_layout_check_accepts_beats_the_optimum(model, method, tokens_b, batc
                 micro_batch=micro_batch,
                 recompute=recompute,
                 virtual_stages=virtual_stages,
+                framework=framework,
                 compare=False,
                 catalog=NODUS,
             )
