@@ -98,6 +98,7 @@ _FLAG_PARSERS: dict[str, Callable[[Any], float]] = {
     "deadline": lambda v: units.parse_duration_s(v, "a deadline"),
     "budget": lambda v: units.parse_usd(v, "a budget"),
     "min_memory": lambda v: units.parse_bytes(v, "a memory size"),
+    "time_limit_s": lambda v: units.parse_time_limit_s(v),
     "reserve": lambda v: units.parse_bytes_or_fraction(v, "a memory size"),
 }
 
@@ -296,13 +297,12 @@ def handled(fn: Callable) -> Callable:
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except OSError as exc:
-            if exc.errno not in STDOUT_FULL:
+            if exc.errno not in STDOUT_UNWRITABLE:
                 raise _internal(exc) from None
             raise typer.Exit(_stdout_full(exc)) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             # Never an answer: a stopped solve would read as 'infeasible' or a worse plan.
-            _say("interrupted")
-            raise typer.Exit(130) from None
+            raise typer.Exit(_stopped(exc)) from None
         except GpuplanError as exc:
             if _state["debug"]:
                 traceback.print_exc()
@@ -314,9 +314,26 @@ def handled(fn: Callable) -> Callable:
     return wrapper
 
 
-# Errors of a write to a full device: every file gpuplan writes goes through ``output.atomic_path``,
-# which names the file, so one reaching the top is a write to stdout (redirected to a full disk).
+# Errors of a write to a full device or a descriptor not open for writing: every file gpuplan writes goes
+# through ``output.atomic_path``, which names the file, so one reaching the top is a write to stdout
+# (redirected to a full disk, or opened read-only: ``1<file``).
 STDOUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+STDOUT_UNWRITABLE = STDOUT_FULL | {errno.EBADF, errno.EINVAL}
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler or ``kill``): stopped like ^C, with exit 143 and 'terminated'."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated
+
+
+def _stopped(exc: BaseException) -> int:
+    """Say why the command stopped before answering; the exit code (130 for ^C, 143 for SIGTERM)."""
+    terminated = isinstance(exc, Terminated)
+    _say("terminated" if terminated else "interrupted")
+    return 143 if terminated else 130
 
 
 def _say(text: str) -> None:
@@ -327,12 +344,15 @@ def _say(text: str) -> None:
 
 
 def _stdout_full(exc: OSError) -> int:
-    """Say that standard output (redirected to a full disk) took no answer; the exit code, 2."""
+    """Say that standard output (redirected to a full disk, or not open for writing) took no answer; the
+    exit code, 2."""
     _discard_stdout()
-    _say(
-        f"error: standard output: cannot write the answer ({exc.strerror}); free some space where it "
-        "goes, or redirect it to another device"
+    fix = (
+        "free some space where it goes, or redirect it to another device"
+        if exc.errno in STDOUT_FULL
+        else "open it for writing (gpuplan ... > answer.txt)"
     )
+    _say(f"error: standard output: cannot write the answer ({exc.strerror}); {fix}")
     return 2
 
 
@@ -581,7 +601,9 @@ def solve(
     ),
     framework: str | None = FrameworkOpt,
     spot: bool | None = SpotOpt,
-    time_limit: float = typer.Option(10.0, "--time-limit", help="CP-SAT time limit per solve, seconds."),
+    time_limit: str = typer.Option(
+        "10", "--time-limit", help="CP-SAT time limit per solve: seconds, or with a unit (90s, 2m)."
+    ),
     plot_path: Path | None = typer.Option(None, "--plot", help="Write the frontier chart (PNG, SVG or PDF)."),
     report: Path | None = typer.Option(None, "--report", help="Write a self-contained HTML report."),
     export_kind: str | None = ExportOpt,
@@ -622,7 +644,7 @@ def solve(
     check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     table = api.candidate_table(problem, cat)
-    result = api.plan(problem, catalog=cat, time_limit_s=time_limit, table=table)
+    result = api.plan(problem, catalog=cat, time_limit_s=units.parse_time_limit_s(time_limit), table=table)
     if export_kind and result.best is None:
         raise ArgumentError(
             "no plan satisfies the constraints, so there is nothing to export; see 'gpuplan solve' "
@@ -692,8 +714,10 @@ def catalog_cmd(
     min_memory: str | None = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory (160Gi)."),
     types: str | None = typer.Option(None, "--types", help="Only these GPUs, comma-separated."),
     fmt: Format = FormatOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
     """List a catalog's GPUs and offers: memory in GB and GiB, dense BF16 TFLOPS, bandwidths, price."""
+    _state["quiet"] = _state["quiet"] or quiet
     check_flags(min_memory=min_memory)
     cat = load_catalog(name)
     floor = None
@@ -705,7 +729,9 @@ def catalog_cmd(
     wanted = _names(types, "types") if types is not None else None
     check_gpu_names(cat, "types", wanted or [])
     rows = render.catalog_rows(catalog_entries(cat, wanted, floor))
-    if fmt == Format.table:
+    if fmt == Format.table and _state["quiet"]:
+        typer.echo(render.catalog_headline(cat.name, rows))
+    elif fmt == Format.table:
         render.print_catalog(cat.name, rows, render.console())
     else:
         _emit({"catalog": cat.name, "description": cat.description, "rows": rows}, fmt, lambda r, c: None)
@@ -792,7 +818,9 @@ def capacity(
 @handled
 def portfolio_cmd(
     file: Path = typer.Argument(..., help="Portfolio file (YAML): pools, budget, horizon, jobs.", show_default=False),
-    time_limit: float = typer.Option(60.0, "--time-limit", help="CP-SAT time limit, seconds."),
+    time_limit: str = typer.Option(
+        "60", "--time-limit", help="Time limit for the whole command: seconds, or with a unit (90s, 5m)."
+    ),
     workers: int = typer.Option(2, "--workers", min=1, help="CP-SAT workers (1 = fully deterministic)."),
     plot_path: Path | None = typer.Option(
         None, "--plot", help="Write a Gantt + pool utilisation chart (PNG, SVG or PDF)."
@@ -813,7 +841,12 @@ def portfolio_cmd(
     cat = load_catalog(catalog) if catalog else None
     progress = _progress_printer() if fmt == Format.table else None
     result = api.portfolio(
-        pf, catalog=cat, time_limit_s=time_limit, workers=workers, progress=progress, started=started
+        pf,
+        catalog=cat,
+        time_limit_s=units.parse_time_limit_s(time_limit),
+        workers=workers,
+        progress=progress,
+        started=started,
     )
     if plot_path and result.schedule:  # files first, as in solve
         with output.atomic_path(plot_path, "plot") as tmp:
@@ -929,13 +962,19 @@ def _watch_interrupts() -> None:
         return
 
     def watch() -> None:
-        while signal.SIGINT not in os.read(read_fd, 64):  # the wakeup fd receives signal numbers
-            pass
+        while True:  # the wakeup fd receives signal numbers
+            seen = os.read(read_fd, 64)
+            if signal.SIGINT in seen or signal.SIGTERM in seen:
+                break
+        terminated = signal.SIGINT not in seen
         _interrupted.set()
         time.sleep(INTERRUPT_GRACE_S)
         output.discard_pending()
-        os.write(2, b"interrupted\n")
-        os._exit(130)
+        os.write(2, b"terminated\n" if terminated else b"interrupted\n")
+        os._exit(143 if terminated else 130)
+
+    with contextlib.suppress(OSError, ValueError):
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
     threading.Thread(target=watch, name="gpuplan-interrupt", daemon=True).start()
 
@@ -951,6 +990,9 @@ def _die_on_closed_pipe() -> None:
 
 def main() -> None:
     _die_on_closed_pipe()
+    if sys.stdout is None:  # started with stdout closed (``>&-``): no answer could be written anywhere
+        _say("error: standard output is closed, so no answer can be written; run gpuplan with it open (> answer.txt)")
+        sys.exit(2)
     _replace_unencodable()
     _watch_interrupts()
     code: Any = 0
@@ -960,14 +1002,13 @@ def main() -> None:
         except SystemExit as exc:
             code = exc.code  # click reports usage errors with code 2 already; keep codes as they are
         except OSError as exc:  # --help or --version, which click writes before any command runs
-            if exc.errno not in STDOUT_FULL:
+            if exc.errno not in STDOUT_UNWRITABLE:
                 raise
             code = _stdout_full(exc)
-        if _interrupted.is_set() and code != 130:
+        if _interrupted.is_set() and code not in (130, 143):
             raise KeyboardInterrupt  # ^C outside a command: click says 'Aborted!' with exit 1
-    except KeyboardInterrupt:
-        _say("interrupted")
-        code = 130
+    except KeyboardInterrupt as exc:
+        code = _stopped(exc)
     sys.exit(code)
 
 

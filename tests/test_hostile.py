@@ -953,6 +953,71 @@ def test_stdout_on_a_full_disk_is_named_not_a_bug(args):
     assert proc.stderr.count("\n") == 1 and "Exception ignored" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["solve", "problems/llama-70b-within-5-days.yaml"], ["catalog"], ["--version"], ["--help"]],
+    ids=["solve", "catalog", "version", "help"],
+)
+@pytest.mark.parametrize("stdout", ["read-only", "closed"])
+def test_stdout_not_open_for_writing_is_named_not_a_bug(tmp_path, args, stdout):
+    """``gpuplan solve ... 1<file`` or ``>&-``: no answer can be written; exit 2 naming standard output
+    (it was exit 1, 'internal error', and a traceback for --help and --version)."""
+    readable = tmp_path / "in.txt"
+    readable.write_text("x")
+    with open(readable) as handle:
+        redirect = (lambda: os.dup2(handle.fileno(), 1)) if stdout == "read-only" else (lambda: os.close(1))
+        proc = subprocess.run(
+            [sys.executable, "-m", "optimizer", *args],
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            preexec_fn=redirect,
+        )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: standard output") and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_pdf_chart_over_the_file_size_limit_is_a_failed_write(tmp_path):
+    """matplotlib's PDF backend answers a failed write (a full disk, ``ulimit -f``) with an AttributeError
+    from its clean-up; the write error behind it is what gpuplan reports (it was exit 1)."""
+    pytest.importorskip("matplotlib")
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "optimizer",
+            "solve",
+            "problems/llama-70b-within-5-days.yaml",
+            "--plot",
+            tmp_path / "f.pdf",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        preexec_fn=limited,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "'--plot': cannot write" in proc.stderr and "File too large" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_long_valid_file_name_is_written(tmp_path):
+    """A 250-byte name is valid; the temporary file written beside it must not be refused for being longer
+    (it was 'File name too long')."""
+    paths = files(tmp_path, job_yaml=job_text())
+    out = tmp_path / ("a" * 245 + ".yaml")
+    result = invoke([*_solve_args(paths), "--export", "skypilot", "--out", out])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().strip() and sorted(p.name for p in tmp_path.iterdir()) == sorted(["job.yaml", out.name])
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
 @pytest.mark.parametrize("case", ["refusal", "written"])
 def test_stderr_on_a_full_disk_keeps_the_exit_code(tmp_path, case):
@@ -1095,9 +1160,11 @@ def _as_from_a_terminal() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _interrupt_after(args: list, delay: float, timeout: float = 60) -> tuple[int, str, str, float] | None:
-    """Run gpuplan, send SIGINT after ``delay`` s; (code, stdout, stderr, seconds from SIGINT to exit),
-    or None if it finished before the signal."""
+def _interrupt_after(
+    args: list, delay: float, timeout: float = 60, sig: int = signal.SIGINT
+) -> tuple[int, str, str, float] | None:
+    """Run gpuplan, send ``sig`` (SIGINT) after ``delay`` s; (code, stdout, stderr, seconds from the signal
+    to exit), or None if it finished before the signal."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "optimizer", *map(str, args)],
         stdout=subprocess.PIPE,
@@ -1115,7 +1182,7 @@ def _interrupt_after(args: list, delay: float, timeout: float = 60) -> tuple[int
     except subprocess.TimeoutExpired:
         pass
     sent = time.perf_counter()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:
@@ -1144,6 +1211,22 @@ def test_sigint_during_a_portfolio_exits_130_with_nothing_misleading(tmp_path, f
     assert "infeasible" not in out.lower() and "schedule" not in out.lower() and "status" not in out
     assert took < 10
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.yaml"]  # no chart, no temporary
+
+
+def test_sigterm_during_a_portfolio_exits_143_and_leaves_no_file(tmp_path):
+    """A scheduler's or ``kill``'s SIGTERM stops gpuplan as ^C does, with 'terminated' and exit 143: no
+    answer, no chart, and no temporary file beside it (SIGTERM had killed the process outright, leaving a
+    hidden .tmp file when it landed during a write)."""
+    pf = _big_portfolio(tmp_path)
+    plot = tmp_path / "gantt.png"
+    outcome = _interrupt_after(["portfolio", pf, "--time-limit", "60", "--plot", plot], 6.0, sig=signal.SIGTERM)
+    if outcome is None:
+        pytest.skip("the portfolio finished before the signal")
+    code, out, err, took = outcome
+    assert code == 143, (code, out[-500:], err[-500:], took)
+    assert err.strip().endswith("terminated") and "Traceback" not in err
+    assert "infeasible" not in out.lower() and "status" not in out and took < 10
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.yaml"]
 
 
 @pytest.mark.parametrize("delay", [0.1, 0.3, 0.6])
@@ -1967,3 +2050,74 @@ def test_a_plan_past_ten_years_left_out_is_said_in_solve_and_check():
     assert any("past 10 years are left out" in n for n in answer.notes), answer.notes
     slow = check(problem, "runpod-rtx-pro-6000", 1, spot=True, compare=False)
     assert slow.plan.hours.p50 > 10 * 365 * 24 and any("past the 10 years" in n for n in slow.notes)
+
+
+# =========================================================================== audit of session 20: inputs
+
+
+def test_an_offer_cannot_put_more_gpus_on_a_node_than_its_sku_holds(tmp_path):
+    # 64 B200 on one node was planned as such (an HGX B200 node holds 8; NVL72 is another SKU)
+    paths = files(tmp_path, cat_yaml=catalog_text(gpus_per_node="64"), job_yaml=job_text(catalog="cat.yaml"))
+    refused(tmp_path, ["solve", paths["job_yaml"]], "gpus_per_node", "a B200 node holds 8")
+
+
+def test_a_portfolio_job_with_a_file_and_an_inline_job_names_the_rule(tmp_path):
+    # the inline job was validated first: 'job.model: required field is missing' pointed at the wrong fix
+    paths = files(tmp_path, job_yaml=job_text())
+    text = portfolio_text().replace(
+        "  - name: b\n    job: {model: {params: 1B}, tokens: 100M, activation_reserve: 0}\n",
+        f"  - name: b\n    file: {paths['job_yaml']}\n    job: {{tokens: 1B}}\n",
+    )
+    pf = files(tmp_path, pf_yaml=text)["pf_yaml"]
+    refused(tmp_path, ["portfolio", pf, "--time-limit", "5"], "jobs[1]", "not both")
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (["capacity", "--sku", "B200", "--reserve", "1.0"], "fraction of the GPU's memory, which must be below 1"),
+        (["capacity", "--sku", "B200", "--reserve", "1"], "fraction of the GPU's memory, which must be below 1"),
+        (["solve", "problems/llama-8b-lora.yaml", "--budget", "1e-300"], "at least 0.01"),
+    ],
+    ids=["reserve-1.0", "reserve-1", "budget-below-a-cent"],
+)
+def test_numbers_that_read_as_something_else_say_what(tmp_path, args, expect):
+    # 1.0 is a fraction written whole, not one byte ('has no unit'); $1e-300 was accepted and shown as $0.00
+    refused(tmp_path, args, expect)
+
+
+def test_a_time_limit_takes_a_unit(tmp_path):
+    # every other duration takes units; '--time-limit 2m' was refused as not a number
+    result = invoke(["-q", "solve", "problems/llama-8b-lora.yaml", "--time-limit", "1m"])
+    assert result.exit_code == 0 and result.output.startswith("Cheapest plan"), result.output
+    refused(
+        tmp_path, ["solve", "problems/llama-8b-lora.yaml", "--time-limit", "5x"], "--time-limit", "unknown time unit"
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expect"),
+    [
+        ("deadline", "2020-01-01", "2020-01-01 is a date"),
+        ("gpu", "{types: []}", "an empty list names nothing"),
+    ],
+)
+def test_constraints_that_read_as_something_else_say_what(tmp_path, field, value, expect):
+    # a date was shown as datetime.date(2020, 1, 1); an empty type list meant 'any GPU' where
+    # --gpu-types '' is refused
+    paths = files(tmp_path, job_yaml=job_text(extra=f"constraints:\n  {field}: {value}\n"))
+    text = refused(tmp_path, ["solve", paths["job_yaml"]], expect)
+    assert "datetime" not in text
+
+
+def test_portfolio_start_is_a_day_and_names_cannot_reverse_text(tmp_path):
+    pf = files(tmp_path, pf_yaml="start: 2027-01-04T10:00:00\n" + portfolio_text())["pf_yaml"]
+    text = refused(tmp_path, ["portfolio", pf, "--time-limit", "5"], "'start'", "release")
+    assert "datetime" not in text and "Datetimes provided" not in text
+    pf.write_text(portfolio_text(name_a='"\\u202eevil"'))
+    refused(tmp_path, ["portfolio", pf, "--time-limit", "5"], "bidirectional")
+
+
+def test_catalog_takes_quiet_after_the_command():
+    result = invoke(["catalog", "-q"])
+    assert result.exit_code == 0 and result.output.count("\n") == 1 and result.output.startswith("Catalog default:")

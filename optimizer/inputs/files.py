@@ -8,6 +8,7 @@ here, before validation, so the schema itself reads no files.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,9 @@ def validation_error(exc: ValidationError, source: str, prefix: str = "") -> Gpu
         message = message[len("Value error, ") :]
     if first["type"] not in ("missing", "extra_forbidden") and "input" in first:
         value = first["input"]
-        if not isinstance(value, (dict, list)):
+        if isinstance(value, (dt.date, dt.datetime)):  # as the file wrote it, not Python's repr
+            message += f" (got {value.isoformat()})"
+        elif not isinstance(value, (dict, list)):
             message += f" (got {value!r})"
     return GpuplanError(message, source=source, field=field)
 
@@ -271,9 +274,17 @@ def _load_catalog(
     )
     for i, offer in enumerate(catalog.offers):
         try:
-            find_sku(catalog, offer.sku)
+            sku = find_sku(catalog, offer.sku)
         except CatalogError as exc:
             raise exc.located(*origins[i][:1], f"{origins[i][1]}.sku") from None
+        if offer.gpus_per_node > sku.gpus_per_node:
+            raise CatalogError(
+                f"offer {offer.name!r} puts {offer.gpus_per_node} GPUs on a node, but a {sku.name} node holds "
+                f"{sku.gpus_per_node} (the SKU's gpus_per_node): give gpus_per_node {sku.gpus_per_node} or fewer, "
+                "and the node count in max_nodes",
+                source=origins[i][0],
+                field=f"{origins[i][1]}.gpus_per_node",
+            )
     return catalog, origins
 
 

@@ -75,7 +75,14 @@ def a_name(value: str) -> str:
         raise ValueError("a name cannot be blank")
     if printable(value) != value:
         raise ValueError("a name cannot hold control characters such as a line break or a tab")
+    if any(c in BIDI_CONTROLS for c in value):
+        # U+202E shows 'evil' as 'live' in every table the name appears in
+        raise ValueError("a name cannot hold bidirectional text controls (U+200E/F, U+202A-E, U+2066-9)")
     return value
+
+
+# Unicode's explicit directional formatting characters (UAX #9, "Explicit Directional Formatting")
+BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 Name = Annotated[str, AfterValidator(a_name)]
@@ -693,6 +700,15 @@ class GpuFilter(_Model):
     min_memory_bytes: Bytes | None = Field(None, alias="min_memory", gt=0)
     types: list[str] | None = None
     providers: list[str] | None = None
+
+    @field_validator("types", "providers")
+    @classmethod
+    def _names_something(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if value is not None and not value:  # as --gpu-types '' is refused: an empty filter is a slip
+            example = "[B200, B300]" if info.field_name == "types" else "[RunPod, Lambda]"
+            raise ValueError(f"an empty list names nothing; give one or more ({example}) or leave the key out")
+        return value
+
     count: int | None = Field(None, ge=1, description="GPUs per node (the seed's spec.resources.gpu.count).")
 
 
@@ -843,6 +859,18 @@ class PortfolioJob(_Model):
     required: bool = True
     after: list[Name] = Field(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _not_both_sources(cls, data: Any) -> Any:
+        # before the inline job is validated on its own: a partial 'job:' beside 'file:' reads as an
+        # override, and 'job.model: required field is missing' would point at the wrong fix
+        if isinstance(data, dict) and data.get("file") is not None and data.get("job") is not None:
+            raise ValueError(
+                "give either 'file:' (a job file) or an inline 'job:', not both: to change a job file's fields, "
+                "copy it and edit the copy, or write the whole job inline"
+            )
+        return data
+
     @model_validator(mode="after")
     def _one_source(self) -> PortfolioJob:
         if (self.file is None) == (self.job is None):
@@ -859,6 +887,17 @@ class PortfolioJob(_Model):
 class Portfolio(_Model):
     catalog: str | None = None
     start: dt.date | None = None
+
+    @field_validator("start", mode="before")
+    @classmethod
+    def _a_day(cls, value: Any) -> Any:
+        if isinstance(value, dt.datetime) and value.timetz().replace(tzinfo=None) != dt.time():
+            raise ValueError(
+                "the portfolio's start is a day (its calendar counts from that midnight), not a time of day: "
+                "write the date alone (2027-01-04) and give jobs a release (release: 10h) to start them later"
+            )
+        return value
+
     horizon_s: Seconds = Field(alias="horizon", gt=0)
     budget_usd: Usd | None = Field(None, alias="budget", gt=0)
     objective: Literal["cost", "makespan", "weighted_lateness"] = "cost"

@@ -8,6 +8,7 @@ a B200's 180 GB label is therefore 167.6 GiB (seed 000).
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from dataclasses import dataclass
@@ -135,6 +136,11 @@ def parse_bytes_or_fraction(value: str | int | float, what: str = "a size") -> f
             number = math.nan
         if 0 <= number < 1:
             return number
+        if 1 <= number < MIN_BARE_BYTES:  # 1.0 is a fraction written whole, not one byte
+            raise UnitError(
+                f"{value!r} is a bare number: a fraction of the GPU's memory, which must be below 1 (1 would leave "
+                "nothing for the job); for a size write the unit, like 20GB or 16GiB"
+            )
     return parse_bytes(value, what)
 
 
@@ -142,6 +148,8 @@ def parse_duration_s(value: str | int | float, what: str = "a duration") -> floa
     """``5d`` -> 432000 s, ``36h``, ``90m``, ``1w``; a bare number is hours (what people mean in a plan)."""
     if isinstance(value, bool):
         raise UnitError(f"cannot read {value!r} as {what}; write it like 5d, 36h or 90m")
+    if isinstance(value, (dt.date, dt.datetime)):  # YAML reads 2027-01-04 as a date
+        raise UnitError(f"{value.isoformat()} is a date, and {what} is a length of time: write it like 5d or 36h")
     if isinstance(value, (int, float)):
         return _finite(float(value) * 3600.0, value, what)
     text = str(value).strip()
@@ -158,6 +166,17 @@ def parse_duration_s(value: str | int | float, what: str = "a duration") -> floa
             raise UnitError(f"unknown time unit {unit!r} in {value!r}; use s, m, h, d or w")
         total += float(number) * factor
     return _finite(total, value, what)
+
+
+def parse_time_limit_s(value: str | int | float, what: str = "a time limit") -> float:
+    """A solver time limit: a bare number is seconds (``--time-limit 60``), or a duration with its unit
+    (``90s``, ``2m``)."""
+    if not isinstance(value, bool):
+        try:
+            return _finite(float(value), value, what)
+        except (TypeError, ValueError):
+            pass
+    return parse_duration_s(value, what)
 
 
 def parse_usd(value: str | int | float, what: str = "an amount in USD") -> float:
@@ -331,7 +350,7 @@ LIMITS: dict[str, Limit] = {
     "preemptions": Limit(0, 100, "per node-hour", "more than one preemption a minute is no capacity", True),
     "failure_rate": Limit(0, 1, "per GPU-hour", "a failure every GPU-hour would stop any run", True),
     # money and time
-    "budget": Limit(0, 1e10, "USD", "$10 billion: more than any training run has cost"),
+    "budget": Limit(0.01, 1e10, "USD", "a cent to $10 billion, more than any training run has cost", True),
     "duration": Limit(0, 10 * YEAR_S, "h", "10 years: no GPU rental is planned further ahead", scale=3600),
     "offset": Limit(0, 10 * YEAR_S, "h", "10 years: no GPU rental is planned further ahead", True, scale=3600),
     "overhead": Limit(0, 30 * 86400, "h", "30 days of start-up or restart is a typo", True, scale=3600),

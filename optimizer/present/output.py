@@ -15,6 +15,7 @@ an ``ArgumentError`` naming the parameter (the CLI shows it as the flag) and the
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -100,13 +101,49 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+# What to do about a failed write, by its errno (anything else: another path)
+_WRITE_FIXES = {
+    errno.ENOSPC: "free some space or choose another path",
+    errno.EDQUOT: "free some space or choose another path",
+    errno.EFBIG: "raise the file-size limit (ulimit -f) or choose another path",
+    errno.ENAMETOOLONG: "choose a shorter file name",
+}
+
+
 def _failed(dest: Path, parameter: str, exc: OSError) -> ArgumentError:
     reason = exc.strerror or exc.__class__.__name__
+    fix = _WRITE_FIXES.get(exc.errno or 0, "choose another path")
     return ArgumentError(
-        f"cannot write {dest} ({reason}); nothing was written there (an existing file is unchanged): free "
-        "some space or choose another path",
+        f"cannot write {dest} ({reason}); nothing was written there (an existing file is unchanged): {fix}",
         field=parameter,
     )
+
+
+def _os_error_in(exc: BaseException) -> OSError | None:
+    """The OSError behind an error a writer raised while failing to write (matplotlib's PDF backend, on a
+    full disk, raises AttributeError from its clean-up with the OSError as its context)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, OSError):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _temporary_affixes(dest: Path) -> tuple[str, str]:
+    """mkstemp's prefix and suffix for a temporary file beside ``dest``: ``.stem.`` and ``.tmp`` + its
+    extension, the stem shortened so the name (8 random characters between) stays within the folder's
+    name limit: a valid 250-byte name must not be refused because its temporary one is longer."""
+    suffix = f".tmp{dest.suffix}"
+    try:
+        name_max = os.pathconf(dest.parent or ".", "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        name_max = 255
+    room = name_max - len(os.fsencode(suffix)) - 8 - 2
+    stem = os.fsencode(dest.stem)[: max(room, 0)].decode(errors="ignore")
+    return f".{stem}.", suffix
 
 
 @contextlib.contextmanager
@@ -122,7 +159,8 @@ def atomic_path(path: str | os.PathLike[str], parameter: str) -> Iterator[Path]:
             field=parameter,
         )
     try:
-        fd, tmp = tempfile.mkstemp(dir=dest.parent or ".", prefix=f".{dest.stem}.", suffix=f".tmp{dest.suffix}")
+        prefix, suffix = _temporary_affixes(dest)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent or ".", prefix=prefix, suffix=suffix)
     except OSError as exc:
         raise _failed(dest, parameter, exc) from None
     os.close(fd)
@@ -142,6 +180,11 @@ def atomic_path(path: str | os.PathLike[str], parameter: str) -> Iterator[Path]:
                 os.replace(tmp, dest)
         except OSError as exc:
             raise _failed(dest, parameter, exc) from None
+        except Exception as exc:
+            behind = _os_error_in(exc)
+            if behind is None:
+                raise
+            raise _failed(dest, parameter, behind) from None
         if not staged:
             _sync_folder(dest.parent)
     finally:
