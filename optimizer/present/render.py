@@ -448,7 +448,9 @@ def print_capacity(result: CapacityResult, console: Console) -> None:
             f" ({result.max_layers} layers of this model, activations included: the job itself "
             f"{'fits' if result.job_fits else 'does not fit'})"
             if result.includes_activations
-            else " (training state only: give a job file to include activations, as check does)"
+            else " (training state only: give a job file to include activations"
+            + (", and the embeddings and LM head QLoRA keeps in 16 bits" if result.method == "qlora" else "")
+            + ", as check does)"
         )
     )
 
