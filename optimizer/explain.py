@@ -58,7 +58,7 @@ def infeasibility(table: CandidateTable, binding: list[str]) -> list[Infeasibili
     ctx = table.ctx
     out = []
     if "filter" in binding or all(c.rejected_by == "filter" for c in r.rows):
-        out.append(_filter(ctx))
+        out.append(_filter(ctx, any(c.rejected_by != "filter" for c in r.rows)))
     if "supply" in binding:
         out += _supply(ctx, r)
     if "memory" in binding or (r.allowed and not r.fitting):
@@ -93,15 +93,21 @@ def framework_reason(ctx: JobContext, c: Candidate) -> str:
     )
 
 
-def _filter(ctx: JobContext) -> Infeasibility:
+def _filter(ctx: JobContext, some_pass: bool = False) -> Infeasibility:
+    """The GPU filters bind: none passes them, or (``some_pass``) those that pass cannot run the job (the
+    other reasons say why) and an offer they leave out could."""
     g = ctx.constraints.gpu
-    detail = (
-        "no offer passes the GPU filters"
-        + (f" types={','.join(g.types)}" if g.types else "")
+    filters = (
+        (f" types={','.join(g.types)}" if g.types else "")
         + (f" min_memory={fmt_bytes(g.min_memory_bytes)}" if g.min_memory_bytes else "")
         + (f" providers={','.join(g.providers)}" if g.providers else "")
         + (f" count={g.count} (GPUs per node)" if g.count else "")
-        + f" with precision {ctx.job.precision}; loosen them"
+    )
+    detail = (
+        f"the GPU filters{filters} leave out every offer that could run this job (those they keep cannot: see "
+        "the other reasons); loosen them"
+        if some_pass
+        else f"no offer passes the GPU filters{filters} with precision {ctx.job.precision}; loosen them"
     )
     return Infeasibility(constraint="filter", detail=detail)
 
@@ -127,7 +133,9 @@ def _supply(ctx: JobContext, r: _Rows) -> list[Infeasibility]:
 
 def _memory(ctx: JobContext, r: _Rows) -> Infeasibility:
     train = ctx.train
-    state = train.weights_total(ctx.shape.params) + (train.grad_bytes + train.optimizer_bytes) * train.trainable_params
+    # sharded over the GPUs (ZeRO >= 1: Adafactor's second moment is then full size)
+    optimizer_bytes = float(train.optimizer_bytes_at(1))
+    state = train.weights_total(ctx.shape.params) + (train.grad_bytes + optimizer_bytes) * train.trainable_params
     candidates = r.allowed or r.rows
     largest = max(candidates, key=lambda x: x.row.gpus * x.capacity_bytes)
     nearest = min(candidates, key=lambda x: x.memory_bytes - x.capacity_bytes)

@@ -197,3 +197,23 @@ def test_adafactor_keeps_a_full_second_moment_where_zero_flattens_the_parameters
 
     assert optimizer_gib(0) == pytest.approx(4 * params / 2**30, rel=1e-3)
     assert optimizer_gib(1) == pytest.approx((4 + 4) * params / 8 / 2**30, rel=1e-3)
+
+
+def test_adafactor_state_counts_its_full_second_moment_wherever_gpuplan_sums_the_state():
+    # The infeasibility message and capacity's bytes per parameter sum the state sharded over the GPUs:
+    # 2 (weights) + 2 (gradients) + 4 (master) + 4 (unfactored second moment) = 12 bytes per parameter.
+    job = problem(model="llama-3.1-70b", optimizer="adafactor", global_batch=64, seq_len=4096)
+    params = job.job.model.params
+    job = job.model_copy(update={"constraints": Constraints(gpu=GpuFilter(types=["L40S"]))})
+    answer = plan(job)
+    memory = next(r for r in answer.infeasible if r.constraint == "memory")
+    assert f"needs {12 * params / 1e9:,.1f} GB" in memory.detail
+    assert any(
+        "leave out every offer that could run" in r.detail for r in answer.infeasible if r.constraint == "filter"
+    )
+
+
+def test_qlora_shows_its_dequantisation_in_the_time_breakdown():
+    qlora = check(problem(method="qlora"), "L40S", 1, micro_batch=1, compare=False).plan
+    lora = check(problem(method="lora"), "L40S", 1, micro_batch=1, compare=False).plan
+    assert qlora.time_breakdown_s["dequant"] > 0 and "dequant" not in lora.time_breakdown_s

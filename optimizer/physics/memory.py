@@ -122,9 +122,7 @@ def state_bytes(
         # gradient is alive, the largest one (the LM head, first in backward, for every bundled preset).
         one_tensor = train.grad_bytes * min(train.trainable_params, shape.largest_tensor_params or np.inf)
         grads = np.minimum(grads, one_tensor / tp / np.where(zero >= 2, shard, 1.0))
-    optim_total = (train.optimizer_bytes + np.where(zero >= 1, train.flat_optimizer_extra_bytes, 0.0)) * (
-        train.trainable_params
-    )
+    optim_total = train.optimizer_bytes_at(zero) * train.trainable_params
     optim = per_gpu(optim_total, optim_total * trainable_share, zero >= 1)
     off_gpu = (np.asarray(layout.offload) > 0) | train.paged_optimizer
     return weights, grads, np.where(off_gpu, 0.0, optim)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .constants import MIN_BLOCK_SHARE_OF_PARAMS
 
 
@@ -107,6 +109,10 @@ class TrainingState:
     # optimizer bytes per trainable parameter added where ZeRO >= 1 hands the optimizer flattened shards
     # (Adafactor's second moment is then not factored)
     flat_optimizer_extra_bytes: float = 0.0
+
+    def optimizer_bytes_at(self, zero) -> np.ndarray:
+        """Optimizer bytes per trainable parameter at ZeRO stage ``zero`` (flattened shards from stage 1)."""
+        return self.optimizer_bytes + np.where(np.asarray(zero) >= 1, self.flat_optimizer_extra_bytes, 0.0)
 
     def weights_total(self, params: float) -> float:
         base = (params - self.bf16_base_params) * self.weight_bytes + 2.0 * self.bf16_base_params

@@ -70,6 +70,7 @@ class StepTime:
     model_flops_per_token: float
     all_to_all_s: np.ndarray | float = 0.0  # exposed expert all-to-all, whole step (part of network_s)
     moe_host_s: np.ndarray | float = 0.0  # host launch waits of the MoE layers, whole step (part of ideal_s)
+    dequant_s: np.ndarray | float = 0.0  # QLoRA's NF4 dequantisation kernels, whole step (part of ideal_s)
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -529,7 +530,7 @@ def _update_s(train, hw: Cluster, layout: Layout, mb: _MicroBatch):
     model_parallel = np.asarray(layout.tp, float) / mb.stage_share
     opt_shard = np.where(zero >= 1, shard, 1.0)
     per_param = (
-        train.optimizer_bytes
+        train.optimizer_bytes_at(zero)
         + train.grad_bytes
         + train.adapter_weight_bytes
         + (0.0 if train.lora else train.weight_bytes)
@@ -615,4 +616,5 @@ def step_time(
         model_flops_per_token=model_fpt,
         all_to_all_s=a2a_s,
         moe_host_s=(m + (pp - 1.0) / v) * np.asarray(mb.moe_host_s, float),
+        dequant_s=(m + (pp - 1.0) / v) * np.asarray(mb.dequant_s, float),
     )

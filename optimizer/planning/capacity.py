@@ -118,7 +118,8 @@ def job_capacity(ctx: JobContext, sku: str, gpus: int, nodes: int | None = None)
         zero_stage=row.strategy.zero_stage,
         method=ctx.job.method,
         bytes_per_param=(
-            train.weights_total(shape.params) + (train.grad_bytes + train.optimizer_bytes) * train.trainable_params
+            train.weights_total(shape.params)
+            + (train.grad_bytes + float(train.optimizer_bytes_at(row.strategy.zero_stage))) * train.trainable_params
         )
         / shape.params,
         memory_per_gpu_gb=row.memory_gib.capacity * GIB / 1e9,

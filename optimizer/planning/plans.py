@@ -62,6 +62,8 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         breakdown["all_to_all"] = _f(np.broadcast_to(timing.all_to_all_s, np.shape(timing.step_s))[i])
         # and the host launch waits of its layers (docs/design.md 5.11), a part of the micro-batches' busy time
         breakdown["moe_host"] = _f(np.broadcast_to(timing.moe_host_s, np.shape(timing.step_s))[i])
+    if ctx.train.quantized_base:  # QLoRA: the NF4 dequantisation kernels, a part of the busy time
+        breakdown["dequant"] = _f(np.broadcast_to(timing.dequant_s, np.shape(timing.step_s))[i])
     return Plan(
         sku=row.sku.name,
         offer=(row.offer.name + (SPOT_SUFFIX if row.spot else "")) if row.offer else None,
