@@ -794,3 +794,28 @@ def test_kubernetes_keeps_nodes_whose_gpus_hold_exactly_the_plans_memory():
     affinity = job_doc["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
     (term,) = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert term["matchExpressions"][0]["values"] == ["81919"]
+
+
+@pytest.mark.parametrize(("optimizer", "flag"), [("adamw", "adam"), ("sgd", "sgd")])
+def test_megatron_export_runs_the_optimizer_the_plan_counted(optimizer, flag):
+    """Megatron-LM's default --optimizer is adam: an SGD plan (8 bytes of state per parameter) exported
+    without the flag would launch Adam (12) and could run out of memory. Megatron-Core takes the value."""
+    job = load_job(ROOT / "problems" / "seed-14b-full-finetune.yaml")
+    job = job.model_copy(update={"job": job.job.model_copy(update={"optimizer": optimizer})})
+    p = check(job, "H100", 8, zero=1, framework="megatron", compare=False).plan
+    args = shlex.split(export(p, "megatron", optimizer=optimizer).replace("\\\n", " "), comments=True)
+    assert args[args.index("--optimizer") + 1] == flag
+    pytest.importorskip("megatron.core")
+    from megatron.core.optimizer import OptimizerConfig
+
+    assert OptimizerConfig(optimizer=flag).optimizer == flag
+
+
+def test_torchtitan_toml_says_0_2_2_refuses_ddp_beside_tp():
+    # torchtitan v0.2.2 (models/llama3/infra/parallelize.py) raises 'DDP has not supported > 1D parallelism'
+    # for data parallelism without FSDP beside TP or PP; 0.3.0 runs it as HSDP with a shard degree of 1
+    job = load_job(ROOT / "problems" / "llama-8b-lora.yaml")
+    job = job.model_copy(update={"job": job.job.model_copy(update={"method": "full", "global_batch": 256})})
+    p = check(job, "H100", 16, tp=2, zero=0, framework="torchtitan", compare=False).plan
+    assert p.strategy.zero_stage == 0 and p.strategy.dp > 1
+    assert "DDP has not supported > 1D parallelism" in export(p, "torchtitan", "j", 4096, num_layers=32)

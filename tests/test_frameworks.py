@@ -406,3 +406,48 @@ def test_check_says_when_a_hand_picked_layout_lies_outside_what_solve_searches(p
     assert any("which solve does not search" in n and "context parallelism" in n for n in outside.notes)
     inside = check(job, "B200", 32, nodes=4, tp=1, pp=4, compare=False)
     assert not any("which solve does not search" in n for n in inside.notes)
+
+
+# --------------------------------------------------------------------------- rules the frameworks check at start-up
+
+
+def test_torchtitan_plain_1f1b_needs_a_micro_batch_per_stage():
+    # torch.distributed.pipelining's Schedule1F1B raises with fewer micro-batches than stages, and torchtitan
+    # only warns before building it: Llama 3.1 70B at a global batch of 8 on 32 H100s, TP 8 PP 4, micro-batch
+    # 4 has 2 micro-batches for 4 stages. Megatron's 1F1B runs it (a longer bubble).
+    small = job(model="llama-3.1-70b", global_batch=8, seq_len=4096)
+    layout = {"tp": 8, "pp": 4, "micro_batch": 4, "virtual_stages": 1, "compare": False, "catalog": NODUS}
+    refused = check(small, "H200", 32, framework="torchtitan", **layout)
+    assert not refused.runnable and "micro-batches per step" in refused.not_runnable_because[0]
+    assert check(small, "H200", 32, framework="megatron", **layout).runnable
+    assert check(small, "H200", 32, framework="torchtitan", **{**layout, "micro_batch": 1}).runnable
+
+
+@pytest.mark.parametrize("seq_len", [2047, 18000])
+def test_plans_split_the_sequence_as_each_framework_requires(seq_len):
+    # Megatron's sequence parallelism (on with TP in its export) splits each CP rank's s / cp tokens over TP
+    # (tensor_parallel/mappings.py asserts it); torchtitan checks s % (TP x 2 CP) with TP or CP on
+    # (ParallelDims.seq_len_divisor). 2047 tokens allow no TP in either; 18000 allow TP 4 x CP 4 in neither.
+    problem = job(model="llama-3.1-70b", seq_len=seq_len, global_batch=64, tokens="2B")
+    for framework in ("megatron", "torchtitan"):
+        s = plan(problem.model_copy(update={"job": problem.job.model_copy(update={"framework": framework})})).best
+        assert s is not None
+        tp, cp = s.strategy.tp, s.strategy.cp
+        if framework == "megatron":
+            assert tp == 1 or (seq_len % cp == 0 and (seq_len // cp) % tp == 0), (tp, cp)
+        else:
+            assert (tp == 1 and cp == 1) or seq_len % (tp * 2 * cp) == 0, (tp, cp)
+    refused = check(problem, "H200", 8, tp=2, framework="megatron", compare=False, catalog=NODUS)
+    assert (seq_len % 2 != 0) == (not refused.runnable)
+
+
+def test_torchtitan_counts_the_sequence_divisor_gpuplan_uses():
+    # the rule above, against torchtitan's own ParallelDims (0.3.0) for the layout it once planned
+    pytest.importorskip("torchtitan")
+    from torchtitan.distributed.parallel_dims import ParallelDims
+
+    dims = ParallelDims(dp_replicate=1, dp_shard=-1, cp=4, tp=4, pp=4, ep=1, world_size=64)
+    assert dims.seq_len_divisor == 4 * 2 * 4 and 18000 % dims.seq_len_divisor != 0
+    strategy = Strategy(tp=4, pp=4, dp=1, cp=4, zero_stage=3, micro_batch=1, grad_accum=64)
+    assert any("sequence length" in rule for rule in why_not_runnable("torchtitan", strategy, 80, seq_len=18000))
+    assert not any("sequence length" in rule for rule in why_not_runnable("torchtitan", strategy, 80, seq_len=16384))

@@ -211,7 +211,9 @@ def strategy_grid(
     requested_etp: int | None = None,
 ) -> np.ndarray:
     """Integer rows of ``GRID_FIELDS`` valid for ``row``: the layouts the job's framework runs (every
-    layout, labelled -1 where no framework runs it, with ``runnable_only=False``)."""
+    layout, labelled -1 where no framework runs it, with ``runnable_only=False``), once per framework label
+    (``frameworks.label_layouts``: two under auto where frameworks cost it differently), a layout's labels
+    next to each other in preference order (``_shadowed`` reads them so)."""
     grid = _layouts(ctx, row, ignore_batch, requested_cp, requested_ep, requested_v, requested_etp)
     index, codes, unrun = label_layouts(
         _rule_columns(ctx, grid),
@@ -234,6 +236,7 @@ def _rule_columns(ctx: JobContext, grid: np.ndarray) -> dict[str, np.ndarray]:
     columns["activation_offload"] = np.full(len(grid), int(ctx.job.activation_offload))
     columns["method"] = np.full(len(grid), METHOD_CODES[ctx.job.method])
     columns["optimizer"] = np.full(len(grid), OPTIMIZER_CODES[ctx.job.optimizer])
+    columns["seq_len"] = np.full(len(grid), int(ctx.job.seq_len))
     return columns
 
 

@@ -205,7 +205,9 @@ def _broken_rules(ctx: JobContext, plan: Plan) -> list[str]:
     return [
         rule
         for name in names
-        for rule in why_not_runnable(name, plan.strategy, layers, ctx.job.method, ctx.job.optimizer)[:most]
+        for rule in why_not_runnable(name, plan.strategy, layers, ctx.job.method, ctx.job.optimizer, ctx.job.seq_len)[
+            :most
+        ]
     ]
 
 

@@ -1,9 +1,11 @@
 """What each training framework can run, as data with a source per rule (docs/design.md section 3.5).
 
-A layout (TP, PP, interleaving, ZeRO stage and shard group, offload) is runnable in a framework when
-every rule below allows it. The candidate generator keeps only layouts the job's framework runs; with
-``framework: auto`` it keeps every layout some framework runs and labels it with the first framework,
-in ``PREFERENCE`` order, that runs it (the simplest tool that does the job).
+A layout (TP, PP, interleaving, ZeRO stage and shard group, offload) with the job's method and optimizer
+is runnable in a framework when every rule below allows it. The candidate generator keeps only layouts
+the job's framework runs; with ``framework: auto`` it keeps every layout some framework runs, labelled
+with the first framework in ``PREFERENCE`` order that runs it (the simplest tool that does the job) and
+with the first of those gpuplan costs differently (``label_layouts``); the first label that fits in
+memory is the one the layout runs in (``candidates.Evaluation.shadowed``).
 """
 
 from __future__ import annotations
@@ -79,6 +81,14 @@ class Framework:
     # fused norms, SwiGLU and FP8 linear inputs (Transformer Engine) or eager PyTorch's
     fused_kernels: bool = False
     kernels_source: str = "eager PyTorch modules (Hugging Face, torchtitan without Transformer Engine)"
+    # a plain (not interleaved) pipeline needs at least as many micro-batches per step as stages
+    pipeline_min_microbatches: bool = False
+    microbatches_source: str = "a pipeline with fewer micro-batches than stages runs, with a longer bubble"
+    # the sequence length (job.seq_len) its sequence and context parallelism split: "none", "per_cp_rank"
+    # (each CP rank's s / cp divisible by TP: Megatron's sequence parallelism) or "tp_2cp" (s divisible by
+    # TP x 2 CP whenever TP or CP is on: torchtitan's seq_len_divisor)
+    seq_len_split: str = "none"
+    seq_len_source: str = "no sequence-length rule"
 
     def runnable(self, grid: dict[str, np.ndarray], layers: int) -> np.ndarray:
         """Which layouts of a strategy grid (columns by name) this framework runs."""
@@ -101,6 +111,14 @@ class Framework:
         trained = np.isin(method, [METHOD_CODES[m] for m in self.methods])
         optimizer = grid.get("optimizer", np.zeros_like(tp))
         stepped = np.isin(optimizer, [OPTIMIZER_CODES[o] for o in self.optimizers])
+        accum = grid.get("grad_accum", np.full_like(tp, np.iinfo(np.int64).max))
+        seq = grid.get("seq_len")  # absent (a strategy checked without its job's sequence): no rule
+        if seq is None or self.seq_len_split == "none":
+            bad_seq = np.zeros(np.shape(tp), dtype=bool)
+        elif self.seq_len_split == "per_cp_rank":
+            bad_seq = (tp > 1) & ((seq % cp != 0) | ((seq // np.maximum(cp, 1)) % tp != 0))
+        else:
+            bad_seq = ((tp > 1) | (cp > 1)) & (seq % (tp * 2 * cp) != 0)
         return {
             f"{self.title} trains {'/'.join(sorted(self.methods))} only ({self.methods_source})": ~trained,
             f"{self.title} runs the {'/'.join(sorted(self.optimizers))} optimizers only ({self.optimizers_source})": (
@@ -170,6 +188,10 @@ class Framework:
             f"{self.title} offloads activations only without recomputation ({self.activation_offload_source})": (
                 act_offload & (recompute > 0) & (not self.activation_offload_with_recompute)
             ),
+            f"{self.title} needs at least as many micro-batches per step as pipeline stages without interleaving "
+            f"({self.microbatches_source})": (pp > 1) & (v == 1) & (accum < pp) & self.pipeline_min_microbatches,
+            f"{self.title} needs the sequence length to split evenly over its sequence and context parallel ranks "
+            f"({self.seq_len_source})": bad_seq,
             f"{self.title} splits the experts by the attention TP only ({self.folding_source})": (
                 grid.get("etp", np.zeros_like(tp)) > 0
             )
@@ -297,6 +319,13 @@ FRAMEWORKS: dict[str, Framework] = {
         optimizers=frozenset({"adamw"}),
         optimizers_source="torchtitan components/optimizer.py build_optimizers: Adam, AdamW (v0.2.2; DistMuon "
         "later), any other name NotImplementedError",
+        pipeline_min_microbatches=True,
+        microbatches_source="torch/distributed/pipelining/schedules.py Schedule1F1B (torch 2.13): 'Number of "
+        "microbatches must be greater than or equal to the number of stages'; torchtitan's pipeline_parallel.py "
+        "only warns before building it",
+        seq_len_split="tp_2cp",
+        seq_len_source="torchtitan ParallelDims.seq_len_divisor = tp x cp x 2, checked at start-up (0.3.0 "
+        "trainer.py; v0.2.2 models/llama3/infra/parallelize.py) with TP (sequence parallel by default) or CP on",
         activation_offload_source="torchtitan's CPU offload (FSDP2 CPUOffloadPolicy) moves parameters, not activations",
         zero3_step_gathers_with_pp=True,
         zero3_gathers_source="torchtitan/distributed/fsdp.py: reshard_after_forward_policy 'default' is 'not "
@@ -310,6 +339,10 @@ FRAMEWORKS: dict[str, Framework] = {
         methods_source="Megatron-Bridge src/megatron/bridge/peft/lora.py (LoRA, DoRA; main at 067f987d, "
         "2026-08-22); no 4-bit NF4 base weights, so no QLoRA",
         optimizers=frozenset({"adamw", "sgd"}),
+        seq_len_split="per_cp_rank",
+        seq_len_source="megatron/core/tensor_parallel/mappings.py _split_along_first_dim: 'First dimension of the "
+        "tensor should be divisible by tensor parallel size' under --sequence-parallel (the export's, with TP), "
+        "each CP rank holding s / cp tokens (arguments.py: seq_length divisible by 2 x cp)",
         optimizers_source=_MEGATRON_ARGS + ": --optimizer choices adam (decoupled weight decay, AdamW), sgd, "
         "muon, lion, soap (d98e8a64, 2026-08-22): no bitsandbytes 8-bit or paged optimizer, no Adafactor",
         title="Megatron-LM / Megatron-Core / NeMo",
@@ -412,10 +445,15 @@ def label_layouts(
 
 
 def why_not_runnable(
-    framework: str, strategy: Strategy, layers: int, method: str = "full", optimizer: str = "adamw"
+    framework: str,
+    strategy: Strategy,
+    layers: int,
+    method: str = "full",
+    optimizer: str = "adamw",
+    seq_len: int | None = None,
 ) -> list[str]:
-    """The rules of ``framework`` that a plan's layout (for a job of ``method`` and ``optimizer``) breaks (empty
-    when it runs)."""
+    """The rules of ``framework`` that a plan's layout (for a job of ``method``, ``optimizer`` and ``seq_len``,
+    where given) breaks (empty when it runs)."""
     s = strategy
     layout = {
         "tp": s.tp,
@@ -433,6 +471,8 @@ def why_not_runnable(
         "activation_offload": int(s.activation_offload),
         "method": METHOD_CODES[method],
         "optimizer": OPTIMIZER_CODES[optimizer],
+        "grad_accum": s.grad_accum,
+        **({"seq_len": seq_len} if seq_len else {}),
     }
     grid = {k: np.array([v]) for k, v in layout.items()}
     return [rule for rule, broken in FRAMEWORKS[framework].violations(grid, layers).items() if bool(broken[0])]

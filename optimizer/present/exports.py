@@ -336,24 +336,37 @@ def _adapter_line(method: str) -> list[str]:
     return []
 
 
-def _gaps(plan: Plan, kind: str, num_layers: int | None, method: str, optimizer: str = "adamw") -> list[str]:
-    """What the export of ``kind`` cannot write for this plan, fine-tuning method and optimizer."""
+def _gaps(
+    plan: Plan, kind: str, num_layers: int | None, method: str, optimizer: str = "adamw", seq_len: int | None = None
+) -> list[str]:
+    """What the export of ``kind`` cannot write for this plan, fine-tuning method, optimizer and sequence."""
     gaps = _GAPS[kind](plan, num_layers)
     if kind in FRAMEWORKS:
         # every rule by which gpuplan's planner says the framework refuses the layout (the layer counts'
         # rules only where the layers are known: a split into PP x chunks stands for them otherwise)
         layers = num_layers or plan.strategy.pp * plan.strategy.virtual_stages
-        gaps += [rule for rule in why_not_runnable(kind, plan.strategy, layers, method, optimizer) if rule not in gaps]
+        gaps += [
+            rule
+            for rule in why_not_runnable(kind, plan.strategy, layers, method, optimizer, seq_len)
+            if rule not in gaps
+        ]
     if method == "lora" and kind in _LORA_GAPS:
         gaps.append(_LORA_GAPS[kind])
     return gaps
 
 
-def _refuse_gaps(plan: Plan, kind: str, num_layers: int | None, method: str = "full", optimizer: str = "adamw") -> None:
-    gaps = _gaps(plan, kind, num_layers, method, optimizer)
+def _refuse_gaps(
+    plan: Plan,
+    kind: str,
+    num_layers: int | None,
+    method: str = "full",
+    optimizer: str = "adamw",
+    seq_len: int | None = None,
+) -> None:
+    gaps = _gaps(plan, kind, num_layers, method, optimizer, seq_len)
     if not gaps:
         return
-    others = [k for k in _GAPS if k != kind and not _gaps(plan, k, num_layers, method, optimizer)]
+    others = [k for k in _GAPS if k != kind and not _gaps(plan, k, num_layers, method, optimizer, seq_len)]
     instead = (
         f"the {' or '.join(others)} export{'s' if len(others) > 1 else ''} can"
         if others
@@ -673,8 +686,16 @@ def uneven_pipeline_ends(num_layers: int | None, pp: int) -> tuple[int, int] | N
     return None
 
 
+# job.optimizer -> Megatron-LM's --optimizer choice (frameworks.py: Megatron runs these two)
+MEGATRON_OPTIMIZERS = {"adamw": "adam", "sgd": "sgd"}
+
+
 def megatron_args(
-    plan: Plan, seq_len: int | None = None, precision: str = "bf16", num_layers: int | None = None
+    plan: Plan,
+    seq_len: int | None = None,
+    precision: str = "bf16",
+    num_layers: int | None = None,
+    optimizer: str = "adamw",
 ) -> list[str]:
     """The parallelism, batch, recompute, activation offload and precision arguments of Megatron-LM's
     ``pretrain_gpt.py``.
@@ -700,6 +721,9 @@ def megatron_args(
         args.append(f"--expert-tensor-parallel-size {s.expert_tp}")
     if s.tp > 1:
         args.append("--sequence-parallel")
+    # the planned optimizer's state, not Megatron's default (adam): --optimizer offers adam (decoupled weight
+    # decay: AdamW) and sgd among gpuplan's optimizers (the framework rule refuses the others)
+    args.append(f"--optimizer {MEGATRON_OPTIMIZERS[optimizer]}")
     if s.zero_stage >= 1 or s.offload != "none":
         args.append("--use-distributed-optimizer")
     if s.offload != "none":
@@ -732,7 +756,7 @@ def megatron(
     optimizer: str = "adamw",
 ) -> str:
     """A torchrun command for Megatron-LM's ``pretrain_gpt.py`` with the plan's layout; add model/data flags."""
-    _refuse_gaps(plan, "megatron", num_layers, method, optimizer)
+    _refuse_gaps(plan, "megatron", num_layers, method, optimizer, seq_len)
     s = plan.strategy
     lines = [
         f"Megatron-LM derives DP = GPUs / (TP x PP x CP) = {s.dp} and {s.grad_accum} micro-batches per step "
@@ -741,7 +765,10 @@ def megatron(
         f"flags checked against {MEGATRON_SOURCE}",
     ]
     notes = [] if seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set --seq-length"]
-    command = [_torchrun_line(plan, "pretrain_gpt.py"), *megatron_args(plan, seq_len, precision, num_layers)]
+    command = [
+        _torchrun_line(plan, "pretrain_gpt.py"),
+        *megatron_args(plan, seq_len, precision, num_layers, optimizer),
+    ]
     env = ""
     if s.tp > 1 or s.cp > 1:
         lines.append(
@@ -871,7 +898,7 @@ def torchtitan(
 ) -> str:
     """A torchtitan job TOML (torchtitan <= 0.2.2, ``--job.config_file``) whose header gives the same
     values as torchtitan 0.3.0 flags (0.3.0 reads configs from Python functions, no TOML)."""
-    _refuse_gaps(plan, "torchtitan", num_layers, method, optimizer)
+    _refuse_gaps(plan, "torchtitan", num_layers, method, optimizer, seq_len)
     sections = torchtitan_sections(plan, name, seq_len, precision, num_layers)
     launch = _torchrun_line(plan, "-m torchtitan.train")
     lines = [
@@ -891,6 +918,14 @@ def torchtitan(
         notes.append(
             "torchtitan 0.3.0 cannot run this plan as costed: it has no optimizer step in backward, on which the "
             "plan's gradient memory counts (its line above leaves it out); run torchtitan 0.2.2 with this TOML"
+        )
+    s = plan.strategy
+    if s.zero_stage < 3 and s.dp > 1 and (s.tp > 1 or s.pp > 1):
+        # v0.2.2 models/llama3/infra/parallelize.py: 'DDP has not supported > 1D parallelism'; 0.3.0 runs it
+        # as HSDP with a shard degree of 1
+        notes.append(
+            "torchtitan 0.2.2 refuses data parallelism without FSDP beside TP or PP ('DDP has not supported > 1D "
+            "parallelism'): run this plan with 0.3.0's line above"
         )
     return _comment(_header(plan, precision, lines, notes)) + _toml(sections)
 
