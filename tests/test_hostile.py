@@ -2121,3 +2121,11 @@ def test_portfolio_start_is_a_day_and_names_cannot_reverse_text(tmp_path):
 def test_catalog_takes_quiet_after_the_command():
     result = invoke(["catalog", "-q"])
     assert result.exit_code == 0 and result.output.count("\n") == 1 and result.output.startswith("Catalog default:")
+
+
+def test_a_model_folder_whose_config_is_a_fifo_names_the_fifo(tmp_path):
+    # it was called 'a directory without a config.json in it'
+    folder = tmp_path / "m"
+    folder.mkdir()
+    os.mkfifo(folder / "config.json")
+    refused(tmp_path, ["model", folder], "named pipe")

@@ -489,9 +489,10 @@ def model_fields(cfg: dict, name: str | None = None) -> dict[str, Any]:
 
 
 def config_file(path: Path) -> Path:
-    """A Hugging Face model folder stands for the config.json in it."""
+    """A Hugging Face model folder stands for the config.json in it (whatever kind of file that is: the reader
+    refuses a FIFO or a device by name, where 'a directory without a config.json' would be wrong)."""
     inside = path / "config.json"
-    return inside if os.path.isdir(path) and os.path.isfile(inside) else path
+    return inside if os.path.isdir(path) and os.path.lexists(inside) else path
 
 
 def model_reference(name: str) -> dict[str, str]:
