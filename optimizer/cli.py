@@ -98,7 +98,7 @@ _FLAG_PARSERS: dict[str, Callable[[Any], float]] = {
     "deadline": lambda v: units.parse_duration_s(v, "a deadline"),
     "budget": lambda v: units.parse_usd(v, "a budget"),
     "min_memory": lambda v: units.parse_bytes(v, "a memory size"),
-    "time_limit_s": lambda v: units.parse_time_limit_s(v),
+    "time_limit_s": units.parse_time_limit_s,
     "reserve": lambda v: units.parse_bytes_or_fraction(v, "a memory size"),
 }
 
@@ -318,7 +318,7 @@ def handled(fn: Callable) -> Callable:
 # through ``output.atomic_path``, which names the file, so one reaching the top is a write to stdout
 # (redirected to a full disk, or opened read-only: ``1<file``).
 STDOUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-STDOUT_UNWRITABLE = STDOUT_FULL | {errno.EBADF, errno.EINVAL}
+STDOUT_UNWRITABLE = STDOUT_FULL | {errno.EBADF}
 
 
 class Terminated(KeyboardInterrupt):
