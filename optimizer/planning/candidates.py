@@ -453,7 +453,8 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         cost_usd=cost,
         optimizer_in_backward=ctx.job.optimizer_in_backward,
         activation_offload=ctx.job.activation_offload,
-        shadowed=_shadowed(grid, row_idx, mem.total <= caps),
+        # only auto labels a layout twice (frameworks.label_layouts)
+        shadowed=_shadowed(grid, row_idx, mem.total <= caps) if ctx.job.framework == "auto" else None,
     )
 
 

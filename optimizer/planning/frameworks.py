@@ -111,7 +111,7 @@ class Framework:
         trained = np.isin(method, [METHOD_CODES[m] for m in self.methods])
         optimizer = grid.get("optimizer", np.zeros_like(tp))
         stepped = np.isin(optimizer, [OPTIMIZER_CODES[o] for o in self.optimizers])
-        accum = grid.get("grad_accum", np.full_like(tp, np.iinfo(np.int64).max))
+        accum = grid["grad_accum"]
         seq = grid.get("seq_len")  # absent (a strategy checked without its job's sequence): no rule
         if seq is None or self.seq_len_split == "none":
             bad_seq = np.zeros(np.shape(tp), dtype=bool)

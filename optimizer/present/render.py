@@ -382,8 +382,10 @@ def catalog_headline(name: str, rows: list[dict]) -> str:
     """A catalog listing in one line: how many GPU types and offers, and the range of prices."""
     skus = len({r["sku"] for r in rows})
     prices = [r["price_usd_per_gpu_hour"] for r in rows if r["price_usd_per_gpu_hour"] is not None]
-    spread = f"${min(prices):.2f}" + (f"-${max(prices):.2f}" if max(prices) > min(prices) else "") if prices else ""
-    priced = f", {spread} per GPU-hour" if prices else ""
+    priced = ""
+    if prices:
+        low, high = min(prices), max(prices)
+        priced = f", ${low:.2f}" + (f"-${high:.2f}" if high > low else "") + " per GPU-hour"
     offers = sum(1 for r in rows if r["offer"])
     return (
         f"Catalog {name}: {skus} GPU type{'s' if skus != 1 else ''}, {offers} offer{'s' if offers != 1 else ''}{priced}"
