@@ -122,7 +122,7 @@ def predict(run: dict, catalog, efficiency: float | None, host_ms: float | None 
 def layout_arguments(run: dict) -> dict:
     """``check``'s pinned-layout arguments for a row's published layout: its ``layout:`` (tp, pp, cp, ep, etp,
     vp or pp_schedule, fsdp and fsdp_degree, recompute, and zero where the source states the stage), its
-    ``framework``, ``micro_batch`` and ``nodes``. bench/validate.py pins its rows' layouts with it too."""
+    ``framework``, ``micro_batch`` and ``nodes`` (``nvlink_domains`` where given). bench/validate.py pins its rows' layouts with it too."""
     layout = run["layout"]
     fsdp = layout.get("fsdp")
     zero = 3 if fsdp else (1 if run.get("framework") == "megatron" else None)
@@ -136,7 +136,8 @@ def layout_arguments(run: dict) -> dict:
         # into micro-batches of pipeline_parallel_microbatch_size, 1 by default (torchtitan JobConfig).
         micro_batch = 1
     return {
-        "nodes": run.get("nodes"),
+        # GB200's node is the 72-GPU NVLink domain, so its rows name the domains (their trays are `nodes`)
+        "nodes": run.get("nvlink_domains", run.get("nodes")),
         "tp": layout.get("tp") or 1,
         "pp": layout.get("pp") or 1,
         "zero": zero if dp > 1 else None,
@@ -188,7 +189,7 @@ def hidden_of(run: dict) -> float:
 def evaluate(rows: list[dict], catalog) -> list[dict]:
     """Dense rows: leave-one-out (fit on every other dense row, predict this one). Long-context rows are
     never fitted on: each is predicted with the model fitted on all dense rows."""
-    dense = [r for r in rows if r["kind"] == "dense"]
+    dense = [r for r in rows if group(r) == "dense"]
     points = [(family(r, catalog), precision_class(r["precision"]), hidden_of(r), r["_implied"]) for r in dense]
     for run in rows:
         i = next((k for k, r in enumerate(dense) if r is run), None)
@@ -207,7 +208,7 @@ def host_overhead_held_out(rows: list[dict], catalog) -> tuple[float, float, flo
     """The MoE host time per layer (physics/constants.py: MOE_HOST_S_PER_LAYER) fitted leave-one-out: for each
     MoE row, the grid value with the least median |log error| on the other MoE rows predicts it. Returns the
     value fitted on all rows and the held-out (median |error|, worst ratio)."""
-    moe = [r for r in rows if r["kind"] == "moe"]
+    moe = [r for r in rows if group(r) == "moe"]
     if not moe:
         return 0.0, 0.0, 1.0
     errors = {
@@ -265,13 +266,27 @@ def evaluate_all() -> tuple:
     return catalog, evaluate(rows, catalog), skipped
 
 
-KINDS = (("dense", "dense"), ("long_context", "long-context"), ("moe", "MoE"), ("finetune", "small fine-tune"))
+KINDS = (
+    ("dense", "dense"),
+    ("long_context", "long-context"),
+    ("moe", "MoE"),
+    ("finetune", "small fine-tune"),
+    ("held_out_hardware", "GB200"),  # held out from every fit
+)
+# GPUs whose rows joined after gpuplan's fitted terms were set (the dense efficiency and the MoE host time):
+# their rows are reported on their own and fitted on by nothing, so they test the model as a new GPU would.
+HELD_OUT_SKUS = frozenset({"GB200"})
+
+
+def group(run: dict) -> str:
+    """The summary a row counts in: its kind, or held_out_hardware for a GPU no fitted term has seen."""
+    return "held_out_hardware" if run["sku"] in HELD_OUT_SKUS else run["kind"]
 
 
 def summaries(rows: list[dict], catalog) -> dict[str, tuple[float, float]]:
     """Prints the dense, long-context and MoE summaries and the MoE host time held out; returns (median,
     worst ratio) per kind, "moe_held_out" for the host time's leave-one-out figures."""
-    out = {kind: summary([r for r in rows if r["kind"] == kind], label) for kind, label in KINDS}
+    out = {kind: summary([r for r in rows if group(r) == kind], label) for kind, label in KINDS}
     host_ms, host_median, host_ratio = host_overhead_held_out(rows, catalog)
     print(
         f"MoE host time per layer fitted on the MoE rows: {host_ms:g} ms (grid {HOST_MS_GRID[0]:g}..{HOST_MS_GRID[-1]:g}); "
@@ -292,6 +307,10 @@ def main() -> int:
     ap.add_argument(
         "--max-finetune-worst", type=float, default=None, help="fail when a fine-tune row is off by more than this"
     )
+    ap.add_argument("--max-gb200-median", type=float, default=None, help="fail above this GB200 median |error|")
+    ap.add_argument(
+        "--max-gb200-worst", type=float, default=None, help="fail when a GB200 row is off by more than this"
+    )
     args = ap.parse_args()
     catalog, rows, skipped = evaluate_all()
     print(f"{'row':<44} {'GPU':<9} {'prec':<5} {'published':>10} {'gpuplan':>10} {'error':>7} {'fit LOO':>7} {'e*':>5}")
@@ -309,7 +328,7 @@ def main() -> int:
     for name, why in skipped:
         print(f"  {name}: {why}")
     if args.fit:
-        dense = [r for r in rows if r["kind"] == "dense"]
+        dense = [r for r in rows if group(r) == "dense"]
         points = [(family(r, catalog), precision_class(r["precision"]), hidden_of(r), r["_implied"]) for r in dense]
         bases, half = fit_bases(points)
         print(
@@ -319,12 +338,15 @@ def main() -> int:
             n = sum(1 for p in points if (p[0], p[1]) == (fam, cls))
             print(f"  {fam:<10} {cls:<4} base {base:.3f}  ({n} rows)")
     finetune_median, finetune_ratio = figures["finetune"]
+    gb200_median, gb200_ratio = figures["held_out_hardware"]
     limits = [
         # the MoE host time is fitted on these rows, so their held-out figure counts too
         (args.max_moe_median, max(moe_median, host_median), "MoE median |error| {v:.1%} (held out) exceeds {x:.0%}"),
         (args.max_moe_worst, max(moe_ratio, host_ratio), "an MoE row is off by {v:.2f}x (held out), beyond {x:.2f}x"),
         (args.max_finetune_median, finetune_median, "fine-tune median |error| {v:.1%} exceeds {x:.0%}"),
         (args.max_finetune_worst, finetune_ratio, "a fine-tune row is off by {v:.2f}x, beyond {x:.2f}x"),
+        (args.max_gb200_median, gb200_median, "GB200 median |error| {v:.1%} exceeds {x:.0%}"),
+        (args.max_gb200_worst, gb200_ratio, "a GB200 row is off by {v:.2f}x, beyond {x:.2f}x"),
         (args.max_median, median, "held-out median |error| {v:.1%} exceeds {x:.0%}"),
         (args.max_worst, ratio, "a row is off by {v:.2f}x, beyond {x:.2f}x"),
     ]

@@ -85,3 +85,17 @@ def test_every_constraint_that_binds_is_named_by_how_much(problems, deadline, bu
     assert answer.best is None
     assert {i.constraint for i in answer.infeasible} == named, answer.infeasible
     assert all(i.over_by is not None and i.over_by > 0 for i in answer.infeasible), answer.infeasible
+
+
+def test_a_gb200_nvl72_rack_is_one_nvlink_node_and_an_oci_instance_is_one_tray(problems):
+    """GB200 NVL72 joins its 72 GPUs with NVLink (catalogs/hardware.yaml): 8 GPUs are one node, and TP 8
+    runs at NVLink speed. OCI rents 4-GPU bare-metal trays (BM.GPU.GB200.4) whose NVLink reach on-demand
+    does not promise, so there 8 GPUs are two nodes and TP 8 would cross them."""
+    job = load_job(problems / "llama-70b-within-5-days.yaml")
+    rack = check(job, "GB200", 8, tp=8, compare=False, catalog=optimizer.load_catalog("hardware"))
+    assert (rack.plan.nodes, rack.plan.gpus_per_node, rack.plan.strategy.tp) == (1, 8, 8)
+    trays = check(job, "oci-gb200", 8, compare=False)
+    assert (trays.plan.nodes, trays.plan.gpus_per_node) == (2, 4)
+    assert trays.plan.strategy.tp <= 4
+    with pytest.raises(optimizer.GpuplanError, match="larger than the 4 GPUs per node"):
+        check(job, "oci-gb200", 8, tp=8, compare=False)
