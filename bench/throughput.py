@@ -55,8 +55,6 @@ def modelled(run: dict, skus: set[str]) -> str | None:
         return "publishes TFLOPS only"
     if run["sku"] not in skus:
         return f"SKU {run['sku']} not in the hardware catalog"
-    if run["precision"] == "nvfp4":
-        return "nvfp4 training not modelled"
     if run["framework"] == "other":
         return "layout not fully published"
     return None
