@@ -20,8 +20,9 @@ from .planning.candidates import (
     Candidate,
     CandidateTable,
     blocking_rules,
+    row_rejection,
 )
-from .planning.context import JobContext
+from .planning.context import HardwareRow, JobContext
 from .planning.plans import SPOT_SUFFIX
 from .results import Infeasibility, MeasuredComparison, Plan, PortfolioResult
 from .solver.model import solver_rows
@@ -109,6 +110,20 @@ def _filter(ctx: JobContext, some_pass: bool = False) -> Infeasibility:
         if some_pass
         else f"no offer passes the GPU filters{filters} with precision {ctx.job.precision}; loosen them"
     )
+    if not some_pass and ctx.constraints.spot == "only":
+        # spot only: an offer without a spot price has no row at all, so it cannot be the filters' doing
+        unpriced = [
+            o.name
+            for o in ctx.catalog.offers
+            if o.spot_price_usd_per_gpu_hour is None
+            and row_rejection(ctx, HardwareRow(find_sku(ctx.catalog, o.sku), o, 1, o.gpus_per_node)) != "filter"
+        ]
+        if unpriced:
+            detail = (
+                f"spot only (constraints.spot: only, --spot), and no offer that passes the GPU filters{filters} has a "
+                f"spot price ({', '.join(unpriced[:4])}{', ...' if len(unpriced) > 4 else ''} rent on demand only); "
+                "allow on-demand capacity (constraints.spot: allow) or give those offers a spot_price"
+            )
     return Infeasibility(constraint="filter", detail=detail)
 
 

@@ -36,6 +36,13 @@ class Plan(BaseModel):
     strategy: Strategy
     memory_gib: MemoryGiB
     fits: bool
+    gpus_per_host: int | None = Field(
+        None,
+        description="GPUs per operating-system host, where NVLink joins several hosts into one node (GB200 NVL72: "
+        "compute trays of 4); launchers start this many processes per host. None: gpus_per_node.",
+    )
+    host_memory_gib: float = Field(0.0, description="CPU memory per host the offloaded optimizer state takes.")
+    host_capacity_gib: float | None = Field(None, description="CPU memory per host (assumptions.host_memory_per_node).")
     tokens_per_s: float
     mfu: float
     scaling_efficiency: float

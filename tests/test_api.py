@@ -7,6 +7,8 @@ import pytest
 
 import optimizer
 from optimizer import apply_overrides, check, load_job, plan
+from optimizer.inputs.files import expand_models
+from optimizer.inputs.schema import Problem
 
 
 def test_all_lists_exactly_the_public_names():
@@ -64,8 +66,10 @@ def test_a_gpu_count_no_offer_has_is_named_in_the_answer(problems):
 @pytest.mark.parametrize(("limit", "value"), [("max_nodes", 2), ("max_gpus", 16)])
 def test_the_supply_explanation_names_a_plan_the_limit_excludes(problems, limit, value):
     """With a deadline, the smallest plan that merely fits (one node) is within max_nodes 2; the answer
-    said that max_nodes=2 did not allow it. The plan named must be one the limit excludes, in time."""
-    job = apply_overrides(load_job(problems / "llama-70b-within-5-days.yaml"), **{limit: value})
+    said that max_nodes=2 did not allow it. The plan named must be one the limit excludes, in time. (On 8-GPU
+    servers: one GB200 NVL72 rack, a node of 72 GPUs, meets the deadline within max_nodes 2.)"""
+    servers = "B200,B300,H200,H100-SXM,A100-80GB"
+    job = apply_overrides(load_job(problems / "llama-70b-within-5-days.yaml"), gpu_types=servers, **{limit: value})
     answer = plan(job, runners_up=False)
     [supply] = [i for i in answer.infeasible if i.constraint == "supply"]
     nodes, gpus = (int(n) for n in re.search(r"needs (\d+) GPUs on (\d+) node", supply.detail).groups()[::-1])
@@ -110,3 +114,38 @@ def test_an_nvfp4_plan_says_how_far_its_speed_was_checked(problems):
     assert any(n.startswith("nvfp4: ") and "25 % slower" in n for n in plan(fp4, runners_up=False).notes)
     assert any(n.startswith("nvfp4: ") for n in check(fp4, "B300", 16, compare=False).notes)
     assert not any(n.startswith("nvfp4") for n in plan(job, runners_up=False).notes)
+
+
+def test_a_whole_nvl72_rack_has_layouts_for_a_batch_of_256(problems):
+    """72 GPUs split as TP x PP x DP with DP a power of two need PP 9 or 18 (TP 8 x PP 9, TP 2 x PP 9 x DP 4):
+    without them no layout of a rack divided a global batch of 256 sequences."""
+    job = load_job(problems / "llama-70b-within-5-days.yaml")
+    rack = check(job, "GB200", 72, compare=False, catalog=optimizer.load_catalog("hardware")).plan
+    assert rack.strategy.pp in (9, 18) and 256 % (rack.strategy.dp * rack.strategy.micro_batch) == 0
+
+
+def test_offloaded_optimizer_state_fills_each_hosts_memory_not_the_racks():
+    """ZeRO-Offload keeps each GPU's optimizer shard in its host's CPU memory: a GB200 tray of 4 GPUs holds
+    four shards, not the NVLink node's 72 (the 2 TB default is an 8-GPU server's; a tray gets half). Llama
+    3.1 405B with ZeRO-3 over a rack: 12 B a parameter / 72 x 4 = 254 GiB a tray. On 16 B200 the same state
+    is 2,268 GiB a server, above its 2 TB: the verdict is host memory's, with GPU memory to spare."""
+    problem = Problem.model_validate(
+        expand_models(
+            {
+                "job": {
+                    "model": "llama-3.1-405b",
+                    "method": "full",
+                    "tokens": "1B",
+                    "seq_len": 4096,
+                    "offload": "optimizer",
+                }
+            }
+        )
+    )
+    rack = check(problem, "GB200", 72, compare=False, catalog=optimizer.load_catalog("hardware")).plan
+    assert rack.fits and rack.gpus_per_host == 4
+    assert rack.host_capacity_gib == pytest.approx(1e12 / 2**30)
+    assert rack.host_memory_gib == pytest.approx(12 * 405.85e9 / 72 * 4 / 2**30, rel=0.02)
+    servers = check(problem, "B200", 16, compare=False, offload="optimizer").plan
+    assert not servers.fits and servers.memory_gib.total < servers.memory_gib.capacity
+    assert servers.host_memory_gib > servers.host_capacity_gib == pytest.approx(2e12 / 2**30)

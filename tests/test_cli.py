@@ -437,3 +437,19 @@ def test_quiet_after_the_command_as_before_it(args):
     after = runner.invoke(app, [*args, "-q"])
     assert before.exit_code == after.exit_code == 0, after.output
     assert after.stdout == before.stdout and after.stdout.count("\n") == 1
+
+
+def test_a_check_that_host_memory_fails_says_so(tmp_path):
+    """Llama 3.1 405B with its optimizer state offloaded to 2 nodes of 8 B200: 124 of 179 GiB a GPU, but 2,268
+    GiB of state a server against its 2 TB. The verdict said DOES NOT FIT with 55 GiB of headroom and no reason."""
+    job = write(
+        tmp_path,
+        """
+        job: {model: llama-3.1-405b, method: full, tokens: 1B, seq_len: 4096, offload: optimizer}
+        """,
+    )
+    r = run("check", job, "--sku", "B200", "--gpus", "16")
+    assert r.exit_code == 0, r.output
+    first = r.output.splitlines()[0]
+    assert first.startswith("DOES NOT FIT") and "headroom" in first
+    assert "CPU memory per host, above its 1,862.6 GiB (assumptions.host_memory_per_node)" in " ".join(r.output.split())

@@ -25,7 +25,7 @@ from unittest import mock
 import pytest
 import yaml
 
-from optimizer import ArgumentError, check, load_job, plan
+from optimizer import ArgumentError, check, load_catalog, load_job, plan
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
 from optimizer.present.exports import (
@@ -55,6 +55,8 @@ CHECKED = {  # check()ed layouts of the 70B job: sku, GPUs and the fixed choices
     "tp8-pp3-uneven": ("B200", 24, {"nodes": 3, "tp": 8, "pp": 3}),  # 80 layers: stages of 26, 27, 27
     "cp2": ("B200", 32, {"nodes": 4, "tp": 8, "pp": 1, "cp": 2}),
     "mi300x": ("MI300X", 16, {"nodes": 2, "zero": 3}),
+    # a GB200 NVL72 rack: one NVLink node of 72 GPUs on 18 hosts (compute trays) of 4
+    "gb200-nvl72": ("GB200", 72, {"tp": 8, "pp": 9, "catalog": load_catalog("hardware")}),
 }
 DERIVED = {  # layouts no bundled job picks, as strategy edits of a checked plan
     "pp4-1f1b": ("pp4-zero1", {"virtual_stages": 1, "recompute": "none"}),
@@ -102,6 +104,16 @@ def job_problem(model: str, **job) -> Problem:
     """A one-job problem on the default catalog (as tests/test_moe.py builds them)."""
     data = {"job": {"name": f"{model}-test", "model": model, "method": "full", "tokens": "10B", "seq_len": 4096, **job}}
     return Problem.model_validate(expand_models(data))
+
+
+def per_host(p: Plan) -> int:
+    """GPUs a launcher starts on one host: the node's, or a compute tray's where NVLink joins several hosts into
+    one node (GB200 NVL72: 4 of 72)."""
+    return p.gpus_per_host or p.gpus_per_node
+
+
+def hosts(p: Plan) -> int:
+    return p.gpus // per_host(p)
 
 
 def sku_mib(sku: str) -> float:
@@ -187,7 +199,7 @@ def test_torchrun_and_layout_environment(name):
     p, s = get_plan(name), get_plan(name).strategy
     text = export(p, "torchrun")
     command = text.splitlines()[-1]
-    assert command.startswith("torchrun ") and f"--nnodes {p.nodes} --nproc-per-node {p.gpus_per_node}" in command
+    assert command.startswith("torchrun ") and f"--nnodes {hosts(p)} --nproc-per-node {per_host(p)}" in command
     env = dict(pair.split("=") for pair in shlex.split(text.splitlines()[-2])[1:])
     assert (env["TP"], env["PP"], env["DP"], env["CP"]) == tuple(str(v) for v in (s.tp, s.pp, s.dp, s.cp))
     assert (env["MICRO_BATCH"], env["GRAD_ACCUM"], env["GLOBAL_BATCH"]) == (
@@ -207,9 +219,9 @@ def test_skypilot_task_loads_with_skypilot(name, tmp_path):
     for job_name in ("my fine tune job", "模型 #1: a/b", "x---y", "😀"):  # names SkyPilot refuses as written
         path.write_text(export(p, "skypilot", name=job_name))
         assert sky.Task.from_yaml(str(path)).name
-    assert task.num_nodes == p.nodes and task.workdir == "."
+    assert task.num_nodes == hosts(p) and task.workdir == "."
     (resources,) = task.resources
-    assert resources.accelerators == {skypilot_accelerator(p.sku): p.gpus_per_node} and resources.use_spot == p.spot
+    assert resources.accelerators == {skypilot_accelerator(p.sku): per_host(p)} and resources.use_spot == p.spot
     assert "pip install -r requirements.txt" in task.setup
     assert "$SKYPILOT_NODE_RANK" in task.run and "$SKYPILOT_NUM_GPUS_PER_NODE" in task.run
     assert task.envs["TP"] == str(s.tp) and task.envs["PP"] == str(s.pp) and task.envs["DP"] == str(s.dp)
@@ -237,7 +249,7 @@ def test_skypilot_asks_for_every_sku_by_skypilots_name(sku, tmp_path):
     path.write_text(text := export(p, "skypilot", name="gpuplan-test"))
     (resources,) = sky.Task.from_yaml(str(path)).resources
     ((name, count),) = resources.accelerators.items()
-    assert count == p.gpus_per_node and f"accelerators: {name}:{count}" in text
+    assert count == per_host(p) and f"accelerators: {name}:{count}" in text
     if name not in _skypilot_names():
         assert name == sku and "SkyPilot's catalog may not list" in text, name
     from sky.catalog import common as catalog_common
@@ -285,15 +297,15 @@ def test_kubernetes_indexed_job_deserializes_with_the_official_client(name):
     assert _key_paths(api.sanitize_for_serialization(service)) == _key_paths(service_doc)
 
     assert job.api_version == "batch/v1" and job.kind == "Job" and job.spec.completion_mode == "Indexed"
-    assert job.spec.completions == job.spec.parallelism == p.nodes
+    assert job.spec.completions == job.spec.parallelism == hosts(p)
     pod = job.spec.template.spec
     assert pod.restart_policy in ("Never", "OnFailure") and pod.subdomain == service.metadata.name
     assert service.spec.cluster_ip == "None" and service.spec.selector == job.spec.template.metadata.labels
     (container,) = pod.containers
     gpu = "amd.com/gpu" if p.sku.startswith("MI") else "nvidia.com/gpu"
-    assert container.resources.limits == {gpu: str(p.gpus_per_node)}
+    assert container.resources.limits == {gpu: str(per_host(p))}
     env = {e.name: e for e in container.env}
-    assert env["NNODES"].value == str(p.nodes) and env["NPROC_PER_NODE"].value == str(p.gpus_per_node)
+    assert env["NNODES"].value == str(hosts(p)) and env["NPROC_PER_NODE"].value == str(per_host(p))
     assert env["MASTER_ADDR"].value == f"{job.metadata.name}-0.{service.metadata.name}"
     assert "job-completion-index" in env["NODE_RANK"].value_from.field_ref.field_path
     assert (env["TP"].value, env["PP"].value, env["GLOBAL_BATCH"].value) == (str(s.tp), str(s.pp), str(s.global_batch))
@@ -376,10 +388,10 @@ def test_the_old_kubernetes_form_is_rejected_by_the_client_and_kept_as_nodus():
     spec = yaml.safe_load(export(p, "nodus", name="sft"))
     assert spec["spec"]["resources"]["gpu"] == {
         "type": p.sku,
-        "count": p.gpus_per_node,
+        "count": per_host(p),
         "minMemory": f"{int(p.memory_gib.capacity)}Gi",
     }
-    assert spec["spec"]["parallelism"] == spec["spec"]["completions"] == p.nodes
+    assert spec["spec"]["parallelism"] == spec["spec"]["completions"] == hosts(p)
     api = client.ApiClient()
     try:
         job = _k8s_load(api, spec, "V1Job")
@@ -557,7 +569,7 @@ def test_megatron_arguments_build_megatron_core_configs(name):
     tokens = shlex.split(text.replace("\\\n", " "), comments=True)
     start = tokens.index("torchrun")  # after an `export NAME=value` line, if any
     assert tokens[0] == ("export" if start else "torchrun")
-    assert f"--nnodes {p.nodes} --nproc-per-node {p.gpus_per_node}" in " ".join(tokens[start:])
+    assert f"--nnodes {hosts(p)} --nproc-per-node {per_host(p)}" in " ".join(tokens[start:])
     environment = dict(token.split("=", 1) for token in tokens[1:start])
     # Megatron-LM's validate_args (arguments.py, MEGATRON_SOURCE's commit) asserts CUDA_DEVICE_MAX_CONNECTIONS
     # == "1" for TP or CP above 1 on GPUs before Blackwell; its example scripts export it whatever the GPU
@@ -732,7 +744,7 @@ def test_accelerate_config_loads_with_accelerate(name, tmp_path):
         return
     path.write_text(text)
     parsed = config_args.ClusterConfig.from_yaml_file(str(path))
-    assert parsed.num_processes == p.gpus and parsed.num_machines == p.nodes
+    assert parsed.num_processes == p.gpus and parsed.num_machines == hosts(p)
     strategy = {0: "NO_SHARD", 1: "SHARD_GRAD_OP", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"}[s.zero_stage]
     if s.zero_stage == 3 and s.shard_degree < s.dp:
         strategy = "HYBRID_SHARD"  # sharded inside a node, replicated across nodes
@@ -755,15 +767,15 @@ def test_accelerate_launch_line_rendezvouses_on_node_0(name, tmp_path, monkeypat
     path = tmp_path / "fsdp.yaml"
     path.write_text(text)
     (line,) = [line[2:] for line in text.splitlines() if line.startswith("# accelerate launch ")]
-    monkeypatch.setenv("NODE_RANK", str(p.nodes - 1))  # as the torchrun exports expect them set
+    monkeypatch.setenv("NODE_RANK", str(hosts(p) - 1))  # as the torchrun exports expect them set
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.7")
     argv = shlex.split(os.path.expandvars(line.replace("this.yaml", str(path))))
     assert argv[:2] == ["accelerate", "launch"] and argv[-1] == "train.py"
     args, _, _ = launch._validate_launch_command(launch.launch_command_parser().parse_args(argv[2:]))
     prepare_multi_gpu_env(args)
-    assert args.nproc_per_node == str(p.gpus_per_node)
-    if p.nodes > 1:
-        assert args.nnodes == str(p.nodes) and args.node_rank == p.nodes - 1
+    assert args.nproc_per_node == str(per_host(p))
+    if hosts(p) > 1:
+        assert args.nnodes == str(hosts(p)) and args.node_rank == hosts(p) - 1
         assert args.rdzv_endpoint == "10.0.0.7:29500"
 
 
@@ -819,3 +831,27 @@ def test_torchtitan_toml_says_0_2_2_refuses_ddp_beside_tp():
     p = check(job, "H100", 16, tp=2, zero=0, framework="torchtitan", compare=False).plan
     assert p.strategy.zero_stage == 0 and p.strategy.dp > 1
     assert "DDP has not supported > 1D parallelism" in export(p, "torchtitan", "j", 4096, num_layers=32)
+
+
+def test_an_nvl72_rack_launches_on_its_hosts_of_four():
+    """A GB200 NVL72 rack is one NVLink node of 72 GPUs, but its operating-system hosts are compute trays of 4
+    (catalogs/hardware.yaml): the exports asked for 72 GPUs on one machine (torchrun --nproc-per-node 72, a
+    pod of 72 nvidia.com/gpu), which no tray holds."""
+    p = get_plan("gb200-nvl72")
+    assert (p.nodes, p.gpus_per_node, p.gpus_per_host) == (1, 72, 4)
+    text = export(p, "torchrun")
+    assert "--nnodes 18 --nproc-per-node 4" in text and "launched as 18 hosts of 4 GPUs" in text
+    service, job = yaml.safe_load_all(export(p, "kubernetes"))
+    assert job["spec"]["completions"] == 18
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "4"}
+
+
+def test_skypilot_pins_the_cloud_whose_price_the_plan_used():
+    """The plan is priced at one provider's offer; a task without a cloud lets SkyPilot launch wherever it
+    likes, at another price. Lambda's H100 plan asks for Lambda; Nodus, which SkyPilot does not know, for none."""
+    lam = get_plan("offload")
+    assert lam.provider == "Lambda"
+    assert yaml.safe_load(export(lam, "skypilot"))["resources"]["cloud"] == "lambda"
+    nodus = get_plan("tp8-pp4")
+    assert nodus.provider == "Nodus" and "cloud" not in yaml.safe_load(export(nodus, "skypilot"))["resources"]

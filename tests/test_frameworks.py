@@ -451,3 +451,19 @@ def test_torchtitan_counts_the_sequence_divisor_gpuplan_uses():
     strategy = Strategy(tp=4, pp=4, dp=1, cp=4, zero_stage=3, micro_batch=1, grad_accum=64)
     assert any("sequence length" in rule for rule in why_not_runnable("torchtitan", strategy, 80, seq_len=18000))
     assert not any("sequence length" in rule for rule in why_not_runnable("torchtitan", strategy, 80, seq_len=16384))
+
+
+@pytest.mark.parametrize("framework", ["fsdp", "deepspeed", "torchtitan"])
+def test_nvfp4_trains_in_megatron_only(framework):
+    """NVFP4 training is Transformer Engine's NVFP4BlockScaling recipe inside Megatron-Core's layers
+    (--fp4-format e2m1); torchtitan, the HF Trainer and DeepSpeed have no such recipe, and their exports wrote
+    bf16. An NVFP4 job planned with one of them was timed at the FP4 peak: 66 h for 8 B300 where their bf16
+    run takes 291 h. Now none of their layouts runs it, and under auto the plan is Megatron's."""
+    fp4 = job(precision="nvfp4", seq_len=4096, global_batch=64)
+    named = plan(fp4.model_copy(update={"job": fp4.job.model_copy(update={"framework": framework})}), runners_up=False)
+    assert named.status == "infeasible" and named.infeasible[0].constraint == "framework"
+    assert "does not train in nvfp4" in named.infeasible[0].detail
+    assert plan(fp4, runners_up=False).best.strategy.framework == "megatron"
+    s = Strategy(tp=1, pp=1, dp=8, zero_stage=1, shard_degree=8, micro_batch=1, grad_accum=8, recompute="none")
+    assert any("nvfp4" in r for r in why_not_runnable(framework, s, 32, precision="nvfp4"))
+    assert not why_not_runnable("megatron", s, 32, precision="nvfp4")

@@ -1764,7 +1764,8 @@ def test_a_job_whose_unfit_rows_run_for_centuries_is_answered_not_refused(tmp_pa
     (tmp_path / "job.yaml").write_text(
         "job: {name: dsv3, model: deepseek-v3, method: full, tokens: 50B, seq_len: 1024, global_batch: 64}\n"
     )
-    result = invoke(["solve", tmp_path / "job.yaml", "--max-nodes", "2", "--time-limit", "5"])
+    # at most 64 GPUs too: one CoreWeave GB200 rack (72 GPUs on one NVLink node) holds it
+    result = invoke(["solve", tmp_path / "job.yaml", "--max-nodes", "2", "--max-gpus", "64", "--time-limit", "5"])
     assert result.exit_code == 0 and "Infeasible (supply)" in result.output, result.output
 
 
@@ -2129,3 +2130,35 @@ def test_a_model_folder_whose_config_is_a_fifo_names_the_fifo(tmp_path):
     folder.mkdir()
     os.mkfifo(folder / "config.json")
     refused(tmp_path, ["model", folder], "named pipe")
+
+
+# =========================================================================== audit of session 21: GB200, spot
+
+
+def test_spot_only_without_a_spot_price_is_not_blamed_on_the_gpu_filters(problems):
+    # --spot with GB200, whose offers have no spot price: 'no offer passes the GPU filters types=GB200' while
+    # both GB200 offers pass them; what leaves them out is spot only
+    r = invoke(["solve", problems / "llama-70b-within-5-days.yaml", "--gpu-types", "GB200", "--spot"])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "no offer that passes the GPU filters types=GB200 has a spot price (oci-gb200, azure-gb200" in text
+    assert "no offer passes the GPU filters" not in text
+
+
+def test_a_node_too_large_for_the_offer_names_the_offer(problems):
+    # --sku GB200 resolved to OCI's 4-GPU trays: '72 GPUs per node exceeds the 4 a GB200 node holds' was false
+    # (the GB200 node, its NVLink domain, holds 72); the offer's node is what is too small
+    job = problems / "llama-70b-within-5-days.yaml"
+    r = invoke(["check", job, "--sku", "oci-gb200", "--gpus", "144", "--nodes", "2"])
+    assert r.exit_code == 2, r.output
+    assert "exceeds the 4 of each oci-gb200 node;" in " ".join(r.output.split())
+    r = invoke(["check", job, "--sku", "H100-SXM", "--gpus", "32", "--nodes", "2"])
+    assert "exceeds the 8 of each lambda-h100-sxm node (the cheapest H100-SXM offer)" in " ".join(r.output.split())
+
+
+def test_an_empty_gpu_counts_list_is_refused(tmp_path):
+    # gpu_counts: [] read as "not given" (1, 2, 4, 8), where the file says the offer rents no single node
+    paths = files(
+        tmp_path, cat_yaml=catalog_text(offer_extra="    gpu_counts: []\n"), job_yaml=job_text(catalog="cat.yaml")
+    )
+    refused(tmp_path, ["solve", paths["job_yaml"]], "gpu_counts is empty", "leave it out")

@@ -109,6 +109,7 @@ _RANGES: dict[str, str] = {
     "dense_fp8_tflops": "tflops",
     "dense_fp4_tflops": "tflops",
     "gpus_per_node": "gpus_per_node",
+    "gpus_per_host": "gpus_per_node",
     "default_mfu": "fraction",
     "price_usd_per_gpu_hour": "price",
     "spot_price_usd_per_gpu_hour": "price",
@@ -264,10 +265,24 @@ class Sku(_Model):
         None, gt=0, description="Scale-out network per GPU, GB/s (400 Gb/s = 50 GB/s)."
     )
     gpus_per_node: int = Field(8, ge=1, le=72)
+    gpus_per_host: int | None = Field(
+        None,
+        description="GPUs one operating-system host holds where NVLink joins several hosts into one node "
+        "(GB200/GB300 NVL72: compute trays of 4); default: gpus_per_node.",
+    )
     default_mfu: float | None = Field(None, gt=0, le=1, description="Compute efficiency default for this SKU.")
     checked: dt.date | None = None
     sources: list[str] = Field(default_factory=list)
     notes: str = ""
+
+    @model_validator(mode="after")
+    def _host_fits_node(self) -> Sku:
+        if self.gpus_per_host is not None and self.gpus_per_host > self.gpus_per_node:
+            raise ValueError(
+                f"gpus_per_host {self.gpus_per_host} is more than gpus_per_node {self.gpus_per_node}: a node (the GPUs "
+                "NVLink joins) holds one or more hosts"
+            )
+        return self
 
     def dense_tflops(self, precision: str) -> float | None:
         return {
@@ -306,6 +321,11 @@ class Offer(_Model):
 
     @model_validator(mode="after")
     def _counts_fit_node(self) -> Offer:
+        if self.gpu_counts is not None and not self.gpu_counts:
+            raise ValueError(
+                "gpu_counts is empty: list the GPU counts one node rents, or leave it out for the powers of two "
+                "up to gpus_per_node"
+            )
         for count in self.gpu_counts or []:
             if count < 1 or count > self.gpus_per_node:
                 raise ValueError(f"gpu_counts entry {count} is outside 1..gpus_per_node ({self.gpus_per_node})")
@@ -656,7 +676,10 @@ class Assumptions(_Model):
     )
     checkpoint_gb_per_s_per_node: float = Field(2.0, gt=0, description="Checkpoint write bandwidth per node, GB/s.")
     host_memory_per_node_bytes: Bytes = Field(
-        2e12, alias="host_memory_per_node", gt=0, description="CPU memory per node for optimizer offload (2TB)."
+        2e12,
+        alias="host_memory_per_node",
+        gt=0,
+        description="CPU memory per host for optimizer offload (2TB; unset, an NVL72 tray of 4 GPUs gets half).",
     )
     host_link_gb_per_s_per_gpu: float = Field(
         HOST_LINK_GB_PER_S_PER_GPU, gt=0, description="GPU-host PCIe bandwidth per GPU, GB/s."

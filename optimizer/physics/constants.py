@@ -128,6 +128,11 @@ FALLBACK_COMPUTE_EFFICIENCY = 0.45
 # (12.5 GB/s), the smallest scale-out link sold with current 8-GPU servers. Override in the catalog.
 FALLBACK_NETWORK_GB_PER_S_PER_GPU = 12.5
 
+# The GPUs of the server the default host memory (assumptions.host_memory_per_node, 2 TB: DGX H100/B200 ship
+# 2 TB of DDR5 for 8 GPUs, NVIDIA DGX datasheets) is for; a host of fewer GPUs gets its share when the job does
+# not give its own (a GB200 compute tray of 4: 1 TB; OCI's BM.GPU.GB200.4 has 960 GiB, SkyPilot's OCI catalog).
+HOST_MEMORY_SERVER_GPUS = 8
+
 # GPU <-> host PCIe per GPU: PCIe Gen5 x16 is 32 GB/s per direction raw (PCI-SIG 5.0 specification),
 # about 25 GB/s achieved. ASSUMPTION: the host DRAM share per GPU, a 2-socket server's ~300-400 GB/s
 # over 8 GPUs halved for the CPU Adam's read+write mix (ZeRO-Offload, Ren et al. 2021, section 4).

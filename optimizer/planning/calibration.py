@@ -59,8 +59,15 @@ def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: int | None = N
         )
     per_node = gpus // nodes
     if per_node > per_node_max:
+        # the node is the offer's where one prices the SKU (OCI rents GB200 by the 4-GPU tray, not the rack)
+        named = offer is not None and sku_name.lower() in {offer.name.lower(), *(a.lower() for a in offer.aliases)}
+        node = (
+            f"a {sku.name} node holds"
+            if offer is None
+            else f"of each {offer.name} node" + ("" if named else f" (the cheapest {sku.name} offer)")
+        )
         raise ArgumentError(
-            f"{per_node} GPUs per node exceeds the {per_node_max} a {sku.name} node holds; "
+            f"{per_node} GPUs per node exceeds the {per_node_max} {node}; "
             f"use {math.ceil(gpus / per_node_max)} nodes or fewer GPUs",
             field="nodes",
         )

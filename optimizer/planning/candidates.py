@@ -25,6 +25,7 @@ from ..physics import reliability
 from ..physics.constants import (
     FALLBACK_NETWORK_GB_PER_S_PER_GPU,
     FREE_BATCH_MICRO_BATCHES_PER_STAGE,
+    HOST_MEMORY_SERVER_GPUS,
 )
 from ..physics.cost import run_cost_usd
 from ..physics.layout import Cluster, Layout, Offload, Recompute
@@ -35,6 +36,7 @@ from .frameworks import (
     FRAMEWORKS,
     METHOD_CODES,
     OPTIMIZER_CODES,
+    PRECISION_CODES,
     PREFERENCE,
     fused_kernels,
     label_layouts,
@@ -43,7 +45,9 @@ from .frameworks import (
 from .reliability import checkpoint_hours, interruption_rate
 
 TP_CHOICES = (1, 2, 4, 8)
-PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)  # uneven stages allowed: the first holds ceil(L / p) layers
+# uneven stages allowed: the first holds ceil(L / p) layers. 9 and 18 split a 72-GPU NVL72 rack (TP 8 x PP 9,
+# TP 4 x PP 18) with no data parallelism left to divide the global batch
+PP_CHOICES = (1, 2, 3, 4, 6, 8, 9, 12, 16, 18)
 MICRO_BATCH_CHOICES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGE_CHOICES = (1, 2, 4, 8)  # interleaved 1F1B (Narayanan et al. 2021, section 2.2)
 CP_CHOICES = (1, 2, 4, 8)  # context parallelism (ring attention) for long sequences
@@ -61,8 +65,8 @@ class Evaluation:
     layout: Layout
     framework: np.ndarray  # code into frameworks.PREFERENCE
     memory: MemoryBreakdown
-    host_bytes: np.ndarray  # CPU memory per node for offloaded optimizer state
-    host_capacity_bytes: float
+    host_bytes: np.ndarray  # CPU memory per host for offloaded optimizer state
+    host_capacity_bytes: np.ndarray  # CPU memory per host
     capacity_bytes: np.ndarray
     timing: StepTime
     hours: np.ndarray
@@ -236,6 +240,7 @@ def _rule_columns(ctx: JobContext, grid: np.ndarray) -> dict[str, np.ndarray]:
     columns["activation_offload"] = np.full(len(grid), int(ctx.job.activation_offload))
     columns["method"] = np.full(len(grid), METHOD_CODES[ctx.job.method])
     columns["optimizer"] = np.full(len(grid), OPTIMIZER_CODES[ctx.job.optimizer])
+    columns["precision"] = np.full(len(grid), PRECISION_CODES[ctx.job.precision])
     columns["seq_len"] = np.full(len(grid), int(ctx.job.seq_len))
     return columns
 
@@ -439,14 +444,20 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         zero3_per_step=held,
     )
     hours, cost = _run_hours_and_cost(ctx, rows, row_idx, timing)
-    host = host_optimizer_bytes(ctx.train, layout, hw.gpus_per_node)
+    # offloaded state fills the CPU memory of each host (an NVL72 tray of 4, not the 72-GPU NVLink node); unless
+    # the job gives the host memory, a host of fewer than 8 GPUs has its share of an 8-GPU server's
+    per_host = np.asarray([r.gpus_per_host for r in rows], float)[row_idx]
+    host = host_optimizer_bytes(ctx.train, layout, per_host)
+    host_capacity = np.full(len(row_idx), a.host_memory_per_node_bytes)
+    if "host_memory_per_node_bytes" not in a.model_fields_set:
+        host_capacity = host_capacity * np.minimum(per_host, HOST_MEMORY_SERVER_GPUS) / HOST_MEMORY_SERVER_GPUS
     return Evaluation(
         row=row_idx,
         layout=layout,
         framework=grid[:, len(LAYOUT_FIELDS)],
         memory=mem,
         host_bytes=host,
-        host_capacity_bytes=a.host_memory_per_node_bytes,
+        host_capacity_bytes=host_capacity,
         capacity_bytes=caps,
         timing=timing,
         hours=hours,

@@ -205,9 +205,9 @@ def _broken_rules(ctx: JobContext, plan: Plan) -> list[str]:
     return [
         rule
         for name in names
-        for rule in why_not_runnable(name, plan.strategy, layers, ctx.job.method, ctx.job.optimizer, ctx.job.seq_len)[
-            :most
-        ]
+        for rule in why_not_runnable(
+            name, plan.strategy, layers, ctx.job.method, ctx.job.optimizer, ctx.job.seq_len, ctx.job.precision
+        )[:most]
     ]
 
 
@@ -233,7 +233,8 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
     ):
         return ArgumentError(
             f"PP {pp} is not possible here: it must be one of {', '.join(map(str, PP_CHOICES))}, divide the "
-            f"{row.gpus} GPUs and leave at least two layers per stage (the model needs its layers given)",
+            f"{row.gpus} GPUs and leave at least two layers per stage"
+            + (f" (the model has {model.layers})" if model.layers else " (the model needs its layers given)"),
             field="pp",
         )
     cp = fixed.get("cp")

@@ -53,6 +53,13 @@ class HardwareRow:
         return self.nodes * self.gpus_per_node
 
     @property
+    def gpus_per_host(self) -> int:
+        """GPUs per operating-system host: the SKU's (NVL72: a compute tray of 4), or the largest divisor of the
+        GPUs per node below it; the whole node where NVLink does not span hosts."""
+        most = self.sku.gpus_per_host or self.gpus_per_node
+        return max(d for d in range(1, min(most, self.gpus_per_node) + 1) if self.gpus_per_node % d == 0)
+
+    @property
     def billed_gpus(self) -> int:
         if self.offer is not None and self.offer.whole_nodes and self.nodes > 1:
             return self.nodes * self.offer.gpus_per_node

@@ -21,6 +21,9 @@ from ..physics.layout import Offload, Recompute
 # job.optimizer as the grid's constant "optimizer" column (the schema's order)
 OPTIMIZERS: tuple[str, ...] = get_args(JobSpec.model_fields["optimizer"].annotation)
 OPTIMIZER_CODES = {name: i for i, name in enumerate(OPTIMIZERS)}
+# job.precision as the grid's constant "precision" column
+PRECISIONS: tuple[str, ...] = get_args(JobSpec.model_fields["precision"].annotation)
+PRECISION_CODES = {name: i for i, name in enumerate(PRECISIONS)}
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,12 @@ class Framework:
     # Optimizers (job.optimizer) its standard configuration selects
     optimizers: frozenset[str] = frozenset(OPTIMIZERS)
     optimizers_source: str = "any torch.optim or bitsandbytes optimizer"
+    # Precisions (job.precision) it trains in: NVFP4 needs Transformer Engine's NVFP4 recipe in the model
+    precisions: frozenset[str] = frozenset({"bf16", "fp16", "fp8"})
+    precisions_source: str = (
+        "no NVFP4 training recipe: Transformer Engine's NVFP4BlockScaling is wired into Megatron-Core's layers "
+        "(--fp4-format e2m1)"
+    )
     # Under job.kernels: auto, the activations its kernels keep (physics/memory.py layer_activation_bytes):
     # fused norms, SwiGLU and FP8 linear inputs (Transformer Engine) or eager PyTorch's
     fused_kernels: bool = False
@@ -111,6 +120,8 @@ class Framework:
         trained = np.isin(method, [METHOD_CODES[m] for m in self.methods])
         optimizer = grid.get("optimizer", np.zeros_like(tp))
         stepped = np.isin(optimizer, [OPTIMIZER_CODES[o] for o in self.optimizers])
+        precision = grid.get("precision", np.zeros_like(tp))
+        in_precision = np.isin(precision, [PRECISION_CODES[p] for p in self.precisions])
         accum = grid["grad_accum"]
         seq = grid.get("seq_len")  # absent (a strategy checked without its job's sequence): no rule
         if seq is None or self.seq_len_split == "none":
@@ -124,6 +135,8 @@ class Framework:
             f"{self.title} runs the {'/'.join(sorted(self.optimizers))} optimizers only ({self.optimizers_source})": (
                 ~stepped
             ),
+            f"{self.title} does not train in {'/'.join(p for p in PRECISIONS if p not in self.precisions)} "
+            f"({self.precisions_source})": ~in_precision,
             f"{self.title} runs ZeRO stages {sorted(self.zero_stages)} ({self.zero_source})": ~np.isin(
                 zero, list(self.zero_stages)
             ),
@@ -339,6 +352,9 @@ FRAMEWORKS: dict[str, Framework] = {
         methods_source="Megatron-Bridge src/megatron/bridge/peft/lora.py (LoRA, DoRA; main at 067f987d, "
         "2026-08-22); no 4-bit NF4 base weights, so no QLoRA",
         optimizers=frozenset({"adamw", "sgd"}),
+        precisions=frozenset(PRECISIONS),
+        precisions_source="megatron-core 0.16.1 transformer_config.py: --fp4-format e2m1 with fp4_recipe 'nvfp4' "
+        "(Transformer Engine's NVFP4BlockScaling, TE >= 2.7), as Megatron-Bridge's GB200 NVFP4 recipes set it",
         seq_len_split="per_cp_rank",
         seq_len_source="megatron/core/tensor_parallel/mappings.py _split_along_first_dim: 'First dimension of the "
         "tensor should be divisible by tensor parallel size' under --sequence-parallel (the export's, with TP), "
@@ -451,9 +467,10 @@ def why_not_runnable(
     method: str = "full",
     optimizer: str = "adamw",
     seq_len: int | None = None,
+    precision: str = "bf16",
 ) -> list[str]:
-    """The rules of ``framework`` that a plan's layout (for a job of ``method``, ``optimizer`` and ``seq_len``,
-    where given) breaks (empty when it runs)."""
+    """The rules of ``framework`` that a plan's layout (for a job of ``method``, ``optimizer``, ``precision`` and
+    ``seq_len``, where given) breaks (empty when it runs)."""
     s = strategy
     layout = {
         "tp": s.tp,
@@ -471,6 +488,7 @@ def why_not_runnable(
         "activation_offload": int(s.activation_offload),
         "method": METHOD_CODES[method],
         "optimizer": OPTIMIZER_CODES[optimizer],
+        "precision": PRECISION_CODES[precision],
         "grad_accum": s.grad_accum,
         **({"seq_len": seq_len} if seq_len else {}),
     }

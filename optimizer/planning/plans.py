@@ -71,6 +71,9 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         provider=row.offer.provider if row.offer else None,
         nodes=row.nodes,
         gpus_per_node=row.gpus_per_node,
+        gpus_per_host=row.gpus_per_host if row.gpus_per_host < row.gpus_per_node else None,
+        host_memory_gib=_f(ev.host_bytes[i]) / GIB,
+        host_capacity_gib=_f(ev.host_capacity_bytes[i]) / GIB,
         gpus=row.gpus,
         strategy=ev.strategy(i),
         memory_gib=MemoryGiB(

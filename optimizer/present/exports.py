@@ -153,7 +153,23 @@ def _header(plan: Plan, precision: str, lines: list[str] | None = None, notes: l
     ]
     cost = f", ${plan.cost_usd.p50:,.0f}" if plan.cost_usd is not None else ""
     out.append(f"planned: p50 {plan.hours.p50:.1f} h{cost} (labelled framework: {s.framework})")
+    if plan.gpus_per_host:
+        out.append(
+            f"NVLink joins the {plan.gpus_per_node} GPUs of each node; launched as {_hosts(plan)} hosts of "
+            f"{plan.gpus_per_host} GPUs, which must share that NVLink domain (one rack: Slurm --segment; Kubernetes: "
+            "NVIDIA's DRA driver ComputeDomain), or TP and the collectives the plan times there cross the network"
+        )
     return out + (lines or []) + [f"note: {n}" for n in notes or []]
+
+
+def _per_host(plan: Plan) -> int:
+    """GPUs a launcher starts on one operating-system host: the node's, or a compute tray's where NVLink
+    joins several hosts into one node (GB200 NVL72: 4 of the rack's 72)."""
+    return plan.gpus_per_host or plan.gpus_per_node
+
+
+def _hosts(plan: Plan) -> int:
+    return plan.gpus // _per_host(plan)
 
 
 def _comment(lines: list[str]) -> str:
@@ -197,10 +213,10 @@ def _torchrun_args(nodes: str, per_node: str, rank: str, master: str, port: str,
 
 
 def _torchrun_line(plan: Plan, script: str) -> str:
-    multi = plan.nodes > 1
+    multi = _hosts(plan) > 1
     args = _torchrun_args(
-        str(plan.nodes),
-        str(plan.gpus_per_node),
+        str(_hosts(plan)),
+        str(_per_host(plan)),
         "$NODE_RANK" if multi else "0",
         "$MASTER_ADDR" if multi else "localhost",
         str(MASTER_PORT),
@@ -258,8 +274,8 @@ def _accelerate_gaps(plan: Plan, num_layers: int | None) -> list[str]:
         gaps.append(f"accelerate's FSDP config has no context parallelism (CP {s.cp})")
     if _ep(s) > 1:
         gaps.append(f"accelerate's FSDP config has no expert parallelism (EP {_ep(s)})")
-    if _hybrid(s) and s.shard_degree != plan.gpus_per_node:
-        gaps.append(f"FSDP's HYBRID_SHARD shards over one node ({plan.gpus_per_node} GPUs), not {s.shard_degree} GPUs")
+    if _hybrid(s) and s.shard_degree != _per_host(plan):
+        gaps.append(f"FSDP's HYBRID_SHARD shards over one node ({_per_host(plan)} GPUs), not {s.shard_degree} GPUs")
     return gaps
 
 
@@ -337,9 +353,16 @@ def _adapter_line(method: str) -> list[str]:
 
 
 def _gaps(
-    plan: Plan, kind: str, num_layers: int | None, method: str, optimizer: str = "adamw", seq_len: int | None = None
+    plan: Plan,
+    kind: str,
+    num_layers: int | None,
+    method: str,
+    optimizer: str = "adamw",
+    seq_len: int | None = None,
+    precision: str = "bf16",
 ) -> list[str]:
-    """What the export of ``kind`` cannot write for this plan, fine-tuning method, optimizer and sequence."""
+    """What the export of ``kind`` cannot write for this plan, fine-tuning method, optimizer, sequence and
+    precision."""
     gaps = _GAPS[kind](plan, num_layers)
     if kind in FRAMEWORKS:
         # every rule by which gpuplan's planner says the framework refuses the layout (the layer counts'
@@ -347,7 +370,7 @@ def _gaps(
         layers = num_layers or plan.strategy.pp * plan.strategy.virtual_stages
         gaps += [
             rule
-            for rule in why_not_runnable(kind, plan.strategy, layers, method, optimizer, seq_len)
+            for rule in why_not_runnable(kind, plan.strategy, layers, method, optimizer, seq_len, precision)
             if rule not in gaps
         ]
     if method == "lora" and kind in _LORA_GAPS:
@@ -362,11 +385,12 @@ def _refuse_gaps(
     method: str = "full",
     optimizer: str = "adamw",
     seq_len: int | None = None,
+    precision: str = "bf16",
 ) -> None:
-    gaps = _gaps(plan, kind, num_layers, method, optimizer, seq_len)
+    gaps = _gaps(plan, kind, num_layers, method, optimizer, seq_len, precision)
     if not gaps:
         return
-    others = [k for k in _GAPS if k != kind and not _gaps(plan, k, num_layers, method, optimizer, seq_len)]
+    others = [k for k in _GAPS if k != kind and not _gaps(plan, k, num_layers, method, optimizer, seq_len, precision)]
     instead = (
         f"the {' or '.join(others)} export{'s' if len(others) > 1 else ''} can"
         if others
@@ -384,8 +408,8 @@ def _refuse_gaps(
 def torchrun(plan: Plan, script: str = "train.py", precision: str = "bf16") -> str:
     """A torchrun command line, the layout exported as environment variables for the script."""
     where = (
-        [f"run on each of the {plan.nodes} nodes with NODE_RANK (0-{plan.nodes - 1}) and MASTER_ADDR (node 0) set"]
-        if plan.nodes > 1
+        [f"run on each of the {_hosts(plan)} nodes with NODE_RANK (0-{_hosts(plan) - 1}) and MASTER_ADDR (node 0) set"]
+        if _hosts(plan) > 1
         else []
     )
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in layout_env(plan).items())
@@ -404,6 +428,20 @@ def skypilot_accelerator(sku: str) -> str:
     return SKYPILOT_ACCELERATORS.get(sku, (sku, None))[0]
 
 
+# SkyPilot's cloud names (sky.Task.from_yaml_config resources.cloud, skypilot 0.14.1) for the catalogs' providers:
+# the plan's price is that provider's, so the task is pinned to it; a provider SkyPilot does not know (a
+# reserved cluster, Nodus) leaves the cloud to SkyPilot's optimizer.
+SKYPILOT_CLOUDS = {
+    "aws": "aws",
+    "gcp": "gcp",
+    "azure": "azure",
+    "lambda": "lambda",
+    "runpod": "runpod",
+    "oci": "oci",
+    "nebius": "nebius",
+}
+
+
 def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
     """A SkyPilot task: one node per ``num_nodes``, torchrun over SkyPilot's SKYPILOT_* variables."""
     run_args = _torchrun_args(
@@ -415,10 +453,15 @@ def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
         "train.py",
     )
     accelerator, note = SKYPILOT_ACCELERATORS.get(plan.sku, (plan.sku, None))
+    cloud = SKYPILOT_CLOUDS.get((plan.provider or "").lower())
     task = {
         "name": _sky_name(name),
-        "num_nodes": plan.nodes,
-        "resources": {"accelerators": f"{accelerator}:{plan.gpus_per_node}", "use_spot": plan.spot},
+        "num_nodes": _hosts(plan),
+        "resources": {
+            **({"cloud": cloud} if cloud else {}),
+            "accelerators": f"{accelerator}:{_per_host(plan)}",
+            "use_spot": plan.spot,
+        },
         "workdir": ".",
         "envs": layout_env(plan),
         "setup": "set -e\nif [ -f requirements.txt ]; then pip install -r requirements.txt; fi\n",
@@ -427,6 +470,8 @@ def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
         ),
     }
     lines = ["sky launch -c <cluster> this.yaml (workdir . is synced to each node; train.py reads the envs)"]
+    if cloud:
+        lines.append(f"cloud: {cloud}, the provider whose price the plan used ({plan.offer})")
     if plan.sku not in SKYPILOT_ACCELERATORS:  # no name of SkyPilot's: the SKU's own goes out
         note = (
             f"SkyPilot's catalog may not list {plan.sku} ({SKYPILOT_VERSION} has no name for it): "
@@ -524,8 +569,8 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
         },
     }
     env: list[dict[str, Any]] = [
-        {"name": "NNODES", "value": str(plan.nodes)},
-        {"name": "NPROC_PER_NODE", "value": str(plan.gpus_per_node)},
+        {"name": "NNODES", "value": str(_hosts(plan))},
+        {"name": "NPROC_PER_NODE", "value": str(_per_host(plan))},
         {
             "name": "NODE_RANK",
             "valueFrom": {
@@ -545,7 +590,7 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
         ),
         "env": env,
         "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
-        "resources": {"limits": {gpu: str(plan.gpus_per_node)}},  # a quantity: the client wants a string
+        "resources": {"limits": {gpu: str(_per_host(plan))}},  # a quantity: the client wants a string
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
     affinity, affinity_lines = _node_affinity(plan)
@@ -563,15 +608,15 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
         "metadata": {"name": job, "labels": labels},
         "spec": {
             "completionMode": "Indexed",
-            "completions": plan.nodes,
-            "parallelism": plan.nodes,
+            "completions": _hosts(plan),
+            "parallelism": _hosts(plan),
             "backoffLimit": 0,
             "template": {"metadata": {"labels": labels}, "spec": pod},
         },
     }
     lines = [
         f"kubectl apply -f this.yaml: Service {job} (headless, rendezvous) + Indexed Job {job}, "
-        f"{plan.nodes} pod(s) x {plan.gpus_per_node} {gpu}",
+        f"{_hosts(plan)} pod(s) x {_per_host(plan)} {gpu}",
         f"set the image to yours (it runs torchrun train.py); MASTER_ADDR {job}-0.{job} is pod 0 via the Service",
         *affinity_lines,
     ]
@@ -589,9 +634,9 @@ def nodus(plan: Plan, name: str, precision: str = "bf16") -> str:
         "kind": "Job",
         "metadata": {"name": _dns_label(name, 63)},
         "spec": {
-            "parallelism": plan.nodes,
-            "completions": plan.nodes,
-            "resources": {"gpu": {"type": plan.sku, "count": plan.gpus_per_node, "minMemory": f"{min_memory_gi}Gi"}},
+            "parallelism": _hosts(plan),
+            "completions": _hosts(plan),
+            "resources": {"gpu": {"type": plan.sku, "count": _per_host(plan), "minMemory": f"{min_memory_gi}Gi"}},
         },
     }
     lines = ["the seed's spec.resources.gpu job spec (a provider format, not a Kubernetes object)"]
@@ -605,7 +650,7 @@ def deepspeed(
     plan: Plan, precision: str = "bf16", num_layers: int | None = None, method: str = "full", optimizer: str = "adamw"
 ) -> str:
     """DeepSpeed config JSON. ``train_batch_size`` = micro x accumulation x DP ranks, DP = GPUs / (TP x PP)."""
-    _refuse_gaps(plan, "deepspeed", num_layers, method, optimizer)
+    _refuse_gaps(plan, "deepspeed", num_layers, method, optimizer, precision=precision)
     s = plan.strategy
     dp_ranks = plan.gpus // (s.tp * s.pp)
     notes = []
@@ -756,7 +801,7 @@ def megatron(
     optimizer: str = "adamw",
 ) -> str:
     """A torchrun command for Megatron-LM's ``pretrain_gpt.py`` with the plan's layout; add model/data flags."""
-    _refuse_gaps(plan, "megatron", num_layers, method, optimizer, seq_len)
+    _refuse_gaps(plan, "megatron", num_layers, method, optimizer, seq_len, precision)
     s = plan.strategy
     lines = [
         f"Megatron-LM derives DP = GPUs / (TP x PP x CP) = {s.dp} and {s.grad_accum} micro-batches per step "
@@ -898,7 +943,7 @@ def torchtitan(
 ) -> str:
     """A torchtitan job TOML (torchtitan <= 0.2.2, ``--job.config_file``) whose header gives the same
     values as torchtitan 0.3.0 flags (0.3.0 reads configs from Python functions, no TOML)."""
-    _refuse_gaps(plan, "torchtitan", num_layers, method, optimizer, seq_len)
+    _refuse_gaps(plan, "torchtitan", num_layers, method, optimizer, seq_len, precision)
     sections = torchtitan_sections(plan, name, seq_len, precision, num_layers)
     launch = _torchrun_line(plan, "-m torchtitan.train")
     lines = [
@@ -938,19 +983,19 @@ def accelerate(
     plan: Plan, precision: str = "bf16", num_layers: int | None = None, method: str = "full", optimizer: str = "adamw"
 ) -> str:
     """An accelerate FSDP config (data parallelism only: plans with TP or PP raise)."""
-    _refuse_gaps(plan, "accelerate", num_layers, method, optimizer)
+    _refuse_gaps(plan, "accelerate", num_layers, method, optimizer, precision=precision)
     s = plan.strategy
     strategy = "HYBRID_SHARD" if _hybrid(s) else FSDP_STRATEGY[s.zero_stage]
     config = {
         "compute_environment": "LOCAL_MACHINE",
         "distributed_type": "FSDP",
         "mixed_precision": ACCELERATE_PRECISION.get(precision, "bf16"),
-        "num_machines": plan.nodes,
+        "num_machines": _hosts(plan),
         "num_processes": plan.gpus,
         "machine_rank": 0,
         # accelerate (commands/launch.py, utils/launch.py prepare_multi_gpu_env) hands torchrun the rendezvous
         # endpoint main_process_ip:main_process_port over nodes; without the address it is "None:29500"
-        **({"main_process_port": MASTER_PORT} if plan.nodes > 1 else {}),
+        **({"main_process_port": MASTER_PORT} if _hosts(plan) > 1 else {}),
         "main_training_function": "main",
         "rdzv_backend": "static",
         "same_network": True,
@@ -967,9 +1012,9 @@ def accelerate(
         },
     }
     lines = [f"per-GPU micro-batch {s.micro_batch}, gradient accumulation {s.grad_accum} (set them in your script)"]
-    if plan.nodes > 1:
+    if _hosts(plan) > 1:
         lines += [
-            f"run on each of the {plan.nodes} nodes with NODE_RANK (0-{plan.nodes - 1}) and MASTER_ADDR (node 0) set:",
+            f"run on each of the {_hosts(plan)} nodes with NODE_RANK (0-{_hosts(plan) - 1}) and MASTER_ADDR (node 0) set:",
             "accelerate launch --config_file this.yaml --machine_rank $NODE_RANK --main_process_ip $MASTER_ADDR "
             f"--main_process_port {MASTER_PORT} train.py",
         ]

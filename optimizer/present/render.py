@@ -108,6 +108,11 @@ def print_check(result: CheckResult, console: Console) -> None:
         f"{p.label()}, {strategy_text(p)}: {m.total:,.1f} of {m.capacity:,.1f} GiB per GPU, "
         f"{'headroom' if headroom >= 0 else 'short by'} {abs(headroom):,.1f} GiB ({abs(headroom) * GIB / 1e9:,.1f} GB)"
     )
+    if p.host_capacity_gib is not None and p.host_memory_gib > p.host_capacity_gib:
+        verdict.append(
+            f"; the offloaded optimizer state needs {p.host_memory_gib:,.1f} GiB of CPU memory per host, above its "
+            f"{p.host_capacity_gib:,.1f} GiB (assumptions.host_memory_per_node)"
+        )
     console.print(verdict)
     if not result.runnable:
         console.print(Text("NOT RUNNABLE: " + "; ".join(result.not_runnable_because), style="bold red"), markup=False)
