@@ -495,7 +495,7 @@ def _not_rentable(offer, nodes: int, per_node: int) -> str | None:
 
 def precision_notes(ctx: JobContext) -> list[str]:
     """How far the time model has been checked at the job's precision, where that is short of the rest."""
-    if ctx.job.precision != "nvfp4":
+    if ctx.job.precision != "nvfp4" or ctx.job.measured:  # a measurement calibrates the speed instead
         return []
     # validation/throughput_runs.yaml, mb260401-llama3-70b-gb200-nvfp4 (bench/throughput.py): the one
     # published NVFP4 layout gpuplan runs; its 405B NVFP4 row splits layers as gpuplan's pipelines do not
