@@ -20,6 +20,7 @@ from .planning.candidates import (
     Candidate,
     CandidateTable,
     blocking_rules,
+    not_rentable,
     row_rejection,
 )
 from .planning.context import HardwareRow, JobContext
@@ -471,26 +472,10 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
                 "the check flags"
             )
     offer = next((o for o in ctx.catalog.offers if plan.offer and o.name == plan.offer.removesuffix(SPOT_SUFFIX)), None)
-    if offer is not None and (why := _not_rentable(offer, plan.nodes, plan.gpus_per_node)):
+    if offer is not None and (why := not_rentable(offer, plan.nodes, plan.gpus_per_node)):
         # a verdict on hardware the offer does not rent, which solve never plans (a cost below its optimum)
         notes.append(f"offer {offer.name} {why}: it cannot be rented there as it stands")
     return notes + moe_notes(ctx, plan)
-
-
-def _not_rentable(offer, nodes: int, per_node: int) -> str | None:
-    """Why ``nodes`` nodes of ``per_node`` GPUs are not what the offer rents (``candidates.offer_rows``: one
-    node of one of its GPU counts, or up to max_nodes whole nodes), or None."""
-    if nodes > offer.max_nodes:
-        return (
-            f"supplies at most {offer.max_nodes} node{'s' if offer.max_nodes > 1 else ''} "
-            f"({offer.max_nodes * offer.gpus_per_node} GPUs) to one job; this configuration needs {nodes}"
-        )
-    if nodes == 1 and per_node not in offer.single_node_counts():
-        counts = ", ".join(map(str, offer.single_node_counts()))
-        return f"rents one node with {counts} GPUs; this configuration uses {per_node}"
-    if nodes > 1 and per_node != offer.gpus_per_node:
-        return f"rents several nodes only whole, {offer.gpus_per_node} GPUs each; this configuration uses {per_node}"
-    return None
 
 
 def precision_notes(ctx: JobContext) -> list[str]:

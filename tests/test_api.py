@@ -152,3 +152,26 @@ def test_offloaded_optimizer_state_fills_each_hosts_memory_not_the_racks():
     servers = check(problem, "B200", 16, compare=False, offload="optimizer").plan
     assert not servers.fits and servers.memory_gib.total < servers.memory_gib.capacity
     assert servers.host_memory_gib > servers.host_capacity_gib == pytest.approx(2e12 / 2**30)
+
+
+def test_a_rack_writes_its_checkpoints_through_every_tray(problems):
+    """Checkpoints go out through each host's storage link: a CoreWeave rack (one NVLink node) has 18 trays,
+    as 18 OCI trays do, and takes as long to checkpoint (one 2 GB/s link for the whole rack made it 18x)."""
+    from optimizer.planning.calibration import job_context, resolve_row
+    from optimizer.planning.reliability import checkpoint_hours
+
+    ctx = job_context(load_job(problems / "llama-70b-within-5-days.yaml"), optimizer.load_catalog("default"))
+    rack, trays = resolve_row(ctx, "coreweave-gb200", 72), resolve_row(ctx, "oci-gb200", 72)
+    assert (rack.nodes, trays.nodes) == (1, 18)
+    assert checkpoint_hours(ctx, rack) == pytest.approx(checkpoint_hours(ctx, trays))
+
+
+def test_a_gb200_offer_that_rents_the_count_is_chosen_over_a_cheaper_one_that_does_not(problems):
+    """--sku GB200 with 8 GPUs went to CoreWeave ($10.50, whole racks of 72 only) with a note that 8 cannot
+    be rented there; OCI's 4-GPU trays rent 8 (two of them)."""
+    lora = load_job(problems / "llama-8b-lora.yaml")
+    eight = check(lora, "GB200", 8, compare=False)
+    assert eight.plan.offer == "oci-gb200" and not any("cannot be rented" in n for n in eight.notes)
+    assert check(load_job(problems / "llama-70b-within-5-days.yaml"), "GB200", 72, compare=False).plan.offer == (
+        "coreweave-gb200"
+    )

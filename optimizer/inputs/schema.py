@@ -277,10 +277,10 @@ class Sku(_Model):
 
     @model_validator(mode="after")
     def _host_fits_node(self) -> Sku:
-        if self.gpus_per_host is not None and self.gpus_per_host > self.gpus_per_node:
+        if self.gpus_per_host is not None and self.gpus_per_node % self.gpus_per_host:
             raise ValueError(
-                f"gpus_per_host {self.gpus_per_host} is more than gpus_per_node {self.gpus_per_node}: a node (the GPUs "
-                "NVLink joins) holds one or more hosts"
+                f"gpus_per_host {self.gpus_per_host} does not divide gpus_per_node {self.gpus_per_node}: a node (the "
+                "GPUs NVLink joins) holds whole hosts (an NVL72 rack: 18 trays of 4)"
             )
         return self
 

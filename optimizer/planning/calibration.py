@@ -19,9 +19,9 @@ from typing import Any
 
 from ..errors import ArgumentError, GpuplanError, JobError
 from ..inputs.catalog import find_sku, offers_for
-from ..inputs.schema import Catalog, Problem
+from ..inputs.schema import Catalog, Offer, Problem
 from ..inputs.units import fmt_bytes
-from .candidates import best_layout, evaluate, strategy_grid
+from .candidates import best_layout, evaluate, not_rentable, strategy_grid
 from .context import Calibration, HardwareRow, JobContext, build_context, capacity_bytes
 
 
@@ -32,10 +32,10 @@ def job_context(problem: Problem, catalog: Catalog) -> JobContext:
 
 
 def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: int | None = None, spot: bool = False) -> HardwareRow:
-    """The SKU on its cheapest offer (ties by offer name; the bare SKU if none prices it), or the offer
-    ``sku_name`` names (a plan's ``offer``), with ``gpus`` laid out on ``nodes`` nodes (default: the
-    fewest that hold them). Errors name the argument (``gpus``, ``nodes``, ``spot``); callers relocate
-    them to a file field where needed."""
+    """The SKU on its cheapest offer that rents ``gpus`` on ``nodes`` nodes (else its cheapest; ties by offer
+    name; the bare SKU if none prices it), or the offer ``sku_name`` names (a plan's ``offer``), with ``gpus``
+    laid out on ``nodes`` nodes (default: the fewest that hold them). Errors name the argument (``gpus``,
+    ``nodes``, ``spot``); callers relocate them to a file field where needed."""
     if gpus < 1:
         raise ArgumentError("must be at least 1", field="gpus")
     offers = sorted(offers_for(ctx.catalog, sku_name), key=lambda o: (o.price_usd_per_gpu_hour, o.name))
@@ -47,6 +47,13 @@ def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: int | None = N
             raise ArgumentError(
                 f"no offer in catalog '{ctx.catalog.name}' has a spot price for {sku_name}", field="spot"
             )
+
+    def rents(o: Offer) -> bool:
+        n = nodes or math.ceil(gpus / o.gpus_per_node)
+        return n >= 1 and gpus % n == 0 and not_rentable(o, n, gpus // n) is None
+
+    # CoreWeave's whole GB200 racks are the cheapest GB200 but rent no 8 GPUs: OCI's trays do
+    offers.sort(key=lambda o: not rents(o))  # stable: cheapest first within each
     offer = offers[0] if offers else None
     per_node_max = offer.gpus_per_node if offer else sku.gpus_per_node
     nodes = nodes or math.ceil(gpus / per_node_max)

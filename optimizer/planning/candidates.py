@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from ..inputs.catalog import find_sku
-from ..inputs.schema import Strategy
+from ..inputs.schema import Offer, Strategy
 from ..physics import reliability
 from ..physics.constants import (
     FALLBACK_NETWORK_GB_PER_S_PER_GPU,
@@ -45,8 +45,8 @@ from .frameworks import (
 from .reliability import checkpoint_hours, interruption_rate
 
 TP_CHOICES = (1, 2, 4, 8)
-# uneven stages allowed: the first holds ceil(L / p) layers. 9 and 18 split a 72-GPU NVL72 rack (TP 8 x PP 9,
-# TP 4 x PP 18) with no data parallelism left to divide the global batch
+# uneven stages allowed: the first holds ceil(L / p) layers. 9 and 18 take the factor 9 out of a 72-GPU NVL72
+# rack (TP 2 x PP 9 x DP 4), so that its data-parallel ranks, a power of two, divide a global batch of 256
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 9, 12, 16, 18)
 MICRO_BATCH_CHOICES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGE_CHOICES = (1, 2, 4, 8)  # interleaved 1F1B (Narayanan et al. 2021, section 2.2)
@@ -152,6 +152,22 @@ def offer_rows(ctx: JobContext) -> list[HardwareRow]:
             for nodes in range(2, offer.max_nodes + 1):
                 rows.append(HardwareRow(sku, offer, nodes, offer.gpus_per_node, spot))
     return rows
+
+
+def not_rentable(offer: Offer, nodes: int, per_node: int) -> str | None:
+    """Why ``nodes`` nodes of ``per_node`` GPUs are not what the offer rents (``offer_rows``: one
+    node of one of its GPU counts, or up to max_nodes whole nodes), or None."""
+    if nodes > offer.max_nodes:
+        return (
+            f"supplies at most {offer.max_nodes} node{'s' if offer.max_nodes > 1 else ''} "
+            f"({offer.max_nodes * offer.gpus_per_node} GPUs) to one job; this configuration needs {nodes}"
+        )
+    if nodes == 1 and per_node not in offer.single_node_counts():
+        counts = ", ".join(map(str, offer.single_node_counts()))
+        return f"rents one node with {counts} GPUs; this configuration uses {per_node}"
+    if nodes > 1 and per_node != offer.gpus_per_node:
+        return f"rents several nodes only whole, {offer.gpus_per_node} GPUs each; this configuration uses {per_node}"
+    return None
 
 
 def _spot_choices(policy: str, has_spot_price: bool) -> tuple[bool, ...]:
@@ -445,12 +461,13 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     )
     hours, cost = _run_hours_and_cost(ctx, rows, row_idx, timing)
     # offloaded state fills the CPU memory of each host (an NVL72 tray of 4, not the 72-GPU NVLink node); unless
-    # the job gives the host memory, a host of fewer than 8 GPUs has its share of an 8-GPU server's
+    # the job gives the host memory, a SKU whose hosts are trays gets a tray's share of an 8-GPU server's
     per_host = np.asarray([r.gpus_per_host for r in rows], float)[row_idx]
     host = host_optimizer_bytes(ctx.train, layout, per_host)
+    tray = np.asarray([min(r.sku.gpus_per_host or HOST_MEMORY_SERVER_GPUS, HOST_MEMORY_SERVER_GPUS) for r in rows])
     host_capacity = np.full(len(row_idx), a.host_memory_per_node_bytes)
     if "host_memory_per_node_bytes" not in a.model_fields_set:
-        host_capacity = host_capacity * np.minimum(per_host, HOST_MEMORY_SERVER_GPUS) / HOST_MEMORY_SERVER_GPUS
+        host_capacity = host_capacity * tray[row_idx] / HOST_MEMORY_SERVER_GPUS
     return Evaluation(
         row=row_idx,
         layout=layout,

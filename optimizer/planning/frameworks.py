@@ -81,7 +81,7 @@ class Framework:
     optimizers: frozenset[str] = frozenset(OPTIMIZERS)
     optimizers_source: str = "any torch.optim or bitsandbytes optimizer"
     # Precisions (job.precision) it trains in: NVFP4 needs Transformer Engine's NVFP4 recipe in the model
-    precisions: frozenset[str] = frozenset({"bf16", "fp16", "fp8"})
+    precisions: frozenset[str] = frozenset(p for p in PRECISIONS if p != "nvfp4")
     precisions_source: str = (
         "no NVFP4 training recipe: Transformer Engine's NVFP4BlockScaling is wired into Megatron-Core's layers "
         "(--fp4-format e2m1)"

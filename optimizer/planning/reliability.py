@@ -16,11 +16,13 @@ def interruption_rate(ctx: JobContext, row: HardwareRow) -> float:
 
 
 def checkpoint_hours(ctx: JobContext, row: HardwareRow) -> float:
-    """Time to write a checkpoint: bf16 weights plus optimizer state, spread over the nodes' storage links."""
+    """Time to write a checkpoint: bf16 weights plus optimizer state, spread over the hosts' storage links (a
+    host is the node, or an NVL72 rack's compute tray: each has its own)."""
     train = ctx.train
     state = (
         train.weights_total(ctx.shape.params)
         - 2.0 * train.teacher_params
         + train.optimizer_bytes * train.trainable_params
     )
-    return state / (ctx.assumptions.checkpoint_gb_per_s_per_node * 1e9 * row.nodes) / 3600.0
+    hosts = row.gpus // row.gpus_per_host
+    return state / (ctx.assumptions.checkpoint_gb_per_s_per_node * 1e9 * hosts) / 3600.0
