@@ -152,6 +152,8 @@ def test_offloaded_optimizer_state_fills_each_hosts_memory_not_the_racks():
     servers = check(problem, "B200", 16, compare=False, offload="optimizer").plan
     assert not servers.fits and servers.memory_gib.total < servers.memory_gib.capacity
     assert servers.host_memory_gib > servers.host_capacity_gib == pytest.approx(2e12 / 2**30)
+    # one GPU of an 8-GPU server still has the server's memory: only trays get a share of it
+    assert check(problem, "H200", 1, compare=False).plan.host_capacity_gib == pytest.approx(2e12 / 2**30)
 
 
 def test_a_rack_writes_its_checkpoints_through_every_tray(problems):
