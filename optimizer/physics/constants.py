@@ -129,8 +129,9 @@ FALLBACK_COMPUTE_EFFICIENCY = 0.45
 FALLBACK_NETWORK_GB_PER_S_PER_GPU = 12.5
 
 # The GPUs of the server the default host memory (assumptions.host_memory_per_node, 2 TB: DGX H100/B200 ship
-# 2 TB of DDR5 for 8 GPUs, NVIDIA DGX datasheets) is for; a host of fewer GPUs gets its share when the job does
-# not give its own (a GB200 compute tray of 4: 1 TB; OCI's BM.GPU.GB200.4 has 960 GiB, SkyPilot's OCI catalog).
+# 2 TB of DDR5 for 8 GPUs, NVIDIA DGX datasheets) is for; a SKU whose hosts are smaller trays gets their share
+# when the job gives none (a GB200 compute tray of 4: 1 TB; OCI's BM.GPU.GB200.4 has 960 GiB, SkyPilot's OCI
+# catalog).
 HOST_MEMORY_SERVER_GPUS = 8
 
 # GPU <-> host PCIe per GPU: PCIe Gen5 x16 is 32 GB/s per direction raw (PCI-SIG 5.0 specification),

@@ -52,7 +52,7 @@ def resolve_row(ctx: JobContext, sku_name: str, gpus: int, nodes: int | None = N
         n = nodes or math.ceil(gpus / o.gpus_per_node)
         return n >= 1 and gpus % n == 0 and not_rentable(o, n, gpus // n) is None
 
-    # CoreWeave's whole GB200 racks are the cheapest GB200 but rent no 8 GPUs: OCI's trays do
+    # a whole-rack offer may be the cheapest of a SKU and rent no 8 GPUs, where another offer's trays do
     offers.sort(key=lambda o: not rents(o))  # stable: cheapest first within each
     offer = offers[0] if offers else None
     per_node_max = offer.gpus_per_node if offer else sku.gpus_per_node

@@ -431,15 +431,7 @@ def skypilot_accelerator(sku: str) -> str:
 # SkyPilot's cloud names (sky.Task.from_yaml_config resources.cloud, skypilot 0.14.1) for the catalogs' providers:
 # the plan's price is that provider's, so the task is pinned to it; a provider SkyPilot does not know (a
 # reserved cluster, Nodus) leaves the cloud to SkyPilot's optimizer.
-SKYPILOT_CLOUDS = {
-    "aws": "aws",
-    "gcp": "gcp",
-    "azure": "azure",
-    "lambda": "lambda",
-    "runpod": "runpod",
-    "oci": "oci",
-    "nebius": "nebius",
-}
+SKYPILOT_CLOUDS = frozenset({"aws", "gcp", "azure", "lambda", "runpod", "oci", "nebius"})
 
 
 def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
@@ -453,7 +445,7 @@ def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
         "train.py",
     )
     accelerator, note = SKYPILOT_ACCELERATORS.get(plan.sku, (plan.sku, None))
-    cloud = SKYPILOT_CLOUDS.get((plan.provider or "").lower())
+    cloud = provider if (provider := (plan.provider or "").lower()) in SKYPILOT_CLOUDS else None
     task = {
         "name": _sky_name(name),
         "num_nodes": _hosts(plan),
