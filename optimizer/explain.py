@@ -117,7 +117,10 @@ def _filter(ctx: JobContext, some_pass: bool = False) -> Infeasibility:
             o.name
             for o in ctx.catalog.offers
             if o.spot_price_usd_per_gpu_hour is None
-            and row_rejection(ctx, HardwareRow(find_sku(ctx.catalog, o.sku), o, 1, o.gpus_per_node)) != "filter"
+            and any(  # at any node size it rents (a GPU count filter reads GPUs per node)
+                row_rejection(ctx, HardwareRow(find_sku(ctx.catalog, o.sku), o, 1, count)) != "filter"
+                for count in {*o.single_node_counts(), o.gpus_per_node}
+            )
         ]
         if unpriced:
             detail = (

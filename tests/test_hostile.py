@@ -30,7 +30,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from optimizer import cli, load_portfolio
+from optimizer import cli, load_job, load_portfolio
 from optimizer.inputs import schema, units
 from optimizer.present import output
 
@@ -2162,3 +2162,23 @@ def test_an_empty_gpu_counts_list_is_refused(tmp_path):
         tmp_path, cat_yaml=catalog_text(offer_extra="    gpu_counts: []\n"), job_yaml=job_text(catalog="cat.yaml")
     )
     refused(tmp_path, ["solve", paths["job_yaml"]], "gpu_counts is empty", "leave it out")
+
+
+def test_spot_only_with_a_gpu_count_filter_still_names_the_missing_spot_price(tmp_path):
+    # the offers were tested at their whole node only: Lambda's H100 rents 4 GPUs on a node of 8, which a
+    # gpu.count of 4 keeps, and the answer fell back to blaming the filters
+    paths = files(
+        tmp_path,
+        job_yaml="job: {model: llama-3.1-8b, method: lora, tokens: 1B, seq_len: 4096, global_batch: 64}\n"
+        "constraints: {spot: only, gpu: {types: [H100-SXM], count: 4}}\n",
+    )
+    r = invoke(["solve", paths["job_yaml"]])
+    assert r.exit_code == 0 and "has a spot price (lambda-h100-sxm" in " ".join(r.output.split()), r.output
+
+
+@pytest.mark.parametrize(("field", "written", "read"), [("precision", "NVFP4", "nvfp4"), ("method", "LoRA", "lora")])
+def test_a_choice_is_read_in_any_case(tmp_path, field, written, read):
+    # SKU and model names match in any case; `precision: NVFP4` was refused ("Input should be 'bf16', ...")
+    path = tmp_path / "job.yaml"
+    path.write_text(f"job: {{model: llama-3.1-8b, tokens: 1B, seq_len: 4096, {field}: {written}}}\n")
+    assert getattr(load_job(path).job, field) == read

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -197,8 +197,29 @@ _BOUND_ERRORS = frozenset(
 )
 
 
+def _lowercase_choices(annotation: Any) -> frozenset[str]:
+    """The choices of a Literal of lowercase words (job.precision, job.method, ...), else none."""
+    if get_origin(annotation) is not Literal:
+        return frozenset()
+    choices = get_args(annotation)
+    if not all(isinstance(c, str) and c == c.lower() for c in choices):
+        return frozenset()
+    return frozenset(choices)
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _choice_in_any_case(cls, value: Any, info: ValidationInfo) -> Any:
+        """``precision: NVFP4`` or ``method: LoRA`` as their lowercase choice, as SKU and model names match in any
+        case; anything else is left to the field's own validation (and its message)."""
+        if isinstance(value, str) and info.field_name in cls.model_fields:
+            choices = _lowercase_choices(cls.model_fields[info.field_name].annotation)
+            if value not in choices and value.strip().lower() in choices:
+                return value.strip().lower()
+        return value
 
     @field_validator("*", mode="wrap")
     @classmethod
