@@ -57,6 +57,16 @@ class Plan(BaseModel):
     within_budget: bool | None
     spread_source: str = Field("", description="Where the p50-p90 spread comes from (lognormal, sigma per source).")
 
+    @property
+    def host_gpus(self) -> int:
+        """GPUs a launcher starts on one operating-system host: the node's, or a tray's where NVLink joins
+        several hosts into one node (GB200 NVL72: 4 of the rack's 72)."""
+        return self.gpus_per_host or self.gpus_per_node
+
+    @property
+    def hosts(self) -> int:
+        return self.gpus // self.host_gpus
+
     def label(self) -> str:
         per = f"{self.nodes} x {self.gpus_per_node}" if self.nodes > 1 else f"{self.gpus}"
         return f"{per} {self.sku}" + (f" ({self.offer})" if self.offer else "")

@@ -106,16 +106,6 @@ def job_problem(model: str, **job) -> Problem:
     return Problem.model_validate(expand_models(data))
 
 
-def per_host(p: Plan) -> int:
-    """GPUs a launcher starts on one host: the node's, or a compute tray's where NVLink joins several hosts into
-    one node (GB200 NVL72: 4 of 72)."""
-    return p.gpus_per_host or p.gpus_per_node
-
-
-def hosts(p: Plan) -> int:
-    return p.gpus // per_host(p)
-
-
 def sku_mib(sku: str) -> float:
     """What the driver reports a SKU's memory as, in MiB (nvidia-smi's memory.total where the catalog has it,
     else the label, which is less: 80GB = 76,294 MiB against the H100 PCIe's 81,559)."""
@@ -199,7 +189,7 @@ def test_torchrun_and_layout_environment(name):
     p, s = get_plan(name), get_plan(name).strategy
     text = export(p, "torchrun")
     command = text.splitlines()[-1]
-    assert command.startswith("torchrun ") and f"--nnodes {hosts(p)} --nproc-per-node {per_host(p)}" in command
+    assert command.startswith("torchrun ") and f"--nnodes {p.hosts} --nproc-per-node {p.host_gpus}" in command
     env = dict(pair.split("=") for pair in shlex.split(text.splitlines()[-2])[1:])
     assert (env["TP"], env["PP"], env["DP"], env["CP"]) == tuple(str(v) for v in (s.tp, s.pp, s.dp, s.cp))
     assert (env["MICRO_BATCH"], env["GRAD_ACCUM"], env["GLOBAL_BATCH"]) == (
@@ -219,9 +209,9 @@ def test_skypilot_task_loads_with_skypilot(name, tmp_path):
     for job_name in ("my fine tune job", "模型 #1: a/b", "x---y", "😀"):  # names SkyPilot refuses as written
         path.write_text(export(p, "skypilot", name=job_name))
         assert sky.Task.from_yaml(str(path)).name
-    assert task.num_nodes == hosts(p) and task.workdir == "."
+    assert task.num_nodes == p.hosts and task.workdir == "."
     (resources,) = task.resources
-    assert resources.accelerators == {skypilot_accelerator(p.sku): per_host(p)} and resources.use_spot == p.spot
+    assert resources.accelerators == {skypilot_accelerator(p.sku): p.host_gpus} and resources.use_spot == p.spot
     assert "pip install -r requirements.txt" in task.setup
     assert "$SKYPILOT_NODE_RANK" in task.run and "$SKYPILOT_NUM_GPUS_PER_NODE" in task.run
     assert task.envs["TP"] == str(s.tp) and task.envs["PP"] == str(s.pp) and task.envs["DP"] == str(s.dp)
@@ -249,7 +239,7 @@ def test_skypilot_asks_for_every_sku_by_skypilots_name(sku, tmp_path):
     path.write_text(text := export(p, "skypilot", name="gpuplan-test"))
     (resources,) = sky.Task.from_yaml(str(path)).resources
     ((name, count),) = resources.accelerators.items()
-    assert count == per_host(p) and f"accelerators: {name}:{count}" in text
+    assert count == p.host_gpus and f"accelerators: {name}:{count}" in text
     if name not in _skypilot_names():
         assert name == sku and "SkyPilot's catalog may not list" in text, name
     from sky.catalog import common as catalog_common
@@ -297,15 +287,15 @@ def test_kubernetes_indexed_job_deserializes_with_the_official_client(name):
     assert _key_paths(api.sanitize_for_serialization(service)) == _key_paths(service_doc)
 
     assert job.api_version == "batch/v1" and job.kind == "Job" and job.spec.completion_mode == "Indexed"
-    assert job.spec.completions == job.spec.parallelism == hosts(p)
+    assert job.spec.completions == job.spec.parallelism == p.hosts
     pod = job.spec.template.spec
     assert pod.restart_policy in ("Never", "OnFailure") and pod.subdomain == service.metadata.name
     assert service.spec.cluster_ip == "None" and service.spec.selector == job.spec.template.metadata.labels
     (container,) = pod.containers
     gpu = "amd.com/gpu" if p.sku.startswith("MI") else "nvidia.com/gpu"
-    assert container.resources.limits == {gpu: str(per_host(p))}
+    assert container.resources.limits == {gpu: str(p.host_gpus)}
     env = {e.name: e for e in container.env}
-    assert env["NNODES"].value == str(hosts(p)) and env["NPROC_PER_NODE"].value == str(per_host(p))
+    assert env["NNODES"].value == str(p.hosts) and env["NPROC_PER_NODE"].value == str(p.host_gpus)
     assert env["MASTER_ADDR"].value == f"{job.metadata.name}-0.{service.metadata.name}"
     assert "job-completion-index" in env["NODE_RANK"].value_from.field_ref.field_path
     assert (env["TP"].value, env["PP"].value, env["GLOBAL_BATCH"].value) == (str(s.tp), str(s.pp), str(s.global_batch))
@@ -388,10 +378,10 @@ def test_the_old_kubernetes_form_is_rejected_by_the_client_and_kept_as_nodus():
     spec = yaml.safe_load(export(p, "nodus", name="sft"))
     assert spec["spec"]["resources"]["gpu"] == {
         "type": p.sku,
-        "count": per_host(p),
+        "count": p.host_gpus,
         "minMemory": f"{int(p.memory_gib.capacity)}Gi",
     }
-    assert spec["spec"]["parallelism"] == spec["spec"]["completions"] == hosts(p)
+    assert spec["spec"]["parallelism"] == spec["spec"]["completions"] == p.hosts
     api = client.ApiClient()
     try:
         job = _k8s_load(api, spec, "V1Job")
@@ -569,7 +559,7 @@ def test_megatron_arguments_build_megatron_core_configs(name):
     tokens = shlex.split(text.replace("\\\n", " "), comments=True)
     start = tokens.index("torchrun")  # after an `export NAME=value` line, if any
     assert tokens[0] == ("export" if start else "torchrun")
-    assert f"--nnodes {hosts(p)} --nproc-per-node {per_host(p)}" in " ".join(tokens[start:])
+    assert f"--nnodes {p.hosts} --nproc-per-node {p.host_gpus}" in " ".join(tokens[start:])
     environment = dict(token.split("=", 1) for token in tokens[1:start])
     # Megatron-LM's validate_args (arguments.py, MEGATRON_SOURCE's commit) asserts CUDA_DEVICE_MAX_CONNECTIONS
     # == "1" for TP or CP above 1 on GPUs before Blackwell; its example scripts export it whatever the GPU
@@ -744,7 +734,7 @@ def test_accelerate_config_loads_with_accelerate(name, tmp_path):
         return
     path.write_text(text)
     parsed = config_args.ClusterConfig.from_yaml_file(str(path))
-    assert parsed.num_processes == p.gpus and parsed.num_machines == hosts(p)
+    assert parsed.num_processes == p.gpus and parsed.num_machines == p.hosts
     strategy = {0: "NO_SHARD", 1: "SHARD_GRAD_OP", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"}[s.zero_stage]
     if s.zero_stage == 3 and s.shard_degree < s.dp:
         strategy = "HYBRID_SHARD"  # sharded inside a node, replicated across nodes
@@ -767,15 +757,15 @@ def test_accelerate_launch_line_rendezvouses_on_node_0(name, tmp_path, monkeypat
     path = tmp_path / "fsdp.yaml"
     path.write_text(text)
     (line,) = [line[2:] for line in text.splitlines() if line.startswith("# accelerate launch ")]
-    monkeypatch.setenv("NODE_RANK", str(hosts(p) - 1))  # as the torchrun exports expect them set
+    monkeypatch.setenv("NODE_RANK", str(p.hosts - 1))  # as the torchrun exports expect them set
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.7")
     argv = shlex.split(os.path.expandvars(line.replace("this.yaml", str(path))))
     assert argv[:2] == ["accelerate", "launch"] and argv[-1] == "train.py"
     args, _, _ = launch._validate_launch_command(launch.launch_command_parser().parse_args(argv[2:]))
     prepare_multi_gpu_env(args)
-    assert args.nproc_per_node == str(per_host(p))
-    if hosts(p) > 1:
-        assert args.nnodes == str(hosts(p)) and args.node_rank == hosts(p) - 1
+    assert args.nproc_per_node == str(p.host_gpus)
+    if p.hosts > 1:
+        assert args.nnodes == str(p.hosts) and args.node_rank == p.hosts - 1
         assert args.rdzv_endpoint == "10.0.0.7:29500"
 
 

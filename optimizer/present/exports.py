@@ -155,21 +155,11 @@ def _header(plan: Plan, precision: str, lines: list[str] | None = None, notes: l
     out.append(f"planned: p50 {plan.hours.p50:.1f} h{cost} (labelled framework: {s.framework})")
     if plan.gpus_per_host:
         out.append(
-            f"NVLink joins the {plan.gpus_per_node} GPUs of each node; launched as {_hosts(plan)} hosts of "
+            f"NVLink joins the {plan.gpus_per_node} GPUs of each node; launched as {plan.hosts} hosts of "
             f"{plan.gpus_per_host} GPUs, which must share that NVLink domain (one rack: Slurm --segment; Kubernetes: "
             "NVIDIA's DRA driver ComputeDomain), or TP and the collectives the plan times there cross the network"
         )
     return out + (lines or []) + [f"note: {n}" for n in notes or []]
-
-
-def _per_host(plan: Plan) -> int:
-    """GPUs a launcher starts on one operating-system host: the node's, or a compute tray's where NVLink
-    joins several hosts into one node (GB200 NVL72: 4 of the rack's 72)."""
-    return plan.gpus_per_host or plan.gpus_per_node
-
-
-def _hosts(plan: Plan) -> int:
-    return plan.gpus // _per_host(plan)
 
 
 def _comment(lines: list[str]) -> str:
@@ -213,10 +203,10 @@ def _torchrun_args(nodes: str, per_node: str, rank: str, master: str, port: str,
 
 
 def _torchrun_line(plan: Plan, script: str) -> str:
-    multi = _hosts(plan) > 1
+    multi = plan.hosts > 1
     args = _torchrun_args(
-        str(_hosts(plan)),
-        str(_per_host(plan)),
+        str(plan.hosts),
+        str(plan.host_gpus),
         "$NODE_RANK" if multi else "0",
         "$MASTER_ADDR" if multi else "localhost",
         str(MASTER_PORT),
@@ -274,8 +264,8 @@ def _accelerate_gaps(plan: Plan, num_layers: int | None) -> list[str]:
         gaps.append(f"accelerate's FSDP config has no context parallelism (CP {s.cp})")
     if _ep(s) > 1:
         gaps.append(f"accelerate's FSDP config has no expert parallelism (EP {_ep(s)})")
-    if _hybrid(s) and s.shard_degree != _per_host(plan):
-        gaps.append(f"FSDP's HYBRID_SHARD shards over one node ({_per_host(plan)} GPUs), not {s.shard_degree} GPUs")
+    if _hybrid(s) and s.shard_degree != plan.host_gpus:
+        gaps.append(f"FSDP's HYBRID_SHARD shards over one node ({plan.host_gpus} GPUs), not {s.shard_degree} GPUs")
     return gaps
 
 
@@ -408,8 +398,8 @@ def _refuse_gaps(
 def torchrun(plan: Plan, script: str = "train.py", precision: str = "bf16") -> str:
     """A torchrun command line, the layout exported as environment variables for the script."""
     where = (
-        [f"run on each of the {_hosts(plan)} nodes with NODE_RANK (0-{_hosts(plan) - 1}) and MASTER_ADDR (node 0) set"]
-        if _hosts(plan) > 1
+        [f"run on each of the {plan.hosts} nodes with NODE_RANK (0-{plan.hosts - 1}) and MASTER_ADDR (node 0) set"]
+        if plan.hosts > 1
         else []
     )
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in layout_env(plan).items())
@@ -448,10 +438,10 @@ def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
     cloud = provider if (provider := (plan.provider or "").lower()) in SKYPILOT_CLOUDS else None
     task = {
         "name": _sky_name(name),
-        "num_nodes": _hosts(plan),
+        "num_nodes": plan.hosts,
         "resources": {
             **({"cloud": cloud} if cloud else {}),
-            "accelerators": f"{accelerator}:{_per_host(plan)}",
+            "accelerators": f"{accelerator}:{plan.host_gpus}",
             "use_spot": plan.spot,
         },
         "workdir": ".",
@@ -561,8 +551,8 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
         },
     }
     env: list[dict[str, Any]] = [
-        {"name": "NNODES", "value": str(_hosts(plan))},
-        {"name": "NPROC_PER_NODE", "value": str(_per_host(plan))},
+        {"name": "NNODES", "value": str(plan.hosts)},
+        {"name": "NPROC_PER_NODE", "value": str(plan.host_gpus)},
         {
             "name": "NODE_RANK",
             "valueFrom": {
@@ -582,7 +572,7 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
         ),
         "env": env,
         "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
-        "resources": {"limits": {gpu: str(_per_host(plan))}},  # a quantity: the client wants a string
+        "resources": {"limits": {gpu: str(plan.host_gpus)}},  # a quantity: the client wants a string
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
     affinity, affinity_lines = _node_affinity(plan)
@@ -600,15 +590,15 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
         "metadata": {"name": job, "labels": labels},
         "spec": {
             "completionMode": "Indexed",
-            "completions": _hosts(plan),
-            "parallelism": _hosts(plan),
+            "completions": plan.hosts,
+            "parallelism": plan.hosts,
             "backoffLimit": 0,
             "template": {"metadata": {"labels": labels}, "spec": pod},
         },
     }
     lines = [
         f"kubectl apply -f this.yaml: Service {job} (headless, rendezvous) + Indexed Job {job}, "
-        f"{_hosts(plan)} pod(s) x {_per_host(plan)} {gpu}",
+        f"{plan.hosts} pod(s) x {plan.host_gpus} {gpu}",
         f"set the image to yours (it runs torchrun train.py); MASTER_ADDR {job}-0.{job} is pod 0 via the Service",
         *affinity_lines,
     ]
@@ -626,9 +616,9 @@ def nodus(plan: Plan, name: str, precision: str = "bf16") -> str:
         "kind": "Job",
         "metadata": {"name": _dns_label(name, 63)},
         "spec": {
-            "parallelism": _hosts(plan),
-            "completions": _hosts(plan),
-            "resources": {"gpu": {"type": plan.sku, "count": _per_host(plan), "minMemory": f"{min_memory_gi}Gi"}},
+            "parallelism": plan.hosts,
+            "completions": plan.hosts,
+            "resources": {"gpu": {"type": plan.sku, "count": plan.host_gpus, "minMemory": f"{min_memory_gi}Gi"}},
         },
     }
     lines = ["the seed's spec.resources.gpu job spec (a provider format, not a Kubernetes object)"]
@@ -982,12 +972,12 @@ def accelerate(
         "compute_environment": "LOCAL_MACHINE",
         "distributed_type": "FSDP",
         "mixed_precision": ACCELERATE_PRECISION.get(precision, "bf16"),
-        "num_machines": _hosts(plan),
+        "num_machines": plan.hosts,
         "num_processes": plan.gpus,
         "machine_rank": 0,
         # accelerate (commands/launch.py, utils/launch.py prepare_multi_gpu_env) hands torchrun the rendezvous
         # endpoint main_process_ip:main_process_port over nodes; without the address it is "None:29500"
-        **({"main_process_port": MASTER_PORT} if _hosts(plan) > 1 else {}),
+        **({"main_process_port": MASTER_PORT} if plan.hosts > 1 else {}),
         "main_training_function": "main",
         "rdzv_backend": "static",
         "same_network": True,
@@ -1004,9 +994,9 @@ def accelerate(
         },
     }
     lines = [f"per-GPU micro-batch {s.micro_batch}, gradient accumulation {s.grad_accum} (set them in your script)"]
-    if _hosts(plan) > 1:
+    if plan.hosts > 1:
         lines += [
-            f"run on each of the {_hosts(plan)} nodes with NODE_RANK (0-{_hosts(plan) - 1}) and MASTER_ADDR (node 0) set:",
+            f"run on each of the {plan.hosts} nodes with NODE_RANK (0-{plan.hosts - 1}) and MASTER_ADDR (node 0) set:",
             "accelerate launch --config_file this.yaml --machine_rank $NODE_RANK --main_process_ip $MASTER_ADDR "
             f"--main_process_port {MASTER_PORT} train.py",
         ]
