@@ -14,6 +14,7 @@ Most cases run in-process through typer's CliRunner; interrupts, FIFOs and outpu
 
 from __future__ import annotations
 
+import datetime as dt
 import errno
 import json
 import math
@@ -2162,6 +2163,33 @@ def test_an_empty_gpu_counts_list_is_refused(tmp_path):
         tmp_path, cat_yaml=catalog_text(offer_extra="    gpu_counts: []\n"), job_yaml=job_text(catalog="cat.yaml")
     )
     refused(tmp_path, ["solve", paths["job_yaml"]], "gpu_counts is empty", "leave it out")
+
+
+def test_a_spot_price_above_on_demand_is_refused(tmp_path):
+    # a swapped price/spot_price pair planned --spot runs on the dearer, preemptible capacity as the bargain
+    paths = files(
+        tmp_path,
+        cat_yaml=catalog_text(price="$2.00/h", offer_extra="    spot_price: $3.10/h\n"),
+        job_yaml=job_text(catalog="cat.yaml"),
+    )
+    refused(tmp_path, ["solve", paths["job_yaml"], "--spot"], "offers[0]", "spot_price $3.10/h is above price $2.00/h")
+    paths = files(tmp_path, cat_yaml=catalog_text(price="$2.00/h", offer_extra="    spot_price: $2.00/h\n"))
+    assert invoke(["catalog", paths["cat_yaml"]]).exit_code == 0  # as cheap as on-demand: allowed
+
+
+@pytest.mark.parametrize("where", ["offer", "sku"])
+def test_a_checked_date_in_the_future_is_refused(tmp_path, where):
+    # a typo (2062 for 2026) showed the offer's price as checked decades from now, i.e. fresh
+    ahead = (dt.date.today() + dt.timedelta(days=30)).isoformat()
+    if where == "offer":
+        paths = files(tmp_path, cat_yaml=catalog_text(offer_extra=f"    checked: {ahead}\n"))
+        refused(tmp_path, ["catalog", paths["cat_yaml"]], "offers[0].checked", "in the future", ahead)
+    else:
+        sku = skus_text().replace("bandwidth_gb_per_s: 900\n", f"bandwidth_gb_per_s: 900\n    checked: {ahead}\n")
+        paths = files(tmp_path, hw_yaml=sku)
+        refused(tmp_path, ["catalog", paths["hw_yaml"]], "skus[0].checked", "in the future", ahead)
+    today = files(tmp_path, cat_yaml=catalog_text(offer_extra=f"    checked: {dt.date.today().isoformat()}\n"))
+    assert invoke(["catalog", today["cat_yaml"]]).exit_code == 0
 
 
 def test_spot_only_with_a_gpu_count_filter_still_names_the_missing_spot_price(tmp_path):

@@ -259,6 +259,14 @@ class _Model(BaseModel):
 # --------------------------------------------------------------------------- hardware and offers
 
 
+def _checked_not_ahead(value: dt.date | None) -> dt.date | None:
+    """A ``checked`` date is when someone read the figures, so not later than tomorrow (a day of slack for
+    time zones): a later one is a typo (2062 for 2026) that would show stale prices as fresh."""
+    if value is not None and value > dt.date.today() + dt.timedelta(days=1):
+        raise ValueError("the date is in the future: give the day the figures were read (YYYY-MM-DD)")
+    return value
+
+
 class Sku(_Model):
     """One accelerator model with sourced, dated specs (dense, never sparse, TFLOPS)."""
 
@@ -295,6 +303,8 @@ class Sku(_Model):
     checked: dt.date | None = None
     sources: list[str] = Field(default_factory=list)
     notes: str = ""
+
+    _checked = field_validator("checked")(_checked_not_ahead)
 
     @model_validator(mode="after")
     def _host_fits_node(self) -> Sku:
@@ -339,6 +349,21 @@ class Offer(_Model):
     checked: dt.date | None = None
     source: str = ""
     illustrative: bool = False
+
+    _checked = field_validator("checked")(_checked_not_ahead)
+
+    @model_validator(mode="after")
+    def _spot_below_on_demand(self) -> Offer:
+        spot = self.spot_price_usd_per_gpu_hour
+        if spot is not None and spot > self.price_usd_per_gpu_hour:
+            # AWS caps a spot bid at the on-demand price; Google, Azure and the GPU clouds sell spot at a
+            # discount: a spot price above on-demand is a swapped or mistyped column, and would plan the
+            # dearer, preemptible capacity as if it were the bargain
+            raise ValueError(
+                f"spot_price ${spot:,.2f}/h is above price ${self.price_usd_per_gpu_hour:,.2f}/h: spot capacity is sold "
+                "below on-demand; check whether the two are swapped"
+            )
+        return self
 
     @model_validator(mode="after")
     def _counts_fit_node(self) -> Offer:
