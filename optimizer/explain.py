@@ -49,6 +49,9 @@ def _where(c: Candidate) -> str:
     return f"{c.row.nodes} x {c.row.gpus_per_node} {c.row.sku.name}"
 
 
+TOGETHER = "these constraints cannot all hold together; loosen one of them"
+
+
 def infeasibility(table: CandidateTable, binding: list[str]) -> list[Infeasibility]:
     """For each binding family, how far the nearest candidate is from satisfying it."""
     r = _Rows.of(table)
@@ -77,8 +80,7 @@ def infeasibility(table: CandidateTable, binding: list[str]) -> list[Infeasibili
     if ("budget" in binding or dear) and r.fitting and c.budget_usd is not None:
         out.append(_budget(c.deadline_s, c.budget_usd, r))
     if not out:
-        detail = "these constraints cannot all hold together; loosen one of them"
-        out.append(Infeasibility(constraint="+".join(binding) or "unknown", detail=detail))
+        out.append(Infeasibility(constraint="+".join(binding) or "unknown", detail=TOGETHER))
     return out
 
 
@@ -197,6 +199,18 @@ def _budget(deadline_s: float | None, budget_usd: float, r: _Rows) -> Infeasibil
     return Infeasibility(constraint="budget", over_by=over, detail=detail)
 
 
+def no_option(job: JobData) -> list[Infeasibility]:
+    """Why a portfolio job has no option: what its candidate table rejected every row for (the GPU
+    filters, memory, supply, the framework), as ``solve`` says it for one job."""
+    fallback = [Infeasibility(constraint="memory", detail="no option fits this job (memory or GPU filters)")]
+    if not job.table.candidates:  # the GPU filters left no hardware row at all
+        g = job.table.ctx.constraints.gpu
+        return [_filter(job.table.ctx)] if (g.types or g.min_memory_bytes or g.providers or g.count) else fallback
+    rejected = sorted({c.rejected_by for c in job.table.candidates if c.rejected_by})
+    items = [i for i in infeasibility(job.table, rejected) if i.detail != TOGETHER]
+    return items or fallback
+
+
 def drop_reason(
     pf: Portfolio, job: JobData, proven: bool, earliest_end: float, dropped: frozenset[str] = frozenset()
 ) -> str:
@@ -205,12 +219,16 @@ def drop_reason(
     ``earliest_end``: the step it could end at the earliest after the jobs it waits for; ``dropped``: the
     jobs left out of the schedule."""
     if not job.options:
-        return "no option fits this job (memory or GPU filters)"
+        return "; ".join(item.detail for item in no_option(job))
     fastest = min(job.durations)
-    if job.deadline is not None and job.release + fastest > job.deadline:
+    if (late := _released_too_late(pf, job)) is not None:
+        return late
+    horizon = whole_steps(pf.horizon_s, pf.time_step_s)
+    if job.release + fastest > min(horizon, job.deadline if job.deadline is not None else horizon):
+        ends = "meet its deadline" if job.deadline is not None and job.deadline <= horizon else "end within the horizon"
         if (rounding := _step_rounding(pf, job)) is not None:
-            return f"cannot meet its deadline in whole time steps: {rounding}"
-        return "cannot meet its deadline even alone"
+            return f"cannot {ends} in whole time steps: {rounding}"
+        return f"cannot {ends} even alone"
     if earliest_end == float("inf") and job.after:
         return "waits ('after:') for a job that can never run, so it can never start"
     if job.deadline is not None and earliest_end > job.deadline and pf.objective != "weighted_lateness":
@@ -231,6 +249,18 @@ def drop_reason(
     # without that proof (a large portfolio's search, or a time limit hit first) fewer drops may exist
     return (
         "optional: no schedule found within the time limit carries it together with the others (not proven impossible)"
+    )
+
+
+def _released_too_late(pf: Portfolio, job: JobData) -> str | None:
+    """That a job is released at or after the end of the portfolio's horizon, or None: such a job was said
+    to lack pool room, or to finish some hours past the horizon, where no part of it can run at all."""
+    entry = pf.jobs[job.index]
+    if entry.release_s < pf.horizon_s:
+        return None  # (a deadline at or before the release is refused with the portfolio file)
+    return (
+        f"released at {fmt_duration(entry.release_s)}, not before the portfolio's horizon "
+        f"({fmt_duration(pf.horizon_s)}): no part of it can run; move its release earlier or the horizon later"
     )
 
 
@@ -289,9 +319,10 @@ def portfolio_infeasibility(
         if not job.required:
             continue
         if not job.options:
-            out.append(
-                Infeasibility(constraint="memory", detail=f"job {job.name!r}: no option fits (memory or GPU filters)")
-            )
+            out += [
+                Infeasibility(constraint=i.constraint, detail=f"job {job.name!r}: {i.detail}", over_by=i.over_by)
+                for i in no_option(job)
+            ]
             continue
         fastest = min(job.durations)
         limit = min(
@@ -300,12 +331,15 @@ def portfolio_infeasibility(
         if job.release + fastest > limit:
             over = (job.release + fastest - limit) * step_h
             rounding = _step_rounding(pf, job)
+            late = _released_too_late(pf, job)
             out.append(
                 Infeasibility(
                     constraint="deadline" if rounding is None else "time_step",
                     over_by=over,
                     detail=(
-                        f"job {job.name!r} cannot finish in time even alone: its fastest option takes "
+                        f"job {job.name!r} is {late}"
+                        if late is not None
+                        else f"job {job.name!r} cannot finish in time even alone: its fastest option takes "
                         f"{fmt_duration(fastest * pf.time_step_s)}, {fmt_duration(over * 3600)} past its "
                         f"{'deadline' if limit != horizon else 'horizon'}"
                         if rounding is None

@@ -244,15 +244,17 @@ def test_an_optional_job_left_out_is_said_to_make_room_only_where_fewer_drops_we
 
     from optimizer.explain import drop_reason
 
-    pf = SimpleNamespace(objective="cost", budget_usd=None)
+    entries = [SimpleNamespace(release_s=0.0, deadline_s=360_000.0)]  # the file's job: its window in seconds
+    calendar = {"horizon_s": 360_000.0, "time_step_s": 3600.0, "jobs": entries}
+    pf = SimpleNamespace(objective="cost", budget_usd=None, **calendar)
     job = SimpleNamespace(
-        options=[SimpleNamespace(cost_usd=21.59)], durations=[10], release=0, deadline=100, required=False
+        index=0, options=[SimpleNamespace(cost_usd=21.59)], durations=[10], release=0, deadline=100, required=False
     )
     assert "higher-priority" in drop_reason(pf, job, True, 10.0)
     unproven = drop_reason(pf, job, False, 10.0)
     assert "not proven impossible" in unproven and "higher-priority" not in unproven and "required" not in unproven
     # where it alone costs more than the budget, that is the reason, whatever else was proven
-    broke = SimpleNamespace(objective="cost", budget_usd=1.0)
+    broke = SimpleNamespace(objective="cost", budget_usd=1.0, **calendar)
     assert (
         drop_reason(broke, job, True, 10.0) == "its cheapest option alone ($21.59) costs more than the budget ($1.00)"
     )
@@ -382,6 +384,39 @@ def test_a_job_waiting_for_one_that_can_never_run_is_named_so():
     reasons = {d.job: d.reason for d in result.dropped}
     assert reasons["a"] == "cannot meet its deadline even alone"
     assert reasons["b"] == "waits ('after:') for a job that can never run, so it can never start"
+
+
+def test_a_job_released_after_the_horizon_is_named_as_such():
+    """A required job released past the horizon was "dropped: the GPU pools, deadlines and budget cannot
+    carry it together with the others" and "finishes 25 h past its horizon": no part of it can run."""
+    pf = _two_small_jobs("1h", {}, {"release": "8d"})
+    result = portfolio(pf, workers=1, time_limit_s=5)
+    said = "released at 8.0 days, not before the portfolio's horizon (7.0 days): no part of it can run"
+    assert result.status == "infeasible"
+    assert [i.constraint for i in result.infeasible] == ["deadline"]
+    assert result.infeasible[0].detail == f"job 'b' is {said}; move its release earlier or the horizon later"
+    assert {d.job: d.reason for d in result.dropped}["b"].startswith(said)
+
+
+def test_a_job_its_gpu_filter_empties_says_the_filter_as_solve_does():
+    """gpu.count is GPUs per node and the only offers hold 8: it was "no option fits (memory or GPU
+    filters)" under the label memory; solve names the filter, and so does the portfolio now."""
+    pf = _two_small_jobs("1h", {"gpu": {"count": 16}}, {})
+    result = portfolio(pf, workers=1, time_limit_s=5)
+    assert [i.constraint for i in result.infeasible] == ["filter"]
+    said = "no offer passes the GPU filters count=16 (GPUs per node) with precision bf16; loosen them"
+    assert result.infeasible[0].detail == f"job 'a': {said}"
+    assert {d.job: d.reason for d in result.dropped}["a"] == said
+
+
+def test_a_job_too_long_for_the_horizon_says_the_horizon():
+    """Released 1 h before the horizon, a job of 20 hours or more, no deadline: it was "dropped: the GPU pools,
+    deadlines and budget cannot carry it", where nothing but the horizon stops it."""
+    long = {"model": {"params": "1B"}, "tokens": "100B", "activation_reserve": 0}
+    pf = _two_small_jobs("1h", {}, {"release": "167h", "job": long})
+    result = portfolio(pf, workers=1, time_limit_s=5)
+    assert "past its horizon" in result.infeasible[0].detail
+    assert {d.job: d.reason for d in result.dropped}["b"] == "cannot end within the horizon even alone"
 
 
 def test_the_budget_counts_the_jobs_a_required_one_waits_for():

@@ -485,7 +485,8 @@ def print_portfolio(result, console: Console) -> None:
     }[result.status]
     console.print(
         Text(
-            f"{head}: {len(result.schedule)} jobs{' placed' if result.status == 'unknown' else ''}, "
+            f"{head}: {len(result.schedule)} job{'' if len(result.schedule) == 1 else 's'}"
+            f"{' placed' if result.status == 'unknown' else ''}, "
             f"total {usd(result.total_cost_usd)}"
             + (f" of {fmt_budget(result.budget_usd)}" if result.budget_usd else "")
             + (f", all done by {result.makespan_h:,.0f} h" if result.schedule else ""),
