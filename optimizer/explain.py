@@ -21,6 +21,7 @@ from .planning.candidates import (
     CandidateTable,
     blocking_rules,
     not_rentable,
+    offer_rows,
     row_rejection,
 )
 from .planning.context import HardwareRow, JobContext
@@ -203,9 +204,10 @@ def no_option(job: JobData) -> list[Infeasibility]:
     """Why a portfolio job has no option: what its candidate table rejected every row for (the GPU
     filters, memory, supply, the framework), as ``solve`` says it for one job."""
     fallback = [Infeasibility(constraint="memory", detail="no option fits this job (memory or GPU filters)")]
-    if not job.table.candidates:  # the GPU filters left no hardware row at all
-        g = job.table.ctx.constraints.gpu
-        return [_filter(job.table.ctx)] if (g.types or g.min_memory_bytes or g.providers or g.count) else fallback
+    if not job.table.candidates:  # a portfolio's tables keep no row that the filters or supply limits reject
+        ctx = job.table.ctx
+        why = {row_rejection(ctx, row) for row in offer_rows(ctx)}
+        return [_filter(ctx)] if why == {"filter"} else fallback
     rejected = sorted({c.rejected_by for c in job.table.candidates if c.rejected_by})
     items = [i for i in infeasibility(job.table, rejected) if i.detail != TOGETHER]
     return items or fallback
@@ -331,21 +333,18 @@ def portfolio_infeasibility(
         if job.release + fastest > limit:
             over = (job.release + fastest - limit) * step_h
             rounding = _step_rounding(pf, job)
-            late = _released_too_late(pf, job)
-            out.append(
-                Infeasibility(
-                    constraint="deadline" if rounding is None else "time_step",
-                    over_by=over,
-                    detail=(
-                        f"job {job.name!r} is {late}"
-                        if late is not None
-                        else f"job {job.name!r} cannot finish in time even alone: its fastest option takes "
-                        f"{fmt_duration(fastest * pf.time_step_s)}, {fmt_duration(over * 3600)} past its "
-                        f"{'deadline' if limit != horizon else 'horizon'}"
-                        if rounding is None
-                        else f"job {job.name!r} does not fit its window in whole time steps: {rounding}"
-                    ),
+            if (late := _released_too_late(pf, job)) is not None:
+                detail = f"job {job.name!r} is {late}"
+            elif rounding is not None:
+                detail = f"job {job.name!r} does not fit its window in whole time steps: {rounding}"
+            else:
+                detail = (
+                    f"job {job.name!r} cannot finish in time even alone: its fastest option takes "
+                    f"{fmt_duration(fastest * pf.time_step_s)}, {fmt_duration(over * 3600)} past its "
+                    f"{'deadline' if limit != horizon else 'horizon'}"
                 )
+            out.append(
+                Infeasibility(constraint="deadline" if rounding is None else "time_step", over_by=over, detail=detail)
             )
         elif ends[job.name] > limit:
             waits = [d for d in job.after if ends[d] > job.release]
