@@ -12,8 +12,10 @@ from collections.abc import Callable
 
 from .errors import ArgumentError, JobError
 from .explain import (
+    added_sentence,
     aeons_notes,
     check_notes,
+    export_label_note,
     fill_drop_reasons,
     fix_notes,
     framework_reason,
@@ -30,20 +32,23 @@ from .inputs.files import load_catalog, problem_catalog
 from .inputs.schema import Catalog, Portfolio, Problem
 from .planning import capacity as capacity_planning
 from .planning.calibration import job_context
-from .planning.candidates import CandidateTable, build_table
-from .planning.check import Fixed, check_row, nearest_fixes, versus_measured
+from .planning.candidates import CandidateTable, build_table, restricted
+from .planning.check import Fixed, added_dimensions, check_row, nearest_fixes, versus_measured
+from .planning.frameworks import LORA_EXPORT_GAPS, PREFERENCE
+from .planning.plans import plan_from
 from .results import (
     CapacityResult,
     CheckResult,
     DroppedJob,
     Infeasibility,
     OptionsResult,
+    Plan,
     PortfolioResult,
     SolveResult,
 )
 from .solver.portfolio.data import OptionsTimeout
 from .solver.portfolio.solve import solve_portfolio
-from .solver.single import options_table, solve_table
+from .solver.single import best_candidate, options_table, solve_table
 
 
 def candidate_table(problem: Problem, catalog: Catalog | None = None) -> CandidateTable:
@@ -83,7 +88,27 @@ def plan(
     if table.ctx.constraints.deadline_quantile == "p90":
         result.notes.append("the deadline must hold at p90")
     result.notes += plan_notes(table.ctx, result.best) + aeons_notes(table, result.best)
+    result.notes += _export_label_notes(table, result.best, max(1.0, time_limit_s - result.solve_s))
     return result
+
+
+def _export_label_notes(table: CandidateTable, best: Plan | None, time_limit_s: float) -> list[str]:
+    """Under framework auto, a LoRA plan in a framework whose export gpuplan does not write for LoRA (torchtitan,
+    Megatron-LM): the best plan in the frameworks it does export, and what choosing it costs."""
+    job = table.ctx.job
+    if (
+        best is None
+        or job.framework != "auto"
+        or job.method != "lora"
+        or best.strategy.framework not in LORA_EXPORT_GAPS
+    ):
+        return []
+    writable = tuple(name for name in PREFERENCE if name not in LORA_EXPORT_GAPS)
+    alternative = best_candidate(restricted(table, writable), time_limit_s)
+    alt_plan = (
+        None if alternative is None else plan_from(table.ctx, alternative.row, table.evaluation, alternative.index)
+    )
+    return [export_label_note(best, LORA_EXPORT_GAPS[best.strategy.framework], alt_plan, writable)]
 
 
 def options(problem: Problem, *, catalog: Catalog | None = None, table: CandidateTable | None = None) -> OptionsResult:
@@ -118,6 +143,7 @@ def check(
     ep: int | None = None,
     virtual_stages: int | None = None,
     expert_tp: int | None = None,
+    grad_accum: int | None = None,
 ) -> CheckResult:
     """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
     catalog = catalog or problem_catalog(problem)
@@ -136,6 +162,7 @@ def check(
         ep=ep,
         virtual_stages=virtual_stages,
         expert_tp=expert_tp,
+        grad_accum=grad_accum,
     )
     checked = check_row(ctx, sku, gpus, nodes, spot, fixed)
     plan_ = checked.plan
@@ -147,6 +174,10 @@ def check(
         chosen=_chosen(plan_, fixed, nodes),
         notes=check_notes(ctx, plan_) + recompute_note(ctx, recompute),
     )
+    added, without = added_dimensions(ctx, sku, gpus, nodes, spot, fixed, plan_)
+    if added:
+        runs = without is not None and without.runnable
+        result.added = added_sentence(vars(fixed), added, without.plan if without else None, runs, plan_)
     if zero and plan_.strategy.dp * plan_.strategy.cp == 1:
         result.notes.append(
             f"ZeRO-{zero} shards over data-parallel ranks, and TP x PP = {plan_.gpus} GPUs leaves one: this "
@@ -173,7 +204,8 @@ def _chosen(plan_, fixed: Fixed, nodes: int | None) -> list[str]:
         "tp": f"TP {s.tp}",
         "pp": f"PP {s.pp}",
         "zero": sharding,
-        "micro_batch": f"micro-batch {s.micro_batch} (x{s.grad_accum} accumulation)",
+        "micro_batch": f"micro-batch {s.micro_batch}",
+        "grad_accum": f"{s.grad_accum} micro-batch(es) per step (batch {s.global_batch})",
         "recompute": f"recompute {s.recompute}",
     }
     chosen = [text for name, text in auto.items() if getattr(fixed, name) is None]

@@ -80,6 +80,7 @@ _FLAG_RANGES = {
     "tp": "gpus_per_node",
     "pp": "layers",
     "micro_batch": "global_batch",
+    "grad_accum": "global_batch",
     "shard_degree": "gpus",
     "cp": "gpus",
     "ep": "gpus",
@@ -471,7 +472,14 @@ def check(
     virtual_stages: int | None = typer.Option(
         None, "--virtual-stages", min=1, help="Interleaved pipeline chunks per GPU (1 = plain 1F1B)."
     ),
-    micro_batch: int | None = typer.Option(None, "--micro-batch", min=1, help="Sequences per micro-batch."),
+    micro_batch: int | None = typer.Option(None, "--micro-batch", min=1, help="Sequences per micro-batch (any)."),
+    grad_accum: int | None = typer.Option(
+        None,
+        "--grad-accum",
+        min=1,
+        help="Micro-batches per optimizer step (gradient accumulation); with job.global_batch it must give that "
+        "batch (DP x micro-batch x accumulation), without it at most the batch cap gpuplan chooses within.",
+    ),
     recompute: RecomputeOpt | None = typer.Option(None, "--recompute", help="Activation recompute."),
     offload: OffloadOpt | None = typer.Option(
         None,
@@ -513,6 +521,7 @@ def check(
         expert_tp=expert_tp,
         shard_degree=shard_degree,
         micro_batch=micro_batch,
+        grad_accum=grad_accum,
         deadline=deadline,
         budget=budget,
         measured=measured,
@@ -544,6 +553,7 @@ def check(
         ep=ep,
         expert_tp=expert_tp,
         virtual_stages=virtual_stages,
+        grad_accum=grad_accum,
     )
     if export_kind:
         if not result.fits:

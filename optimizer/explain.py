@@ -16,6 +16,7 @@ from .inputs.units import YEAR_S, fmt_budget, fmt_bytes, fmt_duration, parse_cou
 from .physics.constants import GIB
 from .planning.candidates import (
     CONTEXT_PARALLEL_MIN_SEQ_LEN,
+    MICRO_BATCH_CHOICES,
     VIRTUAL_STAGE_CHOICES,
     Candidate,
     CandidateTable,
@@ -616,6 +617,9 @@ def outside_search_notes(ctx: JobContext, strategy: Strategy) -> list[str]:
         outside.append("an expert TP other than the attention TP (parallel folding)")
     if strategy.virtual_stages > max(VIRTUAL_STAGE_CHOICES):
         outside.append(f"more than {max(VIRTUAL_STAGE_CHOICES)} pipeline chunks per GPU")
+    if strategy.micro_batch not in MICRO_BATCH_CHOICES:
+        choices = ", ".join(map(str, MICRO_BATCH_CHOICES))
+        outside.append(f"a micro-batch of {strategy.micro_batch} (solve tries {choices})")
     if not outside:
         return []
     return [
@@ -651,6 +655,64 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
             "for the one your team uses)"
         )
     return notes
+
+
+# How a configuration's fixed values read: "ZeRO-3", "micro-batch 2", "full recompute".
+_GIVEN = {
+    "tp": "TP {}",
+    "pp": "PP {}",
+    "cp": "CP {}",
+    "ep": "EP {}",
+    "expert_tp": "expert TP {}",
+    "zero": "ZeRO-{}",
+    "shard_degree": "shard degree {}",
+    "micro_batch": "micro-batch {}",
+    "grad_accum": "{} micro-batches per step",
+    "recompute": "{} recompute",
+    "virtual_stages": "{} chunks/GPU",
+}
+
+
+def added_sentence(
+    given: dict[str, object], added: dict[str, int], without: Plan | None, without_runs: bool, plan: Plan
+) -> str | None:
+    """What check added to the layout the user gave, and why: 'gpuplan added TP 4 to your ZeRO-3, micro-batch
+    2: without it the fastest layout that fits takes 41% longer, with full recompute'."""
+    if not added:
+        return None
+    yours = ", ".join(_GIVEN[name].format(value) for name, value in given.items() if value is not None)
+    head = "gpuplan added " + " and ".join(f"{name.upper()} {degree}" for name, degree in added.items())
+    head += f" to your {yours}"
+    it = "it" if len(added) == 1 else "them"
+    if without is None:
+        return f"{head}: without {it} no layout of these GPUs keeps what you gave"
+    if not without.fits:
+        m = without.memory_gib
+        return f"{head}: without {it} nothing fits ({m.total:,.1f} of {m.capacity:,.1f} GiB per GPU at best)"
+    if not without_runs:
+        return f"{head}: without {it} no framework the job allows runs the layout"
+    slower = without.hours.p50 / plan.hours.p50 - 1.0
+    how = (
+        ""
+        if without.strategy.recompute == plan.strategy.recompute
+        else f", with {without.strategy.recompute} recompute"
+    )
+    return f"{head}: without {it} the fastest layout that fits takes {slower:.0%} longer{how}"
+
+
+def export_label_note(best: Plan, gap: str, alternative: Plan | None, frameworks: tuple[str, ...]) -> str:
+    """Under framework auto, a LoRA plan labelled with a framework whose export gpuplan cannot write: what
+    the best plan that an export writes costs instead."""
+    where = " or ".join(frameworks)
+    head = f"the plan runs in {best.strategy.framework}, but gpuplan cannot export it ({gap})"
+    if alternative is None or alternative.cost_usd is None or best.cost_usd is None:
+        return f"{head}; no plan in {where}, whose exports gpuplan writes, meets the constraints"
+    extra = alternative.cost_usd.p50 / best.cost_usd.p50 - 1.0
+    return (
+        f"{head}; the best plan in {where}, which it exports, is {alternative.label()} ({alternative.strategy.framework}) "
+        f"at ${alternative.cost_usd.p50:,.2f} ({extra:+.1%}) in {alternative.hours.p50:,.1f} h: set --framework "
+        f"{alternative.strategy.framework} to plan it"
+    )
 
 
 def fix_notes(fixes: list[tuple[str, Plan]]) -> list[str]:

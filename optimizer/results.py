@@ -126,6 +126,11 @@ class CheckResult(BaseModel):
     runnable: bool = Field(True, description="A framework (job.framework, or any under auto) runs this layout.")
     not_runnable_because: list[str] = Field(default_factory=list, description="The framework rules it breaks.")
     chosen: list[str] = Field(default_factory=list, description="Options gpuplan chose for you.")
+    added: str | None = Field(
+        None,
+        description="The parallel dimensions gpuplan added to a configuration that fixed part of its layout, and "
+        "why (what the layout without them gives); shown in the one-line verdict.",
+    )
     notes: list[str] = Field(default_factory=list)
     optimum: Plan | None = None
     extra_cost_vs_optimum_usd: float | None = None

@@ -145,6 +145,8 @@ DENSE = ["llama-3.1-8b", "qwen3-8b", "mistral-7b", "qwen3-14b"]
             st.sampled_from([None, 1, 2, 4, 8]),
             st.sampled_from([None, "none", "full"]),
             st.sampled_from([None, 1, 2]),  # virtual stages: a 1 %-faster interleaving once lost to simplicity
+            # gradient accumulation, any count: with the batch free, solve searches every batch up to its cap
+            st.sampled_from([None, None, 1, 3, 8, 40, 300]),
             # a named framework: auto's optimum must beat every framework's layouts too
             st.sampled_from([None, None, "megatron", "torchtitan"]),
         ),
@@ -166,7 +168,7 @@ def test_no_layout_check_accepts_beats_the_optimum(model, method, tokens_b, batc
         )
     answer = plan(problem, runners_up=False, catalog=NODUS)
     fastest = answer.frontier[0] if answer.frontier else None
-    for sku, gpus, tp, pp, zero, micro_batch, recompute, virtual_stages, framework in layouts:
+    for sku, gpus, tp, pp, zero, micro_batch, recompute, virtual_stages, grad_accum, framework in layouts:
         nodes = max(1, gpus // 8)
         try:
             result = check(
@@ -180,6 +182,7 @@ def test_no_layout_check_accepts_beats_the_optimum(model, method, tokens_b, batc
                 micro_batch=micro_batch,
                 recompute=recompute,
                 virtual_stages=virtual_stages,
+                grad_accum=grad_accum,
                 framework=framework,
                 compare=False,
                 catalog=NODUS,

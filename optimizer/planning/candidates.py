@@ -219,22 +219,33 @@ def _offload_choices(setting: str, zero: int, dp: int) -> tuple[Offload, ...]:
     return (Offload.NONE,)
 
 
+@dataclass(frozen=True)
+class Requested:
+    """Layout values a hand-picked configuration (``check``) asks for beyond the grid solve searches: any
+    context-parallel degree, EP, chunk count, expert TP, micro-batch or gradient accumulation (None: the
+    grid's own choices)."""
+
+    cp: int | None = None
+    ep: int | None = None
+    virtual_stages: int | None = None
+    expert_tp: int | None = None
+    micro_batch: int | None = None
+    grad_accum: int | None = None
+
+
 def strategy_grid(
     ctx: JobContext,
     row: HardwareRow,
     *,
     ignore_batch: bool = False,
     runnable_only: bool = True,
-    requested_cp: int | None = None,
-    requested_ep: int | None = None,
-    requested_v: int | None = None,
-    requested_etp: int | None = None,
+    requested: Requested = Requested(),
 ) -> np.ndarray:
     """Integer rows of ``GRID_FIELDS`` valid for ``row``: the layouts the job's framework runs (every
     layout, labelled -1 where no framework runs it, with ``runnable_only=False``), once per framework label
     (``frameworks.label_layouts``: two under auto where frameworks cost it differently), a layout's labels
     next to each other in preference order (``_shadowed`` reads them so)."""
-    grid = _layouts(ctx, row, ignore_batch, requested_cp, requested_ep, requested_v, requested_etp)
+    grid = _layouts(ctx, row, ignore_batch, requested)
     index, codes, unrun = label_layouts(
         _rule_columns(ctx, grid),
         int(ctx.job.model.layers or 0),
@@ -278,7 +289,7 @@ def fewest_broken_rules(ctx: JobContext, grid: np.ndarray) -> np.ndarray:
 def blocking_rules(ctx: JobContext, row: HardwareRow) -> list[str]:
     """Why no framework the job allows runs any layout of ``row``: per framework, the rules every one of its
     layouts breaks (the first when none is broken by all)."""
-    grid = _layouts(ctx, row, True, None, None, None, None)
+    grid = _layouts(ctx, row, True)
     columns = _rule_columns(ctx, grid)
     names = PREFERENCE if ctx.job.framework == "auto" else (ctx.job.framework,)
     out = []
@@ -289,15 +300,7 @@ def blocking_rules(ctx: JobContext, row: HardwareRow) -> list[str]:
     return out
 
 
-def _layouts(
-    ctx: JobContext,
-    row: HardwareRow,
-    ignore_batch: bool,
-    requested_cp: int | None = None,
-    requested_ep: int | None = None,
-    requested_v: int | None = None,
-    requested_etp: int | None = None,
-) -> np.ndarray:
+def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: Requested = Requested()) -> np.ndarray:
     """Every layout of ``row`` that the batch and the model's shape allow, whatever the framework."""
     model = ctx.job.model
     g, gpus = row.gpus_per_node, row.gpus
@@ -309,31 +312,52 @@ def _layouts(
     recomputes = [Recompute.NONE, Recompute.FULL] if ctx.job.attention == "flash" else list(Recompute)
     if ctx.activation_reserve != "auto":
         recomputes = [Recompute.NONE]  # activations are a fixed reserve: recomputing would only cost time
-    batch = None if ignore_batch else ctx.job.global_batch_sequences
-    free_cap = ctx.max_free_batch_sequences
+    micro_batches = (requested.micro_batch,) if requested.micro_batch else MICRO_BATCH_CHOICES
     out = []
-    for tp, pp, cp in [(t, p, c) for t in tps for p in pps for c in context_choices(ctx, requested_cp)]:
+    for tp, pp, cp in [(t, p, c) for t in tps for p in pps for c in context_choices(ctx, requested.cp)]:
         if gpus % (tp * pp * cp):
             continue
         dp = gpus // (tp * pp * cp)
-        for mb in MICRO_BATCH_CHOICES:
-            if batch is None:
-                accum = 1 if pp == 1 else FREE_BATCH_MICRO_BATCHES_PER_STAGE * pp
-                if not ignore_batch and dp * mb * accum > free_cap:
-                    continue
-            elif batch % (dp * mb):
-                continue
-            else:
-                accum = batch // (dp * mb)
-            if ctx.job.optimizer_in_backward and (accum > 1 or pp > 1):
-                continue  # torchtune and torchtitan refuse optimizer-in-backward with accumulation or PP
-            for zero, shard in _shardings(row, tp, dp * cp):
-                for off in _offload_choices(ctx.job.offload, zero, dp * cp):
-                    for rc in recomputes:
-                        for v in _virtual_stages(pp, accum, model.layers or 0, requested_v):
-                            for ep, etp in _expert_layouts(ctx, tp, dp * cp, requested_ep, requested_etp):
-                                out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off, cp, ep, etp))
+        for mb in micro_batches:
+            for accum in _accumulations(ctx, pp, dp * mb, ignore_batch, requested.grad_accum):
+                if ctx.job.optimizer_in_backward and (accum > 1 or pp > 1):
+                    continue  # torchtune and torchtitan refuse optimizer-in-backward with accumulation or PP
+                for zero, shard in _shardings(row, tp, dp * cp):
+                    for off in _offload_choices(ctx.job.offload, zero, dp * cp):
+                        for rc in recomputes:
+                            for v in _virtual_stages(pp, accum, model.layers or 0, requested.virtual_stages):
+                                for ep, etp in _expert_layouts(ctx, tp, dp * cp, requested.ep, requested.expert_tp):
+                                    out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off, cp, ep, etp))
     return np.array(out, dtype=np.int64).reshape(-1, len(LAYOUT_FIELDS))
+
+
+def _accumulations(
+    ctx: JobContext, pp: int, sequences_per_micro_step: int, ignore_batch: bool, requested: int | None
+) -> list[int]:
+    """Micro-batches per optimizer step for ``sequences_per_micro_step`` (data-parallel ranks x micro-batch).
+
+    A global batch fixes it (B / (d b), where d b divides B). A free batch may be any multiple of d b up to
+    ``max_free_batch_sequences``, and the step time per token never rises with the count (docs/design.md
+    section 3.2: the bubble, the optimizer step and the once-per-step traffic are spread over more
+    micro-batches; memory holds at most p micro-batches in flight), so the grid takes the most that fit,
+    and also the most that are a multiple of p (interleaving needs one: ``_virtual_stages``). Under
+    optimizer-in-backward only one. Ignoring the batch (a row kept only to show its numbers): one per
+    step without PP, ``FREE_BATCH_MICRO_BATCHES_PER_STAGE`` per stage with it."""
+    batch = None if ignore_batch else ctx.job.global_batch_sequences
+    if batch is not None:
+        accum = batch // sequences_per_micro_step
+        divides = batch % sequences_per_micro_step == 0
+        return [accum] if divides and requested in (None, accum) else []
+    if ignore_batch:
+        return [requested or (1 if pp == 1 else FREE_BATCH_MICRO_BATCHES_PER_STAGE * pp)]
+    most = ctx.max_free_batch_sequences // sequences_per_micro_step
+    if requested is not None:
+        return [requested] if requested <= most else []
+    if most < 1:
+        return []
+    if ctx.job.optimizer_in_backward:
+        return [1]
+    return sorted({most, most - most % pp} - {0})
 
 
 def expert_choices(ctx: JobContext, replicas: int, requested: int | None = None) -> list[int]:
@@ -577,6 +601,16 @@ def build_table(
             rejections[i] = rejections[i] or "global_batch"
         grids.append(grid)
     return _table(ctx, rows, evaluate(ctx, rows, grids), rejections)
+
+
+def restricted(table: CandidateTable, frameworks: tuple[str, ...]) -> CandidateTable:
+    """``table`` keeping only the layouts labelled with one of ``frameworks``: each row's best of those (a row
+    with none that fits is out on memory). The evaluation is the same, so nothing is computed again."""
+    ev = table.evaluation
+    other = ~np.isin(ev.framework, [PREFERENCE.index(name) for name in frameworks])
+    shadowed = other if ev.shadowed is None else ev.shadowed | other
+    rejections = [c.rejected_by if c.rejected_by != "memory" else None for c in table.candidates]
+    return _table(table.ctx, table.rows, replace(ev, shadowed=shadowed), rejections)
 
 
 def retimed(table: CandidateTable, ctx: JobContext) -> CandidateTable:

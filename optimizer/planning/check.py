@@ -8,6 +8,7 @@ the fastest layout that fits among the rest is chosen.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from .candidates import (
     GRID_FIELDS,
     PP_CHOICES,
     TP_CHOICES,
+    Requested,
     best_layout,
     context_choices,
     evaluate,
@@ -50,6 +52,12 @@ class Fixed:
     ep: int | None = None
     virtual_stages: int | None = None
     expert_tp: int | None = None  # parallel folding: TP inside the experts, when it differs from tp
+    grad_accum: int | None = None  # micro-batches per optimizer step (a free batch: any up to its cap)
+
+    @property
+    def requested(self) -> Requested:
+        """What the layout grid must offer beyond solve's own choices."""
+        return Requested(self.cp, self.ep, self.virtual_stages, self.expert_tp, self.micro_batch, self.grad_accum)
 
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
@@ -64,6 +72,7 @@ class Fixed:
             "pp": self.pp,
             "zero": zero,
             "micro_batch": self.micro_batch,
+            "grad_accum": self.grad_accum,
             "recompute": rc,
             "cp": self.cp,
             "ep": self.ep,
@@ -117,15 +126,7 @@ def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: boo
             "dense (no experts in its shapes), so there is nothing to split: drop --expert-tp, or use --tp",
             field="expert_tp",
         )
-    grid = strategy_grid(
-        ctx,
-        row,
-        runnable_only=False,
-        requested_cp=fixed.cp,
-        requested_ep=fixed.ep,
-        requested_v=fixed.virtual_stages,
-        requested_etp=fixed.expert_tp,
-    )
+    grid = strategy_grid(ctx, row, runnable_only=False, requested=fixed.requested)
     grid = grid[fixed.mask(grid, ctx)]
     if len(grid) == 0:
         raise _why_no_layout(ctx, row, {**fixed.grid_values(ctx), "shard_degree": fixed.shard_degree})
@@ -137,6 +138,30 @@ def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: boo
     named = ctx.job.framework if ctx.job.framework != "auto" else "none"
     plan.strategy = plan.strategy.model_copy(update={"framework": named})
     return Checked(plan, False, _broken_rules(ctx, plan))
+
+
+# The parallel dimensions a hand-picked configuration may leave open, with their labels.
+PARALLEL_DIMENSIONS = {"tp": "TP", "pp": "PP", "cp": "CP", "ep": "EP"}
+
+
+def added_dimensions(
+    ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: bool, fixed: Fixed, plan: Plan
+) -> tuple[dict[str, int], Checked | None]:
+    """The parallel dimensions check added to a configuration that fixed some of its layout (TP 4 beside a
+    user's ZeRO-3 and micro-batch 2), and the same configuration without them (each at 1): its checked plan,
+    or None where no layout has them at 1."""
+    if fixed == Fixed():
+        return {}, None
+    s = plan.strategy
+    added = {name: getattr(s, name) for name in PARALLEL_DIMENSIONS if getattr(fixed, name) is None}
+    added = {name: degree for name, degree in added.items() if degree > 1}
+    if not added:
+        return {}, None
+    try:
+        ones: dict[str, Any] = dict.fromkeys(added, 1)
+        return added, check_row(ctx, sku, gpus, nodes, spot, replace(fixed, **ones))
+    except GpuplanError:
+        return added, None
 
 
 def nearest_fixes(
@@ -188,11 +213,6 @@ def _check_arguments(row: HardwareRow, fixed: Fixed) -> None:
             f"tensor parallelism {fixed.tp} is larger than the {row.gpus_per_node} GPUs per node; "
             "TP runs inside a node: lower TP or use more GPUs per node",
             field="tp",
-        )
-    if fixed.shard_degree is not None and fixed.zero is not None and fixed.zero < 3:
-        raise ArgumentError(
-            f"a shard degree is a hybrid ZeRO-3 shard, but ZeRO-{fixed.zero} was asked for; drop one of the two",
-            field="shard_degree",
         )
 
 
@@ -260,7 +280,17 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
             "chunk and a micro-batch count that is a multiple of PP (Megatron-LM's rule)",
             field="virtual_stages",
         )
-    if fixed.get("shard_degree") is not None:
+    zero, shard = fixed.get("zero"), fixed.get("shard_degree")
+    if shard is not None and zero is not None and zero < 3:
+        # a plan's own strategy, fed back: ZeRO-1/2 shard over every data-parallel rank, ZeRO-0 over none
+        return ArgumentError(
+            f"ZeRO-{zero} shards over {'no rank' if zero == 0 else 'every data-parallel rank'}, so its shard degree "
+            f"is {'1' if zero == 0 else 'the data-parallel degree (DP x CP)'}, and no layout here has that as "
+            f"{shard}; a shard group smaller than that is a hybrid ZeRO-3 shard (--zero 3 --shard-degree {shard}), "
+            "or drop --shard-degree",
+            field="shard_degree",
+        )
+    if shard is not None:
         return ArgumentError(
             f"a hybrid shard over {fixed['shard_degree']} GPUs is not possible here: it must divide the data-parallel "
             "ranks, be smaller than them and fit inside a node (GPUs per node / TP), on more than one node",

@@ -400,6 +400,14 @@ FRAMEWORKS: dict[str, Framework] = {
 
 # With framework: auto a layout is labelled with the first of these that runs it: the simplest tool.
 PREFERENCE = ("fsdp", "deepspeed", "torchtitan", "megatron")
+# LoRA plans gpuplan's exports cannot write, though the framework trains LoRA (the rules above): Megatron-LM's
+# pretrain_gpt.py trains every weight, LoRA being Megatron-Bridge's PEFT; the torchtitan export writes no LoRA
+# converter. The DeepSpeed and accelerate configs are the same for a PEFT model, which the script builds.
+LORA_EXPORT_GAPS = {
+    "megatron": "Megatron-LM's pretrain_gpt.py trains every weight: LoRA runs in Megatron-Bridge's PEFT "
+    "(megatron.bridge.peft.lora.LoRA), which this export does not write",
+    "torchtitan": "the torchtitan export writes no LoRA converter (torchtitan/components/lora.py)",
+}
 # job.method as the grid's constant "method" column
 METHOD_CODES = {"full": 0, "lora": 1, "qlora": 2}
 CODES = {name: i for i, name in enumerate(PREFERENCE)}

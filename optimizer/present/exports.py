@@ -30,7 +30,7 @@ import yaml
 
 from ..errors import ArgumentError
 from ..inputs.schema import Strategy
-from ..planning.frameworks import FRAMEWORKS, why_not_runnable
+from ..planning.frameworks import FRAMEWORKS, LORA_EXPORT_GAPS, why_not_runnable
 from ..results import Plan
 
 KINDS = ("skypilot", "kubernetes", "nodus", "deepspeed", "megatron", "torchtitan", "accelerate", "torchrun")
@@ -317,16 +317,6 @@ _GAPS: dict[str, Callable[[Plan, int | None], list[str]]] = {
 }
 
 
-# LoRA plans the export itself cannot write, though the framework trains LoRA (frameworks.py): Megatron-LM's
-# pretrain_gpt.py trains every weight, LoRA being Megatron-Bridge's PEFT; the torchtitan export writes no LoRA
-# converter. The DeepSpeed and accelerate configs are the same for a PEFT model, which the script builds.
-_LORA_GAPS = {
-    "megatron": "Megatron-LM's pretrain_gpt.py trains every weight: LoRA runs in Megatron-Bridge's PEFT "
-    "(megatron.bridge.peft.lora.LoRA), which this export does not write",
-    "torchtitan": "the torchtitan export writes no LoRA converter (torchtitan/components/lora.py)",
-}
-
-
 def _adapter_line(method: str) -> list[str]:
     """For DeepSpeed and accelerate, whose configs have no setting for adapters: what the script must add
     for the plan's memory to hold (a LoRA or QLoRA plan fits where training every weight would not)."""
@@ -363,8 +353,8 @@ def _gaps(
             for rule in why_not_runnable(kind, plan.strategy, layers, method, optimizer, seq_len, precision)
             if rule not in gaps
         ]
-    if method == "lora" and kind in _LORA_GAPS:
-        gaps.append(_LORA_GAPS[kind])
+    if method == "lora" and kind in LORA_EXPORT_GAPS:
+        gaps.append(LORA_EXPORT_GAPS[kind])
     return gaps
 
 

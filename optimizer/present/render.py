@@ -113,6 +113,8 @@ def print_check(result: CheckResult, console: Console) -> None:
             f"; the offloaded optimizer state needs {p.host_memory_gib:,.1f} GiB of CPU memory per host, above its "
             f"{p.host_capacity_gib:,.1f} GiB (assumptions.host_memory_per_node)"
         )
+    if result.added:
+        verdict.append(f"; {result.added}")
     console.print(verdict)
     if not result.runnable:
         console.print(Text("NOT RUNNABLE: " + "; ".join(result.not_runnable_because), style="bold red"), markup=False)

@@ -106,7 +106,7 @@ def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up
         outcome.binding = pm.binding_families(solver)
     elif status == cp_model.MODEL_INVALID:  # the integer columns overflow: runs of centuries, costs of trillions
         raise overflow_error(table)
-    points, complete = frontier(table, clock.left_s())
+    points, complete = frontier(table, clock.left_s(), outcome.best, status == cp_model.OPTIMAL)
     result.frontier = [_to_plan(table, cand) for cand in points]
     if not complete:
         shown = f"it shows the {len(points)} point(s) proved by then" if points else "no point was proved by then"
@@ -125,21 +125,79 @@ def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up
     return outcome
 
 
-def frontier(table: CandidateTable, time_limit_s: float = 10.0) -> tuple[list[Candidate], bool]:
+def best_candidate(table: CandidateTable, time_limit_s: float) -> Candidate | None:
+    """The problem's optimum over ``table`` under every constraint, or None (none, or not proved in time)."""
+    pm, job = _model(table)
+    pm.set_objective(table.ctx.problem.objective)
+    solver, status = pm.solve(time_limit_s)
+    return job.chosen(solver) if status == cp_model.OPTIMAL else None
+
+
+class _Walk:
+    """One direction of the frontier walk: the fastest plan under a cost bound (``objective`` time, each
+    next point strictly cheaper) or the cheapest plan under a time bound (``objective`` cost, each next
+    point strictly faster), with memory, supply and filters on and the deadline and budget off."""
+
+    def __init__(self, table: CandidateTable, objective: str) -> None:
+        self.pm, self.job = _model(table, deadline=False, budget=False)
+        self.pm.set_objective(objective)
+        self.column = "cost_cents" if objective == "time" else "time_rank"
+        self.done = False  # proved that no further point exists
+
+    def beyond(self, k: int, *, inclusive: bool = False) -> None:
+        """Later points must be strictly cheaper (faster) than row ``k``, or at most as dear with ``inclusive``."""
+        self.pm.model.add(self.job.attr[self.column] <= self.job.data[k][self.column] - (0 if inclusive else 1))
+
+    def step(self, time_limit_s: float) -> int | None:
+        """The next point's row, or None: no further point (``done``) or the time limit stopped the solve."""
+        solver, status = self.pm.solve(time_limit_s)
+        self.done = status == cp_model.INFEASIBLE
+        return solver.value(self.job.choice) if status == cp_model.OPTIMAL else None
+
+
+def frontier(
+    table: CandidateTable, time_limit_s: float = 10.0, best: Candidate | None = None, proved: bool = False
+) -> tuple[list[Candidate], bool]:
     """The exact time/cost Pareto frontier by the epsilon-constraint method (fastest first), and whether it
-    is complete: a point is kept only once CP-SAT proves it the fastest under its cost bound (a merely
-    feasible one is not on the frontier), and the solves share ``time_limit_s``."""
+    is complete: a point is kept only once CP-SAT proves it the fastest under its cost bound or the cheapest
+    under its time bound (a merely feasible one is not on the frontier), and the solves share ``time_limit_s``.
+
+    The walk starts at the best plan and goes both ways, one point each in turn, so a time limit leaves the
+    points around the answer and never the answer off its own frontier. A ``proved`` optimum with the
+    deadline judged at p50 is a frontier point as it stands (a plan as fast and cheaper, or as cheap and
+    faster, would meet its deadline and budget and win the objective or its tie-breaker); otherwise the walk
+    starts at the fastest plan costing at most the best plan's cost, and without a best plan at the fastest."""
     clock = _Clock(time_limit_s)
-    pm, job = _model(table, deadline=False, budget=False)
-    pm.set_objective("time")
-    points: list[Candidate] = []
-    while True:
-        solver, status = pm.solve(clock.left_s())
-        if status != cp_model.OPTIMAL:
-            return points, status == cp_model.INFEASIBLE
-        k = solver.value(job.choice)
-        points.append(job.rows[k])
-        pm.model.add(job.attr["cost_cents"] <= job.data[k]["cost_cents"] - 1)
+    cheaper, faster = _Walk(table, "time"), _Walk(table, "cost")
+    rows = cheaper.job.rows
+    points: list[int] = []
+    at_p50 = table.ctx.constraints.deadline_s is None or table.ctx.constraints.deadline_quantile == "p50"
+    start = next((i for i, c in enumerate(rows) if c is best), None)
+    if start is None or not (proved and at_p50):
+        faster.done = start is None  # from the fastest plan there is no faster one
+        if start is not None:
+            cheaper.beyond(start, inclusive=True)
+        start = cheaper.step(clock.left_s())
+        if start is None:
+            return [], cheaper.done
+    points.append(start)
+    cheaper.beyond(start)
+    faster.beyond(start)
+    while not (cheaper.done and faster.done):
+        for walk in (faster, cheaper):
+            if walk.done:
+                continue
+            k = walk.step(clock.left_s())
+            if k is None and not walk.done:
+                return _fastest_first(rows, points), False
+            if k is not None:
+                points.append(k)
+                walk.beyond(k)
+    return _fastest_first(rows, points), True
+
+
+def _fastest_first(rows: list[Candidate], points: list[int]) -> list[Candidate]:
+    return [rows[k] for k in sorted(points, key=lambda k: (rows[k].time_s, rows[k].cost_usd))]
 
 
 def _efficiency_for_hours(table: CandidateTable, runner: Plan, hours: float) -> float | None:
