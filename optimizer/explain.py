@@ -17,6 +17,7 @@ from .physics.constants import GIB
 from .planning.candidates import (
     CONTEXT_PARALLEL_MIN_SEQ_LEN,
     MICRO_BATCH_CHOICES,
+    PP_CHOICES,
     VIRTUAL_STAGE_CHOICES,
     Candidate,
     CandidateTable,
@@ -617,6 +618,8 @@ def outside_search_notes(ctx: JobContext, strategy: Strategy) -> list[str]:
         outside.append("an expert TP other than the attention TP (parallel folding)")
     if strategy.virtual_stages > max(VIRTUAL_STAGE_CHOICES):
         outside.append(f"more than {max(VIRTUAL_STAGE_CHOICES)} pipeline chunks per GPU")
+    if strategy.pp not in PP_CHOICES:
+        outside.append(f"PP {strategy.pp} (solve tries {', '.join(map(str, PP_CHOICES))})")
     if strategy.micro_batch not in MICRO_BATCH_CHOICES:
         choices = ", ".join(map(str, MICRO_BATCH_CHOICES))
         outside.append(f"a micro-batch of {strategy.micro_batch} (solve tries {choices})")

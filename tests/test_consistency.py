@@ -172,3 +172,18 @@ def test_auto_names_the_cost_of_a_lora_plan_an_export_writes():
         key=lambda p: p.cost_usd.p50,
     )
     assert f"${deepspeed_or_fsdp.cost_usd.p50:,.2f}" in note
+
+
+# --------------------------------------------------------------------------- any pipeline degree check is given
+
+
+def test_check_takes_any_pipeline_degree_that_divides_the_gpus_and_names_those_that_do(problems):
+    # NeMo's DeepSeek-V3 LoRA recipe runs TP 8 x PP 5 on 40 H100; PP came from a fixed list, and the
+    # refusal said its members "divide the 40 GPUs" (9, 12, 16 and 18 do not).
+    job = load_job(problems / "llama-70b-within-5-days.yaml")
+    result = check(job, "B200", 40, nodes=5, tp=8, pp=5, compare=False)
+    assert (result.plan.strategy.tp, result.plan.strategy.pp) == (8, 5)
+    assert any("PP 5 (solve tries" in n for n in result.notes)
+    with pytest.raises(Exception, match=r"PP 2, 4, 5, 8, 10, 20, 40 would") as refused:
+        check(job, "B200", 40, nodes=5, pp=7, compare=False)
+    assert "must be one of" not in str(refused.value)

@@ -43,8 +43,12 @@ def test_hybrid_shard_is_asked_for_by_shard_degree():
     result = check(job(global_batch=256), "B200", 64, nodes=8, shard_degree=8, compare=False, catalog=NODUS)
     s = result.plan.strategy
     assert s.zero_stage == 3 and s.shard_degree == 8 and s.dp == 64
+    # ZeRO-1 shards over every data-parallel rank: a shard degree beside it is the DP degree (a plan's own
+    # strategy fed back), here TP 8 x DP 8; with TP 1 there are 64 ranks, and 8 is a hybrid ZeRO-3 shard
+    zero1 = check(job(), "B200", 64, nodes=8, zero=1, shard_degree=8, compare=False, catalog=NODUS).plan.strategy
+    assert (zero1.zero_stage, zero1.dp, zero1.shard_degree) == (1, 8, 8)
     with pytest.raises(GpuplanError, match="hybrid ZeRO-3"):
-        check(job(), "B200", 64, nodes=8, zero=1, shard_degree=8, compare=False, catalog=NODUS)
+        check(job(), "B200", 64, nodes=8, tp=1, pp=1, zero=1, shard_degree=8, compare=False, catalog=NODUS)
 
 
 def test_free_batch_optimum_is_the_shortest_whole_job():

@@ -222,8 +222,8 @@ def _offload_choices(setting: str, zero: int, dp: int) -> tuple[Offload, ...]:
 @dataclass(frozen=True)
 class Requested:
     """Layout values a hand-picked configuration (``check``) asks for beyond the grid solve searches: any
-    context-parallel degree, EP, chunk count, expert TP, micro-batch or gradient accumulation (None: the
-    grid's own choices)."""
+    context-parallel degree, EP, chunk count, expert TP, micro-batch, gradient accumulation or pipeline
+    degree (None: the grid's own choices)."""
 
     cp: int | None = None
     ep: int | None = None
@@ -231,6 +231,7 @@ class Requested:
     expert_tp: int | None = None
     micro_batch: int | None = None
     grad_accum: int | None = None
+    pp: int | None = None
 
 
 def strategy_grid(
@@ -307,7 +308,7 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: R
     tps = _divisors(g, TP_CHOICES) if ctx.shape.has_shapes else [1]
     if ctx.shape.has_shapes:
         tps = [t for t in tps if model.heads % t == 0 and (model.kv_heads or model.heads) % t == 0]
-    pps = [p for p in PP_CHOICES if ctx.shape.has_shapes and 2 * p <= (model.layers or 0)] or [1]
+    pps = [p for p in pipeline_choices(requested.pp) if ctx.shape.has_shapes and 2 * p <= (model.layers or 0)] or [1]
     # Under FlashAttention selective recompute keeps the same tensors as none (docs/design.md section 4.4).
     recomputes = [Recompute.NONE, Recompute.FULL] if ctx.job.attention == "flash" else list(Recompute)
     if ctx.activation_reserve != "auto":
@@ -329,6 +330,12 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: R
                                 for ep, etp in _expert_layouts(ctx, tp, dp * cp, requested.ep, requested.expert_tp):
                                     out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off, cp, ep, etp))
     return np.array(out, dtype=np.int64).reshape(-1, len(LAYOUT_FIELDS))
+
+
+def pipeline_choices(requested: int | None = None) -> tuple[int, ...]:
+    """Pipeline degrees: solve's list, or with a hand-picked degree that one and 1 (any degree runs: stages
+    may be uneven, the first holding ceil(L / p) layers; ``_layouts`` keeps at least two layers a stage)."""
+    return PP_CHOICES if requested is None or requested == 1 else (1, requested)
 
 
 def _accumulations(

@@ -20,7 +20,6 @@ from .candidates import (
     CP_CHOICES,
     EP_CHOICES,
     GRID_FIELDS,
-    PP_CHOICES,
     TP_CHOICES,
     Requested,
     best_layout,
@@ -57,7 +56,9 @@ class Fixed:
     @property
     def requested(self) -> Requested:
         """What the layout grid must offer beyond solve's own choices."""
-        return Requested(self.cp, self.ep, self.virtual_stages, self.expert_tp, self.micro_batch, self.grad_accum)
+        return Requested(
+            self.cp, self.ep, self.virtual_stages, self.expert_tp, self.micro_batch, self.grad_accum, self.pp
+        )
 
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
@@ -246,15 +247,18 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
             + (" and the attention (and key/value) heads" if model.heads else " (and a params-only model has no TP)"),
             field="tp",
         )
-    if (
-        pp is not None
-        and pp > 1
-        and (pp not in PP_CHOICES or not model.layers or 2 * pp > model.layers or row.gpus % pp)
-    ):
+    if pp is not None and pp > 1 and (not model.layers or 2 * pp > model.layers or row.gpus % (pp * (tp or 1))):
+        if not model.layers:
+            return ArgumentError(
+                f"PP {pp} is not possible here: pipeline stages split the model's layers, and a model given by "
+                "its parameter count alone has none (give its shapes or a preset)",
+                field="pp",
+            )
+        fitting = [p for p in range(2, model.layers // 2 + 1) if row.gpus % (p * (tp or 1)) == 0]
         return ArgumentError(
-            f"PP {pp} is not possible here: it must be one of {', '.join(map(str, PP_CHOICES))}, divide the "
-            f"{row.gpus} GPUs and leave at least two layers per stage"
-            + (f" (the model has {model.layers})" if model.layers else " (the model needs its layers given)"),
+            f"PP {pp} is not possible here: PP x TP must divide the {row.gpus} GPUs and each stage hold at least "
+            f"two of the model's {model.layers} layers; "
+            + (f"PP {', '.join(map(str, fitting))} would" if fitting else "no PP > 1 does on these GPUs"),
             field="pp",
         )
     cp = fixed.get("cp")
