@@ -492,12 +492,31 @@ class ModelSpec(_Model):
         if self.heads and self.kv_heads and self.heads % self.kv_heads:
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if self.experts_per_token and self.experts and self.experts_per_token > self.experts:
-            raise ValueError("experts_per_token is larger than experts")
+            raise ValueError(
+                f"experts_per_token ({self.experts_per_token}) is larger than experts ({self.experts}): each token "
+                "visits some of a layer's routed experts; give the counts the model was trained with"
+            )
         if (self.experts is None) != (self.experts_per_token is None):
             given, missing = ("experts", "experts_per_token") if self.experts else ("experts_per_token", "experts")
             raise ValueError(
                 f"{given} is given without {missing}; a mixture of experts needs both: how many routed experts "
                 "each MoE layer has (experts) and how many of them each token visits (experts_per_token)"
+            )
+        if self.experts is None:
+            # fields of a mixture of experts that a dense model would drop without a word
+            moe_only = {"shared_experts": self.shared_experts, "dense_layers": self.dense_layers}
+            moe_only["moe_ffn_hidden"] = self.moe_ffn_hidden or 0
+            moe_given = [f"{k} ({v})" for k, v in moe_only.items() if v]
+            if moe_given:
+                raise ValueError(
+                    f"{' and '.join(moe_given)} {'describes' if len(moe_given) == 1 else 'describe'} a mixture of experts, "
+                    "but no experts are given: give experts and experts_per_token, or leave these out for a dense model"
+                )
+        if self.q_lora_rank is not None and self.kv_lora_rank is None:
+            raise ValueError(
+                f"q_lora_rank ({self.q_lora_rank}) is given without kv_lora_rank: query compression is part of "
+                "multi-head latent attention (DeepSeek-V3: q_lora_rank 1536, kv_lora_rank 512); give kv_lora_rank "
+                "too, or leave q_lora_rank out"
             )
         if self.layers is not None and self.dense_layers > self.layers:
             raise ValueError(f"dense_layers ({self.dense_layers}) is more than layers ({self.layers})")

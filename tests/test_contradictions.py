@@ -1,0 +1,219 @@
+"""Input that contradicts itself, or the figures it is checked against, is refused (issue 40).
+
+Every case is a file a user could write whose parts disagree: a mixture of experts without experts, a
+latent attention without a latent, a nested config that is no mapping, a SKU name given two definitions,
+memory figures a GPU cannot have, a Kubernetes GPU block that says otherwise than the constraints. Each is
+refused with exit 2 in one paragraph naming the file, the field (both sides where there are two) and the
+fix; none is planned one way or the other without a word.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from optimizer import cli
+from optimizer.inputs.hf_models import model_fields, resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+
+
+def invoke(args: list) -> typing.Any:
+    result = runner.invoke(cli.app, [str(a) for a in args])
+    assert "Traceback" not in result.output, result.output
+    assert result.exit_code != 1, result.output  # exit 1 is for bugs only
+    return result
+
+
+def refused(args: list, *expect: str) -> str:
+    """A command that must fail as bad input: exit 2, one paragraph holding every ``expect`` text."""
+    result = invoke(args)
+    assert result.exit_code == 2, result.output
+    text = result.output
+    assert text.startswith("error: ") and text.count("\n") == 1, text
+    for fragment in expect:
+        assert fragment in text, (fragment, text)
+    return text
+
+
+def answered(args: list) -> str:
+    result = invoke(args)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def write(tmp_path: Path, name: str, content: str | dict) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(content) if isinstance(content, dict) else content)
+    return path
+
+
+def job_text(model: str = "{params: 14B}", extra: str = "", catalog: str = "nodus-2026-11") -> str:
+    return f"catalog: {catalog}\njob:\n  name: c\n  model: {model}\n  tokens: 1B\n  activation_reserve: 0\n{extra}"
+
+
+# --------------------------------------------------------------------------- 1. a mixture of no experts
+
+MIXTRAL = {
+    "model_type": "mixtral",
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "intermediate_size": 14336,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "vocab_size": 32000,
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expect"),
+    [
+        # planned as a 7.2B dense model (exit 0); transformers' router would pick 2 of none
+        ({"num_local_experts": 0}, ["num_local_experts = 0", "num_experts_per_tok = 2", "no experts"]),
+        # every Mixtral layer is MoE: 0 experts is no model, whatever the top-k
+        ({"num_local_experts": 0, "num_experts_per_tok": None}, ["num_local_experts = 0", "mixtral"]),
+        # left out, transformers builds MixtralConfig's 8 experts, where gpuplan counted a dense model
+        ({"num_local_experts": None}, ["no num_local_experts", "mixtral"]),
+        ({"num_experts_per_tok": 9}, ["num_local_experts = 8", "num_experts_per_tok is 9"]),
+    ],
+    ids=["zero-experts", "zero-experts-no-top-k", "experts-left-out", "top-k-above-experts"],
+)
+def test_a_mixture_of_experts_needs_experts(tmp_path, changes, expect):
+    cfg = {k: v for k, v in {**MIXTRAL, **changes}.items() if v is not None}
+    path = write(tmp_path, "cfg.json", cfg)
+    refused(["model", path], "cfg.json", "job.model.hf_config", *expect)
+
+
+def test_zero_experts_with_a_top_k_is_refused_for_any_architecture(tmp_path):
+    cfg = {**MIXTRAL, "model_type": "my_moe", "num_experts": 0, "num_experts_per_tok": 4}
+    del cfg["num_local_experts"]
+    refused(["model", write(tmp_path, "cfg.json", cfg)], "num_experts = 0", "num_experts_per_tok = 4")
+
+
+def test_qwen_moe_with_zero_experts_is_the_dense_model_transformers_builds():
+    """Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer build a sparse block only where ``num_experts > 0``: 0 is a
+    dense model in transformers, so it is counted as one (not refused)."""
+    cfg = {
+        "model_type": "qwen3_moe",
+        "hidden_size": 2048,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "intermediate_size": 6144,
+        "moe_intermediate_size": 768,
+        "num_experts": 0,
+        "num_experts_per_tok": 8,
+        "vocab_size": 1000,
+    }
+    fields = model_fields(cfg)
+    assert "experts" not in fields and "experts_per_token" not in fields
+
+
+def test_a_dense_architecture_may_carry_an_unused_zero_expert_count(tmp_path):
+    cfg = {**MIXTRAL, "model_type": "llama", "num_experts": 0}
+    del cfg["num_local_experts"], cfg["num_experts_per_tok"]
+    answered(["model", write(tmp_path, "cfg.json", cfg)])
+
+
+@pytest.mark.parametrize(
+    ("model", "expect"),
+    [
+        ("{params: 14B, experts: 0, experts_per_token: 2}", ["job.model.experts", "at least 1"]),
+        ("{params: 14B, experts: 2, experts_per_token: 4}", ["job.model", "experts_per_token (4)", "experts (2)"]),
+        ("{params: 14B, experts_per_token: 2}", ["job.model", "experts_per_token is given without experts"]),
+        ("{preset: mixtral-8x7b, experts_per_token: 9}", ["job.model", "experts_per_token (9)", "experts (8)"]),
+        # dropped without a word by a dense model
+        ("{params: 14B, shared_experts: 2}", ["job.model", "shared_experts (2)", "no experts are given"]),
+        ("{params: 14B, moe_ffn_hidden: 2048}", ["job.model", "moe_ffn_hidden (2048)", "no experts are given"]),
+        ("{params: 14B, dense_layers: 3}", ["job.model", "dense_layers (3)", "no experts are given"]),
+    ],
+    ids=[
+        "zero",
+        "top-k-above",
+        "top-k-alone",
+        "preset-top-k-above",
+        "shared-alone",
+        "expert-width-alone",
+        "dense-alone",
+    ],
+)
+def test_job_file_experts_must_make_a_mixture(tmp_path, model, expect):
+    job = write(tmp_path, "job.yaml", job_text(model))
+    refused(["solve", job], "job.yaml", *expect)
+
+
+# --------------------------------------------------------------------------- 2. a latent of no width
+
+DEEPSEEK_V3 = {
+    "model_type": "deepseek_v3",
+    "hidden_size": 7168,
+    "num_hidden_layers": 61,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "q_lora_rank": 1536,
+    "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "n_routed_experts": 256,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3,
+    "vocab_size": 129280,
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expect"),
+    [
+        # read as plain attention with heads of 7168 / 128 = 56, the MLA head widths dropped
+        ({"kv_lora_rank": 0}, ["kv_lora_rank = 0", "multi-head latent attention", "qk_nope_head_dim 128", "512"]),
+        ({"kv_lora_rank": None}, ["no kv_lora_rank", "deepseek_v3", "multi-head latent attention"]),
+        # DeepseekV3Attention: q_a_proj is h x q_lora_rank unless q_lora_rank is None
+        ({"q_lora_rank": 0}, ["q_lora_rank = 0", "null", "zero-width"]),
+        ({"kv_lora_rank": 0, "model_type": "my_mla"}, ["kv_lora_rank = 0", "qk_rope_head_dim 64"]),
+    ],
+    ids=["kv-rank-zero", "kv-rank-left-out", "q-rank-zero", "kv-rank-zero-other-architecture"],
+)
+def test_latent_attention_needs_a_latent(tmp_path, changes, expect):
+    cfg = {k: v for k, v in {**DEEPSEEK_V3, **changes}.items() if v is not None}
+    refused(["model", write(tmp_path, "cfg.json", cfg)], "cfg.json", "job.model.hf_config", *expect)
+
+
+def test_q_lora_rank_null_is_no_query_compression(tmp_path):
+    """DeepSeek-V2-Lite writes ``q_lora_rank: null``: plain q_proj (DeepseekV2Attention), counted so."""
+    with_q = resolve({"hf_config": str(write(tmp_path, "a.json", DEEPSEEK_V3))})
+    without = resolve({"hf_config": str(write(tmp_path, "b.json", {**DEEPSEEK_V3, "q_lora_rank": None}))})
+    assert with_q["q_lora_rank"] == 1536 and "q_lora_rank" not in without
+    assert without["head_dim"] == with_q["head_dim"] == 192 and without["kv_lora_rank"] == 512
+
+
+def test_job_file_q_lora_rank_needs_kv_lora_rank(tmp_path):
+    job = write(tmp_path, "job.yaml", job_text("{params: 14B, q_lora_rank: 1536}"))
+    refused(["solve", job], "job.yaml", "job.model", "q_lora_rank (1536) is given without kv_lora_rank")
+
+
+# --------------------------------------------------------------------------- 3. a nested config that is no mapping
+
+
+@pytest.mark.parametrize("value", [5, [1, 2], "text", True], ids=["number", "list", "string", "boolean"])
+def test_text_config_must_be_an_object(tmp_path, value):
+    cfg = {"model_type": "llava", "text_config": value, "vocab_size": 32000}
+    text = refused(["model", write(tmp_path, "cfg.json", cfg)], "cfg.json", "job.model.hf_config", "text_config")
+    assert "must be an object" in text and "hidden_size" not in text.split(";")[0]
+
+
+def test_text_config_via_a_job_file(tmp_path):
+    write(tmp_path, "cfg.json", {"model_type": "llava", "text_config": 5, "vocab_size": 32000})
+    job = write(tmp_path, "job.yaml", job_text("{hf_config: cfg.json}"))
+    refused(["solve", job], "cfg.json", "job.model.hf_config", "text_config", "must be an object")
