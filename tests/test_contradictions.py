@@ -217,3 +217,80 @@ def test_text_config_via_a_job_file(tmp_path):
     write(tmp_path, "cfg.json", {"model_type": "llava", "text_config": 5, "vocab_size": 32000})
     job = write(tmp_path, "job.yaml", job_text("{hf_config: cfg.json}"))
     refused(["solve", job], "cfg.json", "job.model.hf_config", "text_config", "must be an object")
+
+
+# --------------------------------------------------------------------------- 4. one SKU name, one definition
+
+SKU_80GB = "{name: B200, memory: 80GB, hbm_bandwidth_gb_per_s: 3000, dense_bf16_tflops: 900, intra_node_bandwidth_gb_per_s: 900}"
+
+
+@pytest.mark.parametrize(
+    ("files", "where", "expect"),
+    [
+        # the bundled B200 (180 GB) replaced by an 80 GB one without a word
+        (
+            {
+                "cat.yaml": f"hardware: hardware\nskus:\n  - {SKU_80GB}\noffers:\n  - {{name: mine, sku: B200, price: 2}}\n"
+            },
+            "cat.yaml, field 'skus[0]'",
+            ["B200 is already defined in", "hardware.yaml skus[", "memory 180 GB vs 80 GB", "B200-80GB"],
+        ),
+        # nodus-b200, an offer of the included catalog, planned on 8 GB
+        (
+            {"cat.yaml": f"include: [nodus-2026-11]\nskus:\n  - {SKU_80GB.replace('80GB', '8GB')}\n"},
+            "cat.yaml, field 'skus[0]'",
+            ["B200 is already defined in", "hardware.yaml", "memory 180 GB vs 8 GB", "B200-8GB"],
+        ),
+        # an inline SKU of an included catalog, redefined by the includer
+        (
+            {
+                "sub.yaml": f"skus:\n  - {SKU_80GB.replace('B200', 'X1')}\noffers:\n  - {{name: x1, sku: X1, price: 2}}\n",
+                "cat.yaml": f"include: [sub.yaml]\nskus:\n  - {SKU_80GB.replace('B200', 'X1').replace('80GB', '8GB')}\n",
+            },
+            "cat.yaml, field 'skus[0]'",
+            ["X1 is already defined in", "sub.yaml skus[0]", "memory 80 GB vs 8 GB"],
+        ),
+        # a hardware file of one's own beside an included catalog's bundled one
+        (
+            {
+                "hw.yaml": f"skus:\n  - {SKU_80GB}\n",
+                "cat.yaml": "include: [nodus-2026-11]\nhardware: hw.yaml\n",
+            },
+            "hw.yaml, field 'skus[0]'",
+            ["B200 is already defined in", "hardware.yaml skus["],
+        ),
+        # a name that is another SKU's alias: blamed on the catalog's own SKU, not on the bundled file
+        (
+            {"cat.yaml": f"hardware: hardware\nskus:\n  - {SKU_80GB.replace('B200', 'H100')}\n"},
+            "cat.yaml, field 'skus[0]'",
+            ["'h100' names two SKUs", "H100-SXM", "hardware.yaml skus["],
+        ),
+    ],
+    ids=[
+        "inline-beside-hardware",
+        "inline-beside-include",
+        "inline-beside-included-inline",
+        "two-hardware-files",
+        "alias",
+    ],
+)
+@pytest.mark.parametrize("command", ["catalog", "solve"])
+def test_a_sku_name_has_one_definition(tmp_path, files, where, expect, command):
+    for name, content in files.items():
+        write(tmp_path, name, content)
+    cat = tmp_path / "cat.yaml"
+    if command == "catalog":
+        args = ["catalog", cat]
+    else:
+        args = ["solve", write(tmp_path, "job.yaml", job_text()), "--catalog", cat]
+    refused(args, where, *expect)
+
+
+def test_the_same_definition_reached_twice_is_one_definition(tmp_path):
+    """default includes two catalogs that both use the bundled hardware file; a catalog naming that file
+    beside an include of it, or copying a SKU as it is, defines nothing twice."""
+    answered(["catalog", "default"])
+    hardware = (ROOT / "catalogs" / "hardware.yaml").read_text()
+    write(tmp_path, "hw.yaml", hardware)
+    cat = write(tmp_path, "cat.yaml", "include: [nodus-2026-11, public-2026-11]\nhardware: hw.yaml\n")
+    answered(["catalog", cat])
