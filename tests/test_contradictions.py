@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from optimizer import cli
+from optimizer import cli, load_catalog
 from optimizer.inputs.hf_models import model_fields, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -293,4 +293,98 @@ def test_the_same_definition_reached_twice_is_one_definition(tmp_path):
     hardware = (ROOT / "catalogs" / "hardware.yaml").read_text()
     write(tmp_path, "hw.yaml", hardware)
     cat = write(tmp_path, "cat.yaml", "include: [nodus-2026-11, public-2026-11]\nhardware: hw.yaml\n")
+    answered(["catalog", cat])
+
+
+# --------------------------------------------------------------------------- 5. memory a GPU cannot have
+
+
+def sku_row(**fields: str) -> str:
+    row = {
+        "name": "X1",
+        "memory": "8GB",
+        "hbm_bandwidth_gb_per_s": "3000",
+        "dense_bf16_tflops": "900",
+        "intra_node_bandwidth_gb_per_s": "900",
+        **fields,
+    }
+    return "{" + ", ".join(f"{k}: {v}" for k, v in row.items()) + "}"
+
+
+@pytest.mark.parametrize(
+    ("catalog", "field", "expect"),
+    [
+        # an 8 GB card reporting 40 GiB: planned on 40 GiB
+        (
+            f"skus:\n  - {sku_row(memory_reported='40GiB')}\noffers:\n  - {{name: x1, sku: X1, price: 2}}\n",
+            "skus[0].memory_reported",
+            ["memory_reported 42.9 GB = 40.0 GiB", "5.37 x the label (memory 8.0 GB", "(got '40GiB')"],
+        ),
+        (
+            f"skus:\n  - {sku_row(memory='80GB', memory_reported='7GB')}\n",
+            "skus[0].memory_reported",
+            ["memory_reported 7.0 GB", "less than a tenth of the label (80.0 GB", "unit"],
+        ),
+        (f"skus:\n  - {sku_row(memory='1e-9GB')}\n", "skus[0].memory", ["memory 1 byte", "less than 1 GiB"]),
+        # a node's memory on one B200
+        (
+            "hardware: hardware\noffers:\n  - {name: b, sku: B200, price: 2, memory_delivered: 2TB}\n",
+            "offers[0].memory_delivered",
+            ["memory_delivered 2,000.0 GB", "10.4 x what a B200 reports", "memory_reported 192.3 GB", "node's total"],
+        ),
+        (
+            "hardware: hardware\noffers:\n  - {name: b, sku: B200, price: 2, memory_delivered: 1e-9GB}\n",
+            "offers[0].memory_delivered",
+            ["memory_delivered 1 byte", "less than a tenth of the label (180.0 GB"],
+        ),
+        # no reported figure: the label is the reference
+        (
+            "hardware: hardware\noffers:\n  - {name: r, sku: RTX-PRO-6000, price: 2, memory_delivered: 200GB}\n",
+            "offers[0].memory_delivered",
+            ["memory_delivered 200.0 GB", "RTX-PRO-6000's label (its memory 96.0 GB"],
+        ),
+        (
+            f"skus:\n  - {sku_row(memory='8GB')}\noffers:\n  - {{name: x1, sku: X1, price: 2, memory_delivered: 0.5GiB}}\n",
+            "offers[0].memory_delivered",
+            ["memory_delivered 0.5 GB", "less than 1 GiB"],
+        ),
+    ],
+    ids=[
+        "reported-above-label",
+        "reported-far-below-label",
+        "label-below-a-gib",
+        "delivered-above-reported",
+        "delivered-a-byte",
+        "delivered-above-label",
+        "delivered-below-a-gib",
+    ],
+)
+def test_memory_figures_must_fit_the_label(tmp_path, catalog, field, expect):
+    cat = write(tmp_path, "cat.yaml", catalog)
+    refused(["catalog", cat], "cat.yaml", f"field '{field}'", *expect)
+    refused(["solve", write(tmp_path, "job.yaml", job_text()), "--catalog", cat], f"field '{field}'")
+
+
+def test_every_bundled_figure_is_within_the_rules():
+    """Every bundled SKU reports at most 1.1 x its label (the most is 1.074: GiB written as GB), every bundled
+    offer delivers at most what its GPU reports, and none is below a tenth of its label."""
+    from optimizer.inputs import schema
+
+    for name in ("default", "hardware", "seed-003-rtx-vs-b200"):
+        catalog = load_catalog(name)
+        skus = {s.name: s for s in catalog.skus}
+        for sku in catalog.skus:
+            if sku.memory_reported_bytes:
+                ratio = sku.memory_reported_bytes / sku.memory_label_bytes
+                assert 0.9 < ratio <= 1.08, (sku.name, ratio)
+        for offer in catalog.offers:
+            sku = skus[offer.sku]
+            if offer.memory_delivered_bytes:
+                reference = sku.memory_reported_bytes or sku.memory_label_bytes
+                assert offer.memory_delivered_bytes <= schema.MEMORY_ABOVE_LABEL_MAX * reference, offer.name
+
+
+def test_a_figure_just_within_the_tolerance_is_taken(tmp_path):
+    """GiB written where the label says GB (80 GiB on an 80 GB card, 1.074 x) is what GPUs report."""
+    cat = write(tmp_path, "cat.yaml", f"skus:\n  - {sku_row(memory='80GB', memory_reported='80GiB')}\n")
     answered(["catalog", cat])

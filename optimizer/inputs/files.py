@@ -21,7 +21,7 @@ from .bundled import bundled_catalog_names, bundled_dir
 from .catalog import find_sku, sku_key
 from .hf_models import resolve
 from .reader import read_yaml_file
-from .schema import Assumptions, Catalog, CatalogFile, Offer, Portfolio, Problem, Sku, a_name
+from .schema import Assumptions, Catalog, CatalogFile, Offer, Portfolio, Problem, Sku, a_name, memory_figure_problem
 
 
 def read_yaml(path: Path, what: str) -> Any:
@@ -349,6 +349,16 @@ def _load_catalog(
             sku = find_sku(catalog, offer.sku)
         except CatalogError as exc:
             raise exc.located(*origins[i][:1], f"{origins[i][1]}.sku") from None
+        if offer.memory_delivered_bytes is not None:  # at most what the GPU has (schema.MEMORY_ABOVE_LABEL_MAX)
+            if sku.memory_reported_bytes:
+                reference, against = sku.memory_reported_bytes, f"what a {sku.name} reports (its memory_reported {{}})"
+            else:
+                reference, against = sku.memory_label_bytes, f"a {sku.name}'s label (its memory {{}})"
+            problem = memory_figure_problem(
+                "memory_delivered", offer.memory_delivered_bytes, sku.memory_label_bytes, reference, against
+            )
+            if problem:
+                raise CatalogError(problem, source=origins[i][0], field=f"{origins[i][1]}.memory_delivered")
         if offer.gpus_per_node > sku.gpus_per_node:
             raise CatalogError(
                 f"offer {offer.name!r} puts {offer.gpus_per_node} GPUs on a node, but a {sku.name} node holds "

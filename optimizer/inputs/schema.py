@@ -40,6 +40,48 @@ from . import units
 # params) or a units slip (M for B) is refused.
 PARAMS_SHAPES_RATIO_MAX = 2.0
 
+# A GPU's memory as nvidia-smi / rocm-smi reports it (a SKU's memory_reported), or as a provider's VM delivers it
+# (an offer's memory_delivered), may exceed the vendor's label by at most this factor. Labels are nominal, and
+# often GiB written as GB (2^30 / 10^9 = 1.074): the bundled figures run up to 1.074 x their label (A100-80GB
+# 81,920 MiB = 85.9 GB; H100 80GB 81,559 MiB = 85.5 GB; H200 143,771 MiB = 150.8 GB for 141 GB; B200 183,359 MiB
+# = 192.3 GB for 180 GB; MI300X 205.8 GB for 192 GB). More is another unit (40 GiB on an 8 GB card) or another
+# quantity (2 TB, a node's memory, on one B200), and would plan models the GPU cannot hold.
+MEMORY_ABOVE_LABEL_MAX = 1.1
+# Any memory figure is at least 1 GiB, and a reported or delivered one at least a tenth of the label: below
+# 1 GiB no GPU holds the CUDA context and NCCL buffers gpuplan reserves before any model (1.5 GiB + 5 %,
+# physics/constants.py FRAMEWORK_RESERVE_*), and the smallest share of a GPU anyone rents is a MIG 1g slice,
+# an eighth of its memory (A100-40GB 1g.5gb, H100 1g.10gb, H200 1g.18gb, B200 1g.23gb: 12.5-12.8 %). Less is a
+# units slip (1e-9GB, MB for GB).
+MEMORY_MIN_BYTES = 2.0**30
+MEMORY_OF_LABEL_MIN = 0.1
+
+
+def _memory_text(n_bytes: float) -> str:
+    if n_bytes >= 1e8:
+        return f"{n_bytes / units.GB:,.1f} GB = {n_bytes / units.GIB:,.1f} GiB"
+    return f"{n_bytes:,.4g} byte{'' if n_bytes == 1 else 's'}"
+
+
+def memory_figure_problem(field: str, value: float, label: float, reference: float, against: str) -> str | None:
+    """What is wrong with a reported or delivered memory figure ``value`` (bytes) of a GPU labelled ``label``,
+    checked against ``reference`` (the label, or what the GPU reports), which ``against`` names with a ``{}``
+    for the figure ('the label (memory {})'); None if nothing is."""
+    if value > MEMORY_ABOVE_LABEL_MAX * reference:
+        return (
+            f"{field} {_memory_text(value)} is {value / reference:,.3g} x {against.format(_memory_text(reference))}; "
+            f"a GPU's memory is at most {MEMORY_ABOVE_LABEL_MAX:g} x its label (a B200 labelled 180 GB reports "
+            "183,359 MiB = 192.3 GB), and no VM gets more than its GPU has: give the per-GPU figure in its unit "
+            "(MiB, GiB, GB), not a node's total"
+        )
+    floor = max(MEMORY_MIN_BYTES, MEMORY_OF_LABEL_MIN * label)
+    if value < floor:
+        which = "1 GiB" if floor == MEMORY_MIN_BYTES else f"a tenth of the label ({_memory_text(label)})"
+        return (
+            f"{field} {_memory_text(value)} is less than {which}: less than any GPU has, or a MIG slice of one "
+            "(an eighth of it); check its unit (MiB, GiB, GB)"
+        )
+    return None
+
 
 def _unit(example: str) -> WithJsonSchema:
     """JSON Schema for a field that takes a number or a string with a unit."""
@@ -305,6 +347,26 @@ class Sku(_Model):
     notes: str = ""
 
     _checked = field_validator("checked")(_checked_not_ahead)
+
+    @field_validator("memory_label_bytes")
+    @classmethod
+    def _a_gpu_memory(cls, value: float) -> float:
+        if value < MEMORY_MIN_BYTES:
+            raise ValueError(
+                f"memory {_memory_text(value)} is less than 1 GiB, less than any GPU has (the CUDA context alone "
+                "takes about that); check its unit (GB, GiB)"
+            )
+        return value
+
+    @field_validator("memory_reported_bytes")
+    @classmethod
+    def _reported_near_label(cls, value: float | None, info: ValidationInfo) -> float | None:
+        label = info.data.get("memory_label_bytes")
+        if value is not None and label:
+            problem = memory_figure_problem("memory_reported", value, label, label, "the label (memory {})")
+            if problem:
+                raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _host_fits_node(self) -> Sku:
