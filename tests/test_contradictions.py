@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from optimizer import cli, load_catalog
+from optimizer import cli, load_catalog, load_job
 from optimizer.inputs.hf_models import model_fields, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -388,3 +388,45 @@ def test_a_figure_just_within_the_tolerance_is_taken(tmp_path):
     """GiB written where the label says GB (80 GiB on an 80 GB card, 1.074 x) is what GPUs report."""
     cat = write(tmp_path, "cat.yaml", f"skus:\n  - {sku_row(memory='80GB', memory_reported='80GiB')}\n")
     answered(["catalog", cat])
+
+
+# --------------------------------------------------------------------------- 6. the seed's Kubernetes block
+
+
+@pytest.mark.parametrize(
+    ("spec", "constraints", "expect"),
+    [
+        # planned on the H100-SXM, the GPU constraints.gpu.types excludes
+        (
+            "{type: H100-SXM}",
+            "{types: [B200]}",
+            ["spec.resources.gpu.type (H100-SXM)", "constraints.gpu.types ([B200])"],
+        ),
+        ("{count: 8}", "{count: 4}", ["spec.resources.gpu.count (8)", "constraints.gpu.count (4)"]),
+        ("{minMemory: 80GB}", "{min_memory: 160GiB}", ["spec.resources.gpu.minMemory (80GB)", "min_memory (160GiB)"]),
+        ("{minMemory: 80 gigs}", "{min_memory: 80GB}", ["spec.resources.gpu.minMemory", "'gigs'"]),
+    ],
+    ids=["type", "count", "min-memory", "min-memory-unreadable"],
+)
+def test_the_kubernetes_block_and_the_constraints_must_agree(tmp_path, spec, constraints, expect):
+    extra = f"spec: {{resources: {{gpu: {spec}}}}}\nconstraints: {{gpu: {constraints}}}\n"
+    job = write(tmp_path, "job.yaml", job_text(extra=extra))
+    text = refused(["solve", job], "job.yaml", "field 'spec.resources.gpu.", *expect)
+    assert "disagree" in text or "unit" in text
+
+
+@pytest.mark.parametrize(
+    ("spec", "constraints", "filters"),
+    [
+        ("{type: b200}", "{types: [B200, H200]}", {"types": ["b200"]}),  # the one type both allow
+        ("{count: 8}", "{count: 8}", {"count": 8}),
+        ("{minMemory: 80GB}", "{min_memory: 80e9}", {"min_memory_bytes": 80e9}),
+        ("{type: B200, count: 8}", "{min_memory: 100GB}", {"types": ["B200"], "count": 8, "min_memory_bytes": 1e11}),
+    ],
+    ids=["type-among-types", "count", "min-memory-in-other-units", "different-filters"],
+)
+def test_a_kubernetes_block_that_agrees_is_taken(tmp_path, spec, constraints, filters):
+    extra = f"spec: {{resources: {{gpu: {spec}}}}}\nconstraints: {{gpu: {constraints}}}\n"
+    problem = load_job(write(tmp_path, "job.yaml", job_text(extra=extra)))
+    for key, value in filters.items():
+        assert getattr(problem.constraints.gpu, key) == value, key

@@ -903,17 +903,81 @@ class Problem(_Model):
         gpu = resources["gpu"]
         if not isinstance(gpu, dict) or not gpu or set(gpu) - {"minMemory", "count", "type"}:
             raise JobError(f"{shape}; got {gpu!r}", field="spec.resources.gpu")
-        constraints = dict(data.get("constraints") or {})
+        constraints = data.get("constraints") or {}
+        if not isinstance(constraints, dict) or not isinstance(constraints.get("gpu") or {}, dict):
+            return data  # left for Constraints' and GpuFilter's own messages
+        constraints = dict(constraints)
         filters = dict(constraints.get("gpu") or {})
+        # where both blocks give a filter they must agree: either winning would plan on a GPU the other excludes
         if "minMemory" in gpu:
-            filters["min_memory"] = gpu["minMemory"]
+            _same_filter(gpu["minMemory"], filters, "min_memory", "minMemory", _same_memory)
         if "type" in gpu:
-            filters["types"] = [gpu["type"]]
+            types = filters.get("types")
+            if isinstance(types, list) and all(isinstance(t, str) for t in types):
+                _same_filter(gpu["type"], filters, "types", "type", _type_among)
+                filters["types"] = [gpu["type"]]  # the one type both blocks allow
         if "count" in gpu:
-            filters["count"] = gpu["count"]
+            _same_filter(gpu["count"], filters, "count", "count", _same_number)
+        for key, spec_key in (("min_memory", "minMemory"), ("types", "type"), ("count", "count")):
+            if spec_key in gpu and filters.get(key) is None:
+                filters[key] = [gpu[spec_key]] if key == "types" else gpu[spec_key]
         constraints["gpu"] = filters
         data["constraints"] = constraints
         return data
+
+
+def _same_filter(spec_value: Any, filters: dict, key: str, spec_key: str, agree) -> bool:
+    """Whether ``constraints.gpu.<key>`` is given and agrees with ``spec.resources.gpu.<spec_key>``; refused
+    naming both where it disagrees."""
+    given = filters.get(key)
+    if given is None:
+        return False
+    if not agree(spec_value, given):
+        raise JobError(
+            f"spec.resources.gpu.{spec_key} ({_shown(spec_value)}) and constraints.gpu.{key} ({_shown(given)}) "
+            "disagree: both filter the GPUs a plan may use, and either one winning would plan what the other "
+            "excludes; give the filter in one of the two places, or make them agree",
+            field=f"spec.resources.gpu.{spec_key}",
+        )
+    return True
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return str(value)
+
+
+def _same_memory(spec: Any, given: Any) -> bool:
+    try:
+        x = units.parse_bytes(spec, "a memory size")
+    except UnitError as exc:
+        raise JobError(exc.reason, field="spec.resources.gpu.minMemory") from None
+    try:
+        y = units.parse_bytes(given, "a memory size")
+    except UnitError:
+        return True  # left for GpuFilter's message on constraints.gpu.min_memory
+    return math.isclose(x, y, rel_tol=1e-9)
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    def number(v: Any) -> Any:
+        if isinstance(v, bool):
+            return v
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return v
+
+    return number(a) == number(b)
+
+
+def _type_among(spec_type: Any, types: Any) -> bool:
+    """Whether the spec's GPU type is one of the constraints' (names as ``catalog.sku_key`` matches them: in any
+    case, ``_`` and spaces as ``-``; an alias of another spelling is not resolved here, without the catalog)."""
+    from .catalog import sku_key  # catalog imports this module
+
+    return isinstance(spec_type, str) and any(sku_key(t) == sku_key(spec_type) for t in types)
 
 
 # --------------------------------------------------------------------------- strategy
