@@ -21,7 +21,7 @@ from .bundled import bundled_catalog_names, bundled_dir
 from .catalog import find_sku, sku_key
 from .hf_models import resolve
 from .reader import read_yaml_file
-from .schema import Assumptions, Catalog, CatalogFile, Offer, Portfolio, Problem, Sku, a_name
+from .schema import Assumptions, Catalog, CatalogFile, Offer, Portfolio, Problem, Sku, a_name, memory_figure_problem
 
 
 def read_yaml(path: Path, what: str) -> Any:
@@ -103,24 +103,93 @@ def _load_skus(path: Path) -> list[Sku]:
     if not isinstance(data, dict) or not isinstance(data.get("skus"), list):
         raise CatalogError("a hardware file needs a top-level 'skus:' list", source=str(path))
     skus = [parse_model(Sku, row, str(path), f"skus[{i}]") for i, row in enumerate(data["skus"])]
-    _one_sku_per_name(skus, str(path))
+    _one_sku_per_name(skus, [(str(path), f"skus[{i}]") for i in range(len(skus))])
     return skus
 
 
-def _one_sku_per_name(skus: list[Sku], source: str) -> None:
+def _one_sku_per_name(skus: list[Sku], origins: list[tuple[str, str]]) -> None:
     """Every GPU name and alias (case-insensitively, as ``find_sku`` reads them) names one SKU: where two
-    share one, an offer's ``sku:`` would bind to whichever comes first."""
-    seen: dict[str, tuple[int, str]] = {}
+    share one, an offer's ``sku:`` would bind to whichever comes first. ``origins``: each SKU's (file, field);
+    a clash is located as ``_blame_earlier`` says."""
+    seen: dict[str, int] = {}
     for i, sku in enumerate(skus):
         for name in dict.fromkeys(sku_key(n) for n in (sku.name, *sku.aliases)):
-            j, other = seen.setdefault(name, (i, sku.name))
+            j = seen.setdefault(name, i)
             if j != i:
+                here, there = (j, i) if _blame_earlier(origins[i], origins[j]) else (i, j)
+                elsewhere = f" ({' '.join(origins[there])})" if origins[there][0] != origins[here][0] else ""
                 raise CatalogError(
-                    f"the GPU name {name!r} names two SKUs ({other} and {sku.name}), as a name or an alias; "
-                    "offers select SKUs by these names, so each must name one: rename or remove one",
-                    source=source,
-                    field=f"skus[{i}]",
+                    f"the GPU name {name!r} names two SKUs ({skus[there].name}{elsewhere} and {skus[here].name}), "
+                    "as a name or an alias; offers select SKUs by these names, so each must name one: rename or "
+                    "remove one",
+                    source=origins[here][0],
+                    field=origins[here][1],
                 )
+
+
+def _sku_differences(a: Sku, b: Sku) -> str:
+    """Where two definitions of a SKU differ, as 'memory 180 GB vs 80 GB, dense_bf16_tflops 2250 vs 900'."""
+
+    def shown(name: str, value: Any) -> str:
+        if name.endswith("_bytes") and isinstance(value, (int, float)):
+            return f"{value / 1e9:,.4g} GB"
+        return "none" if value is None else str(value)
+
+    # the figures plans are made of first, then names and notes
+    words = {"aliases", "vendor", "architecture", "interconnect", "checked", "sources", "notes"}
+    fields = sorted(Sku.model_fields.items(), key=lambda item: item[0] in words)
+    diffs = []
+    for name, info in fields:
+        if getattr(a, name) != getattr(b, name):
+            diffs.append(f"{info.alias or name} {shown(name, getattr(a, name))} vs {shown(name, getattr(b, name))}")
+    return ", ".join(diffs[:3]) + (f" and {len(diffs) - 3} more" if len(diffs) > 3 else "")
+
+
+class _SkuDefinitions:
+    """The SKUs of a catalog, its hardware file and the catalogs it includes, each with where it was written.
+
+    One name has one definition across all of them: an offer's ``sku:`` binds by name, so a second definition
+    (a catalog's inline ``B200`` at 80 GB beside the hardware file's 180 GB one) would re-bind every offer of
+    that name, those of included catalogs too, without a word. The same definition reached twice (two
+    included catalogs that both use the bundled hardware file) is one definition."""
+
+    def __init__(self) -> None:
+        self.skus: dict[str, Sku] = {}
+        self.origins: dict[str, tuple[str, str]] = {}
+
+    def add(self, sku: Sku, origin: tuple[str, str]) -> None:
+        """Add one definition; a different one of the same name is refused (located as ``_blame_earlier`` says)."""
+        key = sku_key(sku.name)
+        known = self.skus.setdefault(key, sku)
+        self.origins.setdefault(key, origin)
+        if known != sku:
+            (here, mine), (there, theirs) = (origin, sku), (self.origins[key], known)
+            if _blame_earlier(here, there):
+                (here, mine), (there, theirs) = (there, theirs), (here, mine)
+            rename = f"{mine.name}-{mine.memory_label_bytes / 1e9:.0f}GB"
+            raise CatalogError(
+                f"{mine.name} is already defined in {there[0]} {there[1]}, and differently "
+                f"({_sku_differences(theirs, mine)}); offers select a SKU by its name, so one name has one "
+                "definition across a catalog, its hardware file and the catalogs it includes: give your SKU "
+                f"another name (e.g. {rename}) and point your offers at it, or remove it to use the one in {there[0]}",
+                source=here[0],
+                field=here[1],
+            )
+
+    def add_all(self, skus: list[Sku], origins: list[tuple[str, str]]) -> None:
+        for sku, origin in zip(skus, origins):
+            self.add(sku, origin)
+
+
+def _blame_earlier(later: tuple[str, str], earlier: tuple[str, str]) -> bool:
+    """Which of two clashing SKU definitions (their file, field) an error is located at: the one written in
+    the user's own file rather than in a bundled catalog, else the later."""
+    bundled = str(bundled_dir("catalogs").resolve()) + os.sep
+
+    def is_bundled(origin: tuple[str, str]) -> bool:
+        return str(Path(origin[0]).resolve()).startswith(bundled)
+
+    return is_bundled(later) and not is_bundled(earlier)
 
 
 def load_catalog(name_or_path: str = "default", relative_to: Path | None = None) -> Catalog:
@@ -128,7 +197,8 @@ def load_catalog(name_or_path: str = "default", relative_to: Path | None = None)
 
     Includes are merged depth-first. A catalog that includes itself (directly or through others) is
     refused naming the cycle; one reached twice (``include: [default, nodus-2026-11]``) is refused
-    naming both includers, as are two offers of the same name: either would list offers twice."""
+    naming both includers, as are two offers of the same name: either would list offers twice. A SKU name
+    has one definition across the catalog, its hardware file and its includes (``_SkuDefinitions``)."""
     return _load_catalog(_catalog_path(name_or_path, relative_to), (), {})[0]
 
 
@@ -163,8 +233,8 @@ def _aliases_select_their_own(offers: list, origins: list[tuple[str, str]], firs
 
 def _load_catalog(
     path: Path, chain: tuple[Path, ...], included_by: dict[Path, Path]
-) -> tuple[Catalog, list[tuple[str, str]]]:
-    """The catalog at ``path`` and, per offer, where it was written (file, field).
+) -> tuple[Catalog, list[tuple[str, str]], list[tuple[str, str]]]:
+    """The catalog at ``path`` and, per offer and per SKU, where it was written (file, field).
 
     ``chain`` is the resolved paths of the catalogs including this one (outermost first);
     ``included_by`` maps every catalog included so far in this load to the file that included it."""
@@ -186,7 +256,7 @@ def _load_catalog(
             shown = f"the text {value!r}" if isinstance(value, str) else _a_type(value)
             raise CatalogError(f"'{key}' takes {kind}, got {shown}", source=str(path), field=key)
     here = path.resolve()
-    skus: dict[str, Sku] = {}
+    definitions = _SkuDefinitions()
     offers: list[Offer] = []
     origins: list[tuple[str, str]] = []
     files = [str(path)]
@@ -212,13 +282,14 @@ def _load_catalog(
                 field=f"include[{i}]",
             )
         included_by[sub] = path
-        sub_catalog, sub_origins = _load_catalog(sub_path, (*chain, here), included_by)
-        skus.update({sku_key(s.name): s for s in sub_catalog.skus})
+        sub_catalog, sub_origins, sub_sku_origins = _load_catalog(sub_path, (*chain, here), included_by)
+        definitions.add_all(sub_catalog.skus, sub_sku_origins)
         offers.extend(sub_catalog.offers)
         origins.extend(sub_origins)
         files.extend(sub_catalog.source_files)
-    if "skus" in data:  # a catalog's own SKUs replace those of the same name it includes
-        skus.update({sku_key(s.name): s for s in _load_skus(path)})
+    if "skus" in data:
+        own = _load_skus(path)
+        definitions.add_all(own, [(str(path), f"skus[{i}]") for i in range(len(own))])
     if data.get("hardware"):
         if not isinstance(data["hardware"], str):
             raise CatalogError(
@@ -230,9 +301,10 @@ def _load_catalog(
             hardware = _catalog_path(data["hardware"], path.parent)
         except CatalogError as exc:
             raise exc.located(str(path), "hardware") from None
-        for sku in _load_skus(hardware):
-            skus.setdefault(sku_key(sku.name), sku)
+        hardware_skus = _load_skus(hardware)
+        definitions.add_all(hardware_skus, [(str(hardware), f"skus[{i}]") for i in range(len(hardware_skus))])
         files.append(str(hardware))
+    skus, sku_origins = definitions.skus, list(definitions.origins.values())
     for i, row in enumerate(data.get("offers") or []):
         offers.append(parse_model(Offer, row, str(path), f"offers[{i}]"))
         origins.append((str(path), f"offers[{i}]"))
@@ -257,7 +329,7 @@ def _load_catalog(
             source=str(path),
             field="offers",
         )
-    _one_sku_per_name(list(skus.values()), str(path))
+    _one_sku_per_name(list(skus.values()), sku_origins)
     if data.get("name") is not None:
         try:
             if not isinstance(data["name"], str):
@@ -277,6 +349,16 @@ def _load_catalog(
             sku = find_sku(catalog, offer.sku)
         except CatalogError as exc:
             raise exc.located(*origins[i][:1], f"{origins[i][1]}.sku") from None
+        if offer.memory_delivered_bytes is not None:  # at most what the GPU has (schema.MEMORY_ABOVE_LABEL_MAX)
+            if sku.memory_reported_bytes:
+                reference, against = sku.memory_reported_bytes, f"what a {sku.name} reports (its memory_reported {{}})"
+            else:
+                reference, against = sku.memory_label_bytes, f"a {sku.name}'s label (its memory {{}})"
+            problem = memory_figure_problem(
+                "memory_delivered", offer.memory_delivered_bytes, sku.memory_label_bytes, reference, against
+            )
+            if problem:
+                raise CatalogError(problem, source=origins[i][0], field=f"{origins[i][1]}.memory_delivered")
         if offer.gpus_per_node > sku.gpus_per_node:
             raise CatalogError(
                 f"offer {offer.name!r} puts {offer.gpus_per_node} GPUs on a node, but a {sku.name} node holds "
@@ -285,7 +367,7 @@ def _load_catalog(
                 source=origins[i][0],
                 field=f"{origins[i][1]}.gpus_per_node",
             )
-    return catalog, origins
+    return catalog, origins, sku_origins
 
 
 # --------------------------------------------------------------------------- jobs

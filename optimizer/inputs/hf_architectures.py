@@ -98,6 +98,28 @@ GATED_MLP_MODEL_TYPES = frozenset(
 # For an architecture in neither table: activations that name a gated unit.
 GATED_ACTIVATIONS = ("silu", "swiglu", "gelu_pytorch_tanh", "geglu", "swish")
 
+# Mixtures of experts, with the key their config.json gives the expert count by, whose MoE layers route to
+# their experts whatever that count is (transformers 5.17 modeling_<type>.py: MixtralSparseMoeBlock,
+# PhimoeSparseMoeBlock, OlmoeSparseMoeBlock, GraniteMoeMoE and GptOssMLP in every layer, DeepseekV2MoE,
+# DeepseekV3MoE and Glm4MoeMoE from first_k_dense_replace on, Llama4TextMoe in its moe_layers, DbrxFFN): built
+# with 0 experts, the router picks num_experts_per_tok of none (torch.topk fails), and with the count left
+# out the config class's default (Mixtral 8, DeepSeek-V3 256) need not be this model's.
+MOE_EXPERTS_KEY = {
+    "dbrx": "ffn_config.moe_num_experts", "deepseek_v2": "n_routed_experts", "deepseek_v3": "n_routed_experts",
+    "glm4_moe": "n_routed_experts", "gpt_oss": "num_local_experts", "granitemoe": "num_local_experts",
+    "llama4_text": "num_local_experts", "mixtral": "num_local_experts", "olmoe": "num_experts",
+    "phimoe": "num_local_experts", "qwen2_moe": "num_experts", "qwen3_moe": "num_experts",
+}  # fmt: skip
+# Those of them whose decoder layer is MoE only where the expert count is above 0 (Qwen2MoeDecoderLayer and
+# Qwen3MoeDecoderLayer: ``config.num_experts > 0 and (layer_idx + 1) % config.decoder_sparse_step == 0``), so
+# ``num_experts: 0`` builds a dense model, and is counted as one.
+ZERO_EXPERTS_DENSE_MODEL_TYPES = frozenset({"qwen2_moe", "qwen3_moe"})
+# Multi-head latent attention in every layer (DeepseekV2Attention, DeepseekV3Attention): kv_a_proj_with_mqa is
+# h x (kv_lora_rank + qk_rope_head_dim) and kv_b_proj kv_lora_rank x heads (qk_nope_head_dim + v_head_dim), so a
+# kv_lora_rank of 0 builds a zero-width latent; the queries are compressed to q_lora_rank unless it is None
+# (DeepSeek-V2-Lite's ``q_lora_rank: null``), and 0 builds a zero-width q_a_proj.
+MLA_MODEL_TYPES = frozenset({"deepseek_v2", "deepseek_v3"})
+
 # Architectures with a learned absolute position table, P x h: the config keys of P, transformers 5.17's
 # default for it, and the rows added (OPTLearnedPositionalEmbedding and BioGptLearnedPositionalEmbedding
 # offset positions by 2). GPT2Model.wpe, GPTBigCodeModel.wpe, GPTNeoModel.wpe, OpenAIGPTModel.positions_embed,

@@ -38,9 +38,12 @@ from .hf_architectures import (
     GATED_MLP_MODEL_TYPES,
     GIVE_SHAPES,
     LEARNED_POSITIONS,
+    MLA_MODEL_TYPES,
+    MOE_EXPERTS_KEY,
     PLAIN_MLP_MODEL_TYPES,
     QK_NORM_MODEL_TYPES,
     SANDWICH_NORM_MODEL_TYPES,
+    ZERO_EXPERTS_DENSE_MODEL_TYPES,
     model_type,
     refuse_unmodelled,
     tied_embeddings,
@@ -95,7 +98,9 @@ _CONFIG_RANGES = {
     "sliding_window": "seq_len",
     "n_positions": "seq_len",
 }
-# Keys where 0 means "none" (no experts, no q-LoRA, no dense prefix), as Hugging Face writes them.
+# Keys whose 0 is not out of range here: the counting reads it (no dense prefix, no window, no shared expert;
+# no experts for a dense or Qwen-MoE architecture) or refuses it naming the key (0 experts of a mixture of
+# experts, a zero-width MLA latent or query compression).
 _ZERO_IS_NONE = frozenset(
     {
         "num_experts",
@@ -182,6 +187,14 @@ def _check_values(cfg: dict) -> None:
                 limit.text() if whole and not isinstance(value, bool) else f"is not a whole number; it {limit.text()}"
             )
             raise _refused(f"{key} = {value!r} in this config.json {problem}")
+    nested = cfg.get("text_config")
+    if nested is not None and not isinstance(nested, dict):
+        # read as absent, the error blamed a missing hidden_size
+        raise _refused(
+            f"text_config in this config.json is {_a_json_type(nested)}, but it must be an object (a mapping "
+            "of fields): a multimodal config nests its language model's config there",
+            'write text_config as an object ({"model_type": ..., "hidden_size": ...}) or remove it',
+        )
     for key, example in _CONFIG_NAMES.items():
         if cfg.get(key) is not None and not isinstance(cfg[key], str):
             raise _refused(f"{key} = {cfg[key]!r} in this config.json is not a name (a string such as {example})")
@@ -213,6 +226,17 @@ def _check_values(cfg: dict) -> None:
             and all(type(i) is int for i in layers)
         ):
             raise _refused(f"{key} in this config.json must be a list of layer numbers")
+
+
+def _a_json_type(value: Any) -> str:
+    """``value`` as JSON calls its kind: 'the number 5', 'a list', 'the string "x"'."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value)[:60]}"
+    return "a list" if isinstance(value, list) else f"a {type(value).__name__}"
 
 
 def _presets_file() -> Path:
@@ -277,6 +301,41 @@ def _kv_heads(cfg: dict, heads: int) -> tuple[int, str]:
     return (int(cfg[key]), key) if key else (heads, "num_attention_heads")
 
 
+def _latent_attention(cfg: dict) -> bool:
+    """Whether attention is multi-head latent attention (MLA): a DeepSeek architecture, or a kv_lora_rank given.
+    A rank of 0 is refused, not read as plain attention: it dropped the config's MLA head widths and sized heads
+    of hidden / heads (56 for DeepSeek-V3, whose query heads are 192 wide), and transformers builds a zero-width
+    latent from it (``hf_architectures.MLA_MODEL_TYPES``); a q_lora_rank of 0 likewise, where None is no query
+    compression."""
+    rank, kind = cfg.get("kv_lora_rank"), model_type(cfg)
+    dims = ", ".join(f"{k} {cfg[k]}" for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim") if k in cfg)
+    mla = f"multi-head latent attention ({dims})" if dims else "multi-head latent attention"
+    fix = "give kv_lora_rank as the model was trained (DeepSeek-V2 and V3: 512)"
+    if rank is None and kind in MLA_MODEL_TYPES:
+        raise _refused(
+            f"this config.json gives no kv_lora_rank, which sizes a {kind} model's {mla}: the keys and values "
+            "are compressed to a latent that wide (transformers' default of 512 need not be this model's)",
+            fix,
+        )
+    if rank == 0:
+        whose = f"a {kind} model's attention is {mla}" if kind in MLA_MODEL_TYPES else f"it reads as {mla}"
+        raise _refused(
+            f"kv_lora_rank = 0 in this config.json, but {whose}, whose keys and values are compressed to a "
+            "latent kv_lora_rank wide: transformers builds a zero-width layer from 0, and planned as plain "
+            "attention the config's head widths were dropped",
+            fix if kind in MLA_MODEL_TYPES or dims else f"{fix}, or remove the key for plain attention",
+        )
+    if not rank:
+        return False
+    if cfg.get("q_lora_rank") == 0:
+        raise _refused(
+            "q_lora_rank = 0 in this config.json: transformers compresses the queries to q_lora_rank unless it is "
+            "null, so 0 builds a zero-width q_a_proj",
+            "write null for no query compression (as DeepSeek-V2-Lite does), or give the rank (DeepSeek-V3: 1536)",
+        )
+    return True
+
+
 def _attention(cfg: dict, h: int, heads: int, keys: tuple[str, str]) -> tuple[int, dict[str, Any]]:
     """The parameters of one attention block, and the shapes the physics reads (``keys``: the config's
     names for the hidden size and the heads, for messages)."""
@@ -288,7 +347,7 @@ def _attention(cfg: dict, h: int, heads: int, keys: tuple[str, str]) -> tuple[in
             "key/value head serves a whole group of query heads",
             "correct whichever of the two is wrong",
         )
-    if cfg.get("kv_lora_rank"):  # DeepSeek multi-head latent attention
+    if _latent_attention(cfg):  # DeepSeek multi-head latent attention
         why = "which sizes its multi-head latent attention (kv_lora_rank)"
         r_q, r_kv = int(cfg.get("q_lora_rank") or 0), int(cfg["kv_lora_rank"])
         d_nope = _whole(cfg, "qk_nope_head_dim", why=why)
@@ -334,9 +393,20 @@ def _mlp_shapes(cfg: dict, h: int, layers: int) -> dict[str, int]:
     else:
         ffn = _whole(cfg, "intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size", default=4 * h)
         expert_ffn = _whole(cfg, "moe_intermediate_size", default=ffn)
-    experts = _whole(cfg, *experts_keys, default=required)
-    top_k = _whole(cfg, *top_k_keys, default=required) if experts else 0
+    moe = kind in MOE_EXPERTS_KEY
+    if moe:  # the architecture's own key first, as messages name it
+        experts_keys = (MOE_EXPERTS_KEY[kind], *(k for k in experts_keys if k != MOE_EXPERTS_KEY[kind]))
     experts_key = _first(cfg, *experts_keys)
+    if moe and experts_key is None:
+        raise _refused(
+            f"this config.json gives no {experts_keys[0]}, which a {kind} model needs: each of its MoE layers "
+            "routes to that many experts (transformers' default need not be this model's)",
+            f"give {experts_keys[0]} as the model was trained",
+        )
+    experts = _whole(cfg, *experts_keys, default=required)
+    if experts_key is not None and experts == 0 and kind not in ZERO_EXPERTS_DENSE_MODEL_TYPES:
+        _refuse_no_experts(cfg, experts_key, top_k_keys, moe)
+    top_k = _whole(cfg, *top_k_keys, default=required) if experts else 0
     if experts and not 0 < top_k <= experts:
         given = _first(cfg, *top_k_keys)
         raise _refused(
@@ -371,6 +441,24 @@ def _mlp_shapes(cfg: dict, h: int, layers: int) -> dict[str, int]:
         "shared_ffn": shared_ffn,
         "moe_layers": moe_layers,
     }
+
+
+def _refuse_no_experts(cfg: dict, experts_key: str, top_k_keys: tuple[str, ...], moe: bool) -> None:
+    """A mixture of experts with 0 experts: each token routed to some of none, which transformers cannot build
+    (planned as a dense model, it was sized and timed for another model)."""
+    top_key = _first(cfg, *top_k_keys)
+    top_k = _lookup(cfg, top_key) if top_key else None
+    if not moe and not top_k:
+        return  # a dense architecture with an unused expert count of 0
+    kind = model_type(cfg)
+    if top_k:
+        why = f"but {top_key} = {top_k!r}: each token would be routed to {top_k!r} of no experts"
+    else:
+        why = f"but every MoE layer of a {kind} model routes each token to its experts"
+    raise _refused(
+        f"{experts_key} = 0 in this config.json, {why}, and transformers cannot build such a model",
+        f"give {experts_key} as the model was trained (Mixtral 8x7B: num_local_experts 8)",
+    )
 
 
 def _position_params(cfg: dict, h: int) -> int:

@@ -40,6 +40,48 @@ from . import units
 # params) or a units slip (M for B) is refused.
 PARAMS_SHAPES_RATIO_MAX = 2.0
 
+# A GPU's memory as nvidia-smi / rocm-smi reports it (a SKU's memory_reported), or as a provider's VM delivers it
+# (an offer's memory_delivered), may exceed the vendor's label by at most this factor. Labels are nominal, and
+# often GiB written as GB (2^30 / 10^9 = 1.074): the bundled figures run up to 1.074 x their label (A100-80GB
+# 81,920 MiB = 85.9 GB; H100 80GB 81,559 MiB = 85.5 GB; H200 143,771 MiB = 150.8 GB for 141 GB; B200 183,359 MiB
+# = 192.3 GB for 180 GB; MI300X 205.8 GB for 192 GB). More is another unit (40 GiB on an 8 GB card) or another
+# quantity (2 TB, a node's memory, on one B200), and would plan models the GPU cannot hold.
+MEMORY_ABOVE_LABEL_MAX = 1.1
+# Any memory figure is at least 1 GiB, and a reported or delivered one at least a tenth of the label: below
+# 1 GiB no GPU holds the CUDA context and NCCL buffers gpuplan reserves before any model (1.5 GiB + 5 %,
+# physics/constants.py FRAMEWORK_RESERVE_*), and the smallest share of a GPU anyone rents is a MIG 1g slice,
+# an eighth of its memory (A100-40GB 1g.5gb, H100 1g.10gb, H200 1g.18gb, B200 1g.23gb: 12.5-12.8 %). Less is a
+# units slip (1e-9GB, MB for GB).
+MEMORY_MIN_BYTES = 2.0**30
+MEMORY_OF_LABEL_MIN = 0.1
+
+
+def _memory_text(n_bytes: float) -> str:
+    if n_bytes >= 1e8:
+        return f"{n_bytes / units.GB:,.1f} GB = {n_bytes / units.GIB:,.1f} GiB"
+    return f"{n_bytes:,.4g} byte{'' if n_bytes == 1 else 's'}"
+
+
+def memory_figure_problem(field: str, value: float, label: float, reference: float, against: str) -> str | None:
+    """What is wrong with a reported or delivered memory figure ``value`` (bytes) of a GPU labelled ``label``,
+    checked against ``reference`` (the label, or what the GPU reports), which ``against`` names with a ``{}``
+    for the figure ('the label (memory {})'); None if nothing is."""
+    if value > MEMORY_ABOVE_LABEL_MAX * reference:
+        return (
+            f"{field} {_memory_text(value)} is {value / reference:,.3g} x {against.format(_memory_text(reference))}; "
+            f"a GPU's memory is at most {MEMORY_ABOVE_LABEL_MAX:g} x its label (a B200 labelled 180 GB reports "
+            "183,359 MiB = 192.3 GB), and no VM gets more than its GPU has: give the per-GPU figure in its unit "
+            "(MiB, GiB, GB), not a node's total"
+        )
+    floor = max(MEMORY_MIN_BYTES, MEMORY_OF_LABEL_MIN * label)
+    if value < floor:
+        which = "1 GiB" if floor == MEMORY_MIN_BYTES else f"a tenth of the label ({_memory_text(label)})"
+        return (
+            f"{field} {_memory_text(value)} is less than {which}: less than any GPU has, or a MIG slice of one "
+            "(an eighth of it); check its unit (MiB, GiB, GB)"
+        )
+    return None
+
 
 def _unit(example: str) -> WithJsonSchema:
     """JSON Schema for a field that takes a number or a string with a unit."""
@@ -306,6 +348,26 @@ class Sku(_Model):
 
     _checked = field_validator("checked")(_checked_not_ahead)
 
+    @field_validator("memory_label_bytes")
+    @classmethod
+    def _a_gpu_memory(cls, value: float) -> float:
+        if value < MEMORY_MIN_BYTES:
+            raise ValueError(
+                f"memory {_memory_text(value)} is less than 1 GiB, less than any GPU has (the CUDA context alone "
+                "takes about that); check its unit (GB, GiB)"
+            )
+        return value
+
+    @field_validator("memory_reported_bytes")
+    @classmethod
+    def _reported_near_label(cls, value: float | None, info: ValidationInfo) -> float | None:
+        label = info.data.get("memory_label_bytes")
+        if value is not None and label:
+            problem = memory_figure_problem("memory_reported", value, label, label, "the label (memory {})")
+            if problem:
+                raise ValueError(problem)
+        return value
+
     @model_validator(mode="after")
     def _host_fits_node(self) -> Sku:
         if self.gpus_per_host is not None and self.gpus_per_node % self.gpus_per_host:
@@ -492,12 +554,31 @@ class ModelSpec(_Model):
         if self.heads and self.kv_heads and self.heads % self.kv_heads:
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if self.experts_per_token and self.experts and self.experts_per_token > self.experts:
-            raise ValueError("experts_per_token is larger than experts")
+            raise ValueError(
+                f"experts_per_token ({self.experts_per_token}) is larger than experts ({self.experts}): each token "
+                "visits some of a layer's routed experts; give the counts the model was trained with"
+            )
         if (self.experts is None) != (self.experts_per_token is None):
             given, missing = ("experts", "experts_per_token") if self.experts else ("experts_per_token", "experts")
             raise ValueError(
                 f"{given} is given without {missing}; a mixture of experts needs both: how many routed experts "
                 "each MoE layer has (experts) and how many of them each token visits (experts_per_token)"
+            )
+        if self.experts is None:
+            # fields of a mixture of experts that a dense model would drop without a word
+            moe_only = {"shared_experts": self.shared_experts, "dense_layers": self.dense_layers}
+            moe_only["moe_ffn_hidden"] = self.moe_ffn_hidden or 0
+            moe_given = [f"{k} ({v})" for k, v in moe_only.items() if v]
+            if moe_given:
+                raise ValueError(
+                    f"{' and '.join(moe_given)} {'describes' if len(moe_given) == 1 else 'describe'} a mixture of experts, "
+                    "but no experts are given: give experts and experts_per_token, or leave these out for a dense model"
+                )
+        if self.q_lora_rank is not None and self.kv_lora_rank is None:
+            raise ValueError(
+                f"q_lora_rank ({self.q_lora_rank}) is given without kv_lora_rank: query compression is part of "
+                "multi-head latent attention (DeepSeek-V3: q_lora_rank 1536, kv_lora_rank 512); give kv_lora_rank "
+                "too, or leave q_lora_rank out"
             )
         if self.layers is not None and self.dense_layers > self.layers:
             raise ValueError(f"dense_layers ({self.dense_layers}) is more than layers ({self.layers})")
@@ -822,17 +903,81 @@ class Problem(_Model):
         gpu = resources["gpu"]
         if not isinstance(gpu, dict) or not gpu or set(gpu) - {"minMemory", "count", "type"}:
             raise JobError(f"{shape}; got {gpu!r}", field="spec.resources.gpu")
-        constraints = dict(data.get("constraints") or {})
+        constraints = data.get("constraints") or {}
+        if not isinstance(constraints, dict) or not isinstance(constraints.get("gpu") or {}, dict):
+            return data  # left for Constraints' and GpuFilter's own messages
+        constraints = dict(constraints)
         filters = dict(constraints.get("gpu") or {})
+        # where both blocks give a filter they must agree: either winning would plan on a GPU the other excludes
         if "minMemory" in gpu:
-            filters["min_memory"] = gpu["minMemory"]
+            _same_filter(gpu["minMemory"], filters, "min_memory", "minMemory", _same_memory)
         if "type" in gpu:
-            filters["types"] = [gpu["type"]]
+            types = filters.get("types")
+            if isinstance(types, list) and all(isinstance(t, str) for t in types):
+                _same_filter(gpu["type"], filters, "types", "type", _type_among)
+                filters["types"] = [gpu["type"]]  # the one type both blocks allow
         if "count" in gpu:
-            filters["count"] = gpu["count"]
+            _same_filter(gpu["count"], filters, "count", "count", _same_number)
+        for key, spec_key in (("min_memory", "minMemory"), ("types", "type"), ("count", "count")):
+            if spec_key in gpu and filters.get(key) is None:
+                filters[key] = [gpu[spec_key]] if key == "types" else gpu[spec_key]
         constraints["gpu"] = filters
         data["constraints"] = constraints
         return data
+
+
+def _same_filter(spec_value: Any, filters: dict, key: str, spec_key: str, agree) -> bool:
+    """Whether ``constraints.gpu.<key>`` is given and agrees with ``spec.resources.gpu.<spec_key>``; refused
+    naming both where it disagrees."""
+    given = filters.get(key)
+    if given is None:
+        return False
+    if not agree(spec_value, given):
+        raise JobError(
+            f"spec.resources.gpu.{spec_key} ({_shown(spec_value)}) and constraints.gpu.{key} ({_shown(given)}) "
+            "disagree: both filter the GPUs a plan may use, and either one winning would plan what the other "
+            "excludes; give the filter in one of the two places, or make them agree",
+            field=f"spec.resources.gpu.{spec_key}",
+        )
+    return True
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return str(value)
+
+
+def _same_memory(spec: Any, given: Any) -> bool:
+    try:
+        x = units.parse_bytes(spec, "a memory size")
+    except UnitError as exc:
+        raise JobError(exc.reason, field="spec.resources.gpu.minMemory") from None
+    try:
+        y = units.parse_bytes(given, "a memory size")
+    except UnitError:
+        return True  # left for GpuFilter's message on constraints.gpu.min_memory
+    return math.isclose(x, y, rel_tol=1e-9)
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    def number(v: Any) -> Any:
+        if isinstance(v, bool):
+            return v
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return v
+
+    return number(a) == number(b)
+
+
+def _type_among(spec_type: Any, types: Any) -> bool:
+    """Whether the spec's GPU type is one of the constraints' (names as ``catalog.sku_key`` matches them: in any
+    case, ``_`` and spaces as ``-``; an alias of another spelling is not resolved here, without the catalog)."""
+    from .catalog import sku_key  # catalog imports this module
+
+    return isinstance(spec_type, str) and any(sku_key(t) == sku_key(spec_type) for t in types)
 
 
 # --------------------------------------------------------------------------- strategy
