@@ -474,3 +474,26 @@ def test_nvfp4_trains_in_megatron_only(framework):
     s = Strategy(tp=1, pp=1, dp=8, zero_stage=1, shard_degree=8, micro_batch=1, grad_accum=8, recompute="none")
     assert any("nvfp4" in r for r in why_not_runnable(framework, s, 32, precision="nvfp4"))
     assert not why_not_runnable("megatron", s, 32, precision="nvfp4")
+
+
+def test_deepspeed_autotp_keeps_the_norms_whole_on_every_tp_rank():
+    # AutoTP shards the Linear layers only; Megatron and torchtitan split the norms and the residual stream
+    # along the sequence too (sequence parallelism). Korthikanti et al. 2022, eq. 2 against eq. 4: without it
+    # the tensors of hidden width are not divided by t. Llama 3.1 8B at 4,096 tokens, micro-batch 1, TP 2 on
+    # 2 GPUs (one data-parallel rank, so ZeRO plays no part), eager kernels in both: the norms keep 16h bytes a
+    # token (measured, physics/memory.py), so deepspeed keeps (1 - 1/2) x 16h x s x L more.
+    problem = job(global_batch=8, kernels="eager")
+    layout = {"tp": 2, "pp": 1, "micro_batch": 1, "recompute": "none", "compare": False, "catalog": NODUS}
+    autotp = check(problem, "B200", 2, framework="deepspeed", **layout).plan
+    split = check(problem, "B200", 2, framework="torchtitan", **layout).plan
+    h, s, layers = 4096, 4096, 32
+    expected_gib = 0.5 * 16 * h * s * layers / 2**30
+    assert autotp.memory_gib.activations - split.memory_gib.activations == pytest.approx(expected_gib, rel=1e-6)
+    under_full = {**layout, "recompute": "full"}
+    autotp_full = check(problem, "B200", 2, framework="deepspeed", **under_full).plan
+    split_full = check(problem, "B200", 2, framework="torchtitan", **under_full).plan
+    # full recompute keeps each layer's 2h input, whole without sequence parallelism, plus one layer's norms
+    expected_full_gib = 0.5 * (2 * h * s * layers + 16 * h * s) / 2**30
+    assert autotp_full.memory_gib.activations - split_full.memory_gib.activations == pytest.approx(
+        expected_full_gib, rel=1e-6
+    )

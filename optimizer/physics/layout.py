@@ -126,6 +126,8 @@ class RunSettings:
     # Megatron-Core / Transformer Engine fused norms and SwiGLU (a bool, or per layout: its framework's kernels)
     fused_kernels: bool | np.ndarray = False
     fp8_saved_inputs: bool | np.ndarray = False  # Transformer Engine keeps FP8 linear inputs for the weight gradient
+    # TP splits the norms and residuals along the sequence too (Megatron's sequence parallelism; per layout)
+    sequence_parallel: bool | np.ndarray = True
     logits_bytes_per_vocab: float = 6.0  # per token and vocabulary entry kept for the loss (see memory.py)
     activation_offload: bool = False  # saved activations in pinned CPU memory between forward and backward
     overlap: float = 0.0  # fraction of data-parallel traffic hidden behind compute

@@ -20,8 +20,10 @@ Sources, term by term:
   for a LayerNorm (bf16), 8sbh for an RMSNorm (gated models), which upcasts to fp32 (input 4sbh,
   normalised value 2sbh, output 2sbh). For GPT shapes (q = k = h, f = 4h, GeLU, LayerNorm) this is
   32 sbh = the paper's 34 sbh less the two dropout masks. Eager (non-flash) attention adds the softmax
-  output 2 a s^2 b. Sequence parallelism with TP divides everything by t; full recompute keeps only the
-  layer input 2 sbh / t plus one layer's working set. 1F1B pipelining holds min(p, m) micro-batches of
+  output 2 a s^2 b. With TP, sequence parallelism (Megatron, torchtitan) divides everything by t; without
+  it (DeepSpeed AutoTP) the norms' tensors and the layer inputs stay whole (Korthikanti eq. 2 vs eq. 4);
+  full recompute keeps only the layer input 2 sbh (/ t under sequence parallelism) plus one layer's
+  working set. 1F1B pipelining holds min(p, m) micro-batches of
   L/p layers on the first stage (paper section 4.2.3). Logits: bf16 output plus the fp32 copy the loss
   upcasts, 6 s b V / t, on the last stage. Activation offload (torchtune OffloadActivations) keeps two
   layers' saved tensors on the GPU and the rest in pinned CPU memory.
@@ -148,6 +150,30 @@ def host_optimizer_bytes(train: TrainingState, layout: Layout, gpus_per_node) ->
     return np.where(np.asarray(layout.offload) > 0, per_gpu * np.asarray(gpus_per_node, float), 0.0)
 
 
+def _norm_bytes_per_token(shape: ModelShape, fused, fp8_inputs) -> np.ndarray:
+    """Bytes per token one block's norms keep (their inputs and the normalised outputs the next matmuls read):
+    the activations of hidden width, outside the linears that TP splits (``activation_bytes``)."""
+    h = shape.hidden
+    # RMSNorm (gated models) keeps fp32 input 4h + normalised 2h + output 2h; LayerNorm input 2h + output 2h.
+    norms: float | np.ndarray = 2 * (8 * h if shape.gated_mlp else 4 * h)
+    if shape.norm_fp32_weight:
+        # The weight multiplies the fp32 normalised input (Gemma's (1 + w), GPT-OSS), which is kept in fp32:
+        # 4h fp32 input + 4h normalised + 2h bf16 output read by the next matmul = 10h per norm.
+        norms = 2 * 10 * h
+    if shape.sandwich_norms:
+        # Gemma 2/3 also normalise each block's output; its residual add keeps nothing, so each extra norm keeps
+        # its 4h fp32 input and the normalised input (4h fp32, else 2h). Measured 36h per token on
+        # Gemma 2 9B = 2 x 10h + 2 x 8h.
+        norms = norms + 2 * (4 * h + (4 * h if shape.norm_fp32_weight else 2 * h))
+    # fused (Transformer Engine): each norm's input and the following matmul's input, bf16
+    norms = np.where(fused, 2 * (2 * h + 2 * h), norms)
+    # FP8 (Transformer Engine): one byte instead of two for the attention norm's output (QKV input) and the
+    # MLP norm's output where a dense MLP reads it (an MoE layer's router reads it in 16 bits; its experts'
+    # FC1 input is the permuted copy)
+    moe_share = shape.moe_layer_share if shape.experts else 0.0
+    return np.where(fp8_inputs, norms - h - h * (1.0 - moe_share), norms)
+
+
 def layer_activation_bytes(
     shape: ModelShape,
     seq_len: float,
@@ -172,17 +198,6 @@ def layer_activation_bytes(
     # Measured with saved_tensors_hooks (PyTorch 2.13, transformers 5.24, bf16, SDPA flash kernel): Llama 3.1
     # 8B keeps 200,840 bytes per token per layer = 16h + 4q + 4k + 8f + 136 (log-sum-exp and norm rstd,
     # left out); the earlier Megatron-fused count (bf16 norm inputs, 6f SwiGLU) gave 139,264, 31 % low.
-    # RMSNorm (gated models) keeps fp32 input 4h + normalised 2h + output 2h; LayerNorm input 2h + output 2h.
-    norms: float | np.ndarray = 2 * (8 * h if shape.gated_mlp else 4 * h)
-    if shape.norm_fp32_weight:
-        # The weight multiplies the fp32 normalised input (Gemma's (1 + w), GPT-OSS), which is kept in fp32:
-        # 4h fp32 input + 4h normalised + 2h bf16 output read by the next matmul = 10h per norm.
-        norms = 2 * 10 * h
-    if shape.sandwich_norms:
-        # Gemma 2/3 also normalise each block's output; its residual add keeps nothing, so each extra norm keeps
-        # its 4h fp32 input and the normalised input (4h fp32, else 2h). Measured 36h per token on
-        # Gemma 2 9B = 2 x 10h + 2 x 8h.
-        norms = norms + 2 * (4 * h + (4 * h if shape.norm_fp32_weight else 2 * h))
     attention: float | np.ndarray = 2 * q + 2 * k + 2 * k + 2 * q
     # MLA (DeepSeek-V3): the compressed query and key/value latents each pass an RMSNorm (fp32 input 4r,
     # bf16 normalised 2r) and feed the up-projection (2r): 8 (r_q + r_kv), measured the same way.
@@ -195,14 +210,10 @@ def layer_activation_bytes(
     # ``fused_kernels`` and ``fp8_saved_inputs`` may be per-layout arrays (each layout's framework's kernels)
     fused = np.asarray(fused_kernels, bool)
     fp8_inputs = fused & np.asarray(fp8_saved_inputs, bool)
-    # each norm's input and the following matmul's input, bf16
-    norms = np.where(fused, 2 * (2 * h + 2 * h), norms)
     mlp = np.where(fused, 6 * f if shape.gated_mlp else 4 * f, mlp)
     moe_share = shape.moe_layer_share if shape.experts else 0.0
-    # One byte instead of two for each linear's saved input: the attention norm's output (QKV input), the
-    # output projection's input, the down projection's input, and the MLP norm's output where a dense MLP
-    # reads it (an MoE layer's router reads it in 16 bits; its experts' FC1 input is the permuted copy).
-    norms = np.where(fp8_inputs, norms - h - h * (1.0 - moe_share), norms)
+    # One byte instead of two for each linear's saved input (the norms' outputs: ``_norm_bytes_per_token``),
+    # the output projection's input and the down projection's input.
     mlp = np.where(fp8_inputs, mlp - f, mlp)
     attention = np.where(fp8_inputs, attention - q, attention)
     if shape.qk_norm:
@@ -224,14 +235,15 @@ def layer_activation_bytes(
     # Under Transformer Engine in FP8 the permuted copy is the experts' FC1 input, kept in one byte (hk).
     dispatched = np.where(fp8_inputs, 3 * h * topk, 4 * h * topk)
     moe = (dispatched + 4 * shape.experts + 24 * topk + router) * moe_share if shape.experts else 0.0
-    per_layer = s * b * (norms + attention + mlp + moe)
+    per_layer = s * b * (_norm_bytes_per_token(shape, fused, fp8_inputs) + attention + mlp + moe)
     if eager_attention:
         per_layer = per_layer + 2.0 * shape.heads * s * s * b
     return per_layer
 
 
 def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -> np.ndarray:
-    """Activation memory of the busiest pipeline stage (sequence parallelism assumed with TP > 1).
+    """Activation memory of the busiest pipeline stage; with TP > 1 split by TP throughout under sequence
+    parallelism (``settings.sequence_parallel``: Megatron, torchtitan), else the norms and layer inputs whole.
 
     Interleaving v > 1 chunks per GPU keeps more micro-batches in flight: x (1 + (p - 1) / (p v))
     (Korthikanti et al. 2022, section 4.2.3; Megatron-LM's interleaved-schedule memory penalty)."""
@@ -259,9 +271,19 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
         2.0 * s * b * shape.hidden * held + flash_layer,
         kept_layer * held,
     )
+    # Without sequence parallelism every TP rank keeps the tensors of hidden width whole: the norms' inputs and
+    # outputs, and under full recompute each layer's input (Korthikanti et al. 2022, eq. 2: 10 sbh of the 34
+    # sbh are not split by TP; with sequence parallelism, eq. 4, all are). What TP leaves unsplit, per layer:
+    whole = np.where(np.asarray(settings.sequence_parallel, bool), 0.0, 1.0 - 1.0 / tp)
+    norm_layer = s * b * _norm_bytes_per_token(shape, fused, fused & np.asarray(fp8, bool)) * whole
+    input_layer = 2.0 * s * b * shape.hidden * whole
+
+    def unsplit(layers):
+        return np.where(rc == Recompute.FULL, input_layer * layers + norm_layer, norm_layer * layers)
+
     logits = settings.logits_bytes_per_vocab * s * b * shape.vocab
     v = np.asarray(layout.virtual_stages, float)
-    first_stage = stored / tp * np.where(v > 1, 1.0 + (pp - 1.0) / (pp * v), 1.0)
+    first_stage = (stored / tp + unsplit(held)) * np.where(v > 1, 1.0 + (pp - 1.0) / (pp * v), 1.0)
     last_stage = (
         np.where(
             rc == Recompute.FULL,
@@ -269,7 +291,7 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
             kept_layer * last_held,
         )
         + logits
-    ) / tp
+    ) / tp + unsplit(last_held)
     return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits / tp)
 
 

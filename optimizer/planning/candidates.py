@@ -40,6 +40,7 @@ from .frameworks import (
     PREFERENCE,
     fused_kernels,
     label_layouts,
+    sequence_parallel,
     zero3_per_step,
 )
 from .reliability import checkpoint_hours, interruption_rate
@@ -462,7 +463,12 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     a = ctx.assumptions
     codes = grid[:, len(LAYOUT_FIELDS)]
     fused = fused_kernels(codes, ctx.job.kernels, ctx.job.framework)
-    settings = replace(ctx.settings, fused_kernels=fused, fp8_saved_inputs=fused & (ctx.job.precision == "fp8"))
+    settings = replace(
+        ctx.settings,
+        fused_kernels=fused,
+        fp8_saved_inputs=fused & (ctx.job.precision == "fp8"),
+        sequence_parallel=sequence_parallel(codes, ctx.job.framework),
+    )
     hw = _cluster(ctx, rows, row_idx)
     caps = per_row([capacity_bytes(r, a.memory_basis)[0] for r in rows])
     held = zero3_per_step(codes, layout.pp, a.zero3_gathers)

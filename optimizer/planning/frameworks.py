@@ -90,6 +90,11 @@ class Framework:
     # fused norms, SwiGLU and FP8 linear inputs (Transformer Engine) or eager PyTorch's
     fused_kernels: bool = False
     kernels_source: str = "eager PyTorch modules (Hugging Face, torchtitan without Transformer Engine)"
+    # With TP, whether the norms and the residual stream are split along the sequence too (Megatron's sequence
+    # parallelism): the activations outside the TP-split linears are then divided by TP as well, else every TP
+    # rank keeps them whole (physics/memory.py activation_bytes)
+    sequence_parallel: bool = True
+    sequence_parallel_source: str = "no tensor parallelism"
     # a plain (not interleaved) pipeline needs at least as many micro-batches per step as stages
     pipeline_min_microbatches: bool = False
     microbatches_source: str = "a pipeline with fewer micro-batches than stages runs, with a longer bubble"
@@ -266,6 +271,10 @@ FRAMEWORKS: dict[str, Framework] = {
         tensor_parallel=True,
         tp_max_zero=2,
         tp_source="DeepSpeed AutoTP training tutorial: tensor_parallel.autotp_size with ZeRO stage 0, 1 or 2",
+        sequence_parallel=False,
+        sequence_parallel_source="AutoTP shards the Linear layers only (deepspeed/module_inject/auto_tp.py: "
+        "LinearAllreduce and LinearLayer replace nn.Linear); the norms and the residual stream stay whole on "
+        "every TP rank",
         pipeline=True,
         pp_max_zero=1,
         pp_with_tp=False,
@@ -307,6 +316,8 @@ FRAMEWORKS: dict[str, Framework] = {
         tensor_parallel=True,
         tp_max_zero=3,
         tp_source="torchtitan parallelism.tensor_parallel_degree composes with FSDP2 (Liang et al. 2025, 'TorchTitan')",
+        sequence_parallel_source="torchtitan models/llama3/infra/parallelize.py apply_tp: SequenceParallel() on "
+        "attention_norm, ffn_norm and the final norm (Liang et al. 2025, section 2.2.2)",
         pipeline=True,
         pp_max_zero=3,
         pp_with_tp=True,
@@ -370,6 +381,8 @@ FRAMEWORKS: dict[str, Framework] = {
         tensor_parallel=True,
         tp_max_zero=1,
         tp_source=_MEGATRON_ARGS + ": --tensor-model-parallel-size (Shoeybi et al. 2019)",
+        sequence_parallel_source=_MEGATRON_ARGS + ": --sequence-parallel (Korthikanti et al. 2022), which the "
+        "Megatron-Bridge and NeMo recipes set with TP > 1",
         pipeline=True,
         pp_max_zero=1,
         pp_with_tp=True,
@@ -437,6 +450,15 @@ def fused_kernels(framework_codes, kernels: str, framework: str) -> np.ndarray:
     return fused[np.where(codes >= 0, codes, len(PREFERENCE))]
 
 
+def sequence_parallel(framework_codes, framework: str) -> np.ndarray:
+    """Per layout, whether TP splits the sequence through the norms and residuals too: its framework's rule
+    (a layout no framework runs takes the job's framework's, Megatron's under auto)."""
+    codes = np.asarray(framework_codes)
+    unlabelled = FRAMEWORKS[framework].sequence_parallel if framework != "auto" else True
+    split = np.array([FRAMEWORKS[name].sequence_parallel for name in PREFERENCE] + [unlabelled])
+    return split[np.where(codes >= 0, codes, len(PREFERENCE))]
+
+
 def label_layouts(
     grid: dict[str, np.ndarray], layers: int, framework: str, kernels: str = "auto", zero3_gathers: str = "auto"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -446,17 +468,20 @@ def label_layouts(
     Under a named framework, a layout it runs is labelled with it. Under ``auto``, a layout is labelled with the
     first framework in ``PREFERENCE`` order that runs it (the simplest tool) and again with the first of any
     other framework that runs it but that gpuplan costs differently (fused kernels under job.kernels auto, ZeRO-3
-    gathers once per step with PP under assumptions.zero3_gathers auto), so that a layout that fits or runs
+    gathers once per step with PP under assumptions.zero3_gathers auto, sequence parallelism with TP), so that a layout that fits or runs
     faster only under a less-preferred framework is still a candidate (docs/design.md section 3.5)."""
     names = PREFERENCE if framework == "auto" else (framework,)
     n = len(grid["tp"])
     per_step_with_pp = (grid["pp"] > 1) & (grid["zero"] >= 3)
-    labelled = np.zeros((n, 4), dtype=bool)  # per layout, which costings (fused x per-step gathers) are taken
+    # per layout, which costings (fused kernels x per-step gathers x sequence parallelism) are taken
+    labelled = np.zeros((n, 8), dtype=bool)
     index, codes = [], []
     for name in names:
         fw = FRAMEWORKS[name]
-        costing = (2 * (kernels == "auto" and fw.fused_kernels)) + (
-            (zero3_gathers == "auto" and fw.zero3_step_gathers_with_pp) & per_step_with_pp
+        costing = (
+            (2 * (kernels == "auto" and fw.fused_kernels))
+            + ((zero3_gathers == "auto" and fw.zero3_step_gathers_with_pp) & per_step_with_pp)
+            + 4 * (fw.sequence_parallel & (grid["tp"] > 1))
         )
         costing = np.broadcast_to(np.asarray(costing, dtype=np.int64), (n,))
         new = fw.runnable(grid, layers) & ~labelled[np.arange(n), costing]
