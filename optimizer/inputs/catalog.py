@@ -5,13 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import CatalogError, did_you_mean
-from .schema import Catalog, Offer, Sku
-
-
-def sku_key(name: str) -> str:
-    """How GPU and offer names are matched: case-insensitively, ``_`` and spaces read as ``-`` (``h100_sxm``
-    is H100-SXM)."""
-    return name.strip().lower().replace("_", "-").replace(" ", "-")
+from .schema import Catalog, Offer, Sku, sku_key
 
 
 def find_sku(catalog: Catalog, name: str) -> Sku:

@@ -48,6 +48,7 @@ from .hf_architectures import (
     refuse_unmodelled,
     tied_embeddings,
 )
+from .hub import hub_config, is_repo_id
 from .reader import load_json, read_json_file, read_text, read_yaml_file
 
 # The config.json sizes counted here -> their range in ``units.LIMITS`` (a dotted key is nested: DBRX's
@@ -584,12 +585,18 @@ def config_file(path: Path) -> Path:
 
 
 def model_reference(name: str) -> dict[str, str]:
-    """What ``gpuplan model NAME`` names: a config.json (an existing file, a Hugging Face model folder, or a
-    path ending in .json, in any case), else a preset. A file wins over a preset of the same name, as it
-    does for catalogs."""
+    """What a model name names (``gpuplan model NAME``, ``job.model: NAME``): a config.json (an existing
+    file, a Hugging Face model folder, or a path ending in .json, in any case), else a preset, else a Hub
+    model id (``owner/name``). A file wins over a preset of the same name, as it does for catalogs."""
     if os.path.exists(name) or name.lower().endswith(".json"):  # a stat: a FIFO is named here, not opened
         return {"hf_config": name}
+    if name.lower() not in presets() and is_repo_id(name):
+        return {"hub": name}
     return {"preset": name}
+
+
+# The keys of job.model that each name a whole model, to be expanded into its fields.
+MODEL_SOURCES = ("preset", "hf_config", "hub")
 
 
 # A JSON string (skipped) or a bare non-finite number, as Python's json.dump writes float('inf') and NaN.
@@ -655,17 +662,28 @@ def read_hf_config(path: str | Path) -> dict:
 
 
 def resolve(spec: dict | str, base: Path | None = None) -> dict:
-    """``job.model`` with ``preset:`` or ``hf_config:`` expanded to shapes and counts (explicit keys win)."""
+    """``job.model`` with ``preset:``, ``hf_config:`` or ``hub:`` (a Hugging Face model id) expanded to shapes
+    and counts (explicit keys win)."""
     if isinstance(spec, str):
-        spec = {"preset": spec}
-    if not isinstance(spec, dict) or not ({"preset", "hf_config"} & set(spec)):
+        # a name in a job file: a preset, else a Hub model id (a config.json is given as {hf_config: PATH})
+        spec = {"hub": spec} if spec.lower() not in presets() and is_repo_id(spec) else {"preset": spec}
+    if not isinstance(spec, dict) or not (set(MODEL_SOURCES) & set(spec)):
         return spec
-    if {"preset", "hf_config"} <= set(spec):
+    given = [key for key in MODEL_SOURCES if key in spec]
+    if len(given) > 1:
         raise JobError(
-            "preset and hf_config are both given, and each names a whole model: give only one of the two",
+            f"{' and '.join(given)} are all given, and each names a whole model: give only one of them",
             field="job.model",
         )
+    if "revision" in spec and "hub" not in spec:
+        raise JobError(
+            "revision pins a Hugging Face Hub model's config.json (model: {hub: owner/name, revision: ...}); "
+            f"a {given[0]} has none: drop it",
+            field="job.model.revision",
+        )
     spec = dict(spec)
+    if "hub" in spec:
+        return _from_hub(spec)
     if "preset" in spec:
         name = str(spec.pop("preset"))
         table = presets()
@@ -687,29 +705,51 @@ def resolve(spec: dict | str, base: Path | None = None) -> dict:
         path = Path(given)
         if base is not None and not path.is_absolute():
             path = base / path
-        path = config_file(path)
-        cfg = read_hf_config(path)
-        if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
-            # a multimodal model's config (Gemma 3, Llama 4, Qwen2.5-VL): the language model is nested
-            raise GpuplanError(
-                "this config nests its language model under 'text_config' (a multimodal model); gpuplan plans "
-                "the language model: save the text_config part as its own config.json (with its model_type) "
-                "and give that, or give the model's shapes in job.model",
-                source=str(path),
-                field=FIELD,
-            )
-        try:
-            # a Hugging Face folder's config.json is named for its folder; any other file for itself
-            named = path.parent.name if path.name == "config.json" else path.stem
-            fields = model_fields(cfg, name=spec.get("name") or cfg.get("_name_or_path") or named)
-        except GpuplanError as exc:
-            raise exc.located(str(path), FIELD) from None
-        except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # a backstop: check_config comes first
-            raise GpuplanError(
-                f"cannot size the model from this config.json ({exc.__class__.__name__}: {exc}); check that it "
-                f"is a decoder model's config.json, or {GIVE_SHAPES}",
-                source=str(path),
-                field=FIELD,
-            ) from None
-        fields["config_path"] = str(path)
+        fields = _from_config(config_file(path), spec.get("name"))
     return {**fields, **spec}
+
+
+def _from_hub(spec: dict) -> dict:
+    """``job.model: {hub: owner/name, revision: ...}``: the model's config.json from the Hub's cache (or the Hub)."""
+    repo, revision = spec.pop("hub"), spec.pop("revision", None)
+    if not isinstance(repo, str) or not is_repo_id(repo):
+        raise JobError(
+            f"hub is a Hugging Face model id, owner/name (e.g. hub: meta-llama/Llama-3.1-8B), got {repo!r}",
+            field="job.model.hub",
+        )
+    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
+        raise JobError(
+            f"revision is a branch, tag or commit of {repo} (e.g. revision: main), got {revision!r}",
+            field="job.model.revision",
+        )
+    fields = _from_config(hub_config(repo, revision), spec.get("name") or repo)
+    return {**fields, **spec}
+
+
+def _from_config(path: Path, name: str | None) -> dict:
+    """A config.json's model fields, named ``name`` (else by the config or its folder), with its path."""
+    cfg = read_hf_config(path)
+    if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
+        # a multimodal model's config (Gemma 3, Llama 4, Qwen2.5-VL): the language model is nested
+        raise GpuplanError(
+            "this config nests its language model under 'text_config' (a multimodal model); gpuplan plans "
+            "the language model: save the text_config part as its own config.json (with its model_type) "
+            "and give that, or give the model's shapes in job.model",
+            source=str(path),
+            field=FIELD,
+        )
+    try:
+        # a Hugging Face folder's config.json is named for its folder; any other file for itself
+        named = path.parent.name if path.name == "config.json" else path.stem
+        fields = model_fields(cfg, name=name or cfg.get("_name_or_path") or named)
+    except GpuplanError as exc:
+        raise exc.located(str(path), FIELD) from None
+    except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # a backstop: check_config comes first
+        raise GpuplanError(
+            f"cannot size the model from this config.json ({exc.__class__.__name__}: {exc}); check that it "
+            f"is a decoder model's config.json, or {GIVE_SHAPES}",
+            source=str(path),
+            field=FIELD,
+        ) from None
+    fields["config_path"] = str(path)
+    return fields

@@ -474,16 +474,17 @@ class Catalog(_Model):
 class ModelSpec(_Model):
     """A transformer, by total parameters alone or by its shapes (which the physics prefers).
 
-    In files, ``preset: llama-3.1-70b`` / ``hf_config: path/to/config.json`` stand for these fields:
+    In files, ``preset: llama-3.1-70b`` / ``hf_config: path/to/config.json`` / ``hub: meta-llama/Llama-3.1-70B``
+    (or the bare name or id) stand for these fields:
     ``inputs.files`` expands them before validation (``inputs.hf_models.resolve``), so this schema
     reads no files."""
 
     @model_validator(mode="before")
     @classmethod
     def _presets_are_expanded_first(cls, data):
-        if isinstance(data, str) or (isinstance(data, dict) and {"preset", "hf_config"} & set(data)):
+        if isinstance(data, str) or (isinstance(data, dict) and {"preset", "hf_config", "hub"} & set(data)):
             raise ValueError(
-                "a preset or hf_config is expanded when a file is read: use optimizer.load_job, "
+                "a preset, hf_config or hub id is expanded when a file is read: use optimizer.load_job, "
                 "or optimizer.inputs.files.expand_models on the mapping first"
             )
         return data
@@ -972,11 +973,15 @@ def _same_number(a: Any, b: Any) -> bool:
     return number(a) == number(b)
 
 
+def sku_key(name: str) -> str:
+    """How GPU and offer names are matched: case-insensitively, ``_`` and spaces read as ``-`` (``h100_sxm``
+    is H100-SXM)."""
+    return name.strip().lower().replace("_", "-").replace(" ", "-")
+
+
 def _type_among(spec_type: Any, types: Any) -> bool:
     """Whether the spec's GPU type is one of the constraints' (names as ``catalog.sku_key`` matches them: in any
     case, ``_`` and spaces as ``-``; an alias of another spelling is not resolved here, without the catalog)."""
-    from .catalog import sku_key  # catalog imports this module
-
     return isinstance(spec_type, str) and any(sku_key(t) == sku_key(spec_type) for t in types)
 
 

@@ -16,7 +16,8 @@ KINDS: dict[str, type[BaseModel]] = {"job": Problem, "portfolio": Portfolio, "ca
 
 
 def _model_variants(schema: dict) -> None:
-    """``job.model`` may also be a preset name, ``{preset: ...}`` or ``{hf_config: ...}`` (models.resolve)."""
+    """``job.model`` may also be a preset name or Hub id, ``{preset: ...}``, ``{hf_config: ...}`` or ``{hub: ...}``
+    (``hf_models.resolve``)."""
     defs = schema.get("$defs", {})
     if "ModelSpec" not in defs:
         return
@@ -40,7 +41,17 @@ def _model_variants(schema: dict) -> None:
             "name": {"type": "string"},
         },
     }
-    defs["ModelSpec"] = {"anyOf": [full, by_name, by_config, {"type": "string"}]}
+    by_hub = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["hub"],
+        "properties": {
+            "hub": {"type": "string", "description": "A Hugging Face model id, owner/name (its config.json)."},
+            "revision": {"type": "string", "description": "A branch, tag or commit of the Hub repository."},
+            "name": {"type": "string"},
+        },
+    }
+    defs["ModelSpec"] = {"anyOf": [full, by_name, by_config, by_hub, {"type": "string"}]}
 
 
 def json_schema(kind: str) -> dict:
