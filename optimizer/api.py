@@ -7,8 +7,10 @@ knows about command-line flags: a bad argument raises ``ArgumentError`` naming t
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from .errors import ArgumentError, JobError
 from .explain import (
@@ -27,6 +29,7 @@ from .explain import (
     recompute_note,
     spot_note,
 )
+from .inputs import skypilot
 from .inputs.catalog import sku_for
 from .inputs.files import load_catalog, problem_catalog
 from .inputs.schema import Catalog, Portfolio, Problem
@@ -238,6 +241,26 @@ def _compare_with_optimum(problem: Problem, catalog: Catalog, result: CheckResul
             and p.cost_usd.p50 <= mine.cost_usd.p50
             and (p.hours.p50 < mine.hours.p50 or p.cost_usd.p50 < mine.cost_usd.p50)
         ]
+
+
+def import_skypilot(
+    source: Path | None = None, clouds: list[str] | None = None, regions: list[str] | None = None, max_nodes: int = 1
+) -> tuple[dict, skypilot.Imported]:
+    """A catalog of SkyPilot's published prices (its cached ``vms.csv`` files, or those under ``source``): the
+    catalog file's content and what was read and left out."""
+    today = dt.date.today()
+    imported = skypilot.read_offers(skypilot.catalog_files(source or skypilot.default_source(), clouds), regions)
+    if not imported.offers:
+        raise ArgumentError(
+            f"no row of {', '.join(imported.files)} maps to a GPU gpuplan knows ({_left_out_text(imported)}); "
+            "choose other clouds (--clouds) or regions (--regions)",
+            field="clouds",
+        )
+    return skypilot.catalog_document(imported, f"skypilot-{today.isoformat()}", max_nodes, today), imported
+
+
+def _left_out_text(imported: skypilot.Imported) -> str:
+    return "; ".join(f"{n} x {why}" for why, n in imported.left_out.most_common(5)) or "no GPU rows"
 
 
 def capacity(

@@ -6,6 +6,7 @@ Exit codes: 0 answered (an infeasible problem is an answer), 2 bad input, 1 inte
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import errno
 import functools
 import io
@@ -55,7 +56,14 @@ app = typer.Typer(
 _state = {"debug": False, "quiet": False}
 
 # API parameter -> the flag that sets it, where the flag is not simply --name-with-dashes.
-_FLAG_OF = {"time_limit_s": "--time-limit", "kind": "KIND", "name": "NAME", "export": "--export", "job": "JOB"}
+_FLAG_OF = {
+    "time_limit_s": "--time-limit",
+    "kind": "KIND",
+    "name": "NAME",
+    "export": "--export",
+    "job": "JOB",
+    "from_dir": "--from",
+}
 
 
 def flag_of(parameter: str) -> str:
@@ -720,14 +728,32 @@ def options(
 @app.command("catalog")
 @handled
 def catalog_cmd(
-    name: str = typer.Argument("default", help="Bundled catalog name or a YAML path."),
+    name: str = typer.Argument("default", help="Bundled catalog name or a YAML path; or 'import skypilot'."),
+    source: str | None = typer.Argument(None, help="With 'import': skypilot.", show_default=False),
     min_memory: str | None = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory (160Gi)."),
     types: str | None = typer.Option(None, "--types", help="Only these GPUs, comma-separated."),
+    from_dir: Path | None = typer.Option(
+        None, "--from", help="import: SkyPilot's catalog folder or a vms.csv (default ~/.sky/catalogs, newest vN)."
+    ),
+    clouds: str | None = typer.Option(None, "--clouds", help="import: only these clouds, e.g. aws,gcp,lambda,runpod."),
+    regions: str | None = typer.Option(
+        None, "--regions", help="import: an offer per region of these (default: each instance type's cheapest region)."
+    ),
+    max_nodes: int = typer.Option(
+        1, "--max-nodes", min=1, help="import: the nodes one job may rent of each offer (SkyPilot publishes no supply)."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="import: the catalog file to write (default: print it)."),
     fmt: Format = FormatOpt,
     quiet: bool = QuietOpt,
 ) -> None:
-    """List a catalog's GPUs and offers: memory in GB and GiB, dense BF16 TFLOPS, bandwidths, price."""
+    """List a catalog's GPUs and offers: memory in GB and GiB, dense BF16 TFLOPS, bandwidths, price. 'gpuplan
+    catalog import skypilot --out FILE' writes a catalog of SkyPilot's published prices."""
     _state["quiet"] = _state["quiet"] or quiet
+    if name == "import":
+        _import_catalog(source, from_dir, clouds, regions, max_nodes, out)
+        return
+    if source is not None:
+        raise ArgumentError(f"unexpected {source!r}: 'catalog' takes one name (or 'import skypilot')", field="name")
     check_flags(min_memory=min_memory)
     cat = load_catalog(name)
     floor = None
@@ -745,6 +771,39 @@ def catalog_cmd(
         render.print_catalog(cat.name, rows, render.console())
     else:
         _emit({"catalog": cat.name, "description": cat.description, "rows": rows}, fmt, lambda r, c: None)
+
+
+def _import_catalog(
+    source: str | None, from_dir: Path | None, clouds: str | None, regions: str | None, max_nodes: int, out: Path | None
+) -> None:
+    """``gpuplan catalog import skypilot``: SkyPilot's vms.csv prices as a catalog file."""
+    if source != "skypilot":
+        raise ArgumentError(
+            f"catalog import reads SkyPilot's catalogs: 'gpuplan catalog import skypilot', got {source!r}", field="name"
+        )
+    check_flags(max_nodes=max_nodes)
+    check_outputs([from_dir], out=out)
+    wanted_clouds = [c.strip().lower() for c in clouds.split(",") if c.strip()] if clouds else None
+    wanted_regions = [r.strip() for r in regions.split(",") if r.strip()] if regions else None
+    document, imported = api.import_skypilot(from_dir, wanted_clouds, wanted_regions, max_nodes)
+    left_out = "; ".join(f"{n} x {why}" for why, n in sorted(imported.left_out.items(), key=lambda kv: -kv[1]))
+    header = [
+        f"# {len(document['offers'])} offers imported by gpuplan {__version__} from SkyPilot's catalogs on "
+        f"{dt.date.today().isoformat()}:",
+        *(f"#   {f}" for f in imported.files),
+        "# Prices per GPU-hour (the instance's price / its GPUs), each instance type's cheapest region"
+        + (" of those asked for" if wanted_regions else "")
+        + "; 'checked' is the file's date.",
+        f"# max_nodes {max_nodes}: SkyPilot publishes no supply; set it to the nodes you can rent.",
+    ]
+    if left_out:
+        header.append(f"# Rows left out: {left_out}"[:2000])
+    text = "\n".join(header) + "\n" + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    output.write_text(out, text, "out")
+    _say(f"wrote {len(document['offers'])} offers to {printable(str(out))}" + (f" ({left_out})" if left_out else ""))
 
 
 @app.command()

@@ -845,3 +845,22 @@ def test_skypilot_pins_the_cloud_whose_price_the_plan_used():
     assert yaml.safe_load(export(lam, "skypilot"))["resources"]["cloud"] == "lambda"
     nodus = get_plan("tp8-pp4")
     assert nodus.provider == "Nodus" and "cloud" not in yaml.safe_load(export(nodus, "skypilot"))["resources"]
+
+
+def test_a_plan_on_an_imported_skypilot_catalog_exports_a_task_skypilot_accepts(tmp_path):
+    """gpuplan catalog import skypilot, solve on it, --export skypilot: the task names the offer's cloud and
+    SkyPilot's accelerator name, and SkyPilot's own Task.from_yaml reads it back."""
+    sky = pytest.importorskip("sky")
+    from optimizer import api
+
+    document, _imported = api.import_skypilot(ROOT / "tests" / "data" / "skypilot", ["lambda"])
+    out = tmp_path / "sky.yaml"
+    out.write_text(yaml.safe_dump(document, sort_keys=False))
+    best = plan(load_job(PROBLEMS / "llama-8b-lora.yaml"), catalog=load_catalog(str(out)), runners_up=False).best
+    path = tmp_path / "task.yaml"
+    path.write_text(export(best, "skypilot", name="gpuplan-test"))
+    task = sky.Task.from_yaml(str(path))
+    (resources,) = task.resources
+    assert str(resources.cloud).lower() == "lambda"
+    ((name, count),) = resources.accelerators.items()
+    assert count == best.host_gpus and name in ("A100", "H100")
