@@ -937,15 +937,18 @@ def models_cmd(fmt: Format = FormatOpt) -> None:
                 "active_params": fields.get("active_params", fields["params"]),
                 "layers": fields["layers"],
                 "hidden": fields["hidden"],
+                "experts": fields.get("experts", 0),
+                "experts_per_token": fields.get("experts_per_token", 0),
                 "source": entry["published"]["source"],
             }
         )
     if fmt != Format.table:
         _emit({"models": rows}, fmt, lambda r, c: None)
         return
-    table = Table(title="Model presets", title_justify="left")
-    for col in ("name", "params", "active", "layers", "hidden", "source"):
-        table.add_column(col)
+    # the sources are sentences: in 'gpuplan model NAME' and the JSON, so the table fits 100 columns
+    table = Table(title="Model presets (gpuplan model NAME shows one with its source)", title_justify="left")
+    for col in ("name", "params", "active", "layers", "hidden", "experts"):
+        table.add_column(col, justify="left" if col == "name" else "right")
     for r in rows:
         table.add_row(
             r["name"],
@@ -953,7 +956,7 @@ def models_cmd(fmt: Format = FormatOpt) -> None:
             fmt_count(r["active_params"]),
             str(r["layers"]),
             str(r["hidden"]),
-            r["source"],
+            f"{r['experts']} (top {r['experts_per_token']})" if r["experts"] else "-",
         )
     render.console().print(table)
 
@@ -962,7 +965,8 @@ def models_cmd(fmt: Format = FormatOpt) -> None:
 @handled
 def model_cmd(
     name: str = typer.Argument(
-        ..., help="A preset name, or a Hugging Face config.json or the model folder holding it."
+        ...,
+        help="A preset name, a Hugging Face Hub id (meta-llama/Llama-3.1-8B), or a config.json or the model folder holding it.",
     ),
     fmt: Format = FormatOpt,
 ) -> None:
@@ -976,6 +980,9 @@ def model_cmd(
     spec = parse_model(ModelSpec, data["job"]["model"], name, "job.model")
     data = spec.model_dump(exclude_none=True)
     data.setdefault("active_params", data["params"])
+    preset = presets().get(name.lower())
+    if preset is not None:
+        data["source"] = preset["published"]["source"]
     if fmt != Format.table:
         _emit(data, fmt, lambda r, c: None)
         return
