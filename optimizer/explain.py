@@ -7,13 +7,14 @@ module is the one place that turns them into the ``detail`` and ``summary`` stri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .inputs import units
 from .inputs.catalog import find_sku
 from .inputs.schema import Portfolio, Sku, Strategy
 from .inputs.units import YEAR_S, fmt_budget, fmt_bytes, fmt_duration, parse_count
 from .physics.constants import GIB
+from .planning.calibration import predict, resolve_row
 from .planning.candidates import (
     CONTEXT_PARALLEL_MIN_SEQ_LEN,
     MICRO_BATCH_CHOICES,
@@ -26,7 +27,7 @@ from .planning.candidates import (
     offer_rows,
     row_rejection,
 )
-from .planning.context import HardwareRow, JobContext
+from .planning.context import Calibration, HardwareRow, JobContext
 from .planning.plans import SPOT_SUFFIX
 from .results import Infeasibility, MeasuredComparison, Plan, PortfolioResult
 from .solver.model import solver_rows
@@ -568,9 +569,43 @@ def _host_note(ctx: JobContext, plan: Plan) -> list[str]:
     ]
 
 
+# The efficiency a measurement calibrates, per bound (planning/calibration.py), in the answer's words.
+_CALIBRATED = {
+    "compute": "compute efficiency",
+    "memory": "achieved HBM bandwidth",
+    "network": "link efficiency",
+}
+
+
+def calibration_note(ctx: JobContext) -> list[str]:
+    """That the answer is calibrated from measurements, and by how much: per measured configuration what
+    gpuplan's model alone predicts there, and the factor on each efficiency the fit set."""
+    c = ctx.calibration
+    if not c.active:
+        return []
+    model = replace(ctx, calibration=Calibration())
+    points = []
+    for m in ctx.job.measured:
+        row = resolve_row(model, m.sku, m.gpus, m.nodes)
+        predicted = predict(model, row)[0]
+        points.append(
+            f"{m.gpus} x {row.sku.name} measured {m.tokens_per_s:,.0f} tokens/s where the model alone predicts "
+            f"{predicted:,.0f} ({m.tokens_per_s / predicted - 1:+.0%})"
+        )
+    factors = [
+        f"{what} x{getattr(c, bound):.3g}" for bound, what in _CALIBRATED.items() if abs(getattr(c, bound) - 1) > 1e-9
+    ]
+    if c.reserve_delta_bytes:
+        sign = "+" if c.reserve_delta_bytes > 0 else "-"
+        factors.append(f"framework reserve {sign}{fmt_bytes(abs(c.reserve_delta_bytes))} (the measured peak)")
+    scaled = "; ".join(factors) or "no factor (the model already reproduces it)"
+    return [f"calibrated from job.measured: {'; '.join(points)}; so every plan here has {scaled}"]
+
+
 def measurement_notes(ctx: JobContext) -> list[str]:
-    """A measured configuration gpuplan's memory model says cannot run: every projection is anchored to it."""
-    return [
+    """Calibration from measurements, said (``calibration_note``), and a measured configuration gpuplan's
+    memory model says cannot run: every projection is anchored to it."""
+    return calibration_note(ctx) + [
         f"the measured {gpus} x {sku} does not fit gpuplan's memory model ({fmt_bytes(need)} per GPU for its "
         f"least-memory layout, of {fmt_bytes(capacity)}): the run saved memory in a way gpuplan does not model, "
         "and the throughput calibrated from it is anchored to a layout that cannot run here; check the "

@@ -198,3 +198,17 @@ def test_a_measurement_no_efficiency_reaches_is_refused_the_right_way_round():
 
     with pytest.raises(GpuplanError, match=r"1\.19 times faster than gpuplan predicts \(16,771 tokens/s\)"):
         check(apply_overrides(_offloaded_8b(), measured=["8xB200:20k tok/s"]), "B200", 8, compare=False)
+
+
+def test_an_answer_calibrated_from_a_measurement_says_so_and_by_how_much(problems):
+    # --measured changed every number with nothing in the answer saying so
+    job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
+    bare = job.model_copy(update={"job": job.job.model_copy(update={"measured": []})})
+    model_alone = check(bare, "RTX-PRO-6000", 4, compare=False).plan.tokens_per_s
+    for notes in (check(job, "B200", 4, compare=False).notes, plan(job, runners_up=False).notes):
+        (note,) = [n for n in notes if n.startswith("calibrated from job.measured")]
+        assert f"4 x RTX-PRO-6000 measured 14,800 tokens/s where the model alone predicts {model_alone:,.0f}" in note
+        factor = float(note.split("compute efficiency x")[1].split(";")[0].split()[0])
+        # compute-bound: throughput moves nearly in proportion to the compute efficiency
+        assert factor == pytest.approx(14800 / model_alone, rel=0.05)
+    assert not any(n.startswith("calibrated") for n in check(bare, "B200", 4, compare=False).notes)
