@@ -20,13 +20,16 @@ from . import units
 from .bundled import bundled_catalog_names, bundled_dir
 from .catalog import find_sku, sku_key
 from .hf_models import resolve
-from .reader import read_yaml_file
+from .reader import read_bundled_yaml, read_yaml_file
 from .schema import Assumptions, Catalog, CatalogFile, Offer, Portfolio, Problem, Sku, a_name, memory_figure_problem
 
 
 def read_yaml(path: Path, what: str) -> Any:
     """A YAML file, read with the bounds and strictness of ``inputs.reader`` (no duplicate keys, no
-    base-60 numbers, no alias bombs, regular files of at most 16 MiB)."""
+    base-60 numbers, no alias bombs, regular files of at most 16 MiB); gpuplan's own bundled files with the
+    fast loader (``reader.read_bundled_yaml``)."""
+    if Path(path).resolve().parent == bundled_dir("catalogs").resolve():
+        return read_bundled_yaml(path, what)
     return read_yaml_file(path, what)
 
 

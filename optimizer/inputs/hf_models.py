@@ -49,7 +49,7 @@ from .hf_architectures import (
     tied_embeddings,
 )
 from .hub import hub_config, is_repo_id
-from .reader import load_json, read_json_file, read_text, read_yaml_file
+from .reader import load_json, read_bundled_yaml, read_json_file, read_text
 
 # The config.json sizes counted here -> their range in ``units.LIMITS`` (a dotted key is nested: DBRX's
 # ``attn_config.kv_n_heads``). Checked before counting: a ``num_hidden_layers: 1e12`` would otherwise loop
@@ -247,7 +247,7 @@ def _presets_file() -> Path:
 @functools.cache
 def presets() -> dict[str, dict]:
     """The bundled model presets, read once per process (a portfolio may name a preset per job)."""
-    return read_yaml_file(_presets_file(), "model presets")
+    return read_bundled_yaml(_presets_file(), "model presets")
 
 
 def _first(cfg: dict, *keys: str) -> str | None:

@@ -217,6 +217,17 @@ def read_yaml_file(path: StrPath, what: str) -> Any:
     return load_yaml(read_text(path, what), os.fspath(path))
 
 
+def read_bundled_yaml(path: StrPath, what: str) -> Any:
+    """A YAML file shipped with gpuplan (its catalogs and model presets), read with libyaml's C loader where
+    PyYAML has it: the pure-Python strict loader took about 0.2 s of every command on the bundled catalogs.
+    The files are gpuplan's own, and a test reads each with ``load_yaml`` too and finds the same data, so
+    the strict checks still hold for them; a user's file always takes ``read_yaml_file``."""
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is None:  # a PyYAML built without libyaml
+        return read_yaml_file(path, what)
+    return yaml.load(read_text(path, what), Loader=loader)  # noqa: S506 - a safe loader
+
+
 def read_json_file(path: StrPath, what: str) -> Any:
     """``read_text`` then ``load_json``: the data of a ``config.json`` or other JSON input."""
     return load_json(read_text(path, what), os.fspath(path))
