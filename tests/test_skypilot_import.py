@@ -97,3 +97,22 @@ def test_bad_import_arguments_are_refused_naming_the_flag(tmp_path):
     assert r.exit_code == 2 and "--from" in r.stderr, r.output
     r = runner.invoke(cli.app, ["catalog", "default", "extra"])
     assert r.exit_code == 2, r.output
+
+
+def test_catalog_skypilot_plans_on_the_cached_files(tmp_path, monkeypatch):
+    # --catalog skypilot reads what SkyPilot caches under ~/.sky/catalogs (here a copy of the fixtures), once
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURES / "v7", home / ".sky" / "catalogs" / "v7")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    r = runner.invoke(cli.app, ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--catalog", "skypilot", "-q"])
+    assert r.exit_code == 0, r.output
+    assert "lambda-" in r.stdout or "runpod-" in r.stdout
+    (cached,) = (tmp_path / "cache" / "gpuplan").glob("skypilot-*.yaml")
+    assert load_catalog("skypilot").offers == load_catalog(str(cached)).offers
+    # no cache: says how to get one
+    monkeypatch.setenv("HOME", str(tmp_path / "empty"))
+    r = runner.invoke(cli.app, ["catalog", "skypilot"])
+    assert r.exit_code == 2 and "sky show-gpus" in r.stderr, r.output

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ArgumentError, CatalogError, GpuplanError, JobError, did_you_mean, printable
-from . import units
+from . import skypilot, units
 from .bundled import bundled_catalog_names, bundled_dir
 from .catalog import find_sku, sku_key
 from .hf_models import resolve
@@ -94,10 +94,12 @@ def _catalog_path(name_or_path: str, relative_to: Path | None = None) -> Path:
     bundled = bundled_dir("catalogs") / f"{name_or_path}.yaml"
     if os.path.isfile(bundled):
         return bundled
+    if name_or_path == skypilot.CATALOG_NAME:
+        return skypilot.cached_catalog()
     names = bundled_catalog_names()
     raise CatalogError(
-        f"unknown catalog {name_or_path!r}; bundled catalogs are {', '.join(names)}, or give a path to a "
-        f"YAML file.{did_you_mean(name_or_path, names)}"
+        f"unknown catalog {name_or_path!r}; bundled catalogs are {', '.join(names)}, 'skypilot' plans on "
+        f"SkyPilot's cached prices, or give a path to a YAML file.{did_you_mean(name_or_path, names)}"
     )
 
 

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import hashlib
 import math
 import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import yaml
 
 from ..errors import ArgumentError, CatalogError
 
@@ -189,3 +192,34 @@ def catalog_document(imported: Imported, name: str, max_nodes: int, today: dt.da
 def default_source() -> Path:
     """Where SkyPilot caches its catalogs: ``~/.sky/catalogs``."""
     return Path.home() / ".sky" / "catalogs"
+
+
+# The catalog name that stands for SkyPilot's cached catalogs (``--catalog skypilot``, ``catalog: skypilot``).
+CATALOG_NAME = "skypilot"
+
+
+def cached_catalog(source: Path | None = None, max_nodes: int = 1) -> Path:
+    """A catalog file of SkyPilot's cached prices, written once per state of its files into gpuplan's cache
+    (``$XDG_CACHE_HOME/gpuplan`` or ``~/.cache/gpuplan``, keyed by each vms.csv's path, size and time), so
+    that ``--catalog skypilot`` plans on them without reading the CSVs every time."""
+    root = source or default_source()
+    try:
+        files = catalog_files(root, None)
+    except ArgumentError:
+        raise CatalogError(
+            f"catalog 'skypilot' plans on SkyPilot's cached catalogs, and {root} has none: run 'sky show-gpus' "
+            "once (SkyPilot fetches them), or write a catalog from a folder of them with 'gpuplan catalog import "
+            "skypilot --from DIR --out FILE'"
+        ) from None
+    stamp = "|".join(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files.values())
+    key = hashlib.sha256(f"{stamp}|{max_nodes}".encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpuplan"
+    path = cache / f"skypilot-{key}.yaml"
+    if not path.is_file():
+        today = dt.date.today()
+        document = catalog_document(read_offers(files), f"skypilot-{today.isoformat()}", max_nodes, today)
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+        os.replace(tmp, path)  # concurrent commands write the same content; the last rename wins
+    return path
