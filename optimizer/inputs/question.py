@@ -1,0 +1,86 @@
+"""A question asked on the command line: the job document its flags build, alone or over a job file.
+
+``gpuplan solve --model meta-llama/Llama-3.1-70B --method lora --tokens 2B --seq-len 8k --deadline 2d`` is the
+job file it would be, so it plans the same: ``job_document`` merges the job flags into the file's mapping (or
+an empty one), and ``problem_of`` reads it as ``load_job`` reads a file, naming the flag in any error that a
+flag's value causes. ``--save`` writes that document, so a one-liner becomes a file.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import ArgumentError, GpuplanError, JobError
+from .files import expand_models, parse_model, read_yaml
+from .schema import Problem
+
+# job fields a flag sets (the flag is --name-with-dashes): what users commonly set on a job
+JOB_FLAGS = ("model", "method", "tokens", "seq_len", "global_batch", "precision", "optimizer", "lora_rank")
+# a context length in thousands counts in 1,024s (an 8k context is 8,192 tokens, Llama 3.1's 128k 131,072)
+_CONTEXT = re.compile(r"^\s*(\d+)\s*[kK]\s*$")
+
+
+def seq_len_value(text: str) -> int:
+    """``--seq-len``: a token count, or N k as context lengths are named (8k = 8,192)."""
+    match = _CONTEXT.match(text)
+    try:
+        value = int(match.group(1)) * 1024 if match else int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise ArgumentError(
+            f"{text!r} is not a sequence length; give tokens per sequence, e.g. 4096 or 8k (8,192)", field="seq_len"
+        ) from None
+    if value < 1:
+        raise ArgumentError(f"{text!r} is not a sequence length: it must be at least 1 token", field="seq_len")
+    return value
+
+
+def job_document(path: Path | None, flags: dict[str, Any]) -> dict:
+    """The job file's mapping (or a new one) with the given job flags over its ``job:`` fields."""
+    given = {k: v for k, v in flags.items() if v is not None}
+    if path is None:
+        missing = [f"--{k.replace('_', '-')}" for k in ("model", "tokens") if k not in given]
+        if missing:
+            raise ArgumentError(
+                f"a question without a job file needs {' and '.join(missing)} (e.g. gpuplan solve --model "
+                "meta-llama/Llama-3.1-8B --tokens 1B), or give a job file (see problems/)",
+                field="job",
+            )
+        data: dict = {"job": {"name": _name_of(str(given["model"]))}}
+    else:
+        data = read_yaml(path, "job")
+        if not isinstance(data, dict) or not isinstance(data.get("job"), dict):
+            raise JobError("a job file needs a top-level 'job:' mapping (see problems/ for examples)", source=str(path))
+    if "seq_len" in given:
+        given["seq_len"] = seq_len_value(str(given["seq_len"]))
+    if "lora_rank" in given:
+        given["lora_rank"] = int(given["lora_rank"])
+    if "global_batch" in given and str(given["global_batch"]).strip().isdigit():
+        given["global_batch"] = int(given["global_batch"])  # sequences; '4M tokens' stays a token count
+    data["job"].update(given)
+    return data
+
+
+def _name_of(model: str) -> str:
+    """A job name from its model: the Hub id's name part or the preset, as a name gpuplan takes."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", model.rsplit("/", 1)[-1]).strip("-.") or "job"
+
+
+def problem_of(data: dict, path: Path | None, flags: dict[str, Any]) -> Problem:
+    """The problem a job document states (a copy: the document is left as the user wrote it, for --save); an
+    error in a value a flag gave names the flag."""
+    source = str(path) if path else "command line"
+    given = [k for k, v in flags.items() if v is not None]
+    try:
+        expanded = expand_models(copy.deepcopy(data), base=path.parent if path else None, source=source)
+        problem = parse_model(Problem, expanded, source)
+    except GpuplanError as exc:
+        field = exc.field or ""
+        flag = next((k for k in given if field == f"job.{k}" or field.startswith(f"job.{k}.")), None)
+        if flag is not None:
+            raise ArgumentError(exc.reason, field=flag) from None
+        raise
+    problem.source_path = str(path) if path else None
+    return problem
