@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel
 from rich.table import Table
 
-from . import __version__, api
+from . import __version__, api, stops
 from .errors import ArgumentError, GpuplanError, printable
 from .inputs import units
 from .inputs.catalog import catalog_entries, find_sku, offers_for
@@ -52,7 +52,7 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
 )
-_state = {"debug": False, "quiet": False}
+_state = {"debug": False, "quiet": False, "stopped": False}  # stopped: the stop's line was said
 
 # API parameter -> the flag that sets it, where the flag is not simply --name-with-dashes.
 _FLAG_OF = {"time_limit_s": "--time-limit", "kind": "KIND", "name": "NAME", "export": "--export", "job": "JOB"}
@@ -321,19 +321,13 @@ STDOUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 STDOUT_UNWRITABLE = STDOUT_FULL | {errno.EBADF}
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler or ``kill``): stopped like ^C, with exit 143 and 'terminated'."""
-
-
-def _on_sigterm(signum, frame) -> None:
-    raise Terminated
-
-
 def _stopped(exc: BaseException) -> int:
-    """Say why the command stopped before answering; the exit code (130 for ^C, 143 for SIGTERM)."""
-    terminated = isinstance(exc, Terminated)
-    _say("terminated" if terminated else "interrupted")
-    return 143 if terminated else 130
+    """Say why the command stopped before answering; the exit code (130 for ^C, 143 for SIGTERM, 129 for
+    SIGHUP: ``stops.STOPS``)."""
+    code, line = stops.stop_of(exc)
+    _say(line)
+    _state["stopped"] = True
+    return code
 
 
 def _say(text: str) -> None:
@@ -932,7 +926,6 @@ def _progress_printer() -> Callable[[str], None] | None:
 # Seconds the main thread has to stop by itself after ^C before the process exits regardless: by then it
 # is inside a solver call, which would only return at its time limit.
 INTERRUPT_GRACE_S = 2.0
-_interrupted = threading.Event()
 
 
 def _replace_unencodable() -> None:
@@ -945,15 +938,17 @@ def _replace_unencodable() -> None:
 
 
 def _watch_interrupts() -> None:
-    """^C becomes exit 130 with 'interrupted' on stderr, whatever is running, and never an answer.
+    """^C, SIGTERM and SIGHUP become exit 130, 143 and 129 with their line on stderr (``stops.STOPS``),
+    whatever is running, and never an answer.
 
-    Python's SIGINT handler raises KeyboardInterrupt in the main thread at its next Python line
-    (``handled`` turns that into exit 130), but inside a solver call that line comes only at the time
-    limit. So the handler also wakes a watcher thread (``signal.set_wakeup_fd``), which gives the main
-    thread ``INTERRUPT_GRACE_S`` to stop by itself and otherwise removes half-written output files and
-    ends the process with 130 itself."""
+    During the command the signal raises its KeyboardInterrupt in the main thread at its next Python line
+    (``stops.install``; ``handled`` turns it into the exit code), but inside a solver call that line comes
+    only at the time limit. So the signal also wakes a watcher thread (``signal.set_wakeup_fd``), which
+    gives the main thread ``INTERRUPT_GRACE_S`` to stop by itself and otherwise removes half-written output
+    files and ends the process itself."""
     if threading.current_thread() is not threading.main_thread():
         return
+    stops.install(raising=True)
     try:
         read_fd, write_fd = os.pipe()
         os.set_blocking(write_fd, False)
@@ -963,18 +958,11 @@ def _watch_interrupts() -> None:
 
     def watch() -> None:
         while True:  # the wakeup fd receives signal numbers
-            seen = os.read(read_fd, 64)
-            if signal.SIGINT in seen or signal.SIGTERM in seen:
+            seen = [signum for signum in os.read(read_fd, 64) if signum in stops.STOPS]
+            if seen:
                 break
-        terminated = signal.SIGINT not in seen
-        _interrupted.set()
         time.sleep(INTERRUPT_GRACE_S)
-        output.discard_pending()
-        os.write(2, b"terminated\n" if terminated else b"interrupted\n")
-        os._exit(143 if terminated else 130)
-
-    with contextlib.suppress(OSError, ValueError):
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        stops.stop_now(stops.first_signal() or seen[0])
 
     threading.Thread(target=watch, name="gpuplan-interrupt", daemon=True).start()
 
@@ -989,6 +977,8 @@ def _die_on_closed_pipe() -> None:
 
 
 def main() -> None:
+    """Run the command line; exits with its code (``SystemExit``). The process entry point is
+    ``launch.main``, which ends the process without the interpreter's shutdown."""
     _die_on_closed_pipe()
     if sys.stdout is None:  # started with stdout closed (``>&-``): no answer could be written anywhere
         _say("error: standard output is closed, so no answer can be written; run gpuplan with it open (> answer.txt)")
@@ -1001,15 +991,38 @@ def main() -> None:
             app()
         except SystemExit as exc:
             code = exc.code  # click reports usage errors with code 2 already; keep codes as they are
-        except OSError as exc:  # --help or --version, which click writes before any command runs
-            if exc.errno not in STDOUT_UNWRITABLE:
-                raise
-            code = _stdout_full(exc)
-        if _interrupted.is_set() and code not in (130, 143):
-            raise KeyboardInterrupt  # ^C outside a command: click says 'Aborted!' with exit 1
+        except OSError as exc:  # --help or --version (click writes them before any command runs), or a file
+            code = _before_any_command(exc)  # --install-completion writes
+        stopped_by = stops.first_signal()
+        if stopped_by is not None and not _state["stopped"]:
+            # a signal outside a command: typer makes it exit 130 silently (after the command returned: the
+            # context's clean-up), click 'Aborted!' with exit 1
+            raise stops.STOPS[stopped_by][2]
+        with contextlib.suppress(ValueError):  # what is still buffered for stdout, before the exit code is final
+            sys.stdout.flush()
     except KeyboardInterrupt as exc:
         code = _stopped(exc)
+    except OSError as exc:
+        code = _stdout_full(exc) if exc.errno in STDOUT_UNWRITABLE else _internal(exc).exit_code
+    stops.ending()  # from here a signal ends the process at once, with its code and line
     sys.exit(code)
+
+
+def _before_any_command(exc: OSError) -> int:
+    """The exit code for an OSError raised before any command ran: stdout not taking --help or --version,
+    or --install-completion unable to write a shell's start-up file (a folder where ~/.bashrc should be, a
+    read-only one); anything else is a bug."""
+    if exc.errno in STDOUT_UNWRITABLE and exc.filename is None:
+        return _stdout_full(exc)
+    if exc.filename is not None and any(a.startswith("--install-completion") for a in sys.argv[1:]):
+        name = printable(os.fsdecode(exc.filename))
+        _say(
+            f"error: command line, option '--install-completion': cannot write {name} "
+            f"({exc.strerror or exc.__class__.__name__}); make it a file you can write, or install the completion "
+            "by hand: gpuplan --show-completion SHELL prints the lines to add to your shell's start-up file"
+        )
+        return 2
+    return _internal(exc).exit_code
 
 
 if __name__ == "__main__":

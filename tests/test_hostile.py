@@ -14,6 +14,7 @@ Most cases run in-process through typer's CliRunner; interrupts, FIFOs and outpu
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
 import json
@@ -2210,3 +2211,191 @@ def test_a_choice_is_read_in_any_case(tmp_path, field, written, read):
     path = tmp_path / "job.yaml"
     path.write_text(f"job: {{model: llama-3.1-8b, tokens: 1B, seq_len: 4096, {field}: {written}}}\n")
     assert getattr(load_job(path).job, field) == read
+
+
+# =========================================================================== audit of issue 40: the command line's edges
+# A working folder deleted under gpuplan, signals at every moment (SIGHUP too), control characters in output
+# paths, '-' for an output, outputs that are one file under two names or gpuplan's own files, and a shell
+# start-up file --install-completion cannot write.
+
+
+# --------------------------------------------------------------------------- signals at every moment
+
+STOP_SIGNALS = [
+    pytest.param(signal.SIGINT, 130, "interrupted", id="SIGINT"),
+    pytest.param(signal.SIGTERM, 143, "terminated", id="SIGTERM"),
+    pytest.param(signal.SIGHUP, 129, "hung up", id="SIGHUP"),
+]
+proc_fs = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+
+
+def _as_from_a_shell(ignore: tuple[int, ...] = ()) -> None:
+    """A shell's foreground command: SIGINT, SIGTERM and SIGHUP at their default action and unblocked
+    (whatever pytest's own process has done to them), but those in ``ignore`` ignored (``nohup``)."""
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    for signum in stops:
+        signal.signal(signum, signal.SIG_IGN if signum in ignore else signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+
+
+def _start(args: list, *, ignore: tuple[int, ...] = (), stdout: typing.Any = subprocess.PIPE) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "optimizer", *map(str, args)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=lambda: _as_from_a_shell(ignore),
+    )
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether the process has a handler for ``signum`` (the SigCgt mask of /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next((line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), "0")
+    return bool(int(mask, 16) >> (signum - 1) & 1)
+
+
+def _heavy_modules_loaded(pid: int) -> bool:
+    """Whether numpy or ortools, which the CLI's modules load, is mapped into the process yet."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+    return "numpy" in maps or "ortools" in maps
+
+
+def _wait_for(condition: typing.Callable[[], bool], proc: subprocess.Popen, timeout: float = 120) -> bool:
+    """Poll ``condition`` until it holds (True) or the process ends (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.002)
+    raise AssertionError("gave up waiting")
+
+
+@proc_fs
+@pytest.mark.parametrize(("sig", "code", "line"), STOP_SIGNALS)
+def test_a_signal_while_the_modules_load_ends_it_at_once(sig, code, line):
+    """From the first instruction: the handlers are in place before numpy and ortools load (a SIGTERM or
+    SIGHUP then killed the process by the signal, with no line), and a signal then ends the process at once
+    (a ^C waited for the imports to finish, 5 s on a busy machine)."""
+    proc = _start(["solve", "problems/llama-70b-within-5-days.yaml"])
+    try:
+        assert _wait_for(lambda: _catches(proc.pid, signal.SIGTERM), proc), proc.communicate()
+        assert not _heavy_modules_loaded(proc.pid), "the handlers came only after the heavy modules"
+        proc.send_signal(sig)
+        sent = time.perf_counter()
+        loaded = _wait_for(lambda: _heavy_modules_loaded(proc.pid), proc, timeout=60)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code and err == line + "\n", (proc.returncode, err[-800:])
+    assert not loaded, "it went on loading the modules after the signal"
+    assert time.perf_counter() - sent < 10
+
+
+@pytest.mark.parametrize(("sig", "code", "line"), STOP_SIGNALS)
+def test_a_signal_while_a_chart_is_written_leaves_no_temporary_file(tmp_path, sig, code, line):
+    """Mid-run, while the chart is being drawn into its temporary file (``.frontier.XXXX.tmp.svg``): the
+    code and line of the signal, no chart and no temporary file (SIGHUP left the temporary file behind)."""
+    proc = _start(["solve", "problems/llama-70b-within-5-days.yaml", "--plot", tmp_path / "frontier.svg"])
+    try:
+        if not _wait_for(lambda: any(tmp_path.glob(".frontier.*.tmp.svg")), proc):
+            pytest.skip("the chart was written before the test saw its temporary file")
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code and err.strip().endswith(line), (proc.returncode, err[-800:])
+    assert "Traceback" not in err and "Cheapest plan" not in out
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("sig", "code", "line"), STOP_SIGNALS)
+def test_a_signal_after_the_answer_still_gives_its_code(tmp_path, sig, code, line):
+    """Late: the report written and the whole answer on stdout, the process exiting. Python puts the
+    signals back to their default action while it shuts down, so a signal then killed the process (status
+    -2, -15, -1, no line); now it ends with the signal's code and line, or had already ended with 0."""
+    report = tmp_path / "r.html"
+    for _ in range(3):  # the moment after the answer is short: a few tries
+        proc = _start(["solve", "problems/llama-70b-within-5-days.yaml", "-f", "json", "--report", report])
+        assert proc.stdout is not None
+        try:
+            answer = ""
+            while True:
+                chunk = os.read(proc.stdout.fileno(), 65536).decode()
+                assert chunk, "stdout ended before the answer did"
+                answer += chunk
+                with contextlib.suppress(ValueError):
+                    json.loads(answer)
+                    break
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode in (0, code), (proc.returncode, err[-800:])
+        assert err.strip().splitlines()[-1] == (line if proc.returncode == code else f"wrote report to {report}")
+        assert report.read_text().rstrip().endswith("</html>")
+
+
+@pytest.mark.parametrize(("sig", "code", "line"), STOP_SIGNALS)
+def test_a_signal_during_a_solve_gives_its_code(tmp_path, sig, code, line):
+    pf = _big_portfolio(tmp_path)
+    proc = _start(["portfolio", pf, "--time-limit", "60", "-f", "json"])
+    try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=6)
+            pytest.skip("the portfolio finished before the signal")
+        proc.send_signal(sig)
+        sent = time.perf_counter()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code and err.strip().endswith(line) and "Traceback" not in err, err[-800:]
+    assert "status" not in out and time.perf_counter() - sent < 10
+
+
+@proc_fs
+def test_an_ignored_sighup_stays_ignored():
+    """``nohup gpuplan ...``: a SIGHUP ignored when gpuplan starts stays ignored, and the command answers."""
+    proc = _start(["solve", "problems/llama-70b-within-5-days.yaml", "-q"], ignore=(signal.SIGHUP,))
+    try:
+        assert _wait_for(lambda: _catches(proc.pid, signal.SIGTERM), proc), proc.communicate()
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and out.startswith("Cheapest plan"), (proc.returncode, err[-800:])
+
+
+# --------------------------------------------------------------------------- --install-completion
+
+
+@pytest.mark.parametrize("rc", ["a-folder", "read-only"])
+def test_install_completion_into_an_unwritable_start_up_file_is_bad_input(tmp_path, rc):
+    """``gpuplan --install-completion bash`` with a ~/.bashrc it cannot write was a traceback (exit 1).
+    A folder where the file should be is unwritable even for root."""
+    if rc == "a-folder":
+        (tmp_path / ".bashrc").mkdir()
+    else:
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            pytest.skip("root may write a read-only file")
+        (tmp_path / ".bashrc").write_text("# mine\n")
+        (tmp_path / ".bashrc").chmod(0o400)
+    proc = gpuplan("--install-completion", "bash", env={"HOME": str(tmp_path)})
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "'--install-completion'" in proc.stderr and f"{tmp_path}/.bashrc" in proc.stderr
+    assert "--show-completion" in proc.stderr

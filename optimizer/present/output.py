@@ -17,8 +17,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -158,17 +158,15 @@ def atomic_path(path: str | os.PathLike[str], parameter: str) -> Iterator[Path]:
             f"{path} is a file this command read as input; writing there would destroy it: choose another file name",
             field=parameter,
         )
-    try:
-        prefix, suffix = _temporary_affixes(dest)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent or ".", prefix=prefix, suffix=suffix)
-    except OSError as exc:
-        raise _failed(dest, parameter, exc) from None
-    os.close(fd)
-    _pending.add(tmp)
-    with contextlib.suppress(OSError):  # mkstemp makes it private; give it the mode a new file would get
-        os.chmod(tmp, _mode_for(dest))
+    tmp: str | None = None
     staged = False
     try:
+        try:
+            tmp = _new_temporary(dest)
+        except OSError as exc:
+            raise _failed(dest, parameter, exc) from None
+        with contextlib.suppress(OSError):  # created private; give it the mode a new file would get
+            os.chmod(tmp, _mode_for(dest))
         try:
             yield Path(tmp)
             with open(tmp, "rb+") as written:
@@ -188,8 +186,33 @@ def atomic_path(path: str | os.PathLike[str], parameter: str) -> Iterator[Path]:
         if not staged:
             _sync_folder(dest.parent)
     finally:
-        if not staged:
+        if tmp is not None and not staged:
             _discard(tmp)
+
+
+def _new_temporary(dest: Path) -> str:
+    """A new empty private file beside ``dest`` (``.stem.XXXXXXXX.tmp.ext``), named in ``_pending`` before
+    it exists and for as long as it may: a signal that stops the process at any instruction in between
+    (``tempfile.mkstemp`` returns the name only after creating the file) cannot leave it behind."""
+    prefix, suffix = _temporary_affixes(dest)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(dest.parent, f"{prefix}{secrets.token_hex(4)}{suffix}")
+        _pending.add(tmp)
+        try:
+            fd = os.open(tmp, flags, 0o600)
+        except FileExistsError:  # someone else's: not ours to remove
+            _pending.discard(tmp)
+            continue
+        except OSError:  # not created
+            _pending.discard(tmp)
+            raise
+        except BaseException:  # a signal's KeyboardInterrupt, raised once the file was created
+            _discard(tmp)
+            raise
+        os.close(fd)
+        return tmp
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(dest.parent))
 
 
 @contextlib.contextmanager
@@ -216,10 +239,11 @@ def together() -> Iterator[None]:
 
 
 def _discard(tmp: str) -> None:
-    """Forget a temporary file and remove it if it is still there (not renamed)."""
-    _pending.discard(tmp)
+    """Remove a temporary file if it is still there (not renamed), then forget it (in this order: a signal
+    in between leaves a name in ``_pending``, never a file out of it)."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)
+    _pending.discard(tmp)
 
 
 def _mode_for(dest: Path) -> int:
