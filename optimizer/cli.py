@@ -55,7 +55,14 @@ app = typer.Typer(
 _state = {"debug": False, "quiet": False, "stopped": False}  # stopped: the stop's line was said
 
 # API parameter -> the flag that sets it, where the flag is not simply --name-with-dashes.
-_FLAG_OF = {"time_limit_s": "--time-limit", "kind": "KIND", "name": "NAME", "export": "--export", "job": "JOB"}
+_FLAG_OF = {
+    "time_limit_s": "--time-limit",
+    "kind": "KIND",
+    "name": "NAME",
+    "export": "--export",
+    "job": "JOB",
+    "file": "FILE",
+}
 
 
 def flag_of(parameter: str) -> str:
@@ -284,6 +291,43 @@ def _emit(result: Any, fmt: Format, printer: Callable) -> None:
         typer.echo(yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False))
 
 
+def _working_folder_gone() -> bool:
+    """Whether the folder gpuplan was started in has been deleted (or moved) since: a relative path then
+    names nothing, and ``os.getcwd`` (``os.path.abspath``, ``realpath``) raises FileNotFoundError."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+_GONE_FIX = "cd to a folder that exists, or give an absolute path"
+
+
+def check_working_folder(**values: Any) -> None:
+    """Every relative path among a command's arguments (Path values; a catalog or model name that reads as
+    a path) still names a place: where the working folder has been deleted none does, which is bad input
+    naming the flag (it was exit 1 from inside ``os.path.abspath``, or 'job file not found')."""
+    for parameter, value in values.items():
+        if isinstance(value, Path):
+            text = str(value)
+        elif isinstance(value, str) and parameter in ("catalog", "name"):
+            text = value
+            if Path(text).suffix.lower() not in (".yaml", ".yml", ".json") and os.sep not in text:
+                continue  # a bundled catalog or preset name
+        else:
+            continue
+        if text == "-" or os.path.isabs(text) or not _working_folder_gone():
+            continue
+        raise ArgumentError(
+            f"{printable(text)} is relative to the working folder, which no longer exists (deleted or moved "
+            f"since gpuplan was started in it); {_GONE_FIX}",
+            field="plot" if parameter == "plot_path" else parameter,
+        )
+
+
 def handled(fn: Callable) -> Callable:
     """Bad input -> one paragraph and exit 2; a bug -> exit 1 (traceback with --debug)."""
 
@@ -291,12 +335,18 @@ def handled(fn: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         forget_reads()  # outputs are checked against the files this command reads (``present.output``)
         try:
+            check_working_folder(**kwargs)
             answer = fn(*args, **kwargs)
             sys.stdout.flush()  # a full disk under a redirected stdout shows here, not at exit
             return answer
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except OSError as exc:
+            if exc.errno == errno.ENOENT and _working_folder_gone():  # a relative path no check above saw
+                _say(
+                    f"error: the working folder no longer exists (deleted or moved since gpuplan started); {_GONE_FIX}"
+                )
+                raise typer.Exit(2) from None
             if exc.errno not in STDOUT_UNWRITABLE:
                 raise _internal(exc) from None
             raise typer.Exit(_stdout_full(exc)) from None

@@ -2219,6 +2219,57 @@ def test_a_choice_is_read_in_any_case(tmp_path, field, written, read):
 # start-up file --install-completion cannot write.
 
 
+DELETED_CWD = [
+    ("out", ["--export", "skypilot", "--out", "sky.yaml"], "--out"),
+    ("report", ["--report", "r.html"], "--report"),
+    ("plot", ["--plot", "f.svg"], "--plot"),
+    ("catalog", ["--catalog", "cat.yaml"], "--catalog"),
+]
+
+
+@pytest.mark.parametrize("case", DELETED_CWD, ids=[c[0] for c in DELETED_CWD])
+def test_a_relative_output_in_a_deleted_working_folder_is_bad_input(tmp_path, monkeypatch, case):
+    """The working folder deleted (``cd d; rm -r ../d``): a relative path names nothing, which was exit 1 from
+    inside os.path.abspath ('internal error: FileNotFoundError')."""
+    _, extra, flag = case
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    text = refused(tmp_path, ["solve", job, "--time-limit", "2", *extra], flag, "working folder", "absolute path")
+    assert len(text.strip().splitlines()) == 1, text
+
+
+@pytest.mark.parametrize(
+    "args", [["solve", "job.yaml"], ["portfolio", "pf.yaml"], ["model", "./m/config.json"]], ids=["job", "pf", "model"]
+)
+def test_a_relative_input_in_a_deleted_working_folder_names_the_folder(tmp_path, monkeypatch, args):
+    # it was 'job file not found; check the path' (for a file that may well be there, in the folder's new place)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    refused(tmp_path, args, args[1], "working folder", "no longer exists")
+
+
+def test_a_deleted_working_folder_from_the_command_itself(tmp_path):
+    """The same through ``python -m optimizer`` started in a folder that is then removed."""
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m optimizer solve "{job}" --report r.html'
+    proc = subprocess.run(
+        ["sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "'--report'" in proc.stderr and "working folder" in proc.stderr and "Traceback" not in proc.stderr
+
+
 # --------------------------------------------------------------------------- signals at every moment
 
 STOP_SIGNALS = [
