@@ -146,28 +146,52 @@ def check_gpu_names(catalog, parameter: str, names: list[str], *, offers: bool =
 
 
 def check_outputs(inputs: list[Path | None], **destinations: Path | None) -> None:
-    """Every output path (``out``, ``report``, ``plot_path``) writable, of a known kind and not an input
-    file, checked before any work so that a bad path fails fast and nothing else is written."""
+    """Every output path (``out``, ``report``, ``plot_path``) writable, of a known kind, not an input file,
+    not one of gpuplan's own files and not the file of another output (through a link too), checked before
+    any work so that a bad path fails fast and nothing else is written. ``--out -`` is standard output."""
     kinds = {
         "plot_path": (output.PLOT_SUFFIXES, "chart"),
         "report": (output.REPORT_SUFFIXES, "report"),
         "out": (None, "launcher config"),
     }
-    seen: dict[str, str] = {}
+    seen: list[tuple[Path, Path, str]] = []  # (the file written, as given, flag)
     for parameter, path in destinations.items():
-        if path is None:
+        if path is None or (parameter == "out" and is_stdout(path)):
             continue
         suffixes, what = kinds[parameter]
         field = "plot" if parameter == "plot_path" else parameter
+        if is_stdout(path):
+            raise ArgumentError(
+                f"'-' (standard output) cannot take a {what}, which is written to a file; give a file name ending "
+                f"in {', '.join((suffixes or ())[:-1])} or {(suffixes or ('',))[-1]}",
+                field=field,
+            )
+        check_working_folder(**{parameter: path})
         output.check_destination(path, field, suffixes=suffixes, inputs=inputs, what=what)
         if parameter == "plot_path":
             require_plotting()  # no matplotlib: say so before solving, not after
-        key = os.path.abspath(path)
-        if key in seen:
-            raise ArgumentError(
-                f"{path} is also the {flag_of(seen[key])} file; give each output its own file", field=field
-            )
-        seen[key] = field
+        written = Path(os.path.realpath(path))  # a link is written through to the file it names
+        for other_written, other, other_field in seen:
+            if written == other_written or _same_file(written, other_written):
+                also = "" if str(other) == str(path) else f" ({output.shown(other)})"
+                raise ArgumentError(
+                    f"{output.shown(path)} is also the {flag_of(other_field)} file{also}; give each output its own "
+                    "file",
+                    field=field,
+                )
+        seen.append((written, path, field))
+
+
+def is_stdout(path: Path | None) -> bool:
+    """``-`` for a path: standard output, by the Unix convention."""
+    return path is not None and str(path) == "-"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 class Format(str, Enum):
@@ -212,7 +236,7 @@ ExportOpt = typer.Option(
     help="Write a launcher config for the plan: skypilot, kubernetes (Indexed Job + headless Service), nodus "
     "(spec.resources.gpu), deepspeed, megatron, torchtitan, accelerate or torchrun.",
 )
-OutOpt = typer.Option(None, "--out", help="File for --export (default: print it).")
+OutOpt = typer.Option(None, "--out", help="File for --export (default, or -: print it).")
 FormatOpt = typer.Option(Format.table, "--format", "-f", help="table (for people), json or yaml (for scripts).")
 # --quiet after the command as well as before it (gpuplan solve job.yaml -q was "No such option")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Tables: print only the one-line answer.")
@@ -416,10 +440,10 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
-def _write_export(plan, kind: str, out: Path | None, problem) -> str | None:
-    """The launcher config on stdout, or written to ``out`` (then what to say once it is in place)."""
+def _export_text(plan, kind: str, problem) -> str:
+    """The launcher config ``kind`` for ``plan``."""
     job = problem.job
-    text = export(
+    return export(
         plan,
         kind,
         name=job.name,
@@ -429,24 +453,29 @@ def _write_export(plan, kind: str, out: Path | None, problem) -> str | None:
         method=job.method,
         optimizer=job.optimizer,
     )
-    if out is None:
-        typer.echo(text, nl=False)
-        return None
-    output.write_text(out, text, "out")
-    return f"wrote {kind} config to {out}"
 
 
-def check_export(kind: str | None, out: Path | None = None, fmt: Format | None = None) -> None:
-    """A known --export kind, checked before any work; without --out it takes stdout, where a JSON or YAML
-    answer (-f) was asked for too: a script reading that got the launcher config instead."""
+def _write_export(config: str, kind: str, out: Path) -> str:
+    """The launcher config written to ``out``; what to say once every file is in place."""
+    output.write_text(out, config, "out")
+    return f"wrote {kind} config to {output.shown(out)}"
+
+
+def check_export(kind: str | None, out: Path | None = None, fmt: Format | None = None) -> Path | None:
+    """A known --export kind, checked before any work; without --out (or with ``--out -``) it takes stdout,
+    where a JSON or YAML answer (-f) was asked for too: a script reading that got the launcher config
+    instead. The file to write the config to: None for stdout."""
     if kind is not None and kind not in EXPORT_KINDS:
         raise ArgumentError(f"unknown export {kind!r}; choose one of {', '.join(EXPORT_KINDS)}", field="export")
-    if kind is not None and out is None and fmt is not None and fmt != Format.table:
+    to_stdout = out is None or is_stdout(out)
+    if kind is not None and to_stdout and fmt is not None and fmt != Format.table:
         raise ArgumentError(
-            f"--export without --out writes the launcher config to standard output, where the {fmt.value} answer "
-            "was asked for too; give --out FILE for the config, or drop --format",
-            field="export",
+            f"{'--out - is' if out is not None else '--export without --out writes the launcher config to'} "
+            f"standard output, where the {fmt.value} answer was asked for too; give --out FILE for the config, or "
+            "drop --format",
+            field="out" if out is not None else "export",
         )
+    return None if to_stdout else out
 
 
 def _spot_policy(spot: bool | None) -> str | None:
@@ -561,7 +590,7 @@ def check(
         budget=budget,
         measured=measured,
     )
-    check_export(export_kind, out, fmt)
+    out = check_export(export_kind, out, fmt)
     check_outputs([job, _path(catalog)], plot_path=plot_path, out=out if export_kind else None)
     problem = _problem(job, deadline=deadline, budget=budget, measured=measured, deadline_quantile=deadline_quantile)
     cat = problem_catalog(problem, catalog)
@@ -605,17 +634,19 @@ def check(
                 "--framework ...' for a plan it runs",
                 field="export",
             )
-    said = None
+    said: list[str] = []
+    config = _export_text(result.plan, export_kind, problem) if export_kind else None
     with output.together():  # all files or none: a full disk at the chart leaves the old config too
-        if export_kind:
-            said = _write_export(result.plan, export_kind, out, problem)
-            if out is None:
-                return
+        if config is not None and out is not None:
+            said.append(_write_export(config, export_kind or "", out))
         if plot_path:
             with output.atomic_path(plot_path, "plot") as tmp:
                 memory_plot(result.plan, tmp)
-    if said:
-        _say(said)
+    for line in said:
+        _say(line)
+    if config is not None and out is None:  # the config is the answer on stdout, after the chart is written
+        typer.echo(config, nl=False)
+        return
     if fmt == Format.table:
         _emit(result, fmt, render.print_check)
         return
@@ -667,7 +698,7 @@ def solve(
         measured=measured,
         time_limit_s=time_limit,
     )
-    check_export(export_kind, out, fmt)
+    out = check_export(export_kind, out, fmt)
     check_outputs([job, _path(catalog)], plot_path=plot_path, report=report, out=out if export_kind else None)
     problem = _problem(
         job,
@@ -695,24 +726,25 @@ def solve(
             "without --export for what binds",
             field="export",
         )
-    said: list[str | None] = []
+    said: list[str] = []
+    config = _export_text(result.best, export_kind, problem) if export_kind else None
     # files first: a reader that closes stdout early (| head) ends the process at the next write to it;
     # all of them or none: a full disk at the report leaves the old config and chart too
     with output.together():
-        if export_kind:
-            said.append(_write_export(result.best, export_kind, out, problem))
-            if out is None:
-                return
+        if config is not None and out is not None:
+            said.append(_write_export(config, export_kind or "", out))
         if plot_path:
             with output.atomic_path(plot_path, "plot") as tmp:
                 frontier_plot(result, tmp)
         if report:
             page = html_report(f"gpuplan: {problem.job.name}", result, api.options(problem, table=table))
             output.write_text(report, page, "report")
-            said.append(f"wrote report to {report}")
+            said.append(f"wrote report to {output.shown(report)}")
     for line in said:
-        if line:
-            _say(line)
+        _say(line)
+    if config is not None and out is None:  # the config is the answer on stdout, after the chart and report
+        typer.echo(config, nl=False)
+        return
     _emit(result, fmt, render.print_solve)
 
 

@@ -2213,11 +2213,10 @@ def test_a_choice_is_read_in_any_case(tmp_path, field, written, read):
     assert getattr(load_job(path).job, field) == read
 
 
-# =========================================================================== audit of issue 40: the command line's edges
+# =========================================================================== audit of issue 40: the CLI's edges
 # A working folder deleted under gpuplan, signals at every moment (SIGHUP too), control characters in output
 # paths, '-' for an output, outputs that are one file under two names or gpuplan's own files, and a shell
 # start-up file --install-completion cannot write.
-
 
 DELETED_CWD = [
     ("out", ["--export", "skypilot", "--out", "sky.yaml"], "--out"),
@@ -2429,6 +2428,114 @@ def test_an_ignored_sighup_stays_ignored():
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0 and out.startswith("Cheapest plan"), (proc.returncode, err[-800:])
+
+
+# --------------------------------------------------------------------------- output paths in messages, '-'
+
+
+def test_a_newline_in_an_output_path_is_escaped(tmp_path):
+    """A newline in --out split the success line ('wrote ... to PATH') and the one-paragraph refusal."""
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    out = tmp_path / "a\nb.yaml"
+    result = invoke(["solve", job, "--time-limit", "2", "--export", "skypilot", "--out", out, "-q"])
+    assert result.exit_code == 0, result.output
+    assert f"wrote skypilot config to {tmp_path}/a\\x0ab.yaml\n" in result.stderr, result.stderr
+    assert yaml.safe_load(out.read_text())["resources"]
+    out.unlink()
+    for flag, name in [("--out", "no\ndir/x.yaml"), ("--report", "no\ndir/r.html"), ("--plot", "f.s\nvg")]:
+        args = ["solve", job, flag, tmp_path / name, *(["--export", "skypilot"] if flag == "--out" else [])]
+        text = refused(tmp_path, args, flag, "\\x0a")
+        assert len(text.strip().splitlines()) == 1, text
+
+
+def test_out_dash_is_standard_output(tmp_path, monkeypatch):
+    """``--out -`` is standard output, as no --out is (it wrote a file named '-')."""
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    monkeypatch.chdir(tmp_path)
+    result = invoke(["solve", job, "--time-limit", "2", "--export", "skypilot", "--out", "-"])
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["resources"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
+    # with a JSON answer on stdout as well, refused as without --out
+    refused(tmp_path, ["solve", job, "--export", "skypilot", "--out", "-", "-f", "json"], "--out", "standard output")
+
+
+@pytest.mark.parametrize("out", [[], ["--out", "-"]], ids=["no-out", "out-dash"])
+@pytest.mark.parametrize("command", ["solve", "check"])
+def test_a_config_on_stdout_still_writes_the_chart_and_report(tmp_path, command, out):
+    """With the launcher config on stdout the command returned before writing --plot and --report, and
+    exited 0 without them."""
+    pytest.importorskip("matplotlib")
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    args = [command, job, *(["--sku", "B200", "--gpus", "8"] if command == "check" else ["--time-limit", "2"])]
+    args += ["--export", "skypilot", *out, "--plot", tmp_path / "f.svg"]
+    args += ["--report", tmp_path / "r.html"] if command == "solve" else []
+    result = invoke(args)
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["resources"]
+    assert (tmp_path / "f.svg").read_text().startswith("<?xml")
+    expect = ["f.svg", "job.yaml", *(["r.html"] if command == "solve" else [])]
+    assert sorted(p.name for p in tmp_path.iterdir()) == expect
+
+
+@pytest.mark.parametrize(("flag", "suffix"), [("--report", ".html"), ("--plot", ".svg")])
+def test_a_report_or_chart_to_dash_is_refused(tmp_path, flag, suffix):
+    # it was "- has no extension"
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    refused(tmp_path, ["solve", job, flag, "-"], flag, "standard output", suffix)
+
+
+# --------------------------------------------------------------------------- outputs onto each other or gpuplan
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_two_outputs_that_are_one_file_are_refused(tmp_path, link):
+    """``--out out.svg --plot link.svg`` with link.svg a link to out.svg: the names differ, the file does not
+    (it exited 0 and the chart replaced the config)."""
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    out, other = tmp_path / "out.svg", tmp_path / "link.svg"
+    if link == "symbolic":
+        other.symlink_to(out.name)  # dangling until written: the writer writes through it
+    else:
+        out.write_text("old")
+        other.hardlink_to(out)
+    args = ["solve", job, "--time-limit", "2", "--export", "skypilot", "--out", out, "--plot", other]
+    refused(tmp_path, args, "--out", "is also the --plot file", "link.svg")
+
+
+def _own_file_cases() -> list:
+    from optimizer.inputs.bundled import bundled_dir
+
+    catalogs = bundled_dir("catalogs")
+    package = Path(cli.__file__).resolve().parent
+    return [
+        pytest.param("--out", catalogs / "default.yaml", id="bundled-catalog"),
+        pytest.param("--out", catalogs / "models.yaml", id="model-presets"),
+        pytest.param("--out", catalogs / "hostile-new.yaml", id="new-file-among-the-catalogs"),
+        pytest.param("--out", package / "hostile-new.yaml", id="new-file-in-the-package"),
+        pytest.param("--report", package / "present" / "hostile-new.html", id="report-in-the-package"),
+    ]
+
+
+@pytest.mark.parametrize(("flag", "target"), _own_file_cases())
+@pytest.mark.parametrize("through_a_link", [False, True], ids=["named", "through-a-link"])
+def test_no_output_overwrites_gpuplan_s_own_files(tmp_path, flag, target, through_a_link):
+    """--out onto a bundled catalog or models.yaml was allowed, after which every use of it was exit 1."""
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    before = target.read_bytes() if target.exists() else None
+    dest = target
+    if through_a_link:
+        dest = tmp_path / ("link" + target.suffix)
+        dest.symlink_to(target)
+    extra = ["--export", "skypilot"] if flag == "--out" else []
+    try:
+        refused(tmp_path, ["solve", job, "--time-limit", "2", flag, dest, *extra], flag, "gpuplan's own files")
+    finally:  # the code before the fix wrote there: put gpuplan back as it was
+        if before is None:
+            target.unlink(missing_ok=True)
+        elif target.read_bytes() != before:
+            target.write_bytes(before)
+    assert (target.read_bytes() if target.exists() else None) == before
 
 
 # --------------------------------------------------------------------------- --install-completion
