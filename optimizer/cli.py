@@ -28,7 +28,7 @@ import yaml
 from pydantic import BaseModel
 from rich.table import Table
 
-from . import __version__, api
+from . import __version__, api, stops
 from .errors import ArgumentError, GpuplanError, printable
 from .inputs import units
 from .inputs.catalog import catalog_entries, find_sku, offers_for
@@ -53,7 +53,7 @@ app = typer.Typer(
     add_completion=True,
     pretty_exceptions_enable=False,
 )
-_state = {"debug": False, "quiet": False}
+_state = {"debug": False, "quiet": False, "stopped": False}  # stopped: the stop's line was said
 
 # API parameter -> the flag that sets it, where the flag is not simply --name-with-dashes.
 _FLAG_OF = {
@@ -63,6 +63,7 @@ _FLAG_OF = {
     "export": "--export",
     "job": "JOB",
     "from_dir": "--from",
+    "file": "FILE",
 }
 
 
@@ -148,28 +149,52 @@ def check_gpu_names(catalog, parameter: str, names: list[str], *, offers: bool =
 
 
 def check_outputs(inputs: list[Path | None], **destinations: Path | None) -> None:
-    """Every output path (``out``, ``report``, ``plot_path``) writable, of a known kind and not an input
-    file, checked before any work so that a bad path fails fast and nothing else is written."""
+    """Every output path (``out``, ``report``, ``plot_path``) writable, of a known kind, not an input file,
+    not one of gpuplan's own files and not the file of another output (through a link too), checked before
+    any work so that a bad path fails fast and nothing else is written. ``--out -`` is standard output."""
     kinds = {
         "plot_path": (output.PLOT_SUFFIXES, "chart"),
         "report": (output.REPORT_SUFFIXES, "report"),
         "out": (None, "launcher config"),
     }
-    seen: dict[str, str] = {}
+    seen: list[tuple[Path, Path, str]] = []  # (the file written, as given, flag)
     for parameter, path in destinations.items():
-        if path is None:
+        if path is None or (parameter == "out" and is_stdout(path)):
             continue
         suffixes, what = kinds[parameter]
         field = "plot" if parameter == "plot_path" else parameter
+        if is_stdout(path):
+            raise ArgumentError(
+                f"'-' (standard output) cannot take a {what}, which is written to a file; give a file name ending "
+                f"in {', '.join((suffixes or ())[:-1])} or {(suffixes or ('',))[-1]}",
+                field=field,
+            )
+        check_working_folder(**{parameter: path})
         output.check_destination(path, field, suffixes=suffixes, inputs=inputs, what=what)
         if parameter == "plot_path":
             require_plotting()  # no matplotlib: say so before solving, not after
-        key = os.path.abspath(path)
-        if key in seen:
-            raise ArgumentError(
-                f"{path} is also the {flag_of(seen[key])} file; give each output its own file", field=field
-            )
-        seen[key] = field
+        written = Path(os.path.realpath(path))  # a link is written through to the file it names
+        for other_written, other, other_field in seen:
+            if written == other_written or _same_file(written, other_written):
+                also = "" if str(other) == str(path) else f" ({output.shown(other)})"
+                raise ArgumentError(
+                    f"{output.shown(path)} is also the {flag_of(other_field)} file{also}; give each output its own "
+                    "file",
+                    field=field,
+                )
+        seen.append((written, path, field))
+
+
+def is_stdout(path: Path | None) -> bool:
+    """``-`` for a path: standard output, by the Unix convention."""
+    return path is not None and str(path) == "-"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 class Format(str, Enum):
@@ -214,7 +239,7 @@ ExportOpt = typer.Option(
     help="Write a launcher config for the plan: skypilot, kubernetes (Indexed Job + headless Service), nodus "
     "(spec.resources.gpu), deepspeed, megatron, torchtitan, accelerate or torchrun.",
 )
-OutOpt = typer.Option(None, "--out", help="File for --export (default: print it).")
+OutOpt = typer.Option(None, "--out", help="File for --export (default, or -: print it).")
 FormatOpt = typer.Option(Format.table, "--format", "-f", help="table (for people), json or yaml (for scripts).")
 # --quiet after the command as well as before it (gpuplan solve job.yaml -q was "No such option")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Tables: print only the one-line answer.")
@@ -293,6 +318,43 @@ def _emit(result: Any, fmt: Format, printer: Callable) -> None:
         typer.echo(yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False))
 
 
+def _working_folder_gone() -> bool:
+    """Whether the folder gpuplan was started in has been deleted (or moved) since: a relative path then
+    names nothing, and ``os.getcwd`` (``os.path.abspath``, ``realpath``) raises FileNotFoundError."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+_GONE_FIX = "cd to a folder that exists, or give an absolute path"
+
+
+def check_working_folder(**values: Any) -> None:
+    """Every relative path among a command's arguments (Path values; a catalog or model name that reads as
+    a path) still names a place: where the working folder has been deleted none does, which is bad input
+    naming the flag (it was exit 1 from inside ``os.path.abspath``, or 'job file not found')."""
+    for parameter, value in values.items():
+        if isinstance(value, Path):
+            text = str(value)
+        elif isinstance(value, str) and parameter in ("catalog", "name"):
+            text = value
+            if Path(text).suffix.lower() not in (".yaml", ".yml", ".json") and os.sep not in text:
+                continue  # a bundled catalog or preset name
+        else:
+            continue
+        if text == "-" or os.path.isabs(text) or not _working_folder_gone():
+            continue
+        raise ArgumentError(
+            f"{printable(text)} is relative to the working folder, which no longer exists (deleted or moved "
+            f"since gpuplan was started in it); {_GONE_FIX}",
+            field="plot" if parameter == "plot_path" else parameter,
+        )
+
+
 def handled(fn: Callable) -> Callable:
     """Bad input -> one paragraph and exit 2; a bug -> exit 1 (traceback with --debug)."""
 
@@ -300,12 +362,18 @@ def handled(fn: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         forget_reads()  # outputs are checked against the files this command reads (``present.output``)
         try:
+            check_working_folder(**kwargs)
             answer = fn(*args, **kwargs)
             sys.stdout.flush()  # a full disk under a redirected stdout shows here, not at exit
             return answer
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except OSError as exc:
+            if exc.errno == errno.ENOENT and _working_folder_gone():  # a relative path no check above saw
+                _say(
+                    f"error: the working folder no longer exists (deleted or moved since gpuplan started); {_GONE_FIX}"
+                )
+                raise typer.Exit(2) from None
             if exc.errno not in STDOUT_UNWRITABLE:
                 raise _internal(exc) from None
             raise typer.Exit(_stdout_full(exc)) from None
@@ -330,19 +398,13 @@ STDOUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 STDOUT_UNWRITABLE = STDOUT_FULL | {errno.EBADF}
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler or ``kill``): stopped like ^C, with exit 143 and 'terminated'."""
-
-
-def _on_sigterm(signum, frame) -> None:
-    raise Terminated
-
-
 def _stopped(exc: BaseException) -> int:
-    """Say why the command stopped before answering; the exit code (130 for ^C, 143 for SIGTERM)."""
-    terminated = isinstance(exc, Terminated)
-    _say("terminated" if terminated else "interrupted")
-    return 143 if terminated else 130
+    """Say why the command stopped before answering; the exit code (130 for ^C, 143 for SIGTERM, 129 for
+    SIGHUP: ``stops.STOPS``)."""
+    code, line = stops.stop_of(exc)
+    _say(line)
+    _state["stopped"] = True
+    return code
 
 
 def _say(text: str) -> None:
@@ -381,10 +443,10 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
-def _write_export(plan, kind: str, out: Path | None, problem) -> str | None:
-    """The launcher config on stdout, or written to ``out`` (then what to say once it is in place)."""
+def _export_text(plan, kind: str, problem) -> str:
+    """The launcher config ``kind`` for ``plan``."""
     job = problem.job
-    text = export(
+    return export(
         plan,
         kind,
         name=job.name,
@@ -394,24 +456,29 @@ def _write_export(plan, kind: str, out: Path | None, problem) -> str | None:
         method=job.method,
         optimizer=job.optimizer,
     )
-    if out is None:
-        typer.echo(text, nl=False)
-        return None
-    output.write_text(out, text, "out")
-    return f"wrote {kind} config to {out}"
 
 
-def check_export(kind: str | None, out: Path | None = None, fmt: Format | None = None) -> None:
-    """A known --export kind, checked before any work; without --out it takes stdout, where a JSON or YAML
-    answer (-f) was asked for too: a script reading that got the launcher config instead."""
+def _write_export(config: str, kind: str, out: Path) -> str:
+    """The launcher config written to ``out``; what to say once every file is in place."""
+    output.write_text(out, config, "out")
+    return f"wrote {kind} config to {output.shown(out)}"
+
+
+def check_export(kind: str | None, out: Path | None = None, fmt: Format | None = None) -> Path | None:
+    """A known --export kind, checked before any work; without --out (or with ``--out -``) it takes stdout,
+    where a JSON or YAML answer (-f) was asked for too: a script reading that got the launcher config
+    instead. The file to write the config to: None for stdout."""
     if kind is not None and kind not in EXPORT_KINDS:
         raise ArgumentError(f"unknown export {kind!r}; choose one of {', '.join(EXPORT_KINDS)}", field="export")
-    if kind is not None and out is None and fmt is not None and fmt != Format.table:
+    to_stdout = out is None or is_stdout(out)
+    if kind is not None and to_stdout and fmt is not None and fmt != Format.table:
         raise ArgumentError(
-            f"--export without --out writes the launcher config to standard output, where the {fmt.value} answer "
-            "was asked for too; give --out FILE for the config, or drop --format",
-            field="export",
+            f"{'--out - is' if out is not None else '--export without --out writes the launcher config to'} "
+            f"standard output, where the {fmt.value} answer was asked for too; give --out FILE for the config, or "
+            "drop --format",
+            field="out" if out is not None else "export",
         )
+    return None if to_stdout else out
 
 
 def _spot_policy(spot: bool | None) -> str | None:
@@ -534,7 +601,7 @@ def check(
         budget=budget,
         measured=measured,
     )
-    check_export(export_kind, out, fmt)
+    out = check_export(export_kind, out, fmt)
     check_outputs([job, _path(catalog)], plot_path=plot_path, out=out if export_kind else None)
     problem = _problem(job, deadline=deadline, budget=budget, measured=measured, deadline_quantile=deadline_quantile)
     cat = problem_catalog(problem, catalog)
@@ -579,17 +646,19 @@ def check(
                 "--framework ...' for a plan it runs",
                 field="export",
             )
-    said = None
+    said: list[str] = []
+    config = _export_text(result.plan, export_kind, problem) if export_kind else None
     with output.together():  # all files or none: a full disk at the chart leaves the old config too
-        if export_kind:
-            said = _write_export(result.plan, export_kind, out, problem)
-            if out is None:
-                return
+        if config is not None and out is not None:
+            said.append(_write_export(config, export_kind or "", out))
         if plot_path:
             with output.atomic_path(plot_path, "plot") as tmp:
                 memory_plot(result.plan, tmp)
-    if said:
-        _say(said)
+    for line in said:
+        _say(line)
+    if config is not None and out is None:  # the config is the answer on stdout, after the chart is written
+        typer.echo(config, nl=False)
+        return
     if fmt == Format.table:
         _emit(result, fmt, render.print_check)
         return
@@ -641,7 +710,7 @@ def solve(
         measured=measured,
         time_limit_s=time_limit,
     )
-    check_export(export_kind, out, fmt)
+    out = check_export(export_kind, out, fmt)
     check_outputs([job, _path(catalog)], plot_path=plot_path, report=report, out=out if export_kind else None)
     problem = _problem(
         job,
@@ -669,24 +738,25 @@ def solve(
             "without --export for what binds",
             field="export",
         )
-    said: list[str | None] = []
+    said: list[str] = []
+    config = _export_text(result.best, export_kind, problem) if export_kind else None
     # files first: a reader that closes stdout early (| head) ends the process at the next write to it;
     # all of them or none: a full disk at the report leaves the old config and chart too
     with output.together():
-        if export_kind:
-            said.append(_write_export(result.best, export_kind, out, problem))
-            if out is None:
-                return
+        if config is not None and out is not None:
+            said.append(_write_export(config, export_kind or "", out))
         if plot_path:
             with output.atomic_path(plot_path, "plot") as tmp:
                 frontier_plot(result, tmp)
         if report:
             page = html_report(f"gpuplan: {problem.job.name}", result, api.options(problem, table=table))
             output.write_text(report, page, "report")
-            said.append(f"wrote report to {report}")
+            said.append(f"wrote report to {output.shown(report)}")
     for line in said:
-        if line:
-            _say(line)
+        _say(line)
+    if config is not None and out is None:  # the config is the answer on stdout, after the chart and report
+        typer.echo(config, nl=False)
+        return
     _emit(result, fmt, render.print_solve)
 
 
@@ -1008,7 +1078,6 @@ def _progress_printer() -> Callable[[str], None] | None:
 # Seconds the main thread has to stop by itself after ^C before the process exits regardless: by then it
 # is inside a solver call, which would only return at its time limit.
 INTERRUPT_GRACE_S = 2.0
-_interrupted = threading.Event()
 
 
 def _replace_unencodable() -> None:
@@ -1021,15 +1090,17 @@ def _replace_unencodable() -> None:
 
 
 def _watch_interrupts() -> None:
-    """^C becomes exit 130 with 'interrupted' on stderr, whatever is running, and never an answer.
+    """^C, SIGTERM and SIGHUP become exit 130, 143 and 129 with their line on stderr (``stops.STOPS``),
+    whatever is running, and never an answer.
 
-    Python's SIGINT handler raises KeyboardInterrupt in the main thread at its next Python line
-    (``handled`` turns that into exit 130), but inside a solver call that line comes only at the time
-    limit. So the handler also wakes a watcher thread (``signal.set_wakeup_fd``), which gives the main
-    thread ``INTERRUPT_GRACE_S`` to stop by itself and otherwise removes half-written output files and
-    ends the process with 130 itself."""
+    During the command the signal raises its KeyboardInterrupt in the main thread at its next Python line
+    (``stops.install``; ``handled`` turns it into the exit code), but inside a solver call that line comes
+    only at the time limit. So the signal also wakes a watcher thread (``signal.set_wakeup_fd``), which
+    gives the main thread ``INTERRUPT_GRACE_S`` to stop by itself and otherwise removes half-written output
+    files and ends the process itself."""
     if threading.current_thread() is not threading.main_thread():
         return
+    stops.install(raising=True)
     try:
         read_fd, write_fd = os.pipe()
         os.set_blocking(write_fd, False)
@@ -1039,18 +1110,11 @@ def _watch_interrupts() -> None:
 
     def watch() -> None:
         while True:  # the wakeup fd receives signal numbers
-            seen = os.read(read_fd, 64)
-            if signal.SIGINT in seen or signal.SIGTERM in seen:
+            seen = [signum for signum in os.read(read_fd, 64) if signum in stops.STOPS]
+            if seen:
                 break
-        terminated = signal.SIGINT not in seen
-        _interrupted.set()
         time.sleep(INTERRUPT_GRACE_S)
-        output.discard_pending()
-        os.write(2, b"terminated\n" if terminated else b"interrupted\n")
-        os._exit(143 if terminated else 130)
-
-    with contextlib.suppress(OSError, ValueError):
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        stops.stop_now(stops.first_signal() or seen[0])
 
     threading.Thread(target=watch, name="gpuplan-interrupt", daemon=True).start()
 
@@ -1065,6 +1129,8 @@ def _die_on_closed_pipe() -> None:
 
 
 def main() -> None:
+    """Run the command line; exits with its code (``SystemExit``). The process entry point is
+    ``launch.main``, which ends the process without the interpreter's shutdown."""
     _die_on_closed_pipe()
     if sys.stdout is None:  # started with stdout closed (``>&-``): no answer could be written anywhere
         _say("error: standard output is closed, so no answer can be written; run gpuplan with it open (> answer.txt)")
@@ -1077,15 +1143,38 @@ def main() -> None:
             app()
         except SystemExit as exc:
             code = exc.code  # click reports usage errors with code 2 already; keep codes as they are
-        except OSError as exc:  # --help or --version, which click writes before any command runs
-            if exc.errno not in STDOUT_UNWRITABLE:
-                raise
-            code = _stdout_full(exc)
-        if _interrupted.is_set() and code not in (130, 143):
-            raise KeyboardInterrupt  # ^C outside a command: click says 'Aborted!' with exit 1
+        except OSError as exc:  # --help or --version (click writes them before any command runs), or a file
+            code = _before_any_command(exc)  # --install-completion writes
+        stopped_by = stops.first_signal()
+        if stopped_by is not None and not _state["stopped"]:
+            # a signal outside a command: typer makes it exit 130 silently (after the command returned: the
+            # context's clean-up), click 'Aborted!' with exit 1
+            raise stops.STOPS[stopped_by][2]
+        with contextlib.suppress(ValueError):  # what is still buffered for stdout, before the exit code is final
+            sys.stdout.flush()
     except KeyboardInterrupt as exc:
         code = _stopped(exc)
+    except OSError as exc:
+        code = _stdout_full(exc) if exc.errno in STDOUT_UNWRITABLE else _internal(exc).exit_code
+    stops.ending()  # from here a signal ends the process at once, with its code and line
     sys.exit(code)
+
+
+def _before_any_command(exc: OSError) -> int:
+    """The exit code for an OSError raised before any command ran: stdout not taking --help or --version,
+    or --install-completion unable to write a shell's start-up file (a folder where ~/.bashrc should be, a
+    read-only one); anything else is a bug."""
+    if exc.errno in STDOUT_UNWRITABLE and exc.filename is None:
+        return _stdout_full(exc)
+    if exc.filename is not None and any(a.startswith("--install-completion") for a in sys.argv[1:]):
+        name = printable(os.fsdecode(exc.filename))
+        _say(
+            f"error: command line, option '--install-completion': cannot write {name} "
+            f"({exc.strerror or exc.__class__.__name__}); make it a file you can write, or install the completion "
+            "by hand: gpuplan --show-completion SHELL prints the lines to add to your shell's start-up file"
+        )
+        return 2
+    return _internal(exc).exit_code
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ Most cases run in-process through typer's CliRunner; interrupts, FIFOs and outpu
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
 import json
@@ -2210,3 +2211,350 @@ def test_a_choice_is_read_in_any_case(tmp_path, field, written, read):
     path = tmp_path / "job.yaml"
     path.write_text(f"job: {{model: llama-3.1-8b, tokens: 1B, seq_len: 4096, {field}: {written}}}\n")
     assert getattr(load_job(path).job, field) == read
+
+
+# =========================================================================== audit of issue 40: the CLI's edges
+# A working folder deleted under gpuplan, signals at every moment (SIGHUP too), control characters in output
+# paths, '-' for an output, outputs that are one file under two names or gpuplan's own files, and a shell
+# start-up file --install-completion cannot write.
+
+DELETED_CWD = [
+    ("out", ["--export", "skypilot", "--out", "sky.yaml"], "--out"),
+    ("report", ["--report", "r.html"], "--report"),
+    ("plot", ["--plot", "f.svg"], "--plot"),
+    ("catalog", ["--catalog", "cat.yaml"], "--catalog"),
+]
+
+
+@pytest.mark.parametrize("case", DELETED_CWD, ids=[c[0] for c in DELETED_CWD])
+def test_a_relative_output_in_a_deleted_working_folder_is_bad_input(tmp_path, monkeypatch, case):
+    """The working folder deleted (``cd d; rm -r ../d``): a relative path names nothing, which was exit 1 from
+    inside os.path.abspath ('internal error: FileNotFoundError')."""
+    _, extra, flag = case
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    text = refused(tmp_path, ["solve", job, "--time-limit", "2", *extra], flag, "working folder", "absolute path")
+    assert len(text.strip().splitlines()) == 1, text
+
+
+@pytest.mark.parametrize(
+    "args", [["solve", "job.yaml"], ["portfolio", "pf.yaml"], ["model", "./m/config.json"]], ids=["job", "pf", "model"]
+)
+def test_a_relative_input_in_a_deleted_working_folder_names_the_folder(tmp_path, monkeypatch, args):
+    # it was 'job file not found; check the path' (for a file that may well be there, in the folder's new place)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    refused(tmp_path, args, args[1], "working folder", "no longer exists")
+
+
+def test_a_deleted_working_folder_from_the_command_itself(tmp_path):
+    """The same through ``python -m optimizer`` started in a folder that is then removed."""
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m optimizer solve "{job}" --report r.html'
+    proc = subprocess.run(
+        ["sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "'--report'" in proc.stderr and "working folder" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# --------------------------------------------------------------------------- signals at every moment
+
+STOP_SIGNALS = [
+    pytest.param(signal.SIGINT, 130, "interrupted", id="SIGINT"),
+    pytest.param(signal.SIGTERM, 143, "terminated", id="SIGTERM"),
+    pytest.param(signal.SIGHUP, 129, "hung up", id="SIGHUP"),
+]
+proc_fs = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+
+
+def _as_from_a_shell(ignore: tuple[int, ...] = ()) -> None:
+    """A shell's foreground command: SIGINT, SIGTERM and SIGHUP at their default action and unblocked
+    (whatever pytest's own process has done to them), but those in ``ignore`` ignored (``nohup``)."""
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    for signum in stops:
+        signal.signal(signum, signal.SIG_IGN if signum in ignore else signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+
+
+def _start(args: list, *, ignore: tuple[int, ...] = (), stdout: typing.Any = subprocess.PIPE) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "optimizer", *map(str, args)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=lambda: _as_from_a_shell(ignore),
+    )
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether the process has a handler for ``signum`` (the SigCgt mask of /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next((line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), "0")
+    return bool(int(mask, 16) >> (signum - 1) & 1)
+
+
+def _heavy_modules_loaded(pid: int) -> bool:
+    """Whether numpy or ortools, which the CLI's modules load, is mapped into the process yet."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+    return "numpy" in maps or "ortools" in maps
+
+
+def _wait_for(condition: typing.Callable[[], bool], proc: subprocess.Popen, timeout: float = 120) -> bool:
+    """Poll ``condition`` until it holds (True) or the process ends (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.002)
+    raise AssertionError("gave up waiting")
+
+
+@proc_fs
+@pytest.mark.parametrize(("sig", "code", "line"), STOP_SIGNALS)
+def test_a_signal_while_the_modules_load_ends_it_at_once(sig, code, line):
+    """From the first instruction: the handlers are in place before numpy and ortools load (a SIGTERM or
+    SIGHUP then killed the process by the signal, with no line), and a signal then ends the process at once
+    (a ^C waited for the imports to finish, 5 s on a busy machine)."""
+    proc = _start(["solve", "problems/llama-70b-within-5-days.yaml"])
+    try:
+        assert _wait_for(lambda: _catches(proc.pid, signal.SIGTERM), proc), proc.communicate()
+        assert not _heavy_modules_loaded(proc.pid), "the handlers came only after the heavy modules"
+        proc.send_signal(sig)
+        sent = time.perf_counter()
+        loaded = _wait_for(lambda: _heavy_modules_loaded(proc.pid), proc, timeout=60)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code and err == line + "\n", (proc.returncode, err[-800:])
+    assert not loaded, "it went on loading the modules after the signal"
+    assert time.perf_counter() - sent < 10
+
+
+@pytest.mark.parametrize(("sig", "code", "line"), STOP_SIGNALS)
+def test_a_signal_while_a_chart_is_written_leaves_no_temporary_file(tmp_path, sig, code, line):
+    """Mid-run, while the chart is being drawn into its temporary file (``.frontier.XXXX.tmp.svg``): the
+    code and line of the signal, no chart and no temporary file (SIGHUP left the temporary file behind)."""
+    proc = _start(["solve", "problems/llama-70b-within-5-days.yaml", "--plot", tmp_path / "frontier.svg"])
+    try:
+        if not _wait_for(lambda: any(tmp_path.glob(".frontier.*.tmp.svg")), proc):
+            pytest.skip("the chart was written before the test saw its temporary file")
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code and err.strip().endswith(line), (proc.returncode, err[-800:])
+    assert "Traceback" not in err and "Cheapest plan" not in out
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("sig", "code", "line"), STOP_SIGNALS)
+def test_a_signal_after_the_answer_still_gives_its_code(tmp_path, sig, code, line):
+    """Late: the report written and the whole answer on stdout, the process exiting. Python puts the
+    signals back to their default action while it shuts down, so a signal then killed the process (status
+    -2, -15, -1, no line); now it ends with the signal's code and line, or had already ended with 0."""
+    report = tmp_path / "r.html"
+    for _ in range(4):  # the moment after the answer is short: a few tries
+        proc = _start(["solve", "problems/llama-70b-within-5-days.yaml", "-f", "json", "--report", report])
+        assert proc.stdout is not None
+        try:
+            answer = ""
+            while True:
+                chunk = os.read(proc.stdout.fileno(), 65536).decode()
+                assert chunk, "stdout ended before the answer did"
+                answer += chunk
+                with contextlib.suppress(ValueError):
+                    json.loads(answer)
+                    break
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode in (0, code), (proc.returncode, err[-800:])
+        assert err.strip().splitlines()[-1] == (line if proc.returncode == code else f"wrote report to {report}")
+        assert report.read_text().rstrip().endswith("</html>")
+
+
+@pytest.mark.parametrize(("sig", "code", "line"), STOP_SIGNALS)
+def test_a_signal_during_a_solve_gives_its_code(tmp_path, sig, code, line):
+    pf = _big_portfolio(tmp_path)
+    proc = _start(["portfolio", pf, "--time-limit", "60", "-f", "json"])
+    try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=6)
+            pytest.skip("the portfolio finished before the signal")
+        proc.send_signal(sig)
+        sent = time.perf_counter()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code and err.strip().endswith(line) and "Traceback" not in err, err[-800:]
+    assert "status" not in out and time.perf_counter() - sent < 10
+
+
+@proc_fs
+def test_an_ignored_sighup_stays_ignored():
+    """``nohup gpuplan ...``: a SIGHUP ignored when gpuplan starts stays ignored, and the command answers."""
+    proc = _start(["solve", "problems/llama-70b-within-5-days.yaml", "-q"], ignore=(signal.SIGHUP,))
+    try:
+        assert _wait_for(lambda: _catches(proc.pid, signal.SIGTERM), proc), proc.communicate()
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and out.startswith("Cheapest plan"), (proc.returncode, err[-800:])
+
+
+# --------------------------------------------------------------------------- output paths in messages, '-'
+
+
+def test_a_newline_in_an_output_path_is_escaped(tmp_path):
+    """A newline in --out split the success line ('wrote ... to PATH') and the one-paragraph refusal."""
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    out = tmp_path / "a\nb.yaml"
+    result = invoke(["solve", job, "--time-limit", "2", "--export", "skypilot", "--out", out, "-q"])
+    assert result.exit_code == 0, result.output
+    assert f"wrote skypilot config to {tmp_path}/a\\x0ab.yaml\n" in result.stderr, result.stderr
+    assert yaml.safe_load(out.read_text())["resources"]
+    out.unlink()
+    for flag, name in [("--out", "no\ndir/x.yaml"), ("--report", "no\ndir/r.html"), ("--plot", "f.s\nvg")]:
+        args = ["solve", job, flag, tmp_path / name, *(["--export", "skypilot"] if flag == "--out" else [])]
+        text = refused(tmp_path, args, flag, "\\x0a")
+        assert len(text.strip().splitlines()) == 1, text
+
+
+def test_out_dash_is_standard_output(tmp_path, monkeypatch):
+    """``--out -`` is standard output, as no --out is (it wrote a file named '-')."""
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    monkeypatch.chdir(tmp_path)
+    result = invoke(["solve", job, "--time-limit", "2", "--export", "skypilot", "--out", "-"])
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["resources"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml"]
+    # with a JSON answer on stdout as well, refused as without --out
+    refused(tmp_path, ["solve", job, "--export", "skypilot", "--out", "-", "-f", "json"], "--out", "standard output")
+
+
+@pytest.mark.parametrize("out", [[], ["--out", "-"]], ids=["no-out", "out-dash"])
+@pytest.mark.parametrize("command", ["solve", "check"])
+def test_a_config_on_stdout_still_writes_the_chart_and_report(tmp_path, monkeypatch, command, out):
+    """With the launcher config on stdout the command returned before writing --plot and --report, and
+    exited 0 without them."""
+    pytest.importorskip("matplotlib")
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    monkeypatch.chdir(tmp_path)  # a file named '-' would show in the listing below
+    args = [command, job, *(["--sku", "B200", "--gpus", "8"] if command == "check" else ["--time-limit", "2"])]
+    args += ["--export", "skypilot", *out, "--plot", tmp_path / "f.svg"]
+    args += ["--report", tmp_path / "r.html"] if command == "solve" else []
+    result = invoke(args)
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["resources"]
+    assert (tmp_path / "f.svg").read_text().startswith("<?xml")
+    expect = ["f.svg", "job.yaml", *(["r.html"] if command == "solve" else [])]
+    assert sorted(p.name for p in tmp_path.iterdir()) == expect
+
+
+@pytest.mark.parametrize(("flag", "suffix"), [("--report", ".html"), ("--plot", ".svg")])
+def test_a_report_or_chart_to_dash_is_refused(tmp_path, flag, suffix):
+    # it was "- has no extension"
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    refused(tmp_path, ["solve", job, flag, "-"], flag, "standard output", suffix)
+
+
+# --------------------------------------------------------------------------- outputs onto each other or gpuplan
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_two_outputs_that_are_one_file_are_refused(tmp_path, link):
+    """``--out out.svg --plot link.svg`` with link.svg a link to out.svg: the names differ, the file does not
+    (it exited 0 and the chart replaced the config)."""
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    out, other = tmp_path / "out.svg", tmp_path / "link.svg"
+    if link == "symbolic":
+        other.symlink_to(out.name)  # dangling until written: the writer writes through it
+    else:
+        out.write_text("old")
+        other.hardlink_to(out)
+    args = ["solve", job, "--time-limit", "2", "--export", "skypilot", "--out", out, "--plot", other]
+    refused(tmp_path, args, "--out", "is also the --plot file", "link.svg")
+
+
+def _own_file_cases() -> list:
+    from optimizer.inputs.bundled import bundled_dir
+
+    catalogs = bundled_dir("catalogs")
+    package = Path(cli.__file__).resolve().parent
+    return [
+        pytest.param("--out", catalogs / "default.yaml", id="bundled-catalog"),
+        pytest.param("--out", catalogs / "models.yaml", id="model-presets"),
+        pytest.param("--out", catalogs / "hostile-new.yaml", id="new-file-among-the-catalogs"),
+        pytest.param("--out", package / "hostile-new.yaml", id="new-file-in-the-package"),
+        pytest.param("--report", package / "present" / "hostile-new.html", id="report-in-the-package"),
+    ]
+
+
+@pytest.mark.parametrize(("flag", "target"), _own_file_cases())
+@pytest.mark.parametrize("through_a_link", [False, True], ids=["named", "through-a-link"])
+def test_no_output_overwrites_gpuplan_s_own_files(tmp_path, flag, target, through_a_link):
+    """--out onto a bundled catalog or models.yaml was allowed, after which every use of it was exit 1."""
+    job = files(tmp_path, job_yaml=job_text())["job_yaml"]
+    before = target.read_bytes() if target.exists() else None
+    dest = target
+    if through_a_link:
+        dest = tmp_path / ("link" + target.suffix)
+        dest.symlink_to(target)
+    extra = ["--export", "skypilot"] if flag == "--out" else []
+    try:
+        refused(tmp_path, ["solve", job, "--time-limit", "2", flag, dest, *extra], flag, "gpuplan's own files")
+    finally:  # the code before the fix wrote there: put gpuplan back as it was
+        if before is None:
+            target.unlink(missing_ok=True)
+        elif target.read_bytes() != before:
+            target.write_bytes(before)
+    assert (target.read_bytes() if target.exists() else None) == before
+
+
+# --------------------------------------------------------------------------- --install-completion
+
+
+@pytest.mark.parametrize("rc", ["a-folder", "read-only"])
+def test_install_completion_into_an_unwritable_start_up_file_is_bad_input(tmp_path, rc):
+    """``gpuplan --install-completion bash`` with a ~/.bashrc it cannot write was a traceback (exit 1).
+    A folder where the file should be is unwritable even for root."""
+    if rc == "a-folder":
+        (tmp_path / ".bashrc").mkdir()
+    else:
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            pytest.skip("root may write a read-only file")
+        (tmp_path / ".bashrc").write_text("# mine\n")
+        (tmp_path / ".bashrc").chmod(0o400)
+    proc = gpuplan("--install-completion", "bash", env={"HOME": str(tmp_path)})
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "'--install-completion'" in proc.stderr and f"{tmp_path}/.bashrc" in proc.stderr
+    assert "--show-completion" in proc.stderr

@@ -20,7 +20,7 @@ LAYERS = [
     ("explain",),
     ("api",),
     ("present",),
-    ("cli", "launch", "__main__", "__init__"),
+    ("cli", "launch", "stops", "__main__", "__init__"),
 ]
 OPTIONAL_THIRD_PARTY = {"matplotlib", "matplotlib.pyplot"}
 

@@ -2,11 +2,12 @@
 
 ``check_destination`` refuses, before anything is solved or written, a path that could not take the
 file: a directory, a device or other special file, a missing or read-only folder, a read-only file,
-an extension the writer cannot produce, or an input file of the same command (writing there would
-destroy it). ``write_text`` and ``atomic_path`` write to a temporary file in the destination's folder,
-flush it to disk and only then rename it over the destination, so a full disk, an error or an
-interrupt leaves the old file as it was and no partial file behind; inside ``together`` the renames
-wait until every file of the command is written, so one failing leaves all destinations as they were.
+an extension the writer cannot produce, an input file of the same command (writing there would
+destroy it), or a place among gpuplan's own files (its code, its bundled catalogs and presets).
+``write_text`` and ``atomic_path`` write to a temporary file in the destination's folder, flush it
+to disk and only then rename it over the destination, so a full disk, an error or an interrupt leaves
+the old file as it was and no partial file behind; inside ``together`` the renames wait until every
+file of the command is written, so one failing leaves all destinations as they were.
 They refuse to replace any file the command has read (``reader.was_read``: a job file a portfolio
 names is an input too), and write through a symbolic link to the file it points at. Every failure is
 an ``ArgumentError`` naming the parameter (the CLI shows it as the flag) and the path.
@@ -17,12 +18,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, printable
+from ..inputs.bundled import bundled_dir
 from ..inputs.reader import file_kind, was_read
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -33,6 +35,31 @@ _pending: set[str] = set()
 # Inside ``together``: the written files waiting to be renamed over their destinations, as
 # (temporary, destination, parameter).
 _staged: list[tuple[str, Path, str]] | None = None
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """A path as a message quotes it: control characters (a newline, an escape) as ``\\xNN``, so that it
+    can neither split the one paragraph nor drive the terminal."""
+    return printable(str(path))
+
+
+def own_folders() -> list[Path]:
+    """The folders of gpuplan's own files: the package's code, and the bundled catalogs and model presets
+    it reads (inside the package once installed, beside it in a source checkout)."""
+    package = Path(__file__).resolve().parent.parent
+    return list(dict.fromkeys([package, Path(os.path.realpath(bundled_dir("catalogs")))]))
+
+
+def _own_folder_of(dest: Path) -> Path | None:
+    """The folder of gpuplan's own files that ``dest`` (as written: through a link) lies in, if any."""
+    try:
+        written = Path(os.path.realpath(dest))
+    except OSError:  # a relative path in a working folder since deleted: nothing can be written there
+        return None
+    for folder in own_folders():
+        if written == folder or folder in written.parents:
+            return folder
+    return None
 
 
 def check_destination(
@@ -53,42 +80,57 @@ def check_destination(
     except (FileNotFoundError, NotADirectoryError):  # the folder check below says which
         info = None
     except OSError as exc:
-        raise ArgumentError(f"cannot write {dest} ({exc.strerror or exc}); check the path", field=parameter) from None
+        raise ArgumentError(
+            f"cannot write {shown(dest)} ({exc.strerror or exc}); check the path", field=parameter
+        ) from None
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise ArgumentError(
-            f"{dest} is a directory; give a file name inside it, e.g. {dest / ('out' + (suffixes or ('',))[0])}",
+            f"{shown(dest)} is a directory; give a file name inside it, e.g. "
+            f"{shown(dest / ('out' + (suffixes or ('',))[0]))}",
             field=parameter,
         )
     if suffixes is not None and dest.suffix.lower() not in suffixes:
         ending = f"'{dest.suffix}'" if dest.suffix else "no extension"
         raise ArgumentError(
-            f"{dest} has {ending}; a {what} is written as {', '.join(suffixes)}: end the file name in one of these",
+            f"{shown(dest)} has {printable(ending)}; a {what} is written as {', '.join(suffixes)}: end the file "
+            "name in one of these",
             field=parameter,
         )
     if info is not None:
         if not stat.S_ISREG(info.st_mode):
             raise ArgumentError(
-                f"{dest} is {file_kind(info.st_mode)}, not a regular file; give the path of a file to write",
+                f"{shown(dest)} is {file_kind(info.st_mode)}, not a regular file; give the path of a file to write",
                 field=parameter,
             )
         for given in inputs:
             if given is not None and _same_file(dest, Path(given)):
                 raise ArgumentError(
-                    f"{dest} is an input file of this command ({given}); writing there would destroy it: "
+                    f"{shown(dest)} is an input file of this command ({shown(given)}); writing there would destroy it: "
                     "choose another file name",
                     field=parameter,
                 )
         if not os.access(dest, os.W_OK):
             raise ArgumentError(
-                f"{dest} is read-only; choose another file name or change its permissions", field=parameter
+                f"{shown(dest)} is read-only; choose another file name or change its permissions", field=parameter
             )
+    own = _own_folder_of(dest)
+    if own is not None:
+        where = "is one of" if info is not None else "would be written among"
+        raise ArgumentError(
+            f"{shown(dest)} {where} gpuplan's own files (in {shown(own)}: its code and bundled catalogs, which it "
+            "reads on every run); write it elsewhere",
+            field=parameter,
+        )
     folder = dest.parent
     if not folder.is_dir():
         problem = "does not exist" if not folder.exists() else "is not a folder"
-        raise ArgumentError(f"cannot write {dest}: the folder {folder} {problem}; create it first", field=parameter)
+        raise ArgumentError(
+            f"cannot write {shown(dest)}: the folder {shown(folder)} {problem}; create it first", field=parameter
+        )
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ArgumentError(
-            f"cannot write {dest}: no permission to create files in the folder {folder}; choose another folder",
+            f"cannot write {shown(dest)}: no permission to create files in the folder {shown(folder)}; choose "
+            "another folder",
             field=parameter,
         )
     return dest
@@ -114,7 +156,7 @@ def _failed(dest: Path, parameter: str, exc: OSError) -> ArgumentError:
     reason = exc.strerror or exc.__class__.__name__
     fix = _WRITE_FIXES.get(exc.errno or 0, "choose another path")
     return ArgumentError(
-        f"cannot write {dest} ({reason}); nothing was written there (an existing file is unchanged): {fix}",
+        f"cannot write {shown(dest)} ({reason}); nothing was written there (an existing file is unchanged): {fix}",
         field=parameter,
     )
 
@@ -155,20 +197,19 @@ def atomic_path(path: str | os.PathLike[str], parameter: str) -> Iterator[Path]:
     dest = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     if was_read(dest):
         raise ArgumentError(
-            f"{path} is a file this command read as input; writing there would destroy it: choose another file name",
+            f"{shown(path)} is a file this command read as input; writing there would destroy it: choose another "
+            "file name",
             field=parameter,
         )
-    try:
-        prefix, suffix = _temporary_affixes(dest)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent or ".", prefix=prefix, suffix=suffix)
-    except OSError as exc:
-        raise _failed(dest, parameter, exc) from None
-    os.close(fd)
-    _pending.add(tmp)
-    with contextlib.suppress(OSError):  # mkstemp makes it private; give it the mode a new file would get
-        os.chmod(tmp, _mode_for(dest))
+    tmp: str | None = None
     staged = False
     try:
+        try:
+            tmp = _new_temporary(dest)
+        except OSError as exc:
+            raise _failed(dest, parameter, exc) from None
+        with contextlib.suppress(OSError):  # created private; give it the mode a new file would get
+            os.chmod(tmp, _mode_for(dest))
         try:
             yield Path(tmp)
             with open(tmp, "rb+") as written:
@@ -188,8 +229,33 @@ def atomic_path(path: str | os.PathLike[str], parameter: str) -> Iterator[Path]:
         if not staged:
             _sync_folder(dest.parent)
     finally:
-        if not staged:
+        if tmp is not None and not staged:
             _discard(tmp)
+
+
+def _new_temporary(dest: Path) -> str:
+    """A new empty private file beside ``dest`` (``.stem.XXXXXXXX.tmp.ext``), named in ``_pending`` before
+    it exists and for as long as it may: a signal that stops the process at any instruction in between
+    (``tempfile.mkstemp`` returns the name only after creating the file) cannot leave it behind."""
+    prefix, suffix = _temporary_affixes(dest)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(dest.parent, f"{prefix}{secrets.token_hex(4)}{suffix}")
+        _pending.add(tmp)
+        try:
+            fd = os.open(tmp, flags, 0o600)
+        except FileExistsError:  # someone else's: not ours to remove
+            _pending.discard(tmp)
+            continue
+        except OSError:  # not created
+            _pending.discard(tmp)
+            raise
+        except BaseException:  # a signal's KeyboardInterrupt, raised once the file was created
+            _discard(tmp)
+            raise
+        os.close(fd)
+        return tmp
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(dest.parent))
 
 
 @contextlib.contextmanager
@@ -216,10 +282,11 @@ def together() -> Iterator[None]:
 
 
 def _discard(tmp: str) -> None:
-    """Forget a temporary file and remove it if it is still there (not renamed)."""
-    _pending.discard(tmp)
+    """Remove a temporary file if it is still there (not renamed), then forget it (in this order: a signal
+    in between leaves a name in ``_pending``, never a file out of it)."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)
+    _pending.discard(tmp)
 
 
 def _mode_for(dest: Path) -> int:
