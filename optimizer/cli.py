@@ -35,6 +35,7 @@ from .inputs.catalog import catalog_entries, find_sku, offers_for
 from .inputs.files import expand_models, load_catalog, load_job, load_portfolio, parse_model, problem_catalog
 from .inputs.hf_models import model_fields, model_reference, presets
 from .inputs.overrides import apply_overrides, parse_measurement
+from .inputs.question import JOB_FLAGS, job_document, problem_of
 from .inputs.reader import forget_reads
 from .inputs.schema import ModelSpec
 from .inputs.units import fmt_count, parse_bytes
@@ -156,6 +157,7 @@ def check_outputs(inputs: list[Path | None], **destinations: Path | None) -> Non
         "plot_path": (output.PLOT_SUFFIXES, "chart"),
         "report": (output.REPORT_SUFFIXES, "report"),
         "out": (None, "launcher config"),
+        "save": ((".yaml", ".yml"), "job file"),
     }
     seen: list[tuple[Path, Path, str]] = []  # (the file written, as given, flag)
     for parameter, path in destinations.items():
@@ -260,7 +262,25 @@ SpotOpt = typer.Option(
     help="--spot: spot capacity only; --no-spot: never spot; default: the file's own (a job's constraints.spot, a "
     "portfolio's spot; allow when unset).",
 )
-JobArg = typer.Argument(..., help="Job file (YAML); see problems/ for examples.", show_default=False)
+JobArg = typer.Argument(
+    None,
+    help="Job file (YAML); see problems/ for examples. Or none, and the job from --model and --tokens.",
+    show_default=False,
+)
+# The job flags (inputs/question.py): a question without a file, or fields over the file's.
+ModelOpt = typer.Option(
+    None, "--model", help="Preset (gpuplan models) or Hugging Face Hub id (meta-llama/Llama-3.1-8B)."
+)
+MethodJobOpt = typer.Option(None, "--method", help="full, lora or qlora (default full).")
+TokensOpt = typer.Option(None, "--tokens", help="Tokens to train on in all: 2B, 500M.")
+SeqLenOpt = typer.Option(None, "--seq-len", help="Tokens per sequence: 4096, 8k (8,192) (default 4096).")
+GlobalBatchOpt = typer.Option(
+    None, "--global-batch", help="Sequences per step (256) or tokens ('4M tokens'); default: gpuplan chooses."
+)
+PrecisionOpt = typer.Option(None, "--precision", help="bf16, fp16, fp8 or nvfp4 (default bf16).")
+OptimizerOpt = typer.Option(None, "--optimizer", help="adamw (default), adamw8bit, paged_adamw, sgd, adafactor...")
+LoraRankOpt = typer.Option(None, "--lora-rank", min=1, help="LoRA rank (default 16).")
+SaveOpt = typer.Option(None, "--save", help="Write the job this command planned (file and flags) as a job file.")
 
 
 def _version(value: bool) -> None:
@@ -491,7 +511,7 @@ def _path(catalog: str | None) -> Path | None:
     return Path(catalog) if catalog and os.path.isfile(catalog) else None  # False for a name too long
 
 
-def _inputs(job: Path, problem, catalog) -> list[Path | None]:
+def _inputs(job: Path | None, problem, catalog) -> list[Path | None]:
     """Every file a loaded job was read from: the job, its catalog files (includes and hardware) and its
     model's config.json; no output may overwrite one."""
     return [
@@ -509,15 +529,38 @@ def _names(text: str | None, field: str = "gpu_types") -> list[str]:
     return names
 
 
-def _problem(job: Path, **overrides):
-    problem = load_job(job)
-    return apply_overrides(problem, **overrides)
+def _question(*values) -> dict:
+    """The job flags' values, in ``question.JOB_FLAGS`` order, by field."""
+    return dict(zip(JOB_FLAGS, values, strict=True))
+
+
+def _problem(job: Path | None, question: dict | None = None, save: Path | None = None, **overrides):
+    """The problem a job file, the job flags over it (``question``) and the constraint flags state; with
+    ``save``, the job document written there as a job file."""
+    question = question or {}
+    if job is not None and save is None and not any(v is not None for v in question.values()):
+        return apply_overrides(load_job(job), **overrides)
+    document = job_document(job, question)
+    problem = apply_overrides(problem_of(document, job, question), **overrides)
+    if save is not None:
+        output.write_text(save, yaml.safe_dump(document, sort_keys=False, allow_unicode=True), "save")
+        _say(f"wrote the job to {output.shown(save)}")
+    return problem
 
 
 @app.command()
 @handled
 def check(
-    job: Path = JobArg,
+    job: Path | None = JobArg,
+    model: str | None = ModelOpt,
+    method: str | None = MethodJobOpt,
+    tokens: str | None = TokensOpt,
+    seq_len: str | None = SeqLenOpt,
+    global_batch: str | None = GlobalBatchOpt,
+    precision: str | None = PrecisionOpt,
+    optimizer: str | None = OptimizerOpt,
+    lora_rank: int | None = LoraRankOpt,
+    save: Path | None = SaveOpt,
     sku: str = typer.Option(
         ...,
         "--sku",
@@ -602,10 +645,18 @@ def check(
         measured=measured,
     )
     out = check_export(export_kind, out, fmt)
-    check_outputs([job, _path(catalog)], plot_path=plot_path, out=out if export_kind else None)
-    problem = _problem(job, deadline=deadline, budget=budget, measured=measured, deadline_quantile=deadline_quantile)
+    check_outputs([job, _path(catalog)], plot_path=plot_path, out=out if export_kind else None, save=save)
+    problem = _problem(
+        job,
+        _question(model, method, tokens, seq_len, global_batch, precision, optimizer, lora_rank),
+        save,
+        deadline=deadline,
+        budget=budget,
+        measured=measured,
+        deadline_quantile=deadline_quantile,
+    )
     cat = problem_catalog(problem, catalog)
-    check_outputs(_inputs(job, problem, cat), plot_path=plot_path, out=out if export_kind else None)
+    check_outputs(_inputs(job, problem, cat), plot_path=plot_path, out=out if export_kind else None, save=save)
     check_gpu_names(cat, "sku", [sku], offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     result = api.check(
@@ -668,7 +719,16 @@ def check(
 @app.command()
 @handled
 def solve(
-    job: Path = JobArg,
+    job: Path | None = JobArg,
+    model: str | None = ModelOpt,
+    method: str | None = MethodJobOpt,
+    tokens: str | None = TokensOpt,
+    seq_len: str | None = SeqLenOpt,
+    global_batch: str | None = GlobalBatchOpt,
+    precision: str | None = PrecisionOpt,
+    optimizer: str | None = OptimizerOpt,
+    lora_rank: int | None = LoraRankOpt,
+    save: Path | None = SaveOpt,
     objective: Objective | None = typer.Option(
         None, "--objective", help="Minimise cost or time (default: the file's, else cost)."
     ),
@@ -711,9 +771,13 @@ def solve(
         time_limit_s=time_limit,
     )
     out = check_export(export_kind, out, fmt)
-    check_outputs([job, _path(catalog)], plot_path=plot_path, report=report, out=out if export_kind else None)
+    check_outputs(
+        [job, _path(catalog)], plot_path=plot_path, report=report, out=out if export_kind else None, save=save
+    )
     problem = _problem(
         job,
+        _question(model, method, tokens, seq_len, global_batch, precision, optimizer, lora_rank),
+        save,
         objective=objective.value if objective else None,
         deadline=deadline,
         budget=budget,
@@ -727,7 +791,9 @@ def solve(
         spot=_spot_policy(spot),
     )
     cat = problem_catalog(problem, catalog)
-    check_outputs(_inputs(job, problem, cat), plot_path=plot_path, report=report, out=out if export_kind else None)
+    check_outputs(
+        _inputs(job, problem, cat), plot_path=plot_path, report=report, out=out if export_kind else None, save=save
+    )
     check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     table = api.candidate_table(problem, cat)
@@ -763,7 +829,16 @@ def solve(
 @app.command()
 @handled
 def options(
-    job: Path = JobArg,
+    job: Path | None = JobArg,
+    model: str | None = ModelOpt,
+    method: str | None = MethodJobOpt,
+    tokens: str | None = TokensOpt,
+    seq_len: str | None = SeqLenOpt,
+    global_batch: str | None = GlobalBatchOpt,
+    precision: str | None = PrecisionOpt,
+    optimizer: str | None = OptimizerOpt,
+    lora_rank: int | None = LoraRankOpt,
+    save: Path | None = SaveOpt,
     deadline: str | None = typer.Option(None, "--deadline", help="Finish within, e.g. 5d, 36h."),
     budget: str | None = typer.Option(None, "--budget", help="Spend at most, e.g. 20000, $20k."),
     max_nodes: int | None = typer.Option(None, "--max-nodes", help="At most this many nodes."),
@@ -782,6 +857,8 @@ def options(
     check_flags(deadline=deadline, budget=budget, max_nodes=max_nodes, min_memory=min_memory)
     problem = _problem(
         job,
+        _question(model, method, tokens, seq_len, global_batch, precision, optimizer, lora_rank),
+        save,
         deadline=deadline,
         budget=budget,
         max_nodes=max_nodes,
