@@ -28,9 +28,18 @@ def read_yaml(path: Path, what: str) -> Any:
     """A YAML file, read with the bounds and strictness of ``inputs.reader`` (no duplicate keys, no
     base-60 numbers, no alias bombs, regular files of at most 16 MiB); gpuplan's own bundled files with the
     fast loader (``reader.read_bundled_yaml``)."""
-    if Path(path).resolve().parent == bundled_dir("catalogs").resolve():
+    if _is_bundled(path):
         return read_bundled_yaml(path, what)
     return read_yaml_file(path, what)
+
+
+def _is_bundled(path: Path) -> bool:
+    """Whether ``path`` is one of gpuplan's bundled catalog files (a path it cannot resolve, with a NUL byte
+    say, is not: the strict reader names what is wrong with it)."""
+    try:
+        return Path(path).resolve().parent == bundled_dir("catalogs").resolve()
+    except (OSError, ValueError):
+        return False
 
 
 def validation_error(exc: ValidationError, source: str, prefix: str = "") -> GpuplanError:
