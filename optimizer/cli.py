@@ -1145,11 +1145,25 @@ def schema_cmd(kind: str = typer.Argument(..., help="job, portfolio or catalog."
     typer.echo(json.dumps(json_schema(kind), indent=2))
 
 
-def _progress_printer() -> Callable[[str], None] | None:
-    """Progress lines on stderr when it is an interactive terminal, else nothing."""
+# Seconds between progress lines when stderr is not a terminal (a CI log): a 7-minute portfolio had printed
+# nothing until it ended.
+PIPED_PROGRESS_EVERY_S = 5.0
+
+
+def _progress_printer() -> Callable[[str], None]:
+    """Progress lines on stderr: each one at a terminal, at most one every ``PIPED_PROGRESS_EVERY_S`` seconds
+    (and the first) where stderr is a file or a pipe."""
     if sys.stderr.isatty():
-        return lambda line: print(line, file=sys.stderr, flush=True)
-    return None
+        return lambda line: _say(line)
+    last = [-math.inf]
+
+    def throttled(line: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PIPED_PROGRESS_EVERY_S:
+            last[0] = now
+            _say(line)
+
+    return throttled
 
 
 # Seconds the main thread has to stop by itself after ^C before the process exits regardless: by then it

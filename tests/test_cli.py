@@ -453,3 +453,16 @@ def test_a_check_that_host_memory_fails_says_so(tmp_path):
     first = r.output.splitlines()[0]
     assert first.startswith("DOES NOT FIT") and "headroom" in first
     assert "CPU memory per host, above its 1,862.6 GiB (assumptions.host_memory_per_node)" in " ".join(r.output.split())
+
+
+def test_a_portfolio_writes_progress_to_a_piped_stderr(problems, monkeypatch):
+    """portfolio printed nothing until it ended when stderr was not a terminal (a 7-minute run in a CI log was
+    silent): it now writes a progress line at most every few seconds, and the first at once."""
+    from optimizer import cli
+
+    monkeypatch.setattr(cli, "PIPED_PROGRESS_EVERY_S", 0.0)  # every line, so the test need not wait
+    r = run("portfolio", problems / "portfolio-q1-finetunes.yaml", "--time-limit", "5")
+    assert r.exit_code == 0, r.output
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert lines and all(" s  " in line for line in lines), r.stderr
+    assert any("options" in line for line in lines)
