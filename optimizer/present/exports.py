@@ -18,6 +18,7 @@ The section and argument builders (``torchtitan_sections``, ``megatron_args``) s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -29,7 +30,7 @@ from typing import Any
 import yaml
 
 from ..errors import ArgumentError
-from ..inputs.schema import Strategy
+from ..inputs.schema import JobSpec, Strategy
 from ..planning.frameworks import FRAMEWORKS, LORA_EXPORT_GAPS, why_not_runnable
 from ..results import Plan
 
@@ -97,6 +98,36 @@ NVIDIA_DEVICE_NAMES = {  # the driver's names, as RunPod's GPU ids spell them (s
 }
 AMD_LABELLER_SOURCE = "ROCm/k8s-device-plugin cmd/k8s-node-labeller/main.go and amdgpu.ids at ed76468"
 AMD_DEVICE_IDS = {"MI300X": ("74a1", "74a9", "74b5", "74bd")}  # amdgpu.ids: MI300X, MI300X HF, VF, HF
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportJob:
+    """The job's facts an export needs, which a Plan does not carry (``job_facts`` reads them off a JobSpec).
+
+    ``seq_len`` (None: 4096, with a note saying to set it), ``precision`` (bf16, fp16, fp8, nvfp4),
+    ``num_layers`` (the model's; torchtitan needs it for more than 2 interleaved stages, Megatron for
+    activation offload and uneven pipeline stages), ``method`` (full, lora, qlora: the Megatron and torchtitan
+    exports write full training only) and ``optimizer`` (job.optimizer: a framework that has no such optimizer
+    is refused)."""
+
+    name: str = "gpuplan-job"
+    seq_len: int | None = None
+    precision: str = "bf16"
+    num_layers: int | None = None
+    method: str = "full"
+    optimizer: str = "adamw"
+
+
+def job_facts(job: JobSpec) -> ExportJob:
+    """The export's facts of a job (what ``gpuplan solve --export`` passes)."""
+    return ExportJob(
+        name=job.name,
+        seq_len=job.seq_len,
+        precision=job.precision,
+        num_layers=job.model.layers,
+        method=job.method,
+        optimizer=job.optimizer,
+    )
 
 
 def _version() -> str:
@@ -253,7 +284,7 @@ def _memory_option_gaps(plan: Plan, tool: str, in_backward: bool, offload: bool)
     return gaps
 
 
-def _accelerate_gaps(plan: Plan, num_layers: int | None) -> list[str]:
+def _accelerate_gaps(plan: Plan, job: ExportJob) -> list[str]:
     s = plan.strategy
     gaps = _memory_option_gaps(plan, "accelerate", in_backward=False, offload=False)
     if s.tp > 1 or s.pp > 1:
@@ -269,7 +300,7 @@ def _accelerate_gaps(plan: Plan, num_layers: int | None) -> list[str]:
     return gaps
 
 
-def _deepspeed_gaps(plan: Plan, num_layers: int | None) -> list[str]:
+def _deepspeed_gaps(plan: Plan, job: ExportJob) -> list[str]:
     s = plan.strategy
     gaps = _memory_option_gaps(plan, "DeepSpeed", in_backward=False, offload=False)
     if s.cp > 1:
@@ -288,19 +319,19 @@ def _deepspeed_gaps(plan: Plan, num_layers: int | None) -> list[str]:
     return gaps
 
 
-def _megatron_gaps(plan: Plan, num_layers: int | None) -> list[str]:
+def _megatron_gaps(plan: Plan, job: ExportJob) -> list[str]:
     # Activation offload is --cpu-offloading-num-layers (Megatron-Core's cpu_offloading_num_layers, which must
     # stay under the model's layer count): it needs num_layers.
     # (ZeRO stages, interleaving and the like are the framework's rules, which ``_gaps`` adds)
-    return _memory_option_gaps(plan, "Megatron-LM", in_backward=False, offload=(num_layers or 0) > 1)
+    return _memory_option_gaps(plan, "Megatron-LM", in_backward=False, offload=(job.num_layers or 0) > 1)
 
 
-def _torchtitan_gaps(plan: Plan, num_layers: int | None) -> list[str]:
+def _torchtitan_gaps(plan: Plan, job: ExportJob) -> list[str]:
     s = plan.strategy
     gaps = _memory_option_gaps(plan, "torchtitan", in_backward=True, offload=False)
     if _hybrid(s) and s.shard_degree % s.cp:
         gaps.append(f"torchtitan shards over data_parallel_shard_degree x CP, which {s.shard_degree} GPUs is not")
-    if s.virtual_stages > 2 and num_layers is None:
+    if s.virtual_stages > 2 and job.num_layers is None:
         gaps.append(
             f"torchtitan's Interleaved1F1B defaults to 2 stages per rank; {s.virtual_stages} need "
             "pipeline_parallel_layers_per_stage, which needs the model's layer count: "
@@ -309,7 +340,7 @@ def _torchtitan_gaps(plan: Plan, num_layers: int | None) -> list[str]:
     return gaps
 
 
-_GAPS: dict[str, Callable[[Plan, int | None], list[str]]] = {
+_GAPS: dict[str, Callable[[Plan, ExportJob], list[str]]] = {
     "deepspeed": _deepspeed_gaps,
     "megatron": _megatron_gaps,
     "torchtitan": _torchtitan_gaps,
@@ -332,45 +363,31 @@ def _adapter_line(method: str) -> list[str]:
     return []
 
 
-def _gaps(
-    plan: Plan,
-    kind: str,
-    num_layers: int | None,
-    method: str,
-    optimizer: str = "adamw",
-    seq_len: int | None = None,
-    precision: str = "bf16",
-) -> list[str]:
-    """What the export of ``kind`` cannot write for this plan, fine-tuning method, optimizer, sequence and
-    precision."""
-    gaps = _GAPS[kind](plan, num_layers)
+def _gaps(plan: Plan, kind: str, job: ExportJob) -> list[str]:
+    """What the export of ``kind`` cannot write for this plan and the job's fine-tuning method, optimizer,
+    sequence (where given) and precision."""
+    gaps = _GAPS[kind](plan, job)
     if kind in FRAMEWORKS:
         # every rule by which gpuplan's planner says the framework refuses the layout (the layer counts'
         # rules only where the layers are known: a split into PP x chunks stands for them otherwise)
-        layers = num_layers or plan.strategy.pp * plan.strategy.virtual_stages
+        layers = job.num_layers or plan.strategy.pp * plan.strategy.virtual_stages
         gaps += [
             rule
-            for rule in why_not_runnable(kind, plan.strategy, layers, method, optimizer, seq_len, precision)
+            for rule in why_not_runnable(
+                kind, plan.strategy, layers, job.method, job.optimizer, job.seq_len, job.precision
+            )
             if rule not in gaps
         ]
-    if method == "lora" and kind in LORA_EXPORT_GAPS:
+    if job.method == "lora" and kind in LORA_EXPORT_GAPS:
         gaps.append(LORA_EXPORT_GAPS[kind])
     return gaps
 
 
-def _refuse_gaps(
-    plan: Plan,
-    kind: str,
-    num_layers: int | None,
-    method: str = "full",
-    optimizer: str = "adamw",
-    seq_len: int | None = None,
-    precision: str = "bf16",
-) -> None:
-    gaps = _gaps(plan, kind, num_layers, method, optimizer, seq_len, precision)
+def _refuse_gaps(plan: Plan, kind: str, job: ExportJob) -> None:
+    gaps = _gaps(plan, kind, job)
     if not gaps:
         return
-    others = [k for k in _GAPS if k != kind and not _gaps(plan, k, num_layers, method, optimizer, seq_len, precision)]
+    others = [k for k in _GAPS if k != kind and not _gaps(plan, k, job)]
     instead = (
         f"the {' or '.join(others)} export{'s' if len(others) > 1 else ''} can"
         if others
@@ -385,7 +402,7 @@ def _refuse_gaps(
 # --------------------------------------------------------------------------- launchers
 
 
-def torchrun(plan: Plan, script: str = "train.py", precision: str = "bf16") -> str:
+def torchrun(plan: Plan, job: ExportJob) -> str:
     """A torchrun command line, the layout exported as environment variables for the script."""
     where = (
         [f"run on each of the {plan.hosts} nodes with NODE_RANK (0-{plan.hosts - 1}) and MASTER_ADDR (node 0) set"]
@@ -393,7 +410,7 @@ def torchrun(plan: Plan, script: str = "train.py", precision: str = "bf16") -> s
         else []
     )
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in layout_env(plan).items())
-    return _comment(_header(plan, precision, where)) + f"export {env}\n" + _torchrun_line(plan, script) + "\n"
+    return _comment(_header(plan, job.precision, where)) + f"export {env}\n" + _torchrun_line(plan, "train.py") + "\n"
 
 
 def _sky_name(name: str) -> str:
@@ -414,7 +431,7 @@ def skypilot_accelerator(sku: str) -> str:
 SKYPILOT_CLOUDS = frozenset({"aws", "gcp", "azure", "lambda", "runpod", "oci", "nebius"})
 
 
-def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
+def skypilot(plan: Plan, job: ExportJob) -> str:
     """A SkyPilot task: one node per ``num_nodes``, torchrun over SkyPilot's SKYPILOT_* variables."""
     run_args = _torchrun_args(
         "$SKYPILOT_NUM_NODES",
@@ -427,7 +444,7 @@ def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
     accelerator, note = SKYPILOT_ACCELERATORS.get(plan.sku, (plan.sku, None))
     cloud = provider if (provider := (plan.provider or "").lower()) in SKYPILOT_CLOUDS else None
     task = {
-        "name": _sky_name(name),
+        "name": _sky_name(job.name),
         "num_nodes": plan.hosts,
         "resources": {
             **({"cloud": cloud} if cloud else {}),
@@ -451,7 +468,7 @@ def skypilot(plan: Plan, name: str, precision: str = "bf16") -> str:
         )
     if accelerator != plan.sku:
         lines.append(f"accelerators: SkyPilot's name {accelerator} for {plan.sku} ({SKYPILOT_SOURCE})")
-    return _comment(_header(plan, precision, lines, [note] if note else [])) + _yaml(task)
+    return _comment(_header(plan, job.precision, lines, [note] if note else [])) + _yaml(task)
 
 
 def _dns_label(name: str, limit: int = 52) -> str:
@@ -524,15 +541,15 @@ def _node_affinity(plan: Plan) -> tuple[dict[str, Any], list[str]]:
     return affinity, lines
 
 
-def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
+def kubernetes(plan: Plan, job: ExportJob) -> str:
     """A headless Service and a ``batch/v1`` Indexed Job: one pod per node, torchrun rendezvous on pod 0."""
-    job = _dns_label(name)
+    job_name = _dns_label(job.name)
     gpu = "amd.com/gpu" if _is_amd(plan.sku) else "nvidia.com/gpu"
-    labels = {"app.kubernetes.io/name": job}
+    labels = {"app.kubernetes.io/name": job_name}
     service = {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": job, "labels": labels},
+        "metadata": {"name": job_name, "labels": labels},
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
@@ -549,7 +566,7 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
                 "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
             },
         },
-        {"name": "MASTER_ADDR", "value": f"{job}-0.{job}"},  # pod 0's hostname under the Service's subdomain
+        {"name": "MASTER_ADDR", "value": f"{job_name}-0.{job_name}"},  # pod 0's hostname under the Service's subdomain
         {"name": "MASTER_PORT", "value": str(MASTER_PORT)},
     ]
     env += [{"name": k, "value": v} for k, v in layout_env(plan).items()]
@@ -566,7 +583,7 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
     affinity, affinity_lines = _node_affinity(plan)
-    pod: dict[str, Any] = {"subdomain": job, "restartPolicy": "Never"}
+    pod: dict[str, Any] = {"subdomain": job_name, "restartPolicy": "Never"}
     if affinity:
         pod["affinity"] = {"nodeAffinity": affinity}
     pod.update(
@@ -577,7 +594,7 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
     job_spec = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": job, "labels": labels},
+        "metadata": {"name": job_name, "labels": labels},
         "spec": {
             "completionMode": "Indexed",
             "completions": plan.hosts,
@@ -587,15 +604,16 @@ def kubernetes(plan: Plan, name: str, precision: str = "bf16") -> str:
         },
     }
     lines = [
-        f"kubectl apply -f this.yaml: Service {job} (headless, rendezvous) + Indexed Job {job}, "
+        f"kubectl apply -f this.yaml: Service {job_name} (headless, rendezvous) + Indexed Job {job_name}, "
         f"{plan.hosts} pod(s) x {plan.host_gpus} {gpu}",
-        f"set the image to yours (it runs torchrun train.py); MASTER_ADDR {job}-0.{job} is pod 0 via the Service",
+        f"set the image to yours (it runs torchrun train.py); MASTER_ADDR {job_name}-0.{job_name} is pod 0 via the "
+        "Service",
         *affinity_lines,
     ]
-    return _comment(_header(plan, precision, lines)) + _yaml(service) + "---\n" + _yaml(job_spec)
+    return _comment(_header(plan, job.precision, lines)) + _yaml(service) + "---\n" + _yaml(job_spec)
 
 
-def nodus(plan: Plan, name: str, precision: str = "bf16") -> str:
+def nodus(plan: Plan, job: ExportJob) -> str:
     """The seed's job spec (``spec.resources.gpu: {type, count, minMemory}`` per node), which Nodus reads.
     The seed applies it with ``nodus apply --dry-run=server``, to a Kubernetes-style server for a ``batch/v1``
     Job, whose name Kubernetes takes only as a DNS label (lowercase letters, digits, hyphens): it is written
@@ -604,7 +622,7 @@ def nodus(plan: Plan, name: str, precision: str = "bf16") -> str:
     spec = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": _dns_label(name, 63)},
+        "metadata": {"name": _dns_label(job.name, 63)},
         "spec": {
             "parallelism": plan.hosts,
             "completions": plan.hosts,
@@ -612,18 +630,16 @@ def nodus(plan: Plan, name: str, precision: str = "bf16") -> str:
         },
     }
     lines = ["the seed's spec.resources.gpu job spec (a provider format, not a Kubernetes object)"]
-    return _comment(_header(plan, precision, lines)) + _yaml(spec)
+    return _comment(_header(plan, job.precision, lines)) + _yaml(spec)
 
 
 # --------------------------------------------------------------------------- frameworks
 
 
-def deepspeed(
-    plan: Plan, precision: str = "bf16", num_layers: int | None = None, method: str = "full", optimizer: str = "adamw"
-) -> str:
+def deepspeed(plan: Plan, job: ExportJob) -> str:
     """DeepSpeed config JSON. ``train_batch_size`` = micro x accumulation x DP ranks, DP = GPUs / (TP x PP)."""
-    _refuse_gaps(plan, "deepspeed", num_layers, method, optimizer, precision=precision)
-    s = plan.strategy
+    _refuse_gaps(plan, "deepspeed", dataclasses.replace(job, seq_len=None))  # a config without a sequence length
+    s, precision = plan.strategy, job.precision
     dp_ranks = plan.gpus // (s.tp * s.pp)
     notes = []
     stage = s.zero_stage
@@ -653,7 +669,7 @@ def deepspeed(
         )
     if _ep(s) > 1:
         lines.append(f"EP {_ep(s)}: deepspeed.moe.layer.MoE(..., ep_size={_ep(s)}) in the model (DeepSpeed-MoE)")
-    lines += _adapter_line(method)
+    lines += _adapter_line(job.method)
     if s.recompute == "selective":
         notes.append("selective recompute has no DeepSpeed setting: checkpoint the attention core in your model")
     if precision == "fp8":
@@ -764,16 +780,9 @@ def megatron_args(
     return args
 
 
-def megatron(
-    plan: Plan,
-    seq_len: int | None = None,
-    precision: str = "bf16",
-    num_layers: int | None = None,
-    method: str = "full",
-    optimizer: str = "adamw",
-) -> str:
+def megatron(plan: Plan, job: ExportJob) -> str:
     """A torchrun command for Megatron-LM's ``pretrain_gpt.py`` with the plan's layout; add model/data flags."""
-    _refuse_gaps(plan, "megatron", num_layers, method, optimizer, seq_len, precision)
+    _refuse_gaps(plan, "megatron", job)
     s = plan.strategy
     lines = [
         f"Megatron-LM derives DP = GPUs / (TP x PP x CP) = {s.dp} and {s.grad_accum} micro-batches per step "
@@ -781,10 +790,10 @@ def megatron(
         "add your model (--num-layers, --hidden-size, ...), tokenizer and data flags",
         f"flags checked against {MEGATRON_SOURCE}",
     ]
-    notes = [] if seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set --seq-length"]
+    notes = [] if job.seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set --seq-length"]
     command = [
         _torchrun_line(plan, "pretrain_gpt.py"),
-        *megatron_args(plan, seq_len, precision, num_layers, optimizer),
+        *megatron_args(plan, job.seq_len, job.precision, job.num_layers, job.optimizer),
     ]
     env = ""
     if s.tp > 1 or s.cp > 1:
@@ -793,7 +802,7 @@ def megatron(
             "(arguments.py validate_args), and its example scripts set it"
         )
         env = "export " + " ".join(f"{k}={v}" for k, v in MEGATRON_ENV.items()) + "\n"
-    return _comment(_header(plan, precision, lines, notes)) + env + " \\\n  ".join(command) + "\n"
+    return _comment(_header(plan, job.precision, lines, notes)) + env + " \\\n  ".join(command) + "\n"
 
 
 def _toml_value(value: Any) -> str:
@@ -904,19 +913,12 @@ def torchtitan_flags(sections: dict[str, dict[str, Any]]) -> list[str]:
     return flags
 
 
-def torchtitan(
-    plan: Plan,
-    name: str,
-    seq_len: int | None = None,
-    precision: str = "bf16",
-    num_layers: int | None = None,
-    method: str = "full",
-    optimizer: str = "adamw",
-) -> str:
+def torchtitan(plan: Plan, job: ExportJob) -> str:
     """A torchtitan job TOML (torchtitan <= 0.2.2, ``--job.config_file``) whose header gives the same
     values as torchtitan 0.3.0 flags (0.3.0 reads configs from Python functions, no TOML)."""
-    _refuse_gaps(plan, "torchtitan", num_layers, method, optimizer, seq_len, precision)
-    sections = torchtitan_sections(plan, name, seq_len, precision, num_layers)
+    _refuse_gaps(plan, "torchtitan", job)
+    precision = job.precision
+    sections = torchtitan_sections(plan, job.name, job.seq_len, precision, job.num_layers)
     launch = _torchrun_line(plan, "-m torchtitan.train")
     lines = [
         "torchtitan <= 0.2.2 reads this file:",
@@ -926,7 +928,7 @@ def torchtitan(
         f"  {launch} --module <model> --config <config function> " + " ".join(torchtitan_flags(sections)),
         f"  flags: {TORCHTITAN_FLAGS_SOURCE}",
     ]
-    notes = [] if seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set training.seq_len"]
+    notes = [] if job.seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set training.seq_len"]
     if precision in ("fp16", "nvfp4"):
         notes.append(f"torchtitan has no {precision} mixed precision: bfloat16 here")
     if precision == "fp8":
@@ -951,12 +953,10 @@ FSDP_STRATEGY = {0: "NO_SHARD", 1: "SHARD_GRAD_OP", 2: "SHARD_GRAD_OP", 3: "FULL
 ACCELERATE_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "nvfp4": "bf16"}
 
 
-def accelerate(
-    plan: Plan, precision: str = "bf16", num_layers: int | None = None, method: str = "full", optimizer: str = "adamw"
-) -> str:
+def accelerate(plan: Plan, job: ExportJob) -> str:
     """An accelerate FSDP config (data parallelism only: plans with TP or PP raise)."""
-    _refuse_gaps(plan, "accelerate", num_layers, method, optimizer, precision=precision)
-    s = plan.strategy
+    _refuse_gaps(plan, "accelerate", dataclasses.replace(job, seq_len=None))  # a config without a sequence length
+    s, precision = plan.strategy, job.precision
     strategy = "HYBRID_SHARD" if _hybrid(s) else FSDP_STRATEGY[s.zero_stage]
     config = {
         "compute_environment": "LOCAL_MACHINE",
@@ -992,7 +992,7 @@ def accelerate(
         ]
     else:
         lines.append("accelerate launch --config_file this.yaml train.py")
-    lines += _adapter_line(method)
+    lines += _adapter_line(job.method)
     notes = []
     if s.zero_stage == 1:
         notes.append("FSDP has no ZeRO-1; SHARD_GRAD_OP (ZeRO-2) is the closest strategy and needs less memory")
@@ -1005,41 +1005,54 @@ def accelerate(
     return _comment(_header(plan, precision, lines, notes)) + _yaml(config)
 
 
+def _facts(job: JobSpec | ExportJob | None, **given: Any) -> ExportJob:
+    """The job's facts (defaults without a job), each keyword given (not None) in place of its fact: the one
+    place the keyword form of ``export`` meets ``ExportJob``."""
+    facts = job_facts(job) if isinstance(job, JobSpec) else job or ExportJob()
+    return dataclasses.replace(facts, **{key: value for key, value in given.items() if value is not None})
+
+
 def export(
     plan: Plan,
     kind: str,
-    name: str = "gpuplan-job",
+    name: str | None = None,
     seq_len: int | None = None,
     *,
-    precision: str = "bf16",
+    job: JobSpec | ExportJob | None = None,
+    precision: str | None = None,
     num_layers: int | None = None,
-    method: str = "full",
-    optimizer: str = "adamw",
+    method: str | None = None,
+    optimizer: str | None = None,
 ) -> str:
     """The launcher config ``kind`` (one of ``KINDS``) for ``plan``, as text to write to a file.
 
-    ``seq_len`` (default 4096), ``precision`` (the job's: bf16, fp16, fp8, nvfp4) and ``num_layers`` (the
-    model's; torchtitan needs it for more than 2 interleaved stages) and ``method`` (full, lora, qlora: the
-    Megatron and torchtitan exports write full training only) and ``optimizer`` (job.optimizer: a framework
-    that has no such optimizer is refused) come from the job: a Plan has none."""
+    ``job``: the plan's job (a JobSpec, or its ``ExportJob`` facts), which says what a Plan does not: the
+    name, sequence length, precision, layer count, method and optimizer (``ExportJob``). Without it, the
+    keywords give them one by one (each defaulting as ``ExportJob`` does); with it, a keyword given replaces
+    the job's fact."""
+    facts = _facts(
+        job, name=name, seq_len=seq_len, precision=precision, num_layers=num_layers, method=method, optimizer=optimizer
+    )
     kind = kind.lower()
-    if precision not in PRECISIONS:
-        raise ArgumentError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}", field="export")
+    if facts.precision not in PRECISIONS:
+        raise ArgumentError(
+            f"unknown precision {facts.precision!r}; choose one of {', '.join(PRECISIONS)}", field="export"
+        )
     if kind not in KINDS and kind != "k8s":
         raise ArgumentError(f"unknown export {kind!r}; choose one of {', '.join(KINDS)}", field="export")
     _check_layout(plan)
     if kind == "skypilot":
-        return skypilot(plan, name, precision)
+        return skypilot(plan, facts)
     if kind in ("kubernetes", "k8s"):
-        return kubernetes(plan, name, precision)
+        return kubernetes(plan, facts)
     if kind == "nodus":
-        return nodus(plan, name, precision)
+        return nodus(plan, facts)
     if kind == "deepspeed":
-        return deepspeed(plan, precision, num_layers, method, optimizer)
+        return deepspeed(plan, facts)
     if kind == "megatron":
-        return megatron(plan, seq_len, precision, num_layers, method, optimizer)
+        return megatron(plan, facts)
     if kind == "torchtitan":
-        return torchtitan(plan, name, seq_len, precision, num_layers, method, optimizer)
+        return torchtitan(plan, facts)
     if kind == "accelerate":
-        return accelerate(plan, precision, num_layers, method, optimizer)
-    return torchrun(plan, precision=precision)
+        return accelerate(plan, facts)
+    return torchrun(plan, facts)
