@@ -383,17 +383,7 @@ def _discard_stdout() -> None:
 
 def _write_export(plan, kind: str, out: Path | None, problem) -> str | None:
     """The launcher config on stdout, or written to ``out`` (then what to say once it is in place)."""
-    job = problem.job
-    text = export(
-        plan,
-        kind,
-        name=job.name,
-        seq_len=job.seq_len,
-        precision=job.precision,
-        num_layers=job.model.layers,
-        method=job.method,
-        optimizer=job.optimizer,
-    )
+    text = export(plan, kind, job=problem.job)
     if out is None:
         typer.echo(text, nl=False)
         return None
