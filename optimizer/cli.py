@@ -465,17 +465,7 @@ def _discard_stdout() -> None:
 
 def _export_text(plan, kind: str, problem) -> str:
     """The launcher config ``kind`` for ``plan``."""
-    job = problem.job
-    return export(
-        plan,
-        kind,
-        name=job.name,
-        seq_len=job.seq_len,
-        precision=job.precision,
-        num_layers=job.model.layers,
-        method=job.method,
-        optimizer=job.optimizer,
-    )
+    return export(plan, kind, job=problem.job)
 
 
 def _write_export(config: str, kind: str, out: Path) -> str:

@@ -159,16 +159,7 @@ def _disagreements(problem: Problem, answer: SolveResult, time_limit_s: float) -
     job = problem.job
     for kind in KINDS:
         try:
-            export(
-                best,
-                kind,
-                name=job.name,
-                seq_len=job.seq_len,
-                precision=job.precision,
-                num_layers=job.model.layers,
-                method=job.method,
-                optimizer=job.optimizer,
-            )
+            export(best, kind, job=job)
         except GpuplanError:
             pass  # refused, with a message (exit 2 on the command line)
         except Exception as exc:  # noqa: BLE001 - a bug, reported as a violation

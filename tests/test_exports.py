@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import inspect
 import json
 import os
@@ -28,10 +29,13 @@ import yaml
 from optimizer import ArgumentError, check, load_catalog, load_job, plan
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
+from optimizer.present import exports
 from optimizer.present.exports import (
     KINDS,
+    ExportJob,
     describe,
     export,
+    job_facts,
     megatron_args,
     skypilot_accelerator,
     torchtitan_flags,
@@ -162,6 +166,93 @@ def test_an_inconsistent_plan_is_refused():
     broken = p.model_copy(update={"strategy": p.strategy.model_copy(update={"dp": 2})})
     with pytest.raises(ArgumentError, match="does not add up"):
         export(broken, "torchrun")
+
+
+# --------------------------------------------------------------------------- the job's facts and the registry
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_job_goes_in_once_as_a_jobspec_its_facts_or_keywords(kind):
+    """export(plan, kind, job=JobSpec), job=job_facts(JobSpec) and the keywords one by one write the same text
+    (or refuse alike); a keyword given beside the job replaces that fact."""
+    spec = load_job(PROBLEMS / LLAMA_70B).job
+    facts = job_facts(spec)
+    assert facts == ExportJob(spec.name, spec.seq_len, spec.precision, spec.model.layers, spec.method, spec.optimizer)
+    for name in ("hybrid-zero3", "tp8-pp4"):
+        p = get_plan(name)
+        answers = []
+        for given in ({"job": spec}, {"job": facts}, dataclasses.asdict(facts)):
+            try:
+                answers.append(export(p, kind, **given))
+            except ArgumentError as exc:
+                answers.append(f"refused: {exc}")
+        assert answers[0] == answers[1] == answers[2]
+        if not answers[0].startswith("refused"):
+            renamed = dataclasses.replace(facts, name="another-job", precision="fp16")
+            assert export(p, kind, job=spec, name="another-job", precision="fp16") == export(p, kind, job=renamed)
+
+
+# A launcher module as a contributor would write it in optimizer/present/exports/ (toy: one line per host).
+TOY_LAUNCHER = '''"""The toy export: one line per host, for the registry's test."""
+
+from optimizer.present.exports.common import ExportJob, Launcher, comment, header
+from optimizer.results import Plan
+
+
+def write(plan: Plan, job: ExportJob) -> str:
+    hosts = "".join(f"host {i}: {plan.host_gpus} GPUs for {job.name}\\n" for i in range(plan.hosts))
+    return comment(header(plan, job.precision, [f"toy {job.seq_len} tokens a sequence"])) + hosts
+
+
+def gaps(plan: Plan, job: ExportJob) -> list[str]:
+    return [f"toy runs no pipeline (PP {plan.strategy.pp})"] if plan.strategy.pp > 1 else []
+
+
+LAUNCHER = Launcher("toy", write, gaps=gaps, aliases=("ninth",))
+'''
+
+
+def test_a_ninth_launcher_is_one_module_and_one_registry_line(tmp_path, monkeypatch):
+    """A new module declaring LAUNCHER, and the line optimizer/present/exports/__init__.py has for each
+    launcher (register(module.LAUNCHER)): export() writes it from the plan and its job, takes its alias, lists
+    it among the kinds, refuses what its gaps name and offers it where another framework export refuses."""
+    path = tmp_path / "toy.py"
+    path.write_text(TOY_LAUNCHER)
+    spec = importlib.util.spec_from_file_location("toy", path)
+    assert spec is not None and spec.loader is not None
+    toy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(toy)
+    monkeypatch.setattr(exports, "LAUNCHERS", dict(exports.LAUNCHERS))  # the registry as it was, after the test
+
+    exports.register(toy.LAUNCHER)  # the registry line
+
+    job = load_job(PROBLEMS / LLAMA_70B).job
+    p = get_plan("hybrid-zero3")  # PP 1
+    text = export(p, "toy", job=job)
+    assert text.splitlines()[0] == f"# gpuplan {metadata.version('gpuplan')}: {describe(p)}"
+    assert f"# toy {job.seq_len} tokens a sequence" in text
+    assert [line for line in text.splitlines() if line.startswith("host ")] == [
+        f"host {i}: {p.host_gpus} GPUs for {job.name}" for i in range(p.hosts)
+    ]
+    assert export(p, "Ninth", job=job) == text
+    with pytest.raises(ArgumentError, match="choose one of skypilot, kubernetes, nodus, .*, torchrun, toy$"):
+        export(p, "slurm")
+    with pytest.raises(ArgumentError, match=r"the toy export cannot express this plan .*toy runs no pipeline \(PP 4\)"):
+        export(get_plan("tp8-pp4"), "toy", job=job)
+    with pytest.raises(ArgumentError) as refused:
+        export(get_plan("cp2"), "deepspeed", job=job)  # DeepSpeed has no context parallelism; the toy runs CP 2
+    assert re.search(r"\btoy exports? can$", str(refused.value))
+    with pytest.raises(ValueError, match="registered already"):
+        exports.register(toy.LAUNCHER)
+    with pytest.raises(ValueError, match="k8s is registered already"):
+        exports.register(dataclasses.replace(toy.LAUNCHER, kind="toy2", aliases=("k8s",)))
+
+
+def test_the_registry_lists_the_launchers_in_their_modules():
+    """KINDS is the registry's order, each kind's LAUNCHER from the module of that name."""
+    assert tuple(exports.LAUNCHERS) == KINDS
+    for kind, launcher in exports.LAUNCHERS.items():
+        assert launcher is getattr(exports, kind).LAUNCHER and launcher.kind == kind
 
 
 # --------------------------------------------------------------------------- launchers

@@ -1,0 +1,125 @@
+"""Launcher configurations for a chosen plan, each carrying the plan's exact layout and batch arithmetic.
+
+Kinds, one module each: ``skypilot`` (task YAML), ``kubernetes`` (headless Service + Indexed ``batch/v1``
+Job, one pod per node), ``nodus`` (the seed's job spec, ``spec.resources.gpu``), ``deepspeed`` (config JSON),
+``megatron`` (Megatron-LM ``pretrain_gpt.py`` arguments), ``torchtitan`` (job TOML plus the equivalent
+flags), ``accelerate`` (FSDP config) and ``torchrun`` (a command line). What they share (the job's facts,
+the header, the plan's numbers) is in ``common``; what the framework exports refuse, in ``gaps``.
+
+``export(plan, kind, job=...)`` writes one: the plan and its job (a JobSpec, or its ``ExportJob`` facts:
+name, sequence length, precision, layer count, method, optimizer, which a Plan does not carry). A tool that
+cannot express a layout raises ``ArgumentError(field="export")`` naming the exports that can; a framework's
+export (deepspeed, megatron, torchtitan) also refuses every layout its planner rules refuse
+(``frameworks.why_not_runnable``). Where accelerate's nearest setting needs no more GPU memory than planned
+(FSDP's SHARD_GRAD_OP for ZeRO-1, FSDP CPU offload for optimizer offload), its export writes it and says so
+in a ``note:`` line. The section and argument builders (``torchtitan_sections``, ``megatron_args``) still map
+every layout.
+
+The registry: each launcher module declares ``LAUNCHER = Launcher(kind, write, ...)``; a ninth launcher is
+one new module and one ``register`` line below (``KINDS``, the CLI's ``--export`` choices, follows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ...errors import ArgumentError
+from ...inputs.schema import JobSpec
+from ...results import Plan
+from . import accelerate, deepspeed, kubernetes, megatron, nodus, skypilot, torchrun, torchtitan
+from .common import DEFAULT_SEQ_LEN, PRECISIONS, ExportJob, Launcher, check_layout, describe, job_facts
+from .gaps import refuse
+from .megatron import megatron_args, uneven_pipeline_ends
+from .skypilot import skypilot_accelerator
+from .torchrun import MASTER_PORT, layout_env
+from .torchtitan import torchtitan_flags, torchtitan_sections
+
+__all__ = [
+    "DEFAULT_SEQ_LEN",
+    "KINDS",
+    "LAUNCHERS",
+    "MASTER_PORT",
+    "PRECISIONS",
+    "ExportJob",
+    "Launcher",
+    "describe",
+    "export",
+    "job_facts",
+    "layout_env",
+    "megatron_args",
+    "register",
+    "skypilot_accelerator",
+    "torchtitan_flags",
+    "torchtitan_sections",
+    "uneven_pipeline_ends",
+]
+
+LAUNCHERS: dict[str, Launcher] = {}
+
+
+def register(launcher: Launcher) -> Launcher:
+    """Add an export kind (its module's ``LAUNCHER``); a kind or alias already taken is a ValueError."""
+    taken = {name for known in LAUNCHERS.values() for name in (known.kind, *known.aliases)}
+    if clash := taken & {launcher.kind, *launcher.aliases}:
+        raise ValueError(f"export kind {', '.join(sorted(clash))} is registered already")
+    LAUNCHERS[launcher.kind] = launcher
+    return launcher
+
+
+register(skypilot.LAUNCHER)
+register(kubernetes.LAUNCHER)
+register(nodus.LAUNCHER)
+register(deepspeed.LAUNCHER)
+register(megatron.LAUNCHER)
+register(torchtitan.LAUNCHER)
+register(accelerate.LAUNCHER)
+register(torchrun.LAUNCHER)
+
+KINDS = tuple(LAUNCHERS)
+
+
+def _facts(job: JobSpec | ExportJob | None, **given: Any) -> ExportJob:
+    """The job's facts (defaults without a job), each keyword given (not None) in place of its fact: the one
+    place the keyword form of ``export`` meets ``ExportJob``."""
+    facts = job_facts(job) if isinstance(job, JobSpec) else job or ExportJob()
+    return dataclasses.replace(facts, **{key: value for key, value in given.items() if value is not None})
+
+
+def _launcher(kind: str) -> Launcher:
+    for launcher in LAUNCHERS.values():
+        if kind == launcher.kind or kind in launcher.aliases:
+            return launcher
+    raise ArgumentError(f"unknown export {kind!r}; choose one of {', '.join(LAUNCHERS)}", field="export")
+
+
+def export(
+    plan: Plan,
+    kind: str,
+    name: str | None = None,
+    seq_len: int | None = None,
+    *,
+    job: JobSpec | ExportJob | None = None,
+    precision: str | None = None,
+    num_layers: int | None = None,
+    method: str | None = None,
+    optimizer: str | None = None,
+) -> str:
+    """The launcher config ``kind`` (one of ``KINDS``, or a kind registered since) for ``plan``, as text to
+    write to a file.
+
+    ``job``: the plan's job (a JobSpec, or its ``ExportJob`` facts), which says what a Plan does not: the
+    name, sequence length, precision, layer count, method and optimizer (``ExportJob``). Without it, the
+    keywords give them one by one (each defaulting as ``ExportJob`` does); with it, a keyword given replaces
+    the job's fact."""
+    facts = _facts(
+        job, name=name, seq_len=seq_len, precision=precision, num_layers=num_layers, method=method, optimizer=optimizer
+    )
+    if facts.precision not in PRECISIONS:
+        raise ArgumentError(
+            f"unknown precision {facts.precision!r}; choose one of {', '.join(PRECISIONS)}", field="export"
+        )
+    launcher = _launcher(kind.lower())
+    check_layout(plan)
+    refuse(plan, launcher, facts, LAUNCHERS.values())
+    return launcher.write(plan, facts)

@@ -1,0 +1,180 @@
+"""What every export shares: the job's facts, the plan's numbers, the header and the YAML writer.
+
+A Plan carries no job: ``ExportJob`` holds the facts an export needs (name, sequence length, precision,
+layer count, method, optimizer), ``job_facts`` reads them off a JobSpec. Each launcher module declares a
+``Launcher`` (its ``write(plan, job)``, and for the framework exports its ``gaps``) for the registry in
+``__init__.py``.
+
+The numbers: GPUs = nodes x GPUs per node = TP x PP x CP x DP, and the global batch (sequences per
+optimizer step) = DP x micro-batch x gradient accumulation; ``check_layout`` refuses a plan where they do not
+add up. Every export starts with ``header``: the plan (``describe``), the gpuplan version, the batch and GPU
+arithmetic, in the format's comment syntax (``comment``; DeepSpeed's JSON: a top-level ``_comment`` key,
+which DeepSpeed's config reader ignores). Read back by tests/test_exports.py
+test_every_export_starts_with_a_header_naming_the_plan and test_the_header_reads_like_the_issue.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+import yaml
+
+from ...errors import ArgumentError
+from ...inputs.schema import JobSpec, Strategy
+from ...results import Plan
+
+PRECISIONS = ("bf16", "fp16", "fp8", "nvfp4")  # JobSpec.precision
+DEFAULT_SEQ_LEN = 4096  # the Plan carries no sequence length; JobSpec.seq_len's default
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportJob:
+    """The job's facts an export needs, which a Plan does not carry (``job_facts`` reads them off a JobSpec).
+
+    ``seq_len`` (None: 4096, with a note saying to set it), ``precision`` (bf16, fp16, fp8, nvfp4),
+    ``num_layers`` (the model's; torchtitan needs it for more than 2 interleaved stages, Megatron for
+    activation offload and uneven pipeline stages), ``method`` (full, lora, qlora: the Megatron and torchtitan
+    exports write full training only) and ``optimizer`` (job.optimizer: a framework that has no such optimizer
+    is refused)."""
+
+    name: str = "gpuplan-job"
+    seq_len: int | None = None
+    precision: str = "bf16"
+    num_layers: int | None = None
+    method: str = "full"
+    optimizer: str = "adamw"
+
+
+def job_facts(job: JobSpec) -> ExportJob:
+    """The export's facts of a job (what ``gpuplan solve --export`` passes)."""
+    return ExportJob(
+        name=job.name,
+        seq_len=job.seq_len,
+        precision=job.precision,
+        num_layers=job.model.layers,
+        method=job.method,
+        optimizer=job.optimizer,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Launcher:
+    """One export kind, as its module declares it (``LAUNCHER``) and ``exports.register`` lists it.
+
+    ``write(plan, job)``: the file's text, for a plan whose layout adds up and that ``gaps`` does not refuse.
+    ``gaps(plan, job)``: only for exports that can refuse a plan (the frameworks'): what the tool's config
+    cannot express, to which ``gaps.export_gaps`` adds the planner's rules for the framework of the same name
+    and the LoRA plans it does not write; a refusal names the other exports with ``gaps`` that can write the
+    plan. ``reads_seq_len``: False where the config has no sequence length, whose refusal then checks no
+    sequence-length rule (its own or, naming the exports that can, the others'). ``aliases``: other names
+    ``export`` takes for it (``KINDS`` lists ``kind`` only)."""
+
+    kind: str
+    write: Callable[[Plan, ExportJob], str]
+    gaps: Callable[[Plan, ExportJob], list[str]] | None = None
+    reads_seq_len: bool = True
+    aliases: tuple[str, ...] = ()
+
+
+def _version() -> str:
+    try:
+        return metadata.version("gpuplan")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def ep(s: Strategy) -> int:
+    """Expert-parallel ranks (carved out of the DP x CP ranks; 1 for dense models and older Strategies)."""
+    return int(getattr(s, "ep", 1))
+
+
+def hybrid(s: Strategy) -> bool:
+    """ZeRO-3 sharded over a group smaller than the ranks that hold the same weights (DP x CP)."""
+    return s.zero_stage >= 3 and s.shard_degree < s.dp * s.cp
+
+
+def check_layout(plan: Plan) -> None:
+    s = plan.strategy
+    if plan.nodes * plan.gpus_per_node != plan.gpus or s.tp * s.pp * s.cp * s.dp != plan.gpus:
+        raise ArgumentError(
+            f"the plan's layout does not add up: {plan.nodes} nodes x {plan.gpus_per_node} GPUs, "
+            f"TP {s.tp} x PP {s.pp} x CP {s.cp} x DP {s.dp}, against {plan.gpus} GPUs",
+            field="export",
+        )
+
+
+def describe(plan: Plan) -> str:
+    """One line naming the plan, e.g. '4 x 8 B200 (offer), TP 8 PP 4 DP 1, ZeRO-1, global batch 256'."""
+    s = plan.strategy
+    degrees = (
+        f"TP {s.tp} PP {s.pp} DP {s.dp}" + (f" CP {s.cp}" if s.cp > 1 else "") + (f" EP {ep(s)}" if ep(s) > 1 else "")
+    )
+    zero = f"ZeRO-{s.zero_stage}" + (f" hybrid-sharded over {s.shard_degree} GPUs" if hybrid(s) else "")
+    return f"{plan.label()}, {degrees}, {zero}, global batch {s.global_batch}"
+
+
+def header(plan: Plan, precision: str, lines: list[str] | None = None, notes: list[str] | None = None) -> list[str]:
+    s = plan.strategy
+    details = [f"recompute {s.recompute}", precision]
+    if s.virtual_stages > 1:
+        details.append(f"{s.virtual_stages} virtual pipeline stages per GPU")
+    if s.offload != "none":
+        details.append("optimizer state offloaded to CPU")
+    out = [
+        f"gpuplan {_version()}: {describe(plan)}",
+        f"global batch {s.global_batch} = DP {s.dp} x micro-batch {s.micro_batch} x gradient accumulation "
+        f"{s.grad_accum}; {plan.gpus} GPUs = TP {s.tp} x PP {s.pp} x CP {s.cp} x DP {s.dp}; " + ", ".join(details),
+    ]
+    cost = f", ${plan.cost_usd.p50:,.0f}" if plan.cost_usd is not None else ""
+    out.append(f"planned: p50 {plan.hours.p50:.1f} h{cost} (labelled framework: {s.framework})")
+    if plan.gpus_per_host:
+        out.append(
+            f"NVLink joins the {plan.gpus_per_node} GPUs of each node; launched as {plan.hosts} hosts of "
+            f"{plan.gpus_per_host} GPUs, which must share that NVLink domain (one rack: Slurm --segment; Kubernetes: "
+            "NVIDIA's DRA driver ComputeDomain), or TP and the collectives the plan times there cross the network"
+        )
+    return out + (lines or []) + [f"note: {n}" for n in notes or []]
+
+
+def comment(lines: list[str]) -> str:
+    return "".join(f"# {line}\n" if line else "#\n" for line in lines)
+
+
+def is_amd(sku: str) -> bool:
+    return sku.upper().startswith(("MI", "AMD"))  # AMD Instinct: MI250, MI300X, MI325X, MI355X
+
+
+def adapter_line(method: str) -> list[str]:
+    """For DeepSpeed and accelerate, whose configs have no setting for adapters: what the script must add
+    for the plan's memory to hold (a LoRA or QLoRA plan fits where training every weight would not)."""
+    if method == "lora":
+        return ["method lora: the plan trains LoRA adapters on a frozen bf16 model; wrap the model with "
+                "peft.get_peft_model(model, peft.LoraConfig(...)) in your script (this config trains what the model "
+                "leaves trainable)"]  # fmt: skip
+    if method == "qlora":
+        return ["method qlora: the plan trains LoRA adapters on a 4-bit NF4 base; load the model with "
+                "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4') and wrap it with "
+                "peft.get_peft_model(model, peft.LoraConfig(...)) in your script (this config trains what the model "
+                "leaves trainable)"]  # fmt: skip
+    return []
+
+
+class _Dumper(yaml.SafeDumper):
+    """Safe YAML with multi-line strings as literal blocks (readable shell scripts) and no anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str_block(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
+
+
+_Dumper.add_representer(str, _str_block)
+
+
+def yaml_text(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False)

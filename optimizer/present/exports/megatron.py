@@ -1,0 +1,140 @@
+"""The Megatron-LM export: a torchrun command for ``pretrain_gpt.py`` with the plan's layout and batch.
+
+``megatron_args``: the parallelism (TP, PP, virtual stages, uneven first and last stages, CP, EP, sequence
+parallelism), optimizer, batch, recompute, activation offload and precision flags, names checked against
+``MEGATRON_SOURCE``; the user adds the model, tokenizer and data flags. ``CUDA_DEVICE_MAX_CONNECTIONS=1`` is
+exported where TP or CP is above 1. ``gaps``: the fine-tune memory options it cannot carry (the framework's
+own rules are the planner's, which ``gaps.export_gaps`` adds). Read back by the flags megatron-core's
+dataclasses generate (``TransformerConfig``, ``DistributedDataParallelConfig``, ``OptimizerConfig``, mirrored
+as argparse): tests/test_exports.py test_megatron_arguments_build_megatron_core_configs,
+test_megatron_takes_the_uneven_pipeline_split_it_is_given, test_megatron_export_runs_the_optimizer_the_plan_
+counted and test_megatron_takes_the_jobs_sequence_length_and_precision; tests/test_frameworks.py (LoRA).
+"""
+
+from __future__ import annotations
+
+from ...results import Plan
+from .common import DEFAULT_SEQ_LEN, ExportJob, Launcher, comment, ep, header
+from .gaps import memory_option_gaps
+from .torchrun import torchrun_line
+
+# Where the flag names were checked (``megatron_args``).
+MEGATRON_SOURCE = (
+    "NVIDIA/Megatron-LM megatron/training/arguments.py (main at d98e8a6, 2026-08-22); its TransformerConfig flags "
+    "are generated from megatron/core/model_parallel_config.py and megatron/core/transformer/transformer_config.py"
+)
+# Megatron-LM's validate_args asserts CUDA_DEVICE_MAX_CONNECTIONS == "1" where TP or CP > 1 on GPUs before
+# Blackwell (arguments.py lines 1453-1479 at MEGATRON_SOURCE's commit); its example scripts export it always
+MEGATRON_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+
+
+def gaps(plan: Plan, job: ExportJob) -> list[str]:
+    """What Megatron-LM's flags cannot carry for this plan (``Launcher.gaps``)."""
+    # Activation offload is --cpu-offloading-num-layers (Megatron-Core's cpu_offloading_num_layers, which must
+    # stay under the model's layer count): it needs num_layers.
+    # (ZeRO stages, interleaving and the like are the framework's rules, which ``gaps.export_gaps`` adds)
+    return memory_option_gaps(plan, "Megatron-LM", in_backward=False, offload=(job.num_layers or 0) > 1)
+
+
+def uneven_pipeline_ends(num_layers: int | None, pp: int) -> tuple[int, int] | None:
+    """Where PP does not divide the layers: the layers of the first and last stages, the middle stages
+    holding ceil(layers / PP) each as gpuplan's time model assumes (its slowest stage), as Megatron-Core
+    takes them (TransformerConfig num_layers_in_first/last_pipeline_stage: the middle layers must split
+    evenly over the middle stages; without them it asserts that PP divides the layers). None where PP
+    divides them (or they are unknown)."""
+    if num_layers is None or pp < 2 or num_layers % pp == 0:
+        return None
+    slowest = -(-num_layers // pp)
+    for middle in range(slowest, 0, -1):
+        ends = num_layers - middle * (pp - 2)
+        if 2 <= ends <= 2 * slowest:
+            return ends // 2, ends - ends // 2
+    return None
+
+
+# job.optimizer -> Megatron-LM's --optimizer choice (frameworks.py: Megatron runs these two)
+MEGATRON_OPTIMIZERS = {"adamw": "adam", "sgd": "sgd"}
+
+
+def megatron_args(
+    plan: Plan,
+    seq_len: int | None = None,
+    precision: str = "bf16",
+    num_layers: int | None = None,
+    optimizer: str = "adamw",
+) -> list[str]:
+    """The parallelism, batch, recompute, activation offload and precision arguments of Megatron-LM's
+    ``pretrain_gpt.py``.
+
+    Names checked against ``MEGATRON_SOURCE``; virtual stages use ``--num-virtual-stages-per-pipeline-rank``
+    (current arguments.py has no ``--virtual-pipeline-model-parallel-size``). Activation offload is
+    ``--cpu-offloading-num-layers``: arguments.py turns cpu_offloading on when it is positive, and
+    Megatron-Core (transformer_config.py) takes fewer than num_layers; every layer but the last is offloaded
+    (cpu_offloading_activations defaults to True, model_parallel_config.py)."""
+    s = plan.strategy
+    args = [
+        f"--tensor-model-parallel-size {s.tp}",
+        f"--pipeline-model-parallel-size {s.pp}",
+    ]
+    if s.virtual_stages > 1:
+        args.append(f"--num-virtual-stages-per-pipeline-rank {s.virtual_stages}")
+    if (ends := uneven_pipeline_ends(num_layers, s.pp)) is not None:
+        # Megatron-LM's flags for TransformerConfig's num_layers_in_first/last_pipeline_stage, which it excludes
+        # from its generated flags (arguments.py _add_network_size_args; argument_utils.py maps them back)
+        args += [f"--decoder-first-pipeline-num-layers {ends[0]}", f"--decoder-last-pipeline-num-layers {ends[1]}"]
+    args += [f"--context-parallel-size {s.cp}", f"--expert-model-parallel-size {ep(s)}"]
+    if getattr(s, "expert_tp", None):
+        args.append(f"--expert-tensor-parallel-size {s.expert_tp}")
+    if s.tp > 1:
+        args.append("--sequence-parallel")
+    # the planned optimizer's state, not Megatron's default (adam): --optimizer offers adam (decoupled weight
+    # decay: AdamW) and sgd among gpuplan's optimizers (the framework rule refuses the others)
+    args.append(f"--optimizer {MEGATRON_OPTIMIZERS[optimizer]}")
+    if s.zero_stage >= 1 or s.offload != "none":
+        args.append("--use-distributed-optimizer")
+    if s.offload != "none":
+        args += ["--optimizer-cpu-offload", "--optimizer-offload-fraction 1.0", "--use-precision-aware-optimizer"]
+    if s.activation_offload and num_layers:
+        args.append(f"--cpu-offloading-num-layers {num_layers - 1}")
+    args += [
+        f"--micro-batch-size {s.micro_batch}",
+        f"--global-batch-size {s.global_batch}",
+        f"--seq-length {seq_len or DEFAULT_SEQ_LEN}",
+    ]
+    if s.recompute == "selective":
+        args.append("--recompute-granularity selective")
+    elif s.recompute == "full":
+        args += ["--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1"]
+    args.append("--fp16" if precision == "fp16" else "--bf16")
+    if precision == "fp8":
+        args.append("--fp8-format hybrid")
+    elif precision == "nvfp4":
+        args.append("--fp4-format e2m1")
+    return args
+
+
+def write(plan: Plan, job: ExportJob) -> str:
+    """A torchrun command for Megatron-LM's ``pretrain_gpt.py`` with the plan's layout; add model/data flags."""
+    s = plan.strategy
+    lines = [
+        f"Megatron-LM derives DP = GPUs / (TP x PP x CP) = {s.dp} and {s.grad_accum} micro-batches per step "
+        f"from --global-batch-size {s.global_batch} / (--micro-batch-size {s.micro_batch} x DP {s.dp})",
+        "add your model (--num-layers, --hidden-size, ...), tokenizer and data flags",
+        f"flags checked against {MEGATRON_SOURCE}",
+    ]
+    notes = [] if job.seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set --seq-length"]
+    command = [
+        torchrun_line(plan, "pretrain_gpt.py"),
+        *megatron_args(plan, job.seq_len, job.precision, job.num_layers, job.optimizer),
+    ]
+    env = ""
+    if s.tp > 1 or s.cp > 1:
+        lines.append(
+            "CUDA_DEVICE_MAX_CONNECTIONS=1: Megatron-LM asserts it for TP or CP above 1 before Blackwell "
+            "(arguments.py validate_args), and its example scripts set it"
+        )
+        env = "export " + " ".join(f"{k}={v}" for k, v in MEGATRON_ENV.items()) + "\n"
+    return comment(header(plan, job.precision, lines, notes)) + env + " \\\n  ".join(command) + "\n"
+
+
+LAUNCHER = Launcher("megatron", write, gaps=gaps)

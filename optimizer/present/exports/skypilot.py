@@ -1,0 +1,102 @@
+"""The SkyPilot export: a task YAML, one node per ``num_nodes``, torchrun over SkyPilot's SKYPILOT_* variables.
+
+The accelerator goes out under SkyPilot's name for the SKU (``SKYPILOT_ACCELERATORS``, with a note where the
+name may not be what the user wants), the cloud pinned to the plan's provider where SkyPilot knows it
+(``SKYPILOT_CLOUDS``), the layout as the task's envs. Read back by SkyPilot itself (``sky.Task.from_yaml``,
+``from_yaml_config`` and its catalog's accelerator names): tests/test_exports.py
+test_skypilot_task_loads_with_skypilot, test_skypilot_asks_for_every_sku_by_skypilots_name,
+test_skypilot_asks_for_an_h100_sxm_plan_as_h100, test_skypilot_pins_the_cloud_whose_price_the_plan_used and
+test_a_plan_on_an_imported_skypilot_catalog_exports_a_task_skypilot_accepts; tests/test_ecosystem.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...results import Plan
+from .common import ExportJob, Launcher, comment, header, yaml_text
+from .torchrun import MASTER_PORT, layout_env, torchrun_args
+
+# gpuplan's SKU names (catalogs/hardware.yaml) as SkyPilot's accelerator names, with a note where the name
+# may not be what the user wants; SkyPilot's catalog (skypilot-org/skypilot-catalog catalogs/v8/common/
+# accelerators.csv at d4d53f0) lists each of them (older copies lack B300 and RTXPRO6000), H800 under no name
+SKYPILOT_VERSION = "skypilot 0.14.1 (7e59597)"
+SKYPILOT_SOURCE = (
+    f"{SKYPILOT_VERSION}: sky/utils/gpu_names.py CANONICAL_GPU_NAMES, sky/catalog/__init__.py "
+    "get_common_gpus, sky/catalog/data_fetchers/fetch_runpod.py GPU_NAME_OVERRIDES and "
+    "sky/provision/runpod/utils.py GPU_NAME_MAP"
+)
+SKYPILOT_ACCELERATORS: dict[str, tuple[str, str | None]] = {
+    "A100-40GB": ("A100", None),  # SkyPilot's A100 is the 40 GB card (gpu_names.CANONICAL_GPU_MEMORY_GIB)
+    "A100-80GB": ("A100-80GB", "SkyPilot's A100-80GB is a PCIe card on RunPod (A100-80GB-SXM there)"),
+    "H100-SXM": ("H100", "SkyPilot's H100 is a PCIe card on RunPod: ask for H100-SXM there (or on Cudo)"),
+    "H100-PCIe": ("H100", None),  # fetch_runpod.py GPU_NAME_OVERRIDES: 'H100-PCIe' -> 'H100'
+    "H200": ("H200", None),
+    "B200": ("B200", None),
+    "B300": ("B300", None),  # CANONICAL_GPU_NAMES; Nebius' B300:8 (sky/clouds/nebius.py)
+    "RTX-PRO-6000": ("RTXPRO6000", None),  # get_common_gpus; GCP g4, AWS and RunPod (server edition)
+    "L40S": ("L40S", None),
+    "MI300X": ("MI300X", None),  # fetch_runpod.py, GPU_NAME_MAP 'AMD Instinct MI300X OAM'
+    # H800: no name in SkyPilot's code or its catalog; the SKU's own name goes out, with a note
+}
+
+
+def _sky_name(name: str) -> str:
+    """A SkyPilot task name (sky/task.py _VALID_NAME_REGEX: ASCII letters and digits, runs of at most two of
+    '._-' between them); ``gpuplan-job`` where nothing of the job's name is left."""
+    words = re.findall(r"[A-Za-z0-9]+", name)
+    return "-".join(words)[:63].strip("-") or "gpuplan-job"
+
+
+def skypilot_accelerator(sku: str) -> str:
+    """SkyPilot's name for a gpuplan SKU (``SKYPILOT_ACCELERATORS``); the SKU's own name where it has none."""
+    return SKYPILOT_ACCELERATORS.get(sku, (sku, None))[0]
+
+
+# SkyPilot's cloud names (sky.Task.from_yaml_config resources.cloud, skypilot 0.14.1) for the catalogs' providers:
+# the plan's price is that provider's, so the task is pinned to it; a provider SkyPilot does not know (a
+# reserved cluster, Nodus) leaves the cloud to SkyPilot's optimizer.
+SKYPILOT_CLOUDS = frozenset({"aws", "gcp", "azure", "lambda", "runpod", "oci", "nebius"})
+
+
+def write(plan: Plan, job: ExportJob) -> str:
+    """A SkyPilot task: one node per ``num_nodes``, torchrun over SkyPilot's SKYPILOT_* variables."""
+    run_args = torchrun_args(
+        "$SKYPILOT_NUM_NODES",
+        "$SKYPILOT_NUM_GPUS_PER_NODE",
+        "$SKYPILOT_NODE_RANK",
+        "$MASTER_ADDR",
+        str(MASTER_PORT),
+        "train.py",
+    )
+    accelerator, note = SKYPILOT_ACCELERATORS.get(plan.sku, (plan.sku, None))
+    cloud = provider if (provider := (plan.provider or "").lower()) in SKYPILOT_CLOUDS else None
+    task = {
+        "name": _sky_name(job.name),
+        "num_nodes": plan.hosts,
+        "resources": {
+            **({"cloud": cloud} if cloud else {}),
+            "accelerators": f"{accelerator}:{plan.host_gpus}",
+            "use_spot": plan.spot,
+        },
+        "workdir": ".",
+        "envs": layout_env(plan),
+        "setup": "set -e\nif [ -f requirements.txt ]; then pip install -r requirements.txt; fi\n",
+        "run": (
+            'set -e\nMASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | head -n1)\n' + "torchrun " + " ".join(run_args) + "\n"
+        ),
+    }
+    lines = ["sky launch -c <cluster> this.yaml (workdir . is synced to each node; train.py reads the envs)"]
+    if cloud:
+        lines.append(f"cloud: {cloud}, the provider whose price the plan used ({plan.offer})")
+    if plan.sku not in SKYPILOT_ACCELERATORS:  # no name of SkyPilot's: the SKU's own goes out
+        note = (
+            f"SkyPilot's catalog may not list {plan.sku} ({SKYPILOT_VERSION} has no name for it): "
+            "set accelerators to the name your cloud uses (sky show-gpus)"
+        )
+    if accelerator != plan.sku:
+        lines.append(f"accelerators: SkyPilot's name {accelerator} for {plan.sku} ({SKYPILOT_SOURCE})")
+    return comment(header(plan, job.precision, lines, [note] if note else [])) + yaml_text(task)
+
+
+LAUNCHER = Launcher("skypilot", write)

@@ -1,0 +1,191 @@
+"""The torchtitan export: a job TOML (torchtitan <= 0.2.2) whose header gives the same values as 0.3.0 flags.
+
+``torchtitan_sections``: the TOML sections (batch as torchtitan counts it, FSDP2 / HSDP / DDP degrees, TP,
+PP with its schedule and layers per stage, CP, EP, activation checkpointing, Float8), keys checked against
+``TORCHTITAN_TOML_SOURCE``; ``torchtitan_flags``: the same values as torchtitan 0.3.0 command-line flags
+(``TORCHTITAN_FLAGS_SOURCE``; 0.3.0 reads no TOML). ``gaps``: what it cannot run (activation offload,
+a hybrid shard CP does not divide, more than 2 virtual stages without the layer count). Read back by
+``tomllib`` and torchtitan's own ``ConfigManager`` (0.2.2's TOML, 0.3.0's flags): tests/test_exports.py
+test_torchtitan_config_parses_with_torchtitan, test_torchtitan_takes_an_expert_parallel_plan_with_its_moe_
+config, test_torchtitan_030_flags_carry_no_optimizer_step_in_backward, test_torchtitan_needs_the_layer_count_
+for_more_than_two_virtual_stages and test_torchtitan_toml_says_0_2_2_refuses_ddp_beside_tp;
+tests/test_finetune_memory.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...results import Plan
+from .common import DEFAULT_SEQ_LEN, ExportJob, Launcher, comment, describe, ep, header, hybrid
+from .gaps import memory_option_gaps
+from .torchrun import torchrun_line
+
+TORCHTITAN_TOML_SOURCE = "pytorch/torchtitan torchtitan/config/job_config.py at v0.2.2 (the last release with TOML)"
+TORCHTITAN_FLAGS_SOURCE = (
+    "pytorch/torchtitan 0.3.0 torchtitan/config/configs.py (TrainingConfig, ParallelismConfig) and "
+    "torchtitan/distributed/activation_checkpoint.py; TOML job files were removed in pytorch/torchtitan#2386, "
+    "and main (b5bcd76) renames the batch keys to token counts"
+)
+
+
+def gaps(plan: Plan, job: ExportJob) -> list[str]:
+    """What torchtitan's job config cannot express for this plan (``Launcher.gaps``)."""
+    s = plan.strategy
+    out = memory_option_gaps(plan, "torchtitan", in_backward=True, offload=False)
+    if hybrid(s) and s.shard_degree % s.cp:
+        out.append(f"torchtitan shards over data_parallel_shard_degree x CP, which {s.shard_degree} GPUs is not")
+    if s.virtual_stages > 2 and job.num_layers is None:
+        out.append(
+            f"torchtitan's Interleaved1F1B defaults to 2 stages per rank; {s.virtual_stages} need "
+            "pipeline_parallel_layers_per_stage, which needs the model's layer count: "
+            "pass num_layers (export(plan, 'torchtitan', num_layers=...))"
+        )
+    return out
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    # a TOML basic string: JSON's escapes are TOML's, except that JSON writes a character past U+FFFF as
+    # two surrogate escapes, which TOML refuses; unescaped, it is itself (DEL, which TOML must escape, too)
+    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _toml(sections: dict[str, dict[str, Any]]) -> str:
+    return "\n".join(
+        f"[{name}]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in keys.items()) for name, keys in sections.items()
+    )
+
+
+def torchtitan_sections(
+    plan: Plan,
+    name: str = "gpuplan-job",
+    seq_len: int | None = None,
+    precision: str = "bf16",
+    num_layers: int | None = None,
+) -> dict[str, dict[str, Any]]:
+    """The torchtitan job config as TOML sections (keys: ``TORCHTITAN_TOML_SOURCE``).
+
+    Batch: torchtitan's ``local_batch_size`` is per data-parallel rank per accumulation step and
+    ``global_batch_size`` / (local x DP) its gradient accumulation; with PP the local batch is cut into
+    ``pipeline_parallel_microbatch_size`` micro-batches instead, so local = micro x accumulation."""
+    s = plan.strategy
+    if s.zero_stage == 0:
+        shard, replicate = 1, s.dp  # DDP (FSDP2 over the CP ranks only)
+    elif hybrid(s):
+        shard, replicate = s.shard_degree // s.cp, s.dp * s.cp // s.shard_degree  # HSDP
+    else:
+        shard, replicate = s.dp, 1  # FSDP2 over DP x CP
+    training: dict[str, Any] = {
+        "local_batch_size": s.micro_batch * s.grad_accum if s.pp > 1 else s.micro_batch,
+        "global_batch_size": s.global_batch,
+        "seq_len": seq_len or DEFAULT_SEQ_LEN,
+        "mixed_precision_param": "bfloat16",
+    }
+    if s.offload != "none":
+        training["enable_cpu_offload"] = True
+    parallelism: dict[str, Any] = {
+        "data_parallel_replicate_degree": replicate,
+        "data_parallel_shard_degree": shard,
+    }
+    if s.zero_stage in (1, 2):
+        parallelism["fsdp_reshard_after_forward"] = "never"  # FSDP2 keeping gathered weights: ZeRO-2
+    parallelism["tensor_parallel_degree"] = s.tp
+    parallelism["pipeline_parallel_degree"] = s.pp
+    if s.pp > 1:
+        parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if s.virtual_stages > 1 else "1F1B"
+        parallelism["pipeline_parallel_microbatch_size"] = s.micro_batch
+        if s.virtual_stages > 2 and num_layers:
+            # ceil((layers + first-less + last-less) / per stage) stages: with no allowance for the embedding
+            # and output, exactly PP x v stages of equal layers, as planned
+            parallelism["pipeline_parallel_layers_per_stage"] = num_layers // (s.pp * s.virtual_stages)
+            parallelism["pipeline_parallel_first_stage_less_layers"] = 0
+            parallelism["pipeline_parallel_last_stage_less_layers"] = 0
+    parallelism["context_parallel_degree"] = s.cp
+    if ep(s) > 1:
+        parallelism["expert_parallel_degree"] = ep(s)
+    sections: dict[str, dict[str, Any]] = {
+        "job": {"description": f"{name}: {describe(plan)}", "dump_folder": "./outputs"},
+        "training": training,
+        "parallelism": parallelism,
+        "activation_checkpoint": {"mode": s.recompute},
+    }
+    if s.recompute == "selective":
+        sections["activation_checkpoint"]["selective_ac_option"] = "op"
+    if s.optimizer_in_backward:
+        sections["optimizer"] = {"early_step_in_backward": True}
+    if precision == "fp8":
+        sections["model"] = {"converters": ["quantize.linear.float8"]}
+        sections["quantize.linear.float8"] = {"recipe_name": "rowwise"}
+    return sections
+
+
+# TOML keys torchtitan 0.3.0 has no flag for: its OptimizerConfig has no early_step_in_backward (0.2.2's
+# job_config.py Optimizer had it; the 0.3.0 parser answers "Unrecognized options")
+TORCHTITAN_030_MISSING = {("optimizer", "early_step_in_backward")}
+
+
+def torchtitan_flags(sections: dict[str, dict[str, Any]]) -> list[str]:
+    """The same values as torchtitan 0.3.0 command-line flags (``TORCHTITAN_FLAGS_SOURCE``), less those it
+    has none for (``TORCHTITAN_030_MISSING``)."""
+    flags = []
+    for section in ("training", "parallelism", "optimizer"):
+        for key, value in sections.get(section, {}).items():
+            if (section, key) in TORCHTITAN_030_MISSING:
+                continue
+            flag = f"--{section}.{key.replace('_', '-')}"
+            if isinstance(value, bool):
+                flags.append(flag if value else f"--{section}.no-{key.replace('_', '-')}")
+            else:
+                flags.append(f"{flag} {value}")
+    parallelism = sections["parallelism"]
+    if parallelism["pipeline_parallel_degree"] > 1 or parallelism.get("expert_parallel_degree", 1) > 1:
+        # 0.3.0's trainer (Trainer.Config._validate_cuda_graphs) refuses CUDA graphs with PP, and with EP under
+        # a token dispatcher that synchronises with the CPU (the default all-to-all); no 0.2.2 key
+        flags.append("--training.disable-cuda-graphs")
+    flags.append(f"activation-checkpoint:{sections['activation_checkpoint']['mode']}")  # a tyro subcommand: last
+    return flags
+
+
+def write(plan: Plan, job: ExportJob) -> str:
+    """A torchtitan job TOML (torchtitan <= 0.2.2, ``--job.config_file``) whose header gives the same
+    values as torchtitan 0.3.0 flags (0.3.0 reads configs from Python functions, no TOML)."""
+    precision = job.precision
+    sections = torchtitan_sections(plan, job.name, job.seq_len, precision, job.num_layers)
+    launch = torchrun_line(plan, "-m torchtitan.train")
+    lines = [
+        "torchtitan <= 0.2.2 reads this file:",
+        f"  {launch} --job.config_file this.toml",
+        f"  keys: {TORCHTITAN_TOML_SOURCE}",
+        "torchtitan 0.3.0 reads no TOML (a Python config function instead); the same values as its flags:",
+        f"  {launch} --module <model> --config <config function> " + " ".join(torchtitan_flags(sections)),
+        f"  flags: {TORCHTITAN_FLAGS_SOURCE}",
+    ]
+    notes = [] if job.seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set training.seq_len"]
+    if precision in ("fp16", "nvfp4"):
+        notes.append(f"torchtitan has no {precision} mixed precision: bfloat16 here")
+    if precision == "fp8":
+        notes.append("torchtitan 0.3.0 sets Float8 through the model converters in your config function, not a flag")
+    if plan.strategy.optimizer_in_backward:
+        notes.append(
+            "torchtitan 0.3.0 cannot run this plan as costed: it has no optimizer step in backward, on which the "
+            "plan's gradient memory counts (its line above leaves it out); run torchtitan 0.2.2 with this TOML"
+        )
+    s = plan.strategy
+    if s.zero_stage < 3 and s.dp > 1 and (s.tp > 1 or s.pp > 1):
+        # v0.2.2 models/llama3/infra/parallelize.py: 'DDP has not supported > 1D parallelism'; 0.3.0 runs it
+        # as HSDP with a shard degree of 1
+        notes.append(
+            "torchtitan 0.2.2 refuses data parallelism without FSDP beside TP or PP ('DDP has not supported > 1D "
+            "parallelism'): run this plan with 0.3.0's line above"
+        )
+    return comment(header(plan, precision, lines, notes)) + _toml(sections)
+
+
+LAUNCHER = Launcher("torchtitan", write, gaps=gaps)
