@@ -239,7 +239,7 @@ ExportOpt = typer.Option(
     None,
     "--export",
     help="Write a launcher config for the plan: skypilot, kubernetes (Indexed Job + headless Service), nodus "
-    "(spec.resources.gpu), deepspeed, megatron, torchtitan, accelerate or torchrun.",
+    "(spec.resources.gpu), deepspeed, megatron, torchtitan, accelerate, torchrun or slurm (an sbatch script).",
 )
 OutOpt = typer.Option(None, "--out", help="File for --export (default, or -: print it).")
 FormatOpt = typer.Option(Format.table, "--format", "-f", help="table (for people), json or yaml (for scripts).")

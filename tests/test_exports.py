@@ -141,7 +141,8 @@ def test_every_export_starts_with_a_header_naming_the_plan(name, kind):
     if text is None:
         return
     p, s = get_plan(name), get_plan(name).strategy
-    lines = json.loads(text)["_comment"] if kind == "deepspeed" else [line[2:] for line in text.splitlines()[:2]]
+    body = text.splitlines()[1:] if kind == "slurm" else text.splitlines()  # a script's first line: #!/bin/bash
+    lines = json.loads(text)["_comment"] if kind == "deepspeed" else [line[2:] for line in body[:2]]
     assert lines[0] == f"gpuplan {metadata.version('gpuplan')}: {describe(p)}"
     assert lines[0].endswith(f"global batch {s.global_batch}") and f"TP {s.tp} PP {s.pp} DP {s.dp}" in lines[0]
     assert f"= DP {s.dp} x micro-batch {s.micro_batch} x gradient accumulation {s.grad_accum}" in lines[1]
@@ -156,7 +157,7 @@ def test_the_header_reads_like_the_issue():
 def test_unknown_kind_and_precision_are_argument_errors():
     p = get_plan("tp8-pp4")
     with pytest.raises(ArgumentError, match="choose one of skypilot, kubernetes, nodus"):
-        export(p, "slurm")
+        export(p, "lsf")
     with pytest.raises(ArgumentError, match="unknown precision"):
         export(p, "megatron", precision="int4")
 
@@ -235,8 +236,8 @@ def test_a_ninth_launcher_is_one_module_and_one_registry_line(tmp_path, monkeypa
         f"host {i}: {p.host_gpus} GPUs for {job.name}" for i in range(p.hosts)
     ]
     assert export(p, "Ninth", job=job) == text
-    with pytest.raises(ArgumentError, match="choose one of skypilot, kubernetes, nodus, .*, torchrun, toy$"):
-        export(p, "slurm")
+    with pytest.raises(ArgumentError, match="choose one of skypilot, kubernetes, nodus, .*, torchrun, slurm, toy$"):
+        export(p, "lsf")
     with pytest.raises(ArgumentError, match=r"the toy export cannot express this plan .*toy runs no pipeline \(PP 4\)"):
         export(get_plan("tp8-pp4"), "toy", job=job)
     with pytest.raises(ArgumentError) as refused:
@@ -955,3 +956,50 @@ def test_a_plan_on_an_imported_skypilot_catalog_exports_a_task_skypilot_accepts(
     assert str(resources.cloud).lower() == "lambda"
     ((name, count),) = resources.accelerators.items()
     assert count == best.host_gpus and name in ("A100", "H100")
+
+
+# sbatch's options this export writes, with the form sbatch documents for each value (Slurm sbatch(1))
+SBATCH_FORMS = {
+    "--job-name": r"[A-Za-z0-9._-]+",
+    "--nodes": r"[1-9][0-9]*",
+    "--ntasks-per-node": r"[1-9][0-9]*",
+    "--gpus-per-node": r"[1-9][0-9]*",
+    "--exclusive": None,
+    "--time": r"[0-9]+-[0-9]{2}:[0-9]{2}:[0-9]{2}",
+    "--segment": r"[1-9][0-9]*",
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_slurm_script_parses_and_asks_for_the_plans_hosts(name, tmp_path):
+    """Slurm: bash parses the script (bash -n), every #SBATCH line is an sbatch option in its documented form
+    and comes before the first command (sbatch reads directives only until then), and the hosts, GPUs and
+    time limit are the plan's."""
+    import shutil
+    import subprocess
+
+    p = get_plan(name)
+    text = export(p, "slurm", name="gpuplan test job")
+    path = tmp_path / "job.sbatch"
+    path.write_text(text)
+    if shutil.which("bash"):
+        subprocess.run(["bash", "-n", str(path)], check=True)
+    lines = text.splitlines()
+    assert lines[0] == "#!/bin/bash"
+    first_command = next(i for i, line in enumerate(lines) if line.strip() and not line.startswith("#"))
+    directives = {}
+    for i, line in enumerate(lines):
+        if line.startswith("#SBATCH"):
+            assert i < first_command, line
+            option, _, value = line.removeprefix("#SBATCH ").partition("=")
+            assert option in SBATCH_FORMS, option
+            form = SBATCH_FORMS[option]
+            assert (form is None and not value) or (form is not None and re.fullmatch(form, value)), line
+            directives[option] = value
+    assert int(directives["--nodes"]) * int(directives["--gpus-per-node"]) == p.gpus
+    assert int(directives["--nodes"]) == p.hosts and directives["--ntasks-per-node"] == "1"
+    days, clock = directives["--time"].split("-")
+    hours, minutes, _ = map(int, clock.split(":"))
+    assert int(days) * 24 + hours + minutes / 60 >= p.hours.p90
+    assert ("--segment" in directives) == bool(p.gpus_per_host)  # an NVL72 rack's hosts in one segment
+    assert f"--nnodes {p.hosts} --nproc-per-node {p.host_gpus}" in text

@@ -27,7 +27,7 @@ from typing import Any
 from ...errors import ArgumentError
 from ...inputs.schema import JobSpec
 from ...results import Plan
-from . import accelerate, deepspeed, kubernetes, megatron, nodus, skypilot, torchrun, torchtitan
+from . import accelerate, deepspeed, kubernetes, megatron, nodus, skypilot, slurm, torchrun, torchtitan
 from .common import DEFAULT_SEQ_LEN, PRECISIONS, ExportJob, Launcher, check_layout, describe, job_facts
 from .gaps import refuse
 from .megatron import megatron_args, uneven_pipeline_ends
@@ -75,6 +75,7 @@ register(megatron.LAUNCHER)
 register(torchtitan.LAUNCHER)
 register(accelerate.LAUNCHER)
 register(torchrun.LAUNCHER)
+register(slurm.LAUNCHER)
 
 KINDS = tuple(LAUNCHERS)
 
