@@ -187,3 +187,39 @@ def test_check_takes_any_pipeline_degree_that_divides_the_gpus_and_names_those_t
     with pytest.raises(Exception, match=r"PP 2, 4, 5, 8, 10, 20, 40 would") as refused:
         check(job, "B200", 40, nodes=5, pp=7, compare=False)
     assert "must be one of" not in str(refused.value)
+
+
+def test_a_plan_pinned_by_its_json_on_the_command_line_is_the_same_plan(problems):
+    """A script that pins solve's plan by its strategy: every field as a check flag gives the same plan."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+
+    runner = CliRunner()
+    job = str(problems / "llama-70b-within-5-days.yaml")
+    best = json.loads(runner.invoke(app, ["solve", job, "-f", "json"]).stdout)["best"]
+    s = best["strategy"]
+    flags = {
+        "--sku": best["offer"],
+        "--gpus": best["gpus"],
+        "--nodes": best["nodes"],
+        "--tp": s["tp"],
+        "--pp": s["pp"],
+        "--zero": s["zero_stage"],
+        "--shard-degree": s["shard_degree"],
+        "--cp": s["cp"],
+        "--ep": s["ep"],
+        "--virtual-stages": s["virtual_stages"],
+        "--micro-batch": s["micro_batch"],
+        "--grad-accum": s["grad_accum"],
+        "--recompute": s["recompute"],
+        "--framework": s["framework"],
+    }
+    args = ["check", job, "-f", "json", *(str(x) for kv in flags.items() for x in kv)]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    checked = json.loads(r.stdout)
+    assert checked["strategy"] == s and checked["cost_usd"] == best["cost_usd"] and checked["fits"]
+    assert checked["extra_cost_vs_optimum_usd"] == 0 and checked["added"] is None
