@@ -47,12 +47,17 @@ sys.path.insert(0, str(ROOT))
 from optimizer import GpuplanError, check, load_catalog
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
+from optimizer.physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY
 from optimizer.physics.efficiency import (
-    HIDDEN_HALF_GRID,
+    FITTED_BASE,
+    FITTED_HALF_PER_RIDGE,
+    HALF_PER_RIDGE_GRID,
+    MIN_SOURCE_FAMILIES,
     family_of,
     fit_bases,
-    precision_class,
+    ridge,
     size_factor,
+    supported,
 )
 
 DATA = ROOT / "validation" / "throughput_runs.yaml"
@@ -216,9 +221,13 @@ def implied_efficiency(run: dict, catalog) -> float:
     return math.exp(x1)
 
 
+def sku_of(run: dict, catalog):
+    return next(s for s in catalog.skus if s.name == run["sku"])
+
+
 def family(run: dict, catalog) -> str:
     """The GPU family of the row's SKU (physics/efficiency.py), not its source family (``run['family']``)."""
-    sku = next(s for s in catalog.skus if s.name == run["sku"])
+    sku = sku_of(run, catalog)
     return family_of(sku.architecture, sku.form_factor)
 
 
@@ -226,42 +235,62 @@ def hidden_of(run: dict) -> float:
     return float(problem_for(run, None).job.model.hidden or 0)
 
 
-def fit_points(rows: list[dict], catalog, without: str | None = None) -> list[tuple[str, str, float, float]]:
-    """The efficiency model's data: (GPU family, precision class, hidden, e*) of the dense rows, less the rows of
-    source family ``without``."""
+def ridge_of(run: dict, catalog) -> float:
+    """The SKU's ridge point at the row's precision: its dense peak over its HBM bandwidth (FLOP per byte)."""
+    sku = sku_of(run, catalog)
+    tflops = sku.dense_tflops(problem_for(run, None).job.precision)
+    return ridge(None if tflops is None else tflops * 1e12, sku.hbm_bandwidth_gb_per_s * 1e9)
+
+
+# Every row without experts is a dense row of the efficiency fit: pre-training, long context, the small
+# fine-tunes, llm-foundry's tables and the GB200 rows, of every source family.
+def is_dense(run: dict) -> bool:
+    return run["kind"] != "moe"
+
+
+def fit_points(rows: list[dict], catalog, without: str | None = None) -> list[tuple[str, float, float, float, str]]:
+    """The efficiency model's data: (GPU family, hidden, ridge, e*, source family) of every dense row, less the
+    rows of source family ``without``."""
     return [
-        (family(r, catalog), precision_class(r["precision"]), hidden_of(r), r["_implied"])
+        (family(r, catalog), hidden_of(r), ridge_of(r, catalog), r["_implied"], r["family"])
         for r in rows
-        if group(r) == "dense" and r["family"] != without
+        if is_dense(r) and r["family"] != without
     ]
 
 
-def fitted_efficiency(run: dict, catalog, bases: dict, half: float) -> float | None:
-    base = bases.get((family(run, catalog), precision_class(run["precision"])))
-    return None if base is None else base * size_factor(hidden_of(run), half)
+# The GPU families whose base gpuplan ships (physics/efficiency.py: FITTED_BASE); "gpuplan" held out refits
+# these and the size coefficient, "every base" every GPU family the rows support.
+SHIPPED = tuple(sorted(FITTED_BASE))
 
 
-def evaluate(rows: list[dict], catalog) -> list[dict]:
-    """Dense rows: leave-one-out (fit on every other dense row, predict this one). Other rows are never fitted
-    on: each is predicted with the model fitted on all dense rows."""
-    dense = [r for r in rows if group(r) == "dense"]
-    points = fit_points(rows, catalog)
-    for run in rows:
-        i = next((k for k, r in enumerate(dense) if r is run), None)
-        bases, half = fit_bases(points if i is None else points[:i] + points[i + 1 :])
-        run["_predicted"] = predict(run, catalog, fitted_efficiency(run, catalog, bases, half))
-        run["_error"] = run["_predicted"] / run["tokens_per_s_per_gpu"] - 1
-    return rows
+def fitted_efficiency(run: dict, catalog, bases: dict, c: float) -> float:
+    """The model's efficiency for the row, or the per-form-factor constant where no base was fitted and on MoE
+    rows (as gpuplan: planning/context.py keeps the constant for a mixture of experts)."""
+    base = bases.get(family(run, catalog))
+    if base is None or not is_dense(run):
+        return constant_efficiency(run, catalog)
+    return base * size_factor(hidden_of(run), c * ridge_of(run, catalog))
+
+
+def constant_efficiency(run: dict, catalog) -> float:
+    """gpuplan's efficiency without the fitted model: the catalog row's, or the per-form-factor default."""
+    sku = sku_of(run, catalog)
+    return sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
 
 
 HOST_MS_GRID = (0.0, 1.0, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0)
 
 
-def host_errors(rows: list[dict], catalog) -> tuple[list[dict], dict[float, list[float]]]:
-    """The MoE rows the host time is fitted on, and per grid value their log errors (gpuplan otherwise)."""
+def host_errors(rows: list[dict], catalog, efficiency=None) -> tuple[list[dict], dict[float, list[float]]]:
+    """The MoE rows the host time is fitted on, and per grid value their log errors, each row predicted at
+    ``efficiency(row)`` (None: gpuplan's own)."""
     moe = [r for r in rows if group(r) == "moe"]
     return moe, {
-        c: [math.log(predict(r, catalog, None, c) / r["tokens_per_s_per_gpu"]) for r in moe] for c in HOST_MS_GRID
+        c: [
+            math.log(predict(r, catalog, None if efficiency is None else efficiency(r), c) / r["tokens_per_s_per_gpu"])
+            for r in moe
+        ]
+        for c in HOST_MS_GRID
     }
 
 
@@ -286,19 +315,35 @@ def host_overhead_held_out(rows: list[dict], catalog) -> tuple[float, float, flo
 
 
 def leave_one_family_out(rows: list[dict], catalog) -> None:
-    """Each row predicted with every fitted term refitted without its source family: ``_lofo`` gpuplan with the
-    MoE host time fitted on the other families' MoE rows (a dense row: gpuplan as shipped, nothing in it is
-    fitted on these rows), ``_lofo_fitted`` the efficiency model fitted on the other families' dense rows (with
-    that host time on MoE rows)."""
-    moe, errors = host_errors(rows, catalog)
+    """Each row predicted with every fitted term refitted without its source family (LOFO):
+
+    - ``_lofo``: gpuplan, its shipped efficiency bases (physics/efficiency.py: FITTED_BASE's GPU families)
+      and size coefficient fitted on the other families' dense rows, and on an MoE row the host time fitted
+      on the other families' MoE rows at that efficiency;
+    - ``_lofo_constant``: the per-form-factor constant efficiency (nothing fitted on dense rows), with the
+      host time fitted on the other families' MoE rows;
+    - ``_lofo_every`` (dense rows): every GPU family's base that the other families' rows support fitted.
+    ``_lofo_fit`` records the fold's shipped-form parameters (bases, c)."""
+    moe, constant_errors = host_errors(rows, catalog, lambda r: constant_efficiency(r, catalog))
     for fam in sorted({r["family"] for r in rows}):
-        bases, half = fit_bases(fit_points(rows, catalog, without=fam))
-        host_ms = best_host_ms(errors, [r["family"] != fam for r in moe])
-        for run in (r for r in rows if r["family"] == fam):
+        points = fit_points(rows, catalog, without=fam)
+        bases, c = fit_bases(points, SHIPPED)
+        every, c_every = fit_bases(points)
+        members = [r for r in rows if r["family"] == fam]
+        keep = [r["family"] != fam for r in moe]
+        host_ms = host_constant = None
+        if any(r["kind"] == "moe" for r in members):
+            _, errors = host_errors(rows, catalog, lambda r: fitted_efficiency(r, catalog, bases, c))
+            host_ms, host_constant = best_host_ms(errors, keep), best_host_ms(constant_errors, keep)
+        for run in members:
             host = host_ms if run["kind"] == "moe" else None
             run["_lofo_host_ms"] = host
-            run["_lofo"] = run["_default"] if host is None else predict(run, catalog, None, host)
-            run["_lofo_fitted"] = predict(run, catalog, fitted_efficiency(run, catalog, bases, half), host)
+            run["_lofo_fit"] = (bases, c)
+            run["_lofo"] = predict(run, catalog, fitted_efficiency(run, catalog, bases, c), host)
+            constant = constant_efficiency(run, catalog)
+            run["_lofo_constant"] = predict(run, catalog, constant, host_constant if run["kind"] == "moe" else None)
+            if is_dense(run):
+                run["_lofo_every"] = predict(run, catalog, fitted_efficiency(run, catalog, every, c_every))
 
 
 def verdict(result) -> str | None:
@@ -345,16 +390,15 @@ def summary(rows: list[dict], label: str) -> tuple[float, float]:
     if not rows:
         return 0.0, 1.0
     median, worst, ratio = stats(rows, "_default")
-    fit_median, fit_worst, fit_ratio = stats(rows, "_predicted")
     lofo_median, _, lofo_ratio = stats(rows, "_lofo")
-    lofo_fit_median, _, lofo_fit_ratio = stats(rows, "_lofo_fitted")
+    constant_median, _, constant_ratio = stats(rows, "_lofo_constant")
+    every = [r for r in rows if r.get("_lofo_every") is not None]
+    every_median, _, every_ratio = stats(every, "_lofo_every")
+    print(f"{len(rows)} {label} rows: gpuplan median |error| {median:.1%}, worst {worst:.1%} (within {ratio:.2f}x)")
     print(
-        f"{len(rows)} {label} rows: gpuplan median |error| {median:.1%}, worst {worst:.1%} (within {ratio:.2f}x); "
-        f"fitted model held out: median {fit_median:.1%}, worst {fit_worst:.1%} (within {fit_ratio:.2f}x)"
-    )
-    print(
-        f"    leave one family out: gpuplan median {lofo_median:.1%} (within {lofo_ratio:.2f}x), "
-        f"fitted model median {lofo_fit_median:.1%} (within {lofo_fit_ratio:.2f}x)"
+        f"    leave one family out: gpuplan median {lofo_median:.1%} (within {lofo_ratio:.2f}x), constant "
+        f"efficiency {constant_median:.1%} (within {constant_ratio:.2f}x)"
+        + (f", every GPU family's base {every_median:.1%} (within {every_ratio:.2f}x)" if every else "")
     )
     table_rows = [r for r in rows if r.get("_table") is not None]
     refused = [r for r in rows if r.get("_table_refused")]
@@ -372,9 +416,9 @@ def summary(rows: list[dict], label: str) -> tuple[float, float]:
 
 
 def evaluate_all() -> tuple:
-    """(catalog, rows, skipped): every modelled row predicted (gpuplan's own, the fitted model held out row by
-    row and family by family, gpuplan from the table's columns only), and the rows not modelled with the
-    reason."""
+    """(catalog, rows, skipped): every modelled row predicted (gpuplan as shipped, every fitted term refitted
+    without the row's source family, gpuplan from the table's columns only), and the rows not modelled with
+    the reason."""
     catalog = load_catalog(str(ROOT / "validation" / "hardware.yaml"))
     skus = {s.name for s in catalog.skus}
     rows, skipped = [], []
@@ -387,23 +431,23 @@ def evaluate_all() -> tuple:
             pinned = checked(run, catalog)
             run["_default"] = pinned.plan.tokens_per_s / run["gpus"]
             run["_pinned_verdict"] = verdict(pinned)
-            # e* is what the efficiency model is fitted on; a held-out family's rows are fitted on by nothing
-            run["_implied"] = None if run["family"] in HELD_OUT_FAMILIES else implied_efficiency(run, catalog)
+            # e*: what the efficiency model is fitted on, every dense row's
+            run["_implied"] = implied_efficiency(run, catalog) if is_dense(run) else None
         except GpuplanError as exc:
             skipped.append((run["name"], f"check refused the published layout: {exc.reason[:90]}"))
             continue
         rows.append(run)
-    evaluate(rows, catalog)
     leave_one_family_out(rows, catalog)
     table_columns_only(rows, catalog)
     return catalog, rows, skipped
 
 
-# GPUs whose rows joined after gpuplan's fitted terms were set (the dense efficiency and the MoE host time):
-# their rows are reported on their own and fitted on by nothing, so they test the model as a new GPU would.
+# GPUs whose rows joined after the MoE host time was set: reported on their own, and the host time is not
+# fitted on their MoE rows. Their dense rows are in the efficiency fit like every dense row, and scored held
+# out by source family like every row.
 HELD_OUT_SKUS = frozenset({"GB200"})
-# Source families added after the fitted terms were set (validation/families.yaml), reported on their own
-# and fitted on by nothing: they test the model as a new framework's published tables would.
+# Source families added after the MoE host time was set (validation/families.yaml), reported on their own;
+# their dense rows are in the efficiency fit and scored held out by family like every other family's.
 HELD_OUT_FAMILIES = frozenset({"llm-foundry"})
 KINDS = (
     ("dense", "dense"),
@@ -416,51 +460,84 @@ KINDS = (
 
 
 def group(run: dict) -> str:
-    """The summary a row counts in: its kind, held_out_family for a source family no fitted term has seen, or
+    """The summary a row counts in: its kind, held_out_family for a source family reported on its own, or
     held_out_hardware for such a GPU."""
     if run["family"] in HELD_OUT_FAMILIES:
         return "held_out_family"
     return "held_out_hardware" if run["sku"] in HELD_OUT_SKUS else run["kind"]
 
 
-def family_table(rows: list[dict]) -> dict[str, dict[str, tuple[float, float, float, float, int]]]:
+MODELS = (("gpuplan", "_lofo"), ("constant", "_lofo_constant"), ("every", "_lofo_every"))
+Figures = dict[str, dict[str, dict[str, tuple[float, float]]]]
+
+
+def family_table(rows: list[dict]) -> Figures:
     """Prints the leave-one-family-out figures per source family and overall, dense and MoE apart; returns
-    {family or 'all': {'dense' | 'moe': (gpuplan median, worst ratio, fitted median, worst ratio, rows)}}."""
+    {family or 'all': {'dense' | 'moe': {'gpuplan' | 'constant' | 'every': (median, worst ratio)}}}."""
     print(
-        "\nLeave one family out: every fitted term refitted without the row's source family (gpuplan: the MoE host\n"
-        "time; the fitted model: its efficiency bases and size factor too). median |error| (worst ratio), rows:"
+        "\nLeave one family out: every fitted term refitted without the row's source family: gpuplan (its shipped\n"
+        "efficiency bases and size coefficient, the MoE host time), the constant efficiency (the MoE host time),\n"
+        "every GPU family's base (dense rows). median |error| (worst ratio), rows:"
     )
-    print(f"{'family':<20} {'dense: gpuplan':>22} {'fitted':>16} | {'MoE: gpuplan':>20} {'fitted':>16}")
+    print(
+        f"{'family':<20} {'dense rows':>10} {'gpuplan':>15} {'constant':>15} {'every base':>15} | "
+        f"{'MoE rows':>8} {'gpuplan':>15} {'constant':>15}"
+    )
     families = sorted({r["family"] for r in rows})
-    out: dict[str, dict[str, tuple[float, float, float, float, int]]] = {}
+    out: Figures = {}
     before = [r for r in rows if r["family"] not in HELD_OUT_FAMILIES]
     scopes = [(f, [r for r in rows if r["family"] == f]) for f in families]
     scopes += [("all", rows), ("all but " + "/".join(sorted(HELD_OUT_FAMILIES)), before)]
     for name, members in scopes:
         cells, figures = [], {}
         for kind, picked in (
-            ("dense", [r for r in members if r["kind"] != "moe"]),
-            ("moe", [r for r in members if r["kind"] == "moe"]),
+            ("dense", [r for r in members if is_dense(r)]),
+            ("moe", [r for r in members if not is_dense(r)]),
         ):
+            models = MODELS if kind == "dense" else MODELS[:2]
+            width = 10 if kind == "dense" else 8
             if not picked:
-                cells.append(f"{'':>22} {'':>16}" if kind == "dense" else f"{'':>20} {'':>16}")
+                cells.append(" ".join([f"{'':>{width}}"] + [f"{'':>15}"] * len(models)))
                 continue
-            median, _, ratio = stats(picked, "_lofo")
-            fit_median, _, fit_ratio = stats(picked, "_lofo_fitted")
-            figures[kind] = (median, ratio, fit_median, fit_ratio, len(picked))
-            width = 22 if kind == "dense" else 20
+            figures[kind] = {label: stats(picked, key)[::2] for label, key in models}
             cells.append(
-                f"{f'{median:.1%} ({ratio:.2f}x) {len(picked):>3}':>{width}} {f'{fit_median:.1%} ({fit_ratio:.2f}x)':>16}"
+                " ".join(
+                    [f"{len(picked):>{width}}"]
+                    + [f"{f'{m:.1%} ({x:.2f}x)':>15}" for m, x in (figures[kind][label] for label, _ in models)]
+                )
             )
         out[name] = figures
         print(f"{name:<20} {cells[0]} | {cells[1]}")
     return out
 
 
-def summaries(rows: list[dict], catalog) -> dict[str, tuple[float, float]]:
+RULE_POINTS = 0.03  # a model ships only if no source family's LOFO dense median is worse by more than this
+
+
+def shipping_rule(table: Figures, model: str) -> tuple[bool, str]:
+    """physics/efficiency.py's rule for shipping fitted parameters: held out by source family, the model's
+    dense median over every family is below the constant's, and no family's dense median is more than 3
+    points worse than the constant's. Returns (met, the figures in words)."""
+    median, constant = table["all"]["dense"][model][0], table["all"]["dense"]["constant"][0]
+    changes = {
+        fam: figures["dense"][model][0] - figures["dense"]["constant"][0]
+        for fam, figures in table.items()
+        if not fam.startswith("all") and "dense" in figures
+    }
+    worst = max(changes, key=lambda fam: changes[fam])
+    met = median < constant and changes[worst] <= RULE_POINTS + 1e-12
+    words = (
+        f"dense median {median:.1%} against the constant's {constant:.1%}; worst family {worst} "
+        f"{changes[worst] * 100:+.1f} points: " + ("met" if met else "not met")
+    )
+    return met, words
+
+
+def summaries(rows: list[dict], catalog) -> dict:
     """Prints the per-group summaries, the MoE host time held out and the leave-one-family-out table;
-    returns (median, worst ratio) per group, "moe_held_out" for the host time's leave-one-out figures."""
-    out = {kind: summary([r for r in rows if group(r) == kind], label) for kind, label in KINDS}
+    returns (median, worst ratio) per group, "moe_held_out" for the host time's leave-one-out figures, and
+    "lofo" the leave-one-family-out table."""
+    out: dict = {kind: summary([r for r in rows if group(r) == kind], label) for kind, label in KINDS}
     host_ms, host_median, host_ratio = host_overhead_held_out(rows, catalog)
     print(
         f"MoE host time per layer fitted on the MoE rows: {host_ms:g} ms (grid {HOST_MS_GRID[0]:g}..{HOST_MS_GRID[-1]:g}); "
@@ -469,8 +546,48 @@ def summaries(rows: list[dict], catalog) -> dict[str, tuple[float, float]]:
     lofo_host = sorted({(r["family"], r["_lofo_host_ms"]) for r in rows if r["_lofo_host_ms"] is not None})
     print("  refitted without each family's MoE rows: " + ", ".join(f"{fam} {ms:g} ms" for fam, ms in lofo_host))
     out["moe_held_out"] = (host_median, host_ratio)
-    family_table(rows)
+    out["lofo"] = family_table(rows)
     return out
+
+
+def print_fit(rows: list[dict], catalog, table: Figures) -> None:
+    """``--fit``: the efficiency model fitted on every dense row, each parameter with the rows and source
+    families that support it, whether it ships, and the shipping rule held out by family."""
+    points = fit_points(rows, catalog)
+    support = supported(points)
+    bases, c = fit_bases(points, SHIPPED)
+    every, c_every = fit_bases(points)
+    usable = sum(n for n, _ in support.values())
+    print(
+        f"\nEfficiency fit on every dense row: {len(points)} rows of {len({p[4] for p in points})} source families "
+        f"({usable} with e* inside the search bounds)\n"
+        "  e = base[GPU family] x size(hidden), size's h_half = c x ridge (the precision's peak FLOP/s / HBM bytes/s)"
+    )
+    shipped_rows = [p for p in points if p[0] in bases]
+    print(
+        f"  c = {c:g} (grid {HALF_PER_RIDGE_GRID[0]:g}..{HALF_PER_RIDGE_GRID[-1]:g}) on the shipped families' "
+        f"{len(shipped_rows)} rows of {len({p[4] for p in shipped_rows})} source families; every family's base "
+        f"fitted: c = {c_every:g}"
+    )
+    for fam in sorted(support, key=lambda f: -support[f][0]):
+        n, sources = support[fam]
+        counts = ", ".join(f"{src} {sum(1 for p in points if p[0] == fam and p[4] == src)}" for src in sorted(sources))
+        if fam in bases:
+            status = f"shipped: FITTED_BASE {FITTED_BASE[fam]:.3f}"
+        elif len(sources) < MIN_SOURCE_FAMILIES:
+            status = f"not fitted: fewer than {MIN_SOURCE_FAMILIES} source families"
+        elif len(sources) == MIN_SOURCE_FAMILIES:
+            status = "not shipped: with either source family held out the other alone cannot fit it"
+        else:
+            status = "not shipped: see the rule for every family's base"
+        fitted = f"{bases[fam]:.3f}" if fam in bases else (f"({every[fam]:.3f})" if fam in every else "-")
+        print(f"  {fam:<10} base {fitted:<8} {n:>4} rows, {len(sources)} families ({counts}); {status}")
+    print("Shipping rule, held out by family (physics/efficiency.py):")
+    print(f"  gpuplan as shipped: {shipping_rule(table, 'gpuplan')[1]}")
+    print(f"  every GPU family's base: {shipping_rule(table, 'every')[1]}")
+    match = set(bases) == set(FITTED_BASE) and c == FITTED_HALF_PER_RIDGE
+    match = match and all(abs(bases[f] - FITTED_BASE[f]) < 5e-4 for f in bases)
+    print("  shipped parameters match this fit" if match else "  shipped parameters DIFFER from this fit")
 
 
 def _cell(run: dict, key: str) -> str:
@@ -480,8 +597,8 @@ def _cell(run: dict, key: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--fit", action="store_true", help="print the parameters fitted on every modelled row")
-    ap.add_argument("--max-median", type=float, default=None, help="fail above this held-out median |error|")
+    ap.add_argument("--fit", action="store_true", help="print the efficiency model fitted on every dense row")
+    ap.add_argument("--max-median", type=float, default=None, help="fail above this dense median |error|")
     ap.add_argument("--max-worst", type=float, default=None, help="fail when a row is off by more than this factor")
     ap.add_argument("--max-moe-median", type=float, default=None, help="fail above this MoE median |error|")
     ap.add_argument("--max-moe-worst", type=float, default=None, help="fail when an MoE row is off by more than this")
@@ -502,18 +619,30 @@ def main() -> int:
         default=None,
         help="fail when an llm-foundry row is off by more than this",
     )
+    ap.add_argument(
+        "--max-lofo-median",
+        type=float,
+        default=None,
+        help="fail above this dense median |error| held out by source family (every family's dense rows)",
+    )
+    ap.add_argument(
+        "--max-lofo-worst",
+        type=float,
+        default=None,
+        help="fail when a dense row held out by source family is off by more than this factor",
+    )
     args = ap.parse_args()
     catalog, rows, skipped = evaluate_all()
     print(
         f"{'row':<44} {'family':<16} {'GPU':<9} {'prec':<5} {'published':>10} {'gpuplan':>10} {'error':>7} "
-        f"{'LOFO':>7} {'table':>7} {'fit LOO':>7} {'fit LOFO':>8} {'e*':>5}"
+        f"{'LOFO':>7} {'table':>7} {'LOFO 0.50':>9} {'every':>7} {'e*':>5}"
     )
     for r in rows:
         implied = f"{r['_implied']:>5.2f}" if r["_implied"] is not None else f"{'-':>5}"
         print(
             f"{r['name']:<44} {r['family']:<16} {r['sku']:<9} {r['precision']:<5} {r['tokens_per_s_per_gpu']:>10,.0f} "
             f"{r['_default']:>10,.0f} {_cell(r, '_default')} {_cell(r, '_lofo')} {_cell(r, '_table')} "
-            f"{_cell(r, '_predicted')} {_cell(r, '_lofo_fitted'):>8} {implied}"
+            f"{_cell(r, '_lofo_constant'):>9} {_cell(r, '_lofo_every')} {implied}"
         )
     print()
     figures = summaries(rows, catalog)
@@ -533,17 +662,11 @@ def main() -> int:
     for name, why in skipped:
         print(f"  {name}: {why}")
     if args.fit:
-        points = fit_points(rows, catalog)
-        bases, half = fit_bases(points)
-        print(
-            f"\nfitted on all {len(points)} dense rows: hidden_half = {half:g} (grid {HIDDEN_HALF_GRID[0]:g}..{HIDDEN_HALF_GRID[-1]:g})"
-        )
-        for (fam, cls), base in sorted(bases.items()):
-            n = sum(1 for p in points if (p[0], p[1]) == (fam, cls))
-            print(f"  {fam:<10} {cls:<4} base {base:.3f}  ({n} rows)")
+        print_fit(rows, catalog, figures["lofo"])
     finetune_median, finetune_ratio = figures["finetune"]
     gb200_median, gb200_ratio = figures["held_out_hardware"]
     foundry_median, foundry_ratio = figures["held_out_family"]
+    lofo_median, lofo_ratio = figures["lofo"]["all"]["dense"]["gpuplan"]
     limits = [
         # the MoE host time is fitted on these rows, so their held-out figure counts too
         (args.max_moe_median, max(moe_median, host_median), "MoE median |error| {v:.1%} (held out) exceeds {x:.0%}"),
@@ -554,8 +677,10 @@ def main() -> int:
         (args.max_gb200_worst, gb200_ratio, "a GB200 row is off by {v:.2f}x, beyond {x:.2f}x"),
         (args.max_llm_foundry_median, foundry_median, "llm-foundry median |error| {v:.1%} exceeds {x:.0%}"),
         (args.max_llm_foundry_worst, foundry_ratio, "an llm-foundry row is off by {v:.2f}x, beyond {x:.2f}x"),
-        (args.max_median, median, "held-out median |error| {v:.1%} exceeds {x:.0%}"),
+        (args.max_median, median, "dense median |error| {v:.1%} exceeds {x:.0%}"),
         (args.max_worst, ratio, "a row is off by {v:.2f}x, beyond {x:.2f}x"),
+        (args.max_lofo_median, lofo_median, "dense median |error| held out by family {v:.1%} exceeds {x:.0%}"),
+        (args.max_lofo_worst, lofo_ratio, "a dense row held out by family is off by {v:.2f}x, beyond {x:.2f}x"),
     ]
     failed = [text.format(v=value, x=limit) for limit, value, text in limits if limit is not None and value > limit]
     for line in failed:

@@ -22,7 +22,7 @@ from ..physics.constants import (
     OPTIMAL_BATCH_COEFFICIENT,
     OPTIMAL_BATCH_EXPONENT,
 )
-from ..physics.efficiency import matmul_efficiency
+from ..physics.efficiency import matmul_efficiency, ridge
 from ..physics.layout import RunSettings
 from ..physics.shapes import ModelShape, TrainingState
 from .model_state import model_shape, training_state
@@ -136,14 +136,21 @@ class JobContext:
 
     def compute_efficiency(self, sku: Sku) -> float:
         """Achieved share of the dense peak on the matmuls: the job's stated value, the catalog row's, the
-        fitted model for the SKU's family, precision and the model's width (physics/efficiency.py), or the
-        per-form-factor default; times a calibration from measurements."""
+        fitted model for the SKU's family, the model's width and the SKU's ridge at the job's precision (its
+        peak over the HBM bandwidth; physics/efficiency.py) for a dense model, or the per-form-factor default;
+        times a calibration from measurements. A mixture of experts keeps the default: the model is fitted on
+        dense rows, and the MoE terms (the host time per layer, the grouped GEMMs) were fitted with it."""
         if self.assumptions.mfu != "auto":
             base = float(self.assumptions.mfu)
         elif sku.default_mfu:
             base = sku.default_mfu
         else:
-            fitted = matmul_efficiency(sku.architecture, sku.form_factor, self.job.precision, self.shape.hidden)
+            ridge_point = ridge(self.peak_flops(sku), sku.hbm_bandwidth_gb_per_s * 1e9)
+            fitted = None
+            if not self.shape.experts:
+                fitted = matmul_efficiency(
+                    sku.architecture, sku.form_factor, self.job.precision, self.shape.hidden, ridge_point
+                )
             default = DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
             base = fitted if fitted is not None else default
         return base * self.calibration.compute
