@@ -27,7 +27,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from . import __version__, api, stops
+from . import __version__, api, server, stops
 from .errors import ArgumentError, GpuplanError, printable
 from .inputs import units
 from .inputs.catalog import catalog_entries, find_sku, offers_for
@@ -1103,6 +1103,25 @@ def model_cmd(
 def schema_cmd(kind: str = typer.Argument(..., help="job, portfolio or catalog.")) -> None:
     """Print the JSON Schema of a file kind (for editor autocompletion and validation)."""
     typer.echo(json.dumps(json_schema(kind), indent=2))
+
+
+@app.command("serve")
+@handled
+def serve_cmd(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (127.0.0.1: this machine alone)."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port to listen on (0: any free one)."),
+    catalog: list[str] | None = typer.Option(
+        None,
+        "--catalog",
+        "-c",
+        help="A catalog (bundled name or YAML path) requests may name, besides the bundled ones; the first is the "
+        "default for a body that names none (repeatable).",
+    ),
+    open_page: bool = typer.Option(False, "--open", help="Open the page in the web browser once it listens."),
+) -> None:
+    """Serve the planner over HTTP until ^C: a JSON API (POST /v1/solve, /v1/check, /v1/options, /v1/portfolio,
+    /v1/export; GET /docs) and a page at / to explore plans. Needs FastAPI and uvicorn, the serve extra."""
+    server.serve(host, port, catalog or [], open_page)
 
 
 # Seconds between progress lines when stderr is not a terminal (a CI log): a 7-minute portfolio had printed
