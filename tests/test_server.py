@@ -481,16 +481,40 @@ def live():
 
 def test_twenty_concurrent_requests_are_all_answered(live, readme_answer):
     job, best = JOB.read_text(), readme_answer.best.model_dump(mode="json")
+    # the README's job five times (kept answers after the first), five more with deadlines of their own (each
+    # solved), five small options and five reference reads, all at once
+    deadlines = [_bad(job, "deadline: 5d", f"deadline: {d}d") for d in ("5.1", "5.2", "5.3", "5.4", "5.5")]
     calls = (
-        [lambda: _post(f"{live.url}/v1/solve", job) for _ in range(10)]
+        [lambda: _post(f"{live.url}/v1/solve", job) for _ in range(5)]
+        + [lambda body=body: _post(f"{live.url}/v1/solve", body) for body in deadlines]
         + [lambda: _post(f"{live.url}/v1/options", SMALL_JOB) for _ in range(5)]
         + [lambda: _get(f"{live.url}/v1/models") for _ in range(5)]
     )
     with ThreadPoolExecutor(len(calls)) as pool:
         answers = [f.result(timeout=300) for f in [pool.submit(call) for call in calls]]
     assert [status for status, _ in answers] == [200] * 20
-    assert all(data["best"] == best for _, data in answers[:10])
+    assert all(data["best"] == best for _, data in answers[:10])  # a deadline past 5 days keeps the plan
+    assert [round(data["deadline_h"], 6) for _, data in answers[5:10]] == [122.4, 124.8, 127.2, 129.6, 132.0]
     assert all(len(data["options"]) > 0 for _, data in answers[10:15])
+
+
+def test_proven_answers_are_kept_and_cut_short_ones_are_not():
+    svc = Service()
+    try:
+        with TestClient(create_app(svc)) as c:
+            first = c.post("/v1/solve", content=SMALL_JOB, headers=YAML).json()
+            again = c.post("/v1/solve", content=SMALL_JOB, headers=YAML).json()
+            assert first == again and first["status"] == "optimal"
+            kept = svc.cache_counts()
+            assert kept["answers"]["hits"] == 1 and kept["tables"]["misses"] == 1 and kept["catalogs"] == 1
+            other = c.post("/v1/solve?time_limit=5", content=SMALL_JOB, headers=YAML).json()  # solved, table kept
+            assert other["best"] == first["best"] and svc.cache_counts()["tables"]["hits"] == 1
+            for _ in range(2):
+                cut = c.post("/v1/solve?time_limit=0.001", content=JOB.read_text(), headers=YAML).json()
+                if cut["status"] != "optimal":
+                    assert svc.cache_counts()["answers"]["kept"] == 2  # not kept
+    finally:
+        svc.close()
 
 
 def test_a_client_that_disconnects_mid_solve_does_not_stop_the_server(live, readme_answer):

@@ -1,8 +1,9 @@
 """What ``gpuplan serve`` does for each request, without HTTP: bodies -> the Python API -> the CLI's JSON.
 
 ``Service`` holds what a process keeps between requests: each catalog parsed once (by name), the candidate
-tables of recent problems (an identical question is answered by the solver alone), the pool of solver
-threads with its bound on waiting requests, and the jobs of ``?async=true`` requests. Every answer is the
+tables of recent problems (the same job with another time limit costs the solver alone) and their proven
+answers (the same question again costs nothing), the pool of solver threads with its bound on waiting
+requests, and the jobs of ``?async=true`` requests. Every answer is the
 data ``gpuplan ... --format json`` prints for the same document; every bad input a ``GpuplanError`` located
 at the request body (``bodies.located``) or at a query parameter (``QueryError``).
 """
@@ -66,7 +67,8 @@ class Limits:
     max_job_time_limit_s: float = 600.0  # a job (?async=true), polled at GET /v1/jobs/{id}
     max_workers: int = 8  # CP-SAT workers a portfolio may ask for
     jobs_kept: int = 64  # finished jobs are dropped oldest first past this
-    tables_kept: int = 16  # candidate tables of recent problems
+    tables_kept: int = 4  # candidate tables of recent problems (the README's 70B job: 34 MB)
+    answers_kept: int = 256  # proven answers of recent questions
 
 
 # default time limits, as the CLI's --time-limit
@@ -157,6 +159,35 @@ class JobStore:
             return list(self._jobs.values())
 
 
+class Kept:
+    """The ``size`` most recently used values by key, safe across threads, counting hits and misses."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.hits = self.misses = 0
+        self._values: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key in self._values:
+                self.hits += 1
+                self._values.move_to_end(key)
+                return self._values[key]
+            self.misses += 1
+            return None
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._values[key] = value
+            self._values.move_to_end(key)
+            while len(self._values) > self.size:
+                self._values.popitem(last=False)
+
+    def counts(self) -> dict:
+        return {"kept": len(self._values), "hits": self.hits, "misses": self.misses}
+
+
 class Service:
     """The planner behind the routes: catalogs and candidate tables kept between requests, a bounded pool of
     solver threads, and the jobs answered later."""
@@ -188,7 +219,8 @@ class Service:
                 self._own.append(name)
             if i == 0:
                 self.default_catalog = name  # for bodies that name none, as for a job file without 'catalog:'
-        self._tables: OrderedDict[tuple[str, str], CandidateTable] = OrderedDict()
+        self._tables = Kept(self.limits.tables_kept)
+        self._answers = Kept(self.limits.answers_kept)
         self._pool = ThreadPoolExecutor(self.limits.solvers, thread_name_prefix="gpuplan-solve")
         self._waiting = 0
         self.jobs = JobStore(self.limits.jobs_kept)
@@ -271,6 +303,7 @@ class Service:
         return {
             "version": __version__,
             "default_catalog": self.default_catalog,
+            "kept": self.cache_counts(),
             "catalogs": self.offered(),
             "export_kinds": list(EXPORT_KINDS),
             "frameworks": list(FRAMEWORK_CHOICES),
@@ -319,24 +352,34 @@ class Service:
         """The problem's candidate table, kept for the ``tables_kept`` most recent problems: the same question
         again (the page re-asking, a script polling) costs the solver alone."""
         key = (name, problem.model_dump_json())
-        with self._lock:
-            if key in self._tables:
-                self._tables.move_to_end(key)
-                return self._tables[key]
-        table = api.candidate_table(problem, catalog)
-        with self._lock:
-            self._tables[key] = table
-            while len(self._tables) > self.limits.tables_kept:
-                self._tables.popitem(last=False)
+        table = self._tables.get(key)
+        if table is None:
+            table = api.candidate_table(problem, catalog)
+            self._tables.put(key, table)
         return table
+
+    def answer(self, problem: Problem, catalog: Catalog, name: str, time_limit_s: float) -> SolveResult:
+        """``api.plan`` of the problem; a proven answer (optimal, or infeasible) is kept for the same problem and
+        time limit, since solving again could only give it again. One the time limit cut short (feasible,
+        unknown) is not: another try may do better."""
+        key = (name, problem.model_dump_json(), time_limit_s)
+        kept = self._answers.get(key)
+        if kept is not None:
+            return kept.model_copy(deep=True)
+        result = api.plan(problem, catalog=catalog, time_limit_s=time_limit_s, table=self.table(problem, catalog, name))
+        if result.status in ("optimal", "infeasible"):
+            self._answers.put(key, result.model_copy(deep=True))
+        return result
+
+    def cache_counts(self) -> dict:
+        return {"tables": self._tables.counts(), "answers": self._answers.counts(), "catalogs": len(self._catalogs)}
 
     def _plan(
         self, raw: bytes, content_type: str | None, query: Query, cap: float
     ) -> tuple[Any, Problem, str, SolveResult, float]:
         limit = self._time_limit(query.time_limit, SOLVE_TIME_LIMIT_S, cap)
         data, problem, _, name, cat = self._job(raw, content_type, query)
-        result = api.plan(problem, catalog=cat, time_limit_s=limit, table=self.table(problem, cat, name))
-        return data, problem, name, result, limit
+        return data, problem, name, self.answer(problem, cat, name, limit), limit
 
     def solve(self, raw: bytes, content_type: str | None = None, query: Query | None = None, **job: Any) -> dict:
         """``gpuplan solve JOB -f json``."""
@@ -420,7 +463,7 @@ class Service:
                 plan = bodies.plan_of(fields.plan)
             else:
                 limit = self._time_limit(query.time_limit, SOLVE_TIME_LIMIT_S, self.limits.max_time_limit_s)
-                answer = api.plan(problem, catalog=cat, time_limit_s=limit, table=self.table(problem, cat, name))
+                answer = self.answer(problem, cat, name, limit)
                 if answer.best is None:
                     raise JobError(
                         "no plan satisfies the constraints, so there is nothing to export; POST /v1/solve says "
