@@ -538,6 +538,31 @@ def test_a_client_that_disconnects_mid_solve_does_not_stop_the_server(live, read
     assert _get(f"{live.url}/v1/health")[1]["status"] == "ok"
 
 
+def test_a_client_that_leaves_the_queue_takes_its_request_with_it():
+    svc = Service(limits=Limits(solvers=1))
+    gate = threading.Event()
+    with Running(svc) as running:
+        held = svc.submit(gate.wait, 30)  # the one solver thread, busy
+        try:
+            body = JOB.read_bytes()
+            head = f"POST /v1/options HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/yaml\r\nContent-Length: {len(body)}\r\n\r\n"
+            sock = socket.create_connection(("127.0.0.1", running.port), timeout=5)
+            sock.sendall(head.encode() + body)
+            deadline = time.monotonic() + 10
+            while svc.waiting < 2 and time.monotonic() < deadline:  # the request queued behind the gate
+                time.sleep(0.02)
+            assert svc.waiting == 2
+            sock.close()
+            while svc.waiting > 1 and time.monotonic() < deadline:  # ... and off the queue once its client left
+                time.sleep(0.02)
+            assert svc.waiting == 1
+        finally:
+            gate.set()
+            held.result(timeout=10)
+        assert svc.cache_counts()["tables"]["misses"] == 0  # its options were never computed
+        assert _post(f"{running.url}/v1/options", SMALL_JOB)[0] == 200
+
+
 def test_oversized_and_slow_bodies_on_a_real_server(live):
     head = b"POST /v1/solve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/yaml\r\n"
     answer = _raw(live.port, head + b"Content-Length: 50000000\r\n\r\n" + b"x" * 1000)

@@ -142,10 +142,30 @@ async def _body(request: Request, limits: Limits) -> bytes:
     return b"".join(chunks)
 
 
-async def _solved(service: Service, fn: Any, *args: Any) -> Any:
-    """``fn(*args)`` on a solver thread. A client that goes away while it waits in the queue takes its request
-    with it (the future is cancelled); one already solving finishes on its thread, answered to no one."""
-    return await asyncio.wrap_future(service.submit(fn, *args))
+class ClientGone(Exception):
+    """The client closed the connection before its answer was ready."""
+
+
+async def _disconnected(request: Request) -> None:
+    """Return when the client goes away (the body has been read: what comes next is the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _solved(request: Request, service: Service, fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` on a solver thread. A client that goes away while its request waits for a thread takes
+    the request with it (the queued call is cancelled); one already solving finishes on its thread,
+    answered to no one."""
+    answer = asyncio.wrap_future(service.submit(fn, *args))
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if not answer.done():
+        answer.cancel()  # still queued: never runs; already running: runs to its end, unread
+        raise ClientGone
+    return answer.result()
 
 
 def _filename(name: str) -> str:
@@ -190,6 +210,10 @@ def create_app(service: Service | None = None) -> FastAPI:
             {"detail": f"request body: {reason}", "field": None, "reason": reason}, 408, {"Connection": "close"}
         )
 
+    @app.exception_handler(ClientGone)
+    async def _gone(request: Request, exc: ClientGone) -> Response:
+        return Response(status_code=499)  # nginx's "client closed request": written to no one, logged
+
     @app.exception_handler(Busy)
     async def _busy(request: Request, exc: Busy) -> Response:
         return _json({"detail": str(exc), "field": None, "reason": str(exc)}, 503, {"Retry-After": "2"})
@@ -220,7 +244,7 @@ def create_app(service: Service | None = None) -> FastAPI:
         """A solve as the page shows it: /v1/solve's answer with the verdict, the charts and the job file."""
         raw = await _body(request, limits)
         query = Query(time_limit=time_limit, catalog=catalog)
-        return _json(await _solved(service, service.page, raw, request.headers.get("content-type"), query))
+        return _json(await _solved(request, service, service.page, raw, request.headers.get("content-type"), query))
 
     # ------------------------------------------------------------------ reference data
 
@@ -279,7 +303,7 @@ def create_app(service: Service | None = None) -> FastAPI:
         query = Query(time_limit=time_limit, catalog=catalog)
         if as_job:
             return _accepted(service.start_job("solve", raw, request.headers.get("content-type"), query))
-        return _json(await _solved(service, service.solve, raw, request.headers.get("content-type"), query))
+        return _json(await _solved(request, service, service.solve, raw, request.headers.get("content-type"), query))
 
     @app.post(
         "/v1/options",
@@ -291,7 +315,7 @@ def create_app(service: Service | None = None) -> FastAPI:
         """Every hardware row with its best strategy, hours, cost and what rejected it: gpuplan options JOB."""
         raw = await _body(request, limits)
         query = Query(catalog=catalog)
-        return _json(await _solved(service, service.options, raw, request.headers.get("content-type"), query))
+        return _json(await _solved(request, service, service.options, raw, request.headers.get("content-type"), query))
 
     @app.post(
         "/v1/check",
@@ -304,7 +328,7 @@ def create_app(service: Service | None = None) -> FastAPI:
         nodes, tp, pp, zero, micro_batch, ...): gpuplan check JOB --format json."""
         raw = await _body(request, limits)
         query = Query(catalog=catalog)
-        return _json(await _solved(service, service.check, raw, request.headers.get("content-type"), query))
+        return _json(await _solved(request, service, service.check, raw, request.headers.get("content-type"), query))
 
     @app.post(
         "/v1/portfolio",
@@ -324,7 +348,9 @@ def create_app(service: Service | None = None) -> FastAPI:
         query = Query(time_limit=time_limit, catalog=catalog, workers=workers)
         if as_job:
             return _accepted(service.start_job("portfolio", raw, request.headers.get("content-type"), query))
-        return _json(await _solved(service, service.portfolio, raw, request.headers.get("content-type"), query))
+        return _json(
+            await _solved(request, service, service.portfolio, raw, request.headers.get("content-type"), query)
+        )
 
     @app.post(
         "/v1/export",
@@ -336,7 +362,7 @@ def create_app(service: Service | None = None) -> FastAPI:
         """A plan's launcher config (skypilot, kubernetes, deepspeed, ...): gpuplan solve JOB --export KIND."""
         raw = await _body(request, limits)
         query = Query(time_limit=time_limit, catalog=catalog)
-        text, name = await _solved(service, service.export, raw, request.headers.get("content-type"), query)
+        text, name = await _solved(request, service, service.export, raw, request.headers.get("content-type"), query)
         disposition = f'inline; filename="{_filename(name)}"'
         return Response(text, media_type="text/plain; charset=utf-8", headers={"Content-Disposition": disposition})
 

@@ -223,7 +223,14 @@ class ExportFields(BaseModel):
 def route_fields(model: type[BaseModel], data: Any, key: str) -> Any:
     """The route's own mapping (``check:``, ``export:``) validated, located under its key."""
     if data is None:
-        raise JobError(f"a {key} body needs a top-level '{key}:' mapping beside 'job:'", source=SOURCE, field=key)
+        example = {"check": "check: {sku: B200, gpus: 8}", "export": "export: {kind: skypilot}"}.get(
+            key, f"{key}: {{...}}"
+        )
+        raise JobError(
+            f"POST /v1/{key} takes the job document with a '{key}:' mapping beside 'job:' ({example})",
+            source=SOURCE,
+            field=key,
+        )
     return parse_model(model, data, SOURCE, key)
 
 
