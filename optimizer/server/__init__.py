@@ -2,7 +2,7 @@
 
 FastAPI and uvicorn are an optional extra (``pip install 'gpuplan[serve]'``): this module loads without them
 and says so when they are missing; ``app`` (routes and server) and ``service`` (what each request does)
-load only for the command. See docs/design.md section 13.
+load only for the command. See docs/design.md section 11.1.
 """
 
 from __future__ import annotations
