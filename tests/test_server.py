@@ -398,8 +398,14 @@ def test_a_long_portfolio_runs_as_a_job_with_progress_and_the_apis_answer(client
     assert job["id"] in [j["id"] for j in listed] and all("result" not in j for j in listed)
 
 
-def test_a_job_that_fails_says_why(client):
+def test_a_job_is_checked_before_it_is_queued_and_one_that_fails_says_why(client):
     r = client.post("/v1/solve?async=true", content=_bad(JOB.read_text(), "tokens: 20B", "tokens: 20Q"), headers=YAML)
+    assert r.status_code == 422 and r.json()["field"] == "job.tokens"
+    r = client.post("/v1/portfolio?async=true&time_limit=1h", content=PORTFOLIO.read_text(), headers=YAML)
+    assert r.status_code == 422 and "at most 600 s" in r.json()["detail"]
+    # an unknown pool offer shows when the portfolio's options are built: the job fails, naming the field
+    text = _bad(PORTFOLIO.read_text(), "- offer: nodus-b300", "- offer: nodus-b900")
+    r = client.post("/v1/portfolio?async=true", content=text, headers=YAML)
     assert r.status_code == 202
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -407,7 +413,8 @@ def test_a_job_that_fails_says_why(client):
         if view["status"] in ("done", "failed"):
             break
         time.sleep(0.05)
-    assert view["status"] == "failed" and view["error"]["field"] == "job.tokens"
+    assert view["status"] == "failed" and view["error"]["field"] == "pools[1].offer", view
+    assert view["error"]["detail"].startswith("request body, field 'pools[1].offer': ")
 
 
 # --------------------------------------------------------------------------- the service's catalogs

@@ -301,7 +301,10 @@ def create_app(service: Service | None = None) -> FastAPI:
         time limit the answer is 200 with status feasible or unknown."""
         raw = await _body(request, limits)
         query = Query(time_limit=time_limit, catalog=catalog)
-        if as_job:
+        if as_job:  # read and checked now (bad input: 422), solved later
+            await _solved(
+                request, service, service.check_request, "solve", raw, request.headers.get("content-type"), query
+            )
             return _accepted(service.start_job("solve", raw, request.headers.get("content-type"), query))
         return _json(await _solved(request, service, service.solve, raw, request.headers.get("content-type"), query))
 
@@ -346,7 +349,10 @@ def create_app(service: Service | None = None) -> FastAPI:
         """Many jobs on shared pools within one budget: gpuplan portfolio FILE --format json."""
         raw = await _body(request, limits)
         query = Query(time_limit=time_limit, catalog=catalog, workers=workers)
-        if as_job:
+        if as_job:  # read and checked now (bad input: 422), solved later
+            await _solved(
+                request, service, service.check_request, "portfolio", raw, request.headers.get("content-type"), query
+            )
             return _accepted(service.start_job("portfolio", raw, request.headers.get("content-type"), query))
         return _json(
             await _solved(request, service, service.portfolio, raw, request.headers.get("content-type"), query)

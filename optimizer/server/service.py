@@ -29,7 +29,7 @@ from ..inputs.bundled import bundled_catalog_names
 from ..inputs.catalog import catalog_entries, offers_for
 from ..inputs.files import load_catalog
 from ..inputs.overrides import FRAMEWORK_CHOICES
-from ..inputs.schema import Catalog, Problem
+from ..inputs.schema import Catalog, Portfolio, Problem
 from ..planning.candidates import CandidateTable
 from ..planning.plans import SPOT_SUFFIX
 from ..present import render, report
@@ -430,18 +430,35 @@ class Service:
     ) -> dict:
         """``gpuplan portfolio FILE -f json``; the time limit counts from when a solver takes the request."""
         started = time.perf_counter()
-        query = query or Query()
         try:
-            limit = self._time_limit(query.time_limit, PORTFOLIO_TIME_LIMIT_S, self._cap(job))
-            workers = 2 if query.workers is None else query.workers
-            if not 1 <= workers <= self.limits.max_workers:
-                raise QueryError(f"from 1 to {self.limits.max_workers} CP-SAT workers (got {workers})", field="workers")
-            pf = bodies.portfolio_document(bodies.read_document(raw, content_type), self.offered())
-            _, cat = self._catalog_for(query, pf.catalog)
+            pf, cat, limit, workers = self._portfolio_request(raw, content_type, query or Query(), self._cap(job))
             result = api.portfolio(
                 pf, catalog=cat, time_limit_s=limit, workers=workers, progress=progress, started=started
             )
             return answer_data(result)
+        except GpuplanError as exc:
+            raise bodies.located(exc) from None
+
+    def _portfolio_request(
+        self, raw: bytes, content_type: str | None, query: Query, cap: float
+    ) -> tuple[Portfolio, Catalog, float, int]:
+        limit = self._time_limit(query.time_limit, PORTFOLIO_TIME_LIMIT_S, cap)
+        workers = 2 if query.workers is None else query.workers
+        if not 1 <= workers <= self.limits.max_workers:
+            raise QueryError(f"from 1 to {self.limits.max_workers} CP-SAT workers (got {workers})", field="workers")
+        pf = bodies.portfolio_document(bodies.read_document(raw, content_type), self.offered())
+        _, cat = self._catalog_for(query, pf.catalog)
+        return pf, cat, limit, workers
+
+    def check_request(self, kind: str, raw: bytes, content_type: str | None, query: Query) -> None:
+        """A job's request read and checked before it is queued: bad input is a 422 at once, not a failed job."""
+        cap = self.limits.max_job_time_limit_s
+        try:
+            if kind == "portfolio":
+                self._portfolio_request(raw, content_type, query, cap)
+            else:
+                self._time_limit(query.time_limit, SOLVE_TIME_LIMIT_S, cap)
+                self._job(raw, content_type, query)
         except GpuplanError as exc:
             raise bodies.located(exc) from None
 
