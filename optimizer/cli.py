@@ -1048,7 +1048,7 @@ def portfolio_cmd(
 @handled
 def models_cmd(fmt: Format = FormatOpt) -> None:
     """List the bundled model presets (use them as job.model: {preset: NAME})."""
-    rows = answers.model_rows()
+    rows = answers.model_rows(presets())
     if fmt != Format.table:
         _emit({"models": rows}, fmt, lambda r, c: None)
         return

@@ -39,10 +39,11 @@ def json_text(data: Any, indent: int | None = 2) -> str:
         return json.dumps(nulled(data), indent=indent, allow_nan=False)
 
 
-def model_rows() -> list[dict]:
-    """The bundled model presets, one row each: parameters, shapes, experts and where they come from."""
+def model_rows(table: dict | None = None) -> list[dict]:
+    """The model presets (``table``, default the bundled ``presets()``), one row each: parameters, shapes,
+    experts and where they come from."""
     rows = []
-    for name, entry in presets().items():
+    for name, entry in (presets() if table is None else table).items():
         fields = model_fields(entry["config"], name)
         rows.append(
             {
