@@ -5,6 +5,7 @@ concurrent, oversized, slow and vanishing clients. Every loop here is bounded in
 from __future__ import annotations
 
 import json
+import shlex
 import socket
 import sys
 import threading
@@ -188,6 +189,28 @@ def test_the_page_and_its_files(client):
     assert bundle["frontier_svg"].startswith("<svg") and "#2f8f46" in bundle["frontier_svg"]  # the chosen point
     assert bundle["command"] == "gpuplan solve job.yaml" and "catalog: default" in bundle["job_yaml"]
     assert yaml.safe_load(bundle["job_yaml"]) == yaml.safe_load(JOB.read_text())
+
+
+def test_the_page_gives_the_question_as_flags_the_cli_answers_alike(client):
+    # the document the page's form builds for the README's question
+    document = {
+        "catalog": "default",
+        "objective": "cost",
+        "job": {"name": "llama-3.1-70b", "model": "llama-3.1-70b", "method": "full", "tokens": "20B"}
+        | {"seq_len": 4096, "global_batch": 256},
+        "constraints": {"deadline": "5d", "gpu": {"types": ["B200", "H200"]}},
+    }
+    bundle = client.post("/page/solve", content=json.dumps(document), headers=JSON).json()
+    command = bundle["flags_command"]
+    assert command == (
+        "gpuplan solve --model llama-3.1-70b --method full --tokens 20B --seq-len 4096 --global-batch 256 "
+        "--objective cost --deadline 5d --gpu-types B200,H200"
+    )
+    printed = cli(*shlex.split(command)[1:], "--format", "json")
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.stdout)["best"] == bundle["answer"]["best"]
+    # a job file the flags cannot say (model shapes, a name of its own) has the job file's command alone
+    assert client.post("/page/solve", content=JOB.read_text(), headers=YAML).json()["flags_command"] is None
 
 
 def test_a_solve_past_its_time_limit_is_an_answer(client):

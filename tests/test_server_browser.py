@@ -195,6 +195,10 @@ def test_the_page_answers_the_readme_question_and_its_what_ifs(served, browser, 
     assert verdict_2d == render.headline(tighter), verdict_2d
     assert browser.find_element(By.ID, "deadline").get_attribute("value") == "2d"
     assert "deadline: 2d" in browser.find_element(By.ID, "job-yaml").get_attribute("textContent")
+    assert _text(browser, "flags-command") == (
+        "gpuplan solve --model llama-3.1-70b --method full --tokens 20B --seq-len 4096 --global-batch 256 "
+        "--objective cost --deadline 2d"
+    )
     browser.save_screenshot(str(tmp_path / "page-2-days.png"))
 
     # and typing a deadline into the form solves again too: back to 5 days, back to the README's plan

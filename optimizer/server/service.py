@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import secrets
+import shlex
 import threading
 import time
 from collections import OrderedDict, deque
@@ -29,6 +30,8 @@ from ..inputs.bundled import bundled_catalog_names
 from ..inputs.catalog import catalog_entries, offers_for
 from ..inputs.files import load_catalog
 from ..inputs.overrides import FRAMEWORK_CHOICES
+from ..inputs.question import JOB_FLAGS
+from ..inputs.question import _name_of as name_of  # the job name a question without a file gets
 from ..inputs.schema import Catalog, Portfolio, Problem
 from ..planning.candidates import CandidateTable
 from ..planning.plans import SPOT_SUFFIX
@@ -517,6 +520,7 @@ class Service:
             "labels": {key: _label(p) for key, p in plans.items() if p is not None},
             "job_yaml": yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
             "command": f"gpuplan solve job.yaml{flags}",
+            "flags_command": flags_command(document, self._refs.get(name, name), flags),
             "export_kinds": list(EXPORT_KINDS),
             "default_export": own if own in EXPORT_KINDS else "skypilot",
         }
@@ -583,6 +587,45 @@ def _export_text(plan: Plan, kind: str, problem: Problem) -> str:
         method=job.method,
         optimizer=job.optimizer,
     )
+
+
+# what a question without a job file can say in flags (gpuplan solve --model ... --deadline ...), beside the job
+# fields of inputs.question.JOB_FLAGS
+_CONSTRAINT_FLAGS = ("deadline", "budget", "max_nodes", "max_gpus", "deadline_quantile")
+
+
+def flags_command(document: dict, catalog: str, extra: str = "") -> str | None:
+    """The question as ``gpuplan solve`` flags alone, with no job file, where the document says nothing the
+    flags cannot (a model by name, the job fields of ``JOB_FLAGS``, framework, objective, deadline, budget,
+    node and GPU caps, GPU types, spot); else None, and the job file says it."""
+    job, constraints = document.get("job"), document.get("constraints") or {}
+    if set(document) - {"catalog", "objective", "job", "constraints"} or not isinstance(job, dict):
+        return None
+    if not isinstance(job.get("model"), str) or set(job) - {*JOB_FLAGS, "name", "framework"}:
+        return None
+    if job.get("name", name_of(job["model"])) != name_of(job["model"]):  # the CLI names the job after its model
+        return None
+    gpu = constraints.get("gpu") if isinstance(constraints, dict) else None
+    if not isinstance(constraints, dict) or set(constraints) - {*_CONSTRAINT_FLAGS, "gpu", "spot"}:
+        return None
+    if gpu is not None and not (isinstance(gpu, dict) and set(gpu) <= {"types"} and isinstance(gpu.get("types"), list)):
+        return None
+    words = ["gpuplan", "solve"]
+    for key in (*JOB_FLAGS, "framework"):
+        if key in job:
+            words += [f"--{key.replace('_', '-')}", str(job[key])]
+    if "objective" in document:
+        words += ["--objective", str(document["objective"])]
+    for key in _CONSTRAINT_FLAGS:
+        if key in constraints:
+            words += [f"--{key.replace('_', '-')}", str(constraints[key])]
+    if gpu and gpu["types"]:
+        words += ["--gpu-types", ",".join(map(str, gpu["types"]))]
+    if constraints.get("spot") in ("only", "never"):
+        words.append("--spot" if constraints["spot"] == "only" else "--no-spot")
+    if catalog != "default":
+        words += ["--catalog", catalog]
+    return " ".join(shlex.quote(word) for word in words) + extra
 
 
 def _label(plan: Plan) -> dict:

@@ -34,13 +34,14 @@ async function fetchJSON(url, options) {
 
 // ------------------------------------------------------------------ the form
 
-function slug(text) {
-  return text.toLowerCase().replace(/[^a-z0-9.]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 48) || "job";
+// the job's name as gpuplan names a question asked without a file (inputs/question.py): the model's name part
+function jobName(model) {
+  return model.split("/").pop().replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^[-.]+|[-.]+$/g, "") || "job";
 }
 
 function jobDocument() {
   const model = $("model").value.trim();
-  const job = { name: `${slug(model.split("/").pop())}-${$("method").value}`, model, method: $("method").value, tokens: $("tokens").value.trim() };
+  const job = { name: jobName(model), model, method: $("method").value, tokens: $("tokens").value.trim() };
   if ($("seq_len").value) job.seq_len = Number($("seq_len").value);
   if ($("global_batch").value) job.global_batch = Number($("global_batch").value);
   if ($("framework").value !== "auto") job.framework = $("framework").value;
@@ -159,6 +160,8 @@ function showAnswer(bundle) {
 
   // ask it again: the command, the job file, the API call
   $("command").textContent = `${bundle.command}\n${bundle.command} --format json`;
+  $("flags-command").textContent = bundle.flags_command || "";
+  $("flags").hidden = !bundle.flags_command;
   $("curl").textContent = `curl -s -X POST --data-binary @job.yaml -H 'Content-Type: application/yaml' ${location.origin}/v1/solve`;
   $("job-yaml").textContent = bundle.job_yaml;
   setDownload($("job-download"), bundle.job_yaml, "job.yaml");
