@@ -136,17 +136,9 @@ def test_export_writes_what_the_cli_writes(client, readme_answer):
     printed = cli("solve", JOB, "--export", "skypilot")
     assert printed.exit_code == 0
     assert r.text == printed.stdout
-    job = load_job(JOB).job
-    assert r.text == export(
-        readme_answer.best,
-        "skypilot",
-        name=job.name,
-        seq_len=job.seq_len,
-        precision=job.precision,
-        num_layers=job.model.layers,
-        method=job.method,
-        optimizer=job.optimizer,
-    )
+    assert r.text == export(readme_answer.best, "skypilot", job=load_job(JOB).job)
+    r = client.post("/v1/export", content=JOB.read_text() + "\nexport: {kind: k8s}\n", headers=YAML)  # an alias
+    assert r.status_code == 200 and 'filename="llama-3.1-70b-sft-kubernetes.yaml"' in r.headers["content-disposition"]
 
 
 def test_export_of_a_given_plan(client, readme_answer):

@@ -37,8 +37,7 @@ from ..planning.candidates import CandidateTable
 from ..planning.plans import SPOT_SUFFIX
 from ..present import render, report
 from ..present.answers import answer_data, model_rows
-from ..present.exports import KINDS as EXPORT_KINDS
-from ..present.exports import export
+from ..present.exports import LAUNCHERS, export
 from ..results import Plan, SolveResult
 from . import bodies
 from .bodies import SOURCE, CheckFields, ExportFields
@@ -308,7 +307,7 @@ class Service:
             "default_catalog": self.default_catalog,
             "kept": self.cache_counts(),
             "catalogs": self.offered(),
-            "export_kinds": list(EXPORT_KINDS),
+            "export_kinds": list(LAUNCHERS),
             "frameworks": list(FRAMEWORK_CHOICES),
             "limits": {
                 "max_body_bytes": limits.max_body_bytes,
@@ -473,9 +472,10 @@ class Service:
             _, problem, given, name, cat = self._job(raw, content_type, query, extra="export")
             fields = bodies.route_fields(ExportFields, given, "export")
             kind = fields.kind.lower()
-            if kind not in EXPORT_KINDS and kind != "k8s":
+            launcher = next((lc for lc in LAUNCHERS.values() if kind in (lc.kind, *lc.aliases)), None)
+            if launcher is None:  # before any solve: export() would say the same after it
                 raise JobError(
-                    f"unknown export {fields.kind!r}; choose one of {', '.join(EXPORT_KINDS)}",
+                    f"unknown export {fields.kind!r}; choose one of {', '.join(LAUNCHERS)}",
                     source=SOURCE,
                     field="export.kind",
                 )
@@ -492,8 +492,8 @@ class Service:
                         field="export",
                     )
                 plan = answer.best
-            text = _export_text(plan, kind, problem)
-            return text, f"{problem.job.name}-{kind}.{_SUFFIX.get(kind, 'txt')}"
+            text = export(plan, kind, job=problem.job)  # as gpuplan solve --export KIND writes it
+            return text, f"{problem.job.name}-{launcher.kind}.{_SUFFIX.get(launcher.kind, 'txt')}"
         except GpuplanError as exc:
             raise bodies.located(exc, _EXPORT_FIELDS) from None
 
@@ -521,8 +521,8 @@ class Service:
             "job_yaml": yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
             "command": f"gpuplan solve job.yaml{flags}",
             "flags_command": flags_command(document, self._refs.get(name, name), flags),
-            "export_kinds": list(EXPORT_KINDS),
-            "default_export": own if own in EXPORT_KINDS else "skypilot",
+            "export_kinds": list(LAUNCHERS),
+            "default_export": own if own in LAUNCHERS else "skypilot",
         }
 
     # ------------------------------------------------------------------ jobs
@@ -560,11 +560,10 @@ class Service:
         return job
 
 
-# A launcher config's file suffix, as the README's examples name them
+# A launcher config's file suffix, as the README's examples name them (a kind registered since: .txt)
 _SUFFIX = {
     "skypilot": "yaml",
     "kubernetes": "yaml",
-    "k8s": "yaml",
     "nodus": "yaml",
     "deepspeed": "json",
     "megatron": "sh",
@@ -572,21 +571,6 @@ _SUFFIX = {
     "accelerate": "yaml",
     "torchrun": "sh",
 }
-
-
-def _export_text(plan: Plan, kind: str, problem: Problem) -> str:
-    """The launcher config as ``gpuplan ... --export`` writes it (cli._write_export's arguments)."""
-    job = problem.job
-    return export(
-        plan,
-        kind,
-        name=job.name,
-        seq_len=job.seq_len,
-        precision=job.precision,
-        num_layers=job.model.layers,
-        method=job.method,
-        optimizer=job.optimizer,
-    )
 
 
 # what a question without a job file can say in flags (gpuplan solve --model ... --deadline ...), beside the job
