@@ -20,6 +20,7 @@ LAYERS = [
     ("explain",),
     ("api",),
     ("present",),
+    ("server",),
     ("cli", "launch", "stops", "__main__", "__init__"),
 ]
 OPTIONAL_THIRD_PARTY = {"matplotlib", "matplotlib.pyplot"}
@@ -99,7 +100,9 @@ def test_every_import_points_down_the_layers():
 # Imports made inside a function on purpose: the command's entry point installs its ^C handler before the
 # CLI's modules load (``optimizer/launch.py``); the Hugging Face Hub client (with httpx, 0.1 s to import)
 # loads only when a model is named by its Hub id (``optimizer/inputs/hub.py``), not on every command.
-DEFERRED = {("launch", "cli"), ("inputs.hub", "<third party huggingface_hub>")}
+# ``gpuplan serve`` loads FastAPI and uvicorn (``optimizer/server/app.py``) only when it runs, so that the CLI
+# works without the serve extra and says how to install it.
+DEFERRED = {("launch", "cli"), ("inputs.hub", "<third party huggingface_hub>"), ("server", "server.app")}
 
 
 def test_imports_sit_at_the_top_of_their_module():

@@ -1,0 +1,33 @@
+"""``gpuplan serve``: the planner as an HTTP service (JSON API under /v1) and a page to explore it (at /).
+
+FastAPI and uvicorn are an optional extra (``pip install 'gpuplan[serve]'``): this module loads without them
+and says so when they are missing; ``app`` (routes and server) and ``service`` (what each request does)
+load only for the command. See docs/design.md section 11.1.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+
+from ..errors import GpuplanError
+
+EXTRA = "pip install 'gpuplan[serve]'"
+NEEDS = ("fastapi", "uvicorn")
+
+
+def missing() -> list[str]:
+    """The packages of the serve extra that are not installed."""
+    return [name for name in NEEDS if importlib.util.find_spec(name) is None]
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, catalogs: Sequence[str] = (), open_page: bool = False) -> None:
+    """Serve until ^C; bad input (a taken port, a bad catalog, the extra not installed) is a ``GpuplanError``."""
+    gone = missing()
+    if gone:
+        raise GpuplanError(
+            f"gpuplan serve needs {' and '.join(gone)}, not installed here: {EXTRA} (or '.[serve]' from a checkout)"
+        )
+    from .app import run  # the one deferred import: FastAPI and uvicorn load for this command alone
+
+    run(host, port, catalogs, open_page)

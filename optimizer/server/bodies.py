@@ -1,0 +1,241 @@
+"""Request bodies -> the documents and problems the planner takes, as ``load_job`` and ``load_portfolio`` make
+them from files, with the service's own bounds.
+
+A body is the text of a job or portfolio file (JSON or YAML), read by ``inputs.reader`` with its bounds
+(nesting depth, values, alias expansion, duplicate keys, YAML 1.2 numbers), models expanded by
+``inputs.files.expand_models`` and validated by the schema's ``Problem`` / ``Portfolio``: a bad body fails
+with the message and field path ``gpuplan`` prints for the same file, located at ``request body``.
+
+What a file may do that a body may not: name files of the machine the service runs on. A body's catalog is
+one the service offers (bundled, or given to ``gpuplan serve --catalog``), a model is a preset, a Hub id or
+its shapes (no ``hf_config`` path), and a portfolio's ``file:`` entries name the bundled job files alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ArgumentError, GpuplanError, JobError
+from ..inputs import units
+from ..inputs.bundled import bundled_dir
+from ..inputs.files import expand_models, parse_model, validation_error
+from ..inputs.reader import load_json, load_yaml
+from ..inputs.schema import Portfolio, Problem
+from ..results import Plan
+
+SOURCE = "request body"
+
+# The largest body read, in bytes: a job is under 2 KiB, the bundled portfolio 3 KiB; a 1 MiB portfolio holds
+# thousands of inline jobs, more than one request should make a shared service plan.
+MAX_BODY_BYTES = 2**20
+
+_BUNDLED_JOB = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\.ya?ml")
+
+
+def media_kind(content_type: str | None, text: str) -> Literal["json", "yaml"]:
+    """JSON or YAML: as the Content-Type says (application/json, application/yaml, text/yaml), else by the
+    first character (a JSON document opens with ``{``)."""
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media.endswith("json"):
+        return "json"
+    if media.endswith("yaml") or media.endswith("yml"):
+        return "yaml"
+    return "json" if text.lstrip().startswith(("{", "[")) else "yaml"
+
+
+def read_document(raw: bytes, content_type: str | None = None) -> Any:
+    """The data of a body: UTF-8 JSON or YAML, read with the bounds of ``inputs.reader``."""
+    if len(raw) > MAX_BODY_BYTES:  # the app refuses this first (413); here for callers of this module alone
+        raise JobError(f"the body is {len(raw):,} bytes, more than the {MAX_BODY_BYTES:,} this service reads")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JobError(
+            f"the body is not UTF-8 text (byte {exc.start}); send the job file's JSON or YAML as UTF-8", source=SOURCE
+        ) from None
+    if not text.strip():
+        raise JobError("the body is empty; send a job document (JSON or YAML), as in problems/*.yaml", source=SOURCE)
+    return load_json(text, SOURCE) if media_kind(content_type, text) == "json" else load_yaml(text, SOURCE)
+
+
+def _no_config_paths(job: Any, prefix: str) -> None:
+    """A model given as ``{hf_config: PATH}`` reads a file of the server's machine: refused."""
+    if isinstance(job, dict) and isinstance(job.get("model"), dict) and "hf_config" in job["model"]:
+        raise JobError(
+            "the service reads no files of its machine, so a model is not given by its config.json path: give a "
+            "preset (GET /v1/models), a Hugging Face Hub id (owner/name) or the shapes (params, layers, hidden, ...)",
+            source=SOURCE,
+            field=f"{prefix}.model.hf_config",
+        )
+
+
+def _no_source_path(data: dict) -> None:
+    if "source_path" in data:  # a field of the loaded model, never of a file: where the file was read from
+        raise JobError(
+            "unknown field; check its spelling against the README's job file format", source=SOURCE, field="source_path"
+        )
+
+
+def check_catalog(name: str | None, offered: list[str], field: str = "catalog") -> None:
+    """A body's catalog is one the service offers (bundled or given to ``gpuplan serve``), named, not a path."""
+    if name is not None and name not in offered:
+        raise JobError(
+            f"unknown catalog {name!r}; this service offers {', '.join(offered)} (GET /v1/catalogs): a body names "
+            "one of them, not a file of the server's machine",
+            source=SOURCE,
+            field=field,
+        )
+
+
+def job_problem(data: Any, offered: list[str], extra: str | None = None) -> tuple[Problem, Any]:
+    """A job document as the ``Problem`` ``load_job`` makes of the same file, and the route's own key
+    (``extra``: ``check``, ``export``), taken out before the job is validated."""
+    if not isinstance(data, dict) or "job" not in data:
+        raise JobError(
+            "a job document needs a top-level 'job:' mapping (see problems/ for examples)", source=SOURCE, field=None
+        )
+    data = copy.deepcopy(data)  # expand_models writes into it; the caller keeps the document as sent
+    options = data.pop(extra, None) if extra else None
+    _no_source_path(data)
+    _no_config_paths(data["job"], "job")
+    check_catalog(data.get("catalog"), offered)
+    expand_models(data, base=None, source=SOURCE)
+    return parse_model(Problem, data, SOURCE), options
+
+
+def portfolio_document(data: Any, offered: list[str]) -> Portfolio:
+    """A portfolio document as ``load_portfolio`` makes it; ``file:`` entries name bundled job files alone
+    (``problems/*.yaml``: the service reads no other file), resolved in that folder."""
+    if not isinstance(data, dict) or "jobs" not in data:
+        raise JobError(
+            "a portfolio document needs a top-level 'jobs:' list (see problems/portfolio-*.yaml)", source=SOURCE
+        )
+    data = copy.deepcopy(data)
+    _no_source_path(data)
+    check_catalog(data.get("catalog"), offered)
+    bundled = bundled_dir("problems")
+    for i, entry in enumerate(data["jobs"] if isinstance(data["jobs"], list) else []):
+        if not isinstance(entry, dict):
+            continue
+        _no_config_paths(entry.get("job"), f"jobs[{i}].job")
+        name = entry.get("file")
+        if name is not None and not (
+            isinstance(name, str) and _BUNDLED_JOB.fullmatch(name) and (bundled / name).is_file()
+        ):
+            known = ", ".join(sorted(p.name for p in bundled.glob("*.yaml") if not p.name.startswith("portfolio")))
+            raise JobError(
+                f"the service reads only its bundled job files ({known}), not {name!r}: give this job inline "
+                "under 'job:'",
+                source=SOURCE,
+                field=f"jobs[{i}].file",
+            )
+    expand_models(data, base=None, source=SOURCE)
+    portfolio = parse_model(Portfolio, data, SOURCE)
+    portfolio.source_path = str(bundled / PORTFOLIO_PLACE)  # file: entries resolve beside the bundled jobs
+    return portfolio
+
+
+# The name a portfolio body has as its ``source_path`` (the folder its ``file:`` entries resolve in): errors
+# located there are the body's (``located``).
+PORTFOLIO_PLACE = "(request body)"
+
+
+def located(exc: GpuplanError, fields: dict[str, str] | None = None) -> GpuplanError:
+    """The error with the body as its source where it names none (or the portfolio body's placeholder), and
+    a library parameter (``ArgumentError``: ``gpus``) as the body's field that gave it (``fields``: ``check.gpus``)."""
+    if exc.source is not None and Path(exc.source).name != PORTFOLIO_PLACE:
+        return exc
+    field = exc.field
+    if isinstance(exc, ArgumentError):
+        field = (fields or {}).get(field or "", field)
+    return GpuplanError(exc.reason, source=SOURCE, field=field)
+
+
+# --------------------------------------------------------------------------- check and export
+
+
+# check's layout fields -> the range of ``units.LIMITS`` each must fall in (the CLI's flags: cli._FLAG_RANGES)
+_CHECK_RANGES = {
+    "gpus": "gpus",
+    "nodes": "nodes",
+    "tp": "gpus_per_node",
+    "pp": "layers",
+    "micro_batch": "global_batch",
+    "grad_accum": "global_batch",
+    "shard_degree": "gpus",
+    "cp": "gpus",
+    "ep": "gpus",
+    "expert_tp": "gpus_per_node",
+    "virtual_stages": "layers",
+}
+
+
+class CheckFields(BaseModel):
+    """The ``check:`` mapping of a ``POST /v1/check`` body: the flags of ``gpuplan check``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sku: str = Field(description="GPU by name or alias, or an offer by name ('nodus-b200 (spot)': its spot price).")
+    gpus: int = Field(strict=True, description="Total GPUs.")
+    nodes: int | None = Field(None, strict=True, description="Nodes; default the fewest that hold the GPUs.")
+    tp: int | None = Field(None, strict=True)
+    pp: int | None = Field(None, strict=True)
+    zero: int | None = Field(None, strict=True, ge=0, le=3, description="ZeRO stage 0-3.")
+    shard_degree: int | None = Field(None, strict=True)
+    cp: int | None = Field(None, strict=True)
+    ep: int | None = Field(None, strict=True)
+    expert_tp: int | None = Field(None, strict=True)
+    virtual_stages: int | None = Field(None, strict=True)
+    micro_batch: int | None = Field(None, strict=True)
+    grad_accum: int | None = Field(None, strict=True)
+    recompute: Literal["none", "selective", "full"] | None = None
+    offload: Literal["none", "optimizer", "auto"] | None = None
+    framework: Literal["auto", "megatron", "deepspeed", "torchtitan", "fsdp"] | None = None
+    spot: bool = Field(False, strict=True, description="Use the offer's spot price.")
+    compare: bool = Field(True, strict=True, description="Compare with the best plan under the same constraints.")
+
+    @field_validator(*_CHECK_RANGES)
+    @classmethod
+    def _in_range(cls, value: int | None, info) -> int | None:
+        limit = units.LIMITS[_CHECK_RANGES[info.field_name]]
+        if value is not None and not limit.allows(float(value)):
+            raise ValueError(limit.text())  # validation_error adds "(got ...)", as the CLI's flag error says it
+        return value
+
+
+class ExportFields(BaseModel):
+    """The ``export:`` mapping of a ``POST /v1/export`` body: the launcher kind, and the plan (one of a solve's
+    answer: ``best``, a frontier point or a runner-up); without a plan, the best plan of the job."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = Field(
+        description="skypilot, kubernetes, nodus, deepspeed, megatron, torchtitan, accelerate or torchrun."
+    )
+    plan: dict | None = Field(None, description="A plan as a solve answers it; default the job's best plan.")
+
+
+def route_fields(model: type[BaseModel], data: Any, key: str) -> Any:
+    """The route's own mapping (``check:``, ``export:``) validated, located under its key."""
+    if data is None:
+        example = {"check": "check: {sku: B200, gpus: 8}", "export": "export: {kind: skypilot}"}.get(
+            key, f"{key}: {{...}}"
+        )
+        raise JobError(
+            f"POST /v1/{key} takes the job document with a '{key}:' mapping beside 'job:' ({example})",
+            source=SOURCE,
+            field=key,
+        )
+    return parse_model(model, data, SOURCE, key)
+
+
+def plan_of(data: dict) -> Plan:
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, SOURCE, "export.plan") from None
