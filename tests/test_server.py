@@ -313,7 +313,7 @@ def test_bad_query_parameters_are_422_naming_them(client):
         assert r.json()["detail"].startswith(f"query parameter '{field}': "), r.text
     r = client.post("/v1/portfolio?workers=99", content=PORTFOLIO.read_text(), headers=YAML)
     assert r.status_code == 422 and r.json()["field"] == "workers"
-    r = client.post("/v1/export", content=JOB.read_text() + "\nexport: {kind: slurm}\n", headers=YAML)
+    r = client.post("/v1/export", content=JOB.read_text() + "\nexport: {kind: lsf}\n", headers=YAML)
     assert r.status_code == 422 and r.json()["field"] == "export.kind"
 
 
