@@ -80,7 +80,7 @@ def test_export_flag_and_unknown_kind(tmp_path):
     )
     assert r.exit_code == 0, r.output
     assert yaml.safe_load(out.read_text())["resources"]["accelerators"]
-    r = runner.invoke(app, ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--export", "slurm"])
+    r = runner.invoke(app, ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--export", "lsf"])
     assert r.exit_code == 2 and "skypilot" in r.output
 
 
