@@ -14,8 +14,10 @@ Both the CP-SAT model and the brute-force test oracle read the ``CandidateTable`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -134,8 +136,12 @@ class CandidateTable:
     def feasible(self) -> list[Candidate]:
         return [c for c in self.candidates if c.rejected_by is None]
 
-    @property
+    # rows the time limit left unevaluated (``build_table(until=...)``): they are not in ``rows``
+    unevaluated: int = 0
+
+    @cached_property
     def offer_ids(self) -> dict[str, int]:
+        # cached: the solver reads it for every row (1,000 offers x 8,000 reads took a second)
         return {o.name: k for k, o in enumerate(self.ctx.catalog.offers)}
 
 
@@ -248,6 +254,8 @@ def strategy_grid(
     (``frameworks.label_layouts``: two under auto where frameworks cost it differently), a layout's labels
     next to each other in preference order (``_shadowed`` reads them so)."""
     grid = _layouts(ctx, row, ignore_batch, requested)
+    if not len(grid):  # nothing to label (a node count no layout of the global batch fits)
+        return np.zeros((0, len(GRID_FIELDS)), dtype=np.int64)
     index, codes, unrun = label_layouts(
         _rule_columns(ctx, grid),
         int(ctx.job.model.layers or 0),
@@ -380,16 +388,21 @@ def expert_choices(ctx: JobContext, replicas: int, requested: int | None = None)
 
 def _expert_layouts(
     ctx: JobContext, tp: int, replicas: int, requested_ep: int | None, requested_etp: int | None
-) -> list[tuple[int, int]]:
+) -> Sequence[tuple[int, int]]:
     """(ep, etp) pairs: EP over the data- and context-parallel ranks with the experts split by the attention
     TP (etp 0); or, when an expert TP other than ``tp`` is asked for, Megatron-Core's parallel folding: EP x
     expert TP dividing all TP x DP x CP ranks (Megatron-Core MoE docs, "MoE Parallel Folding")."""
-    if requested_etp is None or requested_etp == tp or not ctx.shape.experts:
+    if not ctx.shape.experts:
+        return _DENSE  # (a grid of a million layouts asks this for each of them)
+    if requested_etp is None or requested_etp == tp:
         return [(ep, 0) for ep in expert_choices(ctx, replicas, requested_ep)]
     folded = [
         ep for ep in expert_choices(ctx, tp * replicas, requested_ep) if (tp * replicas) % (ep * requested_etp) == 0
     ]
     return [(ep, requested_etp) for ep in folded]
+
+
+_DENSE = ((1, 0),)  # a dense model's one (ep, etp) pair
 
 
 def context_choices(ctx: JobContext, requested: int | None = None) -> list[int]:
@@ -418,47 +431,82 @@ def _shardings(row: HardwareRow, tp: int, dp: int) -> list[tuple[int, int]]:
     return out
 
 
-def _virtual_stages(pp: int, accum: int, layers: int, requested: int | None = None) -> list[int]:
+@lru_cache(maxsize=4096)  # asked once per layout of a grid, with few distinct arguments
+def _virtual_stages(pp: int, accum: int, layers: int, requested: int | None = None) -> tuple[int, ...]:
     """Interleaving needs the micro-batch count to be a multiple of the stages (Megatron-LM's rule) and
     at least one layer per chunk. The planner tries 2, 4 and 8 chunks; a hand-picked count may be any."""
     choices = [1, requested] if requested and requested > 1 else VIRTUAL_STAGE_CHOICES
-    return [v for v in choices if v == 1 or (pp > 1 and accum % pp == 0 and layers >= pp * v)]
+    return tuple(v for v in choices if v == 1 or (pp > 1 and accum % pp == 0 and layers >= pp * v))
 
 
 # --------------------------------------------------------------------------- evaluation
 
 
-def _cluster(ctx: JobContext, rows: list[HardwareRow], row_idx: np.ndarray) -> Cluster:
+def _row_figures(ctx: JobContext, row: HardwareRow) -> tuple:
+    """Everything the physics of ``evaluate`` reads from a hardware row (not its price, interruptions or
+    checkpoints, which only the hours and cost read): rows with equal figures and one grid share one
+    evaluation of their layouts. NaN where a figure is missing (no rate at the job's precision)."""
+    a = ctx.assumptions
+    r = row
+    return (
+        ctx.peak_flops(r.sku) or np.nan,
+        ctx.attention_peak_flops(r.sku) or np.nan,
+        r.sku.hbm_bandwidth_gb_per_s * 1e9 * ctx.calibration.memory,
+        r.sku.intra_node_bandwidth_gb_per_s * 1e9,
+        (r.sku.network_gb_per_s_per_gpu or FALLBACK_NETWORK_GB_PER_S_PER_GPU) * 1e9,
+        r.gpus_per_node,
+        ctx.compute_efficiency(r.sku),
+        r.nodes,
+        capacity_bytes(r, a.memory_basis)[0],
+        ctx.explicit_efficiency(r.nodes) or np.nan,
+        r.gpus_per_host,
+        min(r.sku.gpus_per_host or HOST_MEMORY_SERVER_GPUS, HOST_MEMORY_SERVER_GPUS),
+    )
+
+
+def _cluster(ctx: JobContext, figures: list[tuple], row_idx: np.ndarray) -> Cluster:
     """Per-layout hardware figures (each row's, repeated over its layouts)."""
-
-    def per_row(values) -> np.ndarray:
-        return np.asarray(values, dtype=float)[row_idx]
-
+    columns = np.asarray(figures, dtype=float).reshape(-1, 12)[row_idx]
     a = ctx.assumptions
     return Cluster(
-        peak_flops=per_row([ctx.peak_flops(r.sku) or np.nan for r in rows]),
-        attention_peak_flops=per_row([ctx.attention_peak_flops(r.sku) or np.nan for r in rows]),
-        hbm_bytes_per_s=per_row([r.sku.hbm_bandwidth_gb_per_s * 1e9 * ctx.calibration.memory for r in rows]),
-        intra_bytes_per_s=per_row([r.sku.intra_node_bandwidth_gb_per_s * 1e9 for r in rows]),
-        network_bytes_per_s=per_row(
-            [(r.sku.network_gb_per_s_per_gpu or FALLBACK_NETWORK_GB_PER_S_PER_GPU) * 1e9 for r in rows]
-        ),
-        gpus_per_node=per_row([r.gpus_per_node for r in rows]),
-        compute_efficiency=per_row([ctx.compute_efficiency(r.sku) for r in rows]),
-        nodes=per_row([r.nodes for r in rows]),
+        peak_flops=columns[:, 0],
+        attention_peak_flops=columns[:, 1],
+        hbm_bytes_per_s=columns[:, 2],
+        intra_bytes_per_s=columns[:, 3],
+        network_bytes_per_s=columns[:, 4],
+        gpus_per_node=columns[:, 5],
+        compute_efficiency=columns[:, 6],
+        nodes=columns[:, 7],
         host_link_bytes_per_s=a.host_link_gb_per_s_per_gpu * 1e9,
         host_memory_bytes_per_s=a.host_memory_gb_per_s_per_gpu * 1e9,
     )
 
 
-def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) -> Evaluation:
-    """Run memory, time and cost physics for every (row, strategy) pair in one vectorised pass."""
-    row_idx = np.repeat(np.arange(len(rows)), [len(g) for g in grids])
+@dataclass
+class _Physics:
+    """What ``evaluate`` computes from the layouts and the hardware figures alone: everything but the hours
+    and the cost (which read each row's price, interruptions and checkpoints)."""
+
+    layout: Layout
+    framework: np.ndarray
+    memory: MemoryBreakdown
+    host_bytes: np.ndarray
+    host_capacity_bytes: np.ndarray
+    capacity_bytes: np.ndarray
+    timing: StepTime
+    shadowed: np.ndarray | None
+
+
+def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> _Physics:
+    """Memory and step time of every (row, layout) pair in one vectorised pass; ``figures`` per row
+    (``_row_figures``), ``grids`` its layouts."""
+    row_idx = np.repeat(np.arange(len(grids)), [len(g) for g in grids])
     grid = np.concatenate(grids) if grids else np.zeros((0, len(GRID_FIELDS)), dtype=np.int64)
     layout = Layout.from_grid(grid[:, : len(LAYOUT_FIELDS)])
+    column = np.asarray(figures, dtype=float).reshape(-1, 12)
 
-    def per_row(values) -> np.ndarray:
-        return np.asarray(values, dtype=float)[row_idx]
+    def per_row(k: int) -> np.ndarray:
+        return column[:, k][row_idx]
 
     a = ctx.assumptions
     codes = grid[:, len(LAYOUT_FIELDS)]
@@ -469,8 +517,8 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         fp8_saved_inputs=fused & (ctx.job.precision == "fp8"),
         sequence_parallel=sequence_parallel(codes, ctx.job.framework),
     )
-    hw = _cluster(ctx, rows, row_idx)
-    caps = per_row([capacity_bytes(r, a.memory_basis)[0] for r in rows])
+    hw = _cluster(ctx, figures, row_idx)
+    caps = per_row(8)
     held = zero3_per_step(codes, layout.pp, a.zero3_gathers)
     mem = memory_breakdown(ctx.shape, ctx.train, layout, settings, caps, held)
     if ctx.calibration.reserve_delta_bytes:  # before anything reads (and caches) mem.total
@@ -484,7 +532,6 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
     if settings.activation_offload and ctx.shape.has_shapes:
         kept_all = activation_bytes(ctx.shape, replace(settings, activation_offload=False), one_micro)
         offloaded_micro = (kept_all - activation_bytes(ctx.shape, settings, one_micro)) / np.asarray(layout.cp, float)
-    explicit = per_row([ctx.explicit_efficiency(r.nodes) or np.nan for r in rows])
     timing = step_time(
         ctx.shape,
         ctx.train,
@@ -492,35 +539,142 @@ def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) 
         layout,
         settings,
         activation_bytes_per_micro=acts_micro,
-        explicit_efficiency=explicit,
+        explicit_efficiency=per_row(9),
         offloaded_bytes_per_micro=offloaded_micro,
         zero3_per_step=held,
     )
-    hours, cost = _run_hours_and_cost(ctx, rows, row_idx, timing)
     # offloaded state fills the CPU memory of each host (an NVL72 tray of 4, not the 72-GPU NVLink node); unless
     # the job gives the host memory, a SKU whose hosts are trays gets a tray's share of an 8-GPU server's
-    per_host = np.asarray([r.gpus_per_host for r in rows], float)[row_idx]
-    host = host_optimizer_bytes(ctx.train, layout, per_host)
-    tray = np.asarray([min(r.sku.gpus_per_host or HOST_MEMORY_SERVER_GPUS, HOST_MEMORY_SERVER_GPUS) for r in rows])
+    host = host_optimizer_bytes(ctx.train, layout, per_row(10))
     host_capacity = np.full(len(row_idx), a.host_memory_per_node_bytes)
     if "host_memory_per_node_bytes" not in a.model_fields_set:
-        host_capacity = host_capacity * tray[row_idx] / HOST_MEMORY_SERVER_GPUS
-    return Evaluation(
-        row=row_idx,
+        host_capacity = host_capacity * per_row(11) / HOST_MEMORY_SERVER_GPUS
+    return _Physics(
         layout=layout,
-        framework=grid[:, len(LAYOUT_FIELDS)],
+        framework=codes,
         memory=mem,
         host_bytes=host,
         host_capacity_bytes=host_capacity,
         capacity_bytes=caps,
         timing=timing,
+        # only auto labels a layout twice (frameworks.label_layouts)
+        shadowed=_shadowed(grid, row_idx, mem.total <= caps) if ctx.job.framework == "auto" else None,
+    )
+
+
+def _is_column(value: object, n: int) -> bool:
+    return isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == n
+
+
+def _take(value, idx: np.ndarray, n: int):
+    """``value`` (a struct of arrays with ``n`` entries, or a scalar) at the entries ``idx``."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return replace(value, **{f.name: _take(getattr(value, f.name), idx, n) for f in fields(value) if f.init})
+    return value[idx] if _is_column(value, n) else value
+
+
+def _concat(values: list, lengths: list[int]):
+    """Structs of arrays (or scalars) of ``lengths`` entries each, one after the other."""
+    first = values[0]
+    if is_dataclass(first) and not isinstance(first, type):
+        return replace(
+            first,
+            **{f.name: _concat([getattr(v, f.name) for v in values], lengths) for f in fields(first) if f.init},
+        )
+    if all(v is None for v in values):
+        return None
+    columns = [_is_column(v, n) for v, n in zip(values, lengths)]
+    if not any(columns) and all(np.array_equal(v, first) for v in values):
+        return first  # job-wide (the model's FLOPs per token, a term that is 0 for every layout)
+    return np.concatenate([v if c else np.broadcast_to(v, (n,)) for v, c, n in zip(values, columns, lengths)])
+
+
+# When a time limit may stop the evaluation, it runs in passes of about this many layouts (a pass of
+# 100,000 takes about 0.1-0.2 s), and the time is checked between them.
+EVALUATION_PASS_LAYOUTS = 100_000
+
+
+def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) -> Evaluation:
+    """Run memory, time and cost physics for every (row, strategy) pair in one vectorised pass."""
+    return _evaluate(ctx, rows, grids)[0]
+
+
+def _evaluate(
+    ctx: JobContext,
+    rows: list[HardwareRow],
+    grids: list[np.ndarray],
+    until: float | None = None,
+    first: list[int] | None = None,
+) -> tuple[Evaluation, list[int]]:
+    """``evaluate``, and which rows it covers: all of them, or, past ``until`` (a ``time.perf_counter()``
+    time, checked between passes of ``EVALUATION_PASS_LAYOUTS``; at least one pass runs), those evaluated
+    by then, rows ``first`` (indices) before the others. Rows with the same hardware figures
+    (``_row_figures``) and grid share one evaluation of their physics (1,000 offers of one GPU at 1,000
+    prices: one), and each gets its own hours and cost."""
+    figures = [_row_figures(ctx, r) for r in rows]
+    group_of: dict[tuple, int] = {}
+    groups = []  # per row, its group; per group, its first row
+    leaders: list[int] = []
+    for i, (fig, grid) in enumerate(zip(figures, grids)):
+        key = (tuple(None if isinstance(x, float) and np.isnan(x) else x for x in fig), id(grid))
+        if key not in group_of:
+            group_of[key] = len(leaders)
+            leaders.append(i)
+        groups.append(group_of[key])
+    order = list(range(len(leaders)))
+    if first is not None:
+        early = {groups[i] for i in first}
+        order.sort(key=lambda q: q not in early)
+    done: list[int] = []  # groups evaluated, in ``order``
+    parts: list[_Physics] = [] if order else [_physics(ctx, [], [])]
+    lengths: list[int] = [] if order else [0]
+    k = 0
+    while k < len(order):
+        batch: list[int] = []
+        size = 0
+        while k < len(order) and (not batch or until is None or size < EVALUATION_PASS_LAYOUTS):
+            batch.append(order[k])
+            size += len(grids[leaders[order[k]]])
+            k += 1
+        parts.append(_physics(ctx, [figures[leaders[q]] for q in batch], [grids[leaders[q]] for q in batch]))
+        lengths.append(size)
+        done += batch
+        if until is not None and time.perf_counter() > until:
+            break
+    shared = parts[0] if len(parts) == 1 else _concat(parts, lengths)
+    offset = np.zeros(len(leaders) + 1, dtype=np.int64)
+    start = 0
+    for q in done:
+        offset[q] = start
+        start += len(grids[leaders[q]])
+    evaluated = set(done)
+    kept = [i for i in range(len(rows)) if groups[i] in evaluated]
+    if len(leaders) == len(rows) and done == sorted(done) and len(done) == len(leaders):
+        physics = shared  # every row its own group, in order: nothing to share or reorder
+    else:
+        idx = np.concatenate(
+            [np.arange(offset[groups[i]], offset[groups[i]] + len(grids[i])) for i in kept] or [np.zeros(0, np.int64)]
+        )
+        physics = _take(shared, idx, start)
+    kept_rows = [rows[i] for i in kept]
+    row_idx = np.repeat(np.arange(len(kept)), [len(grids[i]) for i in kept])
+    hours, cost = _run_hours_and_cost(ctx, kept_rows, row_idx, physics.timing)
+    ev = Evaluation(
+        row=row_idx,
+        layout=physics.layout,
+        framework=physics.framework,
+        memory=physics.memory,
+        host_bytes=physics.host_bytes,
+        host_capacity_bytes=physics.host_capacity_bytes,
+        capacity_bytes=physics.capacity_bytes,
+        timing=physics.timing,
         hours=hours,
         cost_usd=cost,
         optimizer_in_backward=ctx.job.optimizer_in_backward,
         activation_offload=ctx.job.activation_offload,
-        # only auto labels a layout twice (frameworks.label_layouts)
-        shadowed=_shadowed(grid, row_idx, mem.total <= caps) if ctx.job.framework == "auto" else None,
+        shadowed=physics.shadowed,
     )
+    return ev, kept
 
 
 def _shadowed(grid: np.ndarray, row_idx: np.ndarray, fits_gpu: np.ndarray) -> np.ndarray:
@@ -592,28 +746,62 @@ def best_layout(ev: Evaluation, lo: int = 0, hi: int | None = None) -> int:
     return int(ok[order[0]])
 
 
+# Rows that no layout of the global batch fits are evaluated without the batch only to show their numbers
+# (``options``), up to this many layouts in all; the rest are rejected by the batch without numbers. An offer
+# of 1,024 nodes took 12 s and 1.7 GB to plan, of which 2.1 million layouts of 997 node counts were such rows
+# and 16,000 layouts were the rows the batch fits.
+SHOWN_UNBATCHED_LAYOUTS = 200_000
+
+
 def build_table(
-    ctx: JobContext, rows: list[HardwareRow] | None = None, *, keep_rejected: bool = False
+    ctx: JobContext,
+    rows: list[HardwareRow] | None = None,
+    *,
+    keep_rejected: bool = False,
+    until: float | None = None,
 ) -> CandidateTable:
-    """Evaluate every row's strategies and keep each row's best (see module docstring)."""
+    """Evaluate every row's strategies and keep each row's best (see module docstring). Past ``until`` (a
+    ``time.perf_counter()`` time) no more rows are evaluated: the table holds those evaluated by then (the
+    rows no filter rejects first, the first row at least) and counts the others as ``unevaluated``."""
     rows = offer_rows(ctx) if rows is None else rows
     rejections = [row_rejection(ctx, r) for r in rows]
     if not keep_rejected:
         rows = [r for r, why in zip(rows, rejections) if why is None]
         rejections = [None] * len(rows)
-    grids, cache = [], {}
+    total = len(rows)
+    grids: list[np.ndarray] = []
+    cache: dict[tuple[int, int, bool], tuple[np.ndarray | None, bool]] = {}
+    shown = 0  # layouts evaluated only to show a row the batch rejects
     for i, row in enumerate(rows):
+        if until is not None and i and time.perf_counter() > until:
+            rows, rejections = rows[:i], rejections[:i]
+            break
         # A row's strategies depend only on its shape, so offers of the same shape share one grid.
         shape = (row.gpus_per_node, row.gpus, row.nodes > 1)
         if shape not in cache:
             grid = strategy_grid(ctx, row)
-            cache[shape] = (grid, False) if len(grid) else (strategy_grid(ctx, row, ignore_batch=True), True)
-        grid, unconstrained = cache[shape]
-        if unconstrained and len(grid):
+            if len(grid):
+                cache[shape] = (grid, False)
+            elif shown <= SHOWN_UNBATCHED_LAYOUTS:
+                cache[shape] = (strategy_grid(ctx, row, ignore_batch=True), True)
+            else:
+                cache[shape] = (None, True)  # past what is shown: not even built
+        built, unconstrained = cache[shape]
+        grid = np.zeros((0, len(GRID_FIELDS)), dtype=np.int64) if built is None else built
+        if unconstrained and (built is None or len(grid)):
             # No layout divides the global batch: still evaluate (unconstrained) to show its numbers.
             rejections[i] = rejections[i] or "global_batch"
+            if built is None or (shown and shown + len(grid) > SHOWN_UNBATCHED_LAYOUTS):
+                shown = SHOWN_UNBATCHED_LAYOUTS + 1  # full: no more such grids are built
+                grid = np.zeros((0, len(GRID_FIELDS)), dtype=np.int64)  # listed as rejected, without numbers
+            else:
+                shown += len(grid)
         grids.append(grid)
-    return _table(ctx, rows, evaluate(ctx, rows, grids), rejections)
+    first = [i for i, why in enumerate(rejections) if why is None] if until is not None else None
+    ev, kept = _evaluate(ctx, rows, grids, until, first)
+    table = _table(ctx, [rows[i] for i in kept], ev, [rejections[i] for i in kept])
+    table.unevaluated = total - len(kept)
+    return table
 
 
 def restricted(table: CandidateTable, frameworks: tuple[str, ...]) -> CandidateTable:

@@ -28,6 +28,7 @@ Deterministic: one worker and a fixed seed, so the same input gives the same ans
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,21 +50,25 @@ def scaled(candidate: Candidate, table: CandidateTable) -> dict[str, int]:
     time_s = math.ceil(candidate.time_s)
     hours_p50 = float(ev.hours[i])
     at_p90 = ctx.constraints.deadline_s is not None and ctx.constraints.deadline_quantile == "p90"
-    hours_p90 = p90_hours(ctx, candidate.row, float(ev.timing.tokens_per_s[i])) if at_p90 else hours_p50
-    s = ev.strategy(i)
+    # (one row's tokens per second, not ``timing.tokens_per_s`` of every layout for each row)
+    tokens_per_s = float(
+        np.broadcast_to(ev.timing.tokens_per_step, np.shape(ev.timing.step_s))[i] / ev.timing.step_s[i]
+    )
+    hours_p90 = p90_hours(ctx, candidate.row, tokens_per_s) if at_p90 else hours_p50
+    s = ev.layout.at(i)  # (not ev.strategy(i): a validated Strategy per row took most of a 4,000-row model's build)
     return {
         "offer": table.offer_ids[candidate.row.offer_name],
         "nodes": candidate.row.nodes,
         "gpus_per_node": candidate.row.gpus_per_node,
         "gpus": candidate.row.gpus,
-        "tp": s.tp,
-        "pp": s.pp,
-        "zero_stage": s.zero_stage,
-        "shard_degree": s.shard_degree,
-        "micro_batch": s.micro_batch,
-        "recompute": int(np.asarray(ev.layout.recompute)[i]),
-        "virtual_stages": s.virtual_stages,
-        "offload": int(np.asarray(ev.layout.offload)[i]),
+        "tp": int(s.tp),
+        "pp": int(s.pp),
+        "zero_stage": int(s.zero),
+        "shard_degree": int(s.shard),
+        "micro_batch": int(s.micro_batch),
+        "recompute": int(s.recompute),
+        "virtual_stages": int(s.virtual_stages),
+        "offload": int(s.offload),
         "time_s": time_s,
         # check's own verdicts, not whole seconds or MiB rounded against the plan: a plan 0.1 s inside the
         # deadline, or a few bytes inside the GPU, is inside it here as well
@@ -330,17 +335,21 @@ class PlanModel:
         status = solver.solve(self.model)
         return solver, status
 
-    def binding_families(self, solver: cp_model.CpSolver) -> list[str]:
+    def binding_families(self, solver: cp_model.CpSolver, left_s: Callable[[], float] | None = None) -> list[str]:
         """A minimal set of constraint families that cannot hold together.
 
         CP-SAT's core is sufficient, not minimal; dropping each family in turn and re-solving with
-        only the rest switched on leaves the irreducible ones.
+        only the rest switched on leaves the irreducible ones. ``left_s``: the seconds left of the command's
+        time limit (default 10 s a solve); when they run out the core found so far is kept (still sufficient).
         """
         names = {v.index: k for k, v in self.switches.items()}
         core = [names[i] for i in solver.sufficient_assumptions_for_infeasibility() if i in names]
         for family in list(core):
             rest = [f for f in core if f != family]
-            _, status = self.solve(assumptions={f: f in rest for f in self.switches})
+            limit_s = 10.0 if left_s is None else left_s()
+            if limit_s <= 0:
+                break
+            _, status = self.solve(limit_s, assumptions={f: f in rest for f in self.switches})
             if status == cp_model.INFEASIBLE:
                 core = rest
         return core
