@@ -53,9 +53,24 @@ from .solver.portfolio.data import OptionsTimeout
 from .solver.portfolio.solve import solve_portfolio
 from .solver.single import best_candidate, options_table, solve_table
 
+# Share of a solve's time limit the candidate table may take before it stops evaluating rows; the rest is
+# the solver's (the model, the best plan, the frontier, the runners-up) and the output's.
+TABLE_SHARE = 0.8
 
-def candidate_table(problem: Problem, catalog: Catalog | None = None) -> CandidateTable:
-    """Every hardware row the problem's catalog offers, each with its best layout (rejected rows kept)."""
+
+def candidate_table(
+    problem: Problem,
+    catalog: Catalog | None = None,
+    *,
+    time_limit_s: float | None = None,
+    started: float | None = None,
+) -> CandidateTable:
+    """Every hardware row the problem's catalog offers, each with its best layout (rejected rows kept). With
+    a ``time_limit_s`` (running from ``started``, a ``time.perf_counter()`` time, default now), rows are
+    evaluated for ``TABLE_SHARE`` of it at most: the table then holds those evaluated and counts the others
+    as ``unevaluated``."""
+    started = time.perf_counter() if started is None else started
+    until = None if time_limit_s is None else started + TABLE_SHARE * time_limit_s
     catalog = catalog or problem_catalog(problem)
     if not catalog.offers:
         raise JobError(
@@ -64,7 +79,7 @@ def candidate_table(problem: Problem, catalog: Catalog | None = None) -> Candida
             source=problem.source_path,
             field="catalog",
         )
-    return build_table(job_context(problem, catalog), keep_rejected=True)
+    return build_table(job_context(problem, catalog), keep_rejected=True, until=until)
 
 
 def plan(
@@ -74,16 +89,20 @@ def plan(
     time_limit_s: float = 10.0,
     runners_up: bool = True,
     table: CandidateTable | None = None,
+    started: float | None = None,
 ) -> SolveResult:
-    """The best plan for the problem's objective, the cost/time frontier and the runners-up."""
+    """The best plan for the problem's objective, the cost/time frontier and the runners-up. The time limit
+    bounds the whole call, building the table included, counted from ``started`` (a ``time.perf_counter()``
+    value, e.g. when the command began, before it read its files; default: now)."""
+    started = time.perf_counter() if started is None else started
     if not time_limit_s > 0:
         raise ArgumentError("must be a positive number of seconds", field="time_limit_s")
-    table = table or candidate_table(problem, catalog)
-    outcome = solve_table(table, time_limit_s=time_limit_s, runners_up=runners_up)
+    table = table or candidate_table(problem, catalog, time_limit_s=time_limit_s, started=started)
+    outcome = solve_table(table, time_limit_s=time_limit_s, runners_up=runners_up, started=started)
     result = outcome.result
     if result.status == "infeasible":
         result.infeasible = infeasibility(table, outcome.binding)
-    elif result.status == "unknown":
+    elif result.status == "unknown" and not table.unevaluated:  # (else solve_table's note says how far it got)
         result.notes.append(
             f"the solver stopped after {time_limit_s:g} s without a plan or a proof that none "
             "exists; raise the time limit"
@@ -91,7 +110,7 @@ def plan(
     if table.ctx.constraints.deadline_quantile == "p90":
         result.notes.append("the deadline must hold at p90")
     result.notes += plan_notes(table.ctx, result.best) + aeons_notes(table, result.best)
-    result.notes += _export_label_notes(table, result.best, max(1.0, time_limit_s - result.solve_s))
+    result.notes += _export_label_notes(table, result.best, max(1.0, started + time_limit_s - time.perf_counter()))
     return result
 
 
@@ -122,6 +141,14 @@ def options(problem: Problem, *, catalog: Catalog | None = None, table: Candidat
     blocked = [c for c in table.candidates if c.index < 0 and c.rejected_by == "framework" and c.row.offer is not None]
     if blocked:
         result.notes.append(f"{len(blocked)} hardware options have no row: {framework_reason(table.ctx, blocked[0])}")
+    unshown = sum(1 for c in table.candidates if c.index < 0 and c.rejected_by == "global_batch")
+    if unshown:
+        result.notes.append(
+            f"{unshown:,} more hardware options fit no layout of the global batch and are not listed "
+            "(their numbers without the batch are shown for the first ones only)"
+        )
+    if table.unevaluated:
+        result.notes.append(f"{table.unevaluated:,} hardware options were not evaluated: the time limit ran out first")
     return result
 
 

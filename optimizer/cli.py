@@ -723,7 +723,7 @@ def solve(
     framework: str | None = FrameworkOpt,
     spot: bool | None = SpotOpt,
     time_limit: str = typer.Option(
-        "10", "--time-limit", help="CP-SAT time limit per solve: seconds, or with a unit (90s, 2m)."
+        "10", "--time-limit", help="Time limit for the whole command: seconds, or with a unit (90s, 2m)."
     ),
     plot_path: Path | None = typer.Option(None, "--plot", help="Write the frontier chart (PNG, SVG or PDF)."),
     report: Path | None = typer.Option(None, "--report", help="Write a self-contained HTML report."),
@@ -735,6 +735,7 @@ def solve(
 ) -> None:
     """The optimal plan, the cost/time Pareto frontier, and why the other GPUs lost."""
     _state["quiet"] = _state["quiet"] or quiet
+    started = time.perf_counter()  # --time-limit bounds the whole command, reading the files included
     check_flags(
         deadline=deadline,
         budget=budget,
@@ -770,8 +771,9 @@ def solve(
     )
     check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
-    table = api.candidate_table(problem, cat)
-    result = api.plan(problem, catalog=cat, time_limit_s=units.parse_time_limit_s(time_limit), table=table)
+    limit_s = units.parse_time_limit_s(time_limit)
+    table = api.candidate_table(problem, cat, time_limit_s=limit_s, started=started)
+    result = api.plan(problem, catalog=cat, time_limit_s=limit_s, table=table, started=started)
     if export_kind and result.best is None:
         raise ArgumentError(
             "no plan satisfies the constraints, so there is nothing to export; see 'gpuplan solve' "

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from ..inputs import units
-from ..physics.constants import optimality_gap
+from ..physics.constants import budget_cents, optimality_gap, usd_to_cents
 from ..planning.candidates import Candidate, CandidateTable
 from ..planning.plans import plan_from
 from ..results import Option, OptionsResult, Plan, RunnerUp, SolveResult
-from .model import JobVars, PlanModel, aeons_error, overflow_error, solver_rows
+from .model import JobVars, PlanModel, aeons_error, overflow_error, scaled, solver_rows
 
 SOLVED = (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
@@ -74,24 +74,31 @@ class _Clock:
         return max(0.0, self.end - time.perf_counter())
 
 
-def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up: bool = True) -> SingleOutcome:
-    """The best plan for the problem's objective, the cost/time frontier and the runners-up."""
-    started = time.perf_counter()
-    clock = _Clock(time_limit_s)
+def solve_table(
+    table: CandidateTable, *, time_limit_s: float = 10.0, runners_up: bool = True, started: float | None = None
+) -> SingleOutcome:
+    """The best plan for the problem's objective, the cost/time frontier and the runners-up. The time limit
+    runs from ``started`` (a ``time.perf_counter()`` time, default now: the command's start, so that reading
+    the files and building the table count against it). Where it stops CP-SAT before a plan, the answer is
+    the best plan known (``best_known``), never none where the table holds one."""
+    begun = time.perf_counter()
+    clock = _Clock(max(0.0, (begun if started is None else started) + time_limit_s - begun))
     ctx = table.ctx
     runnable = [c for c in solver_rows(table) if c.fits and c.rejected_by != "filter"]
     if runnable and min(c.time_s for c in runnable) > units.LIMITS["duration"].high:
         raise aeons_error(table, min(runnable, key=lambda c: c.time_s))  # even the fastest plan runs for ages
-    pm, job = _model(table)
-    pm.set_objective(ctx.problem.objective)
-    solver, status = pm.solve(clock.left_s())
+    status = cp_model.UNKNOWN
+    if clock.left_s() > 0:  # (the table took the time: no model is built for a solve with none left)
+        pm, job = _model(table)
+        pm.set_objective(ctx.problem.objective)
+        solver, status = pm.solve(clock.left_s())
     c = ctx.constraints
     result = SolveResult(
         status="unknown",
         objective=ctx.problem.objective,
         best=None,
         frontier=[],
-        candidates=len(job.rows),
+        candidates=len(solver_rows(table)),
         deadline_h=None if c.deadline_s is None else c.deadline_s / 3600.0,
         budget_usd=c.budget_usd,
     )
@@ -101,12 +108,38 @@ def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up
         result.best = _to_plan(table, outcome.best)
         result.status = "optimal" if status == cp_model.OPTIMAL else "feasible"
         result.gap = optimality_gap(solver.objective_value, solver.best_objective_bound, status == cp_model.OPTIMAL)
-    elif status == cp_model.INFEASIBLE:
+    elif status == cp_model.INFEASIBLE and not table.unevaluated:
         result.status = "infeasible"
-        outcome.binding = pm.binding_families(solver)
+        outcome.binding = pm.binding_families(solver, clock.left_s)
     elif status == cp_model.MODEL_INVALID:  # the integer columns overflow: runs of centuries, costs of trillions
         raise overflow_error(table)
-    points, complete = frontier(table, clock.left_s(), outcome.best, status == cp_model.OPTIMAL)
+    elif status != cp_model.INFEASIBLE:  # stopped by the time limit before any plan: the best one known
+        outcome.best = best_known(table)
+        if outcome.best is not None:
+            result.best = _to_plan(table, outcome.best)
+            result.status = "feasible"
+            result.gap = 1.0 if table.unevaluated else 0.0  # no bound on rows not evaluated; the scan's own
+            if not table.unevaluated:
+                result.notes.append(
+                    f"CP-SAT stopped at the time limit ({time_limit_s:g} s) before it found a plan: this is the "
+                    f"best of the {result.candidates:,} candidate rows by a scan of them all under the same "
+                    "constraints (not proved by the solver)"
+                )
+    if table.unevaluated:
+        # whatever CP-SAT proved, it proved over the rows evaluated: a plan, never a proof of none
+        kept = len(table.candidates)
+        if result.status == "optimal":
+            result.status, result.gap = "feasible", 1.0
+        result.notes.append(
+            f"the time limit ({time_limit_s:g} s) ran out while the candidate table was built: {kept:,} of "
+            f"{kept + table.unevaluated:,} hardware rows were evaluated, and "
+            + ("this is the best plan among them" if result.best else "none of them is a plan")
+            + " (rows not evaluated may hold a better one); raise --time-limit to evaluate them all"
+        )
+    points: list[Candidate] = []
+    complete = False
+    if clock.left_s() > 0:
+        points, complete = frontier(table, clock.left_s(), outcome.best, status == cp_model.OPTIMAL)
     result.frontier = [_to_plan(table, cand) for cand in points]
     if not complete:
         shown = f"it shows the {len(points)} point(s) proved by then" if points else "no point was proved by then"
@@ -121,8 +154,36 @@ def solve_table(table: CandidateTable, *, time_limit_s: float = 10.0, runners_up
                 f"the time limit ({time_limit_s:g} s) ran out before every other GPU's best plan was proved: "
                 "the runners-up list only those proved; give more time (--time-limit) for the rest"
             )
-    result.solve_s = time.perf_counter() - started
+    result.solve_s = time.perf_counter() - begun
     return outcome
+
+
+def best_known(table: CandidateTable) -> Candidate | None:
+    """The plan the model of ``solve_table`` asks for, found by a scan of the table's rows instead of CP-SAT:
+    what a solve the time limit stopped before any plan answers. The same constraints (within the years any
+    rental is planned for, fits, filters, supply, the catalog's node counts, the deadline as ``check`` judges
+    it, the budget in cents) and the same objective (cost then time, or time then cost); ties go to the first
+    row. None when no row passes."""
+    ctx = table.ctx
+    c = ctx.constraints
+    budget = None if c.budget_usd is None else budget_cents(c.budget_usd)
+    allowed = [
+        cand
+        for cand in solver_rows(table)
+        if cand.fits
+        and cand.rejected_by not in ("filter", "supply")
+        and cand.time_s <= units.LIMITS["duration"].high
+        and cand.row.offer is not None
+        and cand.row.nodes <= cand.row.offer.max_nodes
+        and (budget is None or usd_to_cents(cand.cost_usd) <= budget)
+    ]
+
+    def rank(cand: Candidate) -> tuple[float, float]:
+        cents = usd_to_cents(cand.cost_usd)
+        return (cents, cand.time_s) if ctx.problem.objective == "cost" else (cand.time_s, cents)
+
+    # in the objective's order, the first that meets the deadline (the model's own "late" column)
+    return next((cand for cand in sorted(allowed, key=rank) if scaled(cand, table)["late"] == 0), None)
 
 
 def best_candidate(table: CandidateTable, time_limit_s: float) -> Candidate | None:
@@ -255,6 +316,9 @@ def find_runners_up(
     out = []
     complete = True
     for sku in skus:
+        if not clock.left_s():  # no time for its model (each reads every row): the time limit holds
+            complete = False
+            break
         pm, job = _model(table)
         allowed = [i for i, cand in enumerate(job.rows) if cand.row.sku.name == sku]
         pm.restrict(job, allowed)
