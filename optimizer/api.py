@@ -49,7 +49,6 @@ from .results import (
     PortfolioResult,
     SolveResult,
 )
-from .solver.portfolio.data import OptionsTimeout
 from .solver.portfolio.solve import solve_portfolio
 from .solver.single import best_candidate, options_table, solve_table
 
@@ -320,35 +319,6 @@ def capacity(
     )
 
 
-def _no_time_for_options(pf: Portfolio, exc: OptionsTimeout, time_limit_s: float, started: float) -> PortfolioResult:
-    """The answer when the time limit ran out before every job's options were evaluated: unknown, with
-    nothing scheduled, never a claim of infeasibility."""
-    return PortfolioResult(
-        status="unknown",
-        objective=pf.objective,
-        total_cost_usd=0.0,
-        gap=1.0,
-        schedule=[],
-        dropped=[DroppedJob(job=job.name, reason="not scheduled: the time limit ran out first") for job in pf.jobs],
-        pools=[],
-        budget_usd=pf.budget_usd,
-        horizon_h=pf.horizon_s / 3600.0,
-        infeasible=[
-            Infeasibility(
-                constraint="time_limit",
-                detail=(
-                    f"the time limit ({time_limit_s:g} s) ran out while the jobs' options were evaluated (the "
-                    f"first {exc.done:,} of {exc.total:,} jobs, about 0.1 s for each distinct job); raise "
-                    "--time-limit, or give jobs of one shape the same model, method and batch so that they share "
-                    "one evaluation"
-                ),
-            )
-        ],
-        notes=["no schedule: the time limit ran out before the search began"],
-        solve_s=time.perf_counter() - started,
-    )
-
-
 def portfolio(
     pf: Portfolio,
     *,
@@ -364,17 +334,14 @@ def portfolio(
     started = time.perf_counter() if started is None else started
     if not time_limit_s > 0:
         raise ArgumentError("must be a positive number of seconds", field="time_limit_s")
-    try:
-        outcome = solve_portfolio(
-            pf,
-            catalog or problem_catalog(pf),
-            time_limit_s=time_limit_s,
-            workers=workers,
-            progress=progress,
-            started=started,
-        )
-    except OptionsTimeout as exc:
-        return _no_time_for_options(pf, exc, time_limit_s, started)
+    outcome = solve_portfolio(
+        pf,
+        catalog or problem_catalog(pf),
+        time_limit_s=time_limit_s,
+        workers=workers,
+        progress=progress,
+        started=started,
+    )
     result, pm = outcome.result, outcome.model
     if "spot" in pf.model_fields_set or not any(entry.file for entry in pf.jobs):
         result.notes.append(spot_note(pf.spot, "spot"))
@@ -407,6 +374,47 @@ def portfolio(
                     ),
                 )
             )
+    skipped = [pf.jobs[i] for i in outcome.unevaluated]
+    if skipped:
+        _left_unevaluated(result, skipped, len(pm.jobs), time_limit_s)
     fill_drop_reasons(result, pf, pm.jobs, proven)
+    names = {entry.name for entry in skipped}
+    for entry in skipped:  # (not explained from options they do not have: they were never evaluated)
+        waits = [name for name in entry.after if name in names]
+        result.dropped.append(
+            DroppedJob(
+                job=entry.name,
+                reason=(
+                    f"waits ('after:') for {', '.join(map(repr, waits))}, whose options were not evaluated within "
+                    "the time limit"
+                    if waits
+                    else "not scheduled: the time limit ran out before its options were evaluated"
+                ),
+            )
+        )
     result.solve_s = time.perf_counter() - started
     return result
+
+
+def _left_unevaluated(result: PortfolioResult, skipped: list, evaluated: int, time_limit_s: float) -> None:
+    """The status where the time limit left jobs unevaluated (``solve_portfolio`` schedules the others): never
+    optimal; unknown, with a ``time_limit`` entry, when required jobs are among them (unless the jobs evaluated
+    already prove the portfolio infeasible); the bound and gap hold for the jobs evaluated only."""
+    required = [entry.name for entry in skipped if entry.required]
+    if required and result.status != "infeasible":
+        shown = ", ".join(required[:5]) + (f" and {len(required) - 5:,} more" if len(required) > 5 else "")
+        result.status = "unknown"
+        result.bound_usd, result.bound_source, result.gap = None, "", 1.0
+        result.infeasible.append(
+            Infeasibility(
+                constraint="time_limit",
+                detail=(
+                    f"required jobs {shown} were not evaluated within {time_limit_s:g} s, so not placed; raise "
+                    "--time-limit"
+                ),
+            )
+        )
+    elif result.status == "optimal":
+        result.status = "feasible"  # optimal for the jobs evaluated; the others are left out
+    if result.bound_usd is not None:
+        result.notes.append(f"the bound and the gap are for the {evaluated:,} jobs evaluated")

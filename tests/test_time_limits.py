@@ -9,13 +9,14 @@ import bruteforce
 import pytest
 from ortools.sat.python import cp_model
 
-from optimizer import load_catalog, load_job, plan
+from optimizer import load_catalog, load_job, plan, portfolio
 from optimizer.api import candidate_table, options
 from optimizer.inputs.files import expand_models
-from optimizer.inputs.schema import Catalog, Offer, Problem
+from optimizer.inputs.schema import Catalog, Offer, Portfolio, Problem
 from optimizer.planning.calibration import job_context
 from optimizer.planning.candidates import SHOWN_UNBATCHED_LAYOUTS, build_table
 from optimizer.solver.model import PlanModel, scaled
+from optimizer.solver.portfolio.solve import _extract_reserve
 from optimizer.solver.single import best_known
 
 HARDWARE = load_catalog("hardware").skus
@@ -161,3 +162,77 @@ def test_an_offer_of_1024_nodes_evaluates_the_rows_its_global_batch_fits():
     assert answer.status == "optimal" and answer.best is not None
     listed = options(problem, catalog=catalog, table=table)
     assert any("fit no layout of the global batch and are not listed" in n for n in listed.notes)
+
+
+# --------------------------------------------------------------------------- portfolios
+
+QWEN_8B = {
+    "name": "qwen3-8b",
+    "params": "8.19B",
+    "layers": 36,
+    "hidden": 4096,
+    "heads": 32,
+    "kv_heads": 8,
+    "ffn_hidden": 12288,
+    "vocab": 151936,
+}
+
+
+def _portfolio(n: int, *, shapes: int = 1, required: bool = False) -> Portfolio:
+    """``n`` inline jobs of ``shapes`` distinct specs (sequence lengths), in turn, on the default catalog."""
+    jobs = [
+        {
+            "name": f"j{i}",
+            "required": required,
+            "job": {"model": QWEN_8B, "tokens": "500M", "seq_len": 2048 + 64 * (i % shapes), "global_batch": 128},
+        }
+        for i in range(n)
+    ]
+    return Portfolio.model_validate({"catalog": "default", "horizon": "60d", "time_step": "1h", "jobs": jobs})
+
+
+def test_identical_jobs_are_scheduled_when_reading_the_files_took_the_time_limit():
+    """10,000 identical optional jobs, a 10 s limit spent reading the file: the answer was "the first 0 of
+    10,000 jobs" evaluated, nothing scheduled, and advice to give jobs of one shape the same model, which
+    they had. Now their one table is built and greedy's schedule is the answer, said to be greedy's."""
+    pf = _portfolio(600)
+    started = time.perf_counter() - 5.0  # the files took the whole limit
+    result = portfolio(pf, catalog=load_catalog("default"), time_limit_s=5, workers=1, started=started)
+    assert result.schedule and result.status == "feasible" and result.method == "greedy"
+    assert len(result.schedule) + len(result.dropped) == 600
+    assert not result.infeasible
+    assert any("no time for the search" in n for n in result.notes), result.notes
+    assert not any("same model" in n for n in result.notes)
+
+
+def test_jobs_the_time_limit_left_unevaluated_are_left_out_and_the_rest_scheduled():
+    """Past the limit no new table is begun: the jobs evaluated are scheduled (never optimal: the others are
+    out), the others dropped as not evaluated; the advice to share tables only where most jobs have a shape
+    of their own."""
+    pf = _portfolio(40, shapes=4)
+    result = portfolio(pf, catalog=load_catalog("default"), time_limit_s=2, workers=1, started=time.perf_counter() - 2)
+    assert result.status == "feasible" and result.schedule and not result.infeasible
+    out = [d for d in result.dropped if "before its options were evaluated" in d.reason]
+    assert len(out) == 30 and len(result.schedule) + len(result.dropped) == 40  # one shape of four evaluated
+    note = next(n for n in result.notes if "ran out while the jobs' options were evaluated" in n)
+    assert "10 of 40 jobs (1 of 4 distinct job shapes" in note and "same model" not in note
+    distinct = portfolio(
+        _portfolio(40, shapes=40), catalog=load_catalog("default"), time_limit_s=2, started=time.perf_counter() - 2
+    )
+    assert any("same model" in n for n in distinct.notes)
+
+
+def test_required_jobs_left_unevaluated_make_it_unknown_never_infeasible():
+    pf = _portfolio(20, shapes=4, required=True)
+    result = portfolio(pf, catalog=load_catalog("default"), time_limit_s=2, workers=1, started=time.perf_counter() - 2)
+    assert result.status == "unknown" and result.bound_usd is None
+    assert [i.constraint for i in result.infeasible] == ["time_limit"]
+    assert "not evaluated within 2 s" in result.infeasible[0].detail
+
+
+def test_a_slower_machine_keeps_more_of_the_time_limit_for_the_output():
+    """The time kept after the search for the plans and the output was 2 ms a job whatever the machine's pace;
+    5,000 jobs at a 20 s limit ran 29 s with YAML output. It now grows with the pace measured in the run."""
+    floor = _extract_reserve(5000)
+    assert _extract_reserve(5000, plan_s=0.0001) == floor  # a fast machine: the measured floor
+    assert _extract_reserve(5000, plan_s=0.002) > 2 * floor  # 2 ms a plan: the output takes ~9 ms a job

@@ -179,27 +179,49 @@ def _shape_key(pf: Portfolio, index: int, *, tokens: bool = True) -> str | None:
 
 
 class OptionsTimeout(Exception):
-    """The time limit ran out while the jobs' candidate tables were built: there is no schedule to give."""
+    """The time limit ran out while the jobs' candidate tables were built (``prepare_jobs``)."""
 
     def __init__(self, done: int, total: int):
         super().__init__(done, total)
         self.done, self.total = done, total
 
 
+@dataclass
+class Prepared:
+    """``prepare``'s answer: the jobs whose options were evaluated in time, and what was left out."""
+
+    jobs: list[JobData]
+    unevaluated: list[int]  # indices into pf.jobs: no table in time, or waiting ('after:') for such a job
+    tables: int  # distinct job shapes evaluated
+    shapes: int  # distinct job shapes in the portfolio
+
+
 def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int, until: float | None = None) -> list[JobData]:
-    """Each job's options. The candidate table of each distinct job is built once and shared; jobs that
-    differ only in their token count share one evaluation of their layouts (``retimed``): measured, 300
-    jobs of two shapes and 288 token counts took 21 s to prepare with a table each. No table is begun past
-    ``until`` (a perf_counter time): ``OptionsTimeout``."""
+    """Each job's options (``prepare``); ``OptionsTimeout`` when the time limit left any job unevaluated."""
+    prepared = prepare(pf, catalog, horizon, until)
+    if prepared.unevaluated:
+        raise OptionsTimeout(len(prepared.jobs), len(pf.jobs))
+    return prepared.jobs
+
+
+def prepare(pf: Portfolio, catalog: Catalog, horizon: int, until: float | None = None) -> Prepared:
+    """Each job's options. The candidate table of each distinct job is built once and shared (jobs of one
+    shape, ``_shape_key``: 10,000 identical jobs build one); jobs that differ only in their token count share
+    one evaluation of their layouts (``retimed``): measured, 300 jobs of two shapes and 288 token counts took
+    21 s to prepare with a table each. No table is begun past ``until`` (a perf_counter time) once one is
+    built: the jobs whose shape has none then are left out, unevaluated, with every job waiting ('after:') for
+    one of them, and the others are scheduled."""
     jobs = []
-    shapes: dict[str, tuple[CandidateTable, list[Candidate], list[int]]] = {}
+    shapes: dict[str, tuple[CandidateTable, list[Candidate], list[int]] | None] = {}  # None: not evaluated
     evaluated: dict[str, CandidateTable] = {}  # by the shape without its token count
+    built = 0
     for i, entry in enumerate(pf.jobs):
         key = _shape_key(pf, i)
         assert key is not None
         if key not in shapes:
-            if until is not None and time.perf_counter() > until:  # a perf_counter time; ~0.1 s a table
-                raise OptionsTimeout(i, len(pf.jobs))
+            if until is not None and built and time.perf_counter() > until:  # ~0.1 s a table
+                shapes[key] = None
+                continue
             problem = portfolio_job_problem(pf, i)
             try:
                 ctx = job_context(problem, catalog)
@@ -217,10 +239,14 @@ def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int, until: float | N
             table = retimed(evaluated[base], ctx) if base in evaluated else build_table(ctx)
             if base is not None:
                 evaluated.setdefault(base, table)
+            built += 1
             options = [c for c in solver_rows(table) if c.rejected_by is None]
             durations = [_steps(c.time_s, pf.time_step_s) for c in options]
             shapes[key] = (table, *_prune(options, durations))
-        table, options, durations = shapes[key]
+        shared = shapes[key]
+        if shared is None:
+            continue
+        table, options, durations = shared
         deadline = None if entry.deadline_s is None else whole_steps(entry.deadline_s, pf.time_step_s)
         jobs.append(
             JobData(
@@ -236,4 +262,12 @@ def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int, until: float | N
                 entry.after,
             )
         )
-    return jobs
+    kept = {job.name for job in jobs}
+    while True:  # a job waiting for one left out is left out too (the model needs both ends of 'after:')
+        out = [job for job in jobs if any(name not in kept for name in job.after)]
+        if not out:
+            break
+        kept -= {job.name for job in out}
+        jobs = [job for job in jobs if job.name in kept]
+    unevaluated = [i for i, entry in enumerate(pf.jobs) if entry.name not in kept]
+    return Prepared(jobs, unevaluated, built, len(shapes))

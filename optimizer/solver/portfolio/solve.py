@@ -13,16 +13,17 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
 from ...inputs.schema import Catalog, Portfolio
 from ...physics.constants import CENTS_PER_USD, optimality_gap, usd_to_cents
 from ...physics.constants import budget_cents as budget_cents_of
+from ...planning.plans import plan_from
 from ...results import PortfolioResult
 from .build import PortfolioModel, build, warm_start
-from .data import JobData, PoolSpec, pool_specs, prepare_jobs, shortlist, whole_steps
+from .data import JobData, PoolSpec, Prepared, pool_specs, prepare, shortlist, whole_steps
 from .extract import extract
 from .greedy import (
     Fit,
@@ -141,11 +142,13 @@ class _Progress(cp_model.CpSolverSolutionCallback):
 
 @dataclass
 class PortfolioOutcome:
-    """The result, the model's data (for explanations), and whether dropping was proven optimal."""
+    """The result, the model's data (for explanations), and whether dropping was proven optimal; the jobs the
+    time limit left unevaluated (indices into the portfolio's jobs, ``data.prepare``) are in neither."""
 
     result: PortfolioResult
     model: PortfolioData
     dropped_proven: bool
+    unevaluated: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -169,11 +172,15 @@ def solve_portfolio(
     """Schedule every job of the portfolio: which option, when, at what cost; what was dropped.
     ``started`` (a perf_counter time, default now) is when the time limit began to run."""
     started = time.perf_counter() if started is None else started
+    read_s = time.perf_counter() - started  # the files, before this call
     deadline = started + time_limit_s
     step = pf.time_step_s
     horizon = whole_steps(pf.horizon_s, step)
     pools = pool_specs(pf, catalog, horizon)
-    jobs = prepare_jobs(pf, catalog, horizon, deadline)
+    prepared = prepare(pf, catalog, horizon, deadline - _extract_reserve(len(pf.jobs)))
+    jobs = prepared.jobs
+    # what follows the search, at this machine's pace now: a few plans built and timed
+    reserve = _extract_reserve(len(jobs), _plan_seconds(jobs))
     say = _say(progress, started)
     n_options = sum(len(job.options) for job in jobs)
     say(f"options  {len(jobs):,} jobs, {n_options:,} options")
@@ -189,17 +196,19 @@ def solve_portfolio(
         horizon_h=horizon * step / 3600.0,
         notes=[],
     )
+    if prepared.unevaluated:
+        result.notes.append(_unevaluated_note(pf, prepared, time_limit_s, read_s))
     data = PortfolioData(jobs, pools, horizon)
     if pf.objective == "cost" and len(jobs) > SEARCH_JOBS:
         polish = len(jobs) <= POLISH_JOBS and n_options <= LARGE_MODEL_OPTIONS
         until = deadline - POLISH_SHARE * (deadline - time.perf_counter()) if polish else deadline
-        choices, dropped_proven = _search(pf, data, result, until, workers, say, started)
+        choices, dropped_proven = _search(pf, data, result, until, workers, say, reserve)
         if polish and (result.gap > STOP_GAP or result.status != "optimal"):
             choices, dropped_proven = _polish(
-                pf, data, result, choices, dropped_proven, deadline, workers, progress, started
+                pf, data, result, choices, dropped_proven, deadline - reserve, workers, progress, started
             )
     else:
-        choices, dropped_proven = _exact(pf, data, result, deadline, workers, progress, started, time_limit_s)
+        choices, dropped_proven = _exact(pf, data, result, deadline - reserve, workers, progress, started, time_limit_s)
     unproven = _unproven_drops(jobs, choices, horizon)
     if unproven and not dropped_proven and pf.objective == "cost":
         which = (
@@ -213,7 +222,49 @@ def solve_portfolio(
         )
     extract(pf, jobs, choices, pools, result)
     result.solve_s = time.perf_counter() - started
-    return PortfolioOutcome(result, data, dropped_proven)
+    return PortfolioOutcome(result, data, dropped_proven, prepared.unevaluated)
+
+
+def _unevaluated_note(pf: Portfolio, prepared: Prepared, time_limit_s: float, read_s: float) -> str:
+    """What the time limit left unevaluated, and what would have helped: the time, and, only where many jobs
+    have a shape of their own, giving jobs of one shape the same spec (reading the files is said where it
+    took a good part of the limit)."""
+    done, total = len(prepared.jobs), len(pf.jobs)
+    text = (
+        f"the time limit ({time_limit_s:g} s) ran out while the jobs' options were evaluated: {done:,} of {total:,} "
+        f"jobs ({prepared.tables:,} of {prepared.shapes:,} distinct job shapes, each one evaluation) are scheduled "
+        f"from what was evaluated, the other {total - done:,} left out"
+    )
+    if read_s > 0.25 * time_limit_s:
+        text += f"; reading the files took {read_s:.1f} s of it"
+    fix = "raise --time-limit"
+    if prepared.shapes > 0.5 * total and total >= 10:
+        fix += (
+            ", or give jobs that may share one evaluation the same model, method, batch, assumptions and GPU "
+            "filter (jobs differing only in tokens share one too)"
+        )
+    return f"{text}; {fix}"
+
+
+# Each plan the search's schedule becomes costs about this many times its own construction in what follows
+# the search: the plan, the explanations and the command's output (measured at 5,000 jobs under load:
+# 0.82 ms a plan, the plans 3.5 s, the table 7.2 s, YAML 11.6 s: 4.3 times the plans).
+OUTPUT_PER_PLAN = 4.5
+PLAN_SAMPLE = 40  # plans timed to measure the pace
+
+
+def _plan_seconds(jobs: list[JobData]) -> float | None:
+    """Seconds one plan takes to build (``plan_from``) on this machine now, from ``PLAN_SAMPLE`` jobs' first
+    options spread over the portfolio: the pace of turning the schedule into plans and writing them out."""
+    step = max(1, len(jobs) // PLAN_SAMPLE)
+    picked = [job for job in jobs[::step] if job.options][:PLAN_SAMPLE]
+    if not picked:
+        return None
+    t0 = time.perf_counter()
+    for job in picked:
+        opt = job.options[0]
+        plan_from(job.table.ctx, opt.row, job.table.evaluation, opt.index)
+    return (time.perf_counter() - t0) / len(picked)
 
 
 def _unproven_drops(jobs: list[JobData], choices: Choices, horizon: int) -> int:
@@ -240,23 +291,26 @@ def _search(
     deadline: float,
     workers: int,
     say: Callable[[str], None],
-    started: float,
+    reserve: float,
 ) -> tuple[Choices, bool]:
     """Large cost portfolios: a complete schedule by squeaky-wheel greedy, the Lagrangian relaxation
     (bound and capacity prices; the GLOP LP as well where it is small), greedy again at those prices,
-    iterated greedy over job orders, then large-neighbourhood search with repair until the time limit."""
+    iterated greedy over job orders, then large-neighbourhood search with repair until the time limit
+    (``deadline`` less ``reserve``, the seconds kept for what follows: ``_extract_reserve``)."""
     jobs, pools, horizon = data.jobs, data.pools, data.horizon
     pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
     budget_cents = None if pf.budget_usd is None else budget_cents_of(pf.budget_usd)
     weights = drop_weights(jobs)
-    reserve = _extract_reserve(len(jobs))
     left = deadline - reserve - time.perf_counter()
     # Past CONTACT_JOBS jobs, a second first schedule, largest job first, each packed against its
     # neighbours (``contact_start``), and iterated greedy packs by contact too.
     fit: Fit = "contact" if len(jobs) >= CONTACT_JOBS else "earliest"
     starts: list[tuple[float, list[int] | None, Fit]] = [(0.1, None, "earliest")]
-    if fit == "contact":
+    if fit == "contact" and left > 0:
         starts.append((0.05, largest_first_order(jobs), "contact"))
+    if left <= 0:  # the files and the options took the time: greedy's first pass is the answer, at once
+        first = squeaky_wheel(jobs, pools, pool_of, horizon, budget_cents, 0.0, weights, passes=1)
+        return _greedy_only(jobs, weights, first.placed, result), False
     first = min(
         (
             squeaky_wheel(
@@ -540,6 +594,23 @@ def _search(
     return [(p[0], p[1]) if p else (None, 0) for p in state.placed], dropped_proven
 
 
+def _greedy_only(jobs: list[JobData], weights: list[int], placed: list[Placement], result: PortfolioResult) -> Choices:
+    """The answer when no time is left for the search: the greedy schedule, its gap against every placed job
+    at its cheapest option (and every required job, when none may be dropped), said as such."""
+    dropped = sum(w for w, p in zip(weights, placed) if p is None)
+    cost = sum(usd_to_cents(job.options[p[0]].cost_usd) for job, p in zip(jobs, placed) if p is not None)
+    bound = _cheapest_bound(jobs, weights, dropped)
+    result.method, result.status, result.bound_source = "greedy", "feasible", "cheapest_options"
+    result.bound_usd = round(bound / CENTS_PER_USD, 2)
+    result.gap = _gap(cost, bound)
+    result.notes.append(
+        "the time limit left no time for the search (reading the files and evaluating the options took it): "
+        "this is the greedy schedule (earliest deadline first, cheapest option that fits); gap against every "
+        "job at its cheapest option; raise --time-limit for the search"
+    )
+    return [(p[0], p[1]) if p else (None, 0) for p in placed]
+
+
 def _polish(
     pf: Portfolio,
     data: PortfolioData,
@@ -559,8 +630,7 @@ def _polish(
     pm = build(pf, jobs, pools, horizon)
     placed: list[Placement] = [(o, s) if o is not None else None for o, s in choices]
     warm_start(pm, placed)
-    reserve = _extract_reserve(len(jobs))
-    solver, status, proven = _two_phase(pm, deadline - reserve, workers, progress, started, False, None)
+    solver, status, proven = _two_phase(pm, deadline, workers, progress, started, False, None)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return choices, dropped_proven
     weights = drop_weights(jobs)
@@ -616,11 +686,14 @@ def _cheapest_bound(jobs: list[JobData], weights: list[int], dropped_limit: int)
     )
 
 
-def _extract_reserve(n_jobs: int) -> float:
+def _extract_reserve(n_jobs: int, plan_s: float | None = None) -> float:
     """Seconds kept for what follows the search: the schedule turned into plans and explanations, and the
     command's output. Measured at 5,000 jobs (session 15): plans 1.5-1.8 s, the table 3.1 s, JSON 0.5 s,
-    YAML 3.8 s, the plot 0.5 s, about 1.2 ms per job at most (plans took 8.5 s before ``bound_at``)."""
-    return 0.3 + 0.002 * n_jobs
+    YAML 3.8 s, the plot 0.5 s, about 1.2 ms per job at most (plans took 8.5 s before ``bound_at``): 2 ms a
+    job. ``plan_s``: a plan's time measured now (``_plan_seconds``), which raises it on a slower or busier
+    machine (issue 40: 5,000 jobs at a 20 s limit ran 29 s with YAML output, the plans and YAML alone 15 s)."""
+    floor = 0.3 + 0.002 * n_jobs
+    return floor if plan_s is None else max(floor, 0.3 + OUTPUT_PER_PLAN * plan_s * n_jobs)
 
 
 def _exact(
@@ -644,8 +717,12 @@ def _exact(
             f"large portfolio: each job keeps its two cheapest and its fastest option per offer "
             f"({sum(len(job.options) for job in jobs):,} of {total:,} options); the optimum is over that shortlist"
         )
-    pm = build(pf, jobs, pools, horizon)
     budget_cents = None if pf.budget_usd is None else budget_cents_of(pf.budget_usd)
+    if time.perf_counter() >= deadline:  # no time for the model (5,000 jobs: seconds to build): greedy at once
+        pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
+        placed = greedy_schedule(jobs, pools, pool_of, horizon, budget_cents)
+        return _greedy_only(jobs, drop_weights(jobs), placed, result), False
+    pm = build(pf, jobs, pools, horizon)
     placed = greedy_schedule(jobs, pools, pm.pool_of, horizon, budget_cents)
     greedy_cost = sum(usd_to_cents(job.options[p[0]].cost_usd) for job, p in zip(jobs, placed) if p)
     _say(progress, started)(f"greedy   cost ${greedy_cost / CENTS_PER_USD:,.2f}")
