@@ -189,6 +189,8 @@ class PlanModel:
     model: cp_model.CpModel = field(default_factory=cp_model.CpModel)
     jobs: list[JobVars] = field(default_factory=list)
     switches: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    # CP-SAT's presolve (off for large single-job tables: ``solver.single``)
+    presolve: bool = True
 
     def switch(self, family: str) -> cp_model.IntVar:
         """The assumption literal that turns a constraint family on."""
@@ -326,7 +328,9 @@ class PlanModel:
             on = True if assumptions is None else assumptions.get(family, True)
             literals.append(var if on else var.negated())
         self.model.add_assumptions(literals)
-        return new_solver(time_limit_s, workers)
+        solver = new_solver(time_limit_s, workers)
+        solver.parameters.cp_model_presolve = self.presolve
+        return solver
 
     def solve(
         self, time_limit_s: float = 10.0, assumptions: dict[str, bool] | None = None, workers: int = 1

@@ -32,12 +32,17 @@ from ..results import Option, OptionsResult, Plan, RunnerUp, SolveResult
 from .model import JobVars, PlanModel, aeons_error, overflow_error, scaled, solver_rows
 
 SOLVED = (cp_model.OPTIMAL, cp_model.FEASIBLE)
+# Past this many rows CP-SAT solves a job's model without presolve. Measured (a 70B QLoRA job on n one-node
+# H100 offers, 4 rows each): with presolve 0.4 s at 400 rows, 1.6 s at 800, 4.6 s at 1,600 and no solution
+# in 10 s at 4,000 (probing adds 200,000 clauses); without, 0.5, 0.8, 1.2 and 0.3-0.5 s, the same optimum.
+PRESOLVE_ROWS = 500
 
 
 def _model(table: CandidateTable, *, deadline: bool = True, budget: bool = True) -> tuple[PlanModel, JobVars]:
     c = table.ctx.constraints
     pm = PlanModel()
     job = pm.add_job("job", table)
+    pm.presolve = len(job.rows) <= PRESOLVE_ROWS
     # past the years any rental is planned for no plan is one to rent: the cheapest plan is the cheapest
     # within them (a 17-year cheapest plan had refused the question where an 8-year one answers it)
     pm.model.add(job.attr["too_long"] == 0)
