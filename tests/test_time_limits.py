@@ -135,6 +135,28 @@ def test_a_table_the_time_limit_cut_short_answers_from_the_rows_evaluated():
     assert any("were not evaluated" in n for n in listed.notes)
 
 
+@pytest.mark.parametrize("name", ["llama-70b-within-5-days", "llama-8b-lora", "seed-k8s-spec"])
+def test_a_table_built_in_passes_is_the_table_built_at_once(problems, name):
+    """With a time limit the rows are built and evaluated in passes (rows no filter rejects first), rows of
+    equal figures sharing one evaluation; with time enough the table is the one built in one pass, row by row."""
+    problem = load_job(problems / f"{name}.yaml")
+    for catalog in (load_catalog(problem.catalog or "default"), _offers(300, distinct=True)):
+        ctx = job_context(problem, catalog)
+        once = build_table(ctx, keep_rejected=True)
+        passes = build_table(ctx, keep_rejected=True, until=time.perf_counter() + 3600)
+        assert passes.unevaluated == 0
+
+        def rows(t):
+            ev = t.evaluation
+            return [
+                (c.row.key, c.fits, c.time_s, c.cost_usd, c.memory_bytes, c.rejected_by)
+                + ((float(ev.timing.step_s[c.index]), float(ev.host_bytes[c.index])) if c.index >= 0 else ())
+                for c in t.candidates
+            ]
+
+        assert rows(passes) == rows(once)
+
+
 def test_no_plan_among_the_rows_evaluated_is_unknown_not_infeasible():
     catalog = _offers(600, distinct=True)
     problem = _problem(QLORA_70B, deadline="1h")  # no row meets it: CP-SAT proves none of those evaluated does

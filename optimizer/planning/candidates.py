@@ -596,85 +596,94 @@ EVALUATION_PASS_LAYOUTS = 100_000
 
 def evaluate(ctx: JobContext, rows: list[HardwareRow], grids: list[np.ndarray]) -> Evaluation:
     """Run memory, time and cost physics for every (row, strategy) pair in one vectorised pass."""
-    return _evaluate(ctx, rows, grids)[0]
+    pending = _Evaluator(ctx)
+    for row, grid in zip(rows, grids):
+        pending.add(row, grid)
+    pending.flush()
+    return pending.evaluation(rows, list(range(len(rows))))
 
 
-def _evaluate(
-    ctx: JobContext,
-    rows: list[HardwareRow],
-    grids: list[np.ndarray],
-    until: float | None = None,
-    first: list[int] | None = None,
-) -> tuple[Evaluation, list[int]]:
-    """``evaluate``, and which rows it covers: all of them, or, past ``until`` (a ``time.perf_counter()``
-    time, checked between passes of ``EVALUATION_PASS_LAYOUTS``; at least one pass runs), those evaluated
-    by then, rows ``first`` (indices) before the others. Rows with the same hardware figures
-    (``_row_figures``) and grid share one evaluation of their physics (1,000 offers of one GPU at 1,000
-    prices: one), and each gets its own hours and cost."""
-    figures = [_row_figures(ctx, r) for r in rows]
-    group_of: dict[tuple, int] = {}
-    groups = []  # per row, its group; per group, its first row
-    leaders: list[int] = []
-    for i, (fig, grid) in enumerate(zip(figures, grids)):
+class _Evaluator:
+    """Rows' layouts evaluated as they come: rows with the same hardware figures (``_row_figures``) and grid
+    share one evaluation of their physics (1,000 offers of one GPU at 1,000 prices: one), the layouts not yet
+    evaluated wait for ``flush`` (one vectorised pass over all of them), and each row gets its own hours and
+    cost in ``evaluation``."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        self.ctx = ctx
+        self.group_of: dict[tuple, int] = {}
+        self.figures: list[tuple] = []  # per group
+        self.grids: list[np.ndarray] = []  # per group
+        self.offset: list[int | None] = []  # per group, where its layouts start once evaluated
+        self.rows: list[int] = []  # per row added, its group
+        self.pending: list[int] = []  # groups not evaluated yet
+        self.pending_layouts = 0
+        self.parts: list[_Physics] = []
+        self.lengths: list[int] = []
+
+    def add(self, row: HardwareRow, grid: np.ndarray) -> None:
+        fig = _row_figures(self.ctx, row)
         key = (tuple(None if isinstance(x, float) and np.isnan(x) else x for x in fig), id(grid))
-        if key not in group_of:
-            group_of[key] = len(leaders)
-            leaders.append(i)
-        groups.append(group_of[key])
-    order = list(range(len(leaders)))
-    if first is not None:
-        early = {groups[i] for i in first}
-        order.sort(key=lambda q: q not in early)
-    done: list[int] = []  # groups evaluated, in ``order``
-    parts: list[_Physics] = [] if order else [_physics(ctx, [], [])]
-    lengths: list[int] = [] if order else [0]
-    k = 0
-    while k < len(order):
-        batch: list[int] = []
-        size = 0
-        while k < len(order) and (not batch or until is None or size < EVALUATION_PASS_LAYOUTS):
-            batch.append(order[k])
-            size += len(grids[leaders[order[k]]])
-            k += 1
-        parts.append(_physics(ctx, [figures[leaders[q]] for q in batch], [grids[leaders[q]] for q in batch]))
-        lengths.append(size)
-        done += batch
-        if until is not None and time.perf_counter() > until:
-            break
-    shared = parts[0] if len(parts) == 1 else _concat(parts, lengths)
-    offset = np.zeros(len(leaders) + 1, dtype=np.int64)
-    start = 0
-    for q in done:
-        offset[q] = start
-        start += len(grids[leaders[q]])
-    evaluated = set(done)
-    kept = [i for i in range(len(rows)) if groups[i] in evaluated]
-    if len(leaders) == len(rows) and done == sorted(done) and len(done) == len(leaders):
-        physics = shared  # every row its own group, in order: nothing to share or reorder
-    else:
-        idx = np.concatenate(
-            [np.arange(offset[groups[i]], offset[groups[i]] + len(grids[i])) for i in kept] or [np.zeros(0, np.int64)]
+        if key not in self.group_of:
+            self.group_of[key] = len(self.figures)
+            self.figures.append(fig)
+            self.grids.append(grid)
+            self.offset.append(None)
+            self.pending.append(len(self.figures) - 1)
+            self.pending_layouts += len(grid)
+        self.rows.append(self.group_of[key])
+
+    def flush(self) -> None:
+        """One pass over the layouts waiting (none waiting: an empty pass the first time, so that there is one)."""
+        if not self.pending and self.parts:
+            return
+        start = sum(self.lengths)
+        for q in self.pending:
+            self.offset[q] = start
+            start += len(self.grids[q])
+        self.parts.append(
+            _physics(self.ctx, [self.figures[q] for q in self.pending], [self.grids[q] for q in self.pending])
         )
-        physics = _take(shared, idx, start)
-    kept_rows = [rows[i] for i in kept]
-    row_idx = np.repeat(np.arange(len(kept)), [len(grids[i]) for i in kept])
-    hours, cost = _run_hours_and_cost(ctx, kept_rows, row_idx, physics.timing)
-    ev = Evaluation(
-        row=row_idx,
-        layout=physics.layout,
-        framework=physics.framework,
-        memory=physics.memory,
-        host_bytes=physics.host_bytes,
-        host_capacity_bytes=physics.host_capacity_bytes,
-        capacity_bytes=physics.capacity_bytes,
-        timing=physics.timing,
-        hours=hours,
-        cost_usd=cost,
-        optimizer_in_backward=ctx.job.optimizer_in_backward,
-        activation_offload=ctx.job.activation_offload,
-        shadowed=physics.shadowed,
-    )
-    return ev, kept
+        self.lengths.append(self.pending_layouts)
+        self.pending, self.pending_layouts = [], 0
+
+    def evaluated(self, k: int) -> bool:
+        """Whether the k-th row added has its layouts evaluated."""
+        return self.offset[self.rows[k]] is not None
+
+    def evaluation(self, rows: list[HardwareRow], added: list[int]) -> Evaluation:
+        """The evaluation of ``rows``, the rows added at positions ``added`` (all evaluated), in that order."""
+        shared = self.parts[0] if len(self.parts) == 1 else _concat(self.parts, self.lengths)
+        self.parts = [shared]  # (the passes' arrays freed)
+        self.lengths = [sum(self.lengths)]
+        groups = [self.rows[k] for k in added]
+        if groups == list(range(len(self.figures))):
+            physics = shared  # every row its own group, in order: nothing to share or reorder
+        else:
+            spans = []
+            for q in groups:
+                start = self.offset[q]
+                assert start is not None  # (only evaluated rows are asked for)
+                spans.append(np.arange(start, start + len(self.grids[q])))
+            idx = np.concatenate(spans or [np.zeros(0, np.int64)])
+            physics = _take(shared, idx, self.lengths[0])
+        row_idx = np.repeat(np.arange(len(rows)), [len(self.grids[q]) for q in groups])
+        hours, cost = _run_hours_and_cost(self.ctx, rows, row_idx, physics.timing)
+        return Evaluation(
+            row=row_idx,
+            layout=physics.layout,
+            framework=physics.framework,
+            memory=physics.memory,
+            host_bytes=physics.host_bytes,
+            host_capacity_bytes=physics.host_capacity_bytes,
+            capacity_bytes=physics.capacity_bytes,
+            timing=physics.timing,
+            hours=hours,
+            cost_usd=cost,
+            optimizer_in_backward=self.ctx.job.optimizer_in_backward,
+            activation_offload=self.ctx.job.activation_offload,
+            shadowed=physics.shadowed,
+        )
 
 
 def _shadowed(grid: np.ndarray, row_idx: np.ndarray, fits_gpu: np.ndarray) -> np.ndarray:
@@ -761,21 +770,25 @@ def build_table(
     until: float | None = None,
 ) -> CandidateTable:
     """Evaluate every row's strategies and keep each row's best (see module docstring). Past ``until`` (a
-    ``time.perf_counter()`` time) no more rows are evaluated: the table holds those evaluated by then (the
-    rows no filter rejects first, the first row at least) and counts the others as ``unevaluated``."""
+    ``time.perf_counter()`` time) no more rows are built or evaluated: rows go in passes of about
+    ``EVALUATION_PASS_LAYOUTS`` layouts, those no filter rejects first, and the table holds the rows evaluated
+    by then (one pass at least) and counts the others as ``unevaluated``."""
     rows = offer_rows(ctx) if rows is None else rows
     rejections = [row_rejection(ctx, r) for r in rows]
     if not keep_rejected:
         rows = [r for r, why in zip(rows, rejections) if why is None]
         rejections = [None] * len(rows)
-    total = len(rows)
-    grids: list[np.ndarray] = []
+    order = list(range(len(rows)))
+    if until is not None:
+        order.sort(key=lambda i: rejections[i] is not None)
     cache: dict[tuple[int, int, bool], tuple[np.ndarray | None, bool]] = {}
     shown = 0  # layouts evaluated only to show a row the batch rejects
-    for i, row in enumerate(rows):
-        if until is not None and i and time.perf_counter() > until:
-            rows, rejections = rows[:i], rejections[:i]
+    pending = _Evaluator(ctx)
+    added: list[int] = []  # rows in the order added
+    for n, i in enumerate(order):
+        if until is not None and n and time.perf_counter() > until:
             break
+        row = rows[i]
         # A row's strategies depend only on its shape, so offers of the same shape share one grid.
         shape = (row.gpus_per_node, row.gpus, row.nodes > 1)
         if shape not in cache:
@@ -796,11 +809,17 @@ def build_table(
                 grid = np.zeros((0, len(GRID_FIELDS)), dtype=np.int64)  # listed as rejected, without numbers
             else:
                 shown += len(grid)
-        grids.append(grid)
-    first = [i for i, why in enumerate(rejections) if why is None] if until is not None else None
-    ev, kept = _evaluate(ctx, rows, grids, until, first)
-    table = _table(ctx, [rows[i] for i in kept], ev, [rejections[i] for i in kept])
-    table.unevaluated = total - len(kept)
+        pending.add(row, grid)
+        added.append(i)
+        if until is not None and pending.pending_layouts >= EVALUATION_PASS_LAYOUTS:
+            pending.flush()
+    if until is None or not pending.parts or time.perf_counter() <= until:
+        pending.flush()
+    kept = sorted((i, k) for k, i in enumerate(added) if pending.evaluated(k))  # in the rows' own order
+    kept_rows = [rows[i] for i, _ in kept]
+    ev = pending.evaluation(kept_rows, [k for _, k in kept])
+    table = _table(ctx, kept_rows, ev, [rejections[i] for i, _ in kept])
+    table.unevaluated = len(rows) - len(kept)
     return table
 
 
