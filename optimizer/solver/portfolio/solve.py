@@ -248,8 +248,9 @@ def _unevaluated_note(pf: Portfolio, prepared: Prepared, time_limit_s: float, re
 
 # Each plan the search's schedule becomes costs about this many times its own construction in what follows
 # the search: the plan, the explanations and the command's output (measured at 5,000 jobs under load:
-# 0.82 ms a plan, the plans 3.5 s, the table 7.2 s, YAML 11.6 s: 4.3 times the plans).
-OUTPUT_PER_PLAN = 4.5
+# 0.82 ms a plan, the plans 3.5 s, the table 7.2 s, YAML 11.6 s: 3.1 times the plans with the table, 4.3
+# with YAML; 4.5 left a 20 s limit no time for the search where the table took 11 s of the 19 kept).
+OUTPUT_PER_PLAN = 3.5
 PLAN_SAMPLE = 40  # plans timed to measure the pace
 
 
