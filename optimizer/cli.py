@@ -84,16 +84,7 @@ def error_text(exc: GpuplanError) -> str:
 
 # Flag (the API parameter it sets) -> its range in ``units.LIMITS``, and how its text reads as a number.
 _FLAG_RANGES = {
-    "gpus": "gpus",
-    "nodes": "nodes",
-    "tp": "gpus_per_node",
-    "pp": "layers",
-    "micro_batch": "global_batch",
-    "grad_accum": "global_batch",
-    "shard_degree": "gpus",
-    "cp": "gpus",
-    "ep": "gpus",
-    "expert_tp": "gpus_per_node",
+    **units.LAYOUT_RANGES,
     "max_nodes": "nodes",
     "max_gpus": "gpus",
     "deadline": "duration",

@@ -159,20 +159,8 @@ def located(exc: GpuplanError, fields: dict[str, str] | None = None) -> GpuplanE
 # --------------------------------------------------------------------------- check and export
 
 
-# check's layout fields -> the range of ``units.LIMITS`` each must fall in (the CLI's flags: cli._FLAG_RANGES)
-_CHECK_RANGES = {
-    "gpus": "gpus",
-    "nodes": "nodes",
-    "tp": "gpus_per_node",
-    "pp": "layers",
-    "micro_batch": "global_batch",
-    "grad_accum": "global_batch",
-    "shard_degree": "gpus",
-    "cp": "gpus",
-    "ep": "gpus",
-    "expert_tp": "gpus_per_node",
-    "virtual_stages": "layers",
-}
+# check's layout fields -> the range of ``units.LIMITS`` each must fall in (the CLI's flags' too)
+_CHECK_RANGES = {**units.LAYOUT_RANGES, "virtual_stages": "layers"}
 
 
 class CheckFields(BaseModel):
