@@ -223,3 +223,21 @@ def test_a_plan_pinned_by_its_json_on_the_command_line_is_the_same_plan(problems
     checked = json.loads(r.stdout)
     assert checked["strategy"] == s and checked["cost_usd"] == best["cost_usd"] and checked["fits"]
     assert checked["extra_cost_vs_optimum_usd"] == 0 and checked["added"] is None
+
+
+def test_the_optimum_is_on_its_frontier_when_no_time_is_left_for_the_walk(problems, monkeypatch):
+    # the best plan's solve took the last of the time limit: the frontier is not walked, and still holds it
+    from optimizer.solver import single
+
+    calls = []
+
+    def left_s(self):
+        calls.append(1)
+        return 10.0 if len(calls) <= 2 else 0.0  # the model's build and its solve, then nothing
+
+    monkeypatch.setattr(single._Clock, "left_s", left_s)
+    answer = plan(load_job(problems / "llama-70b-within-5-days.yaml"), runners_up=False)
+    assert answer.status == "optimal"
+    assert [(p.offer, p.gpus, p.strategy) for p in answer.frontier] == [
+        (answer.best.offer, answer.best.gpus, answer.best.strategy)
+    ]

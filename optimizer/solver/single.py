@@ -143,8 +143,11 @@ def solve_table(
         )
     points: list[Candidate] = []
     complete = False
+    proved = status == cp_model.OPTIMAL or (status not in SOLVED and not table.unevaluated)  # CP-SAT's, or the scan's
     if clock.left_s() > 0:
-        points, complete = frontier(table, clock.left_s(), outcome.best, status == cp_model.OPTIMAL)
+        points, complete = frontier(table, clock.left_s(), outcome.best, proved)
+    elif outcome.best is not None and proved and _at_p50(ctx):
+        points = [outcome.best]  # no time for the walk: the optimum is a frontier point as it stands (frontier)
     result.frontier = [_to_plan(table, cand) for cand in points]
     if not complete:
         shown = f"it shows the {len(points)} point(s) proved by then" if points else "no point was proved by then"
@@ -237,7 +240,7 @@ def frontier(
     cheaper, faster = _Walk(table, "time"), _Walk(table, "cost")
     rows = cheaper.job.rows
     points: list[int] = []
-    at_p50 = table.ctx.constraints.deadline_s is None or table.ctx.constraints.deadline_quantile == "p50"
+    at_p50 = _at_p50(table.ctx)
     start = next((i for i, c in enumerate(rows) if c is best), None)
     if start is None or not (proved and at_p50):
         faster.done = start is None  # from the fastest plan there is no faster one
@@ -260,6 +263,11 @@ def frontier(
                 points.append(k)
                 walk.beyond(k)
     return _fastest_first(rows, points), True
+
+
+def _at_p50(ctx) -> bool:
+    """Whether the deadline, if any, is judged at p50 (the frontier's own time)."""
+    return ctx.constraints.deadline_s is None or ctx.constraints.deadline_quantile == "p50"
 
 
 def _fastest_first(rows: list[Candidate], points: list[int]) -> list[Candidate]:
