@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shlex
 import socket
-import sys
 import threading
 import time
 import urllib.error
@@ -625,21 +624,11 @@ def test_serve_on_a_taken_port_is_bad_input():
 
 
 def test_gpuplan_serve_starts_answers_and_stops(tmp_path):
-    import subprocess
+    from serving import start_serve
 
     log = tmp_path / "serve.log"
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "optimizer", "serve", "--port", "0"], stderr=err, stdout=subprocess.DEVNULL
-        )
+    proc, url = start_serve(log)
     try:
-        url = None
-        deadline = time.monotonic() + 60
-        while url is None and time.monotonic() < deadline and proc.poll() is None:
-            for line in log.read_text().splitlines():
-                if line.startswith("gpuplan serve: http://127.0.0.1:"):
-                    url = line.split()[2].rstrip("/")
-            time.sleep(0.1)
         assert url, log.read_text()
         for _ in range(100):  # the socket listens before uvicorn takes it: at most 10 s more
             try:

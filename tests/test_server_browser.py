@@ -12,8 +12,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import shutil
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -42,6 +40,8 @@ if CHROMIUM is None or CHROMEDRIVER is None:
     )
 for _needed in ("fastapi", "uvicorn"):
     pytest.importorskip(_needed, reason=f"{_needed} is not installed (pip install 'gpuplan[serve]')")
+
+from serving import start_serve  # noqa: E402
 
 from optimizer import api, apply_overrides  # noqa: E402
 from optimizer.inputs.files import load_job  # noqa: E402
@@ -76,20 +76,8 @@ def served(tmp_path_factory):
         yield given.rstrip("/")
         return
     log = tmp_path_factory.mktemp("serve") / "serve.log"
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "optimizer", "serve", "--host", "127.0.0.1", "--port", "0"],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
+    proc, url = start_serve(log, "--host", "127.0.0.1")
     try:
-        url = None
-        deadline = time.monotonic() + 60
-        while url is None and time.monotonic() < deadline and proc.poll() is None:
-            for line in log.read_text().splitlines():
-                if line.startswith("gpuplan serve: http://127.0.0.1:"):
-                    url = line.split()[2].rstrip("/")
-            time.sleep(0.1)
         assert url, f"gpuplan serve did not say where it listens:\n{log.read_text()}"
         _wait_for(url, 30)
         yield url

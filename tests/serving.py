@@ -1,0 +1,26 @@
+"""Starting the real ``gpuplan serve`` in a subprocess on a loopback port, for the service's tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+URL_LINE = "gpuplan serve: http://127.0.0.1:"
+
+
+def start_serve(log: Path, *args: str, seconds: float = 60.0) -> tuple[subprocess.Popen, str | None]:
+    """``python -m optimizer serve --port 0 ARGS`` with its stderr in ``log``, and the URL it says it serves at
+    (None if it did not within ``seconds`` or it exited); the caller terminates the process."""
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "optimizer", "serve", "--port", "0", *args], stdout=subprocess.DEVNULL, stderr=err
+        )
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        for line in log.read_text().splitlines():
+            if line.startswith(URL_LINE):
+                return proc, line.split()[2].rstrip("/")
+        time.sleep(0.1)
+    return proc, None
