@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optimizer import check, load_catalog  # noqa: E402
+from optimizer import CheckRequest, check, load_catalog  # noqa: E402
 from optimizer.inputs.schema import JobSpec, Problem  # noqa: E402
 
 GIB = 2**30
@@ -58,13 +58,8 @@ def main() -> None:
         )
         plan = check(
             Problem(job=job),
-            args.sku,
-            1,
-            zero=0,
-            micro_batch=r["micro_batch"],
-            recompute=r["recompute"],
+            CheckRequest(args.sku, 1, zero=0, micro_batch=r["micro_batch"], recompute=r["recompute"], compare=False),
             catalog=catalog,
-            compare=False,
         ).plan
         m = plan.memory_gib
         predicted_gib = m.total - m.reserve

@@ -44,7 +44,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optimizer import GpuplanError, check, load_catalog
+from optimizer import CheckRequest, GpuplanError, check, load_catalog
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
 from optimizer.physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY
@@ -141,10 +141,7 @@ def checked(run: dict, catalog, efficiency: float | None = None, host_ms: float 
     """``check`` of the row's published layout (``table_only(run)``: of what its table prints)."""
     return check(
         problem_for(run, efficiency, host_ms),
-        run["sku"],
-        run["gpus"],
-        **layout_arguments(run),
-        compare=False,
+        CheckRequest(run["sku"], run["gpus"], **layout_arguments(run), compare=False),
         catalog=catalog,
     )
 

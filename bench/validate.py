@@ -23,7 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optimizer import check, load_catalog  # noqa: E402
+from optimizer import CheckRequest, check, load_catalog  # noqa: E402
 from optimizer.inputs.schema import JobSpec, Problem  # noqa: E402
 from optimizer.inputs.units import parse_count  # noqa: E402
 
@@ -84,7 +84,7 @@ def predict_stage(run: dict, catalog):
     # A row whose source publishes the layout that ran pins it (check's pinned-layout path, as
     # bench/throughput.py does), so the row tests the physics on what ran, not gpuplan's choice.
     pinned = layout_arguments(run) if run.get("layout") else {}
-    result = check(problem, run["sku"], run["gpus"], catalog=catalog, compare=False, **pinned)
+    result = check(problem, CheckRequest(run["sku"], run["gpus"], compare=False, **pinned), catalog=catalog)
     return result.plan.hours.p50 * run["gpus"], result.plan
 
 

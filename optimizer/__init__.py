@@ -2,10 +2,10 @@
 
 Public API (the CLI is a thin client of it)::
 
-    from optimizer import load_job, load_catalog, check, plan, options, capacity
+    from optimizer import load_job, load_catalog, check, plan, options, capacity, CheckRequest
     problem = load_job("problems/llama-70b-within-5-days.yaml")
     answer = plan(problem)            # SolveResult: status, best, frontier, runners_up
-    verdict = check(problem, "B200", 16, zero=3)
+    verdict = check(problem, CheckRequest("B200", 16, zero=3))
 
 How the package is laid out (lowest layer first; imports only point down): ``errors``; ``inputs``
 (schema, units, files, catalogs, presets, overrides); ``physics`` (pure formulas); ``results`` (the
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .errors import ArgumentError, CatalogError, GpuplanError, JobError, UnitError
     from .inputs.files import load_catalog, load_job, load_portfolio
     from .inputs.overrides import apply_overrides
+    from .inputs.requests import CheckRequest
     from .inputs.schema import Catalog, JobSpec, ModelSpec, Portfolio, Problem, Strategy
     from .results import (
         CapacityResult,
@@ -43,6 +44,7 @@ _WHERE = {
     **dict.fromkeys(("ArgumentError", "CatalogError", "GpuplanError", "JobError", "UnitError"), ".errors"),
     **dict.fromkeys(("load_catalog", "load_job", "load_portfolio"), ".inputs.files"),
     "apply_overrides": ".inputs.overrides",
+    "CheckRequest": ".inputs.requests",
     **dict.fromkeys(("Catalog", "JobSpec", "ModelSpec", "Portfolio", "Problem", "Strategy"), ".inputs.schema"),
     **dict.fromkeys(
         (
@@ -76,6 +78,7 @@ __all__ = [
     "CapacityResult",
     "Catalog",
     "CatalogError",
+    "CheckRequest",
     "CheckResult",
     "GpuplanError",
     "JobError",

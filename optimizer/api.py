@@ -32,6 +32,7 @@ from .explain import (
 from .inputs import skypilot
 from .inputs.catalog import sku_for
 from .inputs.files import load_catalog, problem_catalog
+from .inputs.requests import CheckRequest
 from .inputs.schema import Catalog, Portfolio, Problem
 from .planning import capacity as capacity_planning
 from .planning.calibration import job_context
@@ -151,47 +152,27 @@ def options(problem: Problem, *, catalog: Catalog | None = None, table: Candidat
     return result
 
 
-def check(
-    problem: Problem,
-    sku: str,
-    gpus: int,
-    *,
-    nodes: int | None = None,
-    tp: int | None = None,
-    pp: int | None = None,
-    zero: int | None = None,
-    micro_batch: int | None = None,
-    recompute: str | None = None,
-    offload: str | None = None,
-    catalog: Catalog | None = None,
-    compare: bool = True,
-    spot: bool = False,
-    shard_degree: int | None = None,
-    framework: str | None = None,
-    cp: int | None = None,
-    ep: int | None = None,
-    virtual_stages: int | None = None,
-    expert_tp: int | None = None,
-    grad_accum: int | None = None,
-) -> CheckResult:
+def check(problem: Problem, request: CheckRequest, *, catalog: Catalog | None = None) -> CheckResult:
     """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
+    r = request
+    sku, gpus, nodes, spot, recompute, zero = r.sku, r.gpus, r.nodes, r.spot, r.recompute, r.zero
     catalog = catalog or problem_catalog(problem)
-    job_updates = {k: v for k, v in {"offload": offload, "framework": framework}.items() if v is not None}
+    job_updates = {k: v for k, v in {"offload": r.offload, "framework": r.framework}.items() if v is not None}
     if job_updates:
         problem = problem.model_copy(update={"job": problem.job.model_copy(update=job_updates)})
     ctx = job_context(problem, catalog)
     fixed = Fixed(
-        tp=tp,
-        pp=pp,
+        tp=r.tp,
+        pp=r.pp,
         zero=zero,
-        micro_batch=micro_batch,
+        micro_batch=r.micro_batch,
         recompute=recompute,
-        shard_degree=shard_degree,
-        cp=cp,
-        ep=ep,
-        virtual_stages=virtual_stages,
-        expert_tp=expert_tp,
-        grad_accum=grad_accum,
+        shard_degree=r.shard_degree,
+        cp=r.cp,
+        ep=r.ep,
+        virtual_stages=r.virtual_stages,
+        expert_tp=r.expert_tp,
+        grad_accum=r.grad_accum,
     )
     checked = check_row(ctx, sku, gpus, nodes, spot, fixed)
     plan_ = checked.plan
@@ -220,7 +201,7 @@ def check(
         base = ctx.job.measured[0]
         comparison.summary = measured_summary(ctx, sku_for(catalog, sku), sku_for(catalog, base.sku), comparison)
         result.vs_measured = comparison
-    if compare:
+    if r.compare:
         _compare_with_optimum(problem, catalog, result)
     return result
 

@@ -36,6 +36,7 @@ from .inputs.hf_models import model_reference, presets
 from .inputs.overrides import apply_overrides, parse_measurement
 from .inputs.question import JOB_FLAGS, job_document, problem_of
 from .inputs.reader import forget_reads
+from .inputs.requests import CheckRequest
 from .inputs.schema import ModelSpec
 from .inputs.units import fmt_count, parse_bytes
 from .planning.plans import SPOT_SUFFIX
@@ -626,25 +627,27 @@ def check(
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     result = api.check(
         problem,
-        sku,
-        gpus,
-        nodes=nodes,
-        tp=tp,
-        pp=pp,
-        zero=zero,
-        micro_batch=micro_batch,
-        recompute=recompute.value if recompute else None,
-        offload=offload.value if offload else None,
+        CheckRequest(
+            sku,
+            gpus,
+            nodes=nodes,
+            tp=tp,
+            pp=pp,
+            zero=zero,
+            micro_batch=micro_batch,
+            recompute=recompute.value if recompute else None,
+            offload=offload.value if offload else None,
+            compare=compare,
+            spot=spot,
+            shard_degree=shard_degree,
+            framework=framework,
+            cp=cp,
+            ep=ep,
+            expert_tp=expert_tp,
+            virtual_stages=virtual_stages,
+            grad_accum=grad_accum,
+        ),
         catalog=cat,
-        compare=compare,
-        spot=spot,
-        shard_degree=shard_degree,
-        framework=framework,
-        cp=cp,
-        ep=ep,
-        expert_tp=expert_tp,
-        virtual_stages=virtual_stages,
-        grad_accum=grad_accum,
     )
     if export_kind:
         if not result.fits:

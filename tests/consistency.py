@@ -12,7 +12,7 @@ import copy
 import math
 import random
 
-from optimizer import api
+from optimizer import CheckRequest, api
 from optimizer.errors import GpuplanError
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
@@ -86,23 +86,25 @@ def _pinned_check(problem: Problem, best) -> api.CheckResult:
     s = best.strategy
     return api.check(
         problem,
-        best.offer.removesuffix(SPOT_SUFFIX),  # as the command line reads a plan's offer: its spot price
-        best.gpus,
-        nodes=best.nodes,
-        tp=s.tp,
-        pp=s.pp,
-        zero=s.zero_stage,
-        shard_degree=s.shard_degree,
-        micro_batch=s.micro_batch,
-        grad_accum=s.grad_accum,
-        recompute=s.recompute,
-        offload=s.offload if problem.job.offload != "auto" or s.offload == "optimizer" else None,
-        spot=best.spot,
-        framework=s.framework,
-        cp=s.cp,
-        ep=s.ep,
-        expert_tp=s.expert_tp,
-        virtual_stages=s.virtual_stages,
+        CheckRequest(
+            best.offer.removesuffix(SPOT_SUFFIX),
+            best.gpus,
+            nodes=best.nodes,
+            tp=s.tp,
+            pp=s.pp,
+            zero=s.zero_stage,
+            shard_degree=s.shard_degree,
+            micro_batch=s.micro_batch,
+            grad_accum=s.grad_accum,
+            recompute=s.recompute,
+            offload=s.offload if problem.job.offload != "auto" or s.offload == "optimizer" else None,
+            spot=best.spot,
+            framework=s.framework,
+            cp=s.cp,
+            ep=s.ep,
+            expert_tp=s.expert_tp,
+            virtual_stages=s.virtual_stages,
+        ),
     )
 
 

@@ -6,7 +6,7 @@ import types
 import pytest
 
 import optimizer
-from optimizer import apply_overrides, check, load_job, plan
+from optimizer import CheckRequest, apply_overrides, check, load_job, plan
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
 
@@ -26,7 +26,7 @@ def test_api_returns_typed_results(problems):
     job = load_job(problems / "llama-8b-lora.yaml")
     answer = plan(job)
     assert isinstance(answer, optimizer.SolveResult) and isinstance(answer.best, optimizer.Plan)
-    verdict = check(job, answer.best.sku, answer.best.gpus, compare=False, spot=answer.best.spot)
+    verdict = check(job, CheckRequest(answer.best.sku, answer.best.gpus, compare=False, spot=answer.best.spot))
     assert isinstance(verdict, optimizer.CheckResult)
     # check on the optimum's hardware reproduces the optimum's numbers (same physics, same choice)
     assert verdict.plan.hours.p50 == answer.best.hours.p50
@@ -36,22 +36,22 @@ def test_check_says_when_the_offer_cannot_supply_the_nodes(problems):
     """nodus-b200 supplies at most 8 nodes to one job: 128 B200 fit the memory, but the verdict alone
     read as if they could be rented there."""
     job = load_job(problems / "llama-70b-within-5-days.yaml")
-    big = check(job, "B200", 128, compare=False)
+    big = check(job, CheckRequest("B200", 128, compare=False))
     assert big.plan.nodes == 16
     assert any("supplies at most 8 nodes (64 GPUs)" in n and "needs 16" in n for n in big.notes), big.notes
-    assert not any("cannot be rented" in n for n in check(job, "B200", 64, compare=False).notes)
+    assert not any("cannot be rented" in n for n in check(job, CheckRequest("B200", 64, compare=False)).notes)
 
 
 def test_check_says_when_the_offer_does_not_rent_that_many_gpus(problems):
     """An offer rents one node of 1, 2, 4 or 8 GPUs, or whole nodes: 3 B200 were costed silently, $0.02
     below the optimum solve found (which never plans 3), and 12 H200 as two nodes of 6."""
     seed = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
-    three = check(seed, "B200", 3)
+    three = check(seed, CheckRequest("B200", 3))
     assert any("rents one node with 1, 2, 4, 8 GPUs; this configuration uses 3" in n for n in three.notes)
     lora = load_job(problems / "llama-8b-lora.yaml")
-    twelve = check(lora, "H200", 12, compare=False)
+    twelve = check(lora, CheckRequest("H200", 12, compare=False))
     assert any("whole, 8 GPUs each; this configuration uses 6" in n for n in twelve.notes), twelve.notes
-    assert not any("cannot be rented" in n for n in check(lora, "H200", 16, compare=False).notes)
+    assert not any("cannot be rented" in n for n in check(lora, CheckRequest("H200", 16, compare=False)).notes)
 
 
 def test_a_gpu_count_no_offer_has_is_named_in_the_answer(problems):
@@ -96,13 +96,13 @@ def test_a_gb200_nvl72_rack_is_one_nvlink_node_and_an_oci_instance_is_one_tray(p
     runs at NVLink speed. OCI rents 4-GPU bare-metal trays (BM.GPU.GB200.4) whose NVLink reach on-demand
     does not promise, so there 8 GPUs are two nodes and TP 8 would cross them."""
     job = load_job(problems / "llama-70b-within-5-days.yaml")
-    rack = check(job, "GB200", 8, tp=8, compare=False, catalog=optimizer.load_catalog("hardware"))
+    rack = check(job, CheckRequest("GB200", 8, tp=8, compare=False), catalog=optimizer.load_catalog("hardware"))
     assert (rack.plan.nodes, rack.plan.gpus_per_node, rack.plan.strategy.tp) == (1, 8, 8)
-    trays = check(job, "oci-gb200", 8, compare=False)
+    trays = check(job, CheckRequest("oci-gb200", 8, compare=False))
     assert (trays.plan.nodes, trays.plan.gpus_per_node) == (2, 4)
     assert trays.plan.strategy.tp <= 4
     with pytest.raises(optimizer.GpuplanError, match="larger than the 4 GPUs per node"):
-        check(job, "oci-gb200", 8, tp=8, compare=False)
+        check(job, CheckRequest("oci-gb200", 8, tp=8, compare=False))
 
 
 def test_an_nvfp4_plan_says_how_far_its_speed_was_checked(problems):
@@ -112,18 +112,18 @@ def test_an_nvfp4_plan_says_how_far_its_speed_was_checked(problems):
     job = load_job(problems / "llama-70b-within-5-days.yaml")
     fp4 = job.model_copy(update={"job": job.job.model_copy(update={"precision": "nvfp4"})})
     assert any(n.startswith("nvfp4: ") and "25 % slower" in n for n in plan(fp4, runners_up=False).notes)
-    assert any(n.startswith("nvfp4: ") for n in check(fp4, "B300", 16, compare=False).notes)
+    assert any(n.startswith("nvfp4: ") for n in check(fp4, CheckRequest("B300", 16, compare=False)).notes)
     assert not any(n.startswith("nvfp4") for n in plan(job, runners_up=False).notes)
     # a measured run calibrates the speed: the note would then warn about a bias the plan no longer has
     measured = apply_overrides(fp4, measured=["32xB200:100k tok/s"])
-    assert not any(n.startswith("nvfp4") for n in check(measured, "B200", 32, compare=False).notes)
+    assert not any(n.startswith("nvfp4") for n in check(measured, CheckRequest("B200", 32, compare=False)).notes)
 
 
 def test_a_whole_nvl72_rack_has_layouts_for_a_batch_of_256(problems):
     """72 GPUs split as TP x PP x DP with DP a power of two need PP 9 or 18 (TP 8 x PP 9, TP 2 x PP 9 x DP 4):
     without them no layout of a rack divided a global batch of 256 sequences."""
     job = load_job(problems / "llama-70b-within-5-days.yaml")
-    rack = check(job, "GB200", 72, compare=False, catalog=optimizer.load_catalog("hardware")).plan
+    rack = check(job, CheckRequest("GB200", 72, compare=False), catalog=optimizer.load_catalog("hardware")).plan
     assert rack.strategy.pp in (9, 18) and 256 % (rack.strategy.dp * rack.strategy.micro_batch) == 0
 
 
@@ -145,15 +145,15 @@ def test_offloaded_optimizer_state_fills_each_hosts_memory_not_the_racks():
             }
         )
     )
-    rack = check(problem, "GB200", 72, compare=False, catalog=optimizer.load_catalog("hardware")).plan
+    rack = check(problem, CheckRequest("GB200", 72, compare=False), catalog=optimizer.load_catalog("hardware")).plan
     assert rack.fits and rack.gpus_per_host == 4
     assert rack.host_capacity_gib == pytest.approx(1e12 / 2**30)
     assert rack.host_memory_gib == pytest.approx(12 * 405.85e9 / 72 * 4 / 2**30, rel=0.02)
-    servers = check(problem, "B200", 16, compare=False, offload="optimizer").plan
+    servers = check(problem, CheckRequest("B200", 16, compare=False, offload="optimizer")).plan
     assert not servers.fits and servers.memory_gib.total < servers.memory_gib.capacity
     assert servers.host_memory_gib > servers.host_capacity_gib == pytest.approx(2e12 / 2**30)
     # one GPU of an 8-GPU server still has the server's memory: only trays get a share of it
-    assert check(problem, "H200", 1, compare=False).plan.host_capacity_gib == pytest.approx(2e12 / 2**30)
+    assert check(problem, CheckRequest("H200", 1, compare=False)).plan.host_capacity_gib == pytest.approx(2e12 / 2**30)
 
 
 def test_a_rack_writes_its_checkpoints_through_every_tray(problems):
@@ -172,8 +172,8 @@ def test_a_gb200_offer_that_rents_the_count_is_chosen_over_a_cheaper_one_that_do
     """--sku GB200 with 8 GPUs went to CoreWeave ($10.50, whole racks of 72 only) with a note that 8 cannot
     be rented there; OCI's 4-GPU trays rent 8 (two of them)."""
     lora = load_job(problems / "llama-8b-lora.yaml")
-    eight = check(lora, "GB200", 8, compare=False)
+    eight = check(lora, CheckRequest("GB200", 8, compare=False))
     assert eight.plan.offer == "oci-gb200" and not any("cannot be rented" in n for n in eight.notes)
-    assert check(load_job(problems / "llama-70b-within-5-days.yaml"), "GB200", 72, compare=False).plan.offer == (
-        "coreweave-gb200"
-    )
+    assert check(
+        load_job(problems / "llama-70b-within-5-days.yaml"), CheckRequest("GB200", 72, compare=False)
+    ).plan.offer == ("coreweave-gb200")

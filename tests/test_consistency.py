@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from optimizer import check, load_job, plan
+from optimizer import CheckRequest, check, load_job, plan
 from optimizer.solver.model import PlanModel
 
 # --------------------------------------------------------------------------- the family, generated
@@ -60,7 +60,7 @@ def test_check_takes_any_micro_batch_and_accumulation_that_make_the_batch():
     problem = consistency.problem_of(
         {"catalog": "default", "job": {"name": "mb6", "model": "llama-3.1-8b", "tokens": "1B", "global_batch": 96}}
     )
-    result = check(problem, "H100-SXM", 8, zero=3, micro_batch=6, grad_accum=2, compare=False)
+    result = check(problem, CheckRequest("H100-SXM", 8, zero=3, micro_batch=6, grad_accum=2, compare=False))
     s = result.plan.strategy
     assert (s.micro_batch, s.grad_accum, s.dp) == (6, 2, 8)
     assert any("a micro-batch of 6" in n and "which solve does not search" in n for n in result.notes)
@@ -130,7 +130,7 @@ def test_a_shard_degree_that_no_zero_1_layout_has_is_refused_with_what_it_means(
         {"catalog": "default", "job": {"name": "s", "model": "llama-3.1-8b", "tokens": "1B", "global_batch": 256}}
     )
     with pytest.raises(Exception, match="shards over every data-parallel rank"):
-        check(problem, "B200", 64, nodes=8, tp=1, pp=1, zero=1, shard_degree=8, compare=False)
+        check(problem, CheckRequest("B200", 64, nodes=8, tp=1, pp=1, zero=1, shard_degree=8, compare=False))
 
 
 # --------------------------------------------------------------------------- what check adds, said first
@@ -139,15 +139,17 @@ def test_a_shard_degree_that_no_zero_1_layout_has_is_refused_with_what_it_means(
 def test_check_says_which_parallel_dimension_it_added_and_why(problems):
     # "8x B300, ZeRO-3, micro-batch 2": check filled in TP 4 and the verdict read as the typed config.
     job = load_job(problems / "llama-70b-within-5-days.yaml")
-    result = check(job, "B300", 8, zero=3, micro_batch=2, compare=False)
+    result = check(job, CheckRequest("B300", 8, zero=3, micro_batch=2, compare=False))
     s = result.plan.strategy
     assert s.tp > 1 and result.added is not None
     assert result.added.startswith(f"gpuplan added TP {s.tp} to your ZeRO-3, micro-batch 2")
     # the reason is the layout without it, checked: slower (with more recompute) or not fitting
-    without = check(job, "B300", 8, zero=3, micro_batch=2, tp=1, compare=False).plan
+    without = check(job, CheckRequest("B300", 8, zero=3, micro_batch=2, tp=1, compare=False)).plan
     assert not without.fits or without.hours.p50 > result.plan.hours.p50
-    assert check(job, "B300", 8, zero=3, micro_batch=2, tp=1, compare=False).added is None
-    assert check(job, "B300", 8, compare=False).added is None  # nothing typed: everything is "chosen for you"
+    assert check(job, CheckRequest("B300", 8, zero=3, micro_batch=2, tp=1, compare=False)).added is None
+    assert (
+        check(job, CheckRequest("B300", 8, compare=False)).added is None
+    )  # nothing typed: everything is "chosen for you"
 
 
 # --------------------------------------------------------------------------- labels an export can launch
@@ -181,11 +183,11 @@ def test_check_takes_any_pipeline_degree_that_divides_the_gpus_and_names_those_t
     # NeMo's DeepSeek-V3 LoRA recipe runs TP 8 x PP 5 on 40 H100; PP came from a fixed list, and the
     # refusal said its members "divide the 40 GPUs" (9, 12, 16 and 18 do not).
     job = load_job(problems / "llama-70b-within-5-days.yaml")
-    result = check(job, "B200", 40, nodes=5, tp=8, pp=5, compare=False)
+    result = check(job, CheckRequest("B200", 40, nodes=5, tp=8, pp=5, compare=False))
     assert (result.plan.strategy.tp, result.plan.strategy.pp) == (8, 5)
     assert any("PP 5 (solve tries" in n for n in result.notes)
     with pytest.raises(Exception, match=r"PP 2, 4, 5, 8, 10, 20, 40 would") as refused:
-        check(job, "B200", 40, nodes=5, pp=7, compare=False)
+        check(job, CheckRequest("B200", 40, nodes=5, pp=7, compare=False))
     assert "must be one of" not in str(refused.value)
 
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from optimizer import apply_overrides, check, load_catalog, load_job, plan
+from optimizer import CheckRequest, apply_overrides, check, load_catalog, load_job, plan
 from optimizer.inputs.schema import Catalog, Offer
 
 
@@ -21,7 +21,7 @@ def test_quantiles_are_ordered_and_sourced(problems):
 
 def test_seed_003_measured_point_reproduces_8_8_days(problems):
     job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
-    rtx = check(job, "RTX-PRO-6000", 4, compare=False).plan
+    rtx = check(job, CheckRequest("RTX-PRO-6000", 4, compare=False)).plan
     assert rtx.tokens_per_s == pytest.approx(14800, rel=1e-6)
     assert job.job.total_tokens / rtx.tokens_per_s / 86400 == pytest.approx(8.8, rel=1e-9)  # the measured ETA
     # plus the expected cost of hardware failures on 4 GPUs over 8.8 days (checkpoints, lost work, restarts)
@@ -30,11 +30,11 @@ def test_seed_003_measured_point_reproduces_8_8_days(problems):
 
 def test_calibration_narrows_the_spread(problems):
     job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
-    measured = check(job, "RTX-PRO-6000", 4, compare=False).plan
+    measured = check(job, CheckRequest("RTX-PRO-6000", 4, compare=False)).plan
     uncalibrated = job.model_copy(update={"job": job.job.model_copy(update={"measured": []})})
-    raw = check(uncalibrated, "RTX-PRO-6000", 4, compare=False).plan
+    raw = check(uncalibrated, CheckRequest("RTX-PRO-6000", 4, compare=False)).plan
     assert measured.hours.p90 / measured.hours.p50 < raw.hours.p90 / raw.hours.p50
-    projected = check(job, "B200", 4, compare=False).plan
+    projected = check(job, CheckRequest("B200", 4, compare=False)).plan
     assert (
         measured.hours.p90 / measured.hours.p50
         < projected.hours.p90 / projected.hours.p50
@@ -44,9 +44,9 @@ def test_calibration_narrows_the_spread(problems):
 
 def test_seed_003_four_b200_are_faster_and_cheaper_and_say_why(problems):
     job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
-    result = check(job, "B200", 4)
+    result = check(job, CheckRequest("B200", 4))
     vs = result.vs_measured.model_dump()
-    rtx = check(job, "RTX-PRO-6000", 4, compare=False).plan
+    rtx = check(job, CheckRequest("RTX-PRO-6000", 4, compare=False)).plan
     # The compute-bound measurement projects by dense BF16: 2,250 / 503.8 = 4.47x, times the SXM/PCIe
     # efficiency classes (0.50 / 0.45).
     assert vs["measured_bound"] == "compute" and vs["carried_by"] == "dense_compute"
@@ -70,14 +70,14 @@ def test_measured_flag_matches_the_file(problems):
     job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
     bare = job.model_copy(update={"job": job.job.model_copy(update={"measured": []})})
     flagged = apply_overrides(bare, measured=["4xRTX-PRO-6000:14.8k tok/s"])
-    assert check(flagged, "B200", 4, compare=False).plan.tokens_per_s == pytest.approx(
-        check(job, "B200", 4, compare=False).plan.tokens_per_s
+    assert check(flagged, CheckRequest("B200", 4, compare=False)).plan.tokens_per_s == pytest.approx(
+        check(job, CheckRequest("B200", 4, compare=False)).plan.tokens_per_s
     )
 
 
 def test_peak_memory_corrects_the_reserve(problems):
     job = apply_overrides(load_job(problems / "llama-8b-lora.yaml"), measured=["8xH100:30k tok/s,60GiB"])
-    p = check(job, "H100", 8, compare=False).plan
+    p = check(job, CheckRequest("H100", 8, compare=False)).plan
     assert p.tokens_per_s == pytest.approx(30000, rel=1e-6)
     assert p.memory_gib.total == pytest.approx(60.0, rel=1e-4)
 
@@ -115,11 +115,11 @@ def test_the_comparison_says_a_slower_link_grows_communication_and_names_a_diffe
     communication is what 'the faster link shrinks', and credited the whole speed-up to one hardware ratio
     where the H200 runs a different layout than the one measured."""
     job = apply_overrides(load_job(problems / "llama-70b-within-5-days.yaml"), measured=["32xB200@4:70k tok/s"])
-    vs = check(job, "H200", 32).vs_measured
+    vs = check(job, CheckRequest("H200", 32)).vs_measured
     assert vs is not None and vs.ratios["intra_node_link"] == pytest.approx(0.5)
     assert vs.exposed_network_share > 0.02 and "slower link grows" in vs.summary and "faster link" not in vs.summary
-    measured = check(job, "B200", 32, compare=False).plan.strategy
-    mine = check(job, "H200", 32, compare=False).plan.strategy
+    measured = check(job, CheckRequest("B200", 32, compare=False)).plan.strategy
+    mine = check(job, CheckRequest("H200", 32, compare=False)).plan.strategy
     assert (mine.zero_stage != measured.zero_stage) == any(d.startswith("ZeRO") for d in vs.layout_differences)
     assert vs.layout_differences and "the layouts differ" in vs.summary
 
@@ -130,7 +130,7 @@ def test_a_measured_peak_does_not_move_the_measured_configuration_off_its_measur
     The fit and the peak are now read on the same layout; a peak below the layout's own state and activations
     is said, not silently kept."""
     job = apply_overrides(load_job(problems / "llama-70b-within-5-days.yaml"), measured=["32xB200@4:70k tok/s,150GiB"])
-    result = check(job, "B200", 32, compare=False)
+    result = check(job, CheckRequest("B200", 32, compare=False))
     assert result.plan.tokens_per_s == pytest.approx(70_000, rel=0.005)
     if result.plan.memory_gib.total > 150 * 1.02:
         assert any("measured peak" in n for n in result.notes), result.notes
@@ -145,7 +145,7 @@ def test_two_measurements_sharing_a_factor_widen_the_spread_by_what_they_miss(pr
         job.model_copy(update={"job": job.job.model_copy(update={"measured": []})}),
         measured=["4xRTX-PRO-6000:14.8k tok/s", "4xB200:50k tok/s"],
     )
-    p = check(both, "RTX-PRO-6000", 4, compare=False).plan
+    p = check(both, CheckRequest("RTX-PRO-6000", 4, compare=False)).plan
     miss = abs(math.log(p.tokens_per_s / 14_800))
     assert miss > 0.1
     assert p.hours.p90 / p.hours.p50 >= math.exp(1.2816 * miss) * 0.999
@@ -156,11 +156,13 @@ def test_a_measurement_on_a_configuration_that_cannot_fit_is_said(problems):
     """5k tokens/s on 8 H100 for Llama 70B full fine-tuning: gpuplan's least-memory layout needs 138 of
     79.6 GiB there, yet the throughput calibrated every projection (32 B200 '14.49x faster') without a word."""
     job = apply_overrides(load_job(problems / "llama-70b-within-5-days.yaml"), measured=["8xH100-SXM:5k tok/s"])
-    notes = check(job, "B200", 32, compare=False).notes
+    notes = check(job, CheckRequest("B200", 32, compare=False)).notes
     assert any("measured 8 x H100-SXM does not fit" in n for n in notes), notes
     assert any("does not fit gpuplan's memory model" in n for n in plan(job, runners_up=False).notes)
     fine = apply_overrides(load_job(problems / "llama-70b-within-5-days.yaml"), measured=["32xB200@4:70k tok/s"])
-    assert not any("does not fit gpuplan's memory model" in n for n in check(fine, "B200", 32, compare=False).notes)
+    assert not any(
+        "does not fit gpuplan's memory model" in n for n in check(fine, CheckRequest("B200", 32, compare=False)).notes
+    )
 
 
 def test_recompute_on_a_fixed_activation_reserve_is_said_to_change_nothing(problems):
@@ -168,7 +170,7 @@ def test_recompute_on_a_fixed_activation_reserve_is_said_to_change_nothing(probl
     to drop: --recompute full was dropped without a word (the plan printed without it, at the measured
     14.8k tokens/s, where a full recompute would add a forward pass)."""
     job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
-    result = check(job, "RTX-PRO-6000", 4, recompute="full", compare=False)
+    result = check(job, CheckRequest("RTX-PRO-6000", 4, recompute="full", compare=False))
     assert result.plan.strategy.recompute == "none"
     assert any("--recompute full changes nothing here" in n and "activation_reserve" in n for n in result.notes)
 
@@ -187,8 +189,8 @@ def test_measurements_on_different_bounds_each_reproduce_their_own_configuration
     the other at 1, so once the compute factor was set the 64-GPU prediction read 91,204, 'measured on this
     configuration (sigma 0.02)'. The factors are now fitted together."""
     job = apply_overrides(_offloaded_8b(), measured=["64xB200:90k tok/s", "8xB200:15k tok/s"])
-    assert check(job, "B200", 64, compare=False).plan.tokens_per_s == pytest.approx(90_000, rel=0.002)
-    assert check(job, "B200", 8, compare=False).plan.tokens_per_s == pytest.approx(15_000, rel=0.002)
+    assert check(job, CheckRequest("B200", 64, compare=False)).plan.tokens_per_s == pytest.approx(90_000, rel=0.002)
+    assert check(job, CheckRequest("B200", 8, compare=False)).plan.tokens_per_s == pytest.approx(15_000, rel=0.002)
 
 
 def test_a_measurement_no_efficiency_reaches_is_refused_the_right_way_round():
@@ -197,18 +199,18 @@ def test_a_measurement_no_efficiency_reaches_is_refused_the_right_way_round():
     from optimizer import GpuplanError
 
     with pytest.raises(GpuplanError, match=r"1\.19 times faster than gpuplan predicts \(16,771 tokens/s\)"):
-        check(apply_overrides(_offloaded_8b(), measured=["8xB200:20k tok/s"]), "B200", 8, compare=False)
+        check(apply_overrides(_offloaded_8b(), measured=["8xB200:20k tok/s"]), CheckRequest("B200", 8, compare=False))
 
 
 def test_an_answer_calibrated_from_a_measurement_says_so_and_by_how_much(problems):
     # --measured changed every number with nothing in the answer saying so
     job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
     bare = job.model_copy(update={"job": job.job.model_copy(update={"measured": []})})
-    model_alone = check(bare, "RTX-PRO-6000", 4, compare=False).plan.tokens_per_s
-    for notes in (check(job, "B200", 4, compare=False).notes, plan(job, runners_up=False).notes):
+    model_alone = check(bare, CheckRequest("RTX-PRO-6000", 4, compare=False)).plan.tokens_per_s
+    for notes in (check(job, CheckRequest("B200", 4, compare=False)).notes, plan(job, runners_up=False).notes):
         (note,) = [n for n in notes if n.startswith("calibrated from job.measured")]
         assert f"4 x RTX-PRO-6000 measured 14,800 tokens/s where the model alone predicts {model_alone:,.0f}" in note
         factor = float(note.split("compute efficiency x")[1].split(";")[0].split()[0])
         # compute-bound: throughput moves nearly in proportion to the compute efficiency
         assert factor == pytest.approx(14800 / model_alone, rel=0.05)
-    assert not any(n.startswith("calibrated") for n in check(bare, "B200", 4, compare=False).notes)
+    assert not any(n.startswith("calibrated") for n in check(bare, CheckRequest("B200", 4, compare=False)).notes)

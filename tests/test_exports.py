@@ -26,7 +26,7 @@ from unittest import mock
 import pytest
 import yaml
 
-from optimizer import ArgumentError, check, load_catalog, load_job, plan
+from optimizer import ArgumentError, CheckRequest, check, load_catalog, load_job, plan
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
 from optimizer.present import exports
@@ -76,7 +76,7 @@ HARDWARE = {s["name"]: s for s in yaml.safe_load((ROOT / "catalogs" / "hardware.
 def get_plan(name: str) -> Plan:
     if name in CHECKED:
         sku, gpus, fixed = CHECKED[name]
-        return check(load_job(PROBLEMS / LLAMA_70B), sku, gpus, compare=False, **fixed).plan
+        return check(load_job(PROBLEMS / LLAMA_70B), CheckRequest(sku, gpus, compare=False, **fixed)).plan
     if name in DERIVED:
         base, update = DERIVED[name]
         p = get_plan(base)
@@ -344,7 +344,7 @@ def test_skypilot_asks_for_every_sku_by_skypilots_name(sku, tmp_path):
 
 def test_skypilot_asks_for_an_h100_sxm_plan_as_h100(tmp_path):
     sky = pytest.importorskip("sky")
-    p = check(load_job(PROBLEMS / LLAMA_70B), "H100-SXM", 32, compare=False, tp=8, pp=4, zero=1).plan
+    p = check(load_job(PROBLEMS / LLAMA_70B), CheckRequest("H100-SXM", 32, compare=False, tp=8, pp=4, zero=1)).plan
     path = tmp_path / "task.yaml"
     path.write_text(export(p, "skypilot", name="gpuplan-test"))
     (resources,) = sky.Task.from_yaml(str(path)).resources
@@ -431,7 +431,7 @@ def test_kubernetes_asks_for_gpus_that_hold_the_plan_on_every_sku(sku):
     """A B200 plan needing 166 GiB a GPU had asked for any `nvidia.com/gpu: 8`, 80 GB GPUs included; for a
     plan on each SKU of catalogs/hardware.yaml the affinity keeps the SKU's own nodes."""
     client = pytest.importorskip("kubernetes.client")
-    p = check(load_job(PROBLEMS / "llama-8b-lora.yaml"), sku, 8, compare=False).plan
+    p = check(load_job(PROBLEMS / "llama-8b-lora.yaml"), CheckRequest(sku, 8, compare=False)).plan
     text = export(p, "kubernetes", name="gpuplan-test")
     _, job_doc = yaml.safe_load_all(text)
     job = _k8s_load(client.ApiClient(), job_doc, "V1Job")
@@ -441,7 +441,7 @@ def test_kubernetes_asks_for_gpus_that_hold_the_plan_on_every_sku(sku):
 def test_a_b200_plan_needing_more_than_an_h200_holds_cannot_land_on_h200_or_h100_nodes():
     # the README's 70B job on one B200 node, ZeRO-3: 153.9 GiB a GPU, more than an H200's 140 GiB
     client = pytest.importorskip("kubernetes.client")
-    p = check(load_job(PROBLEMS / LLAMA_70B), "B200", 8, zero=3, compare=False).plan
+    p = check(load_job(PROBLEMS / LLAMA_70B), CheckRequest("B200", 8, zero=3, compare=False)).plan
     assert p.sku == "B200" and p.fits and p.memory_gib.total > 150
     _, job_doc = yaml.safe_load_all(export(p, "kubernetes", name="gpuplan-test"))
     job = _k8s_load(client.ApiClient(), job_doc, "V1Job")
@@ -782,7 +782,7 @@ def test_torchtitan_takes_an_expert_parallel_plan_with_its_moe_config():
     """torchtitan 0.3.0's trainer (_validate_cuda_graphs) refuses EP with its default all-to-all token
     dispatcher unless CUDA graphs are off: the flags of an EP 8 plan of Qwen3-30B-A3B parse with qwen3_30b_a3b."""
     problem = job_problem("qwen3-30b-a3b", global_batch=96, framework="torchtitan")
-    p = check(problem, "B200", 8, ep=8, zero=3, compare=False).plan
+    p = check(problem, CheckRequest("B200", 8, ep=8, zero=3, compare=False)).plan
     assert p.strategy.ep == 8 and p.strategy.pp == 1
     config = _torchtitan_parse("qwen3", "qwen3_30b_a3b", _torchtitan_030_flags(export(p, "torchtitan")))
     assert config.parallelism.expert_parallel_degree == 8 and config.training.disable_cuda_graphs
@@ -897,7 +897,7 @@ def test_megatron_export_runs_the_optimizer_the_plan_counted(optimizer, flag):
     without the flag would launch Adam (12) and could run out of memory. Megatron-Core takes the value."""
     job = load_job(ROOT / "problems" / "seed-14b-full-finetune.yaml")
     job = job.model_copy(update={"job": job.job.model_copy(update={"optimizer": optimizer})})
-    p = check(job, "H100", 8, zero=1, framework="megatron", compare=False).plan
+    p = check(job, CheckRequest("H100", 8, zero=1, framework="megatron", compare=False)).plan
     args = shlex.split(export(p, "megatron", optimizer=optimizer).replace("\\\n", " "), comments=True)
     assert args[args.index("--optimizer") + 1] == flag
     pytest.importorskip("megatron.core")
@@ -911,7 +911,7 @@ def test_torchtitan_toml_says_0_2_2_refuses_ddp_beside_tp():
     # for data parallelism without FSDP beside TP or PP; 0.3.0 runs it as HSDP with a shard degree of 1
     job = load_job(ROOT / "problems" / "llama-8b-lora.yaml")
     job = job.model_copy(update={"job": job.job.model_copy(update={"method": "full", "global_batch": 256})})
-    p = check(job, "H100", 16, tp=2, zero=0, framework="torchtitan", compare=False).plan
+    p = check(job, CheckRequest("H100", 16, tp=2, zero=0, framework="torchtitan", compare=False)).plan
     assert p.strategy.zero_stage == 0 and p.strategy.dp > 1
     assert "DDP has not supported > 1D parallelism" in export(p, "torchtitan", "j", 4096, num_layers=32)
 

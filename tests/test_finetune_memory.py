@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from optimizer import check, plan
+from optimizer import CheckRequest, check, plan
 from optimizer.errors import ArgumentError, GpuplanError
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Constraints, GpuFilter, Problem
@@ -26,9 +26,9 @@ def test_qlora_65b_fits_one_48gb_gpu_with_a_paged_optimizer():
     # double quantisation and paged optimizers. With the Adam state resident it does not fit.
     paged = problem(model=LLAMA_65B, method="qlora", lora_rank=64, seq_len=512, optimizer="paged_adamw8bit")
     resident = problem(model=LLAMA_65B, method="qlora", lora_rank=64, seq_len=512, optimizer="adamw")
-    fits = check(paged, "L40S", 1, micro_batch=1, recompute="full", compare=False)
+    fits = check(paged, CheckRequest("L40S", 1, micro_batch=1, recompute="full", compare=False))
     assert fits.fits and fits.plan.memory_gib.optimizer == 0.0
-    assert not check(resident, "L40S", 1, micro_batch=1, recompute="full", compare=False).fits
+    assert not check(resident, CheckRequest("L40S", 1, micro_batch=1, recompute="full", compare=False)).fits
 
 
 def test_qlora_keeps_embeddings_and_lm_head_in_16_bits():
@@ -46,7 +46,9 @@ def test_cross_entropy_memory_by_loss(loss, bytes_per_vocab):
     # One GPU, no pipeline: activations = layers + logits; the loss only changes the logits term.
     def activations(name):
         p = problem(method="lora", loss=name)
-        return check(p, "H100", 1, micro_batch=1, recompute="none", compare=False).plan.memory_gib.activations
+        return check(
+            p, CheckRequest("H100", 1, micro_batch=1, recompute="none", compare=False)
+        ).plan.memory_gib.activations
 
     logits_gib = 2048 * 128256 / 2**30
     assert activations(loss) == pytest.approx(activations("fused") + bytes_per_vocab * logits_gib)
@@ -65,7 +67,9 @@ def test_activation_offload_keeps_two_layers_on_the_gpu():
     # transfer) plus the logits, which stay.
     def acts(offload):
         p = problem(method="lora", loss="chunked", activation_offload=offload)
-        return check(p, "H100", 1, micro_batch=1, recompute="none", compare=False).plan.memory_gib.activations
+        return check(
+            p, CheckRequest("H100", 1, micro_batch=1, recompute="none", compare=False)
+        ).plan.memory_gib.activations
 
     per_layer_gib = 2048 * 200704 / 2**30
     logits_gib = 2 * 2048 * 128256 / 2**30
@@ -79,7 +83,7 @@ def test_activation_offload_costs_pcie_time_only_beyond_compute():
     # 30 layers' saved tensors move (12 GB, about 1 s against about 0.25 s of compute): slower.
     def tokens_per_s(offload, recompute):
         p = problem(method="lora", loss="chunked", activation_offload=offload)
-        return check(p, "H100", 1, micro_batch=1, recompute=recompute, compare=False).plan.tokens_per_s
+        return check(p, CheckRequest("H100", 1, micro_batch=1, recompute=recompute, compare=False)).plan.tokens_per_s
 
     assert tokens_per_s(True, "full") == pytest.approx(tokens_per_s(False, "full"))
     assert tokens_per_s(True, "none") < 0.5 * tokens_per_s(False, "none")
@@ -90,12 +94,10 @@ def test_optimizer_in_backward_refuses_gradient_accumulation():
     # "Gradient accumulation is not supported with optimizer_in_bwd".
     p = problem(method="full", optimizer="paged_adamw8bit", optimizer_in_backward=True)
     with pytest.raises(GpuplanError, match="optimizer_in_backward"):
-        check(p, "H100", 1, micro_batch=1, compare=False)
+        check(p, CheckRequest("H100", 1, micro_batch=1, compare=False))
     fits = check(
         problem(method="full", optimizer="paged_adamw8bit", optimizer_in_backward=True, global_batch=1),
-        "H100",
-        1,
-        compare=False,
+        CheckRequest("H100", 1, compare=False),
     )
     assert fits.plan.strategy.optimizer_in_backward and fits.plan.strategy.grad_accum == 1
     assert fits.plan.memory_gib.gradients == pytest.approx(128256 * 4096 * 2 / 2**30)
@@ -107,15 +109,19 @@ def test_memory_options_follow_each_frameworks_rules():
     # torchtune steps the optimizer in backward in its full fine-tune recipes only (its LoRA recipes have no
     # optimizer_in_bwd).
     job = {"method": "full", "global_batch": 1, "optimizer_in_backward": True}
-    assert check(problem(**job), "H100", 1, framework="fsdp", compare=False).runnable
-    refused = check(problem(**job), "H100", 1, framework="megatron", compare=False)
+    assert check(problem(**job), CheckRequest("H100", 1, framework="fsdp", compare=False)).runnable
+    refused = check(problem(**job), CheckRequest("H100", 1, framework="megatron", compare=False))
     assert not refused.runnable and "optimizer step in backward" in refused.not_runnable_because[0]
-    lora = check(problem(**{**job, "method": "lora"}), "H100", 1, framework="fsdp", compare=False)
+    lora = check(problem(**{**job, "method": "lora"}), CheckRequest("H100", 1, framework="fsdp", compare=False))
     assert not lora.runnable and "in full fine-tunes only" in lora.not_runnable_because[0]
     offload = {"method": "lora", "activation_offload": True}
-    assert check(problem(**offload), "H100", 1, recompute="none", framework="megatron", compare=False).runnable
-    assert not check(problem(**offload), "H100", 1, recompute="full", framework="megatron", compare=False).runnable
-    assert not check(problem(**offload), "H100", 1, framework="torchtitan", compare=False).runnable
+    assert check(
+        problem(**offload), CheckRequest("H100", 1, recompute="none", framework="megatron", compare=False)
+    ).runnable
+    assert not check(
+        problem(**offload), CheckRequest("H100", 1, recompute="full", framework="megatron", compare=False)
+    ).runnable
+    assert not check(problem(**offload), CheckRequest("H100", 1, framework="torchtitan", compare=False)).runnable
 
 
 def test_each_framework_runs_the_optimizers_its_configuration_offers():
@@ -125,18 +131,22 @@ def test_each_framework_runs_the_optimizers_its_configuration_offers():
     # the optimizer in backward with bitsandbytes optimizers on one GPU only.
     paged = problem(method="full", optimizer="paged_adamw8bit")
     for framework, runs in (("fsdp", True), ("deepspeed", True), ("torchtitan", False), ("megatron", False)):
-        checked = check(paged, "H100", 8, framework=framework, compare=False)
+        checked = check(paged, CheckRequest("H100", 8, framework=framework, compare=False))
         assert checked.runnable == runs, framework
-    refused = check(paged, "H100", 8, framework="megatron", compare=False)
+    refused = check(paged, CheckRequest("H100", 8, framework="megatron", compare=False))
     assert "adamw/sgd optimizers only" in refused.not_runnable_because[0]
-    assert check(problem(method="full", optimizer="sgd"), "H100", 8, framework="megatron", compare=False).runnable
-    assert not check(problem(optimizer="adafactor"), "H100", 8, framework="torchtitan", compare=False).runnable
+    assert check(
+        problem(method="full", optimizer="sgd"), CheckRequest("H100", 8, framework="megatron", compare=False)
+    ).runnable
+    assert not check(
+        problem(optimizer="adafactor"), CheckRequest("H100", 8, framework="torchtitan", compare=False)
+    ).runnable
     offloaded = problem(method="full", optimizer="adamw8bit", offload="optimizer")
-    refused = check(offloaded, "H100", 8, framework="deepspeed", compare=False)
+    refused = check(offloaded, CheckRequest("H100", 8, framework="deepspeed", compare=False))
     assert not refused.runnable and "offloads the adamw optimizer only" in refused.not_runnable_because[0]
     in_backward = {"method": "full", "optimizer": "paged_adamw8bit", "optimizer_in_backward": True, "global_batch": 8}
-    assert check(problem(**in_backward), "H100", 1, framework="fsdp", compare=False).runnable
-    assert not check(problem(**in_backward), "H100", 8, framework="fsdp", compare=False).runnable
+    assert check(problem(**in_backward), CheckRequest("H100", 1, framework="fsdp", compare=False)).runnable
+    assert not check(problem(**in_backward), CheckRequest("H100", 8, framework="fsdp", compare=False)).runnable
 
 
 def test_auto_costs_a_layout_under_the_framework_that_fits_it():
@@ -147,10 +157,10 @@ def test_auto_costs_a_layout_under_the_framework_that_fits_it():
     # recompute torchtitan holds it too, and keeps it.
     job = problem(model="llama-3.1-70b", method="lora", seq_len=8192, global_batch=16)
     layout = {"tp": 4, "pp": 2, "virtual_stages": 8, "micro_batch": 1, "compare": False}
-    assert not check(job, "H100", 8, recompute="none", framework="torchtitan", **layout).fits
-    fused = check(job, "H100", 8, recompute="none", **layout)
+    assert not check(job, CheckRequest("H100", 8, recompute="none", framework="torchtitan", **layout)).fits
+    fused = check(job, CheckRequest("H100", 8, recompute="none", **layout))
     assert fused.fits and fused.plan.strategy.framework == "megatron"
-    assert check(job, "H100", 8, recompute="full", **layout).plan.strategy.framework == "torchtitan"
+    assert check(job, CheckRequest("H100", 8, recompute="full", **layout)).plan.strategy.framework == "torchtitan"
     best = plan(job.model_copy(update={"constraints": Constraints(gpu=GpuFilter(types=["H100-SXM"]))}))
     assert best.best.cost_usd.p50 <= fused.plan.cost_usd.p50 + 0.005
 
@@ -158,7 +168,9 @@ def test_auto_costs_a_layout_under_the_framework_that_fits_it():
 def test_exports_carry_optimizer_in_backward_or_refuse_it():
     # torchtitan writes optimizer.early_step_in_backward; accelerate's FSDP config has no such option, so its
     # export refuses the plan rather than write a config whose gradients would not fit as planned.
-    plan = check(problem(method="full", optimizer_in_backward=True, global_batch=1), "H100", 1, compare=False).plan
+    plan = check(
+        problem(method="full", optimizer_in_backward=True, global_batch=1), CheckRequest("H100", 1, compare=False)
+    ).plan
     assert "early_step_in_backward = true" in export(plan, "torchtitan")
     with pytest.raises(ArgumentError, match="no optimizer step in backward.*the torchtitan export can"):
         export(plan, "accelerate")
@@ -169,7 +181,7 @@ def test_check_offers_the_optimizer_step_in_backward_as_a_fix():
     # 15 GiB weights + 15 GiB gradients + 13.7 GiB activations and logits + 3.7 GiB reserve exceed 44.7 GiB;
     # stepping the optimizer in backward leaves one 1 GiB gradient, and check names that fix with its numbers.
     p = problem(method="full", optimizer="paged_adamw8bit", global_batch=1, loss="standard")
-    result = check(p, "L40S", 1, micro_batch=1, recompute="none", compare=False)
+    result = check(p, CheckRequest("L40S", 1, micro_batch=1, recompute="none", compare=False))
     assert not result.fits
     assert any("optimizer step in backward:" in note for note in result.notes)
 
@@ -193,7 +205,9 @@ def test_adafactor_keeps_a_full_second_moment_where_zero_flattens_the_parameters
     params = job.job.model.params
 
     def optimizer_gib(zero):
-        return check(job, "H100", 8, zero=zero, framework="deepspeed", compare=False).plan.memory_gib.optimizer
+        return check(
+            job, CheckRequest("H100", 8, zero=zero, framework="deepspeed", compare=False)
+        ).plan.memory_gib.optimizer
 
     assert optimizer_gib(0) == pytest.approx(4 * params / 2**30, rel=1e-3)
     assert optimizer_gib(1) == pytest.approx((4 + 4) * params / 8 / 2**30, rel=1e-3)
@@ -214,6 +228,6 @@ def test_adafactor_state_counts_its_full_second_moment_wherever_gpuplan_sums_the
 
 
 def test_qlora_shows_its_dequantisation_in_the_time_breakdown():
-    qlora = check(problem(method="qlora"), "L40S", 1, micro_batch=1, compare=False).plan
-    lora = check(problem(method="lora"), "L40S", 1, micro_batch=1, compare=False).plan
+    qlora = check(problem(method="qlora"), CheckRequest("L40S", 1, micro_batch=1, compare=False)).plan
+    lora = check(problem(method="lora"), CheckRequest("L40S", 1, micro_batch=1, compare=False)).plan
     assert qlora.time_breakdown_s["dequant"] > 0 and "dequant" not in lora.time_breakdown_s

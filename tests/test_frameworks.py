@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optimizer import GpuplanError, check, load_catalog, load_job, plan
+from optimizer import CheckRequest, GpuplanError, check, load_catalog, load_job, plan
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem, Strategy
 from optimizer.inputs.units import batch_sequences
@@ -32,7 +32,7 @@ def test_zero_paper_figure_1_by_stage():
         }
     )
     for stage, expected_gb in zip(range(4), (120.0, 31.4, 16.6, 1.9)):
-        result = check(problem, "B200", 64, nodes=8, zero=stage, compare=False, catalog=NODUS)
+        result = check(problem, CheckRequest("B200", 64, nodes=8, zero=stage, compare=False), catalog=NODUS)
         m = result.plan.memory_gib
         state_gb = (m.weights + m.gradients + m.optimizer) * 2**30 / 1e9
         assert state_gb == pytest.approx(expected_gb, abs=0.05)
@@ -40,15 +40,21 @@ def test_zero_paper_figure_1_by_stage():
 
 
 def test_hybrid_shard_is_asked_for_by_shard_degree():
-    result = check(job(global_batch=256), "B200", 64, nodes=8, shard_degree=8, compare=False, catalog=NODUS)
+    result = check(
+        job(global_batch=256), CheckRequest("B200", 64, nodes=8, shard_degree=8, compare=False), catalog=NODUS
+    )
     s = result.plan.strategy
     assert s.zero_stage == 3 and s.shard_degree == 8 and s.dp == 64
     # ZeRO-1 shards over every data-parallel rank: a shard degree beside it is the DP degree (a plan's own
     # strategy fed back), here TP 8 x DP 8; with TP 1 there are 64 ranks, and 8 is a hybrid ZeRO-3 shard
-    zero1 = check(job(), "B200", 64, nodes=8, zero=1, shard_degree=8, compare=False, catalog=NODUS).plan.strategy
+    zero1 = check(
+        job(), CheckRequest("B200", 64, nodes=8, zero=1, shard_degree=8, compare=False), catalog=NODUS
+    ).plan.strategy
     assert (zero1.zero_stage, zero1.dp, zero1.shard_degree) == (1, 8, 8)
     with pytest.raises(GpuplanError, match="hybrid ZeRO-3"):
-        check(job(), "B200", 64, nodes=8, tp=1, pp=1, zero=1, shard_degree=8, compare=False, catalog=NODUS)
+        check(
+            job(), CheckRequest("B200", 64, nodes=8, tp=1, pp=1, zero=1, shard_degree=8, compare=False), catalog=NODUS
+        )
 
 
 def test_free_batch_optimum_is_the_shortest_whole_job():
@@ -104,10 +110,14 @@ def test_every_bundled_plan_names_its_framework(problems):
 
 def test_check_says_when_the_framework_cannot_run_a_layout():
     problem = job(global_batch=256)
-    result = check(problem, "B200", 32, nodes=4, tp=8, pp=4, framework="deepspeed", compare=False, catalog=NODUS)
+    result = check(
+        problem, CheckRequest("B200", 32, nodes=4, tp=8, pp=4, framework="deepspeed", compare=False), catalog=NODUS
+    )
     assert not result.runnable and result.plan.strategy.framework == "deepspeed"
     assert any("PP with TP" in why for why in result.not_runnable_because)
-    ok = check(problem, "B200", 32, nodes=4, tp=8, pp=4, framework="megatron", compare=False, catalog=NODUS)
+    ok = check(
+        problem, CheckRequest("B200", 32, nodes=4, tp=8, pp=4, framework="megatron", compare=False), catalog=NODUS
+    )
     assert ok.runnable and ok.plan.strategy.framework == "megatron"
 
 
@@ -177,18 +187,20 @@ def test_no_layout_check_accepts_beats_the_optimum(model, method, tokens_b, batc
         try:
             result = check(
                 problem,
-                sku,
-                gpus,
-                nodes=nodes,
-                tp=tp,
-                pp=pp,
-                zero=zero,
-                micro_batch=micro_batch,
-                recompute=recompute,
-                virtual_stages=virtual_stages,
-                grad_accum=grad_accum,
-                framework=framework,
-                compare=False,
+                CheckRequest(
+                    sku,
+                    gpus,
+                    nodes=nodes,
+                    tp=tp,
+                    pp=pp,
+                    zero=zero,
+                    micro_batch=micro_batch,
+                    recompute=recompute,
+                    virtual_stages=virtual_stages,
+                    grad_accum=grad_accum,
+                    framework=framework,
+                    compare=False,
+                ),
                 catalog=NODUS,
             )
         except GpuplanError:
@@ -216,7 +228,7 @@ def test_capacity_and_check_agree_on_the_job(problems, sku):
     from optimizer import capacity, load_job
 
     problem = load_job(problems / "llama-70b-qlora.yaml")
-    verdict = check(problem, sku, 1, compare=False)
+    verdict = check(problem, CheckRequest(sku, 1, compare=False))
     answer = capacity(sku, 1, problem=problem)
     assert answer.includes_activations and answer.job_fits == verdict.fits
     assert (answer.max_params >= problem.job.model.params) == verdict.fits
@@ -228,14 +240,14 @@ def test_a_measured_peak_above_the_gpu_is_bad_input(problems):
     job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
     problem = apply_overrides(job, measured=["4xRTX-PRO-6000:14.8k,300GB"])
     with pytest.raises(GpuplanError, match="measured peak") as err:
-        check(problem, "B200", 4, compare=False)
+        check(problem, CheckRequest("B200", 4, compare=False))
     # the error names the --measured flag it came from, with its text
     assert err.value.field == "measured" and "4xRTX-PRO-6000:14.8k,300GB" in str(err.value)
     # and the same entry in the job file, its field there
     in_file = job.job.measured[0].model_copy(update={"peak_memory_bytes": 300e9})
     from_file = job.model_copy(update={"job": job.job.model_copy(update={"measured": [in_file]})})
     with pytest.raises(GpuplanError, match="measured peak") as err:
-        check(from_file, "B200", 4, compare=False)
+        check(from_file, CheckRequest("B200", 4, compare=False))
     assert err.value.field == "job.measured[0].peak_memory"
 
 
@@ -294,11 +306,14 @@ def test_a_plan_is_costed_with_the_kernels_of_the_framework_it_names():
     fields = dict(model="gemma-2-9b", method="lora", lora_rank=256, tokens="200M", seq_len=131072)
     for framework in ("megatron", "auto"):
         named = job(**fields, activation_offload=True, framework=framework)
-        checked = check(named, best.sku, best.gpus, **layout, compare=False, catalog=NODUS).plan
+        checked = check(named, CheckRequest(best.sku, best.gpus, **layout, compare=False), catalog=NODUS).plan
         assert checked.memory_gib.activations == pytest.approx(best.memory_gib.activations)
         assert checked.step_s == pytest.approx(best.step_s)
     eager = job(**fields, activation_offload=True, kernels="eager")
-    assert check(eager, best.sku, best.gpus, **layout, compare=False, catalog=NODUS).plan.step_s > 1.2 * best.step_s
+    assert (
+        check(eager, CheckRequest(best.sku, best.gpus, **layout, compare=False), catalog=NODUS).plan.step_s
+        > 1.2 * best.step_s
+    )
 
 
 @pytest.mark.parametrize("framework", ["auto", "fsdp", "deepspeed", "torchtitan", "megatron"])
@@ -333,9 +348,9 @@ def test_a_pinned_zero_stage_shards_when_a_layout_with_data_parallelism_exists(p
     ZeRO-0; the stage asked for is kept on a layout that has ranks to shard over. Only where the fixed
     TP leaves one rank is that layout taken, and the answer says the stage is moot."""
     job = problems / "llama-70b-within-5-days.yaml"
-    free = check(load_job(job), "B200", 8, zero=3, compare=False)
+    free = check(load_job(job), CheckRequest("B200", 8, zero=3, compare=False))
     assert free.fits and free.plan.strategy.zero_stage == 3 and free.plan.strategy.dp > 1
-    pinned = check(load_job(job), "B200", 8, zero=3, tp=8, compare=False)
+    pinned = check(load_job(job), CheckRequest("B200", 8, zero=3, tp=8, compare=False))
     assert pinned.plan.strategy.dp == 1 and any("runs as ZeRO-0" in n for n in pinned.notes)
 
 
@@ -354,7 +369,7 @@ def test_a_configuration_the_framework_refuses_cites_every_rule_it_breaks(proble
     from optimizer import load_job
 
     job = load_job(problems / "llama-70b-within-5-days.yaml")
-    verdict = check(job, "B200", 16, pp=2, zero=3, framework="deepspeed", compare=False)
+    verdict = check(job, CheckRequest("B200", 16, pp=2, zero=3, framework="deepspeed", compare=False))
     assert not verdict.runnable
     assert any("PP with ZeRO-1 at most" in rule for rule in verdict.not_runnable_because), verdict.not_runnable_because
 
@@ -366,7 +381,7 @@ def test_check_fills_in_around_broken_flags_without_breaking_more_rules(problems
     from optimizer import load_job
 
     job = load_job(problems / "llama-70b-within-5-days.yaml")
-    verdict = check(job, "B200", 16, pp=2, zero=3, framework="deepspeed", compare=False)
+    verdict = check(job, CheckRequest("B200", 16, pp=2, zero=3, framework="deepspeed", compare=False))
     assert not verdict.runnable and verdict.plan.strategy.tp == 1
     assert len(verdict.not_runnable_because) == 1 and "PP with ZeRO-1 at most" in verdict.not_runnable_because[0]
 
@@ -382,7 +397,7 @@ def test_the_optimum_is_the_fastest_layout_not_a_simpler_one_near_it(problems):
     constraints = constraints.model_copy(update={"gpu": constraints.gpu.model_copy(update={"types": ["L40S"]})})
     problem = problem.model_copy(update={"constraints": constraints})
     best = plan(problem, runners_up=False).best
-    interleaved = check(problem, "L40S", 4, spot=True, pp=2, zero=1, virtual_stages=2, compare=False).plan
+    interleaved = check(problem, CheckRequest("L40S", 4, spot=True, pp=2, zero=1, virtual_stages=2, compare=False)).plan
     assert best is not None and interleaved.fits
     assert best.cost_usd.p50 <= interleaved.cost_usd.p50 and best.hours.p50 <= interleaved.hours.p50
 
@@ -408,10 +423,10 @@ def test_check_says_when_a_hand_picked_layout_lies_outside_what_solve_searches(p
 
     job = load_job(problems / "llama-70b-within-5-days.yaml")
     assert job.job.seq_len < 16384
-    outside = check(job, "B200", 32, nodes=4, tp=1, pp=4, cp=2, compare=False)
+    outside = check(job, CheckRequest("B200", 32, nodes=4, tp=1, pp=4, cp=2, compare=False))
     assert outside.plan.strategy.cp == 2
     assert any("which solve does not search" in n and "context parallelism" in n for n in outside.notes)
-    inside = check(job, "B200", 32, nodes=4, tp=1, pp=4, compare=False)
+    inside = check(job, CheckRequest("B200", 32, nodes=4, tp=1, pp=4, compare=False))
     assert not any("which solve does not search" in n for n in inside.notes)
 
 
@@ -424,10 +439,10 @@ def test_torchtitan_plain_1f1b_needs_a_micro_batch_per_stage():
     # 4 has 2 micro-batches for 4 stages. Megatron's 1F1B runs it (a longer bubble).
     small = job(model="llama-3.1-70b", global_batch=8, seq_len=4096)
     layout = {"tp": 8, "pp": 4, "micro_batch": 4, "virtual_stages": 1, "compare": False, "catalog": NODUS}
-    refused = check(small, "H200", 32, framework="torchtitan", **layout)
+    refused = check(small, CheckRequest("H200", 32, framework="torchtitan", **layout))
     assert not refused.runnable and "micro-batches per step" in refused.not_runnable_because[0]
-    assert check(small, "H200", 32, framework="megatron", **layout).runnable
-    assert check(small, "H200", 32, framework="torchtitan", **{**layout, "micro_batch": 1}).runnable
+    assert check(small, CheckRequest("H200", 32, framework="megatron", **layout)).runnable
+    assert check(small, CheckRequest("H200", 32, framework="torchtitan", **{**layout, "micro_batch": 1})).runnable
 
 
 @pytest.mark.parametrize("seq_len", [2047, 18000])
@@ -444,7 +459,7 @@ def test_plans_split_the_sequence_as_each_framework_requires(seq_len):
             assert tp == 1 or (seq_len % cp == 0 and (seq_len // cp) % tp == 0), (tp, cp)
         else:
             assert (tp == 1 and cp == 1) or seq_len % (tp * 2 * cp) == 0, (tp, cp)
-    refused = check(problem, "H200", 8, tp=2, framework="megatron", compare=False, catalog=NODUS)
+    refused = check(problem, CheckRequest("H200", 8, tp=2, framework="megatron", compare=False), catalog=NODUS)
     assert (seq_len % 2 != 0) == (not refused.runnable)
 
 
@@ -484,14 +499,14 @@ def test_deepspeed_autotp_keeps_the_norms_whole_on_every_tp_rank():
     # token (measured, physics/memory.py), so deepspeed keeps (1 - 1/2) x 16h x s x L more.
     problem = job(global_batch=8, kernels="eager")
     layout = {"tp": 2, "pp": 1, "micro_batch": 1, "recompute": "none", "compare": False, "catalog": NODUS}
-    autotp = check(problem, "B200", 2, framework="deepspeed", **layout).plan
-    split = check(problem, "B200", 2, framework="torchtitan", **layout).plan
+    autotp = check(problem, CheckRequest("B200", 2, framework="deepspeed", **layout)).plan
+    split = check(problem, CheckRequest("B200", 2, framework="torchtitan", **layout)).plan
     h, s, layers = 4096, 4096, 32
     expected_gib = 0.5 * 16 * h * s * layers / 2**30
     assert autotp.memory_gib.activations - split.memory_gib.activations == pytest.approx(expected_gib, rel=1e-6)
     under_full = {**layout, "recompute": "full"}
-    autotp_full = check(problem, "B200", 2, framework="deepspeed", **under_full).plan
-    split_full = check(problem, "B200", 2, framework="torchtitan", **under_full).plan
+    autotp_full = check(problem, CheckRequest("B200", 2, framework="deepspeed", **under_full)).plan
+    split_full = check(problem, CheckRequest("B200", 2, framework="torchtitan", **under_full)).plan
     # full recompute keeps each layer's 2h input, whole without sequence parallelism, plus one layer's norms
     expected_full_gib = 0.5 * (2 * h * s * layers + 16 * h * s) / 2**30
     assert autotp_full.memory_gib.activations - split_full.memory_gib.activations == pytest.approx(

@@ -4,7 +4,7 @@ gradient accumulation (per micro-batch or once per step), with the memory that h
 import numpy as np
 import pytest
 
-from optimizer import check
+from optimizer import CheckRequest, check
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import JobSpec, ModelSpec, Problem
 from optimizer.physics.constants import FSDP_UNSHARDED_GRAD_BYTES
@@ -137,7 +137,8 @@ def test_check_of_a_torchtitan_pipeline_layout_gathers_once_and_says_so_in_memor
     def plan(gathers):
         problem = Problem.model_validate(expand_models({**job, "assumptions": {"zero3_gathers": gathers}}))
         return check(
-            problem, "H100-SXM", 64, nodes=8, tp=1, pp=4, zero=3, micro_batch=1, recompute="full", compare=False
+            problem,
+            CheckRequest("H100-SXM", 64, nodes=8, tp=1, pp=4, zero=3, micro_batch=1, recompute="full", compare=False),
         ).plan
 
     auto, micro = plan("auto"), plan("micro_batch")

@@ -2041,7 +2041,7 @@ def test_the_slowest_memory_allowed_gives_a_memory_bound_plan(tmp_path):
 def test_a_plan_past_ten_years_left_out_is_said_in_solve_and_check():
     """Llama 3.1 8B LoRA on 2T tokens: 1 spot RTX PRO 6000 takes 10.05 years for $0.76 less than solve's
     answer (5.0 years); solve left it out silently and check called it '$0.76 less than that plan'."""
-    from optimizer import check, plan
+    from optimizer import CheckRequest, check, plan
     from optimizer.inputs.files import expand_models
     from optimizer.inputs.schema import Problem
 
@@ -2051,7 +2051,7 @@ def test_a_plan_past_ten_years_left_out_is_said_in_solve_and_check():
     answer = plan(problem, runners_up=False)
     assert answer.best is not None and answer.best.hours.p50 <= 10 * 365 * 24
     assert any("past 10 years are left out" in n for n in answer.notes), answer.notes
-    slow = check(problem, "runpod-rtx-pro-6000", 1, spot=True, compare=False)
+    slow = check(problem, CheckRequest("runpod-rtx-pro-6000", 1, spot=True, compare=False))
     assert slow.plan.hours.p50 > 10 * 365 * 24 and any("past the 10 years" in n for n in slow.notes)
 
 

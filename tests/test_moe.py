@@ -4,7 +4,7 @@ the layouts Megatron-Core publishes (parallel folding) run."""
 
 import pytest
 
-from optimizer import GpuplanError, check, plan
+from optimizer import CheckRequest, GpuplanError, check, plan
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.hf_models import count_params, model_fields, presets
 from optimizer.inputs.schema import ModelSpec, Problem
@@ -39,7 +39,9 @@ def _preset_shape(name: str):
 def _deepseek_b200(dispatcher: str, overlap: float = 0.0):
     """The Megatron-Bridge 26.04 DeepSeek-V3 row: 256 B200, PP 8 x 2 chunks, EP 32 (4 nodes), MBS 1."""
     problem = _problem("deepseek-v3", "fp8", moe_dispatcher=dispatcher, moe_overlap=overlap)
-    return check(problem, "B200", 256, tp=1, pp=8, virtual_stages=2, ep=32, zero=1, micro_batch=1, compare=False).plan
+    return check(
+        problem, CheckRequest("B200", 256, tp=1, pp=8, virtual_stages=2, ep=32, zero=1, micro_batch=1, compare=False)
+    ).plan
 
 
 def test_deepep_sends_a_token_once_per_remote_node_not_once_per_expert():
@@ -65,7 +67,7 @@ def test_overlapped_all_to_all_hides_behind_compute_but_never_more_than_the_comp
 def test_the_all_to_all_share_is_reported_for_moe_plans_only():
     moe = _deepseek_b200("deepep")
     assert 0 < moe.time_breakdown_s["all_to_all"] <= moe.time_breakdown_s["network"]
-    dense = check(_problem("llama-3.1-8b"), "H100-SXM", 8, compare=False).plan
+    dense = check(_problem("llama-3.1-8b"), CheckRequest("H100-SXM", 8, compare=False)).plan
     assert "all_to_all" not in dense.time_breakdown_s
 
 
@@ -90,13 +92,18 @@ def test_each_moe_layer_waits_for_the_host_once_per_micro_batch():
     # per layer adds 8 x 58/61 x 131.5 ms to the step. A dense model pays nothing.
     def step(ms: float) -> float:
         problem = _problem("deepseek-v3", "fp8", moe_host_ms_per_layer=ms)
-        return check(problem, "B200", 256, tp=1, pp=8, virtual_stages=2, ep=32, zero=1, micro_batch=1, compare=False)
+        return check(
+            problem,
+            CheckRequest("B200", 256, tp=1, pp=8, virtual_stages=2, ep=32, zero=1, micro_batch=1, compare=False),
+        )
 
     without, with_host = step(0.0).plan, step(2.0).plan
     slots = with_host.strategy.grad_accum + 7 / 2
     assert with_host.step_s - without.step_s == pytest.approx(2e-3 * 8 * 58 / 61 * slots, rel=1e-6)
     dense = [
-        check(_problem("llama-3.1-8b", moe_host_ms_per_layer=ms), "H100-SXM", 8, compare=False).plan.step_s
+        check(
+            _problem("llama-3.1-8b", moe_host_ms_per_layer=ms), CheckRequest("H100-SXM", 8, compare=False)
+        ).plan.step_s
         for ms in (0.0, 5.0)
     ]
     assert dense[0] == dense[1]
@@ -107,7 +114,7 @@ def test_check_reports_the_host_time_share_where_it_weighs():
     # 3.5 ms each per micro-batch, 64 micro-batches per step: 10.75 s, reported with its share and the fix.
     problem = _problem("qwen3-30b-a3b", "fp8")
     problem.job.global_batch = 1024
-    result = check(problem, "H100-SXM", 16, tp=1, pp=1, ep=16, micro_batch=1, compare=False)
+    result = check(problem, CheckRequest("H100-SXM", 16, tp=1, pp=1, ep=16, micro_batch=1, compare=False))
     assert result.plan.time_breakdown_s["moe_host"] == pytest.approx(48 * 3.5e-3 * 64)
     assert any(n.startswith("MoE host time: 10.75 s") and "moe_host_ms_per_layer: 0" in n for n in result.notes)
 
@@ -138,9 +145,9 @@ def test_parallel_folding_runs_megatrons_published_qwen3_235b_h100_layout():
     problem = _problem("qwen3-235b-a22b", "fp8", moe_overlap=1.0)
     layout = {"tp": 2, "pp": 8, "virtual_stages": 4, "ep": 32, "zero": 1, "micro_batch": 1, "compare": False}
     with pytest.raises(GpuplanError) as refused:
-        check(problem, "H100-SXM", 256, **layout)
+        check(problem, CheckRequest("H100-SXM", 256, **layout))
     assert "--expert-tp" in str(refused.value)
-    folded = check(problem, "H100-SXM", 256, expert_tp=1, **layout)
+    folded = check(problem, CheckRequest("H100-SXM", 256, expert_tp=1, **layout))
     assert folded.plan.fits and folded.plan.strategy.expert_tp == 1 and folded.plan.strategy.ep == 32
     # Folding is Megatron-Core's (--expert-tensor-parallel-size); torchtitan splits experts by the attention TP.
     rule = "splits the experts by the attention TP only"

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from optimizer import check, load_job
+from optimizer import CheckRequest, check, load_job
 from optimizer.inputs.schema import JobSpec, ModelSpec
 from optimizer.physics.layout import Cluster, Layout, Offload, RunSettings
 from optimizer.physics.shapes import ModelShape
@@ -22,9 +22,9 @@ def llama70b(problems):
 
 def test_offload_makes_a_70b_full_fine_tune_fit_one_h100_node(llama70b):
     # 70.55B x 16 bytes = 1,129 GB of state against 8 x 80 GB: no layout fits without offload ...
-    assert not check(llama70b, "H100", 8, compare=False).fits
+    assert not check(llama70b, CheckRequest("H100", 8, compare=False)).fits
     # ... with the 12 bytes/param optimizer state in CPU memory (846 GB of the node's 2 TB) it does.
-    plan = check(llama70b, "H100", 8, offload="optimizer", compare=False).plan
+    plan = check(llama70b, CheckRequest("H100", 8, offload="optimizer", compare=False)).plan
     assert plan.fits and plan.strategy.offload == "optimizer" and plan.memory_gib.optimizer == 0.0
 
 
@@ -32,7 +32,7 @@ def test_host_memory_bounds_offload(llama70b):
     small_host = llama70b.model_copy(
         update={"assumptions": llama70b.assumptions.model_copy(update={"host_memory_per_node_bytes": 500e9})}
     )
-    assert not check(small_host, "H100", 8, offload="optimizer", compare=False).fits  # 846 GB > 500 GB
+    assert not check(small_host, CheckRequest("H100", 8, offload="optimizer", compare=False)).fits  # 846 GB > 500 GB
 
 
 def test_offload_costs_time_by_hand():
@@ -67,10 +67,14 @@ def test_offload_costs_time_by_hand():
 
 def test_auto_offload_only_when_it_pays(llama70b):
     auto = llama70b.model_copy(update={"job": llama70b.job.model_copy(update={"offload": "auto"})})
-    assert check(auto, "B200", 16, compare=False).plan.strategy.offload == "none"  # fits on GPU: faster there
-    assert check(auto, "H100", 8, compare=False).plan.strategy.offload == "optimizer"  # the only way to fit
+    assert (
+        check(auto, CheckRequest("B200", 16, compare=False)).plan.strategy.offload == "none"
+    )  # fits on GPU: faster there
+    assert (
+        check(auto, CheckRequest("H100", 8, compare=False)).plan.strategy.offload == "optimizer"
+    )  # the only way to fit
 
 
 def test_deepspeed_export_offloads(llama70b):
-    plan = check(llama70b, "H100", 8, offload="optimizer", compare=False).plan
+    plan = check(llama70b, CheckRequest("H100", 8, offload="optimizer", compare=False)).plan
     assert json.loads(export(plan, "deepspeed"))["zero_optimization"]["offload_optimizer"]["device"] == "cpu"

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from optimizer import check, load_job, plan
+from optimizer import CheckRequest, check, load_job, plan
 from optimizer.physics import reliability
 from optimizer.physics.constants import FAILURES_PER_GPU_HOUR
 
@@ -69,8 +69,8 @@ def test_spot_offer_is_a_candidate_with_its_risk_in_the_p90(problems):
     assert any(p.spot for p in answer.frontier)
     # a long run (20x the tokens): preemptions become likely and widen the spread
     job = short.model_copy(update={"job": short.job.model_copy(update={"tokens": 10e9})})
-    spot = check(job, "RTX-PRO-6000", 8, spot=True, compare=False).plan
-    ondemand = check(job, "RTX-PRO-6000", 8, compare=False).plan
+    spot = check(job, CheckRequest("RTX-PRO-6000", 8, spot=True, compare=False)).plan
+    ondemand = check(job, CheckRequest("RTX-PRO-6000", 8, compare=False)).plan
     assert spot.offer.endswith("(spot)") and spot.price_usd_per_gpu_hour == 0.89
     assert spot.hours.p50 > ondemand.hours.p50  # expected preemptions cost time ...
     assert spot.cost_usd.p50 < ondemand.cost_usd.p50  # ... but the discount wins on cost

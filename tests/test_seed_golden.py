@@ -6,7 +6,7 @@ Seed 000 ("B300 vs B200: compute memory and cost first") works with training sta
 
 import pytest
 
-from optimizer import capacity, check, load_catalog, load_job, plan
+from optimizer import CheckRequest, capacity, check, load_catalog, load_job, plan
 from optimizer.physics.cost import run_cost_usd
 
 GB = 1e9
@@ -30,18 +30,18 @@ def test_capacity_with_the_hgx_board_figure():
 
 def test_fourteen_b_state_fits_one_b300_not_one_b200(problems):
     job = load_job(problems / "seed-14b-full-finetune.yaml")
-    b300 = check(job, "B300", 1, compare=False)
+    b300 = check(job, CheckRequest("B300", 1, compare=False))
     # 14B x 16 bytes = 224 GB = 208.6 GiB of state; 288 - 224 = 64 GB left for activations.
     assert b300.plan.memory_gib.total * GIB == pytest.approx(224 * GB)
     assert b300.plan.memory_gib.total == pytest.approx(208.6, abs=0.05)
     assert b300.fits
     assert (b300.plan.memory_gib.capacity - b300.plan.memory_gib.total) * GIB == pytest.approx(64 * GB)
-    assert not check(job, "B200", 1, compare=False).fits
+    assert not check(job, CheckRequest("B200", 1, compare=False)).fits
 
 
 def test_fourteen_b_fits_two_b200_with_zero3_at_112_gb_each(problems):
     job = load_job(problems / "seed-14b-full-finetune.yaml")
-    two = check(job, "B200", 2, zero=3, compare=False)
+    two = check(job, CheckRequest("B200", 2, zero=3, compare=False))
     assert two.fits
     assert two.plan.memory_gib.total * GIB == pytest.approx(112 * GB)
     assert two.plan.strategy.shard_degree == 2
@@ -50,12 +50,12 @@ def test_fourteen_b_fits_two_b200_with_zero3_at_112_gb_each(problems):
 def test_hundred_b_does_not_fit_one_b200_node_and_fits_one_b300_node(problems):
     job = load_job(problems / "seed-100b-one-node.yaml")
     # 1,600 GB of state > 1,440 GB on a B200 node
-    b200 = check(job, "B200", 8, zero=3, compare=False)
+    b200 = check(job, CheckRequest("B200", 8, zero=3, compare=False))
     assert not b200.fits
     assert b200.plan.memory_gib.total * GIB * 8 == pytest.approx(1600 * GB)
     assert b200.plan.memory_gib.capacity * GIB * 8 == pytest.approx(1440 * GB)
     # inside a B300 node (2,304 GB): 704 GB left, 88 GB per GPU
-    b300 = check(job, "B300", 8, compare=False)
+    b300 = check(job, CheckRequest("B300", 8, compare=False))
     assert b300.fits
     left = (b300.plan.memory_gib.capacity - b300.plan.memory_gib.total) * GIB
     assert left == pytest.approx(88 * GB)
@@ -64,7 +64,7 @@ def test_hundred_b_does_not_fit_one_b200_node_and_fits_one_b300_node(problems):
 
 def test_seventy_b_leaves_40_gb_per_gpu_on_a_b200_node(problems):
     job = load_job(problems / "seed-70b-one-b200-node.yaml")
-    node = check(job, "B200", 8, compare=False)
+    node = check(job, CheckRequest("B200", 8, compare=False))
     assert node.fits
     assert node.plan.memory_gib.total * GIB * 8 == pytest.approx(1120 * GB)
     assert (node.plan.memory_gib.capacity - node.plan.memory_gib.total) * GIB == pytest.approx(40 * GB)
@@ -93,8 +93,8 @@ def test_thousand_gpu_hours_costs():
 
 def test_same_job_on_8_b300_costs_1_262x_more_at_equal_throughput(problems):
     job = load_job(problems / "seed-70b-one-b200-node.yaml")
-    b200 = check(job, "B200", 8, compare=False).plan
-    b300 = check(job, "B300", 8, compare=False).plan
+    b200 = check(job, CheckRequest("B200", 8, compare=False)).plan
+    b300 = check(job, CheckRequest("B300", 8, compare=False)).plan
     # Same dense BF16, HBM and NVLink: the physics predicts equal throughput (seed 000) ...
     assert b300.tokens_per_s == pytest.approx(b200.tokens_per_s, rel=1e-9)
     # ... so the B300 run costs the price ratio more.

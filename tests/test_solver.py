@@ -263,10 +263,10 @@ def test_a_plan_inside_the_deadline_by_a_fraction_of_a_second_is_chosen(problems
     """4 x 8 B200 takes 265,193.80 s on the 70B job; with the deadline at 265,193.9 s the solver rounded the
     time up and the deadline down to whole seconds and chose 8 x 8 B200 at $82 more, while check said the
     4 x 8 plan meets the deadline. Both now judge it the same way."""
-    from optimizer import check
+    from optimizer import CheckRequest, check
 
     problem = load_job(problems / "llama-70b-within-5-days.yaml")
-    four = check(problem, "B200", 32, compare=False).plan
+    four = check(problem, CheckRequest("B200", 32, compare=False)).plan
     deadline_s = four.hours.p50 * 3600.0 + 0.1
     constraints = problem.constraints.model_copy(update={"deadline_s": deadline_s})
     answer = plan(problem.model_copy(update={"constraints": constraints}), runners_up=False)
@@ -289,12 +289,12 @@ def test_a_budget_a_fraction_of_a_cent_below_a_plan_excludes_it(problems):
 def test_the_time_objective_reads_exact_times_not_whole_seconds():
     """Llama 3.1 8B on 1M tokens: 64 B300 take 600.755 s and 64 B200 600.934 s, both 601 whole seconds; the
     tie went to the cheaper B200 as 'fastest', and the faster B300 point never reached the frontier."""
-    from optimizer import check
+    from optimizer import CheckRequest, check
     from optimizer.inputs.files import expand_models
 
     job = {"name": "net8b", "model": {"preset": "llama-3.1-8b"}, "tokens": "1M", "seq_len": 1024, "global_batch": 64}
     problem = Problem.model_validate(expand_models({"catalog": "default", "objective": "time", "job": job}))
     answer = plan(problem, runners_up=False)
-    b300 = check(problem, "nodus-b300", 64, compare=False).plan
+    b300 = check(problem, CheckRequest("nodus-b300", 64, compare=False)).plan
     assert answer.best is not None and answer.best.hours.p50 <= b300.hours.p50
     assert answer.frontier[0].hours.p50 == answer.best.hours.p50

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from optimizer import check
+from optimizer import CheckRequest, check
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
 
@@ -33,14 +33,16 @@ def predicted_gib(row: dict) -> float:
     problem = Problem.model_validate(expand_models({"catalog": "default", "job": job}))
     result = check(
         problem,
-        CHECK_SKU,
-        gpus,
-        tp=1,
-        pp=1,
-        zero=layout["zero"],
-        micro_batch=layout["micro_batch"],
-        recompute=layout["recompute"],
-        compare=False,
+        CheckRequest(
+            CHECK_SKU,
+            gpus,
+            tp=1,
+            pp=1,
+            zero=layout["zero"],
+            micro_batch=layout["micro_batch"],
+            recompute=layout["recompute"],
+            compare=False,
+        ),
     )
     m = result.plan.memory_gib
     return m.weights + m.gradients + m.optimizer + m.activations

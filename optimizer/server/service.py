@@ -32,6 +32,7 @@ from ..inputs.files import load_catalog
 from ..inputs.overrides import FRAMEWORK_CHOICES
 from ..inputs.question import JOB_FLAGS
 from ..inputs.question import _name_of as name_of  # the job name a question without a file gets
+from ..inputs.requests import CheckRequest
 from ..inputs.schema import Catalog, Portfolio, Problem
 from ..planning.candidates import CandidateTable
 from ..planning.plans import SPOT_SUFFIX
@@ -417,7 +418,9 @@ class Service:
             except GpuplanError as exc:
                 raise JobError(exc.reason, source=SOURCE, field="check.sku") from None
             layout = fields.model_dump(exclude={"sku", "gpus", "spot", "compare"})
-            result = api.check(problem, sku, fields.gpus, catalog=cat, compare=fields.compare, spot=spot, **layout)
+            result = api.check(
+                problem, CheckRequest(sku, fields.gpus, compare=fields.compare, spot=spot, **layout), catalog=cat
+            )
             return render.check_data(result)
         except GpuplanError as exc:
             raise bodies.located(exc, _CHECK_FIELDS) from None
