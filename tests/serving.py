@@ -7,20 +7,26 @@ import sys
 import time
 from pathlib import Path
 
-URL_LINE = "gpuplan serve: http://127.0.0.1:"
+URL_LINE = "gpuplan serve: http://"
 
 
-def start_serve(log: Path, *args: str, seconds: float = 60.0) -> tuple[subprocess.Popen, str | None]:
-    """``python -m optimizer serve --port 0 ARGS`` with its stderr in ``log``, and the URL it says it serves at
-    (None if it did not within ``seconds`` or it exited); the caller terminates the process."""
+def start_serve(
+    log: Path, *args: str, seconds: float = 60.0, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, str | None]:
+    """``python -m optimizer serve --port 0 ARGS`` with its stderr in ``log``, and the URL it says it serves at,
+    without the page's ``#token=`` (None if it did not within ``seconds`` or it exited); the caller terminates
+    the process. ``env``: its environment (default this one's)."""
     with log.open("w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "optimizer", "serve", "--port", "0", *args], stdout=subprocess.DEVNULL, stderr=err
+            [sys.executable, "-m", "optimizer", "serve", "--port", "0", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
         )
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and proc.poll() is None:
         for line in log.read_text().splitlines():
             if line.startswith(URL_LINE):
-                return proc, line.split()[2].rstrip("/")
+                return proc, line.split()[2].split("#")[0].rstrip("/")
         time.sleep(0.1)
     return proc, None

@@ -38,6 +38,7 @@ JOB = ROOT / "problems" / "llama-70b-within-5-days.yaml"
 PORTFOLIO = ROOT / "problems" / "portfolio-q1-finetunes.yaml"
 YAML = {"Content-Type": "application/yaml"}
 JSON = {"Content-Type": "application/json"}
+LOCAL = "http://127.0.0.1:8000"  # the page's own origin: a Host the service answers (TestClient's own is refused)
 runner = CliRunner()
 
 SMALL_JOB = """
@@ -59,7 +60,7 @@ def service():
 
 @pytest.fixture(scope="module")
 def client(service):
-    with TestClient(create_app(service)) as c:
+    with TestClient(create_app(service), base_url=LOCAL) as c:
         yield c
 
 
@@ -355,7 +356,7 @@ def test_too_many_waiting_is_503_and_then_it_serves_again():
     try:
         with pytest.raises(Busy):
             svc.submit(time.sleep, 0)
-        with TestClient(create_app(svc)) as c:
+        with TestClient(create_app(svc), base_url=LOCAL) as c:
             r = c.post("/v1/options", content=SMALL_JOB, headers=YAML)
             assert r.status_code == 503 and r.headers["retry-after"] == "2"
             gate.set()
@@ -445,7 +446,7 @@ def test_serve_catalogs(tmp_path):
     svc = Service([str(own)])
     try:
         assert svc.default_catalog == "mine" and svc.offered()[0] == "mine"
-        with TestClient(create_app(svc)) as c:
+        with TestClient(create_app(svc), base_url=LOCAL) as c:
             body = SMALL_JOB.replace("catalog: nodus-2026-11\n", "")
             page = c.post("/page/solve", content=body, headers=YAML).json()
             assert f"catalog: {own}" in page["job_yaml"]  # the job file names it as the CLI finds it
@@ -522,7 +523,7 @@ def test_twenty_concurrent_requests_are_all_answered(live, readme_answer):
 def test_proven_answers_are_kept_and_cut_short_ones_are_not():
     svc = Service()
     try:
-        with TestClient(create_app(svc)) as c:
+        with TestClient(create_app(svc), base_url=LOCAL) as c:
             first = c.post("/v1/solve", content=SMALL_JOB, headers=YAML).json()
             again = c.post("/v1/solve", content=SMALL_JOB, headers=YAML).json()
             assert first == again and first["status"] == "optimal"

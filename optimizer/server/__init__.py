@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Sequence
 
-from ..errors import GpuplanError
+from ..errors import ArgumentError, GpuplanError
 
 EXTRA = "pip install 'gpuplan[serve]'"
 NEEDS = ("fastapi", "uvicorn")
@@ -21,13 +21,30 @@ def missing() -> list[str]:
     return [name for name in NEEDS if importlib.util.find_spec(name) is None]
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, catalogs: Sequence[str] = (), open_page: bool = False) -> None:
-    """Serve until ^C; bad input (a taken port, a bad catalog, the extra not installed) is a ``GpuplanError``."""
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    catalogs: Sequence[str] = (),
+    open_page: bool = False,
+    allowed_hosts: Sequence[str] = (),
+    cors_origins: Sequence[str] = (),
+    token: str | None = None,
+) -> None:
+    """Serve until ^C; bad input (a taken port, a bad catalog, a bad origin or token, the extra not installed) is
+    a ``GpuplanError``. ``allowed_hosts``: Host names besides the bound address (a reverse proxy's);
+    ``cors_origins``: other sites' origins that may call the API; ``token``: the bearer token every POST needs
+    (default ``GPUPLAN_TOKEN``; bound beyond loopback without one, one is made and printed)."""
     gone = missing()
     if gone:
         raise GpuplanError(
             f"gpuplan serve needs {' and '.join(gone)}, not installed here: {EXTRA} (or '.[serve]' from a checkout)"
         )
-    from .app import run  # the one deferred import: FastAPI and uvicorn load for this command alone
+    # the deferred imports: FastAPI and uvicorn load for this command alone
+    from .app import Access, run
 
-    run(host, port, catalogs, open_page)
+    try:
+        access = Access(allowed_hosts=tuple(allowed_hosts), cors_origins=tuple(cors_origins), token=token or None)
+    except ValueError as exc:
+        field = "token" if "token" in str(exc) else "cors"
+        raise ArgumentError(str(exc), field=field) from None
+    run(host, port, catalogs, open_page, access)

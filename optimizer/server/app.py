@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import re
+import signal
 import socket
 import sys
 import threading
 import time
 import webbrowser
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from ..errors import ArgumentError, GpuplanError, printable
 from ..present.answers import json_text
 from ..present.jsonschema import json_schema
 from ..results import CheckResult, OptionsResult, PortfolioResult, SolveResult
+from .access import Access, Gate, Guard, protocol_for, with_token
 from .bodies import CheckFields, ExportFields
 from .service import Busy, Limits, Query, QueryError, Service, error_payload
 
@@ -116,8 +119,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-async def _body(request: Request, limits: Limits) -> bytes:
-    """The request body, at most ``max_body_bytes`` (413), received within ``body_timeout_s`` (408)."""
+async def _body(request: Request, limits: Limits) -> tuple[bytes, str | None]:
+    """The request body, at most ``max_body_bytes`` (413), received within ``body_timeout_s`` (408), and its
+    Content-Type."""
     length = request.headers.get("content-length")
     if length is not None:
         if not length.isdigit():
@@ -139,7 +143,7 @@ async def _body(request: Request, limits: Limits) -> bytes:
         await asyncio.wait_for(receive(), limits.body_timeout_s)
     except asyncio.TimeoutError:
         raise TooSlow from None
-    return b"".join(chunks)
+    return b"".join(chunks), request.headers.get("content-type")
 
 
 class ClientGone(Exception):
@@ -152,19 +156,25 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
+class Stopping(Exception):
+    """The server stops (SIGTERM, SIGHUP, ^C) before this request's answer was ready: 503."""
+
+
 async def _solved(request: Request, service: Service, fn: Any, *args: Any) -> Any:
     """``fn(*args)`` on a solver thread. A client that goes away while its request waits for a thread takes
     the request with it (the queued call is cancelled); one already solving finishes on its thread,
-    answered to no one."""
+    answered to no one. Once the server stops, a request still waiting is answered 503 at once."""
+    gate: Gate = request.app.state.gate
     answer = asyncio.wrap_future(service.submit(fn, *args))
     gone = asyncio.ensure_future(_disconnected(request))
     try:
-        await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
+        while not (answer.done() or gone.done() or gate.stopping):
+            await asyncio.wait({answer, gone}, timeout=0.1, return_when=asyncio.FIRST_COMPLETED)
     finally:
         gone.cancel()
     if not answer.done():
         answer.cancel()  # still queued: never runs; already running: runs to its end, unread
-        raise ClientGone
+        raise Stopping if gate.stopping else ClientGone
     return answer.result()
 
 
@@ -172,12 +182,14 @@ def _filename(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "-", name)[:120] or "export"
 
 
-def create_app(service: Service | None = None) -> FastAPI:
-    """The app: the JSON API under /v1, the page at /, OpenAPI at /openapi.json (and /docs)."""
+def create_app(service: Service | None = None, access: Access | None = None) -> FastAPI:
+    """The app: the JSON API under /v1, the page at /, OpenAPI at /openapi.json (and /docs); who may use it
+    as ``access`` says (default: the page's own origin on loopback, any port)."""
     service = service or Service()
     limits = service.limits
     app = FastAPI(title="gpuplan", version=__version__, description=DESCRIPTION)
-    app.state.service = service
+    app.state.service, app.state.gate = service, Gate()
+    app.add_middleware(Guard, access=access or Access(), gate=app.state.gate)
     index = (STATIC / "index.html").read_text(encoding="utf-8")
     static = {name: (STATIC / name).read_bytes() for name in STATIC_FILES}
 
@@ -215,8 +227,10 @@ def create_app(service: Service | None = None) -> FastAPI:
         return Response(status_code=499)  # nginx's "client closed request": written to no one, logged
 
     @app.exception_handler(Busy)
-    async def _busy(request: Request, exc: Busy) -> Response:
-        return _json({"detail": str(exc), "field": None, "reason": str(exc)}, 503, {"Retry-After": "2"})
+    @app.exception_handler(Stopping)
+    async def _busy(request: Request, exc: Exception) -> Response:
+        said = str(exc) or "the server is stopping; retry once it is back"
+        return _json({"detail": said, "field": None, "reason": said}, 503, {"Retry-After": "2"})
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> Response:
@@ -242,9 +256,9 @@ def create_app(service: Service | None = None) -> FastAPI:
     @app.post("/page/solve", tags=["page"], openapi_extra=JOB_BODY, responses=ERRORS)
     async def page_solve(request: Request, time_limit: str | None = None, catalog: str | None = None) -> Response:
         """A solve as the page shows it: /v1/solve's answer with the verdict, the charts and the job file."""
-        raw = await _body(request, limits)
+        raw, media = await _body(request, limits)
         query = Query(time_limit=time_limit, catalog=catalog)
-        return _json(await _solved(request, service, service.page, raw, request.headers.get("content-type"), query))
+        return _json(await _solved(request, service, service.page, raw, media, query))
 
     # ------------------------------------------------------------------ reference data
 
@@ -299,14 +313,12 @@ def create_app(service: Service | None = None) -> FastAPI:
     ) -> Response:
         """The best plan, the cost/time frontier and the runners-up: gpuplan solve JOB --format json. Past its
         time limit the answer is 200 with status feasible or unknown."""
-        raw = await _body(request, limits)
+        raw, media = await _body(request, limits)
         query = Query(time_limit=time_limit, catalog=catalog)
         if as_job:  # read and checked now (bad input: 422), solved later
-            await _solved(
-                request, service, service.check_request, "solve", raw, request.headers.get("content-type"), query
-            )
-            return _accepted(service.start_job("solve", raw, request.headers.get("content-type"), query))
-        return _json(await _solved(request, service, service.solve, raw, request.headers.get("content-type"), query))
+            await _solved(request, service, service.check_request, "solve", raw, media, query)
+            return _accepted(service.start_job("solve", raw, media, query))
+        return _json(await _solved(request, service, service.solve, raw, media, query))
 
     @app.post(
         "/v1/options",
@@ -316,9 +328,9 @@ def create_app(service: Service | None = None) -> FastAPI:
     )
     async def options(request: Request, catalog: str | None = None) -> Response:
         """Every hardware row with its best strategy, hours, cost and what rejected it: gpuplan options JOB."""
-        raw = await _body(request, limits)
+        raw, media = await _body(request, limits)
         query = Query(catalog=catalog)
-        return _json(await _solved(request, service, service.options, raw, request.headers.get("content-type"), query))
+        return _json(await _solved(request, service, service.options, raw, media, query))
 
     @app.post(
         "/v1/check",
@@ -329,9 +341,9 @@ def create_app(service: Service | None = None) -> FastAPI:
     async def check(request: Request, catalog: str | None = None) -> Response:
         """The verdict on a hand-picked layout (the body's check: mapping holds gpuplan check's flags: sku, gpus,
         nodes, tp, pp, zero, micro_batch, ...): gpuplan check JOB --format json."""
-        raw = await _body(request, limits)
+        raw, media = await _body(request, limits)
         query = Query(catalog=catalog)
-        return _json(await _solved(request, service, service.check, raw, request.headers.get("content-type"), query))
+        return _json(await _solved(request, service, service.check, raw, media, query))
 
     @app.post(
         "/v1/portfolio",
@@ -347,16 +359,12 @@ def create_app(service: Service | None = None) -> FastAPI:
         as_job: bool = Param(False, alias="async", description="Answer 202 with a job to poll at /v1/jobs/{id}."),
     ) -> Response:
         """Many jobs on shared pools within one budget: gpuplan portfolio FILE --format json."""
-        raw = await _body(request, limits)
+        raw, media = await _body(request, limits)
         query = Query(time_limit=time_limit, catalog=catalog, workers=workers)
         if as_job:  # read and checked now (bad input: 422), solved later
-            await _solved(
-                request, service, service.check_request, "portfolio", raw, request.headers.get("content-type"), query
-            )
-            return _accepted(service.start_job("portfolio", raw, request.headers.get("content-type"), query))
-        return _json(
-            await _solved(request, service, service.portfolio, raw, request.headers.get("content-type"), query)
-        )
+            await _solved(request, service, service.check_request, "portfolio", raw, media, query)
+            return _accepted(service.start_job("portfolio", raw, media, query))
+        return _json(await _solved(request, service, service.portfolio, raw, media, query))
 
     @app.post(
         "/v1/export",
@@ -366,9 +374,9 @@ def create_app(service: Service | None = None) -> FastAPI:
     )
     async def export(request: Request, time_limit: str | None = None, catalog: str | None = None) -> Response:
         """A plan's launcher config (skypilot, kubernetes, deepspeed, ...): gpuplan solve JOB --export KIND."""
-        raw = await _body(request, limits)
+        raw, media = await _body(request, limits)
         query = Query(time_limit=time_limit, catalog=catalog)
-        text, name = await _solved(request, service, service.export, raw, request.headers.get("content-type"), query)
+        text, name = await _solved(request, service, service.export, raw, media, query)
         disposition = f'inline; filename="{_filename(name)}"'
         return Response(text, media_type="text/plain; charset=utf-8", headers={"Content-Disposition": disposition})
 
@@ -420,30 +428,70 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _config(app: FastAPI, log_level: str) -> uvicorn.Config:
+def _config(app: FastAPI, log_level: str, access: Access) -> uvicorn.Config:
     return uvicorn.Config(
         app,
-        http="h11",
+        http=protocol_for(access),  # h11, with a time limit on headers and a cap on idle connections
         ws="none",
         lifespan="off",
         log_level=log_level,
-        limit_concurrency=100,  # connections and tasks at once; 503 past it
+        # idle connections are capped by the protocol and requests in flight by the app (Access): this is the
+        # backstop past both, answered 503 by uvicorn
+        limit_concurrency=2 * access.max_connections,
+        h11_max_incomplete_event_size=16 * 1024,  # a request's headers: 431 past 16 KiB
         timeout_keep_alive=5,
         timeout_graceful_shutdown=2,
     )
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, stopping on SIGHUP as on SIGTERM and ^C (uvicorn takes the last two alone: a hang-up
+    raised KeyboardInterrupt inside the requests, which uvicorn answered 500), and telling the app it stops,
+    so that requests still waiting for a solver are answered 503 at once."""
+
+    def __init__(self, config: uvicorn.Config, gate: Gate) -> None:
+        super().__init__(config)
+        self.gate = gate
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        self.gate.stopping = True
+        super().handle_exit(sig, frame)
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        hup = getattr(signal, "SIGHUP", None)
+        if hup is None or threading.current_thread() is not threading.main_thread():
+            await super().serve(sockets)
+            return
+        before = signal.getsignal(hup)
+        if before != signal.SIG_IGN:  # nohup's ignored hang-up stays ignored
+            signal.signal(hup, self.handle_exit)
+        try:
+            await super().serve(sockets)
+        finally:
+            signal.signal(hup, before)
+        if hup in self._captured_signals:  # as uvicorn does for its signals: the process ends as the signal says
+            signal.raise_signal(hup)
+
+
+def _server(service: Service, access: Access, log_level: str) -> _Server:
+    app = create_app(service, access)
+    return _Server(_config(app, log_level, access), app.state.gate)
+
+
 class Running:
     """A server on a thread of this process (tests, benchmarks): ``url``, then ``stop()``. Loopback only."""
 
-    def __init__(self, service: Service | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, service: Service | None = None, host: str = "127.0.0.1", port: int = 0, access: Access | None = None
+    ) -> None:
         if not ipaddress.ip_address(host).is_loopback:
             raise ValueError(f"a server on a thread listens on a loopback address, not {host}")
         self.service = service or Service()
         sock = listen(host, port)
         self.port = sock.getsockname()[1]
         self.url = f"http://{host}:{self.port}"
-        self.server = uvicorn.Server(_config(create_app(self.service), "warning"))
+        self.access = replace(access or Access(), host=host, port=self.port)
+        self.server = _server(self.service, self.access, "warning")
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 20
@@ -453,6 +501,7 @@ class Running:
             time.sleep(0.02)
 
     def stop(self) -> None:
+        self.server.gate.stopping = True
         self.server.should_exit = True
         self.thread.join(10)
         self.service.close()
@@ -464,27 +513,30 @@ class Running:
         self.stop()
 
 
-def run(host: str, port: int, catalogs: Sequence[str] = (), open_page: bool = False) -> None:
-    """``gpuplan serve``: the service on ``host:port`` until ^C."""
+def run(
+    host: str, port: int, catalogs: Sequence[str] = (), open_page: bool = False, access: Access | None = None
+) -> None:
+    """``gpuplan serve``: the service on ``host:port`` until ^C (or SIGTERM, SIGHUP). ``access``: who may use
+    it (its host and port are the bound ones); bound beyond loopback without a token (``access.token``,
+    else ``GPUPLAN_TOKEN``), one is made and printed."""
     service = Service(catalogs)
     sock = listen(host, port)
     bound = sock.getsockname()
+    access, made = with_token(replace(access or Access(), host=bound[0], port=bound[1]))
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     url = f"http://{shown}:{bound[1]}/"
-    try:
-        loopback = ipaddress.ip_address(bound[0]).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if not access.loopback:
+        said = "made for this run" if made else "given"
         print(
-            f"gpuplan serve: listening on {bound[0]}, beyond this machine: there is no authentication, so anyone who "
-            "reaches it can run solves here",
+            f"gpuplan serve: listening on {bound[0]}, beyond this machine: every POST needs "
+            f"'Authorization: Bearer {access.token}' (the token {said}; the page's address below carries it)",
             file=sys.stderr,
         )
-    print(f"gpuplan serve: {url} (the API at {url}docs); ^C stops it", file=sys.stderr, flush=True)
-    server = uvicorn.Server(_config(create_app(service), "info"))
+    page = f"{url}#token={access.token}" if access.token else url
+    print(f"gpuplan serve: {page} (the API at {url}docs); ^C stops it", file=sys.stderr, flush=True)
+    server = _server(service, access, "info")
     if open_page:
-        threading.Thread(target=_open_when_started, args=(server, url), daemon=True).start()
+        threading.Thread(target=_open_when_started, args=(server, page), daemon=True).start()
     try:
         server.run(sockets=[sock])
     finally:

@@ -21,6 +21,23 @@ function hours(value) {
   return value === null || value === undefined ? "n/a" : value.toLocaleString("en-US", { maximumFractionDigits: 1 }) + " h";
 }
 
+// A server bound beyond loopback takes a POST with its token alone: the address gpuplan serve prints carries
+// it after '#token=' (never sent to the server in the URL); kept for this tab, then taken off the address bar.
+const TOKEN = (() => {
+  const match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (match) {
+    sessionStorage.setItem("gpuplan-token", decodeURIComponent(match[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return sessionStorage.getItem("gpuplan-token");
+})();
+
+function postHeaders() {
+  const headers = { "Content-Type": "application/json" };
+  if (TOKEN) headers.Authorization = `Bearer ${TOKEN}`;
+  return headers;
+}
+
 async function fetchJSON(url, options) {
   const response = await fetch(url, options);
   let data = null;
@@ -68,7 +85,7 @@ async function solve() {
   try {
     const { ok, data } = await fetchJSON("/page/solve", {
       method: "POST",
-      headers: { "Content-Type": "application/json" },
+      headers: postHeaders(),
       body: JSON.stringify(doc),
     });
     if (!ok) {
@@ -162,7 +179,8 @@ function showAnswer(bundle) {
   $("command").textContent = `${bundle.command}\n${bundle.command} --format json`;
   $("flags-command").textContent = bundle.flags_command || "";
   $("flags").hidden = !bundle.flags_command;
-  $("curl").textContent = `curl -s -X POST --data-binary @job.yaml -H 'Content-Type: application/yaml' ${location.origin}/v1/solve`;
+  const auth = TOKEN ? ` -H "Authorization: Bearer $GPUPLAN_TOKEN"` : "";
+  $("curl").textContent = `curl -s -X POST --data-binary @job.yaml -H 'Content-Type: application/yaml'${auth} ${location.origin}/v1/solve`;
   $("job-yaml").textContent = bundle.job_yaml;
   setDownload($("job-download"), bundle.job_yaml, "job.yaml");
 
@@ -223,7 +241,7 @@ async function exportPlan() {
   const kind = $("export-kind").value;
   const body = { ...state.doc, export: { kind, plan: state.bundle.answer.best } };
   $("status").textContent = `exporting ${kind}…`;
-  const response = await fetch("/v1/export", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const response = await fetch("/v1/export", { method: "POST", headers: postHeaders(), body: JSON.stringify(body) });
   const text = await response.text();
   const pre = $("export-text");
   pre.hidden = false;

@@ -1,0 +1,245 @@
+"""gpuplan serve on a machine where a browser visits hostile pages (issue 47): only the page's own origin drives
+the API (Host checked against the bound address, foreign origins and the content types a page of another
+site may POST refused, a token beyond loopback), every number of a body finite and every name of an export
+printable, and a real server that idle, trickling, malformed or vanishing clients and a hang-up under load
+never make answer 500, print a traceback or stop answering. Every loop here is bounded in count and time."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")  # fastapi's TestClient
+pytest.importorskip("uvicorn")
+
+from fastapi.testclient import TestClient  # noqa: E402
+from serving import start_serve  # noqa: E402
+
+from optimizer.server.access import Access, split_host, with_token  # noqa: E402
+from optimizer.server.app import create_app  # noqa: E402
+from optimizer.server.service import Service  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ROOT / "problems" / "llama-70b-within-5-days.yaml"
+YAML = {"Content-Type": "application/yaml"}
+JSON = {"Content-Type": "application/json"}
+LOCAL = "http://127.0.0.1:8000"
+TOKEN = "a-token-of-this-test-0123456789"
+
+SMALL_JOB = """
+catalog: nodus-2026-11
+job:
+  name: small
+  model: llama-3.1-8b
+  method: lora
+  tokens: 200M
+"""
+
+
+@pytest.fixture(scope="module")
+def service():
+    svc = Service()
+    yield svc
+    svc.close()
+
+
+def client_of(service: Service, access: Access, base_url: str = LOCAL) -> TestClient:
+    return TestClient(create_app(service, access), base_url=base_url)
+
+
+@pytest.fixture(scope="module")
+def local(service):
+    """The service as ``gpuplan serve`` runs it on 127.0.0.1:8000, asked from its own origin."""
+    with client_of(service, Access(port=8000)) as c:
+        yield c
+
+
+def refused(r, status: int, field: str | None) -> dict:
+    assert r.status_code == status, (r.status_code, r.text)
+    assert "\n" not in r.text  # one line of JSON
+    error = r.json()
+    assert set(error) == {"detail", "field", "reason"} and error["field"] == field, error
+    return error
+
+
+# --------------------------------------------------------------------------- the page's own origin
+
+
+def test_a_foreign_host_is_refused_as_dns_rebinding(local):
+    for host in ("evil.example", "evil.example:8000", "127.0.0.1.evil.example:8000", "127.0.0.1:9999", "", "a b"):
+        r = local.get("/v1/health", headers={"Host": host})
+        error = refused(r, 421, "Host")
+        assert "DNS rebinding" in error["detail"] and "--allowed-host" in error["detail"], error
+        r = local.post("/v1/options", content=SMALL_JOB, headers={**YAML, "Host": host})
+        refused(r, 421, "Host")
+    for host in ("127.0.0.1:8000", "localhost:8000", "LOCALHOST:8000", "[::1]:8000", "127.0.0.1"):
+        assert local.get("/v1/health", headers={"Host": host}).status_code == 200, host
+
+
+def test_a_proxys_name_is_served_when_allowed(service):
+    access = Access(port=8000, allowed_hosts=("plans.example", "other.example:443"))
+    with client_of(service, access, "http://plans.example") as c:
+        assert c.get("/v1/health").status_code == 200
+        assert c.get("/v1/health", headers={"Host": "other.example:443"}).status_code == 200
+        refused(c.get("/v1/health", headers={"Host": "other.example:80"}), 421, "Host")
+        refused(c.get("/v1/health", headers={"Host": "evil.example"}), 421, "Host")
+
+
+def test_a_cross_site_simple_post_is_refused(local):
+    # what a page of another site may send without a preflight: text/plain holding JSON, a form, multipart
+    body = json.dumps(yaml.safe_load(SMALL_JOB))
+    evil = {"Origin": "http://evil.example"}
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+        r = local.post("/v1/solve", content=body, headers={**evil, "Content-Type": content_type})
+        error = refused(r, 403, "Origin")
+        assert "--cors http://evil.example" in error["detail"], error
+        assert "access-control-allow-origin" not in r.headers
+    for origin in ("null", "http://127.0.0.1:8001", "https://evil.example"):
+        refused(local.post("/v1/solve", content=body, headers={**JSON, "Origin": origin}), 403, "Origin")
+    # a GET from another site's script is refused as well (it could read the answer were CORS allowed)
+    refused(local.get("/v1/jobs", headers=evil), 403, "Origin")
+    # the preflight of a JSON POST from another site: refused, so the browser never sends it
+    preflight = {**evil, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"}
+    refused(local.options("/v1/solve", headers=preflight), 403, "Origin")
+
+
+def test_only_json_and_yaml_bodies_are_read(local):
+    body = json.dumps(yaml.safe_load(SMALL_JOB))
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None):
+        headers = {"Content-Type": content_type} if content_type else {}
+        r = local.post("/v1/options", content=body, headers=headers)
+        error = refused(r, 415, "Content-Type")
+        assert "application/json" in error["detail"] and "application/yaml" in error["detail"], error
+    for content_type in ("application/json", "application/json; charset=utf-8", "application/yaml", "text/yaml"):
+        r = local.post("/v1/options", content=body, headers={"Content-Type": content_type})
+        assert r.status_code == 200, (content_type, r.text)
+    assert (
+        local.post("/v1/options", content=SMALL_JOB, headers={"Content-Type": "application/x-yaml"}).status_code == 200
+    )
+
+
+def test_the_page_posts_from_its_own_origin(local):
+    own = {"Origin": LOCAL}
+    r = local.post("/page/solve", content=json.dumps(yaml.safe_load(SMALL_JOB)), headers={**JSON, **own})
+    assert r.status_code == 200, r.text
+    assert "access-control-allow-origin" not in r.headers  # same origin: no CORS needed
+    r = local.post("/page/solve", content=SMALL_JOB, headers={**YAML, "Origin": "http://localhost:8000"})
+    refused(r, 403, "Origin")  # the page at localhost:8000 posts to localhost:8000, not to 127.0.0.1
+
+
+def test_an_allowed_origin_gets_cors_answers(service):
+    site = "https://plans.example"
+    with client_of(service, Access(port=8000, cors_origins=(site,))) as c:
+        preflight = {
+            "Origin": site,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type, authorization",
+        }
+        r = c.options("/v1/solve", headers=preflight)
+        assert r.status_code == 204, r.text
+        assert r.headers["access-control-allow-origin"] == site
+        assert "POST" in r.headers["access-control-allow-methods"]
+        assert "content-type" in r.headers["access-control-allow-headers"].lower()
+        r = c.post("/v1/options", content=SMALL_JOB, headers={**YAML, "Origin": site})
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == site
+        assert r.headers["vary"] == "Origin" and "Content-Disposition" in r.headers["access-control-expose-headers"]
+        r = c.post("/v1/options", content="job: 1", headers={**YAML, "Origin": site})  # its errors are readable too
+        assert r.status_code == 422 and r.headers["access-control-allow-origin"] == site
+        # an allowed origin still posts JSON or YAML only, and another origin is still refused
+        refused(
+            c.post("/v1/options", content=SMALL_JOB, headers={"Origin": site, "Content-Type": "text/plain"}),
+            415,
+            "Content-Type",
+        )
+        refused(
+            c.post("/v1/options", content=SMALL_JOB, headers={**YAML, "Origin": "https://evil.example"}), 403, "Origin"
+        )
+    with pytest.raises(ValueError, match="scheme://host"):
+        Access(cors_origins=("plans.example",))
+
+
+def test_beyond_loopback_every_post_needs_the_token(service):
+    access = Access(host="192.0.2.10", port=8000, token=TOKEN)
+    with client_of(service, access, "http://192.0.2.10:8000") as c:
+        for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"}, {"Authorization": TOKEN}):
+            r = c.post("/v1/options", content=SMALL_JOB, headers={**YAML, **headers})
+            error = refused(r, 401, "Authorization")
+            assert "Authorization: Bearer TOKEN" in error["detail"] and r.headers["www-authenticate"] == "Bearer"
+            assert TOKEN not in r.text
+        r = c.post("/v1/options", content=SMALL_JOB, headers={**YAML, "Authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 200, r.text
+        assert c.get("/v1/health").status_code == 200 and c.get("/").status_code == 200  # reading needs none
+        # the machine's own addresses are its names; a rebinding domain is not
+        assert c.get("/v1/health", headers={"Host": "10.1.2.3:8000"}).status_code == 200
+        refused(c.get("/v1/health", headers={"Host": "evil.example:8000"}), 421, "Host")
+
+
+def test_the_token_is_given_taken_from_the_environment_or_made():
+    assert with_token(Access()) == (Access(), False)  # loopback: none needed
+    made, was_made = with_token(Access(host="0.0.0.0"), {})
+    assert was_made and made.token and len(made.token) >= 32
+    assert with_token(Access(host="0.0.0.0"), {"GPUPLAN_TOKEN": TOKEN})[0].token == TOKEN
+    assert with_token(Access(host="0.0.0.0", token=TOKEN), {"GPUPLAN_TOKEN": "x" * 20})[0].token == TOKEN
+    with pytest.raises(ValueError, match="16 characters"):
+        Access(token="short")
+
+
+def test_host_headers_are_read_as_browsers_write_them():
+    assert split_host("127.0.0.1:8000") == ("127.0.0.1", 8000)
+    assert split_host("[::1]:8000") == ("::1", 8000)
+    assert split_host("Example.COM") == ("example.com", None)
+    for bad in ("", ":80", "a:b", "[::1", "user@evil.example", "a/b:80"):
+        assert split_host(bad) == (None, None), bad
+
+
+def _post(url: str, body: str, headers: dict[str, str], timeout: float = 60) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=body.encode(), method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def _get(url: str, timeout: float = 10) -> tuple[int, dict]:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.status, json.loads(response.read())
+
+
+def _health(url: str, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            _get(f"{url}/v1/health", timeout=5)
+            return
+        except (urllib.error.URLError, ConnectionError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def test_gpuplan_serve_beyond_loopback_makes_and_prints_a_token(tmp_path):
+    log = tmp_path / "serve.log"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "GPUPLAN_TOKEN"}
+    proc, url = start_serve(log, "--host", "0.0.0.0", env=env)
+    try:
+        assert url, log.read_text()
+        url = url.replace("0.0.0.0", "127.0.0.1")
+        _health(url)
+        printed = log.read_text()
+        line = next(line for line in printed.splitlines() if "#token=" in line)
+        token = line.split("#token=")[1].split()[0]
+        assert f"Authorization: Bearer {token}" in printed and len(token) >= 32
+        assert _post(f"{url}/v1/options", SMALL_JOB, YAML)[0] == 401
+        status, data = _post(f"{url}/v1/options", SMALL_JOB, {**YAML, "Authorization": f"Bearer {token}"})
+        assert status == 200 and data["options"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
