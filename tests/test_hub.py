@@ -129,3 +129,144 @@ def test_a_preset_name_never_asks_the_hub(hub):
     # the cache is empty and the Hub offline: a preset answers all the same
     r = runner.invoke(cli.app, ["model", "llama-3.1-8b"])
     assert r.exit_code == 0, r.output
+
+
+# --- hostile revisions and caches (issue 47): no file outside the cache is read, and none is echoed ---
+
+SECRET = "/top-secret-line: hunter2"  # a secret whose first line starts with '/': not a commit, not a path
+
+
+def _job_with_revision(tmp_path: Path, revision: str) -> Path:
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "job:\n  model: {hub: meta-llama/Llama-3.1-8B, revision: " + json.dumps(revision) + "}\n  tokens: 1B\n"
+    )
+    return job
+
+
+@pytest.mark.parametrize(
+    "revision",
+    [
+        "/etc/passwd",
+        "/proc/self/cmdline",
+        "../../../../../../../../etc/hostname",
+        "main/../../../../secret.txt",
+        "..",
+        "main\nsecret",
+        "a\\b",
+        "x" * 300,
+        "refs/heads/main.lock",
+    ],
+)
+def test_a_revision_that_is_not_a_git_ref_is_refused_before_any_file_is_read(hub, tmp_path, revision):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    lay_out_cache(hub, "meta-llama/Llama-3.1-8B", CONFIG)
+    if revision == "main/../../../../secret.txt":
+        pass  # the walk lands on tmp_path/secret.txt from refs/main/: refused all the same
+    r = runner.invoke(cli.app, ["solve", str(_job_with_revision(tmp_path, revision))])
+    assert r.exit_code == 2, r.output
+    assert "job.model.revision" in r.stderr and "Traceback" not in r.output
+    assert "hunter2" not in r.output and "top-secret" not in r.output
+
+
+def test_an_absolute_revision_naming_a_secret_never_echoes_it(hub, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    lay_out_cache(hub, "meta-llama/Llama-3.1-8B", CONFIG)
+    r = runner.invoke(cli.app, ["solve", str(_job_with_revision(tmp_path, str(secret)))])
+    assert r.exit_code == 2 and "hunter2" not in r.output and "job.model.revision" in r.stderr, r.output
+
+
+@pytest.mark.parametrize("content", [SECRET, "../../../../../../etc", "0" * 39, "0" * 40 + "/../../../x"])
+def test_a_cached_ref_that_is_not_a_commit_is_refused_without_its_content(hub, tmp_path, content):
+    lay_out_cache(hub, "meta-llama/Llama-3.1-8B", CONFIG, ref=None)
+    refs = hub / "hub" / "models--meta-llama--Llama-3.1-8B" / "refs"
+    refs.mkdir()
+    (refs / "main").write_text(content)
+    r = runner.invoke(cli.app, ["model", "meta-llama/Llama-3.1-8B"])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and content not in r.output and "hunter2" not in r.output
+
+
+def test_a_cached_ref_that_links_out_of_the_cache_is_not_read(hub, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text(COMMIT)  # even a commit: a ref outside refs/ is not the cache's
+    lay_out_cache(hub, "meta-llama/Llama-3.1-8B", CONFIG, ref=None)
+    refs = hub / "hub" / "models--meta-llama--Llama-3.1-8B" / "refs"
+    refs.mkdir()
+    os.symlink(secret, refs / "main")
+    r = runner.invoke(cli.app, ["model", "meta-llama/Llama-3.1-8B"])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+
+
+def test_a_cached_snapshot_that_links_outside_snapshots_is_refused(hub, tmp_path):
+    outside = tmp_path / "elsewhere" / COMMIT
+    outside.mkdir(parents=True)
+    (outside / "config.json").write_text(CONFIG.read_text())
+    repo = hub / "hub" / "models--meta-llama--Llama-3.1-8B"
+    (repo / "snapshots").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    os.symlink(outside, repo / "snapshots" / COMMIT)
+    r = runner.invoke(cli.app, ["model", "meta-llama/Llama-3.1-8B"])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+
+
+def test_a_branch_name_with_a_slash_reads_its_cached_ref(hub, tmp_path):
+    # refs/pr/1 is a Hub revision (a pull request): a ref below refs/ is the cache's own
+    lay_out_cache(hub, "meta-llama/Llama-3.1-8B", CONFIG, ref="main")
+    (hub / "hub" / "models--meta-llama--Llama-3.1-8B" / "refs" / "refs" / "pr").mkdir(parents=True)
+    (hub / "hub" / "models--meta-llama--Llama-3.1-8B" / "refs" / "refs" / "pr" / "1").write_text(COMMIT)
+    job = _job_with_revision(tmp_path, "refs/pr/1")
+    assert load_job(job).job.model.layers == 32
+
+
+@pytest.mark.parametrize("variable", ["HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME"])
+def test_a_cache_variable_that_is_a_file_is_refused_by_name(hub, tmp_path, monkeypatch, variable):
+    afile = tmp_path / "a-file"
+    afile.write_text("not a folder")
+    monkeypatch.setenv(variable, str(afile))
+    r = runner.invoke(cli.app, ["model", "meta-llama/Llama-3.1-8B"])
+    assert r.exit_code == 2, r.output
+    assert f"{variable} is" in r.stderr and "Traceback" not in r.output
+
+
+def test_a_hub_that_never_answers_is_an_error_within_seconds(hub, monkeypatch):
+    import socket
+    import threading
+    import time
+
+    import huggingface_hub.constants as constants
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)  # accepts connections (the kernel's backlog) and never answers a byte
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    threading.Thread(target=accept, daemon=True).start()
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{listener.getsockname()[1]}")
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listener.getsockname()[1]}")
+    started = time.perf_counter()
+    try:
+        r = runner.invoke(cli.app, ["model", "Qwen/Qwen3-8B"])
+    finally:
+        stop.set()
+    elapsed_s = time.perf_counter() - started
+    assert r.exit_code == 2, r.output
+    assert "did not answer" in r.stderr and "Traceback" not in r.output
+    assert elapsed_s < 15, elapsed_s  # not huggingface_hub's retries of a silent Hub (90 s)
+    listener.close()
+    for s in held:
+        s.close()
