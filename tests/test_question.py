@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from optimizer import cli
-from optimizer.inputs.question import seq_len_value
+from optimizer.errors import ArgumentError
+from optimizer.inputs.question import global_batch_value, seq_len_value
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -84,3 +85,36 @@ def test_context_lengths_count_in_1024s():
         4096,
         4096,
     )
+
+
+@pytest.mark.parametrize("given", ["1000", "1e3", "1,000", "1000.0", "1_000", " 1000 "])
+def test_global_batch_flag_is_sequences_however_the_number_is_written(given):
+    assert global_batch_value(given) == 1000
+
+
+def test_global_batch_flag_takes_tokens_only_with_their_unit():
+    assert global_batch_value("4M tokens") == "4M tokens"
+    for text in ("4M", "1000.5", "abc", "0", "-5", "tokens", "1,00", "1e400"):
+        with pytest.raises(ArgumentError) as refused:
+            global_batch_value(text)
+        assert refused.value.field == "global_batch", text
+    with pytest.raises(ArgumentError, match="needs its unit"):
+        global_batch_value("4M")
+
+
+@pytest.mark.parametrize("given", ["1e3", "1,000", "1000.0"])
+def test_global_batch_flag_plans_the_batch_a_job_file_gives(tmp_path, given):
+    # a job file's global_batch: 1000 is 1,000 sequences; the flag's 1e3 was read as 1e3 tokens (a batch of 1)
+    job = tmp_path / "job.yaml"
+    job.write_text("job: {name: b, model: llama-3.1-8b, method: lora, tokens: 200M, global_batch: 1000}\n")
+    flags = ["--model", "llama-3.1-8b", "--method", "lora", "--tokens", "200M", "--global-batch", given]
+    by_flag = best_of(*flags, "--time-limit", "5")
+    assert by_flag["strategy"]["global_batch"] == 1000
+    assert same_plan(by_flag, best_of(str(job)))
+
+
+@pytest.mark.parametrize("given", ["1000.5", "abc", "4M"])
+def test_global_batch_flag_refuses_what_is_no_batch(given):
+    r = runner.invoke(cli.app, ["solve", "--model", "llama-3.1-8b", "--tokens", "1B", "--global-batch", given])
+    assert r.exit_code == 2, r.output
+    assert "--global-batch" in r.stderr and "Traceback" not in r.output

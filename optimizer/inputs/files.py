@@ -20,7 +20,7 @@ from . import skypilot, units
 from .bundled import bundled_catalog_names, bundled_dir
 from .catalog import find_sku, sku_key
 from .hf_models import resolve
-from .reader import read_bundled_yaml, read_yaml_file
+from .reader import link_problem, read_bundled_yaml, read_yaml_file, resolved
 from .schema import Assumptions, Catalog, CatalogFile, Offer, Portfolio, Problem, Sku, a_name, memory_figure_problem
 
 
@@ -37,8 +37,8 @@ def _is_bundled(path: Path) -> bool:
     """Whether ``path`` is one of gpuplan's bundled catalog files (a path it cannot resolve, with a NUL byte
     say, is not: the strict reader names what is wrong with it)."""
     try:
-        return Path(path).resolve().parent == bundled_dir("catalogs").resolve()
-    except (OSError, ValueError):
+        return resolved(path, "catalog").parent == bundled_dir("catalogs").resolve()
+    except (GpuplanError, OSError, ValueError):
         return False
 
 
@@ -90,6 +90,8 @@ def _catalog_path(name_or_path: str, relative_to: Path | None = None) -> Path:
             return near
     if os.path.isfile(candidate):
         return candidate
+    if link_problem(candidate, "catalog"):  # a link loop or a dangling link: say which, not "not found"
+        raise CatalogError(f"{name_or_path!r}: {link_problem(candidate, 'catalog')}")
     looks_like_a_path = candidate.suffix in (".yaml", ".yml") or os.sep in name_or_path
     if looks_like_a_path and os.path.exists(candidate):  # a stat, which a FIFO does not block
         raise CatalogError(
@@ -269,7 +271,7 @@ def _load_catalog(
         ):
             shown = f"the text {value!r}" if isinstance(value, str) else _a_type(value)
             raise CatalogError(f"'{key}' takes {kind}, got {shown}", source=str(path), field=key)
-    here = path.resolve()
+    here = resolved(path, "catalog")
     definitions = _SkuDefinitions()
     offers: list[Offer] = []
     origins: list[tuple[str, str]] = []
@@ -279,7 +281,7 @@ def _load_catalog(
             sub_path = _catalog_path(included, relative_to=path.parent)
         except CatalogError as exc:
             raise exc.located(str(path), f"include[{i}]") from None
-        sub = sub_path.resolve()
+        sub = resolved(sub_path, "catalog")
         if sub in (*chain, here):
             cycle = [p.name for p in (*chain, here)][list((*chain, here)).index(sub) :] + [sub.name]
             raise CatalogError(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ArgumentError, GpuplanError, JobError
+from . import units
 from .files import expand_models, parse_model, read_yaml
 from .schema import Problem
 
@@ -37,6 +38,34 @@ def seq_len_value(text: str) -> int:
     return value
 
 
+# a token amount: a count with its unit word ('4M tokens', '4,194,304 tok'), as job.global_batch takes it
+_TOKENS = re.compile(r"^(.*?)\s*(tokens?|tok)\s*$", re.IGNORECASE)
+# a plain number: digits with thousands grouped by commas or underscores, a point, an exponent
+_PLAIN_NUMBER = re.compile(r"^[0-9][0-9,_]*(\.[0-9]*)?([eE][+-]?[0-9]+)?$")
+
+
+def global_batch_value(value: object) -> int | str:
+    """``--global-batch``: sequences per step as a whole number (``1024``, ``1,000``, ``1e3``, ``1000.0``), or a
+    token amount with its unit (``4M tokens``, kept as text for the job's own reading)."""
+    text = str(value).strip()
+    tokens = _TOKENS.match(text)
+    if tokens and tokens.group(1):
+        return text
+    example = "give sequences per step as a whole number (1024, 1,000 or 1e3) or tokens with their unit ('4M tokens')"
+    if not _PLAIN_NUMBER.match(text):
+        unit = " (a token amount needs its unit: '4M tokens')" if re.match(r"^[0-9.,_]+\s*[kKmMbBtT]$", text) else ""
+        raise ArgumentError(f"cannot read {text!r} as a global batch{unit}; {example}", field="global_batch")
+    try:
+        number = units.parse_count(text, "a global batch in sequences")
+    except GpuplanError as exc:
+        raise ArgumentError(f"{exc.reason}; {example}", field="global_batch") from None
+    if number != int(number) or number < 1:
+        raise ArgumentError(
+            f"{text!r} is not a whole number of sequences (at least 1); {example}", field="global_batch"
+        )
+    return int(number)
+
+
 def job_document(path: Path | None, flags: dict[str, Any]) -> dict:
     """The job file's mapping (or a new one) with the given job flags over its ``job:`` fields."""
     given = {k: v for k, v in flags.items() if v is not None}
@@ -57,8 +86,8 @@ def job_document(path: Path | None, flags: dict[str, Any]) -> dict:
         given["seq_len"] = seq_len_value(str(given["seq_len"]))
     if "lora_rank" in given:
         given["lora_rank"] = int(given["lora_rank"])
-    if "global_batch" in given and str(given["global_batch"]).strip().isdigit():
-        given["global_batch"] = int(given["global_batch"])  # sequences; '4M tokens' stays a token count
+    if "global_batch" in given:
+        given["global_batch"] = global_batch_value(given["global_batch"])
     data["job"].update(given)
     return data
 

@@ -23,12 +23,14 @@ reasonably sized tree of dicts, lists, strings, numbers, booleans, dates and ``N
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import re
 import stat
 from collections.abc import Callable, Hashable, Iterator
+from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
@@ -42,7 +44,7 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ..errors import GpuplanError
+from ..errors import GpuplanError, printable
 
 # The largest input file read, in bytes. A catalog or portfolio of thousands of jobs is a few MiB at
 # most (the bundled ones are under 10 KiB), so 16 MiB only ever refuses the wrong file: a checkpoint,
@@ -105,7 +107,56 @@ def _not_regular(what: str, mode: int, source: str) -> GpuplanError:
     )
 
 
+def link_problem(path: StrPath, what: str) -> str | None:
+    """What is wrong with ``path`` as a symbolic link that cannot be followed to a file (a loop, a dangling
+    link), in words; None where it is no link, or one that leads somewhere."""
+    try:
+        if not os.path.islink(path) or os.path.exists(path):
+            return None
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return (
+                f"this {what} path is a symbolic link loop (a link that leads back to itself, directly or through "
+                f"other links); point the link at the {what} file"
+            )
+        target = printable(os.readlink(path)) if os.path.islink(path) else "?"
+        return f"this {what} path is a symbolic link to {target!r}, which does not exist; fix the link or the path"
+    except ValueError:
+        return None
+    return None
+
+
+def resolved(path: StrPath, what: str) -> Path:
+    """``path`` with every link followed, as files are compared by (the one place gpuplan resolves a path it
+    reads): a link loop, a dangling link, a name too long or one holding a NUL byte is bad input naming the
+    file, never Python's ``RuntimeError: Symlink loop``."""
+    source = os.fspath(path)
+    if "\0" in source:
+        raise GpuplanError(
+            f"this {what} path holds a NUL byte (\\0), which no file name can; check the path", source=source
+        )
+    try:
+        return Path(os.path.realpath(source, strict=True))
+    except OSError as exc:
+        raise _os_error(exc, what, source) from None
+
+
 def _os_error(exc: OSError, what: str, source: str) -> GpuplanError:
+    link = link_problem(source, what) if exc.errno in (errno.ENOENT, errno.ELOOP) else None
+    if link is not None:
+        return GpuplanError(link, source=source)
+    if exc.errno == errno.ELOOP:  # a folder on the way is a link loop
+        return GpuplanError(
+            f"a folder on this {what} path is a symbolic link loop (a link that leads back to itself); fix the "
+            "link or the path",
+            source=source,
+        )
+    if exc.errno == errno.ENAMETOOLONG:
+        return GpuplanError(
+            f"this {what} path is longer than the system allows for a file name (ENAMETOOLONG); check the path",
+            source=source,
+        )
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
         return GpuplanError(f"{what} file not found; check the path", source=source)
     if isinstance(exc, PermissionError):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..errors import ArgumentError, printable
 from ..inputs.bundled import bundled_dir
-from ..inputs.reader import file_kind, was_read
+from ..inputs.reader import file_kind, link_problem, was_read
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 REPORT_SUFFIXES = (".html", ".htm")
@@ -79,10 +79,11 @@ def check_destination(
         info = os.stat(dest)
     except (FileNotFoundError, NotADirectoryError):  # the folder check below says which
         info = None
-    except OSError as exc:
-        raise ArgumentError(
-            f"cannot write {shown(dest)} ({exc.strerror or exc}); check the path", field=parameter
-        ) from None
+    except OSError as exc:  # a link loop, a name too long
+        kind = what.removesuffix(" file")
+        link = link_problem(dest, kind)
+        reason = f": {link.removeprefix(f'this {kind} path ')}" if link else f" ({exc.strerror or exc}); check the path"
+        raise ArgumentError(f"cannot write {shown(dest)}{reason}", field=parameter) from None
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise ArgumentError(
             f"{shown(dest)} is a directory; give a file name inside it, e.g. "
