@@ -76,7 +76,9 @@ HARDWARE = {s["name"]: s for s in yaml.safe_load((ROOT / "catalogs" / "hardware.
 def get_plan(name: str) -> Plan:
     if name in CHECKED:
         sku, gpus, fixed = CHECKED[name]
-        return check(load_job(PROBLEMS / LLAMA_70B), CheckRequest(sku, gpus, compare=False, **fixed)).plan
+        layout = {k: v for k, v in fixed.items() if k != "catalog"}
+        request = CheckRequest(sku, gpus, compare=False, **layout)
+        return check(load_job(PROBLEMS / LLAMA_70B), request, catalog=fixed.get("catalog")).plan
     if name in DERIVED:
         base, update = DERIVED[name]
         p = get_plan(base)

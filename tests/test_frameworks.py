@@ -438,11 +438,12 @@ def test_torchtitan_plain_1f1b_needs_a_micro_batch_per_stage():
     # only warns before building it: Llama 3.1 70B at a global batch of 8 on 32 H100s, TP 8 PP 4, micro-batch
     # 4 has 2 micro-batches for 4 stages. Megatron's 1F1B runs it (a longer bubble).
     small = job(model="llama-3.1-70b", global_batch=8, seq_len=4096)
-    layout = {"tp": 8, "pp": 4, "micro_batch": 4, "virtual_stages": 1, "compare": False, "catalog": NODUS}
-    refused = check(small, CheckRequest("H200", 32, framework="torchtitan", **layout))
+    layout = {"tp": 8, "pp": 4, "micro_batch": 4, "virtual_stages": 1, "compare": False}
+    refused = check(small, CheckRequest("H200", 32, framework="torchtitan", **layout), catalog=NODUS)
     assert not refused.runnable and "micro-batches per step" in refused.not_runnable_because[0]
-    assert check(small, CheckRequest("H200", 32, framework="megatron", **layout)).runnable
-    assert check(small, CheckRequest("H200", 32, framework="torchtitan", **{**layout, "micro_batch": 1})).runnable
+    assert check(small, CheckRequest("H200", 32, framework="megatron", **layout), catalog=NODUS).runnable
+    torchtitan_mb1 = CheckRequest("H200", 32, framework="torchtitan", **{**layout, "micro_batch": 1})
+    assert check(small, torchtitan_mb1, catalog=NODUS).runnable
 
 
 @pytest.mark.parametrize("seq_len", [2047, 18000])
@@ -498,15 +499,15 @@ def test_deepspeed_autotp_keeps_the_norms_whole_on_every_tp_rank():
     # 2 GPUs (one data-parallel rank, so ZeRO plays no part), eager kernels in both: the norms keep 16h bytes a
     # token (measured, physics/memory.py), so deepspeed keeps (1 - 1/2) x 16h x s x L more.
     problem = job(global_batch=8, kernels="eager")
-    layout = {"tp": 2, "pp": 1, "micro_batch": 1, "recompute": "none", "compare": False, "catalog": NODUS}
-    autotp = check(problem, CheckRequest("B200", 2, framework="deepspeed", **layout)).plan
-    split = check(problem, CheckRequest("B200", 2, framework="torchtitan", **layout)).plan
+    layout = {"tp": 2, "pp": 1, "micro_batch": 1, "recompute": "none", "compare": False}
+    autotp = check(problem, CheckRequest("B200", 2, framework="deepspeed", **layout), catalog=NODUS).plan
+    split = check(problem, CheckRequest("B200", 2, framework="torchtitan", **layout), catalog=NODUS).plan
     h, s, layers = 4096, 4096, 32
     expected_gib = 0.5 * 16 * h * s * layers / 2**30
     assert autotp.memory_gib.activations - split.memory_gib.activations == pytest.approx(expected_gib, rel=1e-6)
     under_full = {**layout, "recompute": "full"}
-    autotp_full = check(problem, CheckRequest("B200", 2, framework="deepspeed", **under_full)).plan
-    split_full = check(problem, CheckRequest("B200", 2, framework="torchtitan", **under_full)).plan
+    autotp_full = check(problem, CheckRequest("B200", 2, framework="deepspeed", **under_full), catalog=NODUS).plan
+    split_full = check(problem, CheckRequest("B200", 2, framework="torchtitan", **under_full), catalog=NODUS).plan
     # full recompute keeps each layer's 2h input, whole without sequence parallelism, plus one layer's norms
     expected_full_gib = 0.5 * (2 * h * s * layers + 16 * h * s) / 2**30
     assert autotp_full.memory_gib.activations - split_full.memory_gib.activations == pytest.approx(

@@ -286,10 +286,7 @@ def test_every_published_moe_layout_fits_where_it_ran():
             continue
         result = throughput.check(
             throughput.problem_for(run, None),
-            run["sku"],
-            run["gpus"],
-            **throughput.layout_arguments(run),
-            compare=False,
+            throughput.CheckRequest(run["sku"], run["gpus"], **throughput.layout_arguments(run), compare=False),
             catalog=catalog,
         )
         assert result.plan.fits, (run["name"], result.plan.memory_gib)
