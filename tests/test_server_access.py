@@ -7,6 +7,11 @@ never make answer 500, print a traceback or stop answering. Every loop here is b
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -227,7 +232,7 @@ def _health(url: str, seconds: float = 20) -> None:
 
 def test_gpuplan_serve_beyond_loopback_makes_and_prints_a_token(tmp_path):
     log = tmp_path / "serve.log"
-    env = {k: v for k, v in __import__("os").environ.items() if k != "GPUPLAN_TOKEN"}
+    env = {k: v for k, v in os.environ.items() if k != "GPUPLAN_TOKEN"}
     proc, url = start_serve(log, "--host", "0.0.0.0", env=env)
     try:
         assert url, log.read_text()
@@ -311,3 +316,161 @@ def test_names_with_line_breaks_or_controls_in_an_export_body_are_422(local, bes
         document["job"]["name"] = name
         r = local.post("/v1/export", content=json.dumps(document), headers=JSON)
         refused(r, 422, "job.name")
+
+
+# --------------------------------------------------------------------------- a real server under unlucky clients
+
+HEAD = "POST /v1/options HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/yaml\r\n"
+RESET = b"\x01\x00\x00\x00\x00\x00\x00\x00"  # SO_LINGER on, 0 s: close() sends a reset
+
+
+def _raw(port: int, data: bytes, wait_s: float = 10) -> bytes:
+    """Send ``data`` and read until the server closes or ``wait_s`` passes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait_s) as sock:
+        sock.sendall(data)
+        received = b""
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            try:
+                chunk = sock.recv(65536)
+            except (TimeoutError, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            received += chunk
+        return received
+
+
+def _timed(call) -> tuple[float, object]:
+    started = time.monotonic()
+    result = call()
+    return time.monotonic() - started, result
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """``gpuplan serve`` in a subprocess: its URL, port and log."""
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    proc, url = start_serve(log)
+    try:
+        assert url, log.read_text()
+        _health(url)
+        yield url, int(url.rsplit(":", 1)[1]), log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_a_hundred_idle_connections_keep_no_one_out(served):
+    url, port, _ = served
+    idle = []
+    try:
+        for i in range(100):  # each opened, half a request's headers sent, then nothing
+            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+            sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n" if i % 2 else b"")
+            idle.append(sock)
+        took_s, (status, data) = _timed(lambda: _get(f"{url}/v1/health", timeout=5))
+        assert status == 200 and data["status"] == "ok" and took_s < 5, took_s
+        took_s, (status, data) = _timed(lambda: _post(f"{url}/v1/options", SMALL_JOB, YAML, timeout=5))
+        assert status == 200 and data["options"] and took_s < 5, took_s
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_bad_chunked_framing_is_a_clean_400(served):
+    url, port, log = served
+    chunked = (HEAD + "Transfer-Encoding: chunked\r\n\r\n").encode()
+    for framing in (b"zz\r\nabc\r\n0\r\n\r\n", b"5\r\nab\r\n\r\n0\r\n\r\n", b"-1\r\n", b"1" * 40 + b"\r\n"):
+        answer = _raw(port, chunked + framing)
+        assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert b"content-type: application/json" in head.lower()
+        error = json.loads(body)
+        assert "chunk" in error["detail"] and error["field"] is None, error
+    assert _get(f"{url}/v1/health")[0] == 200
+    assert "Traceback" not in log.read_text()
+
+
+def test_clients_resetting_mid_body_leave_no_traceback(served):
+    url, port, log = served
+    body = SMALL_JOB.encode() * 3
+    for i in range(20):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        if i % 2:
+            sock.sendall((HEAD + f"Content-Length: {len(body)}\r\n\r\n").encode() + body[:50])
+        else:
+            sock.sendall((HEAD + "Transfer-Encoding: chunked\r\n\r\n").encode() + b"40\r\n" + body[:20])
+        time.sleep(0.02)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET)
+        sock.close()
+    time.sleep(0.5)
+    assert _post(f"{url}/v1/options", SMALL_JOB, YAML)[0] == 200
+    printed = log.read_text()
+    assert "Traceback" not in printed and "Exception in ASGI application" not in printed, printed[-3000:]
+
+
+def test_connections_are_capped_and_unfinished_headers_timed_out(service):
+    from optimizer.server.app import Running
+
+    with Running(service, access=Access(max_connections=20, header_timeout_s=1.0)) as running:
+        held = [socket.create_connection(("127.0.0.1", running.port), timeout=10) for _ in range(40)]
+        try:
+            took_s, (status, _) = _timed(lambda: _get(f"{running.url}/v1/health", timeout=5))
+            assert status == 200 and took_s < 5
+            assert held[0].recv(1) == b""  # the longest idle, closed to make room
+            held[-1].sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
+            started = time.monotonic()
+            assert held[-1].recv(1) == b"" and time.monotonic() - started < 5  # closed by the header timeout
+        finally:
+            for sock in held:
+                sock.close()
+
+
+def test_requests_in_flight_past_the_cap_are_503(service):
+    app = create_app(service, Access(port=8000, max_requests_in_flight=4))
+    with TestClient(app, base_url=LOCAL) as c:
+        app.state.gate.in_flight = 4
+        r = c.get("/v1/health")
+        assert r.status_code == 503 and r.headers["retry-after"] == "2" and "at once" in r.json()["detail"]
+        app.state.gate.in_flight = 0
+        assert c.get("/v1/health").status_code == 200
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGHUP, 129), (signal.SIGTERM, 143)])
+def test_a_hang_up_or_termination_under_load_answers_every_request_200_or_503(tmp_path, signum, code):
+    log = tmp_path / "serve.log"
+    proc, url = start_serve(log)
+    answers: list[object] = []
+    try:
+        assert url, log.read_text()
+        _health(url)
+        job = JOB.read_text()
+
+        def ask(i: int) -> None:
+            body = job.replace("deadline: 5d", f"deadline: {5 + i / 10:.1f}d")  # each its own solve
+            try:
+                answers.append(_post(f"{url}/v1/solve", body, YAML, timeout=60)[0])
+            except (urllib.error.URLError, ConnectionError) as exc:  # refused once it stopped listening
+                answers.append(repr(exc))
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(12)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while _get(f"{url}/v1/health")[1]["waiting"] < 12 and time.monotonic() < deadline:
+            time.sleep(0.05)  # all twelve read and waiting for (or on) a solver thread
+        proc.send_signal(signum)
+        for thread in threads:
+            thread.join(90)
+    finally:
+        try:
+            exit_code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert sorted(set(answers), key=str) and set(answers) <= {200, 503}, answers
+    assert len(answers) == 12
+    assert exit_code == code, log.read_text()
+    printed = log.read_text()
+    assert "Traceback" not in printed and '" 500 ' not in printed, printed[-3000:]

@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..errors import printable
@@ -332,8 +333,31 @@ class GuardedH11(H11Protocol):
         self._stop_timer()
         super().connection_lost(exc)
 
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 cannot read (a malformed request line, header or chunk size): 400 with one line of JSON,
+        as every refusal here, and the connection closed (uvicorn's own is text)."""
+        reason = (
+            "the request is not well-formed HTTP/1.1 (its request line, a header or a chunk's size); send the "
+            "body with a Content-Length, or chunks as RFC 9112 section 7.1 frames them"
+        )
+        body = json.dumps({"detail": reason, "field": None, "reason": reason}).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        with contextlib.suppress(h11.LocalProtocolError):  # a response already begun: the connection closes alone
+            for event in (
+                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event))
+        self.transport.close()
+
     def _idle(self) -> bool:
-        return self.cycle is None or self.cycle.response_complete
+        """Between requests (or before the first): no request of its own is being answered."""
+        return (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing()
 
     def _watch_headers(self) -> None:
         if not self._idle():

@@ -27,6 +27,7 @@ from fastapi import Query as Param
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel
+from starlette.requests import ClientDisconnect
 
 from .. import __version__
 from ..errors import ArgumentError, GpuplanError, printable
@@ -143,6 +144,8 @@ async def _body(request: Request, limits: Limits) -> tuple[bytes, str | None]:
         await asyncio.wait_for(receive(), limits.body_timeout_s)
     except asyncio.TimeoutError:
         raise TooSlow from None
+    except ClientDisconnect:  # reset or closed mid-body: no one to answer, nothing to log but the 499
+        raise ClientGone from None
     return b"".join(chunks), request.headers.get("content-type")
 
 
