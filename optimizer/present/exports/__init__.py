@@ -28,7 +28,7 @@ from ...errors import ArgumentError
 from ...inputs.schema import JobSpec
 from ...results import Plan
 from . import accelerate, deepspeed, kubernetes, megatron, nodus, skypilot, slurm, torchrun, torchtitan
-from .common import DEFAULT_SEQ_LEN, PRECISIONS, ExportJob, Launcher, check_layout, describe, job_facts
+from .common import DEFAULT_SEQ_LEN, PRECISIONS, ExportJob, Launcher, check_layout, check_names, describe, job_facts
 from .gaps import refuse
 from .megatron import megatron_args, uneven_pipeline_ends
 from .skypilot import skypilot_accelerator
@@ -122,5 +122,6 @@ def export(
         )
     launcher = _launcher(kind.lower())
     check_layout(plan)
+    check_names(plan, facts)
     refuse(plan, launcher, facts, LAUNCHERS.values())
     return launcher.write(plan, facts)

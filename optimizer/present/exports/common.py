@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from ...errors import ArgumentError
+from ...errors import ArgumentError, printable
 from ...inputs.schema import JobSpec, Strategy
 from ...results import Plan
 
@@ -136,11 +136,40 @@ def header(plan: Plan, precision: str, lines: list[str] | None = None, notes: li
             f"{plan.gpus_per_host} GPUs, which must share that NVLink domain (one rack: Slurm --segment; Kubernetes: "
             "NVIDIA's DRA driver ComputeDomain), or TP and the collectives the plan times there cross the network"
         )
-    return out + (lines or []) + [f"note: {n}" for n in notes or []]
+    # each line one line, whatever the plan's names hold (comments, DeepSpeed's _comment strings)
+    return [one_line(line) for line in out + (lines or []) + [f"note: {n}" for n in notes or []]]
+
+
+# Characters that end a line in some format an export is read as (YAML 1.1: NEL, LS, PS; Python's
+# str.splitlines: VT, FF, FS, GS, RS too): beside the C0 and C1 controls (errors.printable), written as escapes
+_LINE_ENDS = {0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def one_line(text: str) -> str:
+    """``text`` with its control characters and line separators written as escapes (``\\x0a``): a name from
+    a plan quoted in a comment can neither start a line (a foreign ``#SBATCH``, a command, a YAML key or a
+    TOML table) nor send escape sequences to a terminal."""
+    return printable(text).translate(_LINE_ENDS)
 
 
 def comment(lines: list[str]) -> str:
-    return "".join(f"# {line}\n" if line else "#\n" for line in lines)
+    """The lines as comments (``# ``), each one line whatever its text holds (``one_line``)."""
+    return "".join(f"# {one_line(line)}\n" if line else "#\n" for line in lines)
+
+
+def check_names(plan: Plan, job: ExportJob) -> None:
+    """An ArgumentError for a name an export cannot write to a file: text that is no Unicode (a lone surrogate,
+    as a JSON body may spell it), which no UTF-8 file holds."""
+    names = {"job name": job.name, "SKU": plan.sku, "offer": plan.offer or "", "provider": plan.provider or ""}
+    for what, text in names.items():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ArgumentError(
+                f"the plan's {what} {one_line(text.encode('utf-8', 'backslashreplace').decode())!r} holds a lone "
+                "surrogate, which no UTF-8 file can hold: give it as text",
+                field="export",
+            ) from None
 
 
 def is_amd(sku: str) -> bool:
