@@ -192,3 +192,19 @@ def test_a_name_that_cannot_be_written_as_utf8_is_refused():
             continue
         with pytest.raises(GpuplanError):
             export(p, kind, job=facts).encode("utf-8")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0])
+@pytest.mark.parametrize("field", ["hours.p90", "hours.p50", "memory_gib.total"])
+def test_a_plan_number_that_is_not_finite_is_refused_by_every_export(field, value):
+    """NaN or Infinity in a plan from a request body: the Slurm time limit (ceil of NaN) had crashed."""
+    for kind in KINDS:
+        try:
+            p, facts = _base(kind)
+        except pytest.skip.Exception:
+            continue
+        group, key = field.split(".")
+        broken = p.model_copy(update={group: getattr(p, group).model_copy(update={key: value})})
+        with pytest.raises(GpuplanError) as refused:
+            export(broken, kind, job=facts)
+        assert field in str(refused.value)

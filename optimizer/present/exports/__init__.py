@@ -28,7 +28,17 @@ from ...errors import ArgumentError
 from ...inputs.schema import JobSpec
 from ...results import Plan
 from . import accelerate, deepspeed, kubernetes, megatron, nodus, skypilot, slurm, torchrun, torchtitan
-from .common import DEFAULT_SEQ_LEN, PRECISIONS, ExportJob, Launcher, check_layout, check_names, describe, job_facts
+from .common import (
+    DEFAULT_SEQ_LEN,
+    PRECISIONS,
+    ExportJob,
+    Launcher,
+    check_layout,
+    check_names,
+    check_numbers,
+    describe,
+    job_facts,
+)
 from .gaps import refuse
 from .megatron import megatron_args, uneven_pipeline_ends
 from .skypilot import skypilot_accelerator
@@ -123,5 +133,6 @@ def export(
     launcher = _launcher(kind.lower())
     check_layout(plan)
     check_names(plan, facts)
+    check_numbers(plan)
     refuse(plan, launcher, facts, LAUNCHERS.values())
     return launcher.write(plan, facts)

@@ -16,6 +16,7 @@ test_every_export_starts_with_a_header_naming_the_plan and test_the_header_reads
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
@@ -155,6 +156,26 @@ def one_line(text: str) -> str:
 def comment(lines: list[str]) -> str:
     """The lines as comments (``# ``), each one line whatever its text holds (``one_line``)."""
     return "".join(f"# {one_line(line)}\n" if line else "#\n" for line in lines)
+
+
+def check_numbers(plan: Plan) -> None:
+    """An ArgumentError for a plan number an export writes that is no finite, non-negative number (NaN or
+    Infinity in a plan from a request body): a time limit, a cost or a memory size cannot be written from it."""
+    numbers = {
+        "hours.p50": plan.hours.p50,
+        "hours.p90": plan.hours.p90,
+        "memory_gib.total": plan.memory_gib.total,
+        "memory_gib.capacity": plan.memory_gib.capacity,
+    }
+    if plan.cost_usd is not None:
+        numbers.update({"cost_usd.p50": plan.cost_usd.p50, "cost_usd.p90": plan.cost_usd.p90})
+    for field, value in numbers.items():
+        if not math.isfinite(value) or value < 0:
+            raise ArgumentError(
+                f"the plan's {field} is {value}, and an export writes it: give a finite number of at least 0 "
+                "(export the plan gpuplan wrote)",
+                field=f"plan.{field}",
+            )
 
 
 def check_names(plan: Plan, job: ExportJob) -> None:
