@@ -599,7 +599,13 @@ def calibration_note(ctx: JobContext) -> list[str]:
         sign = "+" if c.reserve_delta_bytes > 0 else "-"
         factors.append(f"framework reserve {sign}{fmt_bytes(abs(c.reserve_delta_bytes))} (the measured peak)")
     scaled = "; ".join(factors) or "no factor (the model already reproduces it)"
-    return [f"calibrated from job.measured: {'; '.join(points)}; so every plan here has {scaled}"]
+    anchored = ""
+    if len(ctx.job.measured) > 1:
+        anchored = (
+            "; each measured configuration predicts its own measurement, and a plan on a measured GPU (or its "
+            "architecture) leans on the nearest measurement (its p90 spread says which)"
+        )
+    return [f"calibrated from job.measured: {'; '.join(points)}; so every plan here has {scaled}{anchored}"]
 
 
 def measurement_notes(ctx: JobContext) -> list[str]:

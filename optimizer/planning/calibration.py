@@ -5,10 +5,11 @@ Rule, per measurement: predict its configuration with the current model and note
 Then scale the efficiency of that resource alone, by bisection, until the prediction equals the
 measurement: compute-bound -> the compute efficiency (so other GPUs project by dense FLOPS),
 memory-bound -> the achieved HBM bandwidth (projects by HBM bandwidth), network-bound -> the link
-efficiency (projects by link bandwidth). Two measurements with the same bound share the geometric
-mean of their factors. A measured peak memory corrects the framework reserve by (measured -
-predicted) for every configuration. At a measured configuration the prediction then equals the
-measurement; its spread narrows (``uncertainty``).
+efficiency (projects by link bandwidth). Measurements with the same bound share the geometric mean of
+their factors, which carries them to GPUs never measured. What that shared fit still misses at each
+measured configuration, in throughput and (given a measured peak) in the framework reserve, is kept as
+an anchor (``anchors``): a measured configuration then predicts its measurement exactly, and the rows of a
+measured GPU or architecture lean on the nearest anchors. Its spread narrows (``uncertainty``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..errors import ArgumentError, GpuplanError, JobError
 from ..inputs.catalog import find_sku, offers_for
 from ..inputs.schema import Catalog, Offer, Problem
 from ..inputs.units import fmt_bytes
+from .anchors import Anchor
 from .candidates import best_layout, evaluate, not_rentable, strategy_grid
 from .context import Calibration, HardwareRow, JobContext, build_context, capacity_bytes
 
@@ -206,30 +208,24 @@ def calibrate(ctx: JobContext) -> JobContext:
         _check_peak(ctx, rows[-1], m.peak_memory_bytes, i)
         bounds.append(_check_possible(ctx, rows[-1], m, i))
     _check_agree(ctx, rows)
-    # The measured peak moves the reserve, the reserve can move a row's best layout, and the throughput is
-    # fitted on that layout: repeat until the layout the peak is read from stays put (a peak of 150 GiB on
+    # The measured peaks move the reserve, the reserve can move a row's best layout, and the throughput is
+    # fitted on that layout: repeat until the layouts the peaks are read from stay put (a peak of 150 GiB on
     # 32 B200 had let a layout win that was never fitted, 71,777 tokens/s 'measured' where 70,000 were).
-    delta = 0.0
+    deltas: list[float | None] = [None] * len(rows)
     for _ in range(CALIBRATION_ROUNDS):
-        fitted = _fit_all(replace(ctx, calibration=replace(ctx.calibration, reserve_delta_bytes=delta)), rows, bounds)
-        calibration = Calibration(
-            compute=fitted.get("compute", 1.0),
-            memory=fitted.get("memory", 1.0),
-            network=fitted.get("network", 1.0),
-            reserve_delta_bytes=delta,
-            points=tuple((r.sku.name, r.gpus, r.nodes) for r in rows),
-        )
-        calibrated = replace(ctx, calibration=calibration)
-        peaks = [(row, m.peak_memory_bytes) for row, m in zip(rows, measurements) if m.peak_memory_bytes]
+        calibrated = _calibrated(ctx, rows, bounds, deltas)
+        peaks = [(k, m.peak_memory_bytes) for k, m in enumerate(measurements) if m.peak_memory_bytes]
         if not peaks:
             break
         # each measured row's layout under this calibration, its memory without the reserve correction
-        raw = replace(calibrated, calibration=replace(calibration, reserve_delta_bytes=0.0))
-        deltas = [peak - _memory_of(raw, row, predict_layout(calibrated, row)[1]) for row, peak in peaks]
-        new_delta = sum(deltas) / len(deltas)
-        if abs(new_delta - delta) < 2**20:  # within a MiB: the layout stayed put
+        raw = replace(calibrated, calibration=Calibration())
+        new = list(deltas)
+        for k, peak in peaks:
+            new[k] = peak - _memory_of(raw, rows[k], predict_layout(calibrated, rows[k])[1])
+        moved = max(abs((a or 0.0) - (b or 0.0)) for a, b in zip(new, deltas))
+        deltas = new
+        if moved < 2**20:  # within a MiB: the layouts stayed put
             break
-        delta = new_delta
     misses = tuple(abs(math.log(predict(calibrated, row)[0] / m.tokens_per_s)) for row, m in zip(rows, measurements))
     unfit = []
     for point, row in zip(calibrated.calibration.points, rows):
@@ -237,6 +233,27 @@ def calibrate(ctx: JobContext) -> JobContext:
         if not ev.fits[i]:
             unfit.append((point, float(ev.memory.total[i]), capacity_bytes(row, ctx.assumptions.memory_basis)[0]))
     return replace(calibrated, calibration=replace(calibrated.calibration, misses=misses, unfit=tuple(unfit)))
+
+
+def _calibrated(ctx: JobContext, rows: list[HardwareRow], bounds: list[str], deltas: list[float | None]) -> JobContext:
+    """``ctx`` calibrated with the measured peaks' reserve ``deltas`` (None: no peak): the shared factor per
+    bound fitted over every measurement, then each measurement's anchor, what the shared factors still miss at
+    its configuration (``anchors``), so that it predicts itself."""
+    given = [d for d in deltas if d is not None]
+    shared_delta = sum(given) / len(given) if given else 0.0
+    archs = [row.sku.architecture for row in rows]
+    points = tuple((r.sku.name, r.gpus, r.nodes) for r in rows)
+    reserve_only = tuple(Anchor(r.sku.name, a, r.gpus, r.nodes, 1.0, d) for r, a, d in zip(rows, archs, deltas))
+    base = Calibration(reserve_delta_bytes=shared_delta, anchors=reserve_only)
+    fitted = _fit_all(replace(ctx, calibration=base), rows, bounds)
+    shared = _with_factors(replace(ctx, calibration=base), fitted)
+    speeds = [m.tokens_per_s / predict(shared, row)[0] for row, m in zip(rows, ctx.job.measured)]
+    calibration = replace(
+        shared.calibration,
+        points=points,
+        anchors=tuple(Anchor(r.sku.name, a, r.gpus, r.nodes, v, d) for r, a, v, d in zip(rows, archs, speeds, deltas)),
+    )
+    return replace(ctx, calibration=calibration)
 
 
 # Rounds of (fit the throughput, read the peak) in ``calibrate``: two settle every case seen; four bound it.

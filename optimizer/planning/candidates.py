@@ -461,12 +461,18 @@ def _row_figures(ctx: JobContext, row: HardwareRow) -> tuple:
         ctx.explicit_efficiency(r.nodes) or np.nan,
         r.gpus_per_host,
         min(r.sku.gpus_per_host or HOST_MEMORY_SERVER_GPUS, HOST_MEMORY_SERVER_GPUS),
+        ctx.calibration.reserve_delta(r),
+        ctx.calibration.speed_factor(r),
     )
+
+
+# the entries of ``_row_figures``
+ROW_FIGURES = 14
 
 
 def _cluster(ctx: JobContext, figures: list[tuple], row_idx: np.ndarray) -> Cluster:
     """Per-layout hardware figures (each row's, repeated over its layouts)."""
-    columns = np.asarray(figures, dtype=float).reshape(-1, 12)[row_idx]
+    columns = np.asarray(figures, dtype=float).reshape(-1, ROW_FIGURES)[row_idx]
     a = ctx.assumptions
     return Cluster(
         peak_flops=columns[:, 0],
@@ -503,7 +509,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
     row_idx = np.repeat(np.arange(len(grids)), [len(g) for g in grids])
     grid = np.concatenate(grids) if grids else np.zeros((0, len(GRID_FIELDS)), dtype=np.int64)
     layout = Layout.from_grid(grid[:, : len(LAYOUT_FIELDS)])
-    column = np.asarray(figures, dtype=float).reshape(-1, 12)
+    column = np.asarray(figures, dtype=float).reshape(-1, ROW_FIGURES)
 
     def per_row(k: int) -> np.ndarray:
         return column[:, k][row_idx]
@@ -521,8 +527,8 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
     caps = per_row(8)
     held = zero3_per_step(codes, layout.pp, a.zero3_gathers)
     mem = memory_breakdown(ctx.shape, ctx.train, layout, settings, caps, held)
-    if ctx.calibration.reserve_delta_bytes:  # before anything reads (and caches) mem.total
-        mem.reserve = np.maximum(0.0, mem.reserve + ctx.calibration.reserve_delta_bytes)
+    if np.any(per_row(12)):  # the calibration's reserve delta, before anything reads (and caches) mem.total
+        mem.reserve = np.maximum(0.0, mem.reserve + per_row(12))
     # HBM traffic of activations: one stage's layers, one micro-batch (written forward, read backward).
     one_micro = Layout(**{**vars(layout), "grad_accum": 1, "virtual_stages": 1})
     acts_micro = (
@@ -543,6 +549,8 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         offloaded_bytes_per_micro=offloaded_micro,
         zero3_per_step=held,
     )
+    if np.any(per_row(13) != 1.0):  # the calibration's anchors: a measured configuration runs as measured
+        timing = timing.faster(per_row(13))
     # offloaded state fills the CPU memory of each host (an NVL72 tray of 4, not the 72-GPU NVLink node); unless
     # the job gives the host memory, a SKU whose hosts are trays gets a tray's share of an 8-GPU server's
     host = host_optimizer_bytes(ctx.train, layout, per_row(10))

@@ -25,6 +25,8 @@ from ..physics.constants import (
 from ..physics.efficiency import matmul_efficiency, ridge
 from ..physics.layout import RunSettings
 from ..physics.shapes import ModelShape, TrainingState
+from . import anchors as anchoring
+from .anchors import Anchor
 from .model_state import model_shape, training_state
 
 
@@ -104,10 +106,32 @@ class Calibration:
     # (point, memory bytes, capacity bytes) of each measured configuration whose best layout does not fit
     # gpuplan's memory model: the run saved memory in a way gpuplan does not model
     unfit: tuple = ()
+    # what the shared factors still miss at each measured configuration (``anchors``): every row takes a
+    # correction from those it is nearest to, so a measured configuration predicts its measurement
+    anchors: tuple[Anchor, ...] = ()
 
     @property
     def active(self) -> bool:
         return bool(self.points)
+
+    def speed_factor(self, row: HardwareRow) -> float:
+        """The row's throughput correction from the anchors (1 without any)."""
+        if not self.anchors:
+            return 1.0
+        return anchoring.speed_factor(self.anchors, row.sku.name, row.sku.architecture, row.gpus, row.nodes)
+
+    def reserve_delta(self, row: HardwareRow) -> float:
+        """The row's framework-reserve correction in bytes: the anchors' measured peaks it leans on, else the
+        shared ``reserve_delta_bytes``."""
+        if not self.anchors:
+            return self.reserve_delta_bytes
+        return anchoring.reserve_delta(
+            self.anchors, self.reserve_delta_bytes, row.sku.name, row.sku.architecture, row.gpus, row.nodes
+        )
+
+    def leaning(self, row: HardwareRow) -> anchoring.Leaning | None:
+        """The measurements a row's prediction leans on."""
+        return anchoring.leaning(self.anchors, row.sku.name, row.sku.architecture, row.gpus, row.nodes)
 
 
 @dataclass(frozen=True)

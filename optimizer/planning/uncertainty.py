@@ -22,11 +22,14 @@ from .reliability import checkpoint_hours, interruption_rate
 
 
 def _terms(ctx: JobContext, row: HardwareRow) -> list[tuple[str, float]]:
+    lean = ctx.calibration.leaning(row) if ctx.calibration.active else None
     if ctx.is_measured(row) and (miss := ctx.measured_miss(row)) > 0.02:
-        # measurements sharing a bound share one factor: the spread is at least what the fit misses here
-        compute = (f"measured on this configuration, which the shared fit misses by {math.expm1(miss):.0%}", miss)
+        # (each measurement is an anchor the calibration meets; a miss is a layout the peak moved)
+        compute = (f"measured on this configuration, which the calibration misses by {math.expm1(miss):.0%}", miss)
     elif ctx.is_measured(row):
         compute = ("measured on this configuration", 0.02)
+    elif lean is not None:
+        compute = (f"throughput {lean.describe(row.gpus)}", 0.06)
     elif ctx.calibration.active:
         compute = ("compute efficiency projected from a measurement", 0.06)
     elif ctx.assumptions.mfu == "auto":
