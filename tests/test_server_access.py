@@ -474,3 +474,52 @@ def test_a_hang_up_or_termination_under_load_answers_every_request_200_or_503(tm
     assert exit_code == code, log.read_text()
     printed = log.read_text()
     assert "Traceback" not in printed and '" 500 ' not in printed, printed[-3000:]
+
+
+# --------------------------------------------------------------------------- the page with a token, in Chromium
+
+
+def test_the_page_in_chromium_posts_with_the_token_its_address_carries(tmp_path):
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the test extra has it)")
+    import shutil
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    chromium = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+    if chromium is None or shutil.which("chromedriver") is None:
+        pytest.skip("Chromium and chromedriver are not installed (Debian: apt-get install chromium chromium-driver)")
+    log = tmp_path / "serve.log"
+    proc, url = start_serve(log, env={**os.environ, "GPUPLAN_TOKEN": TOKEN})  # a token on loopback: needed too
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"):
+        options.add_argument(arg)
+    options.add_argument(f"--user-data-dir={tmp_path / 'profile'}")
+    driver = None
+    try:
+        assert url, log.read_text()
+        _health(url)
+        assert f"{url}/#token={TOKEN}" in log.read_text()
+        assert _post(f"{url}/v1/options", SMALL_JOB, YAML)[0] == 401
+        driver = webdriver.Chrome(service=webdriver.ChromeService(shutil.which("chromedriver")), options=options)
+        driver.set_page_load_timeout(60)
+        driver.get(f"{url}/#token={TOKEN}")
+        WebDriverWait(driver, 30).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready"))
+        assert "token" not in driver.current_url  # taken off the address bar once kept
+        for element_id, text in (("model", "llama-3.1-8b"), ("tokens", "200M"), ("deadline", ""), ("budget", "")):
+            box = driver.find_element(By.ID, element_id)
+            box.clear()
+            box.send_keys(text)
+        Select(driver.find_element(By.ID, "method")).select_by_visible_text("lora")
+        driver.find_element(By.ID, "plan").click()
+        WebDriverWait(driver, 120).until(
+            lambda d: d.find_element(By.ID, "verdict").text or d.find_element(By.ID, "error").text
+        )
+        assert driver.find_element(By.ID, "error").text == ""
+        assert driver.find_element(By.ID, "verdict").text.startswith(("Cheapest", "Fastest")), driver.page_source[:500]
+    finally:
+        if driver is not None:
+            driver.quit()
+        proc.terminate()
+        proc.wait(timeout=30)

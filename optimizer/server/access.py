@@ -251,7 +251,7 @@ class Guard:
                 )
                 return refusal(403, "Origin", reason), None
             cors = origin
-        if method == "OPTIONS" or method != "POST":
+        if method != "POST":
             return None, cors
         return self._check_post(headers), cors
 
