@@ -29,6 +29,7 @@ import os
 import secrets
 import socket
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -69,10 +70,16 @@ class Access:
 
     def __post_init__(self) -> None:
         for origin in self.cors_origins:
-            if origin != ANY and (not origin.startswith(("http://", "https://")) or origin.rstrip("/") != origin):
+            if origin != ANY and not _is_origin(origin):
                 raise ValueError(
                     f"CORS origin {origin!r} is no origin: give scheme://host[:port] without a path "
                     "(https://app.example), or * for any"
+                )
+        for host in self.allowed_hosts:
+            if host != ANY and split_host(host)[0] is None:
+                raise ValueError(
+                    f"allowed host {host!r} is no Host: give a name or address, with a port to allow that one "
+                    "alone (plans.example, plans.example:443), or * for any"
                 )
         if self.token is not None and len(self.token) < 16:
             raise ValueError("the token is shorter than 16 characters: give a longer one, or none to have one made")
@@ -101,7 +108,7 @@ class Access:
         return not self.loopback and (_is_address(name) or name in _machine_names())
 
     def cors_allowed(self, origin: str) -> bool:
-        return ANY in self.cors_origins or origin in self.cors_origins
+        return ANY in self.cors_origins or origin.lower() in (allowed.lower() for allowed in self.cors_origins)
 
     def expected_host(self) -> str:
         port = f":{self.port}" if self.port else ""
@@ -124,6 +131,17 @@ def split_host(header: str) -> tuple[str | None, int | None]:
     if not name or any(c in name for c in "/\\@ ") or (port_text and not port_text.isdigit()):
         return None, None
     return name, int(port_text) if port_text else None
+
+
+def _is_origin(text: str) -> bool:
+    """scheme://host[:port], as a browser's Origin header writes it: no path, query, fragment or user."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port  # noqa: B018 (a bad port raises)
+    except ValueError:
+        return False
+    plain = not (parts.path or parts.query or parts.fragment or "@" in parts.netloc or text.endswith(("?", "#")))
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and plain
 
 
 def _is_loopback(host: str) -> bool:

@@ -49,10 +49,13 @@ PAGE_HEADERS = {
     "Cache-Control": "no-cache",
 }
 
-DESCRIPTION = """The gpuplan planner as a service. Each POST takes the text of a job or portfolio file (JSON,
-or YAML with `Content-Type: application/yaml`) and answers what `gpuplan solve|check|options|portfolio
---format json` prints for it. Bad input: 422 with the paragraph the CLI prints and the field. A body names
-no file of the server's machine: catalogs by name (GET /v1/catalogs), models as presets, Hub ids or shapes."""
+DESCRIPTION = """The gpuplan planner as a service. Each POST takes the text of a job or portfolio file (JSON with
+`Content-Type: application/json`, or YAML with `application/yaml`; other types are 415) and answers what `gpuplan
+solve|check|options|portfolio --format json` prints for it. Bad input: 422 with the paragraph the CLI prints and
+the field. A body names no file of the server's machine: catalogs by name (GET /v1/catalogs), models as presets,
+Hub ids or shapes. Requests come from the page's own origin (a foreign Host is 421, a foreign Origin 403 unless
+the server allows it for CORS); a server started with a token, as every one bound beyond loopback is, takes a
+POST with `Authorization: Bearer TOKEN` alone (401)."""
 
 
 class ErrorBody(BaseModel):
@@ -116,7 +119,11 @@ EXPORT_BODY = _body_spec(
 ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorBody, "description": "Bad input: the message gpuplan prints, and the field"},
     413: {"model": ErrorBody, "description": "The body is larger than the service reads"},
-    503: {"model": ErrorBody, "description": "Too many requests wait for a solver; retry"},
+    503: {"model": ErrorBody, "description": "Too many requests wait for a solver, or the server stops; retry"},
+    401: {"model": ErrorBody, "description": "No token, or a wrong one: Authorization: Bearer TOKEN"},
+    403: {"model": ErrorBody, "description": "An Origin other than the server's own or one it allows"},
+    415: {"model": ErrorBody, "description": "A body that is not JSON or YAML by its Content-Type"},
+    421: {"model": ErrorBody, "description": "A Host other than the server's address (DNS rebinding)"},
 }
 
 
