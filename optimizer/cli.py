@@ -32,9 +32,9 @@ from .errors import ArgumentError, GpuplanError, printable
 from .inputs import units
 from .inputs.catalog import catalog_entries, find_sku, offers_for
 from .inputs.files import expand_models, load_catalog, load_job, load_portfolio, parse_model, problem_catalog
-from .inputs.hf_models import model_reference, presets
+from .inputs.hf_models import presets
 from .inputs.overrides import apply_overrides, parse_measurement
-from .inputs.question import JOB_FLAGS, job_document, problem_of
+from .inputs.question import JOB_FLAGS, job_document, model_value, problem_of, saved_document
 from .inputs.reader import forget_reads
 from .inputs.requests import CheckRequest
 from .inputs.schema import ModelSpec
@@ -260,18 +260,29 @@ JobArg = typer.Argument(
 )
 # The job flags (inputs/question.py): a question without a file, or fields over the file's.
 ModelOpt = typer.Option(
-    None, "--model", help="Preset (gpuplan models) or Hugging Face Hub id (meta-llama/Llama-3.1-8B)."
+    None,
+    "--model",
+    help="A config.json or the model folder holding it (a path that exists comes first, as in 'gpuplan model'), "
+    "else a preset (gpuplan models), else a Hugging Face Hub id (meta-llama/Llama-3.1-8B).",
 )
 MethodJobOpt = typer.Option(None, "--method", help="full, lora or qlora (default full).")
 TokensOpt = typer.Option(None, "--tokens", help="Tokens to train on in all: 2B, 500M.")
 SeqLenOpt = typer.Option(None, "--seq-len", help="Tokens per sequence: 4096, 8k (8,192) (default 4096).")
 GlobalBatchOpt = typer.Option(
-    None, "--global-batch", help="Sequences per step (256) or tokens ('4M tokens'); default: gpuplan chooses."
+    None,
+    "--global-batch",
+    help="Sequences per step, a whole number (256, 1e3, 1,024), or tokens with their unit ('4M tokens'); default: "
+    "gpuplan chooses.",
 )
 PrecisionOpt = typer.Option(None, "--precision", help="bf16, fp16, fp8 or nvfp4 (default bf16).")
 OptimizerOpt = typer.Option(None, "--optimizer", help="adamw (default), adamw8bit, paged_adamw, sgd, adafactor...")
 LoraRankOpt = typer.Option(None, "--lora-rank", min=1, help="LoRA rank (default 16).")
-SaveOpt = typer.Option(None, "--save", help="Write the job this command planned (file and flags) as a job file.")
+SaveOpt = typer.Option(
+    None,
+    "--save",
+    help="Write the whole question this command planned (the job file, the job and constraint flags, the catalog, "
+    "paths made relative to the saved file) as a job file that asks it again.",
+)
 
 
 def _version(value: bool) -> None:
@@ -500,18 +511,24 @@ def _question(*values) -> dict:
     return dict(zip(JOB_FLAGS, values, strict=True))
 
 
-def _problem(job: Path | None, question: dict | None = None, save: Path | None = None, **overrides):
-    """The problem a job file, the job flags over it (``question``) and the constraint flags state; with
-    ``save``, the job document written there as a job file."""
+def _problem(
+    job: Path | None, question: dict | None = None, save: Path | None = None, catalog: str | None = None, **overrides
+):
+    """The problem a job file, the job flags over it (``question``) and the constraint flags state, and its
+    catalog (``catalog``: --catalog over the file's); with ``save``, the whole question written there as a job
+    file (``question.saved_document``), once the catalog is read (so that no input it names is overwritten)."""
     question = question or {}
     if job is not None and save is None and not any(v is not None for v in question.values()):
-        return apply_overrides(load_job(job), **overrides)
+        problem = apply_overrides(load_job(job), **overrides)
+        return problem, problem_catalog(problem, catalog)
     document = job_document(job, question)
     problem = apply_overrides(problem_of(document, job, question), **overrides)
+    cat = problem_catalog(problem, catalog)
     if save is not None:
-        output.write_text(save, yaml.safe_dump(document, sort_keys=False, allow_unicode=True), "save")
+        saved = saved_document(document, overrides, catalog=catalog, base=job.parent if job else None, to=save)
+        output.write_text(save, yaml.safe_dump(saved, sort_keys=False, allow_unicode=True), "save")
         _say(f"wrote the job to {output.shown(save)}")
-    return problem
+    return problem, cat
 
 
 @app.command()
@@ -612,16 +629,16 @@ def check(
     )
     out = check_export(export_kind, out, fmt)
     check_outputs([job, _path(catalog)], plot_path=plot_path, out=out if export_kind else None, save=save)
-    problem = _problem(
+    problem, cat = _problem(
         job,
         _question(model, method, tokens, seq_len, global_batch, precision, optimizer, lora_rank),
         save,
+        catalog,
         deadline=deadline,
         budget=budget,
         measured=measured,
         deadline_quantile=deadline_quantile,
     )
-    cat = problem_catalog(problem, catalog)
     check_outputs(_inputs(job, problem, cat), plot_path=plot_path, out=out if export_kind else None, save=save)
     check_gpu_names(cat, "sku", [sku], offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
@@ -743,10 +760,11 @@ def solve(
     check_outputs(
         [job, _path(catalog)], plot_path=plot_path, report=report, out=out if export_kind else None, save=save
     )
-    problem = _problem(
+    problem, cat = _problem(
         job,
         _question(model, method, tokens, seq_len, global_batch, precision, optimizer, lora_rank),
         save,
+        catalog,
         objective=objective.value if objective else None,
         deadline=deadline,
         budget=budget,
@@ -759,7 +777,6 @@ def solve(
         framework=framework,
         spot=_spot_policy(spot),
     )
-    cat = problem_catalog(problem, catalog)
     check_outputs(
         _inputs(job, problem, cat), plot_path=plot_path, report=report, out=out if export_kind else None, save=save
     )
@@ -825,10 +842,11 @@ def options(
     """Every hardware row considered, with its best strategy, time, cost and what rejected it."""
     _state["quiet"] = _state["quiet"] or quiet
     check_flags(deadline=deadline, budget=budget, max_nodes=max_nodes, min_memory=min_memory)
-    problem = _problem(
+    problem, cat = _problem(
         job,
         _question(model, method, tokens, seq_len, global_batch, precision, optimizer, lora_rank),
         save,
+        catalog,
         deadline=deadline,
         budget=budget,
         max_nodes=max_nodes,
@@ -837,7 +855,6 @@ def options(
         framework=framework,
         spot=_spot_policy(spot),
     )
-    cat = problem_catalog(problem, catalog)
     check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
     _emit(api.options(problem, catalog=cat), fmt, render.print_options)
 
@@ -1069,13 +1086,14 @@ def models_cmd(fmt: Format = FormatOpt) -> None:
 def model_cmd(
     name: str = typer.Argument(
         ...,
-        help="A preset name, a Hugging Face Hub id (meta-llama/Llama-3.1-8B), or a config.json or the model folder holding it.",
+        help="A config.json or the model folder holding it (a path that exists comes first, as in solve --model), "
+        "else a preset name, else a Hugging Face Hub id (meta-llama/Llama-3.1-8B).",
     ),
     fmt: Format = FormatOpt,
 ) -> None:
     """Show one model: total and active parameters and the shapes, from a preset or a config.json."""
     try:
-        data = expand_models({"job": {"model": model_reference(name)}})
+        data = expand_models({"job": {"model": model_value(name)}})
     except GpuplanError as exc:
         if exc.source is None:  # the name itself (an unknown preset); errors inside a config.json name the file
             raise ArgumentError(exc.reason, field="name") from None

@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from optimizer import cli
 from optimizer.errors import ArgumentError
-from optimizer.inputs.question import global_batch_value, seq_len_value
+from optimizer.inputs.question import global_batch_value, model_value, saved_document, seq_len_value
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -118,3 +119,151 @@ def test_global_batch_flag_refuses_what_is_no_batch(given):
     r = runner.invoke(cli.app, ["solve", "--model", "llama-3.1-8b", "--tokens", "1B", "--global-batch", given])
     assert r.exit_code == 2, r.output
     assert "--global-batch" in r.stderr and "Traceback" not in r.output
+
+
+# --------------------------------------------------------------------------- --save asks the same question
+
+BASE = {"--model": "llama-3.1-8b", "--method": "lora", "--tokens": "200M", "--catalog": "nodus-2026-11"}
+CONFIG = ROOT / "tests" / "data" / "llama-3.1-8b-config.json"
+
+# every job flag and every constraint flag solve takes, with a value that changes the answer or the question
+ROUND_TRIPS = {
+    "model": {"--model": "qwen3-8b"},
+    "model-path": {"--model": "model/config.json"},
+    "method": {"--method": "qlora"},
+    "tokens": {"--tokens": "300M"},
+    "seq-len": {"--seq-len": "8k"},
+    "global-batch": {"--global-batch": "1e3"},
+    "global-batch-tokens": {"--global-batch": "2M tokens"},
+    "precision": {"--precision": "fp8"},
+    "optimizer": {"--optimizer": "adamw8bit"},
+    "lora-rank": {"--lora-rank": "64"},
+    "objective": {"--objective": "time"},
+    "deadline": {"--deadline": "6h"},
+    "budget": {"--budget": "$5"},
+    "max-nodes": {"--max-nodes": "1", "--objective": "time"},
+    "max-gpus": {"--max-gpus": "2", "--objective": "time"},
+    "gpu-types": {"--gpu-types": "B300,H200"},
+    "min-memory": {"--min-memory": "200GB"},
+    "deadline-quantile": {"--deadline": "12h", "--deadline-quantile": "p90"},
+    "measured": {"--measured": "1xB200:30k tok/s"},
+    "framework": {"--framework": "deepspeed"},
+    "spot": {"--spot": None, "--catalog": "public-2026-11"},
+    "no-spot": {"--no-spot": None, "--catalog": "public-2026-11"},
+    "catalog-name": {"--catalog": "public-2026-11"},
+    "catalog-path": {"--catalog": "catalogs/mine.yaml"},
+}
+
+
+def answer(*args: str) -> dict:
+    """What a JSON answer says about the plan, without what names the file it came from."""
+    r = runner.invoke(cli.app, ["solve", *args, "-f", "json", "--time-limit", "10"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+
+    def plan(p: dict | None) -> tuple | None:
+        return p and (p["offer"], p["gpus"], p["strategy"], p["cost_usd"], p["hours"])
+
+    return {
+        "status": data["status"],
+        "best": plan(data["best"]),
+        "frontier": [plan(p) for p in data["frontier"]],
+        "deadline_h": data["deadline_h"],
+        "budget_usd": data["budget_usd"],
+    }
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    """A working folder with a catalog and a model config.json of its own, and a folder to save into."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "catalogs").mkdir()
+    (tmp_path / "catalogs" / "mine.yaml").write_text("include: [nodus-2026-11]\n")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(CONFIG.read_text())
+    (tmp_path / "elsewhere").mkdir()
+    return tmp_path
+
+
+def as_args(flags: dict) -> list[str]:
+    return [word for flag, value in flags.items() for word in ([flag] if value is None else [flag, value])]
+
+
+@pytest.mark.parametrize("case", list(ROUND_TRIPS))
+def test_save_then_solve_answers_as_the_flags_do(folder, case):
+    args = as_args({**BASE, **ROUND_TRIPS[case]})
+    saved = Path("elsewhere") / "job.yaml"  # another folder: relative paths in it must still name their files
+    direct = answer(*args)
+    assert answer(*args, "--save", str(saved)) == direct
+    assert answer(str(saved)) == direct, saved.read_text()
+
+
+def test_save_over_a_job_file_keeps_its_relative_catalog_and_model(folder):
+    (folder / "jobs").mkdir()
+    job = folder / "jobs" / "job.yaml"
+    job.write_text(
+        "catalog: ../catalogs/mine.yaml\njob:\n  name: j\n  model: {hf_config: ../model/config.json}\n"
+        "  method: lora\n  tokens: 200M\n"
+    )
+    flags = ["--deadline", "8h", "--no-spot", "--gpu-types", "H200,B200", "--objective", "time"]
+    direct = answer(str(job), *flags)
+    saved = folder / "elsewhere" / "deeper" / "job.yaml"
+    saved.parent.mkdir()
+    assert answer(str(job), *flags, "--tokens", "200M", "--save", str(saved)) == direct
+    assert answer(str(saved)) == direct
+    text = yaml.safe_load(saved.read_text())
+    assert text["catalog"] == "../../catalogs/mine.yaml"
+    assert text["job"]["model"] == {"hf_config": "../../model/config.json"}
+    assert text["constraints"] == {"deadline": "8h", "gpu": {"types": ["H200", "B200"]}, "spot": "never"}
+    assert text["objective"] == "time"
+
+
+def test_save_writes_every_constraint_flag_where_a_job_file_says_it(folder):
+    flags = as_args({**BASE, "--deadline": "2d", "--budget": "$900", "--max-nodes": "2", "--max-gpus": "8"})
+    flags += ["--gpu-types", "B200", "--min-memory", "80GB", "--deadline-quantile", "p90", "--no-spot"]
+    flags += ["--framework", "fsdp", "--objective", "cost", "--measured", "8xB200:40k tok/s", "--catalog", "default"]
+    r = runner.invoke(cli.app, ["solve", *flags, "--save", "q.yaml", "--time-limit", "5", "-q"])
+    assert r.exit_code == 0, r.output
+    saved = yaml.safe_load(Path("q.yaml").read_text())
+    assert saved["catalog"] == "default" and saved["objective"] == "cost"
+    assert saved["constraints"] == {
+        "deadline": "2d",
+        "budget": "$900",
+        "max_nodes": 2,
+        "max_gpus": 8,
+        "gpu": {"types": ["B200"], "min_memory": "80GB"},
+        "deadline_quantile": "p90",
+        "spot": "never",
+    }
+    assert saved["job"]["framework"] == "fsdp"
+    assert saved["job"]["measured"] == [{"sku": "B200", "gpus": 8, "tokens_per_s": 40000.0}]
+
+
+def test_saved_document_has_one_spelling_of_each_field_and_leaves_the_input_alone():
+    document = {"job": {"name": "j"}, "constraints": {"deadline_s": 3600, "gpu": {"min_memory_bytes": 1e11}}}
+    saved = saved_document(document, {"deadline": "2h", "min_memory": "80GB", "budget": None})
+    assert saved["constraints"] == {"deadline": "2h", "gpu": {"min_memory": "80GB"}}
+    assert document["constraints"]["deadline_s"] == 3600  # a copy
+
+
+def test_a_model_path_wins_over_a_hub_id_of_the_same_name_in_model_and_solve(folder, monkeypatch):
+    # a folder named like a Hub id, holding a config.json unlike the Hub's: both commands read the folder
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(folder / "empty-cache"))
+    local = folder / "meta-llama" / "Llama-3.1-8B"
+    local.mkdir(parents=True)
+    config = json.loads(CONFIG.read_text())
+    config["num_hidden_layers"] = 16  # half the Hub's model: which one was read shows in its size
+    (local / "config.json").write_text(json.dumps(config))
+    shown = runner.invoke(cli.app, ["model", "meta-llama/Llama-3.1-8B", "-f", "json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["layers"] == 16
+    assert model_value("meta-llama/Llama-3.1-8B") == {"hf_config": "meta-llama/Llama-3.1-8B"}
+    flags = ["--model", "meta-llama/Llama-3.1-8B", "--tokens", "100M", "--catalog", "nodus-2026-11"]
+    r = runner.invoke(cli.app, ["solve", *flags, "--save", "q.yaml"])
+    assert r.exit_code == 0, r.output  # the cache is empty and offline: only the folder can answer
+    assert yaml.safe_load(Path("q.yaml").read_text())["job"]["model"] == {"hf_config": "meta-llama/Llama-3.1-8B"}
+    assert model_value("llama-3.1-8b") == "llama-3.1-8b" and model_value("Qwen/Qwen3-8B") == "Qwen/Qwen3-8B"

@@ -9,6 +9,7 @@ flag's value causes. ``--save`` writes that document, so a one-liner becomes a f
 from __future__ import annotations
 
 import copy
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 from ..errors import ArgumentError, GpuplanError, JobError
 from . import units
 from .files import expand_models, parse_model, read_yaml
+from .hf_models import model_reference
+from .overrides import parse_measurement
 from .schema import Problem
 
 # job fields a flag sets (the flag is --name-with-dashes): what users commonly set on a job
@@ -82,6 +85,8 @@ def job_document(path: Path | None, flags: dict[str, Any]) -> dict:
         data = read_yaml(path, "job")
         if not isinstance(data, dict) or not isinstance(data.get("job"), dict):
             raise JobError("a job file needs a top-level 'job:' mapping (see problems/ for examples)", source=str(path))
+    if "model" in given:
+        given["model"] = model_value(str(given["model"]), path)
     if "seq_len" in given:
         given["seq_len"] = seq_len_value(str(given["seq_len"]))
     if "lora_rank" in given:
@@ -90,6 +95,93 @@ def job_document(path: Path | None, flags: dict[str, Any]) -> dict:
         given["global_batch"] = global_batch_value(given["global_batch"])
     data["job"].update(given)
     return data
+
+
+def model_value(name: str, job: Path | None = None) -> str | dict:
+    """``--model NAME`` read as ``gpuplan model NAME`` reads it (``hf_models.model_reference``), in one order: a
+    path that exists (a config.json, or the model folder holding one) first, else a preset, else a Hugging Face
+    Hub id. A path is made relative to the job file's folder, where the file's own paths are read from."""
+    reference = model_reference(name)
+    if "hf_config" not in reference:
+        return name  # a preset or a Hub id, as a job file names it
+    path = reference["hf_config"]
+    if job is not None and not os.path.isabs(path):
+        path = os.path.relpath(os.path.abspath(path), os.path.abspath(job.parent))
+    return {"hf_config": path}
+
+
+# Where each constraint flag (an ``apply_overrides`` keyword) lands in a job document: the sections on the way,
+# the key, and the key's other spelling (the field name, which a file may use instead of the alias).
+_FLAG_FIELDS: dict[str, tuple[tuple[str, ...], str, str | None]] = {
+    "objective": ((), "objective", None),
+    "framework": (("job",), "framework", None),
+    "deadline": (("constraints",), "deadline", "deadline_s"),
+    "budget": (("constraints",), "budget", "budget_usd"),
+    "max_nodes": (("constraints",), "max_nodes", None),
+    "max_gpus": (("constraints",), "max_gpus", None),
+    "deadline_quantile": (("constraints",), "deadline_quantile", None),
+    "spot": (("constraints",), "spot", None),
+    "gpu_types": (("constraints", "gpu"), "types", None),
+    "min_memory": (("constraints", "gpu"), "min_memory", "min_memory_bytes"),
+}
+
+
+def saved_document(
+    document: dict,
+    flags: dict[str, Any] | None = None,
+    *,
+    catalog: str | None = None,
+    base: Path | None = None,
+    to: Path | None = None,
+) -> dict:
+    """The whole question as one job document, to save and ask again (``--save``, the page's job.yaml): the job
+    ``document`` (a job file's mapping with the job flags over it, as ``job_document`` builds it), the constraint
+    flags ``flags`` (as ``apply_overrides`` takes them: deadline, budget, spot policy, GPU filters, objective,
+    framework, measurements) written where a job file says them, and the catalog (``catalog``, as --catalog
+    names it, over the document's own). With ``to``, the file it is saved as, every relative path (the catalog, a
+    model's hf_config) is rebased from ``base`` (the job file's folder; None: the working folder) to ``to``'s
+    folder, so that it names the same file from there."""
+    saved = copy.deepcopy(document)
+    for key, value in (flags or {}).items():
+        if value is None:
+            continue
+        if key == "measured":
+            job = saved["job"]
+            job["measured"] = [*(job.get("measured") or []), *(_measurement_entry(text) for text in value)]
+            continue
+        where, field, other = _FLAG_FIELDS[key]
+        section = saved
+        for name in where:
+            if not isinstance(section.get(name), dict):
+                section[name] = {}
+            section = section[name]
+        section.pop(other or field, None)
+        section[field] = [t.strip() for t in str(value).split(",") if t.strip()] if key == "gpu_types" else value
+    if catalog is not None or isinstance(saved.get("catalog"), str):
+        saved["catalog"] = _rebased(catalog or saved["catalog"], None if catalog else base, to, catalog=True)
+    model = saved["job"].get("model")
+    if isinstance(model, dict) and isinstance(model.get("hf_config"), str):
+        model["hf_config"] = _rebased(model["hf_config"], base, to, catalog=False)
+    return saved
+
+
+def _measurement_entry(text: str) -> dict:
+    """A --measured text as a job file's ``job.measured`` entry."""
+    return parse_measurement(text).model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def _rebased(path: str, base: Path | None, to: Path | None, *, catalog: bool) -> str:
+    """``path``, read from ``base`` (None: the working folder), as a path from ``to``'s folder; an absolute path,
+    and a catalog that names no file (a bundled name), as it is. A catalog is looked for as ``files`` looks:
+    beside the file, then from the working folder."""
+    if to is None or os.path.isabs(path):
+        return path
+    here = base / path if base is not None else Path(path)
+    if catalog and not os.path.isfile(here):
+        if not os.path.isfile(path):
+            return path
+        here = Path(path)
+    return os.path.relpath(os.path.abspath(here), os.path.abspath(to.parent))
 
 
 def _name_of(model: str) -> str:
