@@ -106,9 +106,10 @@ def _check_cache_variables() -> None:
         while not os.path.lexists(path) and path.parent != path:
             path = path.parent  # the nearest part of it that exists must be a folder
         if os.path.lexists(path) and not path.is_dir():
+            # the variable's value is not repeated: in the service it is the server's own path
             raise JobError(
-                f"{name} is {printable(value)!r}, and {printable(str(path))!r} is not a folder, so the Hugging Face "
-                f"cache cannot live there: point {name} at a folder, or unset it",
+                f"{name} names a file (or it lies below one), not a folder, so the Hugging Face cache cannot live "
+                f"there: point {name} at a folder, or unset it",
                 field=name,
             )
 
@@ -130,8 +131,9 @@ def _cached_commit(storage: Path, revision: str, repo_id: str) -> str | None:
     if not os.path.lexists(ref):
         return None
     bad = (
-        f"the Hugging Face cache's ref {revision!r} of {repo_id} ({printable(str(ref))}) does not hold a commit "
-        f"of that repository; delete it (or the folder {printable(str(storage))}) and download the model again"
+        f"the Hugging Face cache's ref {revision!r} of {repo_id} ({storage.name}/refs/{revision} in the cache) does "
+        f"not hold a commit of that repository; delete it (or the cache's folder {storage.name}) and download the "
+        "model again"
     )
     if not _inside(ref, refs) or not ref.is_file():
         raise JobError(bad, field=REVISION_FIELD)
@@ -167,7 +169,7 @@ def _cached_config(repo_id: str, revision: str) -> Path | None:
     if not _inside(snapshot, storage / "snapshots") or not _inside(config, storage):
         raise JobError(
             f"the Hugging Face cache's config.json of {repo_id} at {commit} links outside its cache folder "
-            f"({printable(str(storage))}); delete that folder and download the model again",
+            f"({storage.name} in the cache); delete that folder and download the model again",
             field=FIELD,
         )
     if not config.is_file():
@@ -250,8 +252,7 @@ def hub_config(repo_id: str, revision: str | None = None) -> Path:
         cached = _cached_config(repo_id, revision or "main")
     except OSError as exc:
         raise JobError(
-            f"the Hugging Face cache ({printable(_cache_dir())}) cannot be read ({exc.__class__.__name__}); check "
-            "HF_HOME / HF_HUB_CACHE",
+            f"the Hugging Face cache cannot be read ({exc.__class__.__name__}); check HF_HOME / HF_HUB_CACHE",
             field=FIELD,
         ) from None
     if cached is not None:
