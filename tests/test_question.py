@@ -267,3 +267,29 @@ def test_a_model_path_wins_over_a_hub_id_of_the_same_name_in_model_and_solve(fol
     assert r.exit_code == 0, r.output  # the cache is empty and offline: only the folder can answer
     assert yaml.safe_load(Path("q.yaml").read_text())["job"]["model"] == {"hf_config": "meta-llama/Llama-3.1-8B"}
     assert model_value("llama-3.1-8b") == "llama-3.1-8b" and model_value("Qwen/Qwen3-8B") == "Qwen/Qwen3-8B"
+
+
+def test_save_over_a_spec_block_keeps_the_flag_that_overrides_its_filter(folder):
+    # the seed's spec.resources.gpu filters, overridden by --gpu-types / --min-memory: the saved file keeps the
+    # flag's filter alone (both kept, they disagree and the saved file is refused)
+    Path("spec.yaml").write_text(
+        "catalog: nodus-2026-11\njob: {name: s, model: llama-3.1-8b, method: lora, tokens: 200M}\n"
+        "spec: {resources: {gpu: {type: B200, minMemory: 100GB, count: 8}}}\n"
+    )
+    for flags in (["--gpu-types", "H200"], ["--gpu-types", "H200", "--min-memory", "120GB"]):
+        direct = answer("spec.yaml", *flags)
+        assert answer("spec.yaml", *flags, "--save", "elsewhere/s.yaml") == direct
+        assert answer("elsewhere/s.yaml") == direct
+    assert yaml.safe_load(Path("elsewhere/s.yaml").read_text())["spec"] == {"resources": {"gpu": {"count": 8}}}
+
+
+def test_a_model_path_flag_over_a_job_file_is_read_from_the_working_folder(folder):
+    # the job file's own paths are read from its folder; a flag's path from where the command runs
+    (folder / "jobs").mkdir()
+    Path("jobs/job.yaml").write_text(
+        "catalog: nodus-2026-11\njob: {name: j, model: qwen3-8b, method: lora, tokens: 200M}\n"
+    )
+    direct = answer("--model", "model", "--method", "lora", "--tokens", "200M", "--catalog", "nodus-2026-11")
+    assert answer("jobs/job.yaml", "--model", "model", "--save", "elsewhere/m.yaml") == direct
+    assert answer("elsewhere/m.yaml") == direct
+    assert yaml.safe_load(Path("elsewhere/m.yaml").read_text())["job"]["model"] == {"hf_config": "../model"}

@@ -157,12 +157,32 @@ def saved_document(
             section = section[name]
         section.pop(other or field, None)
         section[field] = [t.strip() for t in str(value).split(",") if t.strip()] if key == "gpu_types" else value
+        _drop_spec_filter(saved, _SPEC_FILTERS.get(key))
     if catalog is not None or isinstance(saved.get("catalog"), str):
         saved["catalog"] = _rebased(catalog or saved["catalog"], None if catalog else base, to, catalog=True)
     model = saved["job"].get("model")
     if isinstance(model, dict) and isinstance(model.get("hf_config"), str):
         model["hf_config"] = _rebased(model["hf_config"], base, to, catalog=False)
     return saved
+
+
+# The flags that override a filter of the seed's job spec block (spec.resources.gpu), by the block's key
+_SPEC_FILTERS = {"gpu_types": "type", "min_memory": "minMemory"}
+
+
+def _drop_spec_filter(saved: dict, key: str | None) -> None:
+    """The spec block's ``key`` filter left out where a flag gives it anew: the flag overrides it, as it
+    overrides the file's constraints (kept, the two would disagree and the saved file be refused)."""
+    spec = saved.get("spec")
+    gpu = (
+        spec.get("resources", {}).get("gpu")
+        if isinstance(spec, dict) and isinstance(spec.get("resources"), dict)
+        else None
+    )
+    if key is not None and isinstance(gpu, dict):
+        gpu.pop(key, None)
+        if not gpu:  # nothing left: the block takes no empty filter
+            del saved["spec"]
 
 
 def _measurement_entry(text: str) -> dict:
