@@ -272,3 +272,33 @@ def test_a_hub_that_never_answers_is_an_error_within_seconds(hub, monkeypatch):
     listener.close()
     for s in held:
         s.close()
+
+
+@pytest.mark.parametrize("revision", ["/etc/passwd", "../../../../../../proc/self/cmdline", "main", "SECRET"])
+def test_the_service_answers_a_hostile_revision_with_a_4xx_that_holds_no_file(hub, tmp_path, revision):
+    """The HTTP service had answered 500 with the named file's content (issue 47); a cached refs/main
+    holding a secret whose first line starts with '/' included."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from optimizer.server.app import create_app
+    from optimizer.server.service import Service
+
+    lay_out_cache(hub, "meta-llama/Llama-3.1-8B", CONFIG, ref=None)
+    refs = hub / "hub" / "models--meta-llama--Llama-3.1-8B" / "refs"
+    refs.mkdir()
+    (refs / "main").write_text(SECRET)
+    if revision == "SECRET":  # a file of the server's whose first line starts with '/'
+        revision = str(tmp_path / "secret.txt")
+        Path(revision).write_text(SECRET)
+    body = {"job": {"model": {"hub": "meta-llama/Llama-3.1-8B", "revision": revision}, "tokens": "1B"}}
+    service = Service()
+    try:
+        with TestClient(create_app(service), base_url="http://127.0.0.1:8000") as client:
+            r = client.post("/v1/solve", content=json.dumps(body), headers={"Content-Type": "application/json"})
+    finally:
+        service.close()
+    assert 400 <= r.status_code < 500, r.text
+    assert "hunter2" not in r.text and "top-secret" not in r.text and "root:" not in r.text
+    assert "revision" in r.text
