@@ -208,3 +208,34 @@ def test_a_plan_number_that_is_not_finite_is_refused_by_every_export(field, valu
         with pytest.raises(GpuplanError) as refused:
             export(broken, kind, job=facts)
         assert field in str(refused.value)
+
+
+@pytest.mark.parametrize("kind", ["slurm", "kubernetes", "torchtitan"])
+def test_the_services_export_of_a_plan_with_hostile_names_injects_nothing(kind, tmp_path):
+    """/v1/export takes a plan in its body: its names reach the export as a request wrote them."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from optimizer.server.app import create_app
+    from optimizer.server.service import Service
+
+    job_file = ROOT / "problems" / "llama-70b-within-5-days.yaml"
+    best = plan(load_job(job_file), runners_up=False).best
+    hostile = HOSTILE["newline-sbatch"]
+    given = best.model_dump(mode="json") | {"offer": f"offer {hostile}", "sku": best.sku}
+    document = yaml.safe_load(job_file.read_text()) | {"export": {"kind": kind, "plan": given}}
+    service = Service()
+    try:
+        with TestClient(create_app(service), base_url="http://127.0.0.1:8000") as client:
+            r = client.post("/v1/export", content=json.dumps(document), headers={"Content-Type": "application/json"})
+    finally:
+        service.close()
+    assert r.status_code < 500, r.text
+    if r.status_code != 200:
+        return  # refused (the name's characters), with the field
+    assert not any(line.startswith(INJECTED) or line.startswith("rm -rf") for line in r.text.splitlines())
+    if FORMATS[kind] == "bash":
+        _bash_parses(r.text, tmp_path)
+    else:
+        _parse(kind, r.text)
