@@ -35,7 +35,7 @@ from .inputs.files import expand_models, load_catalog, load_job, load_portfolio,
 from .inputs.hf_models import presets
 from .inputs.overrides import apply_overrides, parse_measurement
 from .inputs.question import JOB_FLAGS, job_document, model_value, problem_of, saved_document
-from .inputs.reader import forget_reads
+from .inputs.reader import forget_reads, resolved
 from .inputs.requests import CheckRequest
 from .inputs.schema import ModelSpec
 from .inputs.units import fmt_count, parse_bytes
@@ -176,6 +176,23 @@ def check_outputs(inputs: list[Path | None], **destinations: Path | None) -> Non
                     field=field,
                 )
         seen.append((written, path, field))
+
+
+def check_followable(path: Path | None, parameter: str, what: str) -> None:
+    """An input path that can be followed: a link loop, a dangling link or a name too long is bad input naming
+    ``parameter`` (where ``Path.is_file`` would raise); nothing there at all is left to its reader to say."""
+    try:
+        if path is None or os.stat(path):
+            return
+    except FileNotFoundError:
+        if not os.path.islink(path or ""):
+            return
+    except (OSError, ValueError):
+        pass
+    try:
+        resolved(path or "", what)
+    except GpuplanError as exc:
+        raise ArgumentError(exc.reason, field=parameter) from None
 
 
 def is_stdout(path: Path | None) -> bool:
@@ -917,6 +934,7 @@ def _import_catalog(
         )
     check_flags(max_nodes=max_nodes)
     check_outputs([from_dir], out=out)
+    check_followable(from_dir, "from_dir", "SkyPilot catalog")
     wanted_clouds = [c.strip().lower() for c in clouds.split(",") if c.strip()] if clouds else None
     wanted_regions = [r.strip() for r in regions.split(",") if r.strip()] if regions else None
     document, imported = api.import_skypilot(from_dir, wanted_clouds, wanted_regions, max_nodes)

@@ -108,3 +108,19 @@ def test_resolved_names_the_file_where_path_resolve_raises_runtime_error(links):
     assert resolved("link.yaml", "job") == (links / "real.yaml").resolve()
     assert link_problem("link.yaml", "job") is None and link_problem("real.yaml", "job") is None
     assert "missing.yaml" in (link_problem("gone.yaml", "job") or "")
+
+
+@pytest.mark.parametrize("name", ["loop.yaml", "gone.yaml", "loopdir"])
+def test_a_model_named_by_a_link_that_leads_nowhere_is_that_link_not_an_unknown_preset(links, name):
+    # 'gpuplan model' and solve --model read a name in one order: a path first (a link counts, followed or not)
+    said = bad_input(["model", name], name)
+    assert "symbolic link" in said and "unknown model preset" not in said
+    said = bad_input(["solve", "--model", name, "--tokens", "1B"], "--model")
+    assert "symbolic link" in said and "unknown model preset" not in said
+
+
+@pytest.mark.parametrize("name", ["loop.yaml", "gone.yaml", "loopdir/vms.csv", LONG_NAME])
+def test_a_skypilot_folder_that_cannot_be_followed_is_bad_input(links, name):
+    said = bad_input(["catalog", "import", "skypilot", "--from", name, "--out", "out.yaml"], "--from")
+    assert "symbolic link" in said or "longer than the system allows" in said
+    assert not Path("out.yaml").exists()

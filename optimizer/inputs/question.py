@@ -19,6 +19,7 @@ from . import units
 from .files import expand_models, parse_model, read_yaml
 from .hf_models import model_reference
 from .overrides import parse_measurement
+from .reader import link_problem
 from .schema import Problem
 
 # job fields a flag sets (the flag is --name-with-dashes): what users commonly set on a job
@@ -101,7 +102,8 @@ def model_value(name: str, job: Path | None = None) -> str | dict:
     """``--model NAME`` read as ``gpuplan model NAME`` reads it (``hf_models.model_reference``), in one order: a
     path that exists (a config.json, or the model folder holding one) first, else a preset, else a Hugging Face
     Hub id. A path is made relative to the job file's folder, where the file's own paths are read from."""
-    reference = model_reference(name)
+    # a link that leads nowhere (a loop, a dangling link) is a path too: the reader says what is wrong with it
+    reference = {"hf_config": name} if link_problem(name, "model") else model_reference(name)
     if "hf_config" not in reference:
         return name  # a preset or a Hub id, as a job file names it
     path = reference["hf_config"]
