@@ -263,10 +263,10 @@ def _offer(cloud: str, row: tuple, regions: list[str] | None, checked: dt.date |
         "gpus_per_node": count,
         "gpu_counts": [count],
         **({"checked": checked.isoformat()} if checked else {}),
-        "source": printable(
+        "source": (
             f"SkyPilot catalog {cloud}/vms.csv line {line}: {instance} in {region}, ${price:g}/h for {count} GPU(s)"
             + (f", spot ${spot:g}/h" if spot else "")
-        ),
+        ).translate(_ONE_LINE),
     }
     if spot is not None and spot <= price:
         offer["spot_price"] = round(spot / count, 6)
@@ -279,6 +279,7 @@ def read_offers(files: dict[str, Path], regions: list[str] | None = None) -> Imp
     (``loader_refusal``), or whose name another one has in any case or punctuation (offer names select offers,
     as ``sku_key`` matches them), is left out and counted with why."""
     out = Imported(files=[str(p) for p in files.values()])
+    candidates = []
     for cloud, path in files.items():
         best: dict[tuple, tuple] = {}
         for row in _rows(cloud, path, regions, out):
@@ -291,27 +292,38 @@ def read_offers(files: dict[str, Path], regions: list[str] | None = None) -> Imp
             offer = _offer(cloud, row, regions, checked)
             if row[5] is not None and "spot_price" not in offer:
                 _leave_out(out, f"{row[0]}: a spot price above on-demand (spot left out)")
-            why = loader_refusal(offer)
-            if why:
-                _leave_out(out, f"{row[1]} ({why}: the catalog loader would refuse it)")
-                continue
-            out.offers.append(offer)
-    out.offers.sort(key=lambda o: (o["price"], o["sku"], o["name"]))  # the cheapest keeps a shared name
+            candidates.append((row[1], offer))
+    # the cheapest first: it keeps a name two instance types share, and a place under the loader's node counts
+    candidates.sort(key=lambda c: (c[1]["price"], c[1]["sku"], c[1]["name"]))
     names: set[str] = set()
-    kept = []
-    for offer in out.offers:
-        if sku_key(offer["name"]) in names:
-            _leave_out(out, "an instance type whose offer name another has, in another case or punctuation")
+    for sku, offer in candidates:
+        if len(out.offers) >= units.MAX_CATALOG_NODES:  # each offer is at least one node count: no room left
+            _leave_out(out, TOO_MANY)
             continue
-        names.add(sku_key(offer["name"]))
-        kept.append(offer)
-    out.offers = sorted(kept, key=lambda o: (o["sku"], o["price"], o["name"]))
+        why = loader_refusal(offer)
+        if why:
+            _leave_out(out, f"{sku} ({why}: the catalog loader would refuse it)")
+        elif sku_key(offer["name"]) in names:
+            _leave_out(out, "an instance type whose offer name another has, in another case or punctuation")
+        else:
+            names.add(sku_key(offer["name"]))
+            out.offers.append(offer)
+    out.offers.sort(key=lambda o: (o["sku"], o["price"], o["name"]))
     return out
+
+
+# Control characters (C0, DEL, C1) as \\xNN, as errors.printable writes them; one table for a million rows.
+_ONE_LINE = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
+# Why the dearest offers are left out of a large import.
+TOO_MANY = (
+    f"past the {units.MAX_CATALOG_NODES:,} node counts a catalog takes (max_nodes per offer, twice with a spot "
+    "price; the dearest left out): choose --clouds or --regions, or lower --max-nodes"
+)
 
 
 def _leave_out(out: Imported, why: str) -> None:
     """Count a row left out, its reason one printable line (it is written into a catalog's comment)."""
-    out.left_out[printable(why)[:300]] += 1
+    out.left_out[why[:300].translate(_ONE_LINE)] += 1
 
 
 def catalog_document(imported: Imported, name: str, max_nodes: int, today: dt.date) -> dict:
@@ -323,11 +335,7 @@ def catalog_document(imported: Imported, name: str, max_nodes: int, today: dt.da
     for offer in sorted(imported.offers, key=lambda o: o["price"]):
         rows += max_nodes * (2 if "spot_price" in offer else 1)
         if rows > units.MAX_CATALOG_NODES:
-            _leave_out(
-                imported,
-                f"past the {units.MAX_CATALOG_NODES:,} node counts a catalog takes (max_nodes {max_nodes} each, "
-                "twice with a spot price; the dearest left out): choose --clouds or --regions, or lower --max-nodes",
-            )
+            _leave_out(imported, TOO_MANY)
             continue
         offers.append(offer)
     kept = {id(o) for o in offers}
