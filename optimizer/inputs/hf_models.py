@@ -48,7 +48,7 @@ from .hf_architectures import (
     refuse_unmodelled,
     tied_embeddings,
 )
-from .hub import hub_config, is_repo_id
+from .hub import check_revision, hub_config, is_repo_id
 from .reader import load_json, read_bundled_yaml, read_json_file, read_text
 
 # The config.json sizes counted here -> their range in ``units.LIMITS`` (a dotted key is nested: DBRX's
@@ -722,6 +722,8 @@ def _from_hub(spec: dict) -> dict:
             f"revision is a branch, tag or commit of {repo} (e.g. revision: main), got {revision!r}",
             field="job.model.revision",
         )
+    if revision is not None:
+        check_revision(revision, repo)  # by the Hub's rules, before any path in its cache is built
     fields = _from_config(hub_config(repo, revision), spec.get("name") or repo)
     return {**fields, **spec}
 
