@@ -280,3 +280,13 @@ def test_catalog_skypilot_with_a_cache_home_that_is_a_file_says_so(tmp_path, mon
     monkeypatch.setenv("XDG_CACHE_HOME", str(afile))
     r = runner.invoke(cli.app, ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--catalog", "skypilot", "-q"])
     assert r.exit_code == 2 and "XDG_CACHE_HOME" in r.stderr and "Traceback" not in r.output, r.output
+
+
+def test_catalog_skypilot_over_a_cached_vms_csv_that_is_a_folder_names_it(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".sky" / "catalogs" / "v7" / "aws" / "vms.csv").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    r = runner.invoke(cli.app, ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--catalog", "skypilot", "-q"])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "vms.csv" in r.stderr and "not a regular file" in r.stderr

@@ -103,10 +103,9 @@ def catalog_files(source: Path, clouds: list[str] | None) -> dict[str, Path]:
         raise ArgumentError(f"no CLOUD/vms.csv under {root}: not a SkyPilot catalog folder", field="from_dir")
     for path in found.values():
         if not path.is_file():  # a folder, a FIFO, a device, a dangling link
-            raise ArgumentError(
-                f"{printable(str(path))} is not a regular file, so it is no SkyPilot vms.csv: remove it, or point "
-                "--from at a folder whose CLOUD/vms.csv are files",
-                field="from_dir",
+            raise CatalogError(
+                "not a regular file, so no SkyPilot vms.csv: remove it, or read a folder whose CLOUD/vms.csv are files",
+                source=str(path),
             )
     return found
 
