@@ -290,3 +290,12 @@ def test_catalog_skypilot_over_a_cached_vms_csv_that_is_a_folder_names_it(tmp_pa
     r = runner.invoke(cli.app, ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--catalog", "skypilot", "-q"])
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
     assert "vms.csv" in r.stderr and "not a regular file" in r.stderr
+
+
+def test_a_max_nodes_the_loader_refuses_is_refused_before_writing(tmp_path):
+    r, out = import_to(tmp_path, FIXTURES, "--max-nodes", "2000")
+    assert r.exit_code == 2 and "--max-nodes" in r.stderr and "Traceback" not in r.output, r.output
+    assert not out.exists()
+    r, out = import_to(tmp_path, FIXTURES, "--max-nodes", "1024")
+    assert r.exit_code == 0, r.output
+    load_catalog(str(out))

@@ -330,6 +330,9 @@ def catalog_document(imported: Imported, name: str, max_nodes: int, today: dt.da
     offers up to the node counts the catalog loader takes (``units.MAX_CATALOG_NODES``), the rest left out and
     counted in ``imported.left_out``."""
     clouds = sorted({o["provider"] for o in imported.offers})
+    why = loader_refusal({**imported.offers[0], "max_nodes": max_nodes}) if imported.offers else None
+    if why and why.startswith("max_nodes"):  # the loader's own bound on an offer's supply
+        raise ArgumentError(f"the catalog loader refuses {why.removeprefix('max_nodes: ')}", field="max_nodes")
     rows, offers = 0, []
     for offer in sorted(imported.offers, key=lambda o: o["price"]):
         rows += max_nodes * (2 if "spot_price" in offer else 1)
