@@ -293,3 +293,9 @@ def test_a_model_path_flag_over_a_job_file_is_read_from_the_working_folder(folde
     assert answer("jobs/job.yaml", "--model", "model", "--save", "elsewhere/m.yaml") == direct
     assert answer("elsewhere/m.yaml") == direct
     assert yaml.safe_load(Path("elsewhere/m.yaml").read_text())["job"]["model"] == {"hf_config": "../model"}
+
+
+def test_a_job_from_a_config_path_is_named_for_the_model_folder(folder):
+    r = runner.invoke(cli.app, ["options", "--model", "model/config.json", "--tokens", "1B", "--save", "q.yaml", "-q"])
+    assert r.exit_code == 0, r.output
+    assert yaml.safe_load(Path("q.yaml").read_text())["job"]["name"] == "model"  # not 'config.json'

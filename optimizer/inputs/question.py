@@ -207,7 +207,11 @@ def _rebased(path: str, base: Path | None, to: Path | None, *, catalog: bool) ->
 
 
 def _name_of(model: str) -> str:
-    """A job name from its model: the Hub id's name part or the preset, as a name gpuplan takes."""
+    """A job name from its model: the Hub id's name part, the preset, or a config.json's folder (any other .json
+    file by its own name), as a name gpuplan takes."""
+    if model.lower().endswith(".json"):
+        path = Path(model)
+        model = path.parent.name if path.stem.lower() == "config" and path.parent.name else path.stem
     return re.sub(r"[^A-Za-z0-9._-]+", "-", model.rsplit("/", 1)[-1]).strip("-.") or "job"
 
 
