@@ -299,3 +299,12 @@ def test_a_max_nodes_the_loader_refuses_is_refused_before_writing(tmp_path):
     r, out = import_to(tmp_path, FIXTURES, "--max-nodes", "1024")
     assert r.exit_code == 0, r.output
     load_catalog(str(out))
+
+
+def test_a_folder_name_with_a_newline_writes_a_catalog_that_loads(tmp_path):
+    # the files read are listed in the catalog's comment: each must stay one comment line
+    source = write_csv(tmp_path / "sky\n- evil: {x: 1}\nname: injected", HEADER + GOOD)
+    r, out = import_to(tmp_path, source)
+    assert r.exit_code == 0, r.output
+    catalog = load_catalog(str(out))
+    assert catalog.name != "injected" and len(catalog.offers) == 1

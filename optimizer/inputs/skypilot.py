@@ -277,7 +277,7 @@ def read_offers(files: dict[str, Path], regions: list[str] | None = None) -> Imp
     price, with the spot price of that region where it publishes one. An offer the catalog loader would refuse
     (``loader_refusal``), or whose name another one has in any case or punctuation (offer names select offers,
     as ``sku_key`` matches them), is left out and counted with why."""
-    out = Imported(files=[str(p) for p in files.values()])
+    out = Imported(files=[printable(str(p)) for p in files.values()])  # one line each: written in comments
     candidates = []
     for cloud, path in files.items():
         best: dict[tuple, tuple] = {}
