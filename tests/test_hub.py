@@ -258,7 +258,6 @@ def test_a_hub_that_never_answers_is_an_error_within_seconds(hub, monkeypatch):
     threading.Thread(target=accept, daemon=True).start()
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{listener.getsockname()[1]}")
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listener.getsockname()[1]}")
     started = time.perf_counter()
     try:
@@ -267,7 +266,7 @@ def test_a_hub_that_never_answers_is_an_error_within_seconds(hub, monkeypatch):
         stop.set()
     elapsed_s = time.perf_counter() - started
     assert r.exit_code == 2, r.output
-    assert "did not answer" in r.stderr and "Traceback" not in r.output
+    assert "ReadTimeout" in r.stderr and "Traceback" not in r.output  # asked, and no answer: not a refusal
     assert elapsed_s < 15, elapsed_s  # not huggingface_hub's retries of a silent Hub (90 s)
     listener.close()
     for s in held:
@@ -302,3 +301,49 @@ def test_the_service_answers_a_hostile_revision_with_a_4xx_that_holds_no_file(hu
     assert 400 <= r.status_code < 500, r.text
     assert "hunter2" not in r.text and "top-secret" not in r.text and "root:" not in r.text
     assert "revision" in r.text
+
+
+def test_a_hub_that_answers_the_metadata_and_never_sends_the_file_is_cut_at_the_deadline(hub, monkeypatch):
+    """The lookup's deadline (hub.HUB_DEADLINE_S, shortened by HF_HUB_DOWNLOAD_TIMEOUT here) holds whatever the
+    library does: a Hub that answers HEAD and then sends no byte of the file."""
+    import http.server
+    import threading
+    import time
+
+    import huggingface_hub.constants as constants
+
+    stop = threading.Event()
+
+    class Stalling(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.send_header("X-Repo-Commit", COMMIT)
+            self.send_header("ETag", '"' + "a" * 40 + '"')
+            self.send_header("Content-Length", "10")
+            self.end_headers()
+
+        def do_GET(self):  # noqa: N802
+            stop.wait(30)  # never answers while the test runs
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stalling)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "2")
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "2")
+    started = time.perf_counter()
+    try:
+        r = runner.invoke(cli.app, ["model", "Qwen/Qwen3-8B"])
+    finally:
+        stop.set()
+        server.shutdown()
+    elapsed_s = time.perf_counter() - started
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "did not answer within" in r.stderr  # the deadline's words: not a failure to connect
+    assert elapsed_s < 8, elapsed_s  # HF_HUB_ETAG_TIMEOUT + HF_HUB_DOWNLOAD_TIMEOUT, not the library's retries

@@ -74,9 +74,15 @@ def check_revision(revision: str, repo_id: str) -> str:
     return revision
 
 
+def _endpoint_url() -> str:
+    """The Hub's address: ``HF_ENDPOINT`` as it is now (huggingface_hub read it once, at import), else
+    huggingface.co over HTTPS; every request of a lookup goes there, and nowhere else."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
 def _endpoint() -> tuple[str, int]:
-    """The Hub's host and port (``HF_ENDPOINT``, else huggingface.co over HTTPS)."""
-    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    """The Hub's host and port (``_endpoint_url``)."""
+    url = urlparse(_endpoint_url())
     return url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
 
 
@@ -204,14 +210,15 @@ def _download(repo_id: str, revision: str | None, request_s: float, deadline_s: 
     import huggingface_hub
 
     started_s = time.monotonic()
-    url = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=revision)
-    huggingface_hub.get_hf_file_metadata(url, timeout=min(request_s, deadline_s))
+    endpoint = _endpoint_url()
+    url = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=revision, endpoint=endpoint)
+    huggingface_hub.get_hf_file_metadata(url, timeout=min(request_s, deadline_s), endpoint=endpoint)
     outcome: dict = {}
 
     def fetch() -> None:
         try:
             outcome["path"] = huggingface_hub.hf_hub_download(
-                repo_id, "config.json", revision=revision, etag_timeout=request_s
+                repo_id, "config.json", revision=revision, etag_timeout=request_s, endpoint=endpoint
             )
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, which sorts it
             outcome["error"] = exc
