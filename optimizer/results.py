@@ -155,6 +155,11 @@ class SolveResult(BaseModel):
     deadline_h: float | None = None
     budget_usd: float | None = None
     notes: list[str] = Field(default_factory=list)
+    passed_over: Plan | None = Field(
+        None,
+        description="Under the cost objective, the cheapest plan, where a faster one within "
+        "constraints.cost_tolerance of its cost was chosen instead.",
+    )
 
 
 class OptionsResult(BaseModel):

@@ -2,7 +2,8 @@
 
 It shares nothing with the CP-SAT model but the table (``solver_rows``/``scaled`` for the integer cost):
 whether a row fits and meets the deadline, and its hours, are what ``check`` says of its plan
-(``plan_from``), the optimum a plain minimum over the rows that pass every constraint, the frontier a sort
+(``plan_from``), the optimum a plain minimum over the rows that pass every constraint (under cost, the fastest of those
+within the cost tolerance of that minimum), the frontier a sort
 and a sweep.
 """
 
@@ -38,6 +39,10 @@ def best(table, objective):
         (lambda d: (d["cost_cents"], d["hours"])) if objective == "cost" else (lambda d: (d["hours"], d["cost_cents"]))
     )
     d = min(feasible, key=key)
+    if objective == "cost":
+        # a near-tie goes to the faster plan: the fastest costing at most the tolerance above the cheapest
+        within = d["cost_cents"] + table.ctx.constraints.cost_tolerance_cents(d["cost_cents"])
+        d = min((e for e in feasible if e["cost_cents"] <= within), key=lambda e: (e["hours"], e["cost_cents"]))
     return d["cost_cents"], d["time_s"]
 
 

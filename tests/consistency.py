@@ -128,15 +128,23 @@ def _disagreements(problem: Problem, answer: SolveResult, time_limit_s: float) -
     out = []
     if not any(_same_plan(best, p) == [] for p in answer.frontier):
         out.append("the optimum is not on its own frontier")
-    cost = best.cost_usd.p50
+    # under cost, the cheapest plan (the best, or the one a near-tie passed over) and the tolerance above it
+    cost = (answer.passed_over or best).cost_usd.p50
+    within = cost + problem.constraints.cost_tolerance_cents(round(cost * 100)) / 100 + 0.005
+    if answer.passed_over is not None and not (
+        best.hours.p50 < answer.passed_over.hours.p50 and best.cost_usd.p50 <= within
+    ):
+        out.append("a near-tie passed over the cheapest plan for one not faster, or beyond the tolerance")
     for p in [*answer.frontier, *answer.runners_up]:
         if p.meets_deadline is False or p.within_budget is False:
             continue
         if problem.objective == "cost" and p.cost_usd.p50 < cost - 0.005:
             out.append(f"{p.label()} at ${p.cost_usd.p50:,.2f} is feasible and cheaper than the optimum ${cost:,.2f}")
+        if problem.objective == "cost" and p.cost_usd.p50 <= within and p.hours.p50 < best.hours.p50 * (1 - 1e-9):
+            out.append(f"{p.label()} is within the cost tolerance of the cheapest plan and faster than the choice")
         if problem.objective == "time" and p.hours.p50 < best.hours.p50 * (1 - 1e-9):
             out.append(f"{p.label()} at {p.hours.p50:.3f} h is feasible and faster than the optimum")
-        if p.cost_usd.p50 < cost - 0.005 and p.hours.p50 <= best.hours.p50:
+        if p.cost_usd.p50 < best.cost_usd.p50 - 0.005 and p.hours.p50 <= best.hours.p50:
             out.append(f"{p.label()} is both cheaper and at least as fast as the optimum")
     try:
         checked = _pinned_check(problem, best)

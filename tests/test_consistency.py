@@ -52,7 +52,9 @@ def test_a_free_batch_plan_is_at_most_as_dear_as_any_fixed_batch_in_its_range():
     for batch in (64, 256, 1024):
         assert batch <= cap
         fixed = plan(consistency.problem_of(_seventy_b(global_batch=batch)), runners_up=False)
-        assert free.best.cost_usd.p50 <= fixed.best.cost_usd.p50 + 0.005, batch
+        # the cheapest plans compared (a near-tie may choose a faster one within the cost tolerance)
+        cheapest = (free.passed_over or free.best).cost_usd.p50
+        assert cheapest <= (fixed.passed_over or fixed.best).cost_usd.p50 + 0.005, batch
 
 
 def test_check_takes_any_micro_batch_and_accumulation_that_make_the_batch():

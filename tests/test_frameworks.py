@@ -212,7 +212,8 @@ def test_no_layout_check_accepts_beats_the_optimum(model, method, tokens_b, batc
         assert fastest is not None, "check found a plan the solver says does not exist"
         assert p.hours.p50 >= fastest.hours.p50 - 1e-9
         assert answer.best is not None
-        assert p.cost_usd.p50 >= answer.best.cost_usd.p50 - 0.01
+        # the cheapest plan (a near-tie may have chosen a faster one within the cost tolerance of it)
+        assert p.cost_usd.p50 >= (answer.passed_over or answer.best).cost_usd.p50 - 0.01
 
 
 def test_the_property_test_compared_real_layouts():

@@ -161,4 +161,5 @@ def test_a_runner_up_priced_below_its_breakeven_wins(problems):
         for o in catalog.offers
     ]
     best = plan(job, catalog=catalog.model_copy(update={"offers": offers})).best
-    assert (best.offer, best.gpus) == (runner.offer, runner.gpus)
+    # (at that price another GPU count of the same offer may be as cheap to within the cost tolerance and faster)
+    assert best.offer == runner.offer

@@ -131,9 +131,14 @@ def test_cpsat_matches_brute_force_on_random_instances(instance):
     assert cpsat_frontier(table) == bruteforce.frontier(table)
 
 
+def _cheapest(answer):
+    """The cheapest plan of an answer: its best, or the plan a near-tie passed over for a faster one."""
+    return answer.passed_over or answer.best
+
+
 def _optimal_cost(problem, catalog):
     answer = plan(problem, catalog=catalog, runners_up=False)
-    return None if answer.best is None else answer.best.cost_usd.p50
+    return None if answer.best is None else _cheapest(answer).cost_usd.p50
 
 
 @FAST
@@ -170,17 +175,21 @@ def test_loosening_the_deadline_never_raises_the_optimal_cost(instance, factor):
 @given(instances(), st.sampled_from(SKU_NAMES), st.floats(0.5, 12.0))
 def test_adding_a_sku_never_makes_the_answer_worse(instance, extra, price):
     problem, catalog = instance
-    before = plan(problem, catalog=catalog, runners_up=False).best
+    first = plan(problem, catalog=catalog, runners_up=False)
     richer = copy.deepcopy(catalog)
     if extra not in {s.name for s in richer.skus}:
         richer.skus.append(HARDWARE[extra])
     richer.offers.append(Offer(name="extra", sku=extra, price=price, gpus_per_node=8, max_nodes=2))
-    after = plan(problem, catalog=richer, runners_up=False).best
+    second = plan(problem, catalog=richer, runners_up=False)
+    before, after = first.best, second.best
     if before is None:
         return
     assert after is not None
     if problem.objective == "cost":
-        assert after.cost_usd.p50 <= before.cost_usd.p50 + 0.01
+        # the cheapest plan never gets dearer; the one chosen is within the tolerance of it
+        cheapest = _cheapest(second).cost_usd.p50
+        assert cheapest <= _cheapest(first).cost_usd.p50 + 0.01
+        assert after.cost_usd.p50 <= cheapest + problem.constraints.cost_tolerance_cents(round(cheapest * 100)) / 100
     else:
         assert after.hours.p50 <= before.hours.p50 + 1 / 3600
 

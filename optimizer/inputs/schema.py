@@ -31,7 +31,14 @@ from pydantic import (
 )
 
 from ..errors import JobError, UnitError, printable
-from ..physics.constants import FAILURES_PER_GPU_HOUR, HOST_LINK_GB_PER_S_PER_GPU, HOST_MEMORY_GB_PER_S_PER_GPU
+from ..physics.constants import (
+    FAILURES_PER_GPU_HOUR,
+    HOST_LINK_GB_PER_S_PER_GPU,
+    HOST_MEMORY_GB_PER_S_PER_GPU,
+    NEAR_TIE_FRACTION,
+    NEAR_TIE_MIN_USD,
+    budget_cents,
+)
 from . import units
 
 # A model's params may differ from what its shapes hold by at most this factor either way. The shapes
@@ -108,6 +115,30 @@ Seconds = Annotated[
 Usd = Annotated[float, BeforeValidator(lambda v: units.parse_usd(v, "an amount in USD")), _unit("$20,000")]
 UsdPerHour = Annotated[float, BeforeValidator(lambda v: units.parse_price_per_hour(v)), _unit("$5.50/h")]
 Count = Annotated[float, BeforeValidator(lambda v: units.parse_count(v)), _unit("70B")]
+
+
+def _cost_tolerance(value: Any) -> str | float:
+    """``auto``, a share of the cheapest plan's cost (``2%``) or an amount in USD (``$5``, 0 for none)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            percent = float(value.strip()[:-1].replace(",", ""))
+        except ValueError:
+            percent = math.nan
+        if not 0 <= percent <= 100:
+            raise ValueError(f"{value!r} is not a share of the cost; give a percentage from 0% to 100%, e.g. 1%")
+        return f"{percent:g}%"
+    negative = (isinstance(value, str) and value.strip().startswith("-")) or (
+        isinstance(value, int | float) and value < 0
+    )
+    usd = math.nan if negative else units.parse_usd(value, "an amount in USD")
+    if negative:
+        raise ValueError(f"{value!r} is negative; give an amount such as $5, a share such as 1%, or 0 for none")
+    return usd
+
+
+CostTolerance = Annotated[str | float, BeforeValidator(_cost_tolerance), _unit("1%")]
 
 
 def a_name(value: str) -> str:
@@ -214,6 +245,7 @@ _RANGES: dict[str, str] = {
     "count": "gpus_per_node",
     "deadline_s": "duration",
     "budget_usd": "budget",
+    "cost_tolerance": "cost_tolerance",
     "max_gpus": "gpus",
     # portfolio
     "start_s": "offset",
@@ -873,6 +905,23 @@ class Constraints(_Model):
     spot: Literal["allow", "never", "only"] = Field(
         "allow", description="Spot capacity: allow (default), never (on-demand only) or only (spot only)."
     )
+    cost_tolerance: CostTolerance = Field(
+        "auto",
+        description="Under the cost objective, a faster plan costing at most this much more than the cheapest "
+        "is chosen over it: auto (1 % of the cheapest plan's cost or $1, whichever is larger), a share "
+        "(2%), an amount ($5), or 0 for the cheapest plan whatever its time.",
+    )
+
+    def cost_tolerance_cents(self, cheapest_cents: int) -> int:
+        """How many cents above ``cheapest_cents`` a faster plan may cost and still be chosen."""
+        tolerance = self.cost_tolerance
+        if tolerance == "auto":
+            usd = max(NEAR_TIE_FRACTION * cheapest_cents / 100.0, NEAR_TIE_MIN_USD)
+        elif isinstance(tolerance, str):
+            usd = float(tolerance[:-1]) / 100.0 * cheapest_cents / 100.0
+        else:
+            usd = tolerance
+        return budget_cents(usd)
 
 
 class Problem(_Model):

@@ -356,6 +356,7 @@ LIMITS: dict[str, Limit] = {
     "failure_rate": Limit(0, 1, "per GPU-hour", "a failure every GPU-hour would stop any run", True),
     # money and time
     "budget": Limit(0.01, 1e10, "USD", "a cent to $10 billion, more than any training run has cost", True),
+    "cost_tolerance": Limit(0, 1e10, "USD", "0 for none, up to the largest budget", True),
     "duration": Limit(0, 10 * YEAR_S, "h", "10 years: no GPU rental is planned further ahead", scale=3600),
     "offset": Limit(0, 10 * YEAR_S, "h", "10 years: no GPU rental is planned further ahead", True, scale=3600),
     "overhead": Limit(0, 30 * 86400, "h", "30 days of start-up or restart is a typo", True, scale=3600),

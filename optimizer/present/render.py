@@ -184,6 +184,13 @@ def headline(result: SolveResult) -> str:
         return "No plan satisfies every constraint" + (f" ({', '.join(binding)} {verb})." if binding else ".")
     b = result.best
     goal = "Cheapest plan" if result.objective == "cost" else "Fastest plan"
+    if result.passed_over is not None:  # a near-tie went to the faster plan: not the cheapest by a hair
+        cheapest = result.passed_over
+        extra = (result.best.cost_usd.p50 if result.best.cost_usd else 0.0) - (
+            cheapest.cost_usd.p50 if cheapest.cost_usd else 0.0
+        )
+        faster = cheapest.hours.p50 / result.best.hours.p50
+        goal = f"Best plan ({usd(extra)} above the cheapest, {faster:.2g}x faster)"
     limits = []
     if result.deadline_h is not None:
         limits.append(f"finishing within {_hours(result.deadline_h)}")

@@ -67,6 +67,7 @@ class SingleOutcome:
     result: SolveResult
     binding: list[str] = field(default_factory=list)
     best: Candidate | None = None
+    cheapest: Candidate | None = None  # the plan a near-tie passed over (None: the best is the cheapest)
 
 
 class _Clock:
@@ -110,9 +111,17 @@ def solve_table(
     outcome = SingleOutcome(result)
     if status in SOLVED:
         outcome.best = job.chosen(solver)
-        result.best = _to_plan(table, outcome.best)
         result.status = "optimal" if status == cp_model.OPTIMAL else "feasible"
         result.gap = optimality_gap(solver.objective_value, solver.best_objective_bound, status == cp_model.OPTIMAL)
+        if (
+            status == cp_model.OPTIMAL
+            and (faster := near_tie(table, pm, job, outcome.best, clock.left_s())) is not None
+        ):
+            result.passed_over = _to_plan(table, outcome.best)
+            outcome.cheapest, outcome.best = outcome.best, faster
+        result.best = _to_plan(table, outcome.best)
+        if result.passed_over is not None:
+            result.notes.append(near_tie_note(ctx, result.best, result.passed_over))
     elif status == cp_model.INFEASIBLE and not table.unevaluated:
         result.status = "infeasible"
         outcome.binding = pm.binding_families(solver, clock.left_s)
@@ -121,6 +130,10 @@ def solve_table(
     elif status != cp_model.INFEASIBLE:  # stopped by the time limit before any plan: the best one known
         outcome.best = best_known(table)
         if outcome.best is not None:
+            cheapest = best_known(table, near_ties=False)
+            if cheapest is not None and cheapest is not outcome.best:
+                result.passed_over = _to_plan(table, cheapest)
+                outcome.cheapest = cheapest
             result.best = _to_plan(table, outcome.best)
             result.status = "feasible"
             result.gap = 1.0 if table.unevaluated else 0.0  # no bound on rows not evaluated; the scan's own
@@ -156,7 +169,7 @@ def solve_table(
             "give more time (--time-limit) for the rest"
         )
     if runners_up:
-        result.runners_up, complete = find_runners_up(table, outcome.best, clock)
+        result.runners_up, complete = find_runners_up(table, outcome.best, clock, outcome.cheapest)
         if not complete:
             result.notes.append(
                 f"the time limit ({time_limit_s:g} s) ran out before every other GPU's best plan was proved: "
@@ -166,12 +179,13 @@ def solve_table(
     return outcome
 
 
-def best_known(table: CandidateTable) -> Candidate | None:
+def best_known(table: CandidateTable, near_ties: bool = True) -> Candidate | None:
     """The plan the model of ``solve_table`` asks for, found by a scan of the table's rows instead of CP-SAT:
     what a solve the time limit stopped before any plan answers. The same constraints (within the years any
     rental is planned for, fits, filters, supply, the catalog's node counts, the deadline as ``check`` judges
-    it, the budget in cents) and the same objective (cost then time, or time then cost); ties go to the first
-    row. None when no row passes."""
+    it, the budget in cents) and the same objective (cost then time, or time then cost; under cost with
+    ``near_ties``, the fastest within the cost tolerance of the cheapest); ties go to the first row. None when
+    no row passes."""
     ctx = table.ctx
     c = ctx.constraints
     budget = None if c.budget_usd is None else budget_cents(c.budget_usd)
@@ -191,15 +205,63 @@ def best_known(table: CandidateTable) -> Candidate | None:
         return (cents, cand.time_s) if ctx.problem.objective == "cost" else (cand.time_s, cents)
 
     # in the objective's order, the first that meets the deadline (the model's own "late" column)
-    return next((cand for cand in sorted(allowed, key=rank) if scaled(cand, table)["late"] == 0), None)
+    passing = [cand for cand in sorted(allowed, key=rank) if scaled(cand, table)["late"] == 0]
+    if not passing or not near_ties or ctx.problem.objective != "cost":
+        return passing[0] if passing else None
+    cheapest = usd_to_cents(passing[0].cost_usd)
+    within = cheapest + c.cost_tolerance_cents(cheapest)
+    return min((cand for cand in passing if usd_to_cents(cand.cost_usd) <= within), key=lambda x: (x.time_s, rank(x)))
 
 
 def best_candidate(table: CandidateTable, time_limit_s: float) -> Candidate | None:
-    """The problem's optimum over ``table`` under every constraint, or None (none, or not proved in time)."""
+    """The problem's optimum over ``table`` under every constraint (near-ties to the faster plan, as
+    ``solve_table`` takes them), or None (none, or not proved in time)."""
+    clock = _Clock(time_limit_s)
     pm, job = _model(table)
     pm.set_objective(table.ctx.problem.objective)
+    solver, status = pm.solve(clock.left_s())
+    if status != cp_model.OPTIMAL:
+        return None
+    cheapest = job.chosen(solver)
+    return near_tie(table, pm, job, cheapest, clock.left_s()) or cheapest
+
+
+def near_tie(
+    table: CandidateTable, pm: PlanModel, job: JobVars, cheapest: Candidate, time_limit_s: float
+) -> Candidate | None:
+    """Under the cost objective, the fastest plan (then the cheapest) costing at most the job's cost tolerance
+    above ``cheapest``, the proved optimum, under the same constraints: a lexicographic second objective on
+    the model ``cheapest`` was solved on (which it changes). None where no such plan is faster, the tolerance
+    is 0, or the time limit stops the solve before it proves one."""
+    ctx = table.ctx
+    if ctx.problem.objective != "cost" or time_limit_s <= 0:
+        return None
+    cents = usd_to_cents(cheapest.cost_usd)
+    tolerance = ctx.constraints.cost_tolerance_cents(cents)
+    if tolerance <= 0:
+        return None
+    pm.model.add(pm.cost_cents(job) <= cents + tolerance)
+    pm.set_objective("time")
     solver, status = pm.solve(time_limit_s)
-    return job.chosen(solver) if status == cp_model.OPTIMAL else None
+    if status != cp_model.OPTIMAL:
+        return None
+    faster = job.chosen(solver)
+    return faster if faster.time_s < cheapest.time_s else None
+
+
+def near_tie_note(ctx, best: Plan, cheapest: Plan) -> str:
+    """What choosing the faster of two near-tied plans costs and saves, and the tolerance that allowed it."""
+    extra = (best.cost_usd.p50 if best.cost_usd else 0.0) - (cheapest.cost_usd.p50 if cheapest.cost_usd else 0.0)
+    base = cheapest.cost_usd.p50 if cheapest.cost_usd else 0.0
+    tolerance = ctx.constraints.cost_tolerance
+    said = "auto: 1 % of the cheapest plan's cost or $1, whichever is larger" if tolerance == "auto" else tolerance
+    said = f"${said:,.2f}" if isinstance(said, float) else said
+    return (
+        f"near-tie: the cheapest plan, {cheapest.label()} at ${base:,.2f} for {units.fmt_duration(cheapest.hours.p50 * 3600.0)}, "
+        f"was passed over for one {cheapest.hours.p50 / best.hours.p50:.2f}x faster at ${extra:,.2f} "
+        f"({extra / base:.2%}) more, within constraints.cost_tolerance ({said}); set cost_tolerance: 0 for the "
+        "cheapest plan whatever its time"
+    )
 
 
 class _Walk:
@@ -287,18 +349,21 @@ def _efficiency_for_hours(table: CandidateTable, runner: Plan, hours: float) -> 
     return needed if 0 < needed <= 1.0 else None
 
 
-def _breakeven(table: CandidateTable, runner: Plan, lost_on: str, best: Plan) -> tuple[float | None, float | None]:
+def _breakeven(
+    table: CandidateTable, runner: Plan, lost_on: str, best: Plan, cheapest_usd: float | None = None
+) -> tuple[float | None, float | None]:
     """(price per GPU-hour, scaling efficiency) at which the runner-up would no longer lose on what it lost
-    on: cost (or the budget, under the cost objective): costing what the best plan costs; the budget under
-    the time objective: costing the budget; time: taking the best plan's hours (no price does that); the
+    on: cost (or the budget, under the cost objective): costing what wins (``_winning_cost_usd``); the budget
+    under the time objective: costing the budget; time: taking the best plan's hours (no price does that); the
     deadline (judged at p50): taking the deadline's hours. None where nothing of the kind does."""
     c = table.ctx.constraints
     price = efficiency = None
     hourly = runner.price_usd_per_gpu_hour
     cost = runner.cost_usd.p50 if runner.cost_usd else None
-    target_usd = (
-        (best.cost_usd.p50 if best.cost_usd else None) if table.ctx.problem.objective == "cost" else c.budget_usd
-    )
+    if table.ctx.problem.objective == "cost":
+        target_usd = _winning_cost_usd(table, runner, best, cheapest_usd)
+    else:
+        target_usd = c.budget_usd
     if lost_on in ("cost", "budget") and target_usd and cost and hourly:
         price = round(target_usd * hourly / cost, 4)
         efficiency = _efficiency_for_hours(table, runner, runner.hours.p50 * target_usd / cost)
@@ -309,8 +374,21 @@ def _breakeven(table: CandidateTable, runner: Plan, lost_on: str, best: Plan) ->
     return price, efficiency
 
 
+def _winning_cost_usd(table: CandidateTable, runner: Plan, best: Plan, cheapest_usd: float | None) -> float | None:
+    """The cost at which a runner-up wins under the cost objective, near-ties going to the faster plan: faster
+    than the best plan, within the cost tolerance of the cheapest plan; slower, a cent under the cheapest plan's
+    cost less that tolerance (the cheapest and the best plan then lie beyond its own tolerance)."""
+    if cheapest_usd is None or math.isnan(cheapest_usd) or not best.cost_usd:
+        return None
+    cheapest = cheapest_usd
+    tolerance_usd = table.ctx.constraints.cost_tolerance_cents(usd_to_cents(cheapest)) / 100.0
+    if runner.hours.p50 < best.hours.p50:
+        return cheapest + tolerance_usd
+    return cheapest - tolerance_usd - 0.01
+
+
 def find_runners_up(
-    table: CandidateTable, best: Candidate | None, clock: _Clock | None = None
+    table: CandidateTable, best: Candidate | None, clock: _Clock | None = None, cheapest: Candidate | None = None
 ) -> tuple[list[RunnerUp], bool]:
     """For every SKU other than the best one: its best plan and why it lost; and whether every SKU was
     answered (a solve the time limit stopped proves nothing, so that SKU is left out).
@@ -325,6 +403,7 @@ def find_runners_up(
     ctx = table.ctx
     objective = ctx.problem.objective
     best_plan = _to_plan(table, best)
+    cheapest_usd = (cheapest or best).cost_usd  # (a candidate's cost: a float)
     skus = sorted({c.row.sku.name for c in solver_rows(table) if c.rejected_by != "filter"} - {best.row.sku.name})
     out = []
     complete = True
@@ -356,7 +435,9 @@ def find_runners_up(
             p = _to_plan(table, cand)
         if lost_on is None:
             lost_on = "deadline" if p.meets_deadline is False else "budget"
-        price, efficiency = _breakeven(table, p, lost_on, best_plan)
+        elif objective == "cost" and p.cost_usd and best_plan.cost_usd and p.cost_usd.p50 < best_plan.cost_usd.p50:
+            lost_on = "time"  # cheaper, but a near-tie went to the faster best plan
+        price, efficiency = _breakeven(table, p, lost_on, best_plan, cheapest_usd)
         out.append(
             RunnerUp(
                 **p.model_dump(),
