@@ -29,7 +29,7 @@ from rich.table import Table
 
 from . import __version__, api, server, stops
 from .errors import ArgumentError, GpuplanError, printable
-from .inputs import units
+from .inputs import skypilot, units
 from .inputs.catalog import catalog_entries, find_sku, offers_for
 from .inputs.files import expand_models, load_catalog, load_job, load_portfolio, parse_model, problem_catalog
 from .inputs.hf_models import presets
@@ -937,6 +937,8 @@ def _import_catalog(
     check_followable(from_dir, "from_dir", "SkyPilot catalog")
     wanted_clouds = [c.strip().lower() for c in clouds.split(",") if c.strip()] if clouds else None
     wanted_regions = [r.strip() for r in regions.split(",") if r.strip()] if regions else None
+    # never --out onto a vms.csv it reads (or a link to one): the import would overwrite its own input
+    skypilot.check_out(out, skypilot.catalog_files(from_dir or skypilot.default_source(), wanted_clouds))
     document, imported = api.import_skypilot(from_dir, wanted_clouds, wanted_regions, max_nodes)
     left_out = "; ".join(f"{n} x {why}" for why, n in sorted(imported.left_out.items(), key=lambda kv: -kv[1]))
     header = [
@@ -955,7 +957,12 @@ def _import_catalog(
         typer.echo(text, nl=False)
         return
     output.write_text(out, text, "out")
-    _say(f"wrote {len(document['offers'])} offers to {printable(str(out))}" + (f" ({left_out})" if left_out else ""))
+    read_as = f"; {'; '.join(imported.notes)}" if imported.notes else ""
+    _say(
+        f"wrote {len(document['offers'])} offers to {printable(str(out))}"
+        + (f" ({left_out})" if left_out else "")
+        + read_as
+    )
 
 
 @app.command()
@@ -1150,10 +1157,33 @@ def serve_cmd(
         "default for a body that names none (repeatable).",
     ),
     open_page: bool = typer.Option(False, "--open", help="Open the page in the web browser once it listens."),
+    allowed_host: list[str] | None = typer.Option(
+        None,
+        "--allowed-host",
+        help="A Host name the service answers besides its own address, as a reverse proxy sends it (NAME, or "
+        "NAME:PORT for that port alone; * any; repeatable). Other names are refused (421): a page of another "
+        "domain that resolves here (DNS rebinding).",
+    ),
+    cors: list[str] | None = typer.Option(
+        None,
+        "--cors",
+        help="An origin of another site whose pages may call the API (https://app.example; * any; repeatable). "
+        "Requests with another Origin are refused (403).",
+    ),
+    token: str | None = typer.Option(
+        None,
+        "--token",
+        help="The token every POST must carry as 'Authorization: Bearer TOKEN' (16 characters or more; default "
+        "GPUPLAN_TOKEN). Bound beyond loopback without one, one is made and printed, and the page's printed "
+        "address carries it.",
+    ),
 ) -> None:
     """Serve the planner over HTTP until ^C: a JSON API (POST /v1/solve, /v1/check, /v1/options, /v1/portfolio,
-    /v1/export; GET /docs) and a page at / to explore plans. Needs FastAPI and uvicorn, the serve extra."""
-    server.serve(host, port, catalog or [], open_page)
+    /v1/export; GET /docs) and a page at / to explore plans. Only the page's own origin drives it (see
+    --allowed-host, --cors, --token). Needs FastAPI and uvicorn, the serve extra."""
+    server.serve(
+        host, port, catalog or [], open_page, allowed_hosts=allowed_host or [], cors_origins=cors or [], token=token
+    )
 
 
 # Seconds between progress lines when stderr is not a terminal (a CI log): a 7-minute portfolio had printed

@@ -554,3 +554,21 @@ def test_a_foreign_host_and_a_cross_site_post_on_a_real_server(served):
         answer = _raw(port, request, wait_s=5)
         status = int(answer.split(b" ", 2)[1])
         assert status in (421, 403, 415) and b'"options"' not in answer, answer[:300]
+
+
+@pytest.mark.parametrize(
+    "flags, flag",
+    [
+        (["--cors", "evil.example"], "--cors"),
+        (["--allowed-host", "http://x.example"], "--allowed-host"),
+        (["--token", "short"], "--token"),
+    ],
+)
+def test_gpuplan_serve_names_the_flag_of_a_bad_access_setting(flags, flag):
+    from typer.testing import CliRunner
+
+    from optimizer import cli
+
+    result = CliRunner().invoke(cli.app, ["serve", "--port", "0", *flags])
+    assert result.exit_code == 2, result.output
+    assert flag in result.output and "Traceback" not in result.output

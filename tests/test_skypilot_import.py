@@ -188,7 +188,6 @@ def test_check_out_refuses_the_file_the_import_reads_and_a_link_to_it(tmp_path):
     skypilot.check_out(tmp_path / "elsewhere.yaml", files)  # any other file is fine
 
 
-@pytest.mark.xfail(reason="needs cli.py's _import_catalog to call skypilot.check_out (issue 47; cli.py is the lead's)")
 @pytest.mark.parametrize("onto", ["the file", "a link"])
 def test_import_out_onto_the_vms_csv_it_reads_from_a_folder_is_refused(tmp_path, onto):
     source = write_csv(tmp_path / "sky", HEADER + GOOD)
