@@ -289,7 +289,7 @@ GlobalBatchOpt = typer.Option(
     None,
     "--global-batch",
     help="Sequences per step, a whole number (256, 1e3, 1,024), or tokens with their unit ('4M tokens'); default: "
-    "gpuplan chooses.",
+    "a fine-tune's recipe batch (131,072 tokens a step), a pre-training's free batch; 'free': gpuplan chooses.",
 )
 PrecisionOpt = typer.Option(None, "--precision", help="bf16, fp16, fp8 or nvfp4 (default bf16).")
 OptimizerOpt = typer.Option(None, "--optimizer", help="adamw (default), adamw8bit, paged_adamw, sgd, adafactor...")

@@ -490,6 +490,8 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
         )
     if ctx.activation_reserve != "auto":
         notes.append("activations are the fixed job.activation_reserve, not computed from shapes")
+    if ctx.recipe_batch_sequences is not None:  # (a batch it rounded up to the GPUs, said)
+        notes += batch_notes(ctx, plan)
     notes += measurement_notes(ctx) + precision_notes(ctx)
     if plan.hours.p50 * 3600.0 > units.LIMITS["duration"].high:
         notes.append(
@@ -677,19 +679,7 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
     """What gpuplan decided for the user: the global batch when free or given in tokens, the spot
     policy and the framework (docs/design.md sections 3.2 and 3.5)."""
     job, notes = ctx.job, []
-    if best is not None and job.global_batch is None:
-        s = best.strategy
-        notes.append(
-            f"global batch chosen: {s.global_batch:,} sequences ({s.global_batch * job.seq_len / 1e6:,.2f}M tokens), "
-            f"since job.global_batch is not set; at most {ctx.max_free_batch_sequences:,} sequences, twice the "
-            "compute-optimal batch of DeepSeek's scaling law for this job; set job.global_batch to fix it"
-        )
-    elif isinstance(job.global_batch, str):
-        exact = parse_count(job.global_batch, "job.global_batch") / job.seq_len
-        notes.append(
-            f"global batch {job.global_batch} at {job.seq_len:,} tokens per sequence is {exact:,.1f} sequences, "
-            f"rounded to {job.global_batch_sequences:,} so data-parallel layouts divide it"
-        )
+    notes += batch_notes(ctx, best)
     notes.append(spot_note(ctx.constraints.spot, "constraints.spot"))
     notes += measurement_notes(ctx) + precision_notes(ctx)
     notes += moe_notes(ctx, best)
@@ -697,6 +687,37 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
         notes.append(
             f"framework: any; the plan runs in {best.strategy.framework} (set job.framework or --framework to plan "
             "for the one your team uses)"
+        )
+    return notes
+
+
+def batch_notes(ctx: JobContext, best: Plan | None) -> list[str]:
+    """The global batch gpuplan chose, and why: a fine-tune's recipe batch, a free batch under its cap, or a
+    batch in tokens as the sequences it became."""
+    job, notes = ctx.job, []
+    if best is not None and ctx.recipe_batch_sequences is not None:
+        s = best.strategy
+        recipe = ctx.recipe_batch_sequences
+        made = "" if s.global_batch == recipe else f", the least at or above the recipe's {recipe:,} this layout makes"
+        notes.append(
+            f"global batch: {s.global_batch:,} sequences ({s.global_batch * job.seq_len:,} tokens) a step{made}, "
+            "as published fine-tuning recipes set it (Megatron-Bridge's Llama 3 SFT and LoRA recipes: 32 x 4,096 "
+            "tokens), since job.global_batch is not set; set job.global_batch to fix another, or "
+            "'global_batch: free' to let gpuplan choose any"
+        )
+    elif best is not None and (job.global_batch is None or job.free_batch):
+        s = best.strategy
+        why = "job.global_batch is free" if job.free_batch else "job.global_batch is not set (a pre-training)"
+        notes.append(
+            f"global batch chosen: {s.global_batch:,} sequences ({s.global_batch * job.seq_len / 1e6:,.2f}M tokens), "
+            f"since {why}; at most {ctx.max_free_batch_sequences:,} sequences, twice the "
+            "compute-optimal batch of DeepSeek's scaling law for this job; set job.global_batch to fix it"
+        )
+    elif isinstance(job.global_batch, str) and not job.free_batch:
+        exact = parse_count(job.global_batch, "job.global_batch") / job.seq_len
+        notes.append(
+            f"global batch {job.global_batch} at {job.seq_len:,} tokens per sequence is {exact:,.1f} sequences, "
+            f"rounded to {job.global_batch_sequences:,} so data-parallel layouts divide it"
         )
     return notes
 

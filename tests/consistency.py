@@ -15,6 +15,7 @@ import random
 from optimizer import CheckRequest, api
 from optimizer.errors import GpuplanError
 from optimizer.inputs.files import expand_models
+from optimizer.inputs.overrides import apply_overrides
 from optimizer.inputs.schema import Problem
 from optimizer.planning.plans import SPOT_SUFFIX
 from optimizer.present.exports import KINDS, export
@@ -166,6 +167,7 @@ def _disagreements(problem: Problem, answer: SolveResult, time_limit_s: float) -
         out.append(f"options: {len(same_row)} rows for the plan's row")
     else:
         out += [f"options: {d}" for d in _same_plan(best, same_row[0])]
+    out += _measurements_disagree(problem, answer)
     job = problem.job
     for kind in KINDS:
         try:
@@ -175,3 +177,30 @@ def _disagreements(problem: Problem, answer: SolveResult, time_limit_s: float) -
         except Exception as exc:  # noqa: BLE001 - a bug, reported as a violation
             out.append(f"export {kind}: {exc.__class__.__name__}: {exc}")
     return out
+
+
+# What the drawn measurements say of gpuplan's prediction on each configuration: slower and faster
+MEASURED_FACTORS = (0.8, 1.25)
+
+
+def _measurements_disagree(problem: Problem, answer: SolveResult) -> list[str]:
+    """Two measurements at once (issue 46): the best plan's configuration at 0.8x gpuplan's prediction and
+    another GPU's runner-up at 1.25x; each measured configuration must then predict its own measurement."""
+    if problem.job.measured or answer.best is None:
+        return []
+    others = [r for r in answer.runners_up if r.fits and r.sku != answer.best.sku][:1]
+    points = [(p, f) for p, f in zip([answer.best, *others], MEASURED_FACTORS)]
+    measured = [f"{p.gpus}x{p.sku}@{p.nodes}:{p.tokens_per_s * f:.6g} tok/s" for p, f in points]
+    try:
+        calibrated = apply_overrides(problem, measured=measured)
+        predicted = [
+            api.check(calibrated, CheckRequest(p.sku, p.gpus, nodes=p.nodes, compare=False)).plan.tokens_per_s
+            for p, _ in points
+        ]
+    except GpuplanError:
+        return []  # a measurement refused (beyond any efficiency, more than the GPUs' peak): said, not fitted
+    return [
+        f"measured {m!r} predicts {got:,.1f} tokens/s"
+        for m, (p, f), got in zip(measured, points, predicted)
+        if not math.isclose(got, float(f"{p.tokens_per_s * f:.6g}"), rel_tol=1e-3)
+    ]

@@ -185,7 +185,14 @@ def test_solve_chooses_expert_parallelism_where_it_pays_and_shows_its_all_to_all
     problem = Problem.model_validate(
         expand_models(
             {
-                "job": {"name": "q30", "model": "qwen3-30b-a3b", "method": "full", "tokens": "2B", "seq_len": 4096},
+                "job": {
+                    "name": "q30",
+                    "model": "qwen3-30b-a3b",
+                    "method": "full",
+                    "tokens": "2B",
+                    "seq_len": 4096,
+                    "global_batch": "free",  # (the scaling law's batch: a fine-tune's recipe batch runs no 56 GPUs)
+                },
                 "constraints": {"deadline": "45m"},
                 "assumptions": {"moe_dispatcher": "deepep"},
             }

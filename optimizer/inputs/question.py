@@ -50,12 +50,16 @@ _PLAIN_NUMBER = re.compile(r"^[0-9][0-9,_]*(\.[0-9]*)?([eE][+-]?[0-9]+)?$")
 
 def global_batch_value(value: object) -> int | str:
     """``--global-batch``: sequences per step as a whole number (``1024``, ``1,000``, ``1e3``, ``1000.0``), or a
-    token amount with its unit (``4M tokens``, kept as text for the job's own reading)."""
+    token amount with its unit (``4M tokens``, kept as text for the job's own reading), or ``free``."""
     text = str(value).strip()
+    if text.lower() == "free":
+        return "free"
     tokens = _TOKENS.match(text)
     if tokens and tokens.group(1):
         return text
-    example = "give sequences per step as a whole number (1024, 1,000 or 1e3) or tokens with their unit ('4M tokens')"
+    example = (
+        "give sequences per step as a whole number (1024, 1,000 or 1e3), tokens with their unit ('4M tokens'), or free"
+    )
     if not _PLAIN_NUMBER.match(text):
         unit = " (a token amount needs its unit: '4M tokens')" if re.match(r"^[0-9.,_]+\s*[kKmMbBtT]$", text) else ""
         raise ArgumentError(f"cannot read {text!r} as a global batch{unit}; {example}", field="global_batch")

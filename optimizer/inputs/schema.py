@@ -318,7 +318,8 @@ class _Model(BaseModel):
                 raise ValueError(f"{errors[0]['msg'].removeprefix('Value error, ')}; it {limit.text()}") from None
             raise
         number = result
-        if isinstance(result, str) and info.field_name in _TEXT_FORMS and result != "auto":
+        free = info.field_name == "global_batch" and isinstance(result, str) and result.strip().lower() == "free"
+        if isinstance(result, str) and info.field_name in _TEXT_FORMS and result != "auto" and not free:
             parse, text_kind = _TEXT_FORMS[info.field_name]
             limit = units.LIMITS[text_kind]
             try:
@@ -698,7 +699,10 @@ class JobSpec(_Model):
     epochs: float | None = Field(None, gt=0)
     seq_len: int = Field(4096, ge=1)
     global_batch: int | str | None = Field(
-        None, description="Sequences per optimizer step (an int) or tokens ('4M tokens'); default: free."
+        None,
+        description="Sequences per optimizer step (an int) or tokens ('4M tokens'); default: a fine-tune's "
+        "recipe batch (131,072 tokens a step), a pre-training's free batch; 'free': any batch gpuplan finds "
+        "cheapest up to twice the compute-optimal one.",
     )
     precision: Precision = "bf16"
     optimizer: Literal["adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "sgd", "adafactor"] = Field(
@@ -777,6 +781,11 @@ class JobSpec(_Model):
         return self
 
     @property
+    def free_batch(self) -> bool:
+        """``global_batch: free``: any batch up to the scaling-law cap, whatever the method."""
+        return isinstance(self.global_batch, str) and self.global_batch.strip().lower() == "free"
+
+    @property
     def total_tokens(self) -> float:
         if self.tokens is not None:
             return float(self.tokens)
@@ -784,7 +793,8 @@ class JobSpec(_Model):
 
     @property
     def global_batch_sequences(self) -> int | None:
-        if self.global_batch is None:
+        """The batch the job file gives, in sequences (None: not given, or free)."""
+        if self.global_batch is None or self.free_batch:
             return None
         if isinstance(self.global_batch, int):
             return self.global_batch

@@ -179,6 +179,17 @@ BATCH_SEQUENCE_MULTIPLE = 8
 # With the global batch left free, gpuplan keeps it below twice the compute-optimal batch of DeepSeek's
 # scaling law, B_opt = 0.2920 C^0.3271 tokens for C = 6 N D FLOPs (Bi et al. 2024, "DeepSeek LLM",
 # section 3.1, eq. 1); ASSUMPTION: the factor 2, for the wide near-optimal band of their Figure 3.
+# A fine-tune with job.global_batch unset (issue 46) trains at the batch the published recipes use, in tokens
+# per optimizer step: Megatron-Bridge's performance recipes (src/megatron/bridge/recipes/llama/, 2026) run
+# Llama 3 70B SFT on 32 H100 at 32 sequences of 4,096 tokens and Llama 3 70B LoRA on 8 B200, B300 and GB300 at
+# 32 x 4,096 (on 8 GB200 at 64 x 2,048): 131,072 tokens a step each. The published SFT and LoRA runs in
+# validation/finetune_runs.yaml use 2-32 sequences. (The scaling-law cap below, meant for pre-training, had
+# planned a 70B LoRA on 2B tokens at 998 sequences, 4.1M tokens a step.)
+FINETUNE_BATCH_TOKENS = 131_072
+# A full-parameter run on fewer tokens than compute-optimal pre-training takes, about 20 per parameter
+# (Hoffmann et al. 2022, "Chinchilla", Table 3), continues a pre-trained model: a fine-tune, not a pre-training.
+COMPUTE_OPTIMAL_TOKENS_PER_PARAM = 20.0
+
 OPTIMAL_BATCH_COEFFICIENT = 0.2920
 OPTIMAL_BATCH_EXPONENT = 0.3271
 FREE_BATCH_MAX_OVER_OPTIMAL = 2.0

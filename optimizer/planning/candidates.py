@@ -239,6 +239,8 @@ class Requested:
     micro_batch: int | None = None
     grad_accum: int | None = None
     pp: int | None = None
+    # a hand-picked configuration: a fine-tune's recipe batch its GPUs do not divide rounds up (33 on 3 GPUs)
+    hand_picked: bool = False
 
 
 def strategy_grid(
@@ -329,7 +331,10 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: R
             continue
         dp = gpus // (tp * pp * cp)
         for mb in micro_batches:
-            for accum in _accumulations(ctx, pp, dp * mb, ignore_batch, requested.grad_accum):
+            accumulations = _accumulations(
+                ctx, pp, dp * mb, ignore_batch, requested.grad_accum, requested.hand_picked, dp
+            )
+            for accum in accumulations:
                 if ctx.job.optimizer_in_backward and (accum > 1 or pp > 1):
                     continue  # torchtune and torchtitan refuse optimizer-in-backward with accumulation or PP
                 for zero, shard in _shardings(row, tp, dp * cp):
@@ -348,11 +353,19 @@ def pipeline_choices(requested: int | None = None) -> tuple[int, ...]:
 
 
 def _accumulations(
-    ctx: JobContext, pp: int, sequences_per_micro_step: int, ignore_batch: bool, requested: int | None
+    ctx: JobContext,
+    pp: int,
+    sequences_per_micro_step: int,
+    ignore_batch: bool,
+    requested: int | None,
+    round_up: bool = False,
+    data_parallel: int = 1,
 ) -> list[int]:
     """Micro-batches per optimizer step for ``sequences_per_micro_step`` (data-parallel ranks x micro-batch).
 
-    A global batch fixes it (B / (d b), where d b divides B). A free batch may be any multiple of d b up to
+    A global batch fixes it (B / (d b), where d b divides B), and so does a fine-tune's recipe batch R; a
+    hand-picked configuration (``round_up``, check's) whose d b does not divide R makes the least multiple of
+    d above it, where b divides that (33 sequences on 3 GPUs, 64 on 64 data-parallel ranks). A free batch may be any multiple of d b up to
     ``max_free_batch_sequences``, and the step time per token never rises with the count (docs/design.md
     section 3.2: the bubble, the optimizer step and the once-per-step traffic are spread over more
     micro-batches; memory holds at most p micro-batches in flight), so the grid takes the most that fit,
@@ -364,6 +377,15 @@ def _accumulations(
         accum = batch // sequences_per_micro_step
         divides = batch % sequences_per_micro_step == 0
         return [accum] if divides and requested in (None, accum) else []
+    recipe = None if ignore_batch else ctx.recipe_batch_sequences
+    if recipe is not None:  # a fine-tune's: the recipe's batch (check: else the least above it a layout makes)
+        made = -(-recipe // data_parallel) * data_parallel if round_up else recipe  # a multiple of the DP ranks
+        if recipe % sequences_per_micro_step == 0:
+            made = recipe
+        if made % sequences_per_micro_step:
+            return []
+        accum = made // sequences_per_micro_step
+        return [accum] if requested in (None, accum) else []
     if ignore_batch:
         return [requested or (1 if pp == 1 else FREE_BATCH_MICRO_BATCHES_PER_STAGE * pp)]
     most = ctx.max_free_batch_sequences // sequences_per_micro_step

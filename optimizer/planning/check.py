@@ -57,7 +57,7 @@ class Fixed:
     def requested(self) -> Requested:
         """What the layout grid must offer beyond solve's own choices."""
         return Requested(
-            self.cp, self.ep, self.virtual_stages, self.expert_tp, self.micro_batch, self.grad_accum, self.pp
+            self.cp, self.ep, self.virtual_stages, self.expert_tp, self.micro_batch, self.grad_accum, self.pp, True
         )
 
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
@@ -315,8 +315,23 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
             source=ctx.problem.source_path,
             field="job.optimizer_in_backward",
         )
-    batch = ctx.job.global_batch_sequences
     given = ", ".join(f"{k}={v}" for k, v in fixed.items() if v is not None) or "any options"
+    return _batch_error(ctx, row, given)
+
+
+def _batch_error(ctx: JobContext, row: HardwareRow, given: str) -> JobError:
+    """No layout of the row with the ``given`` choices makes the job's global batch: the given one, a
+    fine-tune's recipe batch, or a free batch under its cap."""
+    batch = ctx.job.global_batch_sequences
+    if batch is None and ctx.recipe_batch_sequences is not None:
+        return JobError(
+            f"every layout of {row.gpus} GPUs with {given} makes a global batch other than the fine-tuning recipes' "
+            f"{ctx.recipe_batch_sequences:,} sequences (or the least above it its data-parallel ranks make), which "
+            "gpuplan plans when job.global_batch is not set; pick more TP or PP or a smaller micro-batch, or set "
+            "job.global_batch (or 'free')",
+            source=ctx.problem.source_path,
+            field="job.global_batch",
+        )
     if batch is None:
         return JobError(
             f"every layout of {row.gpus} GPUs with {given} makes a global batch above {ctx.max_free_batch_sequences:,} "

@@ -14,8 +14,10 @@ from ..inputs import units
 from ..inputs.catalog import offers_for, usable_memory_bytes
 from ..inputs.schema import Catalog, Offer, Problem, Sku
 from ..physics.constants import (
+    COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
     DEFAULT_COMPUTE_EFFICIENCY,
     FALLBACK_COMPUTE_EFFICIENCY,
+    FINETUNE_BATCH_TOKENS,
     FREE_BATCH_MAX_OVER_OPTIMAL,
     LOGITS_BYTES_PER_VOCAB,
     MOE_HOST_S_PER_LAYER,
@@ -203,6 +205,28 @@ class JobContext:
         compute_flops = 6.0 * self.shape.active_params * self.job.total_tokens
         optimal_tokens = OPTIMAL_BATCH_COEFFICIENT * compute_flops**OPTIMAL_BATCH_EXPONENT
         return max(1, int(FREE_BATCH_MAX_OVER_OPTIMAL * optimal_tokens / self.job.seq_len))
+
+    @property
+    def is_finetune(self) -> bool:
+        """Adapters (LoRA, QLoRA), a teacher, or a full-parameter run on fewer tokens than compute-optimal
+        pre-training takes (``COMPUTE_OPTIMAL_TOKENS_PER_PARAM``): a pre-trained model trained further."""
+        job = self.job
+        if job.method != "full" or job.teacher_params:
+            return True
+        return job.total_tokens < COMPUTE_OPTIMAL_TOKENS_PER_PARAM * self.shape.params
+
+    @property
+    def recipe_batch_sequences(self) -> int | None:
+        """With job.global_batch unset, a fine-tune's batch as the published recipes set it
+        (``FINETUNE_BATCH_TOKENS`` a step, in sequences as a batch in tokens is read), at most the job's
+        tokens; None for a pre-training (its batch is free). Layouts make it exactly; a hand-picked one
+        (``check``) whose GPUs do not divide it makes the least batch above it (``candidates._accumulations``:
+        33 sequences on 3 GPUs, 64 on 64 data-parallel ranks)."""
+        job = self.job
+        if job.global_batch is not None or not self.is_finetune:
+            return None
+        most = max(1, int(job.total_tokens // job.seq_len))
+        return min(units.batch_sequences(FINETUNE_BATCH_TOKENS, job.seq_len), most)
 
     def explicit_efficiency(self, nodes: int) -> float | None:
         return self.assumptions.scaling_efficiency.get(nodes)

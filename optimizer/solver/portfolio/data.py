@@ -168,7 +168,7 @@ def _shape_key(pf: Portfolio, index: int, *, tokens: bool = True) -> str | None:
     False: the same without the token count, where the layouts do not depend on it (an inline job with
     a global batch: a free batch is sized from the job's compute); None where they may."""
     entry = pf.jobs[index]
-    if not tokens and (entry.job is None or entry.job.global_batch is None):
+    if not tokens and (entry.job is None or entry.job.global_batch is None or entry.job.free_batch):
         return None
     exclude = None if tokens else {"job": _TOKEN_FIELDS}
     return json.dumps(
