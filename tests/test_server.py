@@ -183,6 +183,14 @@ def test_the_page_and_its_files(client):
     assert yaml.safe_load(bundle["job_yaml"]) == yaml.safe_load(JOB.read_text())
 
 
+def test_the_pages_job_file_names_the_catalog_the_answer_used(client):
+    """A query's ?catalog= over the body's catalog: the job file the page offers had kept the body's, so saved
+    and asked again it answered on another catalog (issue 46: a saved question is the same question)."""
+    bundle = client.post("/page/solve?catalog=nodus-2026-11", content=JOB.read_text(), headers=YAML).json()
+    assert yaml.safe_load(bundle["job_yaml"])["catalog"] == "nodus-2026-11"
+    assert bundle["answer"]["best"]["offer"].startswith("nodus")
+
+
 def test_the_page_gives_the_question_as_flags_the_cli_answers_alike(client):
     # the document the page's form builds for the README's question
     document = {

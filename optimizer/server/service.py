@@ -10,7 +10,6 @@ at the request body (``bodies.located``) or at a query parameter (``QueryError``
 
 from __future__ import annotations
 
-import copy
 import secrets
 import shlex
 import threading
@@ -30,7 +29,7 @@ from ..inputs.bundled import bundled_catalog_names
 from ..inputs.catalog import catalog_entries, offers_for
 from ..inputs.files import load_catalog
 from ..inputs.overrides import FRAMEWORK_CHOICES
-from ..inputs.question import JOB_FLAGS
+from ..inputs.question import JOB_FLAGS, saved_document
 from ..inputs.question import _name_of as name_of  # the job name a question without a file gets
 from ..inputs.requests import CheckRequest
 from ..inputs.schema import Catalog, Portfolio, Problem
@@ -508,8 +507,8 @@ class Service:
             data, problem, name, result, limit = self._plan(raw, content_type, query, self.limits.max_time_limit_s)
         except GpuplanError as exc:
             raise bodies.located(exc) from None
-        document = copy.deepcopy(data)
-        document.setdefault("catalog", self._refs.get(name, name))
+        # the question as it was answered: the catalog used (a query's ?catalog= over the body's), as --save writes it
+        document = saved_document(data, catalog=self._refs.get(name, name))
         flags = "" if limit == SOLVE_TIME_LIMIT_S else f" --time-limit {limit:g}"
         best = result.best
         own = best.strategy.framework if best is not None else None  # the plan's framework, if it has an export
