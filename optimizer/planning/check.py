@@ -127,8 +127,15 @@ def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: boo
             "dense (no experts in its shapes), so there is nothing to split: drop --expert-tp, or use --tp",
             field="expert_tp",
         )
-    grid = strategy_grid(ctx, row, runnable_only=False, requested=fixed.requested)
-    grid = grid[fixed.mask(grid, ctx)]
+    # the layouts solve searches first (a fine-tune's recipe batch exactly: a measured configuration predicts
+    # itself on them); only where none keeps what the user fixed, those rounding that batch up to the GPUs
+    grid = np.zeros((0, len(GRID_FIELDS)), dtype=np.int64)
+    for round_up in (False, True) if ctx.recipe_batch_sequences is not None else (False,):
+        requested = replace(fixed.requested, hand_picked=round_up)
+        grid = strategy_grid(ctx, row, runnable_only=False, requested=requested)
+        grid = grid[fixed.mask(grid, ctx)]
+        if len(grid):
+            break
     if len(grid) == 0:
         raise _why_no_layout(ctx, row, {**fixed.grid_values(ctx), "shard_degree": fixed.shard_degree})
     runnable = grid[:, GRID_FIELDS.index("framework")] >= 0
