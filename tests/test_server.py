@@ -569,7 +569,7 @@ def test_a_client_that_disconnects_mid_solve_does_not_stop_the_server(live, read
 
 
 def test_a_client_that_leaves_the_queue_takes_its_request_with_it():
-    svc = Service(limits=Limits(solvers=1))
+    svc = Service(limits=Limits(solvers=1, readers=0))  # one thread: the gate holds it
     gate = threading.Event()
     with Running(svc) as running:
         held = svc.submit(gate.wait, 30)  # the one solver thread, busy

@@ -64,6 +64,10 @@ class Limits:
     max_body_bytes: int = bodies.MAX_BODY_BYTES
     body_timeout_s: float = 30.0  # to receive a body: a client trickling bytes holds no connection longer
     solvers: int = 2  # solves at once, each in a thread of the pool (CP-SAT itself uses several)
+    # threads beyond the solvers that may read a request at once: a Hub model's config.json may take the Hub's
+    # deadline (hub.HUB_DEADLINE_S) to come, and waiting for it holds no solver (two such requests had held both,
+    # and an ordinary solve behind them waited 7 s)
+    readers: int = 8
     max_waiting: int = 32  # requests queued for a solver beyond those running; 503 past it
     max_time_limit_s: float = 120.0  # a request answered in its own response
     max_job_time_limit_s: float = 600.0  # a job (?async=true), polled at GET /v1/jobs/{id}
@@ -223,7 +227,9 @@ class Service:
                 self.default_catalog = name  # for bodies that name none, as for a job file without 'catalog:'
         self._tables = Kept(self.limits.tables_kept)
         self._answers = Kept(self.limits.answers_kept)
-        self._pool = ThreadPoolExecutor(self.limits.solvers, thread_name_prefix="gpuplan-solve")
+        self._pool = ThreadPoolExecutor(self.limits.solvers + self.limits.readers, thread_name_prefix="gpuplan-solve")
+        self._solving = threading.Semaphore(self.limits.solvers)  # held from a request's read to its end
+        self._local = threading.local()
         self._waiting = 0
         self.jobs = JobStore(self.limits.jobs_kept)
         self._models: list[dict] | None = None
@@ -236,13 +242,30 @@ class Service:
             if self._waiting >= self.limits.solvers + self.limits.max_waiting:
                 raise Busy(f"{self._waiting} requests are running or waiting for a solver; try again shortly")
             self._waiting += 1
+
+        def run() -> Any:
+            self._local.pooled, self._local.solving = True, False
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if self._local.solving:
+                    self._solving.release()
+                self._local.pooled = self._local.solving = False
+
         try:
-            future = self._pool.submit(fn, *args, **kwargs)
+            future = self._pool.submit(run)
         except BaseException:
             self._release()
             raise
         future.add_done_callback(lambda _: self._release())
         return future
+
+    def _begin_solving(self) -> None:
+        """On a pool thread, once its request is read (its models expanded, a Hub's answer included): wait for
+        one of the ``solvers`` places, kept until the request ends (``submit``'s ``run``)."""
+        if getattr(self._local, "pooled", False) and not self._local.solving:
+            self._solving.acquire()
+            self._local.solving = True
 
     def _release(self) -> None:
         with self._lock:
@@ -348,6 +371,7 @@ class Service:
         data = bodies.read_document(raw, content_type)
         problem, options = bodies.job_problem(data, self.offered(), extra)
         name, cat = self._catalog_for(query, problem.catalog)
+        self._begin_solving()
         return data, problem, options, name, cat
 
     def table(self, problem: Problem, catalog: Catalog, name: str) -> CandidateTable:
@@ -452,6 +476,7 @@ class Service:
             raise QueryError(f"from 1 to {self.limits.max_workers} CP-SAT workers (got {workers})", field="workers")
         pf = bodies.portfolio_document(bodies.read_document(raw, content_type), self.offered())
         _, cat = self._catalog_for(query, pf.catalog)
+        self._begin_solving()
         return pf, cat, limit, workers
 
     def check_request(self, kind: str, raw: bytes, content_type: str | None, query: Query) -> None:
