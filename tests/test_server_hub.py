@@ -76,3 +76,25 @@ def test_two_requests_waiting_on_the_hub_leave_an_ordinary_solve_its_solver(sile
                 future.result(timeout=60)
     finally:
         service.close()
+
+
+def test_a_model_not_cached_is_answered_without_the_servers_cache_path(tmp_path, monkeypatch):
+    """Offline, a Hub id not in the cache is a 4xx whose message named the cache folder's absolute path: a
+    path of the server's machine, answered to whoever asked. It names the variable that places it."""
+    import huggingface_hub.constants as constants
+
+    home = tmp_path / "secret-home" / "hf"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    service = Service()
+    try:
+        with pytest.raises(GpuplanError) as refused:
+            service.submit(service.solve, _body("some-org/not-cached"), JSON).result(timeout=30)
+        assert "not in the Hugging Face cache (HF_HOME/hub)" in str(refused.value)
+        assert "secret-home" not in str(refused.value)
+    finally:
+        service.close()

@@ -95,6 +95,15 @@ def _reachable(host: str, port: int) -> bool:
         return False
 
 
+def _cache_named() -> str:
+    """The cache folder as the variable that places it, not its path: the service answers these messages, and
+    a path of its machine is not the requester's to read."""
+    for variable, below in (("HF_HUB_CACHE", ""), ("HF_HOME", "/hub"), ("XDG_CACHE_HOME", "/huggingface/hub")):
+        if os.environ.get(variable):
+            return f"{variable}{below}"
+    return "~/.cache/huggingface/hub"
+
+
 def _cache_dir() -> str:
     from huggingface_hub import constants
 
@@ -264,7 +273,7 @@ def hub_config(repo_id: str, revision: str | None = None) -> Path:
         ) from None
     if cached is not None:
         return cached
-    cache = _cache_dir()
+    cache = _cache_named()
     fetch = f"run 'hf download {repo_id} config.json{' --revision ' + revision if revision else ''}' where the Hub"
     fetch += " is reachable (the same HF_HOME), or give the config.json's path (model: {hf_config: PATH})"
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
