@@ -235,42 +235,21 @@ def test_a_cache_variable_that_is_a_file_is_refused_by_name(hub, tmp_path, monke
 
 
 def test_a_hub_that_never_answers_is_an_error_within_seconds(hub, monkeypatch):
-    import socket
-    import threading
     import time
 
     import huggingface_hub.constants as constants
+    from silent_hub import silent_endpoint
 
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)  # accepts connections (the kernel's backlog) and never answers a byte
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                continue
-
-    threading.Thread(target=accept, daemon=True).start()
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listener.getsockname()[1]}")
-    started = time.perf_counter()
-    try:
+    with silent_endpoint() as endpoint:
+        monkeypatch.setenv("HF_ENDPOINT", endpoint)
+        started = time.perf_counter()
         r = runner.invoke(cli.app, ["model", "Qwen/Qwen3-8B"])
-    finally:
-        stop.set()
-    elapsed_s = time.perf_counter() - started
+        elapsed_s = time.perf_counter() - started
     assert r.exit_code == 2, r.output
     assert "ReadTimeout" in r.stderr and "Traceback" not in r.output  # asked, and no answer: not a refusal
     assert elapsed_s < 15, elapsed_s  # not huggingface_hub's retries of a silent Hub (90 s)
-    listener.close()
-    for s in held:
-        s.close()
 
 
 @pytest.mark.parametrize("revision", ["/etc/passwd", "../../../../../../proc/self/cmdline", "main", "SECRET"])

@@ -5,11 +5,10 @@ deadline."""
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 
 import pytest
+from silent_hub import silent_endpoint
 
 pytest.importorskip("fastapi")
 
@@ -31,28 +30,10 @@ def silent_hub(tmp_path, monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                continue
-
-    threading.Thread(target=accept, daemon=True).start()
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listener.getsockname()[1]}")
     monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "12")  # a slow Hub given its time: each request waits 12 s
-    yield
-    stop.set()
-    listener.close()
-    for s in held:
-        s.close()
+    with silent_endpoint() as endpoint:
+        monkeypatch.setenv("HF_ENDPOINT", endpoint)
+        yield
 
 
 def _body(model: object) -> bytes:
