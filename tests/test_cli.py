@@ -466,3 +466,11 @@ def test_a_portfolio_writes_progress_to_a_piped_stderr(problems, monkeypatch):
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert lines and all(" s  " in line for line in lines), r.stderr
     assert any("options" in line for line in lines)
+
+
+def test_the_export_help_names_every_registered_kind():
+    """The --export help is prose kept beside the exports registry: it must name each kind the registry has."""
+    from optimizer import cli as cli_module
+    from optimizer.present.exports import KINDS
+
+    assert all(kind in cli_module.ExportOpt.help for kind in KINDS), cli_module.ExportOpt.help

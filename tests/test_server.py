@@ -139,6 +139,9 @@ def test_export_writes_what_the_cli_writes(client, readme_answer):
     assert r.text == export(readme_answer.best, "skypilot", job=load_job(JOB).job)
     r = client.post("/v1/export", content=JOB.read_text() + "\nexport: {kind: k8s}\n", headers=YAML)  # an alias
     assert r.status_code == 200 and 'filename="llama-3.1-70b-sft-kubernetes.yaml"' in r.headers["content-disposition"]
+    # every kind downloads with its tool's suffix, from the registry (a Slurm script had come as .txt)
+    r = client.post("/v1/export", content=JOB.read_text() + "\nexport: {kind: slurm}\n", headers=YAML)
+    assert r.status_code == 200 and 'filename="llama-3.1-70b-sft-slurm.sh"' in r.headers["content-disposition"]
 
 
 def test_export_of_a_given_plan(client, readme_answer):

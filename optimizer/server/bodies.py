@@ -27,6 +27,7 @@ from ..inputs.bundled import bundled_dir
 from ..inputs.files import expand_models, parse_model, validation_error
 from ..inputs.reader import load_json, load_yaml
 from ..inputs.schema import BIDI_CONTROLS, Portfolio, Problem, a_name
+from ..present.exports import KINDS
 from ..results import Plan
 
 SOURCE = "request body"
@@ -224,9 +225,7 @@ class ExportFields(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: str = Field(
-        description="skypilot, kubernetes, nodus, deepspeed, megatron, torchtitan, accelerate or torchrun."
-    )
+    kind: str = Field(description=f"One of {', '.join(KINDS)} (the exports registry's kinds).")
     plan: dict | None = Field(None, description="A plan as a solve answers it; default the job's best plan.")
 
 

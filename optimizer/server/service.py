@@ -520,7 +520,7 @@ class Service:
                     )
                 plan = answer.best
             text = export(plan, kind, job=problem.job)  # as gpuplan solve --export KIND writes it
-            return text, f"{problem.job.name}-{launcher.kind}.{_SUFFIX.get(launcher.kind, 'txt')}"
+            return text, f"{problem.job.name}-{launcher.kind}.{launcher.suffix}"
         except GpuplanError as exc:
             raise bodies.located(exc, _EXPORT_FIELDS) from None
 
@@ -585,19 +585,6 @@ class Service:
             self.jobs.drop(job)
             raise
         return job
-
-
-# A launcher config's file suffix, as the README's examples name them (a kind registered since: .txt)
-_SUFFIX = {
-    "skypilot": "yaml",
-    "kubernetes": "yaml",
-    "nodus": "yaml",
-    "deepspeed": "json",
-    "megatron": "sh",
-    "torchtitan": "toml",
-    "accelerate": "yaml",
-    "torchrun": "sh",
-}
 
 
 # what a question without a job file can say in flags (gpuplan solve --model ... --deadline ...), beside the job

@@ -89,4 +89,6 @@ def write(plan: Plan, job: ExportJob) -> str:
     return comment(header(plan, precision, lines, notes)) + yaml_text(config)
 
 
-LAUNCHER = Launcher("accelerate", write, gaps=gaps, reads_seq_len=False)  # the config has no sequence length
+LAUNCHER = Launcher(
+    "accelerate", write, gaps=gaps, reads_seq_len=False, suffix="yaml"
+)  # the config has no sequence length

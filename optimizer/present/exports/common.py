@@ -71,13 +71,15 @@ class Launcher:
     and the LoRA plans it does not write; a refusal names the other exports with ``gaps`` that can write the
     plan. ``reads_seq_len``: False where the config has no sequence length, whose refusal then checks no
     sequence-length rule (its own or, naming the exports that can, the others'). ``aliases``: other names
-    ``export`` takes for it (``KINDS`` lists ``kind`` only)."""
+    ``export`` takes for it (``KINDS`` lists ``kind`` only). ``suffix``: the file's, as its tool names it (the
+    service's downloads are named with it)."""
 
     kind: str
     write: Callable[[Plan, ExportJob], str]
     gaps: Callable[[Plan, ExportJob], list[str]] | None = None
     reads_seq_len: bool = True
     aliases: tuple[str, ...] = ()
+    suffix: str = "txt"
 
 
 def _version() -> str:

@@ -105,4 +105,6 @@ def write(plan: Plan, job: ExportJob) -> str:
     return json.dumps(config, indent=2) + "\n"
 
 
-LAUNCHER = Launcher("deepspeed", write, gaps=gaps, reads_seq_len=False)  # the config has no sequence length
+LAUNCHER = Launcher(
+    "deepspeed", write, gaps=gaps, reads_seq_len=False, suffix="json"
+)  # the config has no sequence length

@@ -187,4 +187,4 @@ def write(plan: Plan, job: ExportJob) -> str:
     return comment(header(plan, job.precision, lines)) + yaml_text(service) + "---\n" + yaml_text(job_spec)
 
 
-LAUNCHER = Launcher("kubernetes", write, aliases=("k8s",))
+LAUNCHER = Launcher("kubernetes", write, aliases=("k8s",), suffix="yaml")

@@ -137,4 +137,4 @@ def write(plan: Plan, job: ExportJob) -> str:
     return comment(header(plan, job.precision, lines, notes)) + env + " \\\n  ".join(command) + "\n"
 
 
-LAUNCHER = Launcher("megatron", write, gaps=gaps)
+LAUNCHER = Launcher("megatron", write, gaps=gaps, suffix="sh")

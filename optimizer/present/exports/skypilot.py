@@ -99,4 +99,4 @@ def write(plan: Plan, job: ExportJob) -> str:
     return comment(header(plan, job.precision, lines, [note] if note else [])) + yaml_text(task)
 
 
-LAUNCHER = Launcher("skypilot", write)
+LAUNCHER = Launcher("skypilot", write, suffix="yaml")

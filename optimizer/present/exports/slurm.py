@@ -63,4 +63,4 @@ def write(plan: Plan, job: ExportJob) -> str:
     )
 
 
-LAUNCHER = Launcher("slurm", write, aliases=("sbatch",))
+LAUNCHER = Launcher("slurm", write, aliases=("sbatch",), suffix="sh")

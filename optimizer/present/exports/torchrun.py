@@ -76,4 +76,4 @@ def write(plan: Plan, job: ExportJob) -> str:
     return comment(header(plan, job.precision, where)) + f"export {env}\n" + torchrun_line(plan, "train.py") + "\n"
 
 
-LAUNCHER = Launcher("torchrun", write)
+LAUNCHER = Launcher("torchrun", write, suffix="sh")

@@ -188,4 +188,4 @@ def write(plan: Plan, job: ExportJob) -> str:
     return comment(header(plan, precision, lines, notes)) + _toml(sections)
 
 
-LAUNCHER = Launcher("torchtitan", write, gaps=gaps)
+LAUNCHER = Launcher("torchtitan", write, gaps=gaps, suffix="toml")
