@@ -27,6 +27,7 @@ from ortools.sat.python import cp_model
 from ..inputs import units
 from ..physics.constants import budget_cents, optimality_gap, usd_to_cents
 from ..planning.candidates import Candidate, CandidateTable
+from ..planning.context import JobContext
 from ..planning.plans import plan_from
 from ..results import Option, OptionsResult, Plan, RunnerUp, SolveResult
 from .model import JobVars, PlanModel, aeons_error, overflow_error, scaled, solver_rows
@@ -249,7 +250,7 @@ def near_tie(
     return faster if faster.time_s < cheapest.time_s else None
 
 
-def near_tie_note(ctx, best: Plan, cheapest: Plan) -> str:
+def near_tie_note(ctx: JobContext, best: Plan, cheapest: Plan) -> str:
     """What choosing the faster of two near-tied plans costs and saves, and the tolerance that allowed it."""
     extra = (best.cost_usd.p50 if best.cost_usd else 0.0) - (cheapest.cost_usd.p50 if cheapest.cost_usd else 0.0)
     base = cheapest.cost_usd.p50 if cheapest.cost_usd else 0.0
@@ -259,7 +260,7 @@ def near_tie_note(ctx, best: Plan, cheapest: Plan) -> str:
     return (
         f"near-tie: the cheapest plan, {cheapest.label()} at ${base:,.2f} for {units.fmt_duration(cheapest.hours.p50 * 3600.0)}, "
         f"was passed over for one {cheapest.hours.p50 / best.hours.p50:.2f}x faster at ${extra:,.2f} "
-        f"({extra / base:.2%}) more, within constraints.cost_tolerance ({said}); set cost_tolerance: 0 for the "
+        f"({extra / base if base else 0.0:.2%}) more, within constraints.cost_tolerance ({said}); set cost_tolerance: 0 for the "
         "cheapest plan whatever its time"
     )
 
