@@ -36,6 +36,7 @@ def main() -> int:
         data = consistency.random_job(random.Random(seed))
         problem = consistency.problem_of(data)
         answer, found = consistency.examine(problem)
+        found += consistency.save_round_trip(data, answer)
         answered += answer.best is not None
         infeasible += answer.status == "infeasible"
         if found:

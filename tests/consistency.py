@@ -16,6 +16,7 @@ from optimizer import CheckRequest, api
 from optimizer.errors import GpuplanError
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.overrides import apply_overrides
+from optimizer.inputs.question import saved_document
 from optimizer.inputs.schema import Problem
 from optimizer.planning.plans import SPOT_SUFFIX
 from optimizer.present.exports import KINDS, export
@@ -204,3 +205,19 @@ def _measurements_disagree(problem: Problem, answer: SolveResult) -> list[str]:
         for m, (p, f), got in zip(measured, points, predicted)
         if not math.isclose(got, float(f"{p.tokens_per_s * f:.6g}"), rel_tol=1e-3)
     ]
+
+
+def save_round_trip(data: dict, answer: SolveResult) -> list[str]:
+    """The generated job asked as ``--save`` would write it (issue 46): its objective, framework and
+    constraints taken off the file and given as the flags that set them, the document ``saved_document``
+    writes read back and solved: the same plan at the same cost and time as ``answer``, the file's own."""
+    bare = copy.deepcopy(data)
+    flags = {key: value for key, value in (bare.pop("constraints", None) or {}).items()}
+    flags["objective"] = bare.pop("objective", None)
+    flags["framework"] = bare["job"].pop("framework", None)
+    again = api.plan(problem_of(saved_document(bare, flags, catalog=bare.pop("catalog", None))))
+    if (answer.best is None) != (again.best is None):
+        return [f"--save: the saved question answers {again.status}, the file's {answer.status}"]
+    if answer.best is None or again.best is None:
+        return []
+    return [f"--save: {d}" for d in _same_plan(answer.best, again.best)]

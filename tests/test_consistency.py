@@ -23,8 +23,10 @@ from optimizer.solver.model import PlanModel
 @given(seed=st.integers(0, 10**6))
 def test_solve_check_options_and_exports_agree_on_generated_jobs(seed):
     # bench/consistency.py runs the same checks on 500 jobs and more
-    problem = consistency.problem_of(consistency.random_job(random.Random(seed)))
-    assert consistency.violations(problem) == []
+    data = consistency.random_job(random.Random(seed))
+    answer, found = consistency.examine(consistency.problem_of(data))
+    assert found == []
+    assert consistency.save_round_trip(data, answer) == []
 
 
 # --------------------------------------------------------------------------- the free batch, searched for real
