@@ -364,9 +364,9 @@ def _accumulations(
     """Micro-batches per optimizer step for ``sequences_per_micro_step`` (data-parallel ranks x micro-batch).
 
     A global batch fixes it (B / (d b), where d b divides B), and so does a fine-tune's recipe batch R; a
-    hand-picked configuration (``round_up``, check's) whose d b does not divide R makes the least multiple of
-    d above it, where b divides that (33 sequences on 3 GPUs, 64 on 64 data-parallel ranks). A free batch may be any multiple of d b up to
-    ``max_free_batch_sequences``, and the step time per token never rises with the count (docs/design.md
+    hand-picked configuration (``round_up``, check's) whose d b does not divide R makes the least multiple
+    of d above it, where b divides that (33 sequences on 3 GPUs, 64 on 64 data-parallel ranks). A free batch
+    may be any multiple of d b up to ``max_free_batch_sequences``, and the step time per token never rises with the count (docs/design.md
     section 3.2: the bubble, the optimizer step and the once-per-step traffic are spread over more
     micro-batches; memory holds at most p micro-batches in flight), so the grid takes the most that fit,
     and also the most that are a multiple of p (interleaving needs one: ``_virtual_stages``). Under
