@@ -599,7 +599,9 @@ def calibration_note(ctx: JobContext) -> list[str]:
     ]
     if c.reserve_delta_bytes:
         sign = "+" if c.reserve_delta_bytes > 0 else "-"
-        factors.append(f"framework reserve {sign}{fmt_bytes(abs(c.reserve_delta_bytes))} (the measured peak)")
+        peaks = sum(1 for m in ctx.job.measured if m.peak_memory_bytes)
+        whose = "the measured peak" if peaks == 1 else "the measured peaks' mean; each measured GPU keeps its own"
+        factors.append(f"framework reserve {sign}{fmt_bytes(abs(c.reserve_delta_bytes))} ({whose})")
     scaled = "; ".join(factors) or "no factor (the model already reproduces it)"
     anchored = ""
     if len(ctx.job.measured) > 1:

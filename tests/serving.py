@@ -9,6 +9,20 @@ from pathlib import Path
 
 URL_LINE = "gpuplan serve: http://"
 
+# What the service's tests send: content types, the page's own origin (a Host the service answers; TestClient's
+# own is refused), and a job small enough to solve in a second
+YAML = {"Content-Type": "application/yaml"}
+JSON = {"Content-Type": "application/json"}
+LOCAL = "http://127.0.0.1:8000"
+SMALL_JOB = """
+catalog: nodus-2026-11
+job:
+  name: small
+  model: llama-3.1-8b
+  method: lora
+  tokens: 200M
+"""
+
 
 def start_serve(
     log: Path, *args: str, seconds: float = 60.0, env: dict[str, str] | None = None

@@ -22,6 +22,7 @@ pytest.importorskip("httpx")  # fastapi's TestClient
 pytest.importorskip("uvicorn")
 
 from fastapi.testclient import TestClient  # noqa: E402
+from serving import JSON, LOCAL, SMALL_JOB, YAML  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from optimizer import api, server  # noqa: E402
@@ -36,19 +37,7 @@ from optimizer.server.service import Busy, Limits, Service  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "problems" / "llama-70b-within-5-days.yaml"
 PORTFOLIO = ROOT / "problems" / "portfolio-q1-finetunes.yaml"
-YAML = {"Content-Type": "application/yaml"}
-JSON = {"Content-Type": "application/json"}
-LOCAL = "http://127.0.0.1:8000"  # the page's own origin: a Host the service answers (TestClient's own is refused)
 runner = CliRunner()
-
-SMALL_JOB = """
-catalog: nodus-2026-11
-job:
-  name: small
-  model: llama-3.1-8b
-  method: lora
-  tokens: 200M
-"""
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ pytest.importorskip("httpx")  # fastapi's TestClient
 pytest.importorskip("uvicorn")
 
 from fastapi.testclient import TestClient  # noqa: E402
-from serving import start_serve  # noqa: E402
+from serving import JSON, LOCAL, SMALL_JOB, YAML, start_serve  # noqa: E402
 
 from optimizer.server.access import Access, split_host, with_token  # noqa: E402
 from optimizer.server.app import create_app  # noqa: E402
@@ -33,19 +33,7 @@ from optimizer.server.service import Service  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "problems" / "llama-70b-within-5-days.yaml"
-YAML = {"Content-Type": "application/yaml"}
-JSON = {"Content-Type": "application/json"}
-LOCAL = "http://127.0.0.1:8000"
 TOKEN = "a-token-of-this-test-0123456789"
-
-SMALL_JOB = """
-catalog: nodus-2026-11
-job:
-  name: small
-  model: llama-3.1-8b
-  method: lora
-  tokens: 200M
-"""
 
 
 @pytest.fixture(scope="module")

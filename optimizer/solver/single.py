@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -129,14 +130,15 @@ def solve_table(
     elif status == cp_model.MODEL_INVALID:  # the integer columns overflow: runs of centuries, costs of trillions
         raise overflow_error(table)
     elif status != cp_model.INFEASIBLE:  # stopped by the time limit before any plan: the best one known
-        outcome.best = best_known(table)
+        outcome.best, cheapest = best_known(table)
+        if cheapest is not None:
+            result.passed_over = _to_plan(table, cheapest)
+            outcome.cheapest = cheapest
         if outcome.best is not None:
-            cheapest = best_known(table, near_ties=False)
-            if cheapest is not None and cheapest is not outcome.best:
-                result.passed_over = _to_plan(table, cheapest)
-                outcome.cheapest = cheapest
             result.best = _to_plan(table, outcome.best)
             result.status = "feasible"
+            if result.passed_over is not None:
+                result.notes.append(near_tie_note(ctx, result.best, result.passed_over))
             result.gap = 1.0 if table.unevaluated else 0.0  # no bound on rows not evaluated; the scan's own
             if not table.unevaluated:
                 result.notes.append(
@@ -180,13 +182,13 @@ def solve_table(
     return outcome
 
 
-def best_known(table: CandidateTable, near_ties: bool = True) -> Candidate | None:
+def best_known(table: CandidateTable) -> tuple[Candidate | None, Candidate | None]:
     """The plan the model of ``solve_table`` asks for, found by a scan of the table's rows instead of CP-SAT:
     what a solve the time limit stopped before any plan answers. The same constraints (within the years any
     rental is planned for, fits, filters, supply, the catalog's node counts, the deadline as ``check`` judges
-    it, the budget in cents) and the same objective (cost then time, or time then cost; under cost with
-    ``near_ties``, the fastest within the cost tolerance of the cheapest); ties go to the first row. None when
-    no row passes."""
+    it, the budget in cents) and the same objective (cost then time, or time then cost; under cost, the
+    fastest within the cost tolerance of the cheapest); ties go to the first row. Returned with the plan it
+    passed over for a near-tie (None where it is the cheapest); (None, None) when no row passes."""
     ctx = table.ctx
     c = ctx.constraints
     budget = None if c.budget_usd is None else budget_cents(c.budget_usd)
@@ -205,13 +207,16 @@ def best_known(table: CandidateTable, near_ties: bool = True) -> Candidate | Non
         cents = usd_to_cents(cand.cost_usd)
         return (cents, cand.time_s) if ctx.problem.objective == "cost" else (cand.time_s, cents)
 
-    # in the objective's order, the first that meets the deadline (the model's own "late" column)
-    passing = [cand for cand in sorted(allowed, key=rank) if scaled(cand, table)["late"] == 0]
-    if not passing or not near_ties or ctx.problem.objective != "cost":
-        return passing[0] if passing else None
-    cheapest = usd_to_cents(passing[0].cost_usd)
-    within = cheapest + c.cost_tolerance_cents(cheapest)
-    return min((cand for cand in passing if usd_to_cents(cand.cost_usd) <= within), key=lambda x: (x.time_s, rank(x)))
+    # in the objective's order, those that meet the deadline (the model's own "late" column), read lazily: a
+    # scan of thousands of rows is what answers when the time limit has run out
+    passing = (cand for cand in sorted(allowed, key=rank) if scaled(cand, table)["late"] == 0)
+    first = next(passing, None)
+    if first is None or ctx.problem.objective != "cost":
+        return first, None
+    within = usd_to_cents(first.cost_usd) + c.cost_tolerance_cents(usd_to_cents(first.cost_usd))
+    near = itertools.takewhile(lambda cand: usd_to_cents(cand.cost_usd) <= within, passing)
+    chosen = min([first, *near], key=lambda x: (x.time_s, rank(x)))
+    return chosen, (None if chosen is first else first)
 
 
 def best_candidate(table: CandidateTable, time_limit_s: float) -> Candidate | None:
