@@ -41,6 +41,7 @@ from optimizer.present.exports import (
     torchtitan_flags,
     torchtitan_sections,
 )
+from optimizer.present.exports.torchtitan import with_run
 from optimizer.results import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,7 +181,9 @@ def test_the_job_goes_in_once_as_a_jobspec_its_facts_or_keywords(kind):
     (or refuse alike); a keyword given beside the job replaces that fact."""
     spec = load_job(PROBLEMS / LLAMA_70B).job
     facts = job_facts(spec)
-    assert facts == ExportJob(spec.name, spec.seq_len, spec.precision, spec.model.layers, spec.method, spec.optimizer)
+    layout_facts = ExportJob(spec.name, spec.seq_len, spec.precision, spec.model.layers, spec.method, spec.optimizer)
+    run_facts = {"tokens": 20e9, "model": spec.model, "checkpoint_bytes": facts.checkpoint_bytes, "finetune": True}
+    assert facts == dataclasses.replace(layout_facts, **run_facts)
     for name in ("hybrid-zero3", "tp8-pp4"):
         p = get_plan(name)
         answers = []
@@ -730,7 +733,9 @@ def test_torchtitan_config_parses_with_torchtitan(name, monkeypatch):
     if text is None:
         return
     sections = tomllib.loads(text)
-    assert sections == json.loads(json.dumps(torchtitan_sections(p, "gpuplan-test", num_layers=num_layers(name))))
+    layout = torchtitan_sections(p, "gpuplan-test", num_layers=num_layers(name))
+    run = ExportJob("gpuplan-test", num_layers=num_layers(name))
+    assert sections == json.loads(json.dumps(with_run(layout, p, run)))
     flags = torchtitan_flags(sections)
     assert " ".join(flags) in text  # the header's torchtitan 0.3.0 command line
 

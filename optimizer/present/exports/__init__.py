@@ -25,7 +25,7 @@ import dataclasses
 from typing import Any
 
 from ...errors import ArgumentError
-from ...inputs.schema import JobSpec
+from ...inputs.schema import JobSpec, ModelSpec
 from ...results import Plan
 from . import accelerate, deepspeed, kubernetes, megatron, nodus, skypilot, slurm, torchrun, torchtitan
 from .common import (
@@ -115,16 +115,32 @@ def export(
     num_layers: int | None = None,
     method: str | None = None,
     optimizer: str | None = None,
+    tokens: float | None = None,
+    model: ModelSpec | None = None,
+    checkpoint_bytes: float | None = None,
+    finetune: bool | None = None,
+    moe_dispatcher: str | None = None,
 ) -> str:
     """The launcher config ``kind`` (one of ``KINDS``, or a kind registered since) for ``plan``, as text to
     write to a file.
 
     ``job``: the plan's job (a JobSpec, or its ``ExportJob`` facts), which says what a Plan does not: the
-    name, sequence length, precision, layer count, method and optimizer (``ExportJob``). Without it, the
-    keywords give them one by one (each defaulting as ``ExportJob`` does); with it, a keyword given replaces
-    the job's fact."""
+    name, sequence length, precision, layer count, method and optimizer, and the run's tokens, model,
+    checkpoint size, fine-tune or not and MoE dispatcher (``ExportJob``). Without it, the keywords give them
+    one by one (each defaulting as ``ExportJob`` does); with it, a keyword given replaces the job's fact."""
     facts = _facts(
-        job, name=name, seq_len=seq_len, precision=precision, num_layers=num_layers, method=method, optimizer=optimizer
+        job,
+        name=name,
+        seq_len=seq_len,
+        precision=precision,
+        num_layers=num_layers,
+        method=method,
+        optimizer=optimizer,
+        tokens=tokens,
+        model=model,
+        checkpoint_bytes=checkpoint_bytes,
+        finetune=finetune,
+        moe_dispatcher=moe_dispatcher,
     )
     if facts.precision not in PRECISIONS:
         raise ArgumentError(

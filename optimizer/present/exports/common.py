@@ -23,12 +23,15 @@ from typing import Any
 
 import yaml
 
-from ...errors import ArgumentError, printable
-from ...inputs.schema import JobSpec, Strategy
+from ...errors import ArgumentError, GpuplanError, printable
+from ...inputs.schema import Assumptions, JobSpec, ModelSpec, Strategy
+from ...physics.constants import COMPUTE_OPTIMAL_TOKENS_PER_PARAM
+from ...planning.model_state import model_shape, training_state
 from ...results import Plan
 
 PRECISIONS = ("bf16", "fp16", "fp8", "nvfp4")  # JobSpec.precision
 DEFAULT_SEQ_LEN = 4096  # the Plan carries no sequence length; JobSpec.seq_len's default
+MOE_DISPATCHER = Assumptions.model_fields["moe_dispatcher"].default  # the plan's time assumes it unless told
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +42,11 @@ class ExportJob:
     ``num_layers`` (the model's; torchtitan needs it for more than 2 interleaved stages, Megatron for
     activation offload and uneven pipeline stages), ``method`` (full, lora, qlora: the Megatron and torchtitan
     exports write full training only) and ``optimizer`` (job.optimizer: a framework that has no such optimizer
-    is refused)."""
+    is refused). The run's facts (``run``): ``tokens`` (the job's total: the run's steps), ``model`` (its
+    name and shapes: the framework exports' model flags), ``checkpoint_bytes`` (bf16 weights plus optimizer
+    state, as ``planning.reliability.checkpoint_hours`` counts them: the checkpoint interval and disk),
+    ``finetune`` (a pretrained model trained further: the exports load its weights) and ``moe_dispatcher``
+    (the token dispatcher the plan's time assumed; gpuplan's default where only the job is given)."""
 
     name: str = "gpuplan-job"
     seq_len: int | None = None
@@ -47,6 +54,32 @@ class ExportJob:
     num_layers: int | None = None
     method: str = "full"
     optimizer: str = "adamw"
+    tokens: float | None = None
+    model: ModelSpec | None = None
+    checkpoint_bytes: float | None = None
+    finetune: bool = False
+    moe_dispatcher: str = MOE_DISPATCHER
+
+
+def _checkpoint_bytes(job: JobSpec) -> float | None:
+    """bf16 weights plus optimizer state (``planning.reliability.checkpoint_hours``'s count); None where the
+    training state cannot be sized (adapters of a params-only model)."""
+    try:
+        shape = model_shape(job.model)
+        train = training_state(job, shape)
+    except GpuplanError:
+        return None
+    return float(
+        train.weights_total(shape.params) - 2.0 * train.teacher_params + train.optimizer_bytes * train.trainable_params
+    )
+
+
+def is_finetune(job: JobSpec) -> bool:
+    """``JobContext.is_finetune``'s rule on the job alone: adapters, a teacher, or full training on fewer tokens
+    than compute-optimal pre-training takes (``COMPUTE_OPTIMAL_TOKENS_PER_PARAM``)."""
+    if job.method != "full" or job.teacher_params:
+        return True
+    return job.total_tokens < COMPUTE_OPTIMAL_TOKENS_PER_PARAM * float(job.model.params)
 
 
 def job_facts(job: JobSpec) -> ExportJob:
@@ -58,6 +91,10 @@ def job_facts(job: JobSpec) -> ExportJob:
         num_layers=job.model.layers,
         method=job.method,
         optimizer=job.optimizer,
+        tokens=job.total_tokens,
+        model=job.model,
+        checkpoint_bytes=_checkpoint_bytes(job),
+        finetune=is_finetune(job),
     )
 
 

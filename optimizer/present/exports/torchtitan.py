@@ -15,11 +15,22 @@ tests/test_finetune_memory.py.
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 from ...results import Plan
 from .common import DEFAULT_SEQ_LEN, ExportJob, Launcher, comment, describe, ep, header, hybrid
 from .gaps import memory_option_gaps
+from .run import (
+    CHECKPOINT_DIR,
+    CHECKPOINTS_KEPT,
+    PRETRAINED,
+    checkpoint_interval_steps,
+    interval_note,
+    steps_note,
+    torchtitan_model,
+    train_steps,
+)
 from .torchrun import torchrun_line
 
 TORCHTITAN_TOML_SOURCE = "pytorch/torchtitan torchtitan/config/job_config.py at v0.2.2 (the last release with TOML)"
@@ -131,11 +142,85 @@ def torchtitan_sections(
 TORCHTITAN_030_MISSING = {("optimizer", "early_step_in_backward")}
 
 
+# torchtitan's model keys where it has no flavour of the job's model: names no train spec has, so that
+# torchtitan stops at them (get_train_spec: "TrainSpec ... is not registered") instead of training its
+# default llama3 "debugmodel"
+UNKNOWN_MODEL = {"name": "<TORCHTITAN_MODEL>", "flavor": "<TORCHTITAN_FLAVOR>"}
+
+
+def run_sections(plan: Plan, job: ExportJob) -> dict[str, dict[str, Any]]:
+    """The run's keys (issue 51): ``[model]`` (torchtitan's name and flavour for the job's model, its
+    Hugging Face assets), ``training.steps`` and ``[checkpoint]`` (enabled, the folder under dump_folder, the
+    interval; a fine-tune's pretrained weights as ``initial_load_path``, a placeholder). Keys: v0.2.2
+    (73a0e69) torchtitan/config/job_config.py Model (name, flavor, hf_assets_path), Training.steps and
+    Checkpoint (enable, folder, interval, initial_load_path, initial_load_model_only, initial_load_in_hf);
+    main (b5bcd76) keeps the checkpoint names (torchtitan/components/checkpointer/base.py)."""
+    known = torchtitan_model(job.model)
+    model: dict[str, Any] = dict(UNKNOWN_MODEL)
+    if known is not None:
+        model = {
+            "name": known.name,
+            "flavor": known.flavor,
+            "hf_assets_path": f"./assets/hf/{known.hub.rsplit('/', 1)[-1]}",
+        }
+    checkpoint: dict[str, Any] = {
+        "enable": True,
+        "folder": CHECKPOINT_DIR,
+        "interval": checkpoint_interval_steps(plan, job),
+        "keep_latest_k": CHECKPOINTS_KEPT,  # the disk the skypilot export asks for holds this many
+    }
+    if job.finetune:
+        # the pretrained weights in Hugging Face's safetensors (model only: the optimizer starts afresh);
+        # ignored once the run's own folder holds a checkpoint, so a restart resumes the run
+        checkpoint.update(initial_load_path=PRETRAINED, initial_load_model_only=True, initial_load_in_hf=True)
+    out: dict[str, dict[str, Any]] = {"model": model, "checkpoint": checkpoint}
+    if (steps := train_steps(plan, job)) is not None:
+        out["training"] = {"steps": steps}
+    return out
+
+
+def with_run(sections: dict[str, dict[str, Any]], plan: Plan, job: ExportJob) -> dict[str, dict[str, Any]]:
+    """``sections`` with the run's keys added (``[model]`` first: a converter the layout set stays)."""
+    run = run_sections(plan, job)
+    merged = {"job": sections["job"], "model": {**run["model"], **sections.get("model", {})}}
+    for name, keys in sections.items():
+        merged.setdefault(name, dict(keys))
+    merged["training"] = {**merged["training"], **run.get("training", {})}
+    merged["checkpoint"] = run["checkpoint"]
+    return merged
+
+
+def _run_lines(plan: Plan, job: ExportJob, sections: dict[str, dict[str, Any]]) -> list[str]:
+    """The header lines that say what the run's keys hold and which placeholders to fill in."""
+    model = sections["model"]
+    lines = [steps_note(plan, job), interval_note(plan, job)]
+    if model["name"] == UNKNOWN_MODEL["name"]:
+        name = job.model.name if job.model is not None and job.model.name else "this model"
+        lines.append(
+            f"torchtitan has no flavour of {name} that gpuplan knows: set [model] name and flavor to the train spec "
+            "and flavour you register (torchtitan's own default, llama3 'debugmodel', is not your model)"
+        )
+    else:
+        known = torchtitan_model(job.model)
+        hub = known.hub if known else ""
+        lines.append(
+            f"[model] {model['name']} {model['flavor']}: fetch its tokenizer with torchtitan's "
+            f"scripts/download_hf_assets.py --repo_id {hub} --assets tokenizer"
+        )
+    if job.finetune:
+        lines.append(
+            f"fine-tune: set checkpoint.initial_load_path ({PRETRAINED}) to the pretrained weights' safetensors "
+            "folder (download_hf_assets.py --assets safetensors); a restart resumes from checkpoint.folder instead"
+        )
+    lines.append("set the data: training.dataset (and training.dataset_path) name your data, not torchtitan's c4_test")
+    return lines
+
+
 def torchtitan_flags(sections: dict[str, dict[str, Any]]) -> list[str]:
     """The same values as torchtitan 0.3.0 command-line flags (``TORCHTITAN_FLAGS_SOURCE``), less those it
     has none for (``TORCHTITAN_030_MISSING``)."""
     flags = []
-    for section in ("training", "parallelism", "optimizer"):
+    for section in ("training", "parallelism", "optimizer", "checkpoint"):
         for key, value in sections.get(section, {}).items():
             if (section, key) in TORCHTITAN_030_MISSING:
                 continue
@@ -143,7 +228,7 @@ def torchtitan_flags(sections: dict[str, dict[str, Any]]) -> list[str]:
             if isinstance(value, bool):
                 flags.append(flag if value else f"--{section}.no-{key.replace('_', '-')}")
             else:
-                flags.append(f"{flag} {value}")
+                flags.append(f"{flag} {shlex.quote(str(value))}")
     parallelism = sections["parallelism"]
     if parallelism["pipeline_parallel_degree"] > 1 or parallelism.get("expert_parallel_degree", 1) > 1:
         # 0.3.0's trainer (Trainer.Config._validate_cuda_graphs) refuses CUDA graphs with PP, and with EP under
@@ -158,14 +243,22 @@ def write(plan: Plan, job: ExportJob) -> str:
     values as torchtitan 0.3.0 flags (0.3.0 reads configs from Python functions, no TOML)."""
     precision = job.precision
     sections = torchtitan_sections(plan, job.name, job.seq_len, precision, job.num_layers)
+    sections = with_run(sections, plan, job)
     launch = torchrun_line(plan, "-m torchtitan.train")
+    known = torchtitan_model(job.model)
+    module = (
+        f"--module {known.name} --config {known.name}_{known.flavor.lower().replace('.', '_').replace('-', '_')}"
+        if known
+        else "--module <model> --config <config function>"
+    )
     lines = [
         "torchtitan <= 0.2.2 reads this file:",
         f"  {launch} --job.config_file this.toml",
         f"  keys: {TORCHTITAN_TOML_SOURCE}",
         "torchtitan 0.3.0 reads no TOML (a Python config function instead); the same values as its flags:",
-        f"  {launch} --module <model> --config <config function> " + " ".join(torchtitan_flags(sections)),
+        f"  {launch} {module} " + " ".join(torchtitan_flags(sections)),
         f"  flags: {TORCHTITAN_FLAGS_SOURCE}",
+        *_run_lines(plan, job, sections),
     ]
     notes = [] if job.seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set training.seq_len"]
     if precision in ("fp16", "nvfp4"):
