@@ -4,6 +4,7 @@ the commit read). The 70B job of the README (a full fine-tune of Llama 3.1 70B o
 
 from __future__ import annotations
 
+import argparse
 import math
 import shlex
 from functools import cache
@@ -15,6 +16,7 @@ from optimizer import CheckRequest, check, load_job
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
 from optimizer.present.exports import export
+from optimizer.present.exports.megatron_run import model_args, moe_args
 from optimizer.present.exports.run import PRETRAINED, TORCHTITAN_MODELS
 from optimizer.results import Plan
 
@@ -115,3 +117,94 @@ def test_torchtitan_030_line_names_the_model_config_and_the_run():
     config_manager = pytest.importorskip("torchtitan.config").ConfigManager
     config = config_manager().parse_args(["--module", "llama3", "--config", "llama3_70b", *flags])
     assert config.training.steps == steps_of(problem, p) and config.checkpoint.enable
+
+
+# --------------------------------------------------------------------------- Megatron-LM
+
+# Megatron-LM's flags the export writes, as its parser takes them: NVIDIA/Megatron-LM d98e8a64ddf3
+# megatron/training/arguments.py (explicit add_argument) and the flags it generates from megatron-core's and
+# megatron/training/config's dataclasses (argument_utils.ArgumentGroupFactory: '--' + field name with dashes, a
+# bool field a store_true flag; add_bias_linear's arg_names --disable-bias-linear). None: a switch.
+MEGATRON_FLAGS: dict[str, type | None] = {
+    # parallelism, batch, optimizer, precision (megatron_args)
+    "--tensor-model-parallel-size": int, "--pipeline-model-parallel-size": int,
+    "--num-virtual-stages-per-pipeline-rank": int, "--decoder-first-pipeline-num-layers": int,
+    "--decoder-last-pipeline-num-layers": int, "--context-parallel-size": int, "--expert-model-parallel-size": int,
+    "--expert-tensor-parallel-size": int, "--sequence-parallel": None, "--optimizer": str,
+    "--use-distributed-optimizer": None, "--optimizer-cpu-offload": None, "--optimizer-offload-fraction": float,
+    "--use-precision-aware-optimizer": None, "--cpu-offloading-num-layers": int, "--micro-batch-size": int,
+    "--global-batch-size": int, "--seq-length": int, "--recompute-granularity": str, "--recompute-method": str,
+    "--recompute-num-layers": int, "--fp16": None, "--bf16": None, "--fp8-format": str, "--fp4-format": str,
+    # the model (megatron_run.model_args)
+    "--num-layers": int, "--hidden-size": int, "--ffn-hidden-size": int, "--num-attention-heads": int,
+    "--group-query-attention": None, "--num-query-groups": int, "--kv-channels": int,
+    "--multi-latent-attention": None, "--q-lora-rank": int, "--kv-lora-rank": int, "--v-head-dim": int,
+    "--max-position-embeddings": int, "--position-embedding-type": str, "--normalization": str,
+    "--disable-bias-linear": None, "--swiglu": None, "--untie-embeddings-and-output-weights": None,
+    "--qk-layernorm": None,
+    # experts (megatron_run.moe_args)
+    "--num-experts": int, "--moe-router-topk": int, "--moe-grouped-gemm": None, "--moe-token-dispatcher-type": str,
+    "--moe-flex-dispatcher-backend": str, "--moe-ffn-hidden-size": int, "--moe-shared-expert-intermediate-size": int,
+    "--moe-layer-freq": str,
+    # the run (megatron_run.run_args, data_args)
+    "--train-iters": int, "--save": str, "--load": str, "--save-interval": int, "--pretrained-checkpoint": str,
+    "--finetune": None, "--tokenizer-type": str, "--tokenizer-model": str, "--data-path": str,
+}  # fmt: skip
+MEGATRON_CHOICES = {  # arguments.py and transformer_config.py Literals
+    "--position-embedding-type": ["learned_absolute", "rope", "yarn", "mrope", "relative", "none"],
+    "--normalization": ["LayerNorm", "RMSNorm"],
+    "--moe-token-dispatcher-type": ["allgather", "alltoall", "flex"],
+    "--moe-flex-dispatcher-backend": ["deepep", "hybridep", "ncclep"],
+}
+
+
+def megatron_parse(text: str):
+    """The export's pretrain_gpt.py arguments through an argparse parser of Megatron-LM's flags (an unknown flag
+    or a bad value exits)."""
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    for flag, kind in MEGATRON_FLAGS.items():
+        if kind is None:
+            parser.add_argument(flag, action="store_true")
+        else:
+            parser.add_argument(flag, type=kind, choices=MEGATRON_CHOICES.get(flag))
+    command = text.split("pretrain_gpt.py", 1)[1].replace("\\\n", " ")
+    return parser.parse_args(shlex.split(command))
+
+
+def test_megatron_starts_the_planned_70b_fine_tune():
+    """Megatron-LM's parser finds the plan's layout and batch, its steps (--train-iters: update_train_iters
+    fails on None), the model's shape, checkpoints that resume and the pretrained weights a fine-tune loads."""
+    problem, p = llama70b("megatron", tp=8, pp=4)
+    args = megatron_parse(export(p, "megatron", job=problem.job))
+    s = p.strategy
+    assert (args.tensor_model_parallel_size, args.pipeline_model_parallel_size) == (s.tp, s.pp)
+    assert (args.global_batch_size, args.micro_batch_size) == (s.global_batch, s.micro_batch)
+    assert args.train_iters == steps_of(problem, p)
+    model = problem.job.model
+    assert (args.num_layers, args.hidden_size, args.ffn_hidden_size) == (model.layers, model.hidden, model.ffn_hidden)
+    assert (args.num_attention_heads, args.num_query_groups) == (model.heads, model.kv_heads)
+    assert args.group_query_attention and args.swiglu and args.untie_embeddings_and_output_weights
+    assert (args.normalization, args.position_embedding_type) == ("RMSNorm", "rope")
+    assert args.max_position_embeddings == args.seq_length == problem.job.seq_len
+    assert args.save == args.load and 1 <= args.save_interval < args.train_iters
+    assert args.pretrained_checkpoint == PRETRAINED and not args.finetune  # --finetune would reset each resume
+
+
+def test_megatron_moe_export_carries_the_experts_and_the_dispatcher_the_plan_timed():
+    """A Qwen3-30B-A3B plan at EP 8: the experts, top-k, grouped GEMM and the dispatcher gpuplan's time assumed
+    (all-to-all by default; DeepEP as Megatron's flex dispatcher); DeepSeek-V3's dense first layers as a list."""
+    problem = job_problem("qwen3-30b-a3b", global_batch=96, framework="megatron")
+    p = check(problem, CheckRequest("B200", 8, ep=8, zero=1, compare=False)).plan
+    args = megatron_parse(export(p, "megatron", job=problem.job))
+    assert (args.num_experts, args.moe_router_topk, args.expert_model_parallel_size) == (128, 8, 8)
+    assert args.moe_grouped_gemm and args.moe_token_dispatcher_type == "alltoall"
+    model = problem.job.model
+    assert args.moe_ffn_hidden_size == (model.moe_ffn_hidden or model.ffn_hidden) == 768 and args.qk_layernorm
+    args = megatron_parse(export(p, "megatron", job=problem.job, moe_dispatcher="deepep"))
+    assert (args.moe_token_dispatcher_type, args.moe_flex_dispatcher_backend) == ("flex", "deepep")
+
+    deepseek = job_problem("deepseek-v3").job.model
+    args = megatron_parse("pretrain_gpt.py " + " ".join(model_args(deepseek, 4096) + moe_args(deepseek, "alltoall")))
+    freq = eval(args.moe_layer_freq)  # Megatron-LM's moe_freq_type evaluates the list expression as this does
+    assert len(freq) == deepseek.layers and freq[: deepseek.dense_layers] == [0] * deepseek.dense_layers
+    assert args.multi_latent_attention and args.kv_lora_rank == deepseek.kv_lora_rank

@@ -2,7 +2,8 @@
 
 ``megatron_args``: the parallelism (TP, PP, virtual stages, uneven first and last stages, CP, EP, sequence
 parallelism), optimizer, batch, recompute, activation offload and precision flags, names checked against
-``MEGATRON_SOURCE``; the user adds the model, tokenizer and data flags. ``CUDA_DEVICE_MAX_CONNECTIONS=1`` is
+``MEGATRON_SOURCE``; ``write`` adds the run's (``megatron_run``: the model's architecture and experts, the
+steps, checkpoints, tokenizer and data placeholders). ``CUDA_DEVICE_MAX_CONNECTIONS=1`` is
 exported where TP or CP is above 1. ``gaps``: the fine-tune memory options it cannot carry (the framework's
 own rules are the planner's, which ``gaps.export_gaps`` adds). Read back by the flags megatron-core's
 dataclasses generate (``TransformerConfig``, ``DistributedDataParallelConfig``, ``OptimizerConfig``, mirrored
@@ -16,6 +17,8 @@ from __future__ import annotations
 from ...results import Plan
 from .common import DEFAULT_SEQ_LEN, ExportJob, Launcher, comment, ep, header
 from .gaps import memory_option_gaps
+from .megatron_run import data_args, model_args, moe_args, run_args
+from .run import DATA, HF_ASSETS, PRETRAINED, interval_note, steps_note
 from .torchrun import torchrun_line
 
 # Where the flag names were checked (``megatron_args``).
@@ -113,19 +116,54 @@ def megatron_args(
     return args
 
 
+def _run_lines(plan: Plan, job: ExportJob) -> list[str]:
+    """The header lines on the run's flags (``megatron_run``) and the placeholders to fill in."""
+    model = job.model
+    lines = [steps_note(plan, job), interval_note(plan, job)]
+    if model is None or not model.has_shapes:
+        lines.append("the model's shapes are unknown: add --num-layers, --hidden-size, --num-attention-heads, ...")
+    else:
+        lines.append(
+            "set --rotary-base to the model's rope_theta (config.json; Llama 3.1: 500000, with --use-rope-scaling): "
+            "Megatron's default 10000 is not the pretrained model's"
+        )
+    if model is not None and model.experts:
+        lines.append(
+            f"MoE token dispatcher {job.moe_dispatcher}: the one the plan's time assumed (assumptions.moe_dispatcher)"
+        )
+    if model is not None and model.kv_lora_rank:
+        lines.append("multi-latent attention: set --qk-head-dim and --qk-pos-emb-head-dim to the model's split")
+    if model is not None and model.sliding_window:
+        lines.append("sliding-window attention: add --window-size (and --window-attn-skip-freq) as the model has it")
+    if job.finetune:
+        lines.append(
+            f"fine-tune: {PRETRAINED} is the pretrained weights in Megatron's format (convert Hugging Face weights "
+            "with Megatron-Bridge); loaded once, while --load holds no checkpoint of this run"
+        )
+    lines.append(
+        f"fill in {HF_ASSETS} (the model's Hugging Face folder, for its tokenizer) and {DATA} (a Megatron dataset "
+        "prefix); set --lr, --min-lr, --lr-decay-style and --lr-warmup-iters from your recipe (Megatron has no default lr)"
+    )
+    return lines
+
+
 def write(plan: Plan, job: ExportJob) -> str:
     """A torchrun command for Megatron-LM's ``pretrain_gpt.py`` with the plan's layout; add model/data flags."""
     s = plan.strategy
     lines = [
         f"Megatron-LM derives DP = GPUs / (TP x PP x CP) = {s.dp} and {s.grad_accum} micro-batches per step "
         f"from --global-batch-size {s.global_batch} / (--micro-batch-size {s.micro_batch} x DP {s.dp})",
-        "add your model (--num-layers, --hidden-size, ...), tokenizer and data flags",
         f"flags checked against {MEGATRON_SOURCE}",
+        *_run_lines(plan, job),
     ]
     notes = [] if job.seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set --seq-length"]
     command = [
         torchrun_line(plan, "pretrain_gpt.py"),
         *megatron_args(plan, job.seq_len, job.precision, job.num_layers, job.optimizer),
+        *model_args(job.model, job.seq_len),
+        *moe_args(job.model, job.moe_dispatcher),
+        *run_args(plan, job),
+        *data_args(),
     ]
     env = ""
     if s.tp > 1 or s.cp > 1:
