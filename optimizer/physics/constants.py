@@ -209,6 +209,23 @@ GEMM_K_HALF_16BIT = GEMM_K_HALF_FP8 / 2.0
 # The reduction length the dense calibration's efficiency stands for (physics/efficiency.py REFERENCE_HIDDEN).
 GEMM_K_REFERENCE = 8192.0
 
+# Low-precision matmuls (issue 48): FP8 speeds up the GEMM kernels only. The largest dense GEMM a GPU runs
+# reaches this share of its 16-bit dense peak: the median of the "Maximum Achievable Matmul FLOPS" table
+# (stas00/ml-engineering @ 7bc7c30, compute/accelerator/README.md; ../shared/reference/kernels.md 1a), BF16
+# on H100 80.3 %, GH200 83.8 %, B200 77.6 %, B300 78.6 %, GB200 72.9 % (H200 "the same" as H100).
+GEMM_CEILING_16BIT = 0.794
+# The low-precision GEMM's ceiling over the 16-bit one, each against its own peak: the median of the same
+# table's FP8 / BF16 pairs (H100 70.9 / 80.3, H200 73.4 / 80.3, GH200 77.6 / 83.8, B200 76.3 / 77.6, B300
+# 74.5 / 78.6, GB200 72.3 / 72.9 = 0.883-0.992). The FP8 peak is twice BF16's, so an FP8 GEMM runs 1.87x.
+LOW_PRECISION_GEMM_CEILING_RATIO = 0.937
+# An FP8 GEMM's operands are cast first: each linear layer's input (forward) and output gradient (backward)
+# read in 16 bits and written in 8, once row-wise and once transposed for the other GEMM that reads it
+# (Hopper's FP8 tensor cores take K-major operands only; Transformer Engine's cast_transpose, torchao's
+# float8 dim0/dim1 casts): 2 + 1 + 1 bytes per element. The casts are memory-bound and run at about 80 %
+# of HBM bandwidth on large tensors (kernels.md 3c: H100 blockwise casts 78.6-86.5 %, B200 MXFP8 68-81 %).
+LOW_PRECISION_CAST_BYTES_PER_ELEMENT = 4.0
+CAST_HBM_EFFICIENCY = 0.80
+
 # The MoE layer's element-wise kernels run between the grouped GEMMs, memory-bound and not overlapped with
 # them (NVIDIA, "Boosting MoE Training Throughput with Advanced Fusion Kernels", 2026: the activation, the
 # token permutation and the quantization are separate HBM round trips that fused kernels remove, worth 93 %

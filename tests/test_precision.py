@@ -1,0 +1,52 @@
+"""Low precision speeds up the GEMM kernels only (physics/precision.py), checked against published figures."""
+
+import numpy as np
+import pytest
+
+from optimizer.inputs.hf_models import model_fields, presets
+from optimizer.inputs.schema import ModelSpec
+from optimizer.physics.constants import GEMM_CEILING_16BIT, LOW_PRECISION_GEMM_CEILING_RATIO
+from optimizer.physics.precision import Split, cast_bytes_per_token, k_rate
+from optimizer.planning.model_state import model_shape
+
+
+def _shape(name: str):
+    return model_shape(ModelSpec(**model_fields(presets()[name]["config"])))
+
+
+def test_sixteen_bits_is_the_time_the_efficiency_was_fitted_on():
+    split = Split.of(_shape("llama-3.1-70b"), np.array([1.0, 8.0]), np.array([0.5, 0.6]), 1.0)
+    assert np.allclose(split.dense_factor, 1.0) and not split.low_precision.any()
+
+
+def test_fp8_gemms_run_at_the_published_maximum_achievable_ratio():
+    # The largest FP8 GEMM over the largest BF16 one, each against its own peak (kernels.md 1a): H100 1,402.6 /
+    # 794.5 TFLOPS = 1.77x; B200 3,432.5 / 1,745.0 = 1.97x. The shipped ratio lies between, for a GEMM of long K.
+    assert 1402.6 / 794.5 < 2 * LOW_PRECISION_GEMM_CEILING_RATIO < 3432.5 / 1745.0
+    assert 0.72 < GEMM_CEILING_16BIT < 0.84  # the BF16 maxima: GB200 72.9 % .. GH200 83.8 %
+
+
+def test_narrow_models_gain_less_from_fp8_than_wide_ones():
+    # A GEMM's fixed cost per tile is time, so at twice the rate it is worth twice the K steps (DeepGEMM's K
+    # sweep): a model of hidden 4,096 gains less than one of 8,192, and tensor parallelism (shorter K in the
+    # row-parallel GEMMs) less again.
+    small, large = _shape("mistral-7b"), _shape("llama-3.1-70b")
+    assert float(k_rate(small, 1.0, 362.5)) < float(k_rate(large, 1.0, 362.5)) < 1.0
+    speed = lambda shape, tp: float(Split.of(shape, tp, 0.5, 2.0).dense_speedup)  # noqa: E731
+    assert speed(small, 1.0) < speed(large, 1.0) < 2.0
+    assert speed(large, 8.0) < speed(large, 1.0)
+
+
+@pytest.mark.parametrize("efficiency", [0.40, 0.50, 0.566])
+def test_fp8_speeds_up_the_linear_layers_within_the_published_range(efficiency):
+    # NVIDIA's Megatron-Bridge performance guide: FP8 "typically 1.2-1.5x" over BF16; the whole linear time
+    # gains less than the GEMMs' 1.8x, as the rest of it (element-wise kernels, gaps) runs as at 16 bits.
+    split = Split.of(_shape("llama-3.1-70b"), 1.0, efficiency, 2.0)
+    assert 1.2 < 1.0 / float(split.dense_factor) < 1.6
+
+
+def test_casts_count_every_dense_gemm_operand_twice_in_four_bytes():
+    # Llama 3.1 8B: h 4,096, q 4,096, K and V 1,024 each, f 14,336 gated; per layer inputs h + q + h + f and
+    # output gradients (q + 2 kv) + h + 2 f + h, 4 bytes each, 32 layers.
+    elements = (4096 + 4096 + 4096 + 14336) + (6144 + 4096 + 2 * 14336 + 4096)
+    assert cast_bytes_per_token(_shape("llama-3.1-8b")) == pytest.approx(32 * 4 * elements)
