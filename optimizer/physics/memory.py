@@ -8,7 +8,9 @@ Sources, term by term:
   state; ZeRO-1 shards the optimizer state over the shard group, ZeRO-2 also the gradients, ZeRO-3
   also the weights. ZeRO-3 additionally holds gathered layers: DeepSpeed's estimator counts
   4 x largest-layer parameters (fp16 weights + gradients of one layer; ``estimate_zero3_model_states_
-  mem_needs``), here the weights in their stored format (NF4 under QLoRA) plus gradients of trained ones.
+  mem_needs``), here the weights in their stored format (NF4 under QLoRA) plus gradients of trained ones:
+  under FSDP one block, under DeepSpeed the largest single module, with DeepSpeed's fp32 gradient
+  partition (``deepspeed_fp32_grad_bytes``), so DeepSpeed ZeRO-2/3 states equal its estimators.
   Optimizer in backward keeps one tensor's gradient instead of all of them.
 - Activations: Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
   Models", section 4.1), re-derived for the real widths by counting what PyTorch's autograd keeps in
@@ -64,8 +66,18 @@ class MemoryBreakdown:
         return self.weights + self.gradients + self.optimizer
 
 
+# DeepSpeed's estimators (deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641), per trainable
+# parameter, sharded over the ZeRO group, with mixed-precision Adam: deepspeed/runtime/zero/stage_1_and_2.py
+# estimate_zero2_model_states_mem_needs, 2 N + 18 N / G ("18 = 2_grads_16bit + 4_grads_32bit + 4_params_32bit +
+# 8_optimizer_states_32bit"), and stage3.py estimate_zero3_model_states_mem_needs, 4 x largest layer + 18 N / G.
+# Against the ZeRO paper's 16 (2 + 2 + 12), ZeRO-2 adds the 4-byte fp32 gradient partition the optimizer steps
+# on, ZeRO-3 2 bytes (stage3.py initialize_optimizer_states: one fp32 gradient buffer of the largest sub-group).
+# Per byte of 16-bit gradient, so a stated bytes_per_param scales them too.
+DEEPSPEED_FP32_GRAD_BYTES_PER_GRAD_BYTE = {2: 2.0, 3: 1.0}
+
+
 def state_bytes(
-    shape: ModelShape, train: TrainingState, layout: Layout, zero3_per_step=False
+    shape: ModelShape, train: TrainingState, layout: Layout, zero3_per_step=False, deepspeed=False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Weights, gradients and optimizer state per GPU (ZeRO paper section 5.1, Figure 1).
 
@@ -79,7 +91,8 @@ def state_bytes(
     ZeRO-3 with its weights held over the step (``zero3_per_step``, physics/time.py) keeps the stage's
     weights unsharded from the first forward to the last backward, and each trainable parameter's unsharded
     gradient accumulated in fp32 between micro-batches (FSDP_UNSHARDED_GRAD_BYTES): the memory side of
-    gathering once per step."""
+    gathering once per step. ``deepspeed`` (per layout): DeepSpeed's ZeRO-2/3, as its estimators count them
+    (``deepspeed_fp32_grad_bytes``, ``deepspeed_gathered_params``)."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
     zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
     ep = np.asarray(layout.ep, float)
@@ -101,9 +114,18 @@ def state_bytes(
     # ZeRO-3 gathers one block of weights (and reduces its gradients) at a time: DeepSpeed's
     # "largest layer" term, split by TP (and its experts by EP).
     gathered = shape.layer_params * ((1.0 - share) / tp + share / expert_split)
+    deepspeed = np.asarray(deepspeed, bool) & (zero >= 2)
+    gathered = np.where(deepspeed, deepspeed_gathered_params(shape, tp, expert_split), gathered)
     weights = weights + np.where(zero >= 3, zero3_gather_bytes_per_param(train) * gathered, 0.0)
     grad_total = train.grad_bytes * train.trainable_params
     grads = per_gpu(grad_total, grad_total * trainable_share, zero >= 2)
+    if np.any(deepspeed):
+        fp32_total = deepspeed_fp32_grad_bytes(train, zero) * train.trainable_params
+        fp32_grads = per_gpu(fp32_total, fp32_total * trainable_share, True)
+        # ZeRO-Offload keeps the gradient partitions in CPU memory too (stage3.py: grad_partitions_flat_buffer on
+        # the offload device; the estimators' GPU figure with cpu_offload is the 16-bit weights alone).
+        offloaded = np.asarray(layout.offload) > 0
+        grads = np.where(deepspeed, np.where(offloaded, 0.0, grads + fp32_grads), grads)
     held = np.asarray(zero3_per_step, bool) & (zero >= 3)
     if np.any(held):
         unsharded = per_gpu(train.weights_total(shape.params), frozen_experts, False)
@@ -136,6 +158,23 @@ def zero3_gather_bytes_per_param(train: TrainingState) -> float:
     gathered in their stored format (NF4 under QLoRA: torchao's NF4Tensor implements FSDP2's all-gather,
     torchtune's QLoRA distributed recipes) and frozen base weights produce no gradients (LoRA)."""
     return train.weight_bytes + (0.0 if train.lora else train.grad_bytes)
+
+
+def deepspeed_fp32_grad_bytes(train: TrainingState, zero) -> np.ndarray:
+    """Bytes per trainable parameter, before sharding, of DeepSpeed's fp32 gradient partition beyond the 16-bit
+    gradient: 4 under ZeRO-2 and 2 under ZeRO-3 for mixed-precision Adam (DEEPSPEED_FP32_GRAD_BYTES_PER_GRAD_BYTE)."""
+    per_grad_byte = np.where(np.asarray(zero) >= 3, DEEPSPEED_FP32_GRAD_BYTES_PER_GRAD_BYTE[3], 0.0)
+    per_grad_byte = np.where(np.asarray(zero) == 2, DEEPSPEED_FP32_GRAD_BYTES_PER_GRAD_BYTE[2], per_grad_byte)
+    return per_grad_byte * train.grad_bytes
+
+
+def deepspeed_gathered_params(shape: ModelShape, tp, expert_split) -> np.ndarray:
+    """Parameters of the largest single module, DeepSpeed's "largest layer" (stage3.py model_to_params: the most
+    parameters any module holds itself, ``m.parameters(recurse=False)``): the embedding or LM head (V x h), else an
+    attention or MLP projection, or one MoE layer's routed experts, which Hugging Face transformers holds as one
+    module of 3-D tensors (MixtralExperts: gate_up_proj and down_proj). Split by TP (the experts by EP x ETP)."""
+    experts = shape.expert_params / shape.moe_layers if shape.moe_layers > 0 else 0.0
+    return np.maximum(shape.largest_tensor_params / np.asarray(tp, float), experts / np.asarray(expert_split, float))
 
 
 def host_optimizer_bytes(train: TrainingState, layout: Layout, gpus_per_node) -> np.ndarray:
@@ -311,10 +350,17 @@ def framework_reserve_bytes(setting, capacity_bytes) -> np.ndarray:
 
 
 def memory_breakdown(
-    shape: ModelShape, train: TrainingState, layout: Layout, settings: RunSettings, capacity_bytes, zero3_per_step=False
+    shape: ModelShape,
+    train: TrainingState,
+    layout: Layout,
+    settings: RunSettings,
+    capacity_bytes,
+    zero3_per_step=False,
+    deepspeed=False,
 ) -> MemoryBreakdown:
-    """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1)."""
-    weights, grads, optim = state_bytes(shape, train, layout, zero3_per_step)
+    """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1); ``deepspeed``
+    (per layout) counts ZeRO-2/3 states as DeepSpeed's estimators do."""
+    weights, grads, optim = state_bytes(shape, train, layout, zero3_per_step, deepspeed)
     capacity = np.asarray(capacity_bytes, float)
     activation_reserve = settings.activation_reserve
     if activation_reserve == "auto":

@@ -35,6 +35,7 @@ from ..physics.memory import MemoryBreakdown, activation_bytes, host_optimizer_b
 from ..physics.time import StepTime, step_time
 from .context import HardwareRow, JobContext, capacity_bytes
 from .frameworks import (
+    CODES,
     FRAMEWORKS,
     METHOD_CODES,
     OPTIMIZER_CODES,
@@ -548,7 +549,8 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
     hw = _cluster(ctx, figures, row_idx)
     caps = per_row(8)
     held = zero3_per_step(codes, layout.pp, a.zero3_gathers)
-    mem = memory_breakdown(ctx.shape, ctx.train, layout, settings, caps, held)
+    deepspeed = np.where(codes >= 0, codes == CODES["deepspeed"], ctx.job.framework == "deepspeed")
+    mem = memory_breakdown(ctx.shape, ctx.train, layout, settings, caps, held, deepspeed)
     if np.any(per_row(12)):  # the calibration's reserve delta, before anything reads (and caches) mem.total
         mem.reserve = np.maximum(0.0, mem.reserve + per_row(12))
     # HBM traffic of activations: one stage's layers, one micro-batch (written forward, read backward).
