@@ -137,6 +137,8 @@ def test_a_hostile_name_stays_one_value_in_every_export(kind, hostile, tmp_path)
         for mine, theirs in zip(hostile_lines, plain_lines, strict=True):
             if mine.startswith("#SBATCH --job-name="):
                 assert re.fullmatch(r"#SBATCH --job-name=[A-Za-z0-9._-]+", mine), mine
+            elif mine.startswith("#SBATCH --output="):  # the job's name, sanitised as --job-name is
+                assert re.fullmatch(r"#SBATCH --output=[A-Za-z0-9._-]+%j\.out", mine), mine
             else:
                 assert mine == theirs
         return

@@ -975,6 +975,10 @@ SBATCH_FORMS = {
     "--exclusive": None,
     "--time": r"[0-9]+-[0-9]{2}:[0-9]{2}:[0-9]{2}",
     "--segment": r"[1-9][0-9]*",
+    "--output": r"[A-Za-z0-9._-]+%j\.out",  # %j: the job id (filename pattern)
+    "--requeue": None,
+    "--open-mode": r"append|truncate",
+    "--signal": r"(?:[RB]:)?[A-Z0-9]+(?:@[0-9]+)?",  # [{R|B}:]<sig_num>[@sig_time]
 }
 
 

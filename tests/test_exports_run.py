@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import math
 import shlex
+import shutil
+import subprocess
 from functools import cache
 from pathlib import Path
 
@@ -148,7 +150,7 @@ MEGATRON_FLAGS: dict[str, type | None] = {
     "--moe-layer-freq": str,
     # the run (megatron_run.run_args, data_args)
     "--train-iters": int, "--save": str, "--load": str, "--save-interval": int, "--pretrained-checkpoint": str,
-    "--finetune": None, "--tokenizer-type": str, "--tokenizer-model": str, "--data-path": str,
+    "--finetune": None, "--exit-signal-handler": None, "--tokenizer-type": str, "--tokenizer-model": str, "--data-path": str,
 }  # fmt: skip
 MEGATRON_CHOICES = {  # arguments.py and transformer_config.py Literals
     "--position-embedding-type": ["learned_absolute", "rope", "yarn", "mrope", "relative", "none"],
@@ -208,3 +210,70 @@ def test_megatron_moe_export_carries_the_experts_and_the_dispatcher_the_plan_tim
     freq = eval(args.moe_layer_freq)  # Megatron-LM's moe_freq_type evaluates the list expression as this does
     assert len(freq) == deepseek.layers and freq[: deepseek.dense_layers] == [0] * deepseek.dense_layers
     assert args.multi_latent_attention and args.kv_lora_rank == deepseek.kv_lora_rank
+
+
+# --------------------------------------------------------------------------- Slurm
+
+
+def _bash_n(text: str, tmp_path: Path) -> None:
+    if shutil.which("bash") is None:
+        pytest.skip("no bash here")
+    script = tmp_path / "job.sbatch"
+    script.write_text(text)
+    checked = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+
+
+def _directives(text: str) -> dict[str, str]:
+    lines = [line.removeprefix("#SBATCH ") for line in text.splitlines() if line.startswith("#SBATCH ")]
+    return {option: value for option, _, value in (line.partition("=") for line in lines)}
+
+
+def test_slurm_runs_the_megatron_exports_command(tmp_path):
+    """The sbatch script runs pretrain_gpt.py with the very arguments the Megatron export writes (Megatron's
+    parser reads the same run from both), writes its output to a file named for the job, and bash parses it."""
+    problem, p = llama70b("megatron", tp=8, pp=4)
+    text = export(p, "slurm", job=problem.job)
+    _bash_n(text, tmp_path)
+    assert megatron_parse(text) == megatron_parse(export(p, "megatron", job=problem.job))
+    assert "export CUDA_DEVICE_MAX_CONNECTIONS=1" in text and "train.py" not in text
+    directives = _directives(text)
+    assert directives["--output"] == f"{problem.job.name}-%j.out"
+    assert not {"--requeue", "--signal", "--open-mode"} & set(directives)  # on-demand capacity
+
+
+def test_slurm_requeues_and_signals_a_spot_plan(tmp_path):
+    """On spot capacity the job is requeued when preempted, appends to its output, and is signalled ahead of its
+    time limit by at least twice a checkpoint's write; Megatron saves on that signal (--exit-signal-handler)."""
+    problem, p = llama70b("megatron", tp=8, pp=4)
+    spot = p.model_copy(update={"spot": True})
+    text = export(spot, "slurm", job=problem.job)
+    _bash_n(text, tmp_path)
+    directives = _directives(text)
+    assert directives["--requeue"] == "" and directives["--open-mode"] == "append"
+    signal, lead = directives["--signal"].split("@")
+    write_s = 70.55e9 * 14 / (2e9 * spot.hosts)
+    assert signal == "TERM" and int(lead) >= max(300, 2 * write_s)
+    assert megatron_parse(text).exit_signal_handler
+
+
+def test_slurm_writes_the_torchtitan_toml_it_runs_and_a_hostile_name_stays_inside(tmp_path):
+    """A torchtitan plan: the script writes the torchtitan export's TOML (a quoted here-document) and runs
+    torchtitan.train on it; a job name that tries to end the here-document stays one TOML string."""
+    problem, p = llama70b()
+    text = export(p, "slurm", job=problem.job)
+    _bash_n(text, tmp_path)
+    body = text.split("<<'GPUPLAN_EOF'\n", 1)[1].split("\nGPUPLAN_EOF\n", 1)[0] + "\n"
+    assert body == export(p, "torchtitan", job=problem.job)
+    assert "-m torchtitan.train" in text and "--job.config_file torchtitan.toml" in text
+    hostile = problem.job.model_copy(update={"name": "x\nGPUPLAN_EOF\nrm -rf ~\n"})
+    text = export(p, "slurm", job=hostile)
+    _bash_n(text, tmp_path)
+    assert "rm -rf ~" not in text.splitlines() and text.count("\nGPUPLAN_EOF\n") == 1
+
+
+def test_slurm_falls_back_to_train_py_where_the_framework_has_no_export():
+    """A DeepSpeed or FSDP plan: train.py with the layout in the environment, and a line saying why."""
+    problem, p = llama70b("deepspeed", tp=1, pp=1, zero=3)
+    text = export(p, "slurm", job=problem.job)
+    assert "train.py" in text and f"TP={p.strategy.tp}" in text and "no launch command" in text

@@ -99,6 +99,17 @@ def job_facts(job: JobSpec) -> ExportJob:
 
 
 @dataclasses.dataclass(frozen=True)
+class Command:
+    """What a framework's export runs under torchrun, for a launcher (Slurm) to run the same: ``target``, the
+    script or module and its arguments (one argument with its value each); ``env``, the variables it exports;
+    ``files``, the files it reads, by name (written beside the launcher's script)."""
+
+    target: list[str]
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    files: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
 class Launcher:
     """One export kind, as its module declares it (``LAUNCHER``) and ``exports.register`` lists it.
 
@@ -109,7 +120,8 @@ class Launcher:
     plan. ``reads_seq_len``: False where the config has no sequence length, whose refusal then checks no
     sequence-length rule (its own or, naming the exports that can, the others'). ``aliases``: other names
     ``export`` takes for it (``KINDS`` lists ``kind`` only). ``suffix``: the file's, as its tool names it (the
-    service's downloads are named with it)."""
+    service's downloads are named with it). ``command``: for a framework's export, the ``Command`` its file
+    runs, which the Slurm export runs for a plan of that framework."""
 
     kind: str
     write: Callable[[Plan, ExportJob], str]
@@ -117,6 +129,7 @@ class Launcher:
     reads_seq_len: bool = True
     aliases: tuple[str, ...] = ()
     suffix: str = "txt"
+    command: Callable[[Plan, ExportJob], Command] | None = None
 
 
 def _version() -> str:

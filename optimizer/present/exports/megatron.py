@@ -15,7 +15,7 @@ counted and test_megatron_takes_the_jobs_sequence_length_and_precision; tests/te
 from __future__ import annotations
 
 from ...results import Plan
-from .common import DEFAULT_SEQ_LEN, ExportJob, Launcher, comment, ep, header
+from .common import DEFAULT_SEQ_LEN, Command, ExportJob, Launcher, comment, ep, header
 from .gaps import memory_option_gaps
 from .megatron_run import data_args, model_args, moe_args, run_args
 from .run import DATA, HF_ASSETS, PRETRAINED, interval_note, steps_note
@@ -157,22 +157,30 @@ def write(plan: Plan, job: ExportJob) -> str:
         *_run_lines(plan, job),
     ]
     notes = [] if job.seq_len else [f"sequence length {DEFAULT_SEQ_LEN} (the plan carries none): set --seq-length"]
-    command = [
-        torchrun_line(plan, "pretrain_gpt.py"),
+    run = command(plan, job)
+    env = ""
+    if run.env:
+        lines.append(
+            "CUDA_DEVICE_MAX_CONNECTIONS=1: Megatron-LM asserts it for TP or CP above 1 before Blackwell "
+            "(arguments.py validate_args), and its example scripts set it"
+        )
+        env = "export " + " ".join(f"{k}={v}" for k, v in run.env.items()) + "\n"
+    target = " \\\n  ".join(run.target)
+    return comment(header(plan, job.precision, lines, notes)) + env + f"{torchrun_line(plan, target)}\n"
+
+
+def command(plan: Plan, job: ExportJob) -> Command:
+    """``pretrain_gpt.py`` with the plan's layout and the run's flags, and the environment it needs."""
+    s = plan.strategy
+    target = [
+        "pretrain_gpt.py",
         *megatron_args(plan, job.seq_len, job.precision, job.num_layers, job.optimizer),
         *model_args(job.model, job.seq_len),
         *moe_args(job.model, job.moe_dispatcher),
         *run_args(plan, job),
         *data_args(),
     ]
-    env = ""
-    if s.tp > 1 or s.cp > 1:
-        lines.append(
-            "CUDA_DEVICE_MAX_CONNECTIONS=1: Megatron-LM asserts it for TP or CP above 1 before Blackwell "
-            "(arguments.py validate_args), and its example scripts set it"
-        )
-        env = "export " + " ".join(f"{k}={v}" for k, v in MEGATRON_ENV.items()) + "\n"
-    return comment(header(plan, job.precision, lines, notes)) + env + " \\\n  ".join(command) + "\n"
+    return Command(target, env=dict(MEGATRON_ENV) if s.tp > 1 or s.cp > 1 else {})
 
 
-LAUNCHER = Launcher("megatron", write, gaps=gaps, suffix="sh")
+LAUNCHER = Launcher("megatron", write, gaps=gaps, suffix="sh", command=command)

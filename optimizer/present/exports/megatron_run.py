@@ -13,7 +13,7 @@ the flags it generates from megatron/core/transformer/transformer_config.py (--n
 --disable-bias-linear, --qk-layernorm, --multi-latent-attention, --moe-router-topk, --moe-grouped-gemm,
 --moe-token-dispatcher-type, --moe-flex-dispatcher-backend, --moe-ffn-hidden-size,
 --moe-shared-expert-intermediate-size) and from megatron/training/config/training_config.py (--train-iters,
---save, --load, --save-interval, --pretrained-checkpoint, --tokenizer-type, --tokenizer-model). Read back by
+--save, --load, --save-interval, --pretrained-checkpoint, --exit-signal-handler, --tokenizer-type, --tokenizer-model). Read back by
 tests/test_exports_run.py with an argparse parser of those names.
 """
 
@@ -107,6 +107,8 @@ def run_args(plan: Plan, job: ExportJob) -> list[str]:
     ]
     if job.finetune:
         args.append(f"--pretrained-checkpoint '{PRETRAINED}'")
+    if plan.spot:  # save a checkpoint and exit on SIGTERM (a preemption's warning; the Slurm export's --signal)
+        args.append("--exit-signal-handler")
     return args
 
 

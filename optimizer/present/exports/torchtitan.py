@@ -19,7 +19,7 @@ import shlex
 from typing import Any
 
 from ...results import Plan
-from .common import DEFAULT_SEQ_LEN, ExportJob, Launcher, comment, describe, ep, header, hybrid
+from .common import DEFAULT_SEQ_LEN, Command, ExportJob, Launcher, comment, describe, ep, header, hybrid
 from .gaps import memory_option_gaps
 from .run import (
     CHECKPOINT_DIR,
@@ -281,4 +281,13 @@ def write(plan: Plan, job: ExportJob) -> str:
     return comment(header(plan, precision, lines, notes)) + _toml(sections)
 
 
-LAUNCHER = Launcher("torchtitan", write, gaps=gaps, suffix="toml")
+# The file name a launcher (Slurm) writes this export's TOML under, beside its own script
+TOML_NAME = "torchtitan.toml"
+
+
+def command(plan: Plan, job: ExportJob) -> Command:
+    """torchtitan 0.2.2's trainer reading this export's TOML (written beside the launcher's script)."""
+    return Command(["-m torchtitan.train", f"--job.config_file {TOML_NAME}"], files={TOML_NAME: write(plan, job)})
+
+
+LAUNCHER = Launcher("torchtitan", write, gaps=gaps, suffix="toml", command=command)
