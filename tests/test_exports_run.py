@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import yaml
 
 from optimizer import CheckRequest, check, load_job
 from optimizer.inputs.files import expand_models
@@ -277,3 +278,49 @@ def test_slurm_falls_back_to_train_py_where_the_framework_has_no_export():
     problem, p = llama70b("deepspeed", tp=1, pp=1, zero=3)
     text = export(p, "slurm", job=problem.job)
     assert "train.py" in text and f"TP={p.strategy.tp}" in text and "no launch command" in text
+
+
+# --------------------------------------------------------------------------- accelerate
+
+
+def test_accelerate_on_one_gpu_is_not_distributed(tmp_path):
+    """One GPU, nothing offloaded: distributed_type 'NO' (a string YAML keeps quoted, as accelerate config writes
+    it), one process, no FSDP section; with accelerate installed, its own loader reads DistributedType.NO."""
+    problem = job_problem("llama-3.1-8b", method="lora", tokens="1B", global_batch=16)
+    p = check(problem, CheckRequest("H100", 1, compare=False)).plan
+    assert p.gpus == 1 and p.strategy.offload == "none"
+    text = export(p, "accelerate", job=problem.job)
+    config = yaml.safe_load(text)
+    assert config["distributed_type"] == "NO" and config["num_processes"] == 1 and "fsdp_config" not in config
+    assert "LoRA" in text or "lora" in text  # the adapter line still says what the script must add
+    cluster = pytest.importorskip("accelerate.commands.config.config_args").ClusterConfig
+    path = tmp_path / "accelerate.yaml"
+    path.write_text(text)
+    assert cluster.from_yaml_file(path).distributed_type.value == "NO"
+
+
+# --------------------------------------------------------------------------- SkyPilot
+
+
+def test_skypilot_runs_a_spot_plan_as_a_managed_job_with_disk_for_its_checkpoints():
+    """A spot plan: resources.job_recovery (SkyPilot's yaml-spec: strategy, max_restarts_on_errors) and the
+    header's sky jobs launch; every plan: a disk_size (GB) that holds two 988 GB checkpoints of the 70B's weights
+    and optimizer state with room to spare. An on-demand plan stays a sky launch without job_recovery."""
+    problem, p = llama70b("megatron", tp=8, pp=4)
+    spot = p.model_copy(update={"spot": True})
+    text = export(spot, "skypilot", job=problem.job)
+    task = yaml.safe_load(text)
+    resources = task["resources"]
+    assert resources["use_spot"] is True
+    assert resources["job_recovery"]["strategy"] in ("FAILOVER", "EAGER_NEXT_REGION")
+    assert isinstance(resources["job_recovery"]["max_restarts_on_errors"], int)
+    assert "sky jobs launch" in text and "sky launch -c" not in text
+    checkpoint_gb = 70.55e9 * 14 / 1e9
+    assert resources["disk_size"] >= 2 * checkpoint_gb and resources["disk_size"] % 100 == 0
+
+    on_demand = yaml.safe_load(export(p, "skypilot", job=problem.job))["resources"]
+    assert "job_recovery" not in on_demand and on_demand["disk_size"] == resources["disk_size"]
+    sky = pytest.importorskip("sky")
+    parsed = sky.Task.from_yaml_config(task)
+    (res,) = parsed.resources
+    assert res.use_spot and res.disk_size == resources["disk_size"]

@@ -1,6 +1,7 @@
 """The accelerate export: an FSDP config YAML and the ``accelerate launch`` line, data parallelism only.
 
-The ZeRO stage as FSDP's sharding strategy (HYBRID_SHARD for a hybrid shard over one node); where
+One GPU with nothing offloaded: ``distributed_type: 'NO'`` (no FSDP at all). Otherwise the ZeRO stage as
+FSDP's sharding strategy (HYBRID_SHARD for a hybrid shard over one node); where
 accelerate's nearest setting needs no more GPU memory than planned (SHARD_GRAD_OP for ZeRO-1, FSDP CPU
 offload for optimizer offload), it is written with a ``note:`` line saying so. ``gaps``: TP, PP, CP, EP, a
 hybrid shard over other than one node, and the fine-tune memory options FSDP's config cannot carry. Read back
@@ -41,6 +42,8 @@ def gaps(plan: Plan, job: ExportJob) -> list[str]:
 def write(plan: Plan, job: ExportJob) -> str:
     """An accelerate FSDP config (data parallelism only: ``gaps`` refuses plans with TP or PP)."""
     s, precision = plan.strategy, job.precision
+    if plan.gpus == 1 and s.offload == "none":
+        return _single_gpu(plan, job)
     strategy = "HYBRID_SHARD" if hybrid(s) else FSDP_STRATEGY[s.zero_stage]
     config = {
         "compute_environment": "LOCAL_MACHINE",
@@ -87,6 +90,40 @@ def write(plan: Plan, job: ExportJob) -> str:
     if precision == "nvfp4":
         notes.append("accelerate has no NVFP4 setting: bf16 here")
     return comment(header(plan, precision, lines, notes)) + yaml_text(config)
+
+
+def _single_gpu(plan: Plan, job: ExportJob) -> str:
+    """One GPU and nothing offloaded: no distributed training at all (accelerate's ``distributed_type: 'NO'``,
+    as ``accelerate config`` writes for one GPU), not FSDP's NO_SHARD wrapping, which adds its flat-parameter
+    machinery and collectives for nothing."""
+    s = plan.strategy
+    config = {
+        "compute_environment": "LOCAL_MACHINE",
+        "distributed_type": "NO",
+        "mixed_precision": ACCELERATE_PRECISION.get(job.precision, "bf16"),
+        "num_machines": 1,
+        "num_processes": 1,
+        "machine_rank": 0,
+        "gpu_ids": "all",
+        "main_training_function": "main",
+        "rdzv_backend": "static",
+        "same_network": True,
+        "use_cpu": False,
+    }
+    lines = [
+        f"micro-batch {s.micro_batch}, gradient accumulation {s.grad_accum} (set them in your script)",
+        "accelerate launch --config_file this.yaml train.py",
+        *adapter_line(job.method),
+    ]
+    notes = []
+    if s.recompute != "none":
+        notes.append(
+            f"the plan recomputes activations ({s.recompute}): turn on gradient checkpointing in your script "
+            "(model.gradient_checkpointing_enable()); a single-GPU accelerate config has no setting for it"
+        )
+    if job.precision == "nvfp4":
+        notes.append("accelerate has no NVFP4 setting: bf16 here")
+    return comment(header(plan, job.precision, lines, notes)) + yaml_text(config)
 
 
 LAUNCHER = Launcher(

@@ -2,7 +2,8 @@
 
 The accelerator goes out under SkyPilot's name for the SKU (``SKYPILOT_ACCELERATORS``, with a note where the
 name may not be what the user wants), the cloud pinned to the plan's provider where SkyPilot knows it
-(``SKYPILOT_CLOUDS``), the layout as the task's envs. Read back by SkyPilot itself (``sky.Task.from_yaml``,
+(``SKYPILOT_CLOUDS``), the layout as the task's envs, a ``disk_size`` that holds the run's checkpoints
+(``run.checkpoint_disk_gb``), and for a spot plan a managed job (``sky jobs launch``, ``JOB_RECOVERY``). Read back by SkyPilot itself (``sky.Task.from_yaml``,
 ``from_yaml_config`` and its catalog's accelerator names): tests/test_exports.py
 test_skypilot_task_loads_with_skypilot, test_skypilot_asks_for_every_sku_by_skypilots_name,
 test_skypilot_asks_for_an_h100_sxm_plan_as_h100, test_skypilot_pins_the_cloud_whose_price_the_plan_used and
@@ -15,6 +16,7 @@ import re
 
 from ...results import Plan
 from .common import ExportJob, Launcher, comment, header, yaml_text
+from .run import BASE_DISK_GB, CHECKPOINTS_KEPT, DISK_MARGIN, DISK_ROUND_GB, checkpoint_disk_gb
 from .torchrun import MASTER_PORT, layout_env, torchrun_args
 
 # gpuplan's SKU names (catalogs/hardware.yaml) as SkyPilot's accelerator names, with a note where the name
@@ -59,6 +61,33 @@ def skypilot_accelerator(sku: str) -> str:
 SKYPILOT_CLOUDS = frozenset({"aws", "gcp", "azure", "lambda", "runpod", "oci", "nebius"})
 
 
+# A spot plan runs as a managed job (sky jobs launch), which SkyPilot recovers from preemptions on a new
+# cluster: resources.job_recovery (skypilot docs/source/reference/yaml-spec.rst "job_recovery", schema in
+# sky/utils/schemas.py: strategy FAILOVER or EAGER_NEXT_REGION, SkyPilot's default; max_restarts_on_errors, the
+# restarts after the job's own non-zero exits, such as an NCCL timeout)
+JOB_RECOVERY = {"strategy": "EAGER_NEXT_REGION", "max_restarts_on_errors": 3}
+
+
+def _launch_lines(plan: Plan, job: ExportJob, disk_gb: int | None) -> list[str]:
+    """How to launch the task (a managed job on spot capacity) and what its disk holds."""
+    if plan.spot:
+        lines = [
+            f"sky jobs launch -n {_sky_name(job.name)} this.yaml: a managed job, which SkyPilot restarts on new spot "
+            "capacity after a preemption (resources.job_recovery); workdir . is synced, train.py reads the envs",
+            "a recovered job starts on a new cluster: keep checkpoints in a bucket (file_mounts: /checkpoints: "
+            "{source: s3://<your-bucket>, mode: MOUNT_CACHED}) and point the framework's checkpoint folder there",
+        ]
+    else:
+        lines = ["sky launch -c <cluster> this.yaml (workdir . is synced to each node; train.py reads the envs)"]
+    if disk_gb:
+        lines.append(
+            f"disk_size {disk_gb} GB: the image's {BASE_DISK_GB} GB and {CHECKPOINTS_KEPT} checkpoints of "
+            f"{(job.checkpoint_bytes or 0) / 1e9:,.0f} GB (weights and optimizer state) with {DISK_MARGIN:.0%} to "
+            f"spare, rounded up to {DISK_ROUND_GB} GB"
+        )
+    return lines
+
+
 def write(plan: Plan, job: ExportJob) -> str:
     """A SkyPilot task: one node per ``num_nodes``, torchrun over SkyPilot's SKYPILOT_* variables."""
     run_args = torchrun_args(
@@ -71,6 +100,7 @@ def write(plan: Plan, job: ExportJob) -> str:
     )
     accelerator, note = SKYPILOT_ACCELERATORS.get(plan.sku, (plan.sku, None))
     cloud = provider if (provider := (plan.provider or "").lower()) in SKYPILOT_CLOUDS else None
+    disk_gb = checkpoint_disk_gb(job)
     task = {
         "name": _sky_name(job.name),
         "num_nodes": plan.hosts,
@@ -78,6 +108,8 @@ def write(plan: Plan, job: ExportJob) -> str:
             **({"cloud": cloud} if cloud else {}),
             "accelerators": f"{accelerator}:{plan.host_gpus}",
             "use_spot": plan.spot,
+            **({"disk_size": disk_gb} if disk_gb else {}),
+            **({"job_recovery": dict(JOB_RECOVERY)} if plan.spot else {}),
         },
         "workdir": ".",
         "envs": layout_env(plan),
@@ -86,7 +118,7 @@ def write(plan: Plan, job: ExportJob) -> str:
             'set -e\nMASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | head -n1)\n' + "torchrun " + " ".join(run_args) + "\n"
         ),
     }
-    lines = ["sky launch -c <cluster> this.yaml (workdir . is synced to each node; train.py reads the envs)"]
+    lines = _launch_lines(plan, job, disk_gb)
     if cloud:
         lines.append(f"cloud: {cloud}, the provider whose price the plan used ({plan.offer})")
     if plan.sku not in SKYPILOT_ACCELERATORS:  # no name of SkyPilot's: the SKU's own goes out
