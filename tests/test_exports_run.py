@@ -324,3 +324,35 @@ def test_skypilot_runs_a_spot_plan_as_a_managed_job_with_disk_for_its_checkpoint
     parsed = sky.Task.from_yaml_config(task)
     (res,) = parsed.resources
     assert res.use_spot and res.disk_size == resources["disk_size"]
+
+
+# --------------------------------------------------------------------------- Kubernetes
+
+
+def test_kubernetes_multi_node_requests_rdma_and_is_gang_scheduled():
+    """A 4-node plan: every pod asks for the RDMA device plugin's resource with IPC_LOCK and NCCL on InfiniBand,
+    and the Job carries Kueue's queue label (all pods admitted together); a one-node plan has neither. With the
+    official client installed, it deserializes the Job."""
+    from optimizer.present.exports.kubernetes import KUEUE_QUEUE_LABEL, RDMA_RESOURCE
+
+    problem, p = llama70b("megatron", tp=8, pp=4)
+    assert p.hosts == 4
+    _, job = yaml.safe_load_all(export(p, "kubernetes", job=problem.job))
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["resources"]["limits"][RDMA_RESOURCE] == "1"
+    assert "IPC_LOCK" in container["securityContext"]["capabilities"]["add"]
+    assert {"name": "NCCL_IB_DISABLE", "value": "0"} in container["env"]
+    assert job["metadata"]["labels"][KUEUE_QUEUE_LABEL]
+    assert job["spec"]["parallelism"] == job["spec"]["completions"] == 4
+
+    problem = job_problem("llama-3.1-8b", method="lora", tokens="1B", global_batch=16)
+    single = check(problem, CheckRequest("H100", 8, compare=False)).plan
+    _, job = yaml.safe_load_all(export(single, "kubernetes", job=problem.job))
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert RDMA_RESOURCE not in container["resources"]["limits"] and KUEUE_QUEUE_LABEL not in job["metadata"]["labels"]
+
+    client = pytest.importorskip("kubernetes.client")
+    _, job = yaml.safe_load_all(export(p, "kubernetes", job=problem.job))
+    api = client.ApiClient()
+    parsed = api._ApiClient__deserialize(job, "V1Job")  # the official client's model, as tests/test_exports.py
+    assert parsed.spec.template.spec.containers[0].security_context.capabilities.add == ["IPC_LOCK"]

@@ -3,7 +3,8 @@
 torchrun rendezvouses on pod 0 (``<job>-0.<job>`` under the Service's subdomain), each pod's node rank its
 completion index; the pods ask for the GPUs by their device plugin's resource (nvidia.com/gpu, amd.com/gpu)
 and for nodes whose GPUs hold the plan by GPU Feature Discovery's labels (``node_affinity``). Names are
-DNS labels (``dns_label``, which the nodus export uses too). Read back by the official client
+DNS labels (``dns_label``, which the nodus export uses too). A multi-node plan's pods ask for RDMA and the
+Job is queued in Kueue, which admits its pods together (``multi_node``). Read back by the official client
 (``kubernetes.client.ApiClient`` deserializing V1Service and V1Job): tests/test_exports.py
 test_kubernetes_indexed_job_deserializes_with_the_official_client,
 test_kubernetes_asks_for_gpus_that_hold_the_plan_on_every_sku,
@@ -115,6 +116,39 @@ def node_affinity(plan: Plan) -> tuple[dict[str, Any], list[str]]:
     return affinity, lines
 
 
+# Multi-node wiring. RDMA: the NVIDIA Network Operator's shared RDMA device plugin resource (Mellanox
+# k8s-rdma-shared-dev-plugin, resourceName rdma_shared_device_a under the rdma/ prefix, as the Network
+# Operator's NicClusterPolicy examples name it) and IPC_LOCK, which RDMA's pinned memory registration needs;
+# NCCL_IB_DISABLE=0 keeps NCCL (and RCCL) on InfiniBand/RoCE. Gang scheduling: Kueue's queue label on the
+# Job (kueue.x-k8s.io/queue-name, Kueue's batch/v1 Job integration), which admits all of the Job's pods at
+# once or none, under the LocalQueue named here (Kueue's examples call theirs user-queue).
+RDMA_RESOURCE = "rdma/rdma_shared_device_a"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_QUEUE = "user-queue"
+NCCL_ENV = {"NCCL_IB_DISABLE": "0"}
+
+
+def multi_node(plan: Plan, container: dict[str, Any], job_labels: dict[str, str]) -> list[str]:
+    """Queue a Job of several pods in Kueue (gang admission), and where the plan spans network nodes (not one
+    NVLink rack's hosts, whose traffic the plan times on NVLink) request RDMA for its pods; the header's lines."""
+    lines = []
+    if plan.nodes > 1:
+        container["resources"]["limits"][RDMA_RESOURCE] = "1"
+        container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+        container["env"] += [{"name": k, "value": v} for k, v in NCCL_ENV.items()]
+        lines.append(
+            f"RDMA: each pod asks for {RDMA_RESOURCE} (NVIDIA Network Operator's shared RDMA device plugin) with "
+            "IPC_LOCK; use your cluster's RDMA resource name if it differs (kubectl describe node)"
+        )
+    if plan.hosts > 1:
+        job_labels[KUEUE_QUEUE_LABEL] = KUEUE_QUEUE
+        lines.append(
+            f"gang scheduling: Kueue admits all {plan.hosts} pods of the Job together ({KUEUE_QUEUE_LABEL}="
+            f"{KUEUE_QUEUE}: set your LocalQueue; without Kueue, delete the label)"
+        )
+    return lines
+
+
 def write(plan: Plan, job: ExportJob) -> str:
     """A headless Service and a ``batch/v1`` Indexed Job: one pod per node, torchrun rendezvous on pod 0."""
     job_name = dns_label(job.name)
@@ -144,7 +178,7 @@ def write(plan: Plan, job: ExportJob) -> str:
         {"name": "MASTER_PORT", "value": str(MASTER_PORT)},
     ]
     env += [{"name": k, "value": v} for k, v in layout_env(plan).items()]
-    container = {
+    container: dict[str, Any] = {
         "name": "trainer",
         "image": TRAINING_IMAGE,
         "command": ["torchrun"],
@@ -156,6 +190,8 @@ def write(plan: Plan, job: ExportJob) -> str:
         "resources": {"limits": {gpu: str(plan.host_gpus)}},  # a quantity: the client wants a string
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
+    job_labels = dict(labels)
+    wiring = multi_node(plan, container, job_labels)
     affinity, affinity_lines = node_affinity(plan)
     pod: dict[str, Any] = {"subdomain": job_name, "restartPolicy": "Never"}
     if affinity:
@@ -168,7 +204,7 @@ def write(plan: Plan, job: ExportJob) -> str:
     job_spec = {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": job_name, "labels": labels},
+        "metadata": {"name": job_name, "labels": job_labels},
         "spec": {
             "completionMode": "Indexed",
             "completions": plan.hosts,
@@ -183,6 +219,7 @@ def write(plan: Plan, job: ExportJob) -> str:
         f"set the image to yours (it runs torchrun train.py); MASTER_ADDR {job_name}-0.{job_name} is pod 0 via the "
         "Service",
         *affinity_lines,
+        *wiring,
     ]
     return comment(header(plan, job.precision, lines)) + yaml_text(service) + "---\n" + yaml_text(job_spec)
 
