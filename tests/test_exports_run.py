@@ -356,3 +356,17 @@ def test_kubernetes_multi_node_requests_rdma_and_is_gang_scheduled():
     api = client.ApiClient()
     parsed = api._ApiClient__deserialize(job, "V1Job")  # the official client's model, as tests/test_exports.py
     assert parsed.spec.template.spec.containers[0].security_context.capabilities.add == ["IPC_LOCK"]
+
+
+def test_skypilot_runs_the_frameworks_command(tmp_path):
+    """The task's run is the Megatron export's pretrain_gpt.py with the same arguments (Megatron's parser reads
+    the same run), its environment among the envs; a torchtitan plan's run writes the TOML it trains on."""
+    problem, p = llama70b("megatron", tp=8, pp=4)
+    task = yaml.safe_load(export(p, "skypilot", job=problem.job))
+    _bash_n(task["run"], tmp_path)
+    assert megatron_parse(task["run"]) == megatron_parse(export(p, "megatron", job=problem.job))
+    assert task["envs"]["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    problem, p = llama70b()
+    task = yaml.safe_load(export(p, "skypilot", job=problem.job))
+    _bash_n(task["run"], tmp_path)
+    assert export(p, "torchtitan", job=problem.job) in task["run"] and "-m torchtitan.train" in task["run"]

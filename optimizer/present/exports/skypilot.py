@@ -3,7 +3,8 @@
 The accelerator goes out under SkyPilot's name for the SKU (``SKYPILOT_ACCELERATORS``, with a note where the
 name may not be what the user wants), the cloud pinned to the plan's provider where SkyPilot knows it
 (``SKYPILOT_CLOUDS``), the layout as the task's envs, a ``disk_size`` that holds the run's checkpoints
-(``run.checkpoint_disk_gb``), and for a spot plan a managed job (``sky jobs launch``, ``JOB_RECOVERY``). Read back by SkyPilot itself (``sky.Task.from_yaml``,
+(``run.checkpoint_disk_gb``), for a spot plan a managed job (``sky jobs launch``, ``JOB_RECOVERY``), and the
+plan's framework command (``command.framework_command``; ``train.py`` reading the envs where there is none). Read back by SkyPilot itself (``sky.Task.from_yaml``,
 ``from_yaml_config`` and its catalog's accelerator names): tests/test_exports.py
 test_skypilot_task_loads_with_skypilot, test_skypilot_asks_for_every_sku_by_skypilots_name,
 test_skypilot_asks_for_an_h100_sxm_plan_as_h100, test_skypilot_pins_the_cloud_whose_price_the_plan_used and
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 
 from ...results import Plan
+from .command import framework_command, write_files
 from .common import ExportJob, Launcher, comment, header, yaml_text
 from .run import BASE_DISK_GB, CHECKPOINTS_KEPT, DISK_MARGIN, DISK_ROUND_GB, checkpoint_disk_gb
 from .torchrun import MASTER_PORT, layout_env, torchrun_args
@@ -73,12 +75,12 @@ def _launch_lines(plan: Plan, job: ExportJob, disk_gb: int | None) -> list[str]:
     if plan.spot:
         lines = [
             f"sky jobs launch -n {_sky_name(job.name)} this.yaml: a managed job, which SkyPilot restarts on new spot "
-            "capacity after a preemption (resources.job_recovery); workdir . is synced, train.py reads the envs",
+            "capacity after a preemption (resources.job_recovery); workdir . is synced to each node",
             "a recovered job starts on a new cluster: keep checkpoints in a bucket (file_mounts: /checkpoints: "
             "{source: s3://<your-bucket>, mode: MOUNT_CACHED}) and point the framework's checkpoint folder there",
         ]
     else:
-        lines = ["sky launch -c <cluster> this.yaml (workdir . is synced to each node; train.py reads the envs)"]
+        lines = ["sky launch -c <cluster> this.yaml (workdir . is synced to each node)"]
     if disk_gb:
         lines.append(
             f"disk_size {disk_gb} GB: the image's {BASE_DISK_GB} GB and {CHECKPOINTS_KEPT} checkpoints of "
@@ -90,13 +92,14 @@ def _launch_lines(plan: Plan, job: ExportJob, disk_gb: int | None) -> list[str]:
 
 def write(plan: Plan, job: ExportJob) -> str:
     """A SkyPilot task: one node per ``num_nodes``, torchrun over SkyPilot's SKYPILOT_* variables."""
+    run, run_lines = framework_command(plan, job)
     run_args = torchrun_args(
         "$SKYPILOT_NUM_NODES",
         "$SKYPILOT_NUM_GPUS_PER_NODE",
         "$SKYPILOT_NODE_RANK",
         "$MASTER_ADDR",
         str(MASTER_PORT),
-        "train.py",
+        " \\\n  ".join(run.target),
     )
     accelerator, note = SKYPILOT_ACCELERATORS.get(plan.sku, (plan.sku, None))
     cloud = provider if (provider := (plan.provider or "").lower()) in SKYPILOT_CLOUDS else None
@@ -112,13 +115,17 @@ def write(plan: Plan, job: ExportJob) -> str:
             **({"job_recovery": dict(JOB_RECOVERY)} if plan.spot else {}),
         },
         "workdir": ".",
-        "envs": layout_env(plan),
+        "envs": {**layout_env(plan), **run.env},
         "setup": "set -e\nif [ -f requirements.txt ]; then pip install -r requirements.txt; fi\n",
         "run": (
-            'set -e\nMASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | head -n1)\n' + "torchrun " + " ".join(run_args) + "\n"
+            'set -e\nMASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | head -n1)\n'
+            + write_files(run)
+            + "torchrun "
+            + " ".join(run_args)
+            + "\n"
         ),
     }
-    lines = _launch_lines(plan, job, disk_gb)
+    lines = _launch_lines(plan, job, disk_gb) + run_lines
     if cloud:
         lines.append(f"cloud: {cloud}, the provider whose price the plan used ({plan.offer})")
     if plan.sku not in SKYPILOT_ACCELERATORS:  # no name of SkyPilot's: the SKU's own goes out

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 
 from ...results import Plan
-from . import megatron, torchtitan
-from .common import Command, ExportJob, Launcher, comment, header
-from .gaps import export_gaps
+from .command import export_env, framework_command, write_files
+from .common import ExportJob, Launcher, comment, header
 from .run import CHECKPOINT_GB_PER_S_PER_NODE
-from .torchrun import MASTER_PORT, layout_env
+from .torchrun import MASTER_PORT
 
 # Slurm job names: sbatch takes any text; keep it to a shell- and squeue-friendly one
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -34,10 +32,6 @@ _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 TIME_MARGIN = 0.10
 # the least warning (s) before the time limit a spot job is signalled with, to write its last checkpoint
 SIGNAL_LEAD_S = 300
-# the framework exports whose command the script runs for a plan of that framework (Launcher.command)
-FRAMEWORK_LAUNCHERS = {launcher.kind: launcher for launcher in (megatron.LAUNCHER, torchtitan.LAUNCHER)}
-# the end of a here-document that writes a framework's file (no line of an export is this word)
-HEREDOC_END = "GPUPLAN_EOF"
 
 
 def slurm_time(hours: float) -> str:
@@ -55,26 +49,6 @@ def preemption_directives(plan: Plan, job: ExportJob) -> list[str]:
         return []
     write_s = (job.checkpoint_bytes or 0.0) / (CHECKPOINT_GB_PER_S_PER_NODE * 1e9 * plan.hosts)
     return ["--requeue", "--open-mode=append", f"--signal=TERM@{max(SIGNAL_LEAD_S, math.ceil(2.0 * write_s))}"]
-
-
-def framework_command(plan: Plan, job: ExportJob) -> tuple[Command, list[str]]:
-    """The command the plan's framework export runs (``Launcher.command``), or ``train.py`` reading the layout
-    from the environment where the framework has no export that writes this plan; and the header's lines."""
-    framework = plan.strategy.framework
-    launcher = FRAMEWORK_LAUNCHERS.get(framework)
-    if launcher is not None and launcher.command is not None and not export_gaps(plan, launcher, job):
-        run = launcher.command(plan, job)
-        lines = [f"runs the {framework} export's command (gpuplan solve --export {framework} writes the same)"]
-        lines += [
-            f"{name}: the {framework} export, written by this script beside it (fill in its placeholders here)"
-            for name in run.files
-        ]
-        return run, lines
-    target = Command(["train.py"], env=layout_env(plan))
-    why = (
-        "gpuplan has no launch command for it" if launcher is None else f"the {framework} export cannot write this plan"
-    )
-    return target, [f"train.py reads the layout from the environment ({framework}: {why})"]
 
 
 def write(plan: Plan, job: ExportJob) -> str:
@@ -101,8 +75,7 @@ def write(plan: Plan, job: ExportJob) -> str:
     notes = [f"time limit: the plan's p90 {plan.hours.p90:.1f} h plus {TIME_MARGIN:.0%}"]
     if plan.spot:
         notes.append("spot capacity: a preempted job is requeued and resumes from its last checkpoint")
-    files = "".join(f"cat > {name_} <<'{HEREDOC_END}'\n{text}{HEREDOC_END}\n" for name_, text in run.files.items())
-    env = f"export {' '.join(f'{k}={shlex.quote(v)}' for k, v in run.env.items())}\n" if run.env else ""
+    files, env = write_files(run), export_env(run)
     return (
         "#!/bin/bash\n"
         + comment(header(plan, job.precision, lines, notes))
