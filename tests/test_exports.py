@@ -390,7 +390,9 @@ def test_kubernetes_indexed_job_deserializes_with_the_official_client(name):
     assert service.spec.cluster_ip == "None" and service.spec.selector == job.spec.template.metadata.labels
     (container,) = pod.containers
     gpu = "amd.com/gpu" if p.sku.startswith("MI") else "nvidia.com/gpu"
-    assert container.resources.limits == {gpu: str(p.host_gpus)}
+    rdma = {"rdma/rdma_shared_device_a": "1"} if p.nodes > 1 else {}  # RDMA across network nodes
+    assert container.resources.limits == {gpu: str(p.host_gpus), **rdma}
+    assert ("kueue.x-k8s.io/queue-name" in (job.metadata.labels or {})) == (p.hosts > 1)  # gang admission
     env = {e.name: e for e in container.env}
     assert env["NNODES"].value == str(p.hosts) and env["NPROC_PER_NODE"].value == str(p.host_gpus)
     assert env["MASTER_ADDR"].value == f"{job.metadata.name}-0.{service.metadata.name}"
@@ -664,8 +666,9 @@ def test_megatron_arguments_build_megatron_core_configs(name):
     assert (environment.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1") == (s.tp > 1 or s.cp > 1)
     assert set(environment) <= {"CUDA_DEVICE_MAX_CONNECTIONS"}
     args = tokens[tokens.index("pretrain_gpt.py") + 1 :]
-    assert args == shlex.split(" ".join(megatron_args(p, num_layers=layers)))
-    ns = vars(parser.parse_args(args))  # unknown flags raise
+    layout = shlex.split(" ".join(megatron_args(p, num_layers=layers)))
+    assert args[: len(layout)] == layout  # then the run's flags: tests/test_exports_run.py reads those
+    ns = vars(parser.parse_args(layout))  # unknown flags raise
     if ns.get("cpu_offloading_num_layers", 0) > 0:
         ns["cpu_offloading"] = True  # as arguments.py derives it
 

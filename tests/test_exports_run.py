@@ -148,7 +148,7 @@ MEGATRON_FLAGS: dict[str, type | None] = {
     # experts (megatron_run.moe_args)
     "--num-experts": int, "--moe-router-topk": int, "--moe-grouped-gemm": None, "--moe-token-dispatcher-type": str,
     "--moe-flex-dispatcher-backend": str, "--moe-ffn-hidden-size": int, "--moe-shared-expert-intermediate-size": int,
-    "--moe-layer-freq": str,
+    "--moe-layer-freq": str, "--moe-router-dtype": str,
     # the run (megatron_run.run_args, data_args)
     "--train-iters": int, "--save": str, "--load": str, "--save-interval": int, "--pretrained-checkpoint": str,
     "--finetune": None, "--exit-signal-handler": None, "--tokenizer-type": str, "--tokenizer-model": str, "--data-path": str,
@@ -158,6 +158,7 @@ MEGATRON_CHOICES = {  # arguments.py and transformer_config.py Literals
     "--normalization": ["LayerNorm", "RMSNorm"],
     "--moe-token-dispatcher-type": ["allgather", "alltoall", "flex"],
     "--moe-flex-dispatcher-backend": ["deepep", "hybridep", "ncclep"],
+    "--moe-router-dtype": ["fp32", "fp64"],
 }
 
 
@@ -211,6 +212,7 @@ def test_megatron_moe_export_carries_the_experts_and_the_dispatcher_the_plan_tim
     freq = eval(args.moe_layer_freq)  # Megatron-LM's moe_freq_type evaluates the list expression as this does
     assert len(freq) == deepseek.layers and freq[: deepseek.dense_layers] == [0] * deepseek.dense_layers
     assert args.multi_latent_attention and args.kv_lora_rank == deepseek.kv_lora_rank
+    assert args.moe_router_dtype == ("fp32" if deepseek.router_fp32 else None)
 
 
 # --------------------------------------------------------------------------- Slurm
@@ -370,3 +372,35 @@ def test_skypilot_runs_the_frameworks_command(tmp_path):
     task = yaml.safe_load(export(p, "skypilot", job=problem.job))
     _bash_n(task["run"], tmp_path)
     assert export(p, "torchtitan", job=problem.job) in task["run"] and "-m torchtitan.train" in task["run"]
+
+
+def test_megatron_model_flags_build_a_megatron_core_transformer():
+    """With megatron-core installed: the parsed model flags make a TransformerConfig that validates (its
+    __post_init__ checks heads against query groups and TP, the experts against EP) with the plan's layout."""
+    problem = job_problem("qwen3-30b-a3b", global_batch=96, framework="megatron")
+    p = check(problem, CheckRequest("B200", 8, ep=8, zero=1, compare=False)).plan
+    args = megatron_parse(export(p, "megatron", job=problem.job))
+    transformer_config = pytest.importorskip("megatron.core.transformer").TransformerConfig
+    config = transformer_config(
+        num_layers=args.num_layers,
+        hidden_size=args.hidden_size,
+        ffn_hidden_size=args.ffn_hidden_size,
+        num_attention_heads=args.num_attention_heads,
+        num_query_groups=args.num_query_groups,
+        kv_channels=args.kv_channels,
+        normalization=args.normalization,
+        gated_linear_unit=args.swiglu,  # arguments.py: --swiglu sets gated_linear_unit with SiLU
+        add_bias_linear=not args.disable_bias_linear,
+        qk_layernorm=args.qk_layernorm,
+        num_moe_experts=args.num_experts,  # arguments.py's --num-experts
+        moe_router_topk=args.moe_router_topk,
+        moe_grouped_gemm=args.moe_grouped_gemm,
+        moe_token_dispatcher_type=args.moe_token_dispatcher_type,
+        moe_ffn_hidden_size=args.moe_ffn_hidden_size,
+        tensor_model_parallel_size=args.tensor_model_parallel_size,
+        expert_model_parallel_size=args.expert_model_parallel_size,
+        sequence_parallel=args.sequence_parallel,
+        bf16=args.bf16,
+    )
+    assert (config.num_moe_experts, config.moe_router_topk, config.expert_model_parallel_size) == (128, 8, 8)
+    assert config.num_query_groups == problem.job.model.kv_heads and config.normalization == "RMSNorm"

@@ -11,7 +11,7 @@ against NVIDIA/Megatron-LM d98e8a64ddf3 (``MEGATRON_SOURCE``): arguments.py (--g
 the flags it generates from megatron/core/transformer/transformer_config.py (--num-layers, --hidden-size,
 --ffn-hidden-size, --num-attention-heads, --num-query-groups, --kv-channels, --normalization,
 --disable-bias-linear, --qk-layernorm, --multi-latent-attention, --moe-router-topk, --moe-grouped-gemm,
---moe-token-dispatcher-type, --moe-flex-dispatcher-backend, --moe-ffn-hidden-size,
+--moe-token-dispatcher-type, --moe-flex-dispatcher-backend, --moe-router-dtype, --moe-ffn-hidden-size,
 --moe-shared-expert-intermediate-size) and from megatron/training/config/training_config.py (--train-iters,
 --save, --load, --save-interval, --pretrained-checkpoint, --exit-signal-handler, --tokenizer-type, --tokenizer-model). Read back by
 tests/test_exports_run.py with an argparse parser of those names.
@@ -82,6 +82,8 @@ def moe_args(model: ModelSpec | None, dispatcher: str) -> list[str]:
         "--moe-grouped-gemm",
         *MEGATRON_DISPATCHERS[dispatcher],
     ]
+    if model.router_fp32:  # the router's GEMM in fp32, as the plan's activation memory counts it
+        args.append("--moe-router-dtype fp32")
     width = model.moe_ffn_hidden or model.ffn_hidden
     if width:
         args.append(f"--moe-ffn-hidden-size {width}")
@@ -106,7 +108,7 @@ def run_args(plan: Plan, job: ExportJob) -> list[str]:
         f"--save-interval {checkpoint_interval_steps(plan, job)}",
     ]
     if job.finetune:
-        args.append(f"--pretrained-checkpoint '{PRETRAINED}'")
+        args.append(f"--pretrained-checkpoint {PRETRAINED}")
     if plan.spot:  # save a checkpoint and exit on SIGTERM (a preemption's warning; the Slurm export's --signal)
         args.append("--exit-signal-handler")
     return args
@@ -114,4 +116,4 @@ def run_args(plan: Plan, job: ExportJob) -> list[str]:
 
 def data_args() -> list[str]:
     """The tokenizer and the data, as named placeholders (Hugging Face's tokenizer from the model's folder)."""
-    return ["--tokenizer-type HuggingFaceTokenizer", f"--tokenizer-model '{HF_ASSETS}'", f"--data-path '{DATA}'"]
+    return ["--tokenizer-type HuggingFaceTokenizer", f"--tokenizer-model {HF_ASSETS}", f"--data-path {DATA}"]

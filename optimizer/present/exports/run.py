@@ -19,10 +19,12 @@ from ...physics import reliability
 from ...results import Plan
 from .common import DEFAULT_SEQ_LEN, ExportJob
 
-# Placeholders the user fills in once (each export names them in its header)
-PRETRAINED = "<PRETRAINED_CHECKPOINT>"  # the weights a fine-tune starts from
-DATA = "<DATA_PATH>"  # the training data
-HF_ASSETS = "<HF_ASSETS_DIR>"  # the model's Hugging Face folder (tokenizer, config.json)
+# Placeholders the user fills in once (each export names them in its header): absolute paths, as torchtitan
+# 0.3.0 requires of checkpoint.initial_load_path (an absolute path or a remote URI), and plain words a shell
+# takes unquoted
+PRETRAINED = "/path/to/PRETRAINED_CHECKPOINT"  # the weights a fine-tune starts from
+DATA = "/path/to/DATA_PATH"  # the training data
+HF_ASSETS = "/path/to/HF_ASSETS_DIR"  # the model's Hugging Face folder (tokenizer, config.json)
 CHECKPOINT_DIR = "checkpoints"  # where the run's own checkpoints go (relative to the working directory)
 
 # The reliability model's defaults (Assumptions' and Offer's fields): an export receives the job, not the
