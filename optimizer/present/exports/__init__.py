@@ -4,7 +4,10 @@ Kinds, one module each: ``skypilot`` (task YAML), ``kubernetes`` (headless Servi
 Job, one pod per node), ``nodus`` (the seed's job spec, ``spec.resources.gpu``), ``deepspeed`` (config JSON),
 ``megatron`` (Megatron-LM ``pretrain_gpt.py`` arguments), ``torchtitan`` (job TOML plus the equivalent
 flags), ``accelerate`` (FSDP config) and ``torchrun`` (a command line). What they share (the job's facts,
-the header, the plan's numbers) is in ``common``; what the framework exports refuse, in ``gaps``.
+the header, the plan's numbers) is in ``common``; what the framework exports refuse, in ``gaps``. Each export
+starts the run (issue 51): its steps, checkpoints and disk, the model and the named placeholders are in
+``run``, Megatron-LM's model and run flags in ``megatron_run``, and the framework command that Slurm and
+SkyPilot run (the same as the framework's export) in ``command``.
 
 ``export(plan, kind, job=...)`` writes one: the plan and its job (a JobSpec, or its ``ExportJob`` facts:
 name, sequence length, precision, layer count, method, optimizer, which a Plan does not carry). A tool that

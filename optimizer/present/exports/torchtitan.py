@@ -3,7 +3,8 @@
 ``torchtitan_sections``: the TOML sections (batch as torchtitan counts it, FSDP2 / HSDP / DDP degrees, TP,
 PP with its schedule and layers per stage, CP, EP, activation checkpointing, Float8), keys checked against
 ``TORCHTITAN_TOML_SOURCE``; ``torchtitan_flags``: the same values as torchtitan 0.3.0 command-line flags
-(``TORCHTITAN_FLAGS_SOURCE``; 0.3.0 reads no TOML). ``gaps``: what it cannot run (activation offload,
+(``TORCHTITAN_FLAGS_SOURCE``; 0.3.0 reads no TOML). ``with_run`` adds the run (``run_sections``: the model's
+torchtitan name and flavour, ``training.steps``, ``[checkpoint]``; tests/test_exports_run.py). ``gaps``: what it cannot run (activation offload,
 a hybrid shard CP does not divide, more than 2 virtual stages without the layer count). Read back by
 ``tomllib`` and torchtitan's own ``ConfigManager`` (0.2.2's TOML, 0.3.0's flags): tests/test_exports.py
 test_torchtitan_config_parses_with_torchtitan, test_torchtitan_takes_an_expert_parallel_plan_with_its_moe_
