@@ -37,9 +37,10 @@ from .inputs.overrides import apply_overrides, parse_measurement
 from .inputs.question import JOB_FLAGS, job_document, model_value, problem_of, saved_document
 from .inputs.reader import forget_reads, resolved
 from .inputs.requests import CheckRequest
-from .inputs.schema import ModelSpec
+from .inputs.schema import Constraints, ModelSpec
 from .inputs.units import fmt_count, parse_bytes
-from .planning.plans import SPOT_SUFFIX
+from .physics.memory import MEMORY_HEADROOM_DEFAULT
+from .planning.plans import SPOT_SUFFIX, headroom_gib
 from .present import answers, output, render
 from .present.exports import KINDS as EXPORT_KINDS
 from .present.exports import export
@@ -294,6 +295,15 @@ GlobalBatchOpt = typer.Option(
 PrecisionOpt = typer.Option(None, "--precision", help="bf16, fp16, fp8 or nvfp4 (default bf16).")
 OptimizerOpt = typer.Option(None, "--optimizer", help="adamw (default), adamw8bit, paged_adamw, sgd, adafactor...")
 LoraRankOpt = typer.Option(None, "--lora-rank", min=1, help="LoRA rank (default 16).")
+HeadroomOpt = typer.Option(
+    None,
+    "--headroom",
+    help="Memory each GPU keeps free beyond the plan's modelled peak (weights, gradients, optimizer, activations, "
+    "framework reserve): a share of its usable memory (10%) or a size (8GiB, 8GB); a plan fits only if peak + "
+    f"headroom is within the capacity. Default: the file's constraints.memory_headroom, else {MEMORY_HEADROOM_DEFAULT} "
+    "(the framework reserve, 1.5 GiB + 5%, already holds the allocator's fragmentation; torchtune aims at 85-90% "
+    "of memory reserved: --headroom 10% plans so). Every answer states it.",
+)
 SaveOpt = typer.Option(
     None,
     "--save",
@@ -535,17 +545,74 @@ def _problem(
     catalog (``catalog``: --catalog over the file's); with ``save``, the whole question written there as a job
     file (``question.saved_document``), once the catalog is read (so that no input it names is overwritten)."""
     question = question or {}
+    headroom = _headroom(overrides.pop("headroom", None))
     if job is not None and save is None and not any(v is not None for v in question.values()):
-        problem = apply_overrides(load_job(job), **overrides)
+        problem = _with_headroom(apply_overrides(load_job(job), **overrides), headroom)
         return problem, problem_catalog(problem, catalog)
     document = job_document(job, question)
-    problem = apply_overrides(problem_of(document, job, question), **overrides)
+    problem = _with_headroom(apply_overrides(problem_of(document, job, question), **overrides), headroom)
+    overrides["headroom"] = headroom  # (as the constraint flags, written where a job file says it)
     cat = problem_catalog(problem, catalog)
     if save is not None:
         saved = saved_document(document, overrides, catalog=catalog, base=job.parent if job else None, to=save)
         output.write_text(save, yaml.safe_dump(saved, sort_keys=False, allow_unicode=True), "save")
         _say(f"wrote the job to {output.shown(save)}")
     return problem, cat
+
+
+def _headroom(text: str | None) -> str | float | None:
+    """--headroom read as constraints.memory_headroom reads it (10%, 8GiB, 8GB); bad input names the flag."""
+    if text is None:
+        return None
+    try:
+        return Constraints.model_validate({"memory_headroom": text}).memory_headroom
+    except GpuplanError as exc:
+        raise ArgumentError(exc.reason, field="headroom") from None
+    except ValueError as exc:  # pydantic's ValidationError
+        message = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+        raise ArgumentError(message.removeprefix("Value error, "), field="headroom") from None
+
+
+def _with_headroom(problem, headroom: str | float | None):
+    """``problem`` with --headroom over its constraints.memory_headroom (None: as it is)."""
+    if headroom is None:
+        return problem
+    constraints = problem.constraints.model_copy(update={"memory_headroom": headroom})
+    return problem.model_copy(update={"constraints": constraints})
+
+
+def _exportable(result, export_kind: str | None, problem) -> None:
+    """A checked configuration --export may write: one that fits, with the memory headroom, and runs."""
+    if not export_kind:
+        return
+    if not result.fits:
+        # a launcher config for a layout that runs out of memory would start and then fail
+        m = result.plan.memory_gib
+        keep = headroom_gib(problem.constraints.memory_headroom, m.capacity)
+        raise ArgumentError(
+            f"this configuration does not fit ({m.total:,.1f} of {m.capacity:,.1f} GiB per GPU"
+            f"{f', with {keep:,.1f} GiB of headroom to keep' if keep > 0 else ''}), so there is nothing to export; "
+            "see 'gpuplan check' without --export for what does not fit, or 'gpuplan solve' for a plan that does",
+            field="export",
+        )
+    if not result.runnable:
+        raise ArgumentError(
+            f"the framework would refuse this configuration ({'; '.join(result.not_runnable_because)}), so "
+            "there is nothing to export; see 'gpuplan check' without --export, or 'gpuplan solve "
+            "--framework ...' for a plan it runs",
+            field="export",
+        )
+
+
+def _answer(result, problem, fmt: Format, printer: Callable, data: Callable | None = None) -> None:
+    """``_emit`` with the printer told the job's memory headroom (stated in a note, a line on the memory bar, and
+    'at the edge' where a plan has little memory left beyond it)."""
+    headroom = problem.constraints.memory_headroom
+    _emit(
+        result if data is None or fmt == Format.table else data(result),
+        fmt,
+        functools.partial(printer, headroom=headroom),
+    )
 
 
 @app.command()
@@ -561,6 +628,7 @@ def check(
     optimizer: str | None = OptimizerOpt,
     lora_rank: int | None = LoraRankOpt,
     save: Path | None = SaveOpt,
+    headroom: str | None = HeadroomOpt,
     sku: str = typer.Option(
         ...,
         "--sku",
@@ -655,6 +723,7 @@ def check(
         budget=budget,
         measured=measured,
         deadline_quantile=deadline_quantile,
+        headroom=headroom,
     )
     check_outputs(_inputs(job, problem, cat), plot_path=plot_path, out=out if export_kind else None, save=save)
     check_gpu_names(cat, "sku", [sku], offers=True)
@@ -683,22 +752,7 @@ def check(
         ),
         catalog=cat,
     )
-    if export_kind:
-        if not result.fits:
-            # a launcher config for a layout that runs out of memory would start and then fail
-            raise ArgumentError(
-                f"this configuration does not fit ({result.plan.memory_gib.total:,.1f} of "
-                f"{result.plan.memory_gib.capacity:,.1f} GiB per GPU), so there is nothing to export; see "
-                "'gpuplan check' without --export for what does not fit, or 'gpuplan solve' for a plan that does",
-                field="export",
-            )
-        if not result.runnable:
-            raise ArgumentError(
-                f"the framework would refuse this configuration ({'; '.join(result.not_runnable_because)}), so "
-                "there is nothing to export; see 'gpuplan check' without --export, or 'gpuplan solve "
-                "--framework ...' for a plan it runs",
-                field="export",
-            )
+    _exportable(result, export_kind, problem)
     said: list[str] = []
     config = _export_text(result.plan, export_kind, problem) if export_kind else None
     with output.together():  # all files or none: a full disk at the chart leaves the old config too
@@ -712,10 +766,17 @@ def check(
     if config is not None and out is None:  # the config is the answer on stdout, after the chart is written
         typer.echo(config, nl=False)
         return
-    if fmt == Format.table:
-        _emit(result, fmt, render.print_check)
-        return
-    _emit(render.check_data(result), fmt, render.print_check)
+    _answer(result, problem, fmt, render.print_check, render.check_data)
+
+
+def _exportable_best(result, export_kind: str | None) -> None:
+    """A solve --export writes its best plan: none, nothing to export."""
+    if export_kind and result.best is None:
+        raise ArgumentError(
+            "no plan satisfies the constraints, so there is nothing to export; see 'gpuplan solve' "
+            "without --export for what binds",
+            field="export",
+        )
 
 
 @app.command()
@@ -731,6 +792,7 @@ def solve(
     optimizer: str | None = OptimizerOpt,
     lora_rank: int | None = LoraRankOpt,
     save: Path | None = SaveOpt,
+    headroom: str | None = HeadroomOpt,
     objective: Objective | None = typer.Option(
         None, "--objective", help="Minimise cost or time (default: the file's, else cost)."
     ),
@@ -793,6 +855,7 @@ def solve(
         measured=measured,
         framework=framework,
         spot=_spot_policy(spot),
+        headroom=headroom,
     )
     check_outputs(
         _inputs(job, problem, cat), plot_path=plot_path, report=report, out=out if export_kind else None, save=save
@@ -802,12 +865,7 @@ def solve(
     limit_s = units.parse_time_limit_s(time_limit)
     table = api.candidate_table(problem, cat, time_limit_s=limit_s, started=started)
     result = api.plan(problem, catalog=cat, time_limit_s=limit_s, table=table, started=started)
-    if export_kind and result.best is None:
-        raise ArgumentError(
-            "no plan satisfies the constraints, so there is nothing to export; see 'gpuplan solve' "
-            "without --export for what binds",
-            field="export",
-        )
+    _exportable_best(result, export_kind)
     said: list[str] = []
     config = _export_text(result.best, export_kind, problem) if export_kind else None
     # files first: a reader that closes stdout early (| head) ends the process at the next write to it;
@@ -827,7 +885,7 @@ def solve(
     if config is not None and out is None:  # the config is the answer on stdout, after the chart and report
         typer.echo(config, nl=False)
         return
-    _emit(result, fmt, render.print_solve)
+    _answer(result, problem, fmt, render.print_solve)
 
 
 @app.command()
@@ -873,7 +931,7 @@ def options(
         spot=_spot_policy(spot),
     )
     check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
-    _emit(api.options(problem, catalog=cat), fmt, render.print_options)
+    _answer(api.options(problem, catalog=cat), problem, fmt, render.print_options)
 
 
 @app.command("catalog")

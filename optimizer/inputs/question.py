@@ -129,6 +129,7 @@ _FLAG_FIELDS: dict[str, tuple[tuple[str, ...], str, str | None]] = {
     "spot": (("constraints",), "spot", None),
     "gpu_types": (("constraints", "gpu"), "types", None),
     "min_memory": (("constraints", "gpu"), "min_memory", "min_memory_bytes"),
+    "headroom": (("constraints",), "memory_headroom", None),
 }
 
 

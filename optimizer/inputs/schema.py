@@ -29,6 +29,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from ..errors import JobError, UnitError, printable
 from ..physics.constants import (
@@ -141,6 +142,32 @@ def _cost_tolerance(value: Any) -> str | float:
 CostTolerance = Annotated[str | float, BeforeValidator(_cost_tolerance), _unit("1%")]
 
 
+def memory_headroom(value: Any) -> str | float:
+    """A share of each GPU's usable memory (``10%``, or a bare fraction below 1) as ``"10%"``, or a size
+    (``8GiB``, ``8GB``) in bytes: the memory a plan leaves free beyond its modelled peak."""
+    # (its own error type: the field's size range is no help with a share or a word)
+    forms = "a share of the GPU's usable memory from 0% to below 100% (10%), a size (8GiB, 8GB), or 0 for none"
+    text = value.strip() if isinstance(value, str) else None
+    if text is not None and text.endswith("%"):
+        try:
+            percent = float(text[:-1].replace(",", ""))
+        except ValueError:
+            percent = math.nan
+        if not 0 <= percent < 100:
+            raise PydanticCustomError("memory_headroom", f"{value!r} is no memory headroom; give {forms}")
+        return f"{percent:g}%"
+    try:
+        size = units.parse_bytes_or_fraction(value, "a memory headroom")
+    except UnitError:
+        size = math.nan
+    if not size >= 0:
+        raise PydanticCustomError("memory_headroom", f"{value!r} is no memory headroom; give {forms}")
+    return f"{100.0 * size:g}%" if 0 < size < 1 else size
+
+
+MemoryHeadroom = Annotated[str | float, BeforeValidator(memory_headroom), _unit("10%")]
+
+
 def a_name(value: str) -> str:
     """A name people select things by and read in tables: not blank, and without control characters (a
     line break in a job or offer name splits its table row and cuts the one-line answer short)."""
@@ -246,6 +273,7 @@ _RANGES: dict[str, str] = {
     "deadline_s": "duration",
     "budget_usd": "budget",
     "cost_tolerance": "cost_tolerance",
+    "memory_headroom": "reserve",
     "max_gpus": "gpus",
     # portfolio
     "start_s": "offset",
@@ -920,6 +948,13 @@ class Constraints(_Model):
         description="Under the cost objective, a faster plan costing at most this much more than the cheapest "
         "is chosen over it: auto (1 % of the cheapest plan's cost or $1, whichever is larger), a share "
         "(2%), an amount ($5), or 0 for the cheapest plan whatever its time.",
+    )
+    memory_headroom: MemoryHeadroom | None = Field(
+        None,
+        description="Memory each GPU keeps free beyond the plan's modelled peak (weights, gradients, optimizer, "
+        "activations and the framework reserve): a plan fits only if peak + headroom <= the usable capacity. A "
+        "share of the usable capacity (10%) or a size (8GiB, 8GB); unset: gpuplan's default "
+        "(physics/memory.py MEMORY_HEADROOM_DEFAULT, stated in every answer).",
     )
 
     def cost_tolerance_cents(self, cheapest_cents: int) -> int:

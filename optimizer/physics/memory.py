@@ -4,31 +4,17 @@ Pure functions over floats or numpy arrays (the candidate generator evaluates th
 at once with the same code ``check`` runs on one).
 
 Sources, term by term:
-- Training state: ZeRO (Rajbhandari et al. 2020, section 5): model parallelism (TP x PP) divides all
-  state; ZeRO-1 shards the optimizer state over the shard group, ZeRO-2 also the gradients, ZeRO-3
-  also the weights. ZeRO-3 additionally holds gathered layers: DeepSpeed's estimator counts
-  4 x largest-layer parameters (fp16 weights + gradients of one layer; ``estimate_zero3_model_states_
-  mem_needs``), here the weights in their stored format (NF4 under QLoRA) plus gradients of trained ones:
-  under FSDP one block, under DeepSpeed the largest single module, with DeepSpeed's fp32 gradient
-  partition (``deepspeed_fp32_grad_bytes``), so DeepSpeed ZeRO-2/3 states equal its estimators.
-  Optimizer in backward keeps one tensor's gradient instead of all of them.
+- Training state: ZeRO (Rajbhandari et al. 2020, section 5): TP x PP divides all state; ZeRO-1/2/3 shard the
+  optimizer state, then the gradients, then the weights. ZeRO-3 also holds gathered layers (DeepSpeed's
+  estimator: 4 x largest layer), the weights in their stored format plus gradients of trained ones: under FSDP
+  one block, under DeepSpeed the largest single module with its fp32 gradient partition, so DeepSpeed ZeRO-2/3
+  states equal its estimators. Optimizer in backward keeps one tensor's gradient instead of all of them.
 - Activations: Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
-  Models", section 4.1), re-derived for the real widths by counting what PyTorch's autograd keeps in
-  eager mode, 2 bytes per bf16 element, no dropout (checked per tensor against
-  ``torch.autograd.graph.saved_tensors_hooks`` on the bundled presets, tests/test_torch_accounting.py).
-  Attention: Q 2sbq, K and V 2sbk each, output-projection input 2sbq; MLP gated (SwiGLU, unfused as in
-  Hugging Face and torchtitan: gate output, activation output, up output and down input) 8sbf, or 4sbf
-  for a GeLU MLP. Each of the two norms keeps its input and its output (the next matmul's input): 4sbh
-  for a LayerNorm (bf16), 8sbh for an RMSNorm (gated models), which upcasts to fp32 (input 4sbh,
-  normalised value 2sbh, output 2sbh). For GPT shapes (q = k = h, f = 4h, GeLU, LayerNorm) this is
-  32 sbh = the paper's 34 sbh less the two dropout masks. Eager (non-flash) attention adds the softmax
-  output 2 a s^2 b. With TP, sequence parallelism (Megatron, torchtitan) divides everything by t; without
-  it (DeepSpeed AutoTP) the norms' tensors and the layer inputs stay whole (Korthikanti eq. 2 vs eq. 4);
-  full recompute keeps only the layer input 2 sbh (/ t under sequence parallelism) plus one layer's
-  working set. 1F1B pipelining holds min(p, m) micro-batches of
-  L/p layers on the first stage (paper section 4.2.3). Logits: bf16 output plus the fp32 copy the loss
-  upcasts, 6 s b V / t, on the last stage. Activation offload (torchtune OffloadActivations) keeps two
-  layers' saved tensors on the GPU and the rest in pinned CPU memory.
+  Models", section 4.1), re-derived for the real widths by counting what PyTorch's autograd keeps
+  (``saved_tensors_hooks`` on the bundled presets, tests/test_torch_accounting.py); the terms are in
+  ``layer_activation_bytes`` and ``activation_bytes`` (TP with and without sequence parallelism, recompute,
+  1F1B's min(p, m) micro-batches in flight, logits 6 s b V / t, activation offload).
+- Headroom: memory a plan leaves free beyond its peak (``headroom_bytes``, MEMORY_HEADROOM_DEFAULT).
 """
 
 from __future__ import annotations
@@ -161,8 +147,7 @@ def zero3_gather_bytes_per_param(train: TrainingState) -> float:
 
 
 def deepspeed_fp32_grad_bytes(train: TrainingState, zero) -> np.ndarray:
-    """Bytes per trainable parameter, before sharding, of DeepSpeed's fp32 gradient partition beyond the 16-bit
-    gradient: 4 under ZeRO-2 and 2 under ZeRO-3 for mixed-precision Adam (DEEPSPEED_FP32_GRAD_BYTES_PER_GRAD_BYTE)."""
+    """Bytes per trainable parameter, unsharded, of DeepSpeed's fp32 gradient partition (4 ZeRO-2, 2 ZeRO-3)."""
     per_grad_byte = np.where(np.asarray(zero) >= 3, DEEPSPEED_FP32_GRAD_BYTES_PER_GRAD_BYTE[3], 0.0)
     per_grad_byte = np.where(np.asarray(zero) == 2, DEEPSPEED_FP32_GRAD_BYTES_PER_GRAD_BYTE[2], per_grad_byte)
     return per_grad_byte * train.grad_bytes
@@ -335,17 +320,32 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
 
 
 def framework_reserve_bytes(setting, capacity_bytes) -> np.ndarray:
-    """CUDA context, NCCL buffers and allocator fragmentation per GPU.
-
-    ``auto``: 1.5 GiB fixed (CUDA context ~0.5-1 GiB plus NCCL channel buffers) and 5 % of capacity for
-    fragmentation (PyTorch's caching allocator; a common planning margin, cf. EleutherAI's 'misc
-    memory' allowance). A size is taken as is; a number below 1 is a fraction of capacity.
-    """
+    """CUDA context, NCCL buffers and allocator fragmentation per GPU. ``auto``: 1.5 GiB fixed (CUDA context
+    ~0.5-1 GiB plus NCCL channel buffers) and 5 % of capacity for fragmentation (PyTorch's caching allocator; cf.
+    EleutherAI's 'misc memory' allowance). A size is taken as is; a number below 1 is a fraction of capacity."""
     capacity = np.asarray(capacity_bytes, float)
     if setting == "auto":
         return FRAMEWORK_RESERVE_FIXED_BYTES + FRAMEWORK_RESERVE_FRACTION * capacity
     if isinstance(setting, float) and setting < 1.0:
         return setting * capacity
+    return np.full_like(capacity, float(setting))
+
+
+# Memory a plan keeps free beyond its modelled peak (constraints.memory_headroom). The allocator evidence asks for
+# 10-15 % (torchtune aims at 85-90 % reserved with no allocator retries, meta-pytorch/torchtune PR 1360; FSDP's
+# reserved pool ran 4.1-7.2 GB over its active peak on A100-40GB, meta-llama/llama-cookbook PR 41), but the
+# framework reserve (5 % + 1.5 GiB) holds the fragmentation, and published runs sit 0.6-3.3 % under capacity here
+# (llm-foundry MPT-1B on A100-40GB, Megatron-Bridge Qwen3-30B-A3B on B300): a default above 0 calls them unfit.
+MEMORY_HEADROOM_DEFAULT = "0%"
+MEMORY_EDGE_SHARE = 0.05  # of capacity: one more fragmentation allowance (the reserve's share)
+
+
+def headroom_bytes(setting: str | float | None, capacity_bytes) -> np.ndarray:
+    """Bytes per GPU a plan leaves free: ``setting`` a share of capacity (``"10%"``), bytes, or None (default)."""
+    capacity = np.asarray(capacity_bytes, float)
+    setting = MEMORY_HEADROOM_DEFAULT if setting is None else setting
+    if isinstance(setting, str):
+        return float(setting.rstrip("%")) / 100.0 * capacity
     return np.full_like(capacity, float(setting))
 
 

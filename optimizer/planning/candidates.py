@@ -31,7 +31,13 @@ from ..physics.constants import (
 )
 from ..physics.cost import run_cost_usd
 from ..physics.layout import Cluster, Layout, Offload, Recompute
-from ..physics.memory import MemoryBreakdown, activation_bytes, host_optimizer_bytes, memory_breakdown
+from ..physics.memory import (
+    MemoryBreakdown,
+    activation_bytes,
+    headroom_bytes,
+    host_optimizer_bytes,
+    memory_breakdown,
+)
 from ..physics.time import StepTime, step_time
 from .context import HardwareRow, JobContext, capacity_bytes
 from .frameworks import (
@@ -75,6 +81,7 @@ class Evaluation:
     timing: StepTime
     hours: np.ndarray
     cost_usd: np.ndarray
+    headroom_bytes: np.ndarray | float = 0.0  # memory kept free beyond the peak (constraints.memory_headroom)
     optimizer_in_backward: bool = False  # job-wide memory options, shown in every strategy
     activation_offload: bool = False
     # per layout, whether the same layout under a more-preferred framework fits (frameworks.label_layouts):
@@ -88,7 +95,9 @@ class Evaluation:
 
     @cached_property
     def fits(self) -> np.ndarray:
-        held = (self.memory.total <= self.capacity_bytes) & (self.host_bytes <= self.host_capacity_bytes)
+        held = (self.memory.total + self.headroom_bytes <= self.capacity_bytes) & (
+            self.host_bytes <= self.host_capacity_bytes
+        )
         return held if self.shadowed is None else held & ~self.shadowed
 
     def strategy(self, i: int) -> Strategy:
@@ -123,7 +132,7 @@ class Candidate:
     time_s: float
     cost_usd: float  # nan when the row has no price
     memory_bytes: float
-    capacity_bytes: float
+    capacity_bytes: float  # usable capacity less the headroom: what the layout may take
     rejected_by: str | None = None  # filter, supply, global_batch, framework, memory (before deadline/budget)
 
 
@@ -522,6 +531,7 @@ class _Physics:
     host_bytes: np.ndarray
     host_capacity_bytes: np.ndarray
     capacity_bytes: np.ndarray
+    headroom_bytes: np.ndarray
     timing: StepTime
     shadowed: np.ndarray | None
 
@@ -551,6 +561,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
     held = zero3_per_step(codes, layout.pp, a.zero3_gathers)
     deepspeed = np.where(codes >= 0, codes == CODES["deepspeed"], ctx.job.framework == "deepspeed")
     mem = memory_breakdown(ctx.shape, ctx.train, layout, settings, caps, held, deepspeed)
+    headroom = headroom_bytes(ctx.constraints.memory_headroom, caps)
     if np.any(per_row(12)):  # the calibration's reserve delta, before anything reads (and caches) mem.total
         mem.reserve = np.maximum(0.0, mem.reserve + per_row(12))
     # HBM traffic of activations: one stage's layers, one micro-batch (written forward, read backward).
@@ -588,9 +599,10 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         host_bytes=host,
         host_capacity_bytes=host_capacity,
         capacity_bytes=caps,
+        headroom_bytes=headroom,
         timing=timing,
         # only auto labels a layout twice (frameworks.label_layouts)
-        shadowed=_shadowed(grid, row_idx, mem.total <= caps) if ctx.job.framework == "auto" else None,
+        shadowed=_shadowed(grid, row_idx, mem.total + headroom <= caps) if ctx.job.framework == "auto" else None,
     )
 
 
@@ -712,6 +724,7 @@ class _Evaluator:
             timing=physics.timing,
             hours=hours,
             cost_usd=cost,
+            headroom_bytes=physics.headroom_bytes,
             optimizer_in_backward=self.ctx.job.optimizer_in_backward,
             activation_offload=self.ctx.job.activation_offload,
             shadowed=physics.shadowed,
@@ -894,7 +907,7 @@ def _table(ctx: JobContext, rows: list[HardwareRow], ev: Evaluation, rejections:
                     np.inf,
                     np.nan,
                     np.nan,
-                    capacity_bytes(row, ctx.assumptions.memory_basis)[0],
+                    capacity_bytes(row, ctx.assumptions.memory_basis)[0],  # (no layout: nothing to keep free)
                     why or "framework",  # no layout that the job's framework(s) run
                 )
             )
@@ -909,7 +922,9 @@ def _table(ctx: JobContext, rows: list[HardwareRow], ev: Evaluation, rejections:
                 time_s=float(ev.hours[best] * 3600.0),
                 cost_usd=float(ev.cost_usd[best]),
                 memory_bytes=float(ev.memory.total[best]),
-                capacity_bytes=float(ev.capacity_bytes[best]),
+                capacity_bytes=float(
+                    ev.capacity_bytes[best] - np.broadcast_to(ev.headroom_bytes, np.shape(ev.row))[best]
+                ),
                 rejected_by=why or (None if fit else "memory"),
             )
         )

@@ -6,8 +6,10 @@ import math
 
 import numpy as np
 
+from ..inputs.units import fmt_bytes
 from ..physics.constants import GIB
 from ..physics.cost import run_cost_usd
+from ..physics.memory import MEMORY_EDGE_SHARE, MEMORY_HEADROOM_DEFAULT, headroom_bytes
 from ..results import MemoryGiB, Plan, Quantiles
 from .candidates import Evaluation
 from .context import HardwareRow, JobContext, capacity_bytes
@@ -101,3 +103,44 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         within_budget=within,
         spread_source=sources(ctx, row),
     )
+
+
+def headroom_gib(setting: str | float | None, capacity_gib: float) -> float:
+    """The GiB per GPU a plan of ``capacity_gib`` must leave free under ``constraints.memory_headroom``."""
+    return float(headroom_bytes(setting, capacity_gib * GIB)) / GIB
+
+
+def memory_left_gib(plan: Plan, setting: str | float | None) -> float:
+    """GiB per GPU a plan leaves free beyond its peak and the headroom (negative: short by that much)."""
+    m = plan.memory_gib
+    return m.capacity - m.total - headroom_gib(setting, m.capacity)
+
+
+def at_the_edge(plan: Plan, setting: str | float | None) -> bool:
+    """A plan that fits with less than ``MEMORY_EDGE_SHARE`` of its GPU's memory left beyond the headroom."""
+    left = memory_left_gib(plan, setting)
+    return plan.fits and 0.0 <= left < MEMORY_EDGE_SHARE * plan.memory_gib.capacity
+
+
+def headroom_text(setting: str | float | None) -> str:
+    """``10% of each GPU's usable memory`` or ``8.0 GB (7.5 GiB) per GPU`` (None: the default's)."""
+    setting = MEMORY_HEADROOM_DEFAULT if setting is None else setting
+    return f"{setting} of each GPU's usable memory" if isinstance(setting, str) else f"{fmt_bytes(setting)} per GPU"
+
+
+def headroom_note(setting: str | float | None, plan: Plan | None) -> str:
+    """The memory headroom in force (``constraints.memory_headroom``; None: the default), always stated (an
+    assumption every fit depends on), and whether ``plan`` sits at the edge of its GPU's memory."""
+    source = "default" if setting is None else "constraints.memory_headroom"
+    note = (
+        f"memory headroom {headroom_text(setting)} ({source}; --headroom 10% or 8GiB): a plan fits only if its peak "
+        "plus the headroom is within the usable capacity"
+    )
+    if plan is not None and at_the_edge(plan, setting):
+        m = plan.memory_gib
+        note += (
+            f"; this plan is at the edge: {m.total:,.1f} of {m.capacity:,.1f} GiB per GPU leaves "
+            f"{memory_left_gib(plan, setting):,.1f} GiB beyond the headroom, under {MEMORY_EDGE_SHARE:.0%} of its "
+            "memory (an allocator spike or a longer batch can stop the run; --headroom 10% plans with more free)"
+        )
+    return note

@@ -13,6 +13,7 @@ from ..inputs.catalog import CatalogEntry
 from ..inputs.units import fmt_budget, fmt_count, fmt_duration
 from ..physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY, GIB
 from ..physics.efficiency import REFERENCE_HIDDEN, matmul_efficiency
+from ..planning.plans import at_the_edge, headroom_gib, headroom_note, headroom_text
 from ..results import CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
 
 
@@ -74,13 +75,22 @@ def console() -> Console:
     return Console(highlight=False, markup=False, emoji=False, width=None if probe.is_terminal else PIPED_WIDTH)
 
 
-def memory_bar(used: float, capacity: float, width: int = 40) -> Text:
+def memory_bar(used: float, capacity: float, width: int = 40, headroom: float = 0.0) -> Text:
+    """The memory used against the capacity; with a ``headroom`` (GiB) a ``|`` where the headroom begins."""
     share = used / capacity if capacity else 0.0
     filled = min(width, int(round(share * width)))
+    over = share > 1 or used > capacity - headroom
+    style = "red" if over else ("yellow" if share > 0.9 else "green")
+    cells = ["█"] * filled + ["░"] * (width - filled)
+    line = min(width - 1, int(round((capacity - headroom) / capacity * width))) if capacity and headroom > 0 else -1
+    if line >= 0:
+        cells[max(line, 0)] = "|"
     bar = Text("[")
-    bar.append("█" * filled, style="red" if share > 1 else ("yellow" if share > 0.9 else "green"))
-    bar.append("░" * (width - filled))
+    for i, cell in enumerate(cells):
+        bar.append(cell, style=style if i < filled else None)
     bar.append(f"] {share:.0%}")
+    if headroom > 0:
+        bar.append(f", memory headroom {headroom:,.1f} GiB from the |")
     return bar
 
 
@@ -98,16 +108,34 @@ def _memory_table(plan: Plan) -> Table:
     return table
 
 
-def print_check(result: CheckResult, console: Console) -> None:
+def _spare_text(plan: Plan, headroom: str | float | None) -> str:
+    """What a plan leaves free per GPU, against the headroom it must keep: 'headroom 3.2 GiB (3.4 GB)' or
+    'short by ...', and with a headroom to keep, how it stands against it; 'at the edge' when little is left."""
+    m = plan.memory_gib
+    spare, keep = m.capacity - m.total, headroom_gib(headroom, m.capacity)
+    amount = f"{abs(spare):,.1f} GiB ({abs(spare) * GIB / 1e9:,.1f} GB)"
+    if keep <= 0:
+        text = f"headroom {amount}" if spare >= 0 else f"short by {amount}"
+    elif spare < 0:
+        text = f"short by {amount} plus the {keep:,.1f} GiB memory headroom ({headroom_text(headroom)})"
+    else:
+        left = spare - keep
+        text = f"{amount} free, " + (
+            f"{keep:,.1f} GiB of it the memory headroom ({headroom_text(headroom)})"
+            if left >= 0
+            else f"{-left:,.1f} GiB short of the {keep:,.1f} GiB memory headroom ({headroom_text(headroom)})"
+        )
+    return text + (", at the edge" if at_the_edge(plan, headroom) else "")
+
+
+def print_check(result: CheckResult, console: Console, headroom: str | float | None = None) -> None:
+    """A check's answer; ``headroom`` the job's constraints.memory_headroom (None: the default)."""
     p = result.plan
     m = p.memory_gib
     head = "FITS" if p.fits else "DOES NOT FIT"
-    headroom = m.capacity - m.total
     verdict = Text(f"{head}: ", style="bold green" if p.fits else "bold red")
-    verdict.append(
-        f"{p.label()}, {strategy_text(p)}: {m.total:,.1f} of {m.capacity:,.1f} GiB per GPU, "
-        f"{'headroom' if headroom >= 0 else 'short by'} {abs(headroom):,.1f} GiB ({abs(headroom) * GIB / 1e9:,.1f} GB)"
-    )
+    verdict.append(f"{p.label()}, {strategy_text(p)}: {m.total:,.1f} of {m.capacity:,.1f} GiB per GPU, ")
+    verdict.append(_spare_text(p, headroom))
     if p.host_capacity_gib is not None and p.host_memory_gib > p.host_capacity_gib:
         verdict.append(
             f"; the offloaded optimizer state needs {p.host_memory_gib:,.1f} GiB of CPU memory per host, above its "
@@ -118,7 +146,7 @@ def print_check(result: CheckResult, console: Console) -> None:
     console.print(verdict)
     if not result.runnable:
         console.print(Text("NOT RUNNABLE: " + "; ".join(result.not_runnable_because), style="bold red"), markup=False)
-    console.print(memory_bar(m.total, m.capacity))
+    console.print(memory_bar(m.total, m.capacity, headroom=headroom_gib(headroom, m.capacity)))
     console.print(_memory_table(p))
     perf = Table(title="Time and cost", title_justify="left", show_header=False)
     perf.add_column("what")
@@ -138,7 +166,7 @@ def print_check(result: CheckResult, console: Console) -> None:
     console.print(perf)
     if result.chosen:
         console.print("Chosen for you: " + "; ".join(result.chosen))
-    for note in result.notes:
+    for note in [*result.notes, headroom_note(headroom, p)]:
         console.print(f"Note: {note}", style="dim")
     if result.vs_measured:
         console.print(Text("Compared " + result.vs_measured.summary, style="bold"))
@@ -255,7 +283,8 @@ def frontier_chart(result: SolveResult, width: int = 60, height: int = 12) -> st
     return "\n".join(lines)
 
 
-def print_solve(result: SolveResult, console: Console) -> None:
+def print_solve(result: SolveResult, console: Console, headroom: str | float | None = None) -> None:
+    """A solve's answer; ``headroom`` the job's constraints.memory_headroom (None: the default)."""
     console.print(Text(headline(result), style="bold"))
     if result.status == "feasible":
         console.print(f"(time limit hit: best found, gap {result.gap:.2%} to the bound)")
@@ -264,7 +293,8 @@ def print_solve(result: SolveResult, console: Console) -> None:
     if result.best is not None:
         b = result.best
         console.print(
-            f"  memory {b.memory_gib.total:,.1f} of {b.memory_gib.capacity:,.1f} GiB per GPU; "
+            f"  memory {b.memory_gib.total:,.1f} of {b.memory_gib.capacity:,.1f} GiB per GPU"
+            f"{' (at the edge)' if at_the_edge(b, headroom) else ''}; "
             f"{b.tokens_per_s:,.0f} tokens/s, MFU {b.mfu:.0%}, scaling {b.scaling_efficiency:.0%}, {b.bound}-bound; "
             f"{b.gpu_hours:,.0f} GPU-hours"
         )
@@ -303,7 +333,7 @@ def print_solve(result: SolveResult, console: Console) -> None:
                 f"{r.breakeven_scaling_efficiency:.1%}" if r.breakeven_scaling_efficiency else "-",
             )
         console.print(table)
-    for note in result.notes:
+    for note in [*result.notes, headroom_note(headroom, result.best)]:
         console.print(f"Note: {note}", style="dim")
     console.print(f"{result.candidates} hardware candidates, solved in {result.solve_s:.2f} s", style="dim")
 
@@ -319,7 +349,8 @@ def options_headline(result: OptionsResult) -> str:
     return f"{len(result.options)} hardware options, {feasible} feasible" + (f"; rejected by {why}" if why else "")
 
 
-def print_options(result: OptionsResult, console: Console) -> None:
+def print_options(result: OptionsResult, console: Console, headroom: str | float | None = None) -> None:
+    """Every hardware row's best layout; ``headroom`` the job's constraints.memory_headroom (None: the default)."""
     console.print(options_headline(result))
     table = Table(title="Every hardware option with its best strategy", title_justify="left")
     for col in ("plan", "strategy", "GiB/GPU", "time", "cost", "status"):
@@ -336,7 +367,7 @@ def print_options(result: OptionsResult, console: Console) -> None:
             style=None if o.feasible else "dim",
         )
     console.print(table)
-    for note in result.notes:
+    for note in [*result.notes, headroom_note(headroom, None)]:
         console.print(f"Note: {note}", style="dim")
 
 
