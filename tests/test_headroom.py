@@ -186,3 +186,14 @@ def test_save_writes_the_headroom_so_the_saved_question_asks_the_same(tmp_path):
     solved = run("solve", SFT_70B, "--headroom", "8GiB", "--save", saved, "-f", "json")
     assert yaml.safe_load(saved.read_text())["constraints"]["memory_headroom"] == 8 * 2**30
     assert json.loads(run("solve", saved, "-f", "json").stdout)["best"] == json.loads(solved.stdout)["best"]
+
+
+def test_a_chosen_plan_at_the_edge_says_so():
+    # 8 B200 for the 70B SFT: FSDP ZeRO-3 with full recompute takes 153.9 of 167.6 GiB; a 5 % headroom (8.4 GiB)
+    # leaves 5.3 GiB, under MEMORY_EDGE_SHARE of the GPU
+    args = ["--gpu-types", "B200", "--max-gpus", "8", "--framework", "fsdp", "--deadline", "30d", "--headroom", "5%"]
+    r = run("solve", SFT_70B, *args)
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "memory 153.9 of 167.6 GiB per GPU (+ 8.4 GiB headroom, at the edge);" in text
+    assert "this plan is at the edge: 153.9 of 167.6 GiB per GPU leaves 5.3 GiB beyond the headroom" in text

@@ -141,6 +141,6 @@ def headroom_note(setting: str | float | None, plan: Plan | None) -> str:
         note += (
             f"; this plan is at the edge: {m.total:,.1f} of {m.capacity:,.1f} GiB per GPU leaves "
             f"{memory_left_gib(plan, setting):,.1f} GiB beyond the headroom, under {MEMORY_EDGE_SHARE:.0%} of its "
-            "memory (an allocator spike or a longer batch can stop the run; --headroom 10% plans with more free)"
+            "memory (an allocator spike or a longer batch can stop the run; a larger --headroom plans with more free)"
         )
     return note

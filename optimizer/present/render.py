@@ -283,6 +283,15 @@ def frontier_chart(result: SolveResult, width: int = 60, height: int = 12) -> st
     return "\n".join(lines)
 
 
+def _kept(plan: Plan, headroom: str | float | None) -> str:
+    """' (+ 8.4 GiB headroom, at the edge)' beside a plan's memory: the headroom it keeps, and 'at the edge'."""
+    keep = headroom_gib(headroom, plan.memory_gib.capacity)
+    parts = ([f"+ {keep:,.1f} GiB headroom"] if keep > 0 else []) + (
+        ["at the edge"] if at_the_edge(plan, headroom) else []
+    )
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def print_solve(result: SolveResult, console: Console, headroom: str | float | None = None) -> None:
     """A solve's answer; ``headroom`` the job's constraints.memory_headroom (None: the default)."""
     console.print(Text(headline(result), style="bold"))
@@ -293,8 +302,7 @@ def print_solve(result: SolveResult, console: Console, headroom: str | float | N
     if result.best is not None:
         b = result.best
         console.print(
-            f"  memory {b.memory_gib.total:,.1f} of {b.memory_gib.capacity:,.1f} GiB per GPU"
-            f"{' (at the edge)' if at_the_edge(b, headroom) else ''}; "
+            f"  memory {b.memory_gib.total:,.1f} of {b.memory_gib.capacity:,.1f} GiB per GPU{_kept(b, headroom)}; "
             f"{b.tokens_per_s:,.0f} tokens/s, MFU {b.mfu:.0%}, scaling {b.scaling_efficiency:.0%}, {b.bound}-bound; "
             f"{b.gpu_hours:,.0f} GPU-hours"
         )
