@@ -302,7 +302,7 @@ HeadroomOpt = typer.Option(
     "framework reserve): a share of its usable memory (10%) or a size (8GiB, 8GB); a plan fits only if peak + "
     f"headroom is within the capacity. Default: the file's constraints.memory_headroom, else {MEMORY_HEADROOM_DEFAULT} "
     "(the framework reserve, 1.5 GiB + 5%, already holds the allocator's fragmentation; torchtune aims at 85-90% "
-    "of memory reserved: --headroom 10% plans so). Every answer states it.",
+    "of memory reserved: --headroom 10% plans so). Every table answer states it.",
 )
 SaveOpt = typer.Option(
     None,
