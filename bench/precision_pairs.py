@@ -4,7 +4,9 @@
     python bench/precision_pairs.py --max-ratio-error 0.10 --range 1.0 1.6   # CI: exit 1 beyond either
 
 A pair is two rows of validation/ (bench/throughput.py's files) that ran the same model on the same GPUs,
-nodes, layout, sequence length and batch, one in a 16-bit precision and one in FP8 (or MXFP8). Both rows
+nodes, layout, sequence length and batch, one in a 16-bit precision and one in FP8 (or MXFP8), or two rows of
+validation/precision_pairs.yaml sharing a ``pair`` id (gathered for this comparison: NeMo/DGX Cloud,
+Megatron-Bridge, torchtitan and torchao documents, MaxText). Both rows
 are predicted with ``check`` on their published layout, as bench/throughput.py predicts them; the ratio
 of the two predictions is set beside the ratio of the two published tokens/s per GPU. Nothing is fitted on
 the ratios. Published FP8 gains on one layout are 1.00-1.39x here (llm-foundry's TransformerEngine tables,
@@ -22,7 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from throughput import evaluate_all  # noqa: E402
+import yaml  # noqa: E402
+from throughput import checked, evaluate_all, modelled  # noqa: E402
+
+from optimizer import GpuplanError  # noqa: E402
+
+PAIRS_DATA = Path(__file__).resolve().parent.parent / "validation" / "precision_pairs.yaml"
 
 LOW = frozenset({"fp8", "mxfp8"})
 SIXTEEN = frozenset({"bf16", "fp16"})
@@ -40,13 +47,36 @@ def pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
     return [(sixteen[_key(r)], r) for r in rows if r["precision"] in LOW and _key(r) in sixteen]
 
 
+def listed_pairs(catalog) -> list[tuple[dict, dict]]:
+    """The pairs of validation/precision_pairs.yaml (rows sharing a ``pair`` id), each row predicted with ``check``
+    on its published layout as bench/throughput.py predicts its own rows; pairs gpuplan cannot predict are named."""
+    skus = {s.name for s in catalog.skus}
+    by_id: dict[str, list[dict]] = {}
+    for run in yaml.safe_load(PAIRS_DATA.read_text())["runs"]:
+        by_id.setdefault(run["pair"], []).append(run)
+    found = []
+    for pair_id, runs in by_id.items():
+        try:
+            for run in runs:
+                why = modelled(run, skus)
+                if why:
+                    raise GpuplanError(why)
+                run["_default"] = checked(run, catalog).plan.tokens_per_s / run["gpus"]
+        except GpuplanError as exc:
+            print(f"  {pair_id}: not predicted: {str(exc)[:100]}")
+            continue
+        sixteen = next(r for r in runs if r["precision"] in SIXTEEN)
+        found.append((sixteen, next(r for r in runs if r["precision"] in LOW)))
+    return found
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-ratio-error", type=float, default=None, help="fail above this median |ratio error|")
     ap.add_argument("--range", type=float, nargs=2, default=None, help="fail when a predicted ratio is outside")
     args = ap.parse_args()
-    _, rows, _ = evaluate_all()
-    found = pairs(rows)
+    catalog, rows, _ = evaluate_all()
+    found = pairs(rows) + listed_pairs(catalog)
     print(f"{'pair (low-precision row)':<46} {'family':<12} {'published':>9} {'gpuplan':>8} {'error':>7}")
     errors, predicted = [], []
     for sixteen, low in found:

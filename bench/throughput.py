@@ -50,15 +50,19 @@ from optimizer.inputs.schema import Problem
 from optimizer.physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY
 from optimizer.physics.efficiency import (
     FITTED_BASE,
+    FITTED_FUSED_RATIO,
     FITTED_HALF_PER_RIDGE,
+    FUSED_RATIO_GRID,
     HALF_PER_RIDGE_GRID,
     MIN_SOURCE_FAMILIES,
     family_of,
     fit_bases,
+    fit_cost,
     ridge,
     size_factor,
     supported,
 )
+from optimizer.planning.frameworks import FRAMEWORKS
 
 DATA = ROOT / "validation" / "throughput_runs.yaml"
 FINETUNE_DATA = ROOT / "validation" / "finetune_runs.yaml"
@@ -233,9 +237,10 @@ def hidden_of(run: dict) -> float:
 
 
 def ridge_of(run: dict, catalog) -> float:
-    """The SKU's ridge point at the row's precision: its dense peak over its HBM bandwidth (FLOP per byte)."""
+    """The SKU's 16-bit ridge point: its dense BF16 peak over its HBM bandwidth (FLOP per byte). The efficiency
+    is a share of the 16-bit peak at every precision (physics/precision.py)."""
     sku = sku_of(run, catalog)
-    tflops = sku.dense_tflops(problem_for(run, None).job.precision)
+    tflops = sku.dense_tflops("bf16")
     return ridge(None if tflops is None else tflops * 1e12, sku.hbm_bandwidth_gb_per_s * 1e9)
 
 
@@ -245,14 +250,42 @@ def is_dense(run: dict) -> bool:
     return run["kind"] != "moe"
 
 
-def fit_points(rows: list[dict], catalog, without: str | None = None) -> list[tuple[str, float, float, float, str]]:
+def is_fused(run: dict, catalog) -> bool:
+    """Whether gpuplan costs the row at the fused-kernel ratio: its framework runs Transformer Engine's fused
+    layers (planning/frameworks.py fused_kernels) on a GPU with an FP8 rate (planning/context.py)."""
+    return FRAMEWORKS[run["framework"]].fused_kernels and bool(sku_of(run, catalog).dense_fp8_tflops)
+
+
+def fit_points(
+    rows: list[dict], catalog, without: str | None = None, fused_ratio: float = 1.0
+) -> list[tuple[str, float, float, float, str]]:
     """The efficiency model's data: (GPU family, hidden, ridge, e*, source family) of every dense row, less the
-    rows of source family ``without``."""
+    rows of source family ``without``; a fused-kernel row's e* over ``fused_ratio`` (the eager efficiency it
+    stands for)."""
     return [
-        (family(r, catalog), hidden_of(r), ridge_of(r, catalog), r["_implied"], r["family"])
+        (
+            family(r, catalog),
+            hidden_of(r),
+            ridge_of(r, catalog),
+            r["_implied"] / (fused_ratio if is_fused(r, catalog) else 1.0),
+            r["family"],
+        )
         for r in rows
         if is_dense(r) and r["family"] != without
     ]
+
+
+def fit_model(rows: list[dict], catalog, without: str | None, families) -> tuple[dict, float, float]:
+    """(bases, c, fused ratio): for each fused ratio of the grid the bases and c that fit the rows' points best
+    (physics/efficiency.py fit_bases), the ratio with the least total absolute log error winning."""
+    best = None
+    for ratio in FUSED_RATIO_GRID:
+        points = fit_points(rows, catalog, without, ratio)
+        bases, c = fit_bases(points, families)
+        cost = fit_cost(points, bases, c)
+        if bases and (best is None or cost < best[0] - 1e-12):
+            best = (cost, bases, c, ratio)
+    return ({}, 0.0, 1.0) if best is None else best[1:]
 
 
 # The GPU families whose base gpuplan ships (physics/efficiency.py: FITTED_BASE); "gpuplan" held out refits
@@ -260,13 +293,15 @@ def fit_points(rows: list[dict], catalog, without: str | None = None) -> list[tu
 SHIPPED = tuple(sorted(FITTED_BASE))
 
 
-def fitted_efficiency(run: dict, catalog, bases: dict, c: float) -> float:
+def fitted_efficiency(run: dict, catalog, bases: dict, c: float, fused_ratio: float = 1.0) -> float:
     """The model's efficiency for the row, or the per-form-factor constant where no base was fitted and on MoE
-    rows (as gpuplan: planning/context.py keeps the constant for a mixture of experts)."""
+    rows (as gpuplan: planning/context.py keeps the constant for a mixture of experts), times the fused ratio on
+    a fused-kernel row (as gpuplan: planning/context.py fused_efficiency_ratio)."""
+    ratio = fused_ratio if is_fused(run, catalog) else 1.0
     base = bases.get(family(run, catalog))
     if base is None or not is_dense(run):
-        return constant_efficiency(run, catalog)
-    return base * size_factor(hidden_of(run), c * ridge_of(run, catalog))
+        return constant_efficiency(run, catalog) * ratio
+    return base * size_factor(hidden_of(run), c * ridge_of(run, catalog)) * ratio
 
 
 def constant_efficiency(run: dict, catalog) -> float:
@@ -323,24 +358,23 @@ def leave_one_family_out(rows: list[dict], catalog) -> None:
     ``_lofo_fit`` records the fold's shipped-form parameters (bases, c)."""
     moe, constant_errors = host_errors(rows, catalog, lambda r: constant_efficiency(r, catalog))
     for fam in sorted({r["family"] for r in rows}):
-        points = fit_points(rows, catalog, without=fam)
-        bases, c = fit_bases(points, SHIPPED)
-        every, c_every = fit_bases(points)
+        bases, c, k = fit_model(rows, catalog, fam, SHIPPED)
+        every, c_every, k_every = fit_model(rows, catalog, fam, None)
         members = [r for r in rows if r["family"] == fam]
         keep = [r["family"] != fam for r in moe]
         host_ms = host_constant = None
         if any(r["kind"] == "moe" for r in members):
-            _, errors = host_errors(rows, catalog, lambda r: fitted_efficiency(r, catalog, bases, c))
+            _, errors = host_errors(rows, catalog, lambda r: fitted_efficiency(r, catalog, bases, c, k))
             host_ms, host_constant = best_host_ms(errors, keep), best_host_ms(constant_errors, keep)
         for run in members:
             host = host_ms if run["kind"] == "moe" else None
             run["_lofo_host_ms"] = host
-            run["_lofo_fit"] = (bases, c)
-            run["_lofo"] = predict(run, catalog, fitted_efficiency(run, catalog, bases, c), host)
+            run["_lofo_fit"] = (bases, c, k)
+            run["_lofo"] = predict(run, catalog, fitted_efficiency(run, catalog, bases, c, k), host)
             constant = constant_efficiency(run, catalog)
             run["_lofo_constant"] = predict(run, catalog, constant, host_constant if run["kind"] == "moe" else None)
             if is_dense(run):
-                run["_lofo_every"] = predict(run, catalog, fitted_efficiency(run, catalog, every, c_every))
+                run["_lofo_every"] = predict(run, catalog, fitted_efficiency(run, catalog, every, c_every, k_every))
 
 
 def verdict(result) -> str | None:
@@ -550,10 +584,10 @@ def summaries(rows: list[dict], catalog) -> dict:
 def print_fit(rows: list[dict], catalog, table: Figures) -> None:
     """``--fit``: the efficiency model fitted on every dense row, each parameter with the rows and source
     families that support it, whether it ships, and the shipping rule held out by family."""
-    points = fit_points(rows, catalog)
+    bases, c, k = fit_model(rows, catalog, None, SHIPPED)
+    every, c_every, k_every = fit_model(rows, catalog, None, None)
+    points = fit_points(rows, catalog, fused_ratio=k)
     support = supported(points)
-    bases, c = fit_bases(points, SHIPPED)
-    every, c_every = fit_bases(points)
     usable = sum(n for n, _ in support.values())
     print(
         f"\nEfficiency fit on every dense row: {len(points)} rows of {len({p[4] for p in points})} source families "
@@ -582,7 +616,13 @@ def print_fit(rows: list[dict], catalog, table: Figures) -> None:
     print("Shipping rule, held out by family (physics/efficiency.py):")
     print(f"  gpuplan as shipped: {shipping_rule(table, 'gpuplan')[1]}")
     print(f"  every GPU family's base: {shipping_rule(table, 'every')[1]}")
-    match = set(bases) == set(FITTED_BASE) and c == FITTED_HALF_PER_RIDGE
+    fused = [r for r in rows if is_dense(r) and is_fused(r, catalog) and family(r, catalog) in bases]
+    print(
+        f"  fused-kernel ratio {k:g} (grid {FUSED_RATIO_GRID[0]:g}..{FUSED_RATIO_GRID[-1]:g}) on {len(fused)} "
+        f"fused-kernel rows of {len({r['family'] for r in fused})} source families; every family's base fitted: "
+        f"{k_every:g}"
+    )
+    match = set(bases) == set(FITTED_BASE) and c == FITTED_HALF_PER_RIDGE and k == FITTED_FUSED_RATIO
     match = match and all(abs(bases[f] - FITTED_BASE[f]) < 5e-4 for f in bases)
     print("  shipped parameters match this fit" if match else "  shipped parameters DIFFER from this fit")
 

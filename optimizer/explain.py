@@ -526,9 +526,9 @@ def precision_notes(ctx: JobContext) -> list[str]:
     # validation/throughput_runs.yaml, mb260401-llama3-70b-gb200-nvfp4 (bench/throughput.py): the one
     # published NVFP4 layout gpuplan runs; its 405B NVFP4 row splits layers as gpuplan's pipelines do not
     return [
-        "nvfp4: the linear layers are timed at the FP4 peak with the FP8 efficiency; the one published NVFP4 "
-        "layout gpuplan can run (Llama 3 70B pre-training on 64 GB200, Megatron-Bridge 26.04) ran 25 % slower "
-        "than this predicts, 1.31x its MXFP8 speed where the peaks differ 2x: expect the time to run longer"
+        "nvfp4: the GEMM kernels are timed at the FP4 peak with the FP8 kernels' share of it; the one published "
+        "NVFP4 layout gpuplan can run (Llama 3 70B pre-training on 64 GB200, Megatron-Bridge 26.04) ran 12 % "
+        "slower than this predicts, 1.31x its MXFP8 speed where the peaks differ 2x: expect the time to run longer"
     ]
 
 

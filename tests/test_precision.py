@@ -20,8 +20,9 @@ def test_sixteen_bits_is_the_time_the_efficiency_was_fitted_on():
 
 
 def test_fp8_gemms_run_at_the_published_maximum_achievable_ratio():
-    # The largest FP8 GEMM over the largest BF16 one, each against its own peak (kernels.md 1a): H100 1,402.6 /
-    # 794.5 TFLOPS = 1.77x; B200 3,432.5 / 1,745.0 = 1.97x. The shipped ratio lies between, for a GEMM of long K.
+    # The largest FP8 GEMM over the largest BF16 one, each against its own peak (stas00/ml-engineering
+    # @ 7bc7c30, compute/accelerator/README.md): H100 1,402.6 / 794.5 TFLOPS = 1.77x; B200 3,432.5 / 1,745.0
+    # = 1.97x. The shipped ratio lies between, for a GEMM of long K.
     assert 1402.6 / 794.5 < 2 * LOW_PRECISION_GEMM_CEILING_RATIO < 3432.5 / 1745.0
     assert 0.72 < GEMM_CEILING_16BIT < 0.84  # the BF16 maxima: GB200 72.9 % .. GH200 83.8 %
 

@@ -1,6 +1,6 @@
 """The validation suite runs in CI: 15 published training runs predicted with the defaults, each on the
 layout its source publishes where it publishes one; the median |error| must stay within the figure the
-README documents (5.8 %, held at 10 %), no row beyond 65 % (the 405B row's 60.5 %), and every row off by
+README documents (10.7 %, held at 12 %), no row beyond 65 % (the 405B row's 57.4 %), and every row off by
 more than 10 % says why in validation/published_runs.yaml. The throughput rows: each published layout,
 predicted as published, within the documented figures, and held out by source family; the shipped efficiency
 parameters are what the fit on every dense row gives, and meet the shipping rule held out by family; every row
@@ -24,7 +24,7 @@ from optimizer import load_catalog  # noqa: E402
 
 def test_validation_median_error_stays_within_the_documented_figure():
     out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "validate.py"), "--max-median", "0.10", "--max-worst", "0.65"],
+        [sys.executable, str(ROOT / "bench" / "validate.py"), "--max-median", "0.12", "--max-worst", "0.65"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -100,22 +100,23 @@ def test_a_published_batch_ramp_adds_its_slower_early_steps_to_the_gpu_hours():
 
 def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     # 27 dense published layouts (NeMo / Megatron-Bridge, torchtitan, AutoModel; H100, H200, B200; BF16 and
-    # FP8): README and BENCHMARKS document a median of 6.4 % with every row within 1.55x (torchtitan's 405B 3D
-    # FP8 row, e* 0.35: its pipeline, not its matmuls; 1.45x with the 0.50 constant), held at 8 % and 1.6x.
-    # Their Hopper rows are fitted on (the efficiency model), so the figure that counts is the one held out by
-    # source family: every family's 274 dense rows, 12.2 % within 1.59x (the constant: 15.3 %, 1.76x), held
-    # at 14 % and 1.65x. The 13 MoE rows (10.6 % median, 1.44x worst, held out for the host time fitted on
-    # them; issue 11 asks for 15 % and 1.5x) are held at 12 % and 1.5x.
+    # FP8): README and BENCHMARKS document a median of 5.2 % with every row within 1.34x, held at 7 % and 1.4x.
+    # Their Hopper rows are fitted on (the efficiency model and the fused-kernel ratio), so the figure that
+    # counts is the one held out by source family: every family's 274 dense rows, 10.9 % within 1.59x (the
+    # constant: 16.6 %, 1.91x), held at 12 % and 1.65x. The 13 MoE rows (12.0 % median, 12.1 % held out for
+    # the host time fitted on them, 1.43x worst; issue 11 asks for 15 % and 1.5x) are held at 13 % and 1.5x:
+    # FP8 credited its published gain (physics/precision.py) took the over-credit away that the FP8 MoE rows
+    # had leaned on (10.6 % held out before).
     out = subprocess.run(
         [
             sys.executable,
             str(ROOT / "bench" / "throughput.py"),
             "--fit",
-            *("--max-median", "0.08", "--max-worst", "1.60", "--max-moe-median", "0.12", "--max-moe-worst", "1.50"),
+            *("--max-median", "0.07", "--max-worst", "1.40", "--max-moe-median", "0.13", "--max-moe-worst", "1.50"),
             *("--max-finetune-median", "0.27", "--max-finetune-worst", "1.55"),
-            *("--max-gb200-median", "0.15", "--max-gb200-worst", "1.50"),
+            *("--max-gb200-median", "0.12", "--max-gb200-worst", "1.25"),
             *("--max-llm-foundry-median", "0.12", "--max-llm-foundry-worst", "1.65"),
-            *("--max-lofo-median", "0.14", "--max-lofo-worst", "1.65"),
+            *("--max-lofo-median", "0.12", "--max-lofo-worst", "1.65"),
         ],
         capture_output=True,
         text=True,
@@ -127,11 +128,11 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     # median, within 1.49x, mostly predicted slower than published (BENCHMARKS); held at 27 % and 1.55x.
     assert "21 small fine-tune rows" in out.stdout
     # 9 GB200 NVL72 rows (Megatron-Bridge, NeMo; 8-256 GPUs, dense, MoE and one NVFP4): its node is the
-    # 72-GPU NVLink domain. 13.6 % median, within 1.41x (BENCHMARKS); held at 15 % and 1.5x.
+    # 72-GPU NVLink domain. 11.0 % median, within 1.18x (BENCHMARKS); held at 12 % and 1.25x.
     assert "9 GB200 rows" in out.stdout
     # 216 rows of MosaicML llm-foundry's MPT tables (125M-70B, 512-65,536 tokens, 8-512 A100-40GB, A100-80GB and
     # H100, BF16 and FP8, FSDP): 10.8 % median, within 1.59x as shipped (their H100 rows are fitted on; held
-    # out by family 12.2 %, 1.59x; the constant 15.7 %, 1.76x); held at 12 % and 1.65x.
+    # out by family 11.1 %, 1.59x; the constant 15.3 %, 1.59x); held at 12 % and 1.65x.
     assert "216 llm-foundry rows" in out.stdout
     # Beside each group: leave one family out (issue 35) and the table columns only, with the refusals named.
     assert out.stdout.count("leave one family out:") == 6 and out.stdout.count("table columns only:") == 6
@@ -142,6 +143,29 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     assert "shipped parameters match this fit" in out.stdout
     assert "gpuplan as shipped: dense median" in out.stdout
     assert next(line for line in out.stdout.splitlines() if "gpuplan as shipped:" in line).endswith(": met")
+
+
+def test_fp8_is_credited_its_published_gain_on_every_published_pair():
+    # Issue 48: FP8 against BF16 on one layout (bench/precision_pairs.py): 23 published pairs (llm-foundry,
+    # torchtitan, torchao, NeMo/DGX Cloud, Megatron-Bridge, MaxText) at 1.00-1.62x, gpuplan 1.05-1.50x with a
+    # median error of 5.2 % (it was 1.51x too fast at worst, FP8 credited its whole peak). Held at 7 %, and every
+    # predicted speed-up inside 1.0-1.6x.
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "precision_pairs.py"),
+            "--max-ratio-error",
+            "0.07",
+            "--range",
+            "1.0",
+            "1.6",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "23 pairs" in out.stdout
 
 
 FAMILY_FILES = {

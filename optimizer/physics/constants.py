@@ -211,7 +211,7 @@ GEMM_K_REFERENCE = 8192.0
 
 # Low-precision matmuls (issue 48): FP8 speeds up the GEMM kernels only. The largest dense GEMM a GPU runs
 # reaches this share of its 16-bit dense peak: the median of the "Maximum Achievable Matmul FLOPS" table
-# (stas00/ml-engineering @ 7bc7c30, compute/accelerator/README.md; ../shared/reference/kernels.md 1a), BF16
+# (stas00/ml-engineering @ 7bc7c30, compute/accelerator/README.md), BF16
 # on H100 80.3 %, GH200 83.8 %, B200 77.6 %, B300 78.6 %, GB200 72.9 % (H200 "the same" as H100).
 GEMM_CEILING_16BIT = 0.794
 # The low-precision GEMM's ceiling over the 16-bit one, each against its own peak: the median of the same
@@ -222,7 +222,8 @@ LOW_PRECISION_GEMM_CEILING_RATIO = 0.937
 # read in 16 bits and written in 8, once row-wise and once transposed for the other GEMM that reads it
 # (Hopper's FP8 tensor cores take K-major operands only; Transformer Engine's cast_transpose, torchao's
 # float8 dim0/dim1 casts): 2 + 1 + 1 bytes per element. The casts are memory-bound and run at about 80 %
-# of HBM bandwidth on large tensors (kernels.md 3c: H100 blockwise casts 78.6-86.5 %, B200 MXFP8 68-81 %).
+# of HBM bandwidth on large tensors (pytorch/ao @ 260ac85 benchmarks/prototype/blockwise_fp8_training/README.md:
+# H100 blockwise casts 78.6-86.5 %; pytorch/ao @ 5e79e5e torchao/prototype/moe_training/README.md: B200 MXFP8 68-82 %).
 LOW_PRECISION_CAST_BYTES_PER_ELEMENT = 4.0
 CAST_HBM_EFFICIENCY = 0.80
 
@@ -256,7 +257,7 @@ MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
 # replaces it (0 with full-iteration CUDA graphs). Charged with or without EP: TE's grouped GEMM also takes
 # its split sizes on the host, and eager MoE layers index experts from host-side counts; the published rows
 # all run EP > 1, so without EP it is an extrapolation.
-MOE_HOST_S_PER_LAYER = 3.5e-3
+MOE_HOST_S_PER_LAYER = 3.0e-3
 
 # --------------------------------------------------------------------------- reliability
 

@@ -113,6 +113,8 @@ class Cluster:
     compute_efficiency: Floats
     nodes: Floats = 1.0
     attention_peak_flops: Floats | None = None  # 16-bit peak the attention kernels run at (None: peak_flops)
+    # compute_efficiency's multiplier where a layout runs fused Transformer Engine kernels (RunSettings.fused_kernels)
+    fused_efficiency_ratio: Floats = 1.0
     host_link_bytes_per_s: float = HOST_LINK_GB_PER_S_PER_GPU * 1e9  # GPU <-> CPU (PCIe) per GPU
     host_memory_bytes_per_s: float = HOST_MEMORY_GB_PER_S_PER_GPU * 1e9  # CPU DRAM share per GPU
 
@@ -126,6 +128,8 @@ class RunSettings:
     # Megatron-Core / Transformer Engine fused norms and SwiGLU (a bool, or per layout: its framework's kernels)
     fused_kernels: bool | np.ndarray = False
     fp8_saved_inputs: bool | np.ndarray = False  # Transformer Engine keeps FP8 linear inputs for the weight gradient
+    # per layout, whether its framework runs Transformer Engine's layers (Cluster.fused_efficiency_ratio applies)
+    fused_framework: bool | np.ndarray = False
     # TP splits the norms and residuals along the sequence too (Megatron's sequence parallelism; per layout)
     sequence_parallel: bool | np.ndarray = True
     logits_bytes_per_vocab: float = 6.0  # per token and vocabulary entry kept for the loss (see memory.py)

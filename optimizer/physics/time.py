@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .constants import (
+    CAST_HBM_EFFICIENCY,
     GEMM_K_HALF_16BIT,
     GEMM_K_REFERENCE,
     GROUPED_GEMM_HALF_TOKENS,
@@ -53,6 +54,7 @@ from .constants import (
     QLORA_DEQUANT_PASSES,
 )
 from .layout import Cluster, Layout, Recompute, RunSettings
+from .precision import Split, cast_bytes_per_token
 from .shapes import ModelShape, TrainingState
 
 _BOUNDS = ("compute", "memory", "network")  # what a step is bound by, in the order ties go
@@ -71,6 +73,7 @@ class StepTime:
     all_to_all_s: np.ndarray | float = 0.0  # exposed expert all-to-all, whole step (part of network_s)
     moe_host_s: np.ndarray | float = 0.0  # host launch waits of the MoE layers, whole step (part of ideal_s)
     dequant_s: np.ndarray | float = 0.0  # QLoRA's NF4 dequantisation kernels, whole step (part of ideal_s)
+    cast_s: np.ndarray | float = 0.0  # a low precision's operand casts, whole step (part of ideal_s)
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -80,7 +83,7 @@ class StepTime:
         """Every part of the step ``factor`` times faster (a measurement's correction: the whole step runs
         as measured, its parts in the proportions the model gives them)."""
         times = ("step_s", "ideal_s", "compute_s", "memory_s", "network_s", "bubble_s")
-        parts = ("all_to_all_s", "moe_host_s", "dequant_s")
+        parts = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s")
         return replace(self, **{name: getattr(self, name) / factor for name in times + parts})
 
     @property
@@ -134,6 +137,15 @@ def attention_flops_per_token(shape: ModelShape, seq_len: float) -> float:
     return 12.0 * shape.layers * width * shape.attention_span(seq_len)
 
 
+def _peak16(hw: Cluster) -> np.ndarray:
+    """The 16-bit dense peak (the attention kernels' rate, and the one the efficiency is a share of)."""
+    peak = np.asarray(hw.peak_flops, float)
+    if hw.attention_peak_flops is None:
+        return peak
+    peak16 = np.asarray(hw.attention_peak_flops, float)
+    return np.where(np.isfinite(peak16) & (peak16 > 0), peak16, peak)
+
+
 def _ring(n) -> np.ndarray:
     n = np.asarray(n, float)
     return (n - 1.0) / np.maximum(n, 1.0)
@@ -180,10 +192,12 @@ class _MicroBatch:
     expert_weight_bytes: np.ndarray | float = 0.0  # the routed experts' part of weight_bytes (after EP)
     expert_grad_bytes: np.ndarray | float = 0.0  # the routed experts' part of grad_bytes
     dequant_s: np.ndarray | float = 0.0  # QLoRA's NF4 -> bf16 dequantisation kernels, not overlapped
+    cast_s: np.ndarray | float = 0.0  # a low precision's operand casts (physics/precision.py), not overlapped
 
     @property
     def busy_s(self) -> np.ndarray:
-        return np.maximum(self.compute_s, self.memory_s) + self.moe_elementwise_s + self.moe_host_s + self.dequant_s
+        serial = self.moe_elementwise_s + self.moe_host_s + self.dequant_s + self.cast_s
+        return np.maximum(self.compute_s, self.memory_s) + serial
 
 
 def _micro_batch(
@@ -209,18 +223,30 @@ def _micro_batch(
     # FlashAttention's score and value matmuls run in 16-bit even in FP8 training (Transformer Engine's
     # default; torchtitan's float8 converts linear layers only), so they take the 16-bit peak.
     attention = _attention_hw_flops(shape, seq_len, np.asarray(layout.recompute))
-    attention_peak = hw.peak_flops if hw.attention_peak_flops is None else hw.attention_peak_flops
+    peak16 = _peak16(hw)
     linear = hw_flops_per_token - attention
     expert = linear * _active_expert_share(shape)
-    compute_s = tokens * (
-        (linear - expert) / (hw.peak_flops * hw.compute_efficiency)
-        + expert
-        / (
-            hw.peak_flops
-            * hw.compute_efficiency
-            * _grouped_gemm_factor(shape, hw, layout, _expert_tokens(layout, b * seq_len / cp))
-        )
-        + attention / (attention_peak * hw.compute_efficiency)
+    # A low precision speeds up the GEMM kernels' share of the linear layers' 16-bit time only, and adds the
+    # casts of their operands (physics/precision.py).
+    split = Split.of(shape, tp, hw.compute_efficiency, np.asarray(hw.peak_flops, float) / peak16)
+    expert_tokens = _expert_tokens(layout, b * seq_len / cp)
+    grouped = _grouped_gemm_factor(shape, hw, layout, expert_tokens)
+    grouped16 = (
+        grouped
+        if hw.attention_peak_flops is None
+        else _grouped_gemm_factor(shape, replace(hw, peak_flops=peak16), layout, expert_tokens)
+    )
+    phi = split.gemm_share
+    expert_factor = phi / (split.expert_speedup * grouped) + (1.0 - phi) / grouped16
+    compute_s = (
+        tokens
+        * ((linear - expert) * split.dense_factor + expert * expert_factor + attention)
+        / (peak16 * hw.compute_efficiency)
+    )
+    cast_s = np.where(
+        split.low_precision,
+        tokens * cast_bytes_per_token(shape) / (np.asarray(hw.hbm_bytes_per_s, float) * CAST_HBM_EFFICIENCY),
+        0.0,
     )
     model_parallel = tp / stage_share
     # Expert parallelism keeps 1 / (ep x etp) of the routed experts on each rank (frozen under LoRA).
@@ -259,6 +285,7 @@ def _micro_batch(
         expert_weights / expert_parallel,
         expert_grads / expert_parallel,
         dequant_s,
+        cast_s,
     )
 
 
@@ -573,6 +600,10 @@ def step_time(
     s = float(settings.seq_len)
     model_fpt, hw_fpt = flops_per_token(shape, train, s, np.asarray(layout.recompute))
     links = _Links.of(hw, settings.link_efficiency)
+    fused = np.asarray(settings.fused_framework, bool)
+    if np.any(fused) and np.any(np.asarray(hw.fused_efficiency_ratio) != 1.0):
+        efficiency = np.asarray(hw.compute_efficiency, float)
+        hw = replace(hw, compute_efficiency=efficiency * np.where(fused, hw.fused_efficiency_ratio, 1.0))
     mb = _micro_batch(
         shape,
         train,
@@ -624,4 +655,5 @@ def step_time(
         all_to_all_s=a2a_s,
         moe_host_s=(m + (pp - 1.0) / v) * np.asarray(mb.moe_host_s, float),
         dequant_s=(m + (pp - 1.0) / v) * np.asarray(mb.dequant_s, float),
+        cast_s=(m + (pp - 1.0) / v) * np.asarray(mb.cast_s, float),
     )

@@ -495,11 +495,12 @@ def _row_figures(ctx: JobContext, row: HardwareRow) -> tuple:
         min(r.sku.gpus_per_host or HOST_MEMORY_SERVER_GPUS, HOST_MEMORY_SERVER_GPUS),
         ctx.calibration.reserve_delta(r),
         ctx.calibration.speed_factor(r),
+        ctx.fused_efficiency_ratio(r.sku),
     )
 
 
 # the entries of ``_row_figures``
-ROW_FIGURES = 14
+ROW_FIGURES = 15
 
 
 def _cluster(ctx: JobContext, figures: list[tuple], row_idx: np.ndarray) -> Cluster:
@@ -515,6 +516,7 @@ def _cluster(ctx: JobContext, figures: list[tuple], row_idx: np.ndarray) -> Clus
         gpus_per_node=columns[:, 5],
         compute_efficiency=columns[:, 6],
         nodes=columns[:, 7],
+        fused_efficiency_ratio=columns[:, 14],
         host_link_bytes_per_s=a.host_link_gb_per_s_per_gpu * 1e9,
         host_memory_bytes_per_s=a.host_memory_gb_per_s_per_gpu * 1e9,
     )
@@ -555,6 +557,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         fused_kernels=fused,
         fp8_saved_inputs=fused & (ctx.job.precision == "fp8"),
         sequence_parallel=sequence_parallel(codes, ctx.job.framework),
+        fused_framework=fused_kernels(codes, "auto", ctx.job.framework),
     )
     hw = _cluster(ctx, figures, row_idx)
     caps = per_row(8)

@@ -24,7 +24,7 @@ from ..physics.constants import (
     OPTIMAL_BATCH_COEFFICIENT,
     OPTIMAL_BATCH_EXPONENT,
 )
-from ..physics.efficiency import matmul_efficiency, ridge
+from ..physics.efficiency import FITTED_FUSED_RATIO, matmul_efficiency, ridge
 from ..physics.layout import RunSettings
 from ..physics.shapes import ModelShape, TrainingState
 from . import anchors as anchoring
@@ -161,9 +161,9 @@ class JobContext:
         return self.problem.constraints
 
     def compute_efficiency(self, sku: Sku) -> float:
-        """Achieved share of the dense peak on the matmuls: the job's stated value, the catalog row's, the
-        fitted model for the SKU's family, the model's width and the SKU's ridge at the job's precision (its
-        peak over the HBM bandwidth; physics/efficiency.py) for a dense model, or the per-form-factor default;
+        """Achieved share of the 16-bit dense peak on the matmuls: the job's stated value, the catalog row's, the
+        fitted model for the SKU's family, the model's width and the SKU's 16-bit ridge (its peak over the HBM
+        bandwidth; physics/efficiency.py) for a dense model, or the per-form-factor default;
         times a calibration from measurements. A mixture of experts keeps the default: the model is fitted on
         dense rows, and the MoE terms (the host time per layer, the grouped GEMMs) were fitted with it."""
         if self.assumptions.mfu != "auto":
@@ -171,7 +171,9 @@ class JobContext:
         elif sku.default_mfu:
             base = sku.default_mfu
         else:
-            ridge_point = ridge(self.peak_flops(sku), sku.hbm_bandwidth_gb_per_s * 1e9)
+            # a share of the 16-bit peak whatever the precision: a low one speeds up the GEMM kernels' share of
+            # the time (physics/precision.py)
+            ridge_point = ridge(self.attention_peak_flops(sku), sku.hbm_bandwidth_gb_per_s * 1e9)
             fitted = None
             if not self.shape.experts:
                 fitted = matmul_efficiency(
@@ -180,6 +182,21 @@ class JobContext:
             default = DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
             base = fitted if fitted is not None else default
         return base * self.calibration.compute
+
+    def fused_efficiency_ratio(self, sku: Sku) -> float:
+        """How much more of the peak a layout running fused Transformer Engine kernels (Megatron-Core) reaches
+        than ``compute_efficiency``, which stands for eager kernels: the fitted ratio (physics/efficiency.py,
+        FITTED_FUSED_RATIO) where the efficiency is gpuplan's model or default and the job names its framework;
+        1 where the job or the catalog row states the efficiency, and under framework auto, where each layout
+        runs in the simplest framework that holds it and every layout is costed at the eager kernels'
+        efficiency (a faster framework's copy of a layout would otherwise lose to a slower one that fits, and
+        win once a measured peak moves the reserve). It applies where a layout's framework runs Transformer
+        Engine's layers (planning/frameworks.py fused_kernels); ``job.kernels`` sets the activations kept, not
+        this."""
+        stated = self.assumptions.mfu != "auto" or bool(sku.default_mfu)
+        # measured on Hopper and Blackwell rows only: GPUs with an FP8 rate, Transformer Engine's generation
+        measured_on = bool(sku.dense_fp8_tflops)
+        return FITTED_FUSED_RATIO if self.job.framework != "auto" and measured_on and not stated else 1.0
 
     def is_measured(self, row: HardwareRow) -> bool:
         return (row.sku.name, row.gpus, row.nodes) in self.calibration.points
