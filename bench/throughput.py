@@ -592,7 +592,7 @@ def print_fit(rows: list[dict], catalog, table: Figures) -> None:
     print(
         f"\nEfficiency fit on every dense row: {len(points)} rows of {len({p[4] for p in points})} source families "
         f"({usable} with e* inside the search bounds)\n"
-        "  e = base[GPU family] x size(hidden), size's h_half = c x ridge (the precision's peak FLOP/s / HBM bytes/s)"
+        "  e = base[GPU family] x size(hidden), size's h_half = c x ridge (the 16-bit peak FLOP/s / HBM bytes/s)"
     )
     shipped_rows = [p for p in points if p[0] in bases]
     print(

@@ -39,7 +39,7 @@ from .planning.calibration import job_context
 from .planning.candidates import CandidateTable, build_table, restricted
 from .planning.check import Fixed, added_dimensions, check_row, nearest_fixes, versus_measured
 from .planning.frameworks import LORA_EXPORT_GAPS, PREFERENCE
-from .planning.plans import plan_from
+from .planning.plans import headroom_note, plan_from
 from .results import (
     CapacityResult,
     CheckResult,
@@ -149,6 +149,7 @@ def options(problem: Problem, *, catalog: Catalog | None = None, table: Candidat
         )
     if table.unevaluated:
         result.notes.append(f"{table.unevaluated:,} hardware options were not evaluated: the time limit ran out first")
+    result.notes.append(headroom_note(table.ctx.constraints.memory_headroom, None))
     return result
 
 

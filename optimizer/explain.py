@@ -13,7 +13,7 @@ from .inputs import units
 from .inputs.catalog import find_sku
 from .inputs.schema import Portfolio, Sku, Strategy
 from .inputs.units import YEAR_S, fmt_budget, fmt_bytes, fmt_duration, parse_count
-from .physics.constants import GIB
+from .physics.constants import GIB, LOW_PRECISION_GEMM_CEILING_RATIO
 from .planning.calibration import predict, resolve_row
 from .planning.candidates import (
     CONTEXT_PARALLEL_MIN_SEQ_LEN,
@@ -28,7 +28,7 @@ from .planning.candidates import (
     row_rejection,
 )
 from .planning.context import Calibration, HardwareRow, JobContext
-from .planning.plans import SPOT_SUFFIX
+from .planning.plans import SPOT_SUFFIX, headroom_note
 from .results import Infeasibility, MeasuredComparison, Plan, PortfolioResult
 from .solver.model import solver_rows
 from .solver.portfolio.data import JobData, PoolSpec, whole_steps
@@ -472,8 +472,9 @@ def measured_summary(ctx: JobContext, mine: Sku, base: Sku, cmp: MeasuredCompari
 
 
 def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
-    """Caveats of a check: no price, a verdict that flips between GB and GiB, a fixed activation reserve."""
-    notes = []
+    """Caveats of a check: the memory headroom in force, no price, a verdict that flips between GB and GiB, a
+    fixed activation reserve."""
+    notes = [headroom_note(ctx.constraints.memory_headroom, plan)]
     sku = find_sku(ctx.catalog, plan.sku)
     if plan.offer is None:
         notes.append(
@@ -520,9 +521,18 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
 
 
 def precision_notes(ctx: JobContext) -> list[str]:
-    """How far the time model has been checked at the job's precision, where that is short of the rest."""
-    if ctx.job.precision != "nvfp4" or ctx.job.measured:  # a measurement calibrates the speed instead
+    """What a low precision's speed rests on, and how far the time model has been checked at it."""
+    if ctx.job.precision not in ("fp8", "nvfp4") or ctx.job.measured:  # a measurement calibrates the speed
         return []
+    if ctx.job.precision == "fp8":
+        # physics/precision.py; bench/precision_pairs.py (BENCHMARKS.md) for the published pairs
+        return [
+            f"fp8: only the GEMM kernels run faster, at most {2 * LOW_PRECISION_GEMM_CEILING_RATIO:.2f}x (the "
+            "published largest FP8 over BF16 GEMM rates: 1.77x H100 to 1.97x B200), on their share of the BF16 "
+            "step; attention, norms, activations and communication run as in BF16 and the operand casts add "
+            "HBM traffic. Published FP8 gains on one layout: 1.00-1.62x over 23 pairs, which gpuplan predicts "
+            "within 5 % (median)"
+        ]
     # validation/throughput_runs.yaml, mb260401-llama3-70b-gb200-nvfp4 (bench/throughput.py): the one
     # published NVFP4 layout gpuplan runs; its 405B NVFP4 row splits layers as gpuplan's pipelines do not
     return [
@@ -680,7 +690,7 @@ def outside_search_notes(ctx: JobContext, strategy: Strategy) -> list[str]:
 def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
     """What gpuplan decided for the user: the global batch when free or given in tokens, the spot
     policy and the framework (docs/design.md sections 3.2 and 3.5)."""
-    job, notes = ctx.job, []
+    job, notes = ctx.job, [headroom_note(ctx.constraints.memory_headroom, best)]
     notes += batch_notes(ctx, best)
     notes.append(spot_note(ctx.constraints.spot, "constraints.spot"))
     notes += measurement_notes(ctx) + precision_notes(ctx)

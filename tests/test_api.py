@@ -105,6 +105,16 @@ def test_a_gb200_nvl72_rack_is_one_nvlink_node_and_an_oci_instance_is_one_tray(p
         check(job, CheckRequest("oci-gb200", 8, tp=8, compare=False))
 
 
+def test_an_fp8_plan_says_what_its_gain_rests_on(problems):
+    """Issue 48: FP8 speeds up the GEMM kernels only (physics/precision.py); an FP8 answer says so and how far
+    published pairs bear it out, a BF16 one does not."""
+    job = load_job(problems / "llama-70b-within-5-days.yaml")
+    fp8 = job.model_copy(update={"job": job.job.model_copy(update={"precision": "fp8"})})
+    notes = plan(fp8, runners_up=False).notes
+    assert any(n.startswith("fp8: only the GEMM kernels run faster, at most 1.87x") and "23 pairs" in n for n in notes)
+    assert not any(n.startswith("fp8") for n in plan(job, runners_up=False).notes)
+
+
 def test_an_nvfp4_plan_says_how_far_its_speed_was_checked(problems):
     """NVFP4 linear layers are timed at the FP4 peak with the FP8 efficiency, and the one published NVFP4
     layout gpuplan runs (Llama 3 70B on 64 GB200) was 12 % slower than that predicts: an NVFP4 plan says so,

@@ -197,3 +197,16 @@ def test_a_chosen_plan_at_the_edge_says_so():
     text = " ".join(r.output.split())
     assert "memory 153.9 of 167.6 GiB per GPU (+ 8.4 GiB headroom, at the edge);" in text
     assert "this plan is at the edge: 153.9 of 167.6 GiB per GPU leaves 5.3 GiB beyond the headroom" in text
+
+
+def test_every_answer_format_states_the_headroom(tmp_path):
+    # The headroom is an assumption every fit depends on: the API's notes carry it, so JSON, YAML and the
+    # service state it as the table does (it was printed by the table renderer only).
+    job = load_job(write_job(tmp_path, "10%"))
+    assert any(n.startswith("memory headroom 10%") for n in plan(job, runners_up=False).notes)
+    assert any(n.startswith("memory headroom 10%") for n in check(job, CheckRequest("B200", 8, compare=False)).notes)
+    out = run("solve", write_job(tmp_path, "8GiB"), "--format", "json")
+    assert out.exit_code == 0, out.output
+    assert any(n.startswith("memory headroom 8") for n in json.loads(out.output)["notes"])
+    table = run("solve", write_job(tmp_path, "8GiB"))
+    assert table.output.count("memory headroom 8") == 1

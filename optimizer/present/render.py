@@ -13,7 +13,7 @@ from ..inputs.catalog import CatalogEntry
 from ..inputs.units import fmt_budget, fmt_count, fmt_duration
 from ..physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY, GIB
 from ..physics.efficiency import REFERENCE_HIDDEN, matmul_efficiency
-from ..planning.plans import at_the_edge, headroom_gib, headroom_note, headroom_text
+from ..planning.plans import at_the_edge, headroom_gib, headroom_text
 from ..results import CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
 
 
@@ -166,7 +166,7 @@ def print_check(result: CheckResult, console: Console, headroom: str | float | N
     console.print(perf)
     if result.chosen:
         console.print("Chosen for you: " + "; ".join(result.chosen))
-    for note in [*result.notes, headroom_note(headroom, p)]:
+    for note in result.notes:
         console.print(f"Note: {note}", style="dim")
     if result.vs_measured:
         console.print(Text("Compared " + result.vs_measured.summary, style="bold"))
@@ -341,7 +341,7 @@ def print_solve(result: SolveResult, console: Console, headroom: str | float | N
                 f"{r.breakeven_scaling_efficiency:.1%}" if r.breakeven_scaling_efficiency else "-",
             )
         console.print(table)
-    for note in [*result.notes, headroom_note(headroom, result.best)]:
+    for note in result.notes:
         console.print(f"Note: {note}", style="dim")
     console.print(f"{result.candidates} hardware candidates, solved in {result.solve_s:.2f} s", style="dim")
 
@@ -375,7 +375,7 @@ def print_options(result: OptionsResult, console: Console, headroom: str | float
             style=None if o.feasible else "dim",
         )
     console.print(table)
-    for note in [*result.notes, headroom_note(headroom, None)]:
+    for note in result.notes:
         console.print(f"Note: {note}", style="dim")
 
 
