@@ -478,8 +478,8 @@ def _discard_stdout() -> None:
 
 
 def _export_text(plan, kind: str, problem) -> str:
-    """The launcher config ``kind`` for ``plan``."""
-    return export(plan, kind, job=problem.job)
+    """The launcher config ``kind`` for ``plan``, with the MoE dispatcher its time assumed."""
+    return export(plan, kind, job=problem.job, moe_dispatcher=problem.assumptions.moe_dispatcher)
 
 
 def _write_export(config: str, kind: str, out: Path) -> str:

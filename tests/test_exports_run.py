@@ -215,6 +215,27 @@ def test_megatron_moe_export_carries_the_experts_and_the_dispatcher_the_plan_tim
     assert args.moe_router_dtype == ("fp32" if deepseek.router_fp32 else None)
 
 
+def test_check_exports_the_dispatcher_the_job_assumed(tmp_path):
+    """`check --export megatron` of a job whose assumptions name DeepEP writes Megatron's flex dispatcher with
+    DeepEP: the dispatcher the plan's time assumed (the CLI and the service had passed the job alone, so the
+    export fell back to the all-to-all gpuplan assumes by default)."""
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+
+    job = tmp_path / "moe.yaml"
+    data = {"catalog": "default", "job": {"name": "moe", "model": "qwen3-30b-a3b", "method": "full"}}
+    data["job"] |= {"tokens": "20B", "seq_len": 4096, "global_batch": 96, "framework": "megatron"}
+    data["assumptions"] = {"moe_dispatcher": "deepep"}
+    job.write_text(yaml.safe_dump(data))
+    out = tmp_path / "run.sh"
+    flags = ["--sku", "B200", "--gpus", "8", "--ep", "8", "--zero", "1", "--no-compare"]
+    result = CliRunner().invoke(app, ["check", str(job), *flags, "--export", "megatron", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    args = megatron_parse(out.read_text())
+    assert (args.moe_token_dispatcher_type, args.moe_flex_dispatcher_backend) == ("flex", "deepep")
+
+
 # --------------------------------------------------------------------------- Slurm
 
 

@@ -519,7 +519,8 @@ class Service:
                         field="export",
                     )
                 plan = answer.best
-            text = export(plan, kind, job=problem.job)  # as gpuplan solve --export KIND writes it
+            # as gpuplan solve --export KIND writes it, with the MoE dispatcher the plan's time assumed
+            text = export(plan, kind, job=problem.job, moe_dispatcher=problem.assumptions.moe_dispatcher)
             return text, f"{problem.job.name}-{launcher.kind}.{launcher.suffix}"
         except GpuplanError as exc:
             raise bodies.located(exc, _EXPORT_FIELDS) from None
