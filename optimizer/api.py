@@ -158,7 +158,11 @@ def check(problem: Problem, request: CheckRequest, *, catalog: Catalog | None = 
     r = request
     sku, gpus, nodes, spot, recompute, zero = r.sku, r.gpus, r.nodes, r.spot, r.recompute, r.zero
     catalog = catalog or problem_catalog(problem)
-    job_updates = {k: v for k, v in {"offload": r.offload, "framework": r.framework}.items() if v is not None}
+    job_updates: dict[str, object] = {
+        k: v for k, v in {"offload": r.offload, "framework": r.framework}.items() if v is not None
+    }
+    if r.framework is not None and problem.job.framework == "auto":
+        job_updates["framework_pinned"] = True  # costed as the auto question costs it (its comparison too)
     if job_updates:
         problem = problem.model_copy(update={"job": problem.job.model_copy(update=job_updates)})
     ctx = job_context(problem, catalog)

@@ -111,8 +111,9 @@ def test_a_truncated_frontier_keeps_the_points_around_the_optimum(problems, monk
     answer = plan(job, runners_up=False)
     keys = [(p.offer, p.gpus, p.hours.p50) for p in complete]
     shown = [(p.offer, p.gpus, p.hours.p50) for p in answer.frontier]
-    # the best plan and four solves after it: here one proves that no plan is cheaper than the best
-    assert len(complete) > len(shown) >= 4 and (answer.best.offer, answer.best.gpus, answer.best.hours.p50) in shown
+    # the best plan and four solves after it: here two prove that no plan is cheaper than the best (one did
+    # before Megatron's uneven interleaving joined the layouts)
+    assert len(complete) > len(shown) >= 3 and (answer.best.offer, answer.best.gpus, answer.best.hours.p50) in shown
     first = keys.index(shown[0])
     assert keys[first : first + len(shown)] == shown
 

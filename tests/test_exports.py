@@ -641,6 +641,46 @@ def test_megatron_takes_the_uneven_pipeline_split_it_is_given(layers, pp):
     assert max(first, last, middle) == -(-layers // pp)
 
 
+@pytest.mark.parametrize(("layers", "pp", "chunks"), [(126, 8, 8), (61, 8, 2), (80, 8, 3), (94, 4, 4), (61, 2, 4)])
+def test_megatron_writes_the_uneven_interleaved_layout_published_runs_use(layers, pp, chunks):
+    """Llama 3.1 405B's 126 layers over PP 8 x 8 chunks (Megatron-Bridge's recipe): Megatron-Core's
+    --pipeline-model-parallel-layout takes any split, so gpuplan runs it and the export writes the stages,
+    the embedding on the first, the loss on the last, no rank above ceil(layers / PP) layers; megatron-core's
+    own PipelineParallelLayerLayout validates it where it is installed."""
+    from optimizer.present.exports.megatron import pipeline_layout
+
+    layout = pipeline_layout(layers, pp, chunks)
+    stages = layout.split("|")
+    assert len(stages) == pp * chunks and stages[0].startswith("E") and stages[-1].endswith("L")
+    assert layout.count("t") == layers and set(layout) <= set("EtL|")
+    per_rank = [sum(stages[v * pp + r].count("t") for v in range(chunks)) for r in range(pp)]
+    assert max(per_rank) == -(-layers // pp)
+    assert pipeline_layout(layers, pp, 1) is None and pipeline_layout(pp * chunks * 2, pp, chunks) is None
+    try:
+        from megatron.core.transformer.pipeline_parallel_layer_layout import PipelineParallelLayerLayout
+    except ImportError:
+        return
+    PipelineParallelLayerLayout(layout, pp).validate_layer_layout(layers, None)
+
+
+def test_a_published_uneven_interleaved_megatron_layout_is_checked_not_refused():
+    # Issue 48: validation/throughput_runs.yaml's 405B layouts (126 layers, PP 8 x VP 8, TP 8) were "not
+    # runnable": the interleaving rule asked for an even split Megatron-Core no longer needs.
+    problem = Problem.model_validate(
+        expand_models(
+            {
+                "job": {"name": "405b", "model": "llama-3.1-405b", "method": "full", "tokens": "1T"}
+                | {"seq_len": 8192, "global_batch": 512, "framework": "megatron", "precision": "fp8"}
+            }
+        )
+    )
+    request = CheckRequest("H100-SXM", 1024, tp=8, pp=8, virtual_stages=8, micro_batch=1, compare=False)
+    result = check(problem, request)
+    assert result.runnable, result.not_runnable_because
+    text = exports.export(result.plan, "megatron", job=problem.job)
+    assert "--pipeline-model-parallel-layout Et" in text and "--num-virtual-stages-per-pipeline-rank" not in text
+
+
 @pytest.mark.filterwarnings("ignore:full scope is deprecated")
 @pytest.mark.parametrize("name", NAMES)
 def test_megatron_arguments_build_megatron_core_configs(name):

@@ -131,7 +131,8 @@ def test_torchtitan_030_line_names_the_model_config_and_the_run():
 MEGATRON_FLAGS: dict[str, type | None] = {
     # parallelism, batch, optimizer, precision (megatron_args)
     "--tensor-model-parallel-size": int, "--pipeline-model-parallel-size": int,
-    "--num-virtual-stages-per-pipeline-rank": int, "--decoder-first-pipeline-num-layers": int,
+    "--num-virtual-stages-per-pipeline-rank": int, "--pipeline-model-parallel-layout": str,
+    "--decoder-first-pipeline-num-layers": int,
     "--decoder-last-pipeline-num-layers": int, "--context-parallel-size": int, "--expert-model-parallel-size": int,
     "--expert-tensor-parallel-size": int, "--sequence-parallel": None, "--optimizer": str,
     "--use-distributed-optimizer": None, "--optimizer-cpu-offload": None, "--optimizer-offload-fraction": float,

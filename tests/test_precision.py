@@ -51,3 +51,24 @@ def test_casts_count_every_dense_gemm_operand_twice_in_four_bytes():
     # output gradients (q + 2 kv) + h + 2 f + h, 4 bytes each, 32 layers.
     elements = (4096 + 4096 + 4096 + 14336) + (6144 + 4096 + 2 * 14336 + 4096)
     assert cast_bytes_per_token(_shape("llama-3.1-8b")) == pytest.approx(32 * 4 * elements)
+
+
+def test_a_named_transformer_engine_framework_runs_at_the_fitted_fused_ratio():
+    # physics/efficiency.py FITTED_FUSED_RATIO: a job that names Megatron (Transformer Engine's layers) on a GPU
+    # with an FP8 rate is costed at 1.25x the eager efficiency; a check pinning Megatron on a framework-auto
+    # question costs the layout as that question's solve did (so a plan re-checked by its strategy is the same).
+    from optimizer import CheckRequest, check
+    from optimizer.inputs.files import expand_models
+    from optimizer.inputs.schema import Problem
+    from optimizer.physics.efficiency import FITTED_FUSED_RATIO
+
+    def job(framework: str) -> Problem:
+        data = {"name": "70b", "model": "llama-3.1-70b", "method": "full", "tokens": "20B", "seq_len": 4096}
+        return Problem.model_validate(expand_models({"job": data | {"global_batch": 256, "framework": framework}}))
+
+    layout = dict(tp=4, pp=2, zero=1, micro_batch=1, compare=False)
+    named = check(job("megatron"), CheckRequest("H100-SXM", 64, **layout)).plan
+    pinned = check(job("auto"), CheckRequest("H100-SXM", 64, framework="megatron", **layout)).plan
+    assert named.strategy.framework == pinned.strategy.framework == "megatron"
+    assert FITTED_FUSED_RATIO == 1.25 and named.mfu / pinned.mfu == pytest.approx(1.25, rel=0.10)
+    assert named.tokens_per_s > 1.15 * pinned.tokens_per_s

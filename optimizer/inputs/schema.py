@@ -763,6 +763,9 @@ class JobSpec(_Model):
         description="The framework the team runs: only layouts it can run are planned (auto: the best over all, "
         "each labelled with a framework that runs it).",
     )
+    # set by check where it pins a framework on a framework-auto question (never read from a file): the layout's
+    # framework is the pin's, its efficiency auto's (planning/context.py fused_efficiency_ratio)
+    framework_pinned: bool = Field(False, exclude=True)
     offload: Literal["none", "optimizer", "auto"] = Field(
         "none", description="Optimizer state in CPU memory (ZeRO-Offload): never, always, or where it pays."
     )

@@ -196,7 +196,9 @@ class JobContext:
         stated = self.assumptions.mfu != "auto" or bool(sku.default_mfu)
         # measured on Hopper and Blackwell rows only: GPUs with an FP8 rate, Transformer Engine's generation
         measured_on = bool(sku.dense_fp8_tflops)
-        return FITTED_FUSED_RATIO if self.job.framework != "auto" and measured_on and not stated else 1.0
+        # a check's pin on a framework-auto question (job.framework_pinned) costs as the auto question does
+        named = self.job.framework != "auto" and not self.job.framework_pinned
+        return FITTED_FUSED_RATIO if named and measured_on and not stated else 1.0
 
     def is_measured(self, row: HardwareRow) -> bool:
         return (row.sku.name, row.gpus, row.nodes) in self.calibration.points

@@ -220,6 +220,8 @@ class Framework:
 
 _DEEPSPEED_PIPE = "deepspeed/runtime/pipe/engine.py: 'ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism'"
 _MEGATRON_ARGS = "Megatron-LM megatron/training/arguments.py"
+# Framework.uneven_chunks_max where any number of chunks per rank may split the layers unevenly
+UNLIMITED_CHUNKS = 1 << 16
 
 FRAMEWORKS: dict[str, Framework] = {
     "fsdp": Framework(
@@ -388,10 +390,12 @@ FRAMEWORKS: dict[str, Framework] = {
         pp_with_tp=True,
         pp_source=_MEGATRON_ARGS + ": --pipeline-model-parallel-size (Narayanan et al. 2021)",
         interleaved=True,
-        uneven_chunks_max=1,
+        uneven_chunks_max=UNLIMITED_CHUNKS,
         uneven_stages=True,
-        interleave_source="megatron/core/transformer/transformer_block.py: uneven first/last stages are "
-        "incompatible with virtual pipeline stages, which split the layers evenly",
+        interleave_source=_MEGATRON_ARGS + ": --pipeline-model-parallel-layout gives each of the PP x chunks its "
+        "layers, the embedding and the loss (megatron/core/transformer/pipeline_parallel_layer_layout.py: any "
+        "count per stage, empty stages allowed; Megatron-Bridge's perf recipes set it for Llama 3 70B, 405B and "
+        "DeepSeek-V3), so the layers need not split evenly",
         offload=False,
         offload_source="--optimizer-cpu-offload (Megatron-Core, with the distributed optimizer) is not modelled",
         context_parallel=True,

@@ -55,6 +55,22 @@ def uneven_pipeline_ends(num_layers: int | None, pp: int) -> tuple[int, int] | N
     return None
 
 
+def pipeline_layout(num_layers: int | None, pp: int, chunks: int) -> str | None:
+    """Megatron-Core's ``--pipeline-model-parallel-layout`` for interleaving whose PP x chunks do not divide the
+    layers (None where they do, or without interleaving): the stages in model order (chunk-major, as
+    pipeline_parallel_layer_layout.py reads them: stage v x PP + rank), each a run of ``t`` (a decoder layer),
+    the embedding ``E`` on the first and the loss ``L`` on the last, split by ``|``. The first L mod (PP x chunks)
+    stages take one layer more, so no rank holds more than ceil(layers / PP), the slowest stage gpuplan's time
+    model assumes."""
+    stages = pp * chunks
+    if num_layers is None or chunks < 2 or num_layers % stages == 0:
+        return None
+    base, extra = divmod(num_layers, stages)
+    runs = ["t" * (base + (i < extra)) for i in range(stages)]
+    runs[0], runs[-1] = "E" + runs[0], runs[-1] + "L"
+    return "|".join(runs)
+
+
 # job.optimizer -> Megatron-LM's --optimizer choice (frameworks.py: Megatron runs these two)
 MEGATRON_OPTIMIZERS = {"adamw": "adam", "sgd": "sgd"}
 
@@ -79,9 +95,11 @@ def megatron_args(
         f"--tensor-model-parallel-size {s.tp}",
         f"--pipeline-model-parallel-size {s.pp}",
     ]
-    if s.virtual_stages > 1:
+    if (layout := pipeline_layout(num_layers, s.pp, s.virtual_stages)) is not None:
+        args.append(f"--pipeline-model-parallel-layout {layout}")
+    elif s.virtual_stages > 1:
         args.append(f"--num-virtual-stages-per-pipeline-rank {s.virtual_stages}")
-    if (ends := uneven_pipeline_ends(num_layers, s.pp)) is not None:
+    elif (ends := uneven_pipeline_ends(num_layers, s.pp)) is not None:
         # Megatron-LM's flags for TransformerConfig's num_layers_in_first/last_pipeline_stage, which it excludes
         # from its generated flags (arguments.py _add_network_size_args; argument_utils.py maps them back)
         args += [f"--decoder-first-pipeline-num-layers {ends[0]}", f"--decoder-last-pipeline-num-layers {ends[1]}"]
