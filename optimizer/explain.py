@@ -14,6 +14,7 @@ from .inputs.catalog import find_sku
 from .inputs.schema import Portfolio, Sku, Strategy
 from .inputs.units import YEAR_S, fmt_budget, fmt_bytes, fmt_duration, parse_count
 from .physics.constants import GIB, LOW_PRECISION_GEMM_CEILING_RATIO
+from .physics.precision import LOW_PRECISIONS
 from .planning.calibration import predict, resolve_row
 from .planning.candidates import (
     CONTEXT_PARALLEL_MIN_SEQ_LEN,
@@ -522,7 +523,7 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
 
 def precision_notes(ctx: JobContext) -> list[str]:
     """What a low precision's speed rests on, and how far the time model has been checked at it."""
-    if ctx.job.precision not in ("fp8", "nvfp4") or ctx.job.measured:  # a measurement calibrates the speed
+    if ctx.job.precision not in LOW_PRECISIONS or ctx.job.measured:  # a measurement calibrates the speed
         return []
     if ctx.job.precision == "fp8":
         # physics/precision.py; bench/precision_pairs.py (BENCHMARKS.md) for the published pairs

@@ -32,6 +32,9 @@ from .constants import (
 )
 from .shapes import ModelShape
 
+# the job precisions whose GEMMs run faster than 16 bits (their casts show as time_breakdown_s.casts)
+LOW_PRECISIONS = frozenset({"fp8", "nvfp4"})
+
 
 def _dense_gemms(shape: ModelShape, tp) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(FLOP weight n x k, forward K, data-gradient K) of one layer's dense GEMMs on a rank of ``tp``: QKV and

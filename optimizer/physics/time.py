@@ -6,8 +6,9 @@ Pure functions over floats or numpy arrays. Sources:
   A frozen teacher adds its forward pass, 2 N_teacher.
   Full recompute adds one forward pass (2 N + 4 L h s; Korthikanti et al. 2022, section 5: 6PD -> 8PD);
   selective recompute re-runs the attention core only (4 L h s).
-- Roofline (Williams et al. 2009): a micro-batch takes max(FLOPs / (peak x efficiency), HBM bytes /
-  bandwidth). HBM bytes: weights read three times (forward, data gradient, weight gradient), gradient
+- Roofline (Williams et al. 2009): a micro-batch takes max(FLOPs / (16-bit peak x efficiency), HBM bytes /
+  bandwidth); a low precision speeds up the GEMM kernels' share of the linear layers only and adds its operand
+  casts (physics/precision.py). HBM bytes: weights read three times (forward, data gradient, weight gradient), gradient
   accumulation read+write, activations written in forward and read in backward.
 - Collectives, per GPU, ring algorithms (Patarasuk & Yuan 2009; NCCL's bus bandwidth convention):
   all-reduce 2 (n-1)/n x bytes, reduce-scatter and all-gather (n-1)/n x bytes each. Data parallel:

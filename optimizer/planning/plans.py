@@ -10,6 +10,7 @@ from ..inputs.units import fmt_bytes
 from ..physics.constants import GIB
 from ..physics.cost import run_cost_usd
 from ..physics.memory import MEMORY_EDGE_SHARE, MEMORY_HEADROOM_DEFAULT, headroom_bytes
+from ..physics.precision import LOW_PRECISIONS
 from ..results import MemoryGiB, Plan, Quantiles
 from .candidates import Evaluation
 from .context import HardwareRow, JobContext, capacity_bytes
@@ -66,6 +67,8 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         breakdown["moe_host"] = _f(np.broadcast_to(timing.moe_host_s, np.shape(timing.step_s))[i])
     if ctx.train.quantized_base:  # QLoRA: the NF4 dequantisation kernels, a part of the busy time
         breakdown["dequant"] = _f(np.broadcast_to(timing.dequant_s, np.shape(timing.step_s))[i])
+    if ctx.job.precision in LOW_PRECISIONS:  # FP8/NVFP4: the operand casts (physics/precision.py), busy time too
+        breakdown["casts"] = _f(np.broadcast_to(timing.cast_s, np.shape(timing.step_s))[i])
     return Plan(
         sku=row.sku.name,
         offer=(row.offer.name + (SPOT_SUFFIX if row.spot else "")) if row.offer else None,
