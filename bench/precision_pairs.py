@@ -25,11 +25,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import yaml  # noqa: E402
-from throughput import checked, evaluate_all, modelled  # noqa: E402
+from throughput import DATA_FILES, checked, modelled  # noqa: E402
 
-from optimizer import GpuplanError  # noqa: E402
+from optimizer import GpuplanError, load_catalog  # noqa: E402
 
 PAIRS_DATA = Path(__file__).resolve().parent.parent / "validation" / "precision_pairs.yaml"
+HARDWARE = Path(__file__).resolve().parent.parent / "validation" / "hardware.yaml"
 
 LOW = frozenset({"fp8", "mxfp8"})
 SIXTEEN = frozenset({"bf16", "fp16"})
@@ -47,26 +48,33 @@ def pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
     return [(sixteen[_key(r)], r) for r in rows if r["precision"] in LOW and _key(r) in sixteen]
 
 
-def listed_pairs(catalog) -> list[tuple[dict, dict]]:
-    """The pairs of validation/precision_pairs.yaml (rows sharing a ``pair`` id), each row predicted with ``check``
-    on its published layout as bench/throughput.py predicts its own rows; pairs gpuplan cannot predict are named."""
-    skus = {s.name for s in catalog.skus}
+def listed_pairs() -> list[tuple[dict, dict]]:
+    """The pairs of validation/precision_pairs.yaml: rows sharing a ``pair`` id."""
     by_id: dict[str, list[dict]] = {}
     for run in yaml.safe_load(PAIRS_DATA.read_text())["runs"]:
         by_id.setdefault(run["pair"], []).append(run)
+    return [
+        (next(r for r in runs if r["precision"] in SIXTEEN), next(r for r in runs if r["precision"] in LOW))
+        for runs in by_id.values()
+    ]
+
+
+def with_predictions(candidates: list[tuple[dict, dict]], catalog) -> list[tuple[dict, dict]]:
+    """The pairs whose two rows ``check`` predicts on their published layouts (``_default``, tokens/s per GPU, as
+    bench/throughput.py predicts its rows); the others are named with the reason."""
+    skus = {s.name for s in catalog.skus}
     found = []
-    for pair_id, runs in by_id.items():
+    for sixteen, low in candidates:
         try:
-            for run in runs:
+            for run in (sixteen, low):
                 why = modelled(run, skus)
                 if why:
                     raise GpuplanError(why)
                 run["_default"] = checked(run, catalog).plan.tokens_per_s / run["gpus"]
         except GpuplanError as exc:
-            print(f"  {pair_id}: not predicted: {str(exc)[:100]}")
+            print(f"  {low['name']}: not predicted: {str(exc)[:100]}")
             continue
-        sixteen = next(r for r in runs if r["precision"] in SIXTEEN)
-        found.append((sixteen, next(r for r in runs if r["precision"] in LOW)))
+        found.append((sixteen, low))
     return found
 
 
@@ -75,8 +83,9 @@ def main() -> int:
     ap.add_argument("--max-ratio-error", type=float, default=None, help="fail above this median |ratio error|")
     ap.add_argument("--range", type=float, nargs=2, default=None, help="fail when a predicted ratio is outside")
     args = ap.parse_args()
-    catalog, rows, _ = evaluate_all()
-    found = pairs(rows) + listed_pairs(catalog)
+    catalog = load_catalog(str(HARDWARE))
+    rows = [run for path in DATA_FILES for run in yaml.safe_load(path.read_text())["runs"]]
+    found = with_predictions(pairs(rows) + listed_pairs(), catalog)
     print(f"{'pair (low-precision row)':<46} {'family':<12} {'published':>9} {'gpuplan':>8} {'error':>7}")
     errors, predicted = [], []
     for sixteen, low in found:

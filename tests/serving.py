@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 URL_LINE = "gpuplan serve: http://"
@@ -22,6 +25,38 @@ job:
   method: lora
   tokens: 200M
 """
+
+
+def post_json(url: str, body: str | bytes, headers: dict[str, str], timeout: float = 120) -> tuple[int, dict]:
+    """POST ``body`` to a running service: (status, the JSON answer), an error's too."""
+    data = body.encode() if isinstance(body, str) else body
+    request = urllib.request.Request(url, data=data, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def get_json(url: str, timeout: float = 30) -> tuple[int, dict]:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.status, json.loads(response.read())
+
+
+def app_post(path: str, document: dict):
+    """POST ``document`` as JSON to ``path`` of the service's app in this process (the page's own origin), and
+    close the service: the response."""
+    from fastapi.testclient import TestClient
+
+    from optimizer.server.app import create_app
+    from optimizer.server.service import Service
+
+    service = Service()
+    try:
+        with TestClient(create_app(service), base_url=LOCAL) as client:
+            return client.post(path, content=json.dumps(document), headers=JSON)
+    finally:
+        service.close()
 
 
 def start_serve(

@@ -217,22 +217,14 @@ def test_the_services_export_of_a_plan_with_hostile_names_injects_nothing(kind, 
     """/v1/export takes a plan in its body: its names reach the export as a request wrote them."""
     pytest.importorskip("fastapi")
     pytest.importorskip("httpx")
-    from fastapi.testclient import TestClient
-
-    from optimizer.server.app import create_app
-    from optimizer.server.service import Service
+    from serving import app_post
 
     job_file = ROOT / "problems" / "llama-70b-within-5-days.yaml"
     best = plan(load_job(job_file), runners_up=False).best
     hostile = HOSTILE["newline-sbatch"]
     given = best.model_dump(mode="json") | {"offer": f"offer {hostile}", "sku": best.sku}
     document = yaml.safe_load(job_file.read_text()) | {"export": {"kind": kind, "plan": given}}
-    service = Service()
-    try:
-        with TestClient(create_app(service), base_url="http://127.0.0.1:8000") as client:
-            r = client.post("/v1/export", content=json.dumps(document), headers={"Content-Type": "application/json"})
-    finally:
-        service.close()
+    r = app_post("/v1/export", document)
     assert r.status_code < 500, r.text
     if r.status_code != 200:
         return  # refused (the name's characters), with the field

@@ -258,10 +258,7 @@ def test_the_service_answers_a_hostile_revision_with_a_4xx_that_holds_no_file(hu
     holding a secret whose first line starts with '/' included."""
     pytest.importorskip("fastapi")
     pytest.importorskip("httpx")
-    from fastapi.testclient import TestClient
-
-    from optimizer.server.app import create_app
-    from optimizer.server.service import Service
+    from serving import app_post
 
     lay_out_cache(hub, "meta-llama/Llama-3.1-8B", CONFIG, ref=None)
     refs = hub / "hub" / "models--meta-llama--Llama-3.1-8B" / "refs"
@@ -271,12 +268,7 @@ def test_the_service_answers_a_hostile_revision_with_a_4xx_that_holds_no_file(hu
         revision = str(tmp_path / "secret.txt")
         Path(revision).write_text(SECRET)
     body = {"job": {"model": {"hub": "meta-llama/Llama-3.1-8B", "revision": revision}, "tokens": "1B"}}
-    service = Service()
-    try:
-        with TestClient(create_app(service), base_url="http://127.0.0.1:8000") as client:
-            r = client.post("/v1/solve", content=json.dumps(body), headers={"Content-Type": "application/json"})
-    finally:
-        service.close()
+    r = app_post("/v1/solve", body)
     assert 400 <= r.status_code < 500, r.text
     assert "hunter2" not in r.text and "top-secret" not in r.text and "root:" not in r.text
     assert "revision" in r.text

@@ -22,7 +22,8 @@ pytest.importorskip("httpx")  # fastapi's TestClient
 pytest.importorskip("uvicorn")
 
 from fastapi.testclient import TestClient  # noqa: E402
-from serving import JSON, LOCAL, SMALL_JOB, YAML  # noqa: E402
+from serving import JSON, LOCAL, SMALL_JOB, YAML, post_json  # noqa: E402
+from serving import get_json as _get  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from optimizer import api, server  # noqa: E402
@@ -464,18 +465,7 @@ def test_serve_catalogs(tmp_path):
 def _post(
     url: str, body: str | bytes, content_type: str = "application/yaml", timeout: float = 120
 ) -> tuple[int, dict]:
-    data = body.encode() if isinstance(body, str) else body
-    request = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": content_type})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
-def _get(url: str, timeout: float = 30) -> tuple[int, dict]:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.status, json.loads(response.read())
+    return post_json(url, body, {"Content-Type": content_type}, timeout)
 
 
 def _raw(port: int, data: bytes, *, wait_s: float = 10) -> bytes:

@@ -26,6 +26,8 @@ pytest.importorskip("uvicorn")
 
 from fastapi.testclient import TestClient  # noqa: E402
 from serving import JSON, LOCAL, SMALL_JOB, YAML, start_serve  # noqa: E402
+from serving import get_json as _get  # noqa: E402
+from serving import post_json as _post  # noqa: E402
 
 from optimizer.server.access import Access, split_host, with_token  # noqa: E402
 from optimizer.server.app import create_app  # noqa: E402
@@ -190,20 +192,6 @@ def test_host_headers_are_read_as_browsers_write_them():
     assert split_host("Example.COM") == ("example.com", None)
     for bad in ("", ":80", "a:b", "[::1", "user@evil.example", "a/b:80"):
         assert split_host(bad) == (None, None), bad
-
-
-def _post(url: str, body: str, headers: dict[str, str], timeout: float = 60) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=body.encode(), method="POST", headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
-def _get(url: str, timeout: float = 10) -> tuple[int, dict]:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.status, json.loads(response.read())
 
 
 def _health(url: str, seconds: float = 20) -> None:

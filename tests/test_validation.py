@@ -22,15 +22,17 @@ import validate  # noqa: E402
 from optimizer import load_catalog  # noqa: E402
 
 
-def test_validation_median_error_stays_within_the_documented_figure():
+def _bench(script: str, *args: str) -> str:
+    """``python bench/SCRIPT ARGS``'s output, which must exit 0 (its thresholds held)."""
     out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "validate.py"), "--max-median", "0.12", "--max-worst", "0.65"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, str(ROOT / "bench" / script), *args], capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "15 runs" in out.stdout
+    return out.stdout
+
+
+def test_validation_median_error_stays_within_the_documented_figure():
+    assert "15 runs" in _bench("validate.py", "--max-median", "0.12", "--max-worst", "0.65")
 
 
 def test_a_published_layout_is_the_layout_predicted_and_every_large_error_is_explained():
@@ -108,65 +110,43 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     # FP8 credited its published gain (physics/precision.py) took the over-credit away that the FP8 MoE rows
     # had leaned on (10.6 % held out before), and the host time's leave-one-row-out fit on its coarse grid
     # moves with single rows (12.1 % before two rows took the uneven interleaving Megatron now runs).
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "throughput.py"),
-            "--fit",
-            *("--max-median", "0.07", "--max-worst", "1.40", "--max-moe-median", "0.16", "--max-moe-worst", "1.50"),
-            *("--max-finetune-median", "0.27", "--max-finetune-worst", "1.55"),
-            *("--max-gb200-median", "0.12", "--max-gb200-worst", "1.25"),
-            *("--max-llm-foundry-median", "0.12", "--max-llm-foundry-worst", "1.65"),
-            *("--max-lofo-median", "0.12", "--max-lofo-worst", "1.65"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    stdout = _bench(
+        "throughput.py",
+        "--fit",
+        *("--max-median", "0.07", "--max-worst", "1.40", "--max-moe-median", "0.16", "--max-moe-worst", "1.50"),
+        *("--max-finetune-median", "0.27", "--max-finetune-worst", "1.55"),
+        *("--max-gb200-median", "0.12", "--max-gb200-worst", "1.25"),
+        *("--max-llm-foundry-median", "0.12", "--max-llm-foundry-worst", "1.65"),
+        *("--max-lofo-median", "0.12", "--max-lofo-worst", "1.65"),
     )
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "27 dense rows" in out.stdout
+    assert "27 dense rows" in stdout
     # 21 small fine-tunes on one GPU or one node (torchtune's README, Qwen's profiling table; A100): 24.4 %
     # median, within 1.49x, mostly predicted slower than published (BENCHMARKS); held at 27 % and 1.55x.
-    assert "21 small fine-tune rows" in out.stdout
+    assert "21 small fine-tune rows" in stdout
     # 9 GB200 NVL72 rows (Megatron-Bridge, NeMo; 8-256 GPUs, dense, MoE and one NVFP4): its node is the
     # 72-GPU NVLink domain. 11.0 % median, within 1.21x (BENCHMARKS); held at 12 % and 1.25x.
-    assert "9 GB200 rows" in out.stdout
+    assert "9 GB200 rows" in stdout
     # 216 rows of MosaicML llm-foundry's MPT tables (125M-70B, 512-65,536 tokens, 8-512 A100-40GB, A100-80GB and
     # H100, BF16 and FP8, FSDP): 10.8 % median, within 1.59x as shipped (their H100 rows are fitted on; held
     # out by family 11.1 %, 1.59x; the constant 15.3 %, 1.59x); held at 12 % and 1.65x.
-    assert "216 llm-foundry rows" in out.stdout
+    assert "216 llm-foundry rows" in stdout
     # Beside each group: leave one family out (issue 35) and the table columns only, with the refusals named.
-    assert out.stdout.count("leave one family out:") == 6 and out.stdout.count("table columns only:") == 6
-    assert "Leave one family out" in out.stdout and "Table columns only:" in out.stdout
+    assert stdout.count("leave one family out:") == 6 and stdout.count("table columns only:") == 6
+    assert "Leave one family out" in stdout and "Table columns only:" in stdout
     # The efficiency model fitted on every dense row of every family, each base with its rows and families;
     # the shipped parameters are that fit's, and the shipping rule holds for them held out by family.
-    assert "Efficiency fit on every dense row: 274 rows of 7 source families" in out.stdout
-    assert "shipped parameters match this fit" in out.stdout
-    assert "gpuplan as shipped: dense median" in out.stdout
-    assert next(line for line in out.stdout.splitlines() if "gpuplan as shipped:" in line).endswith(": met")
+    assert "Efficiency fit on every dense row: 274 rows of 7 source families" in stdout
+    assert "shipped parameters match this fit" in stdout
+    assert "gpuplan as shipped: dense median" in stdout
+    assert next(line for line in stdout.splitlines() if "gpuplan as shipped:" in line).endswith(": met")
 
 
 def test_fp8_is_credited_its_published_gain_on_every_published_pair():
     # Issue 48: FP8 against BF16 on one layout (bench/precision_pairs.py): 23 published pairs (llm-foundry,
-    # torchtitan, torchao, NeMo/DGX Cloud, Megatron-Bridge, MaxText) at 1.00-1.62x, gpuplan 1.05-1.50x with a
-    # median error of 5.2 % (it was 1.51x too fast at worst, FP8 credited its whole peak). Held at 7 %, and every
+    # torchtitan, torchao, NeMo/DGX Cloud, Megatron-Bridge, MaxText) at 1.00-1.62x, gpuplan 1.05-1.49x with a
+    # median error of 5.2 % (16.8 % and up to 1.86x when FP8 was credited its whole peak). Held at 7 %, and every
     # predicted speed-up inside 1.0-1.6x.
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "precision_pairs.py"),
-            "--max-ratio-error",
-            "0.07",
-            "--range",
-            "1.0",
-            "1.6",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "23 pairs" in out.stdout
+    assert "23 pairs" in _bench("precision_pairs.py", "--max-ratio-error", "0.07", "--range", "1.0", "1.6")
 
 
 FAMILY_FILES = {

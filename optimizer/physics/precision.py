@@ -36,17 +36,21 @@ from .shapes import ModelShape
 LOW_PRECISIONS = frozenset({"fp8", "nvfp4"})
 
 
+def _widths(shape: ModelShape) -> tuple[float, float, float, float]:
+    """(hidden h, query width q, the QKV projection's output q + 2 kv, gate factor g: 2 for a gated MLP)."""
+    h = shape.hidden
+    q = shape.q_width or h
+    return h, q, q + 2.0 * (shape.kv_width or h), 2.0 if shape.gated_mlp else 1.0
+
+
 def _dense_gemms(shape: ModelShape, tp) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(FLOP weight n x k, forward K, data-gradient K) of one layer's dense GEMMs on a rank of ``tp``: QKV and
     the MLP's first GEMM column-parallel (K = h), the output projection and the MLP's second GEMM
     row-parallel (K split tp ways; Megatron-LM, Shoeybi et al. 2019, section 3). The weight gradient's K is
     the tokens, long enough to run at the ceiling."""
     tp = np.asarray(tp, float)
-    h = shape.hidden
-    q = shape.q_width or h
-    qkv = q + 2.0 * (shape.kv_width or h)
+    h, q, qkv, g = _widths(shape)
     f = (shape.expert_ffn if shape.experts else shape.ffn_active) or 4.0 * h
-    g = 2.0 if shape.gated_mlp else 1.0
     return [
         (h * qkv / tp, np.full_like(tp, h), qkv / tp),
         (q / tp * h, q / tp, np.full_like(tp, h)),
@@ -77,11 +81,8 @@ def cast_bytes_per_token(shape: ModelShape) -> float:
     (MOE_ELEMENTWISE_FORWARD_H), so an MoE layer counts its attention projections only. 0 without shapes."""
     if not shape.has_shapes or shape.hidden <= 0:
         return 0.0
-    h = shape.hidden
-    q = shape.q_width or h
-    qkv = q + 2.0 * (shape.kv_width or h)
+    h, q, qkv, g = _widths(shape)
     f = shape.ffn_active or 4.0 * h
-    g = 2.0 if shape.gated_mlp else 1.0
     attention = (h + q) + (qkv + h)  # inputs of QKV and the projection, gradients of their outputs
     mlp = (h + f) + (g * f + h)
     dense_share = 1.0 - shape.moe_layer_share if shape.experts else 1.0

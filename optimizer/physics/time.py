@@ -232,10 +232,11 @@ def _micro_batch(
     split = Split.of(shape, tp, hw.compute_efficiency, np.asarray(hw.peak_flops, float) / peak16)
     expert_tokens = _expert_tokens(layout, b * seq_len / cp)
     grouped = _grouped_gemm_factor(shape, hw, layout, expert_tokens)
+    # the 16-bit grouped-GEMM rate for the rest of the experts' time: the same one unless a layout runs faster
     grouped16 = (
-        grouped
-        if hw.attention_peak_flops is None
-        else _grouped_gemm_factor(shape, replace(hw, peak_flops=peak16), layout, expert_tokens)
+        _grouped_gemm_factor(shape, replace(hw, peak_flops=peak16), layout, expert_tokens)
+        if shape.experts and np.any(split.low_precision)
+        else grouped
     )
     phi = split.gemm_share
     expert_factor = phi / (split.expert_speedup * grouped) + (1.0 - phi) / grouped16

@@ -212,7 +212,6 @@ def calibrate(ctx: JobContext) -> JobContext:
     # fitted on that layout: repeat until the layouts the peaks are read from stay put (a peak of 150 GiB on
     # 32 B200 had let a layout win that was never fitted, 71,777 tokens/s 'measured' where 70,000 were).
     deltas: list[float | None] = [None] * len(rows)
-    previous = deltas
     for _ in range(CALIBRATION_ROUNDS):
         calibrated = _calibrated(ctx, rows, bounds, deltas)
         peaks = [(k, m.peak_memory_bytes) for k, m in enumerate(measurements) if m.peak_memory_bytes]
@@ -224,16 +223,9 @@ def calibrate(ctx: JobContext) -> JobContext:
         for k, peak in peaks:
             new[k] = peak - _memory_of(raw, rows[k], predict_layout(calibrated, rows[k])[1])
         moved = max(abs((a or 0.0) - (b or 0.0)) for a, b in zip(new, deltas))
-        previous, deltas = deltas, new
+        deltas = new
         if moved < 2**20:  # within a MiB: the layouts stayed put
             break
-    else:
-        # The layouts never stayed put: a measured throughput far from the model can make several layouts tie
-        # (every compute-bound one runs at the measured rate), and a peak read from one moves the choice to
-        # another. Keep the larger reserve of the last two rounds: no layout's memory is then shown below the
-        # peak measured on it.
-        deltas = [_larger(a, b) for a, b in zip(deltas, previous)]
-        calibrated = _calibrated(ctx, rows, bounds, deltas)
     misses = tuple(abs(math.log(predict(calibrated, row)[0] / m.tokens_per_s)) for row, m in zip(rows, measurements))
     unfit = []
     for point, row in zip(calibrated.calibration.points, rows):
@@ -266,10 +258,6 @@ def _calibrated(ctx: JobContext, rows: list[HardwareRow], bounds: list[str], del
 
 # Rounds of (fit the throughput, read the peak) in ``calibrate``: two settle every case seen; four bound it.
 CALIBRATION_ROUNDS = 4
-
-
-def _larger(a: float | None, b: float | None) -> float | None:
-    return a if b is None else b if a is None else max(a, b)
 
 
 def _memory_of(ctx: JobContext, row: HardwareRow, i: int) -> float:
