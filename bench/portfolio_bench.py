@@ -348,7 +348,8 @@ def run_one(args: argparse.Namespace, n: int) -> dict:
     t0 = time.perf_counter()
     result = api.portfolio(pf, catalog=catalog, time_limit_s=args.time_limit, workers=args.workers, progress=record)
     wall = time.perf_counter() - t0
-    first = next((t for t, line in lines if "cost $" in line), None)
+    # the first complete schedule: a line with a cost and every required job placed
+    first = next((t for t, line in lines if re.search(r"(cost|best) \$", line) and "unplaced" not in line), None)
     one = next((t for t, line in lines if (g := re.search(r"gap ([0-9.]+)%", line)) and float(g.group(1)) <= 1.0), None)
     g_cost, g_value = greedy(pf, catalog)
     value = _value(pf, [j.job for j in result.schedule])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...errors import GpuplanError, JobError
@@ -204,14 +205,23 @@ def prepare_jobs(pf: Portfolio, catalog: Catalog, horizon: int, until: float | N
     return prepared.jobs
 
 
-def prepare(pf: Portfolio, catalog: Catalog, horizon: int, until: float | None = None) -> Prepared:
+def prepare(
+    pf: Portfolio,
+    catalog: Catalog,
+    horizon: int,
+    until: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Prepared:
     """Each job's options. The candidate table of each distinct job is built once and shared (jobs of one
     shape, ``_shape_key``: 10,000 identical jobs build one); jobs that differ only in their token count share
     one evaluation of their layouts (``retimed``): measured, 300 jobs of two shapes and 288 token counts took
     21 s to prepare with a table each. No table is begun past ``until`` (a perf_counter time) once one is
     built: the jobs whose shape has none then are left out, unevaluated, with every job waiting ('after:') for
-    one of them, and the others are scheduled."""
+    one of them, and the others are scheduled. ``progress(done, total)``: called with the jobs looked at so
+    far, before the first and after each table built."""
     jobs = []
+    if progress is not None:
+        progress(0, len(pf.jobs))
     shapes: dict[str, tuple[CandidateTable, list[Candidate], list[int]] | None] = {}  # None: not evaluated
     evaluated: dict[str, CandidateTable] = {}  # by the shape without its token count
     built = 0
@@ -243,6 +253,8 @@ def prepare(pf: Portfolio, catalog: Catalog, horizon: int, until: float | None =
             options = [c for c in solver_rows(table) if c.rejected_by is None]
             durations = [_steps(c.time_s, pf.time_step_s) for c in options]
             shapes[key] = (table, *_prune(options, durations))
+            if progress is not None:
+                progress(i + 1, len(pf.jobs))
         shared = shapes[key]
         if shared is None:
             continue

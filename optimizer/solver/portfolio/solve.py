@@ -177,11 +177,13 @@ def solve_portfolio(
     step = pf.time_step_s
     horizon = whole_steps(pf.horizon_s, step)
     pools = pool_specs(pf, catalog, horizon)
-    prepared = prepare(pf, catalog, horizon, deadline - _extract_reserve(len(pf.jobs)))
+    say = _say(progress, started)
+    prepared = prepare(
+        pf, catalog, horizon, deadline - _extract_reserve(len(pf.jobs)), _options_progress(say) if progress else None
+    )
     jobs = prepared.jobs
     # what follows the search, at this machine's pace now: a few plans built and timed
     reserve = _extract_reserve(len(jobs), _plan_seconds(jobs))
-    say = _say(progress, started)
     n_options = sum(len(job.options) for job in jobs)
     say(f"options  {len(jobs):,} jobs, {n_options:,} options")
     result = PortfolioResult(
@@ -281,6 +283,24 @@ def _say(progress: Callable[[str], None] | None, started: float) -> Callable[[st
     return say
 
 
+# Seconds between the lines that count the jobs whose options are evaluated (the CLI thins them further
+# where stderr is not a terminal).
+OPTIONS_PROGRESS_EVERY_S = 1.0
+
+
+def _options_progress(say: Callable[[str], None]) -> Callable[[int, int], None]:
+    """``prepare``'s progress as lines: the first at once, then one a second at most, and the last."""
+    last = [-math.inf]
+
+    def count(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done in (0, total) or now - last[0] >= OPTIONS_PROGRESS_EVERY_S:
+            last[0] = now
+            say(f"options  {done:,}/{total:,} jobs evaluated")
+
+    return count
+
+
 def _gap(cost: float, bound: float) -> float:
     return max(0.0, (cost - bound) / cost) if cost > 0 else 0.0
 
@@ -309,6 +329,7 @@ def _search(
     starts: list[tuple[float, list[int] | None, Fit]] = [(0.1, None, "earliest")]
     if fit == "contact" and left > 0:
         starts.append((0.05, largest_first_order(jobs), "contact"))
+    say(f"construct  {len(jobs):,} jobs: greedy passes")
     if left <= 0:  # the files and the options took the time: greedy's first pass is the answer, at once
         first = squeaky_wheel(jobs, pools, pool_of, horizon, budget_cents, 0.0, weights, passes=1)
         return _greedy_only(jobs, weights, first.placed, result), False
@@ -333,22 +354,29 @@ def _search(
         source = max(bounds, key=lambda k: (round(bounds[k]), k != "cheapest_options"))
         return bounds[source], source
 
-    def show(phase: str) -> None:
-        cost = state.cost_cents()
-        missing = len(state.required_dropped())
+    # the best schedule found so far, whichever step found it: (dropped weight, cents), placed, required left out
+    seen: list[tuple[tuple[int, int], int, int]] = []
+
+    def tell(phase: str, found: tuple[tuple[int, int], int, int]) -> None:
+        """A progress line: the best schedule so far (a pass worse than an earlier schedule is no regression)."""
+        if not seen or found[0] < seen[0][0]:
+            seen[:] = [found]
+        (_, cost), placed, missing = seen[0]
         extra = f"  {missing} required unplaced" if missing else ""
         bound = best()[0]
         say(
-            f"{phase:<8} cost ${cost / CENTS_PER_USD:,.2f}  bound ${bound / CENTS_PER_USD:,.2f}  "
-            f"gap {_gap(cost, bound):.2%}{extra}"
+            f"{phase:<8} placed {placed:,}/{len(jobs):,}  best ${cost / CENTS_PER_USD:,.2f}  "
+            f"bound ${bound / CENTS_PER_USD:,.2f}  gap {_gap(cost, bound):.2%}{extra}"
         )
 
+    def show(phase: str) -> None:
+        placed = sum(p is not None for p in state.placed)
+        tell(phase, (score(state), placed, len(state.required_dropped())))
+
     def say_pass(p: Pass) -> None:
-        bound = best()[0]
-        say(
-            f"reorder  cost ${p.score[1] / CENTS_PER_USD:,.2f}  bound ${bound / CENTS_PER_USD:,.2f}  "
-            f"gap {_gap(p.score[1], bound):.2%}"
-        )
+        placed = sum(q is not None for q in p.placed)
+        missing = sum(1 for job, q in zip(jobs, p.placed) if q is None and job.required)
+        tell("reorder", (p.score, placed, missing))
 
     def ascent(
         until: float,
