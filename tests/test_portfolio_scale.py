@@ -672,3 +672,39 @@ def test_a_repair_places_its_job_or_changes_nothing():
     state = Search(alone, TWO_POOLS, POOL_OF, 4, None, [(0, 0), None], workers=1)
     [(improved, _)] = state.reoptimise_many([[1, 0]], 5.0, must=1)
     assert not improved and state.placed == [(0, 0), None]
+
+
+def _waiting_pair() -> tuple[list[SimpleNamespace], list[SimpleNamespace], dict[str, int]]:
+    """Issue 53's drop, small: 'pre' is released at step 7 with no deadline of its own, cheapest on the slow
+    pool (6 steps), dearer on the fast one (2 steps); 'dep' waits for it and must end by step 11 (2 steps on
+    either pool). Started on its cheapest option, pre ends at 13, so dep misses its deadline while the fast
+    pool sits idle; on the fast pool pre ends at 9 and dep fits."""
+    pools = [
+        SimpleNamespace(offers={"slow"}, segments=[(0, 20, 8)]),
+        SimpleNamespace(offers={"fast"}, segments=[(0, 20, 8)]),
+    ]
+    pre = _job("pre", [("slow", 6, 10.0), ("fast", 2, 30.0)], (7, 20))
+    pre.deadline = None
+    dep = _job("dep", [("slow", 2, 5.0), ("fast", 2, 8.0)], (7, 11))
+    dep.after = ["pre"]
+    return [pre, dep], pools, {"slow": 0, "fast": 1}
+
+
+def test_a_job_others_wait_for_ends_when_their_deadlines_need_it():
+    jobs, pools, pool_of = _waiting_pair()
+    placed = greedy_schedule(jobs, pools, pool_of, 20)
+    assert placed[1] is not None, placed  # it was None: pre took its cheapest option, ending at step 13
+    assert placed == [(1, 7), (0, 9)]
+
+
+def test_a_required_job_is_rescued_by_moving_the_job_it_waits_for_earlier():
+    # The schedule as the failing construction left it: pre on the slow pool from step 7, dep out. Before
+    # dep is given up, the repair step moves pre to the fast pool, where it ends in time, and places dep.
+    jobs, pools, pool_of = _waiting_pair()
+    state = Search(jobs, pools, pool_of, 20, None, [(0, 7), None], workers=1)
+    assert state.rescue(1)
+    assert state.placed == [(1, 7), (0, 9)]
+    # nothing to wait for and no room anywhere in its window: it stays out, and nothing moves
+    blocked = [_job("big", [("slow", 5, 1.0)], (0, 4))]
+    alone = Search(blocked, pools, pool_of, 20, None, [None], workers=1)
+    assert not alone.rescue(0) and alone.placed == [None]

@@ -77,16 +77,32 @@ def contact_start(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) 
     return int(starts[np.argmin(before + free[starts + dur])])  # free[horizon] is 0: the end is busy
 
 
+def due_steps(jobs, horizon: int) -> list[int]:
+    """Per job, the step it must end by for itself and every job waiting for it ('after:') to meet their
+    deadlines: its own deadline (or the horizon), and each waiting job's due step less that job's fastest
+    option, through chains of waits (a predecessor with no deadline of its own is due when its dependants
+    need it; issue 53: one started on day 12.4 of a day-7 release, past its dependant's day-10 deadline)."""
+    index = {job.name: k for k, job in enumerate(jobs)}
+    due = [min(horizon, job.deadline if job.deadline is not None else horizon) for job in jobs]
+    waiting = [job for job in jobs if job.after]
+    for _ in range(len(jobs)):  # relax along the waits until nothing moves (a chain settles in its length)
+        moved = False
+        for job in waiting:
+            need = due[index[job.name]] - min(job.durations, default=0)
+            for name in job.after:
+                d = index[name]
+                if need < due[d]:
+                    due[d], moved = need, True
+        if not moved:
+            break
+    return due
+
+
 def default_order(jobs, horizon: int) -> list[int]:
-    """Earliest deadline first, required before optional, then by name."""
-    return sorted(
-        range(len(jobs)),
-        key=lambda k: (
-            jobs[k].deadline if jobs[k].deadline is not None else horizon,
-            not jobs[k].required,
-            jobs[k].name,
-        ),
-    )
+    """Earliest due step first (``due_steps``: a deadline, or what the jobs waiting for it need), required
+    before optional, then by name."""
+    due = due_steps(jobs, horizon)
+    return sorted(range(len(jobs)), key=lambda k: (due[k], not jobs[k].required, jobs[k].name))
 
 
 def largest_first_order(jobs) -> list[int]:
@@ -136,6 +152,7 @@ def greedy_schedule(
     index = {job.name: k for k, job in enumerate(jobs)}
     pending = list(default_order(jobs, horizon) if order is None else order)
     awaited = {d for job in jobs for d in job.after}
+    due = due_steps(jobs, horizon) if awaited else None
     for _ in range(len(jobs)):  # dependencies: place a job once its predecessors are placed
         progress = False
         for k in list(pending):
@@ -147,8 +164,14 @@ def greedy_schedule(
             if any(placed[index[d]] is None for d in job.after):
                 continue
             ready = max([job.release] + [end_step(jobs[index[d]], placed[index[d]]) for d in job.after])
+            end = min(horizon, job.deadline if job.deadline is not None else horizon)
+            # a job others wait for ends by the step they need first (``due_steps``), at its earliest start;
+            # only if no option can is it placed for itself alone
+            ends = [end] if due is None or due[k] >= end else [due[k], end]
             if prefix is not None:
-                found = _priced_pick(job, free, prefix, pool_of, horizon, ready, budget_cents, spent)
+                found = None
+                for last_end in ends:
+                    found = found or _priced_pick(job, free, prefix, pool_of, last_end, ready, budget_cents, spent)
                 if found is not None:
                     i, at, cents = found
                     p = pool_of[job.options[i].row.offer_name]
@@ -161,29 +184,30 @@ def greedy_schedule(
                 if in_order
                 else sorted(range(len(job.options)), key=lambda i: (job.options[i].cost_usd, job.durations[i]))
             )
-            for i in ranked:
-                opt, dur = job.options[i], job.durations[i]
-                cents = usd_to_cents(opt.cost_usd)
-                if budget_cents is not None and spent + cents > budget_cents:
-                    continue
-                p = pool_of[opt.row.offer_name]
-                last = min(horizon, job.deadline if job.deadline is not None else horizon) - dur
-                place = contact_start if fit == "contact" and job.name not in awaited else earliest_start
-                start = place(free[p], opt.row.gpus, dur, ready, last)
-                if start is not None:
-                    free[p][start : start + dur] -= opt.row.gpus
-                    placed[k] = (i, start)
-                    spent += cents
+            for last_end in ends:
+                for i in ranked:
+                    opt, dur = job.options[i], job.durations[i]
+                    cents = usd_to_cents(opt.cost_usd)
+                    if budget_cents is not None and spent + cents > budget_cents:
+                        continue
+                    p = pool_of[opt.row.offer_name]
+                    place = contact_start if fit == "contact" and job.name not in awaited else earliest_start
+                    start = place(free[p], opt.row.gpus, dur, ready, last_end - dur)
+                    if start is not None:
+                        free[p][start : start + dur] -= opt.row.gpus
+                        placed[k] = (i, start)
+                        spent += cents
+                        break
+                if placed[k] is not None:
                     break
         if not progress:
             break
     return placed
 
 
-def _priced_pick(job, free, prefix, pool_of, horizon, ready, budget_cents, spent) -> tuple[int, int, int] | None:
-    """The (option, start, cents) that fits and costs least with its GPU-steps priced in."""
+def _priced_pick(job, free, prefix, pool_of, last_step, ready, budget_cents, spent) -> tuple[int, int, int] | None:
+    """The (option, start, cents) that fits, ends by ``last_step`` and costs least with its GPU-steps priced in."""
     best: tuple[float, int, int, int] | None = None
-    last_step = min(horizon, job.deadline if job.deadline is not None else horizon)
     for i, (opt, dur) in enumerate(zip(job.options, job.durations)):
         cents = usd_to_cents(opt.cost_usd)
         if budget_cents is not None and spent + cents > budget_cents:

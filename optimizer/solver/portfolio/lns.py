@@ -386,10 +386,13 @@ class Search:
                 lim = min(lim, after[1])
         return r, lim
 
-    def _cheapest_fit(self, k: int, below: int | None = None) -> tuple[int, Placement]:
+    def _cheapest_fit(self, k: int, below: int | None = None, end_by: int | None = None) -> tuple[int, Placement]:
         """The cheapest (option, earliest start) of job k that fits in what the others leave free and in
-        the budget, costing less than ``below`` if given: (cents, placement), placement None if none."""
+        the budget, costing less than ``below`` if given and ending by step ``end_by`` if given: (cents,
+        placement), placement None if none."""
         r, lim = self._bounds(k)
+        if end_by is not None:
+            lim = min(lim, end_by)
         spare = None if self.budget_cents is None else self.budget_cents - self.cost_cents() + self._cents_of(k)
         most: dict[int, int] = {}  # per pool, the most GPUs free at any step of the window
         for i in self.by_cost[k]:  # cheapest first, so the first that fits is the answer
@@ -422,6 +425,71 @@ class Search:
                 self.placed[k] = found
             self._use(k, self.placed[k], -1)
         return moves
+
+    def predecessors(self, k: int) -> list[int]:
+        """The jobs k waits for ('after:'), directly or through others, each after those it waits for."""
+        out: list[int] = []
+        seen: set[int] = set()
+
+        def visit(y: int) -> None:
+            for name in self.jobs[y].after:
+                d = self.index[name]
+                if d not in seen:
+                    seen.add(d)
+                    visit(d)
+                    out.append(d)
+
+        visit(k)
+        return out
+
+    def pull_forward(self, k: int) -> bool:
+        """Place the unplaced job k where the jobs it waits for end too late for it: those jobs (and the
+        ones they wait for) moved to end by the step k's option needs, each at its cheapest option that
+        does, at its earliest start; k's options from the longest (the predecessors' cheapest targets)
+        to the shortest. Whether k went in; if not, nothing moves."""
+        chain = self.predecessors(k)
+        if not chain or any(self.placed[d] is None for d in chain):
+            return False
+        r, lim = window(self.jobs[k], self.horizon)
+        fastest = {y: min(self.jobs[y].durations, default=0) for y in chain}
+        for dur in sorted({d for d in self.jobs[k].durations if d <= lim - r}, reverse=True):
+            old: dict[int, Placement] = {}
+            self._apply([(d, None) for d in chain], old)
+            due = {d: lim - dur for d in chain}
+            for y in reversed(chain):  # a job waits for those before it: they end before it starts
+                for name in self.jobs[y].after:
+                    d = self.index[name]
+                    due[d] = min(due[d], due[y] - fastest[y])
+            for d in chain:
+                _, fit = self._cheapest_fit(d, end_by=due[d])
+                if fit is None:
+                    break
+                self._move(d, fit)
+            else:
+                _, found = self._cheapest_fit(k)
+                if found is not None:
+                    self._move(k, found)
+                    return True
+            self._undo(old)
+        return False
+
+    def rescue(self, k: int, depth: int = INSERT_DEPTH) -> bool:
+        """Put the unplaced job k in before it is given up, on every pool with room in its window: its
+        cheapest option that fits what the others leave free, then with the jobs it waits for moved
+        earlier (``pull_forward``), then by ejecting the jobs in its way at its cheapest option on each
+        pool (``depth``: ejection chains). Whether it went in."""
+        _, found = self._cheapest_fit(k)
+        if found is not None:
+            self._move(k, found)
+            return True
+        if self.pull_forward(k):
+            return True
+        r, lim = window(self.jobs[k], self.horizon)
+        ranked = sorted(self.cheapest_per_pool(k), key=lambda i: self.cents[k][i])
+        return any(
+            self.insert(k, ranked[a : a + INSERT_OPTIONS], (r + lim) / 2, depth)
+            for a in range(0, len(ranked), INSERT_OPTIONS)
+        )
 
     def insert(self, k: int, options: list[int], near: float, depth: int = INSERT_DEPTH) -> bool:
         """Place the unplaced job k by ejecting the jobs in its way (``_insertion``), those that fit nowhere
@@ -774,17 +842,20 @@ def search(
             r, lim = window(job, state.horizon)
             if k not in tried:  # first by ejecting the jobs in its way: cheap, and often enough
                 tried.add(k)
-                if state.insert(k, state.by_cost[k], (r + lim) / 2):
+                placed = state.rescue(k) if job.required else state.insert(k, state.by_cost[k], (r + lim) / 2)
+                if placed:
                     if report is not None:
                         report("repair")
                     continue
             attempt = repairs.get(k, 0)
             repairs[k] = attempt + 1
-            if attempt % 2 == 0:
-                subset = state.around((r + lim) // 2, size, {pool for pool, _ in state.where[k]}, [k])
+            if attempt % 2 == 0:  # with the jobs it waits for, which may have to end sooner
+                seeds = [k, *state.predecessors(k)]
+                subset = state.around((r + lim) // 2, size, {pool for pool, _ in state.where[k]}, seeds)
             else:  # every job on one of its pools in its window, its pools in turn, cheapest first
                 ranked = list(dict.fromkeys(state.where[k][i][0] for i in state.by_cost[k]))
                 subset = state.crossing(k, ranked[(attempt // 2) % len(ranked)], REPAIR_JOBS)
+                subset += [d for d in state.predecessors(k) if d not in subset]
             kind = "repair"
         else:
             kind = kinds[turn % len(kinds)]

@@ -332,7 +332,9 @@ def _search(
     say(f"construct  {len(jobs):,} jobs: greedy passes")
     if left <= 0:  # the files and the options took the time: greedy's first pass is the answer, at once
         first = squeaky_wheel(jobs, pools, pool_of, horizon, budget_cents, 0.0, weights, passes=1)
-        return _greedy_only(jobs, weights, first.placed, result), False
+        quick = Search(jobs, pools, pool_of, horizon, budget_cents, first.placed, workers)
+        _rescue_required(quick)
+        return _greedy_only(jobs, weights, quick.placed, result), False
     first = min(
         (
             squeaky_wheel(
@@ -343,6 +345,7 @@ def _search(
         key=lambda p: p.score,
     )
     state = Search(jobs, pools, pool_of, horizon, budget_cents, first.placed, workers)
+    _rescue_required(state)
     # The jobs greedy left out, put in by ejection before the relaxation, which is for as few drops as
     # the schedule: every job placed here is one the relaxation may no longer drop.
     state.place_left_out(time.perf_counter() + PLACE_SHARE * left)
@@ -600,6 +603,8 @@ def _search(
             show("bound")
     elif last:
         neighbourhoods(deadline - reserve)  # no fewer drops: the time kept goes back to the search
+    if _rescue_required(state):
+        show("rescue")
     cost = state.cost_cents()
     bound, source = best()
     result.bound_source = source
@@ -621,6 +626,12 @@ def _search(
         + ("" if lp is None or lp.bound_cents is not None else " (the LP did not finish in time)")
     )
     return [(p[0], p[1]) if p else (None, 0) for p in state.placed], dropped_proven
+
+
+def _rescue_required(state: Search) -> int:
+    """Before a required job is given up, ``Search.rescue`` tries it on every pool with room in its window
+    (the jobs it waits for moved earlier where they end too late for it); the number put in."""
+    return sum(state.rescue(k, ROUND_DEEP_INSERT_DEPTH) for k in state.required_dropped())
 
 
 def _greedy_only(jobs: list[JobData], weights: list[int], placed: list[Placement], result: PortfolioResult) -> Choices:
