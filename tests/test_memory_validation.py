@@ -1,0 +1,66 @@
+"""Published peak memory per GPU from several families (validation/memory_runs.yaml), scored by bench/memory.py.
+
+The thresholds are the bench's figures when the rows were gathered (2026-12-06: 24 scored rows, median |error|
+22.1 %, worst ratio 1.94) with a little slack, so a change to the memory model that makes the published peaks
+worse fails here; one that makes them better should lower the thresholds.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import memory as bench  # noqa: E402
+
+MAX_MEDIAN = 0.25
+MAX_WORST = 2.1
+TABLE = bench.load_rows()
+ROWS = TABLE["rows"]
+FAMILIES = yaml.safe_load((ROOT / "validation" / "families.yaml").read_text())["families"]
+
+
+def test_bench_within_todays_thresholds(capsys):
+    assert bench.main(["--max-median", str(MAX_MEDIAN), "--max-worst", str(MAX_WORST)]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "leave-one-family-out" in out and "does not fit on the GPU it ran on" in out
+
+
+def test_bench_fails_past_a_threshold(capsys):
+    assert bench.main(["--max-median", "0.01"]) == 1
+    assert "FAIL: median |error|" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["name"] for r in ROWS])
+def test_every_row_names_a_family_a_source_and_what_it_counts(row):
+    assert row["family"] in FAMILIES, f"{row['name']}: family {row['family']!r} is not in validation/families.yaml"
+    assert row["source"].startswith("https://github.com/") and "/blob/" in row["source"], row["name"]
+    assert row["counts"] in bench.COUNTS, row["name"]
+    assert bench.published_gib(row["published"]) > 0
+
+
+def test_rows_span_at_least_four_scored_families():
+    scored = [r for r in ROWS if r.get("expressible", True)]
+    assert len({r["family"] for r in scored}) >= 4
+    assert 20 <= len(ROWS) <= 40
+    assert len({r["name"] for r in ROWS}) == len(ROWS)
+
+
+def test_not_a_torchtune_row_twice():
+    # torchtune's table lives in validation/torchtune_memory.yaml (tests/test_torchtune_memory.py)
+    assert all(r["family"] != "torchtune" for r in ROWS)
+
+
+def test_allocated_rows_leave_the_reserve_out():
+    # an allocated figure is compared with weights + gradients + optimizer + activations; the others add the reserve
+    catalog = bench.catalog_with(TABLE.get("extra_skus", []))
+    allocated = next(r for r in ROWS if r["counts"] == "allocated" and r.get("expressible", True))
+    scored = bench.predict(allocated, catalog)
+    assert scored.predicted_gib == pytest.approx(sum(v for k, v in scored.terms.items() if k != "reserve"))
+    reserved = bench.predict({**allocated, "counts": "reserved"}, catalog)
+    assert reserved.predicted_gib == pytest.approx(scored.predicted_gib + scored.terms["reserve"])
