@@ -1,7 +1,7 @@
 """Score gpuplan's per-GPU memory against published peaks from several framework families (issue 49).
 
     python bench/memory.py                                  # the table and the summary lines
-    python bench/memory.py --max-median 0.10 --max-worst 1.6    # exit 1 past either (tests use this)
+    python bench/memory.py --max-median 0.19 --max-worst 2.1    # exit 1 past either (tests use this)
 
 Each row of validation/memory_runs.yaml is predicted through ``check`` on the layout its source ran (the row's
 ``job:`` and ``layout:``, mapped the same way for every row; nothing is tuned per row) and compared with the figure
