@@ -1,15 +1,28 @@
 // The gpuplan page: a form for the job, over the JSON API of `gpuplan serve` (no build step, no framework).
-// POST /page/solve answers /v1/solve's JSON with the verdict, the charts (inline SVG drawn by the server)
-// and the job file; POST /v1/export the chosen plan's launcher config. Text goes in by textContent alone.
+// POST /page/solve answers /v1/solve's JSON with the verdict and the job file; POST /v1/check a hand-picked
+// layout; POST /v1/export a plan's launcher config; GET /v1/catalogs/NAME the offers and prices. The charts
+// are drawn here as SVG elements; answer text goes in by textContent alone (never innerHTML).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { doc: null, bundle: null, busy: false, again: false };
+const SVG = "http://www.w3.org/2000/svg";
+const CHOSEN = "#2f8f46";
+const POINT = "#3566b0";
+// a request replaced by a later one is aborted and its answer dropped: the latest request wins
+const state = { doc: null, bundle: null, shown: null, seq: 0, controller: null, timer: null, checkSeq: 0, checkController: null };
+const WHATIF_DEBOUNCE_MS = 350;
 
 function el(tag, text, cls) {
   const node = document.createElement(tag);
   if (text !== undefined && text !== null) node.textContent = text;
   if (cls) node.className = cls;
+  return node;
+}
+
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+  if (text !== undefined) node.textContent = text;
   return node;
 }
 
@@ -19,6 +32,10 @@ function usd(value) {
 
 function hours(value) {
   return value === null || value === undefined ? "n/a" : value.toLocaleString("en-US", { maximumFractionDigits: 1 }) + " h";
+}
+
+function gib(value) {
+  return `${value.toFixed(1)} GiB`;
 }
 
 // A server bound beyond loopback takes a POST with its token alone: the address gpuplan serve prints carries
@@ -56,29 +73,63 @@ function jobName(model) {
   return model.split("/").pop().replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^[-.]+|[-.]+$/g, "") || "job";
 }
 
+function count(id) {
+  const value = $(id).value.trim();
+  return value ? Number(value) : null;
+}
+
+// the form as a job document; a field left at its default stays out, so the job file says what was asked
 function jobDocument() {
   const model = $("model").value.trim();
   const job = { name: jobName(model), model, method: $("method").value, tokens: $("tokens").value.trim() };
+  if ($("method").value !== "full" && count("lora_rank") !== null) job.lora_rank = count("lora_rank");
   if ($("seq_len").value) job.seq_len = Number($("seq_len").value);
   if ($("global_batch").value) job.global_batch = Number($("global_batch").value);
+  if ($("precision").value) job.precision = $("precision").value;
   if ($("framework").value !== "auto") job.framework = $("framework").value;
   const constraints = {};
   if ($("deadline").value.trim()) constraints.deadline = $("deadline").value.trim();
   if ($("budget").value.trim()) constraints.budget = $("budget").value.trim();
+  if (count("max_gpus") !== null) constraints.max_gpus = count("max_gpus");
+  if ($("spot").value) constraints.spot = $("spot").value;
+  const gpu = {};
   const types = [...document.querySelectorAll("#gpu-types input:checked")].map((box) => box.value);
-  if (types.length) constraints.gpu = { types };
+  if (types.length) gpu.types = types;
+  if (count("gpu_count") !== null) gpu.count = count("gpu_count");
+  if (Object.keys(gpu).length) constraints.gpu = gpu;
   const doc = { catalog: $("catalog").value, objective: $("objective").value, job };
   if (Object.keys(constraints).length) doc.constraints = constraints;
   return doc;
 }
 
+function setBusy(busy) {
+  $("plan").disabled = busy;
+  $("answer").setAttribute("aria-busy", String(busy));
+  document.body.dataset.solving = busy ? "true" : "";
+}
+
+// Drop the request in flight (its answer, should it still come, is not shown) and any solve waiting to start.
+function supersede() {
+  state.seq += 1;
+  clearTimeout(state.timer);
+  state.timer = null;
+  if (state.controller) state.controller.abort();
+  state.controller = null;
+}
+
+// A solve after `delay` ms of quiet: each call before then replaces the last (the what-if sliders, keyed).
+function solveSoon(delay) {
+  supersede();
+  setBusy(true);
+  state.timer = setTimeout(solve, delay);
+}
+
 async function solve() {
-  if (state.busy) {
-    state.again = true; // one more solve once this one is back, with the form as it is then
-    return;
-  }
-  state.busy = true;
-  $("plan").disabled = true;
+  supersede();
+  const seq = state.seq;
+  const controller = new AbortController();
+  state.controller = controller;
+  setBusy(true);
   $("status").textContent = "solving…";
   const doc = jobDocument();
   const started = performance.now();
@@ -87,32 +138,40 @@ async function solve() {
       method: "POST",
       headers: postHeaders(),
       body: JSON.stringify(doc),
+      signal: controller.signal,
     });
+    if (seq !== state.seq) return; // a later request replaced this one
     if (!ok) {
       showError(data.detail || JSON.stringify(data));
       $("status").textContent = "";
     } else {
       state.doc = doc;
       state.bundle = data;
+      state.answered = true;
       showAnswer(data);
       $("status").textContent = `answered in ${((performance.now() - started) / 1000).toFixed(1)} s`;
     }
   } catch (err) {
+    if (seq !== state.seq) return; // aborted for a later request
     showError(`no answer from the server: ${err}`);
     $("status").textContent = "";
   } finally {
-    state.busy = false;
-    $("plan").disabled = false;
-    if (state.again) {
-      state.again = false;
-      solve();
+    if (seq === state.seq) {
+      state.controller = null;
+      setBusy(false);
     }
   }
 }
 
+// An error replaces the answer: the verdict, charts and tables of the last good answer go with it.
 function showError(text) {
   $("error").textContent = text;
   $("error").hidden = false;
+  $("answer").hidden = true;
+  $("verdict").textContent = "";
+  $("verdict").className = "answer";
+  state.bundle = null;
+  state.shown = null;
 }
 
 // ------------------------------------------------------------------ the answer
@@ -135,29 +194,38 @@ function fillBody(table, rows) {
   }
 }
 
+function sameLabel(a, b) {
+  return Boolean(a && b && a.label === b.label && a.strategy === b.strategy);
+}
+
 function showAnswer(bundle) {
   const answer = bundle.answer;
   const labels = bundle.labels;
   $("error").hidden = true;
   $("answer").hidden = false;
+  $("whatif").hidden = false;
   $("verdict").textContent = bundle.headline;
   $("verdict").className = answer.best ? "answer" : "answer bad";
   $("infeasible").replaceChildren(...answer.infeasible.map((item) => el("li", `${item.constraint}: ${item.detail}`)));
 
-  // server-drawn SVG (present/report.py: labels escaped there); the chosen plan's label as an attribute
-  $("frontier").innerHTML = bundle.frontier_svg;
-  $("frontier").dataset.best = labels.best ? labels.best.label : "";
-  $("memory").innerHTML = bundle.memory_svg || "<p class='muted'>No plan, so no memory breakdown.</p>";
-
+  drawFrontier(answer, labels);
   fillBody(
     "frontier-table",
     answer.frontier.map((plan, i) => {
       const label = labels[`frontier[${i}]`];
       const row = el("tr");
-      const chosen = labels.best && label.label === labels.best.label && label.strategy === labels.best.strategy;
+      row.dataset.key = `frontier[${i}]`;
+      const chosen = sameLabel(label, labels.best);
       planCells(row, plan, label);
       row.append(el("td", chosen ? "chosen" : ""));
-      if (chosen) row.className = "chosen";
+      const cell = el("td");
+      const show = el("button", "show", "small");
+      show.type = "button";
+      show.setAttribute("aria-label", `show ${label.label}`);
+      show.addEventListener("click", () => showPlan(`frontier[${i}]`));
+      cell.append(show);
+      row.append(cell);
+      if (chosen) row.classList.add("chosen");
       return row;
     }),
   );
@@ -190,17 +258,171 @@ function showAnswer(bundle) {
     for (const kind of bundle.export_kinds) select.append(new Option(kind, kind));
   }
   if (!state.exportChosen) select.value = bundle.default_export;
-  $("export").disabled = !answer.best;
+
+  showPlan(answer.best ? "best" : null);
+  syncWhatIf(answer);
+}
+
+// A plan of the answer ("best", "frontier[2]"): its figures, its memory bar, its export and its check.
+function showPlan(key) {
+  const bundle = state.bundle;
+  const plan = !bundle || !key ? null : key === "best" ? bundle.answer.best : bundle.answer.frontier[Number(/\d+/.exec(key)[0])];
+  const label = plan ? bundle.labels[key] : null;
+  state.shown = plan ? { key, plan, label } : null;
+  $("shown").hidden = !plan;
+  $("export").disabled = !plan;
   $("export-text").hidden = true;
   $("export-download").hidden = true;
-
-  syncWhatIf(answer);
+  for (const row of document.querySelectorAll("#frontier-table tbody tr")) {
+    row.classList.toggle("shown", Boolean(label) && sameLabel(bundle.labels[row.dataset.key], label));
+  }
+  for (const point of document.querySelectorAll("#frontier circle")) {
+    const on = Boolean(label) && sameLabel(bundle.labels[point.dataset.key], label);
+    point.setAttribute("stroke", on ? "#1d2433" : "none");
+    point.setAttribute("stroke-width", on ? "2" : "0");
+    point.setAttribute("aria-pressed", String(on));
+  }
+  $("frontier").dataset.shown = label ? label.label : "";
+  if (!plan) {
+    drawMemory($("memory"), $("memory-legend"), null);
+    $("memory-headroom").textContent = "";
+    return;
+  }
+  $("shown-label").textContent = label.label;
+  $("shown-strategy").textContent = label.strategy;
+  const figures = [
+    ["hours p50 / p90", plan.fits ? `${hours(plan.hours.p50)} / ${hours(plan.hours.p90)}` : "does not fit"],
+    ["cost p50 / p90", plan.fits && plan.cost_usd ? `${usd(plan.cost_usd.p50)} / ${usd(plan.cost_usd.p90)}` : "n/a"],
+    ["price", plan.price_usd_per_gpu_hour ? `${usd(plan.price_usd_per_gpu_hour)}/GPU-h${plan.spot ? " (spot)" : ""}` : "n/a"],
+    ["memory per GPU", `${gib(plan.memory_gib.total)} of ${gib(plan.memory_gib.capacity)}`],
+    ["MFU", plan.mfu ? `${(plan.mfu * 100).toFixed(1)} %` : "n/a"],
+  ];
+  $("shown-figures").replaceChildren(...figures.flatMap(([name, value]) => [el("dt", name), el("dd", value)]));
+  drawMemory($("memory"), $("memory-legend"), plan);
+  const headroom = bundle.answer.notes.find((note) => note.startsWith("memory headroom"));
+  $("memory-headroom").textContent = headroom || "";
 }
 
 function setDownload(link, text, name) {
   if (link.href && link.href.startsWith("blob:")) URL.revokeObjectURL(link.href);
   link.href = URL.createObjectURL(new Blob([text], { type: "text/plain" }));
   link.download = name;
+}
+
+// ------------------------------------------------------------------ charts
+
+// The cost/time frontier (present/report.py's chart, drawn here): a point per frontier plan with a cost, each
+// one a button that shows its plan.
+function drawFrontier(answer, labels) {
+  const figure = $("frontier");
+  figure.dataset.best = labels.best ? labels.best.label : "";
+  const points = answer.frontier.map((plan, i) => ({ plan, key: `frontier[${i}]` })).filter((p) => p.plan.cost_usd);
+  if (!points.length) {
+    figure.replaceChildren(el("p", "No frontier to draw.", "muted"));
+    return;
+  }
+  const width = 720, height = 330, left = 80, right = 20, top = 20, bottom = 50;
+  const xs = points.map((p) => p.plan.hours.p50).concat(answer.deadline_h ? [answer.deadline_h] : []);
+  const ys = points.map((p) => p.plan.cost_usd.p50).concat(answer.budget_usd ? [answer.budget_usd] : []);
+  const x0 = 0, x1 = Math.max(...xs) * 1.08;
+  const y0 = Math.min(...ys) * 0.9, y1 = Math.max(...ys) * 1.08 || 1;
+  const sx = (x) => left + ((x - x0) / (x1 - x0)) * (width - left - right);
+  const sy = (y) => height - bottom - ((y - y0) / (y1 - y0 || 1)) * (height - top - bottom);
+  const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "group", "aria-label": "cost/time frontier" });
+  chart.append(svg("line", { x1: left, y1: height - bottom, x2: width - right, y2: height - bottom, stroke: "#333" }));
+  chart.append(svg("line", { x1: left, y1: top, x2: left, y2: height - bottom, stroke: "#333" }));
+  for (let k = 0; k < 5; k++) {
+    const xv = x0 + ((x1 - x0) * k) / 4, yv = y0 + ((y1 - y0) * k) / 4;
+    chart.append(svg("text", { x: sx(xv).toFixed(0), y: height - bottom + 18, "font-size": 11, "text-anchor": "middle" }, `${Math.round(xv).toLocaleString("en-US")} h`));
+    chart.append(svg("text", { x: left - 6, y: (sy(yv) + 4).toFixed(0), "font-size": 11, "text-anchor": "end" }, `$${Math.round(yv).toLocaleString("en-US")}`));
+  }
+  chart.append(svg("text", { x: (left + width) / 2, y: height - 8, "font-size": 12, "text-anchor": "middle" }, "hours (p50)"));
+  if (answer.deadline_h) {
+    const x = sx(answer.deadline_h).toFixed(1);
+    chart.append(svg("line", { x1: x, y1: top, x2: x, y2: height - bottom, stroke: "#b33", "stroke-dasharray": "5,4" }));
+    chart.append(svg("text", { x: Number(x) + 4, y: top + 12, "font-size": 11, fill: "#b33" }, "deadline"));
+  }
+  if (answer.budget_usd) {
+    const y = sy(answer.budget_usd).toFixed(1);
+    chart.append(svg("line", { x1: left, y1: y, x2: width - right, y2: y, stroke: "#b36b00", "stroke-dasharray": "2,3" }));
+  }
+  const path = points.map((p, i) => `${i ? "L" : "M"}${sx(p.plan.hours.p50).toFixed(1)},${sy(p.plan.cost_usd.p50).toFixed(1)}`).join(" ");
+  chart.append(svg("path", { d: path, fill: "none", stroke: POINT, "stroke-width": 2 }));
+  for (const { plan, key } of points) {
+    const label = labels[key];
+    const chosen = sameLabel(label, labels.best);
+    const x = sx(plan.hours.p50), y = sy(plan.cost_usd.p50);
+    const summary = `${label.label}: ${usd(plan.cost_usd.p50)}, ${hours(plan.hours.p50)}`;
+    const point = svg("circle", { cx: x.toFixed(1), cy: y.toFixed(1), r: chosen ? 7 : 4, fill: chosen ? CHOSEN : POINT, tabindex: 0, role: "button", "aria-label": `show ${summary}`, class: "point" });
+    point.dataset.key = key;
+    point.append(svg("title", {}, summary));
+    point.addEventListener("click", () => showPlan(key));
+    point.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        showPlan(key);
+      }
+    });
+    chart.append(point);
+    chart.append(svg("text", { x: (x + 8).toFixed(1), y: (y - 6).toFixed(1), "font-size": 11 }, `${plan.nodes}x${plan.gpus_per_node} ${plan.sku}`));
+  }
+  figure.replaceChildren(chart);
+}
+
+const MEMORY_PARTS = [
+  ["weights", "#3566b0"],
+  ["gradients", "#6c8fd1"],
+  ["optimizer", "#b36b00"],
+  ["activations", "#2f8f46"],
+  ["reserve", "#8a8f99"],
+];
+
+// A plan's memory per GPU as one bar: each part labelled with its GiB where it has room (all of them in the
+// legend), the capacity as a red line and, where the answer states one, the headroom as an orange one.
+function drawMemory(figure, legend, plan) {
+  if (!plan) {
+    figure.replaceChildren(el("p", "No plan, so no memory breakdown.", "muted"));
+    legend.replaceChildren();
+    return;
+  }
+  const memory = plan.memory_gib;
+  const width = 720, height = 78, barTop = 10, barHeight = 26;
+  const headroom = typeof memory.headroom === "number" ? memory.headroom : null;
+  const scale = (width - 2) / Math.max(memory.total, memory.capacity);
+  const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `memory per GPU: ${gib(memory.total)} of ${gib(memory.capacity)}` });
+  const items = [];
+  let x = 0;
+  for (const [name, color] of MEMORY_PARTS) {
+    const value = memory[name];
+    if (typeof value !== "number" || value <= 0) continue;
+    const w = value * scale;
+    const part = svg("rect", { x: x.toFixed(1), y: barTop, width: w.toFixed(1), height: barHeight, fill: color, "data-part": name, "data-gib": value.toFixed(1) });
+    part.append(svg("title", {}, `${name}: ${gib(value)}`));
+    chart.append(part);
+    const text = w >= 118 ? `${name} ${gib(value)}` : w >= 56 ? gib(value) : w >= 30 ? value.toFixed(1) : "";
+    if (text) chart.append(svg("text", { x: (x + 4).toFixed(1), y: barTop + 17, "font-size": 11, fill: "white", "data-part": name }, text));
+    const item = el("li");
+    const swatch = el("span", "", "swatch");
+    swatch.style.background = color;
+    item.append(swatch, `${name}: ${gib(value)}`);
+    item.dataset.part = name;
+    items.push(item);
+    x += w;
+  }
+  const capacity = memory.capacity * scale;
+  chart.append(svg("line", { x1: capacity.toFixed(1), y1: 4, x2: capacity.toFixed(1), y2: barTop + barHeight + 6, stroke: "#b33", "stroke-width": 2, "data-line": "capacity" }));
+  let caption = `${gib(memory.total)} of ${gib(memory.capacity)} (${memory.basis} capacity)`;
+  if (headroom !== null && headroom > 0) {
+    const at = (memory.capacity - headroom) * scale;
+    chart.append(svg("line", { x1: at.toFixed(1), y1: 4, x2: at.toFixed(1), y2: barTop + barHeight + 6, stroke: "#b36b00", "stroke-width": 2, "stroke-dasharray": "3,2", "data-line": "headroom" }));
+    caption += `; headroom ${gib(headroom)} (fits up to ${gib(memory.capacity - headroom)})`;
+    const item = el("li", `headroom: ${gib(headroom)}`);
+    item.dataset.part = "headroom";
+    items.push(item);
+  }
+  chart.append(svg("text", { x: 0, y: height - 10, "font-size": 11 }, caption));
+  figure.replaceChildren(chart);
+  legend.replaceChildren(...items);
 }
 
 // ------------------------------------------------------------------ what if
@@ -220,26 +442,28 @@ function syncWhatIf(answer) {
   $("whatif-budget-text").textContent = answer.budget_usd ? usd(answer.budget_usd) : "none";
 }
 
+// Each move (a drag, an arrow key) writes the form at once and drops the solve in flight, so an older answer
+// never moves the slider back; the solve starts once the slider rests.
 function whatIfDeadline() {
   const days = Number($("whatif-deadline").value);
   $("deadline").value = `${days}d`;
   $("whatif-deadline-text").textContent = `${days} days`;
-  solve();
+  solveSoon(WHATIF_DEBOUNCE_MS);
 }
 
 function whatIfBudget() {
   const value = Number($("whatif-budget").value);
   $("budget").value = value > 0 ? `$${value}` : "";
   $("whatif-budget-text").textContent = value > 0 ? usd(value) : "none";
-  solve();
+  solveSoon(WHATIF_DEBOUNCE_MS);
 }
 
 // ------------------------------------------------------------------ export
 
 async function exportPlan() {
-  if (!state.bundle || !state.bundle.answer.best) return;
+  if (!state.bundle || !state.shown) return;
   const kind = $("export-kind").value;
-  const body = { ...state.doc, export: { kind, plan: state.bundle.answer.best } };
+  const body = { ...state.doc, export: { kind, plan: state.shown.plan } };
   $("status").textContent = `exporting ${kind}…`;
   const response = await fetch("/v1/export", { method: "POST", headers: postHeaders(), body: JSON.stringify(body) });
   const text = await response.text();
@@ -265,6 +489,120 @@ async function exportPlan() {
   $("status").textContent = "";
 }
 
+// ------------------------------------------------------------------ check a layout
+
+const CHECK_COUNTS = ["gpus", "nodes", "tp", "pp", "micro_batch", "grad_accum"];
+
+function checkFields() {
+  const check = { sku: $("check-sku").value.trim() };
+  for (const name of CHECK_COUNTS) {
+    const value = count(`check-${name}`);
+    if (value !== null) check[name] = value;
+  }
+  if ($("check-zero").value) check.zero = Number($("check-zero").value);
+  if ($("check-recompute").value) check.recompute = $("check-recompute").value;
+  if ($("check-spot").checked) check.spot = true;
+  return check;
+}
+
+// the shown plan's hardware and layout into the check form
+function fillCheck() {
+  if (!state.shown) return;
+  const plan = state.shown.plan;
+  const strategy = plan.strategy;
+  $("check-sku").value = plan.offer || plan.sku;
+  const values = { gpus: plan.gpus, nodes: plan.nodes, tp: strategy.tp, pp: strategy.pp, micro_batch: strategy.micro_batch, grad_accum: strategy.grad_accum };
+  for (const [name, value] of Object.entries(values)) $(`check-${name}`).value = value ?? "";
+  $("check-zero").value = strategy.zero_stage === null || strategy.zero_stage === undefined ? "" : String(strategy.zero_stage);
+  $("check-recompute").value = strategy.recompute || "";
+  $("check-spot").checked = Boolean(plan.spot);
+  $("check-sku").focus();
+}
+
+function checkVerdict(result) {
+  const where = `${result.gpus} x ${result.sku} (${result.offer}${result.spot ? ", spot" : ""})`;
+  if (!result.fits) return `${where}: does not fit in memory (${gib(result.memory_gib.total)} of ${gib(result.memory_gib.capacity)} per GPU)`;
+  if (!result.runnable) return `${where}: fits, but does not run: ${result.not_runnable_because.join("; ")}`;
+  const parts = [`${where}: fits, ${hours(result.hours.p50)}, ${result.cost_usd ? usd(result.cost_usd.p50) : "no price"}`];
+  if (result.meets_deadline === false) parts.push("misses the deadline");
+  if (result.within_budget === false) parts.push("over the budget");
+  if (result.extra_cost_vs_optimum_usd) parts.push(`${usd(result.extra_cost_vs_optimum_usd)} more than the best plan`);
+  return parts.join("; ");
+}
+
+function showCheck(text, bad, result) {
+  $("check-result").hidden = false;
+  $("check-verdict").textContent = text;
+  $("check-verdict").className = bad ? "answer bad" : "answer";
+  const details = [];
+  if (result) {
+    if (result.chosen && result.chosen.length) details.push(`gpuplan chose: ${result.chosen.join(", ")}`);
+    if (result.added) details.push(result.added);
+    for (const note of result.notes || []) details.push(note);
+    for (const plan of result.dominated_by || []) details.push(`dominated by ${plan.gpus} x ${plan.sku} (${plan.offer})`);
+  }
+  $("check-details").replaceChildren(...details.map((line) => el("li", line)));
+  drawMemory($("check-memory"), $("check-memory-legend"), result);
+}
+
+async function checkLayout() {
+  state.checkSeq += 1;
+  const seq = state.checkSeq;
+  if (state.checkController) state.checkController.abort();
+  const controller = new AbortController();
+  state.checkController = controller;
+  $("check-run").disabled = true;
+  $("check-status").textContent = "checking…";
+  const body = { ...jobDocument(), check: checkFields() };
+  try {
+    const { ok, data } = await fetchJSON("/v1/check", { method: "POST", headers: postHeaders(), body: JSON.stringify(body), signal: controller.signal });
+    if (seq !== state.checkSeq) return;
+    if (!ok) showCheck(data.detail || JSON.stringify(data), true, null);
+    else showCheck(checkVerdict(data), !data.fits || !data.runnable, data);
+  } catch (err) {
+    if (seq !== state.checkSeq) return;
+    showCheck(`no answer from the server: ${err}`, true, null);
+  } finally {
+    if (seq === state.checkSeq) {
+      state.checkController = null;
+      $("check-run").disabled = false;
+      $("check-status").textContent = "";
+    }
+  }
+}
+
+// ------------------------------------------------------------------ the catalog
+
+async function showCatalog() {
+  const name = $("catalog").value;
+  const { ok, data } = await fetchJSON(`/v1/catalogs/${encodeURIComponent(name)}`);
+  const table = $("catalog-table");
+  if (!ok) {
+    $("catalog-description").textContent = data.detail || `no catalog ${name}`;
+    table.hidden = true;
+    return;
+  }
+  $("catalog-description").textContent = `${data.catalog}: ${data.description || "no description"}`;
+  const rows = data.rows.map((row) => {
+    const tr = el("tr");
+    tr.append(
+      el("td", row.sku),
+      el("td", row.offer || "-"),
+      el("td", row.provider || "-"),
+      el("td", row.usable_gib ? gib(row.usable_gib) : "-", "num"),
+      el("td", row.gpus_per_node ?? "-", "num"),
+      el("td", row.max_nodes ?? "-", "num"),
+      el("td", row.price_usd_per_gpu_hour ? usd(row.price_usd_per_gpu_hour) : "-", "num"),
+      el("td", row.spot_price_usd_per_gpu_hour ? usd(row.spot_price_usd_per_gpu_hour) : "-", "num"),
+      el("td", row.dense_bf16_tflops ? row.dense_bf16_tflops.toLocaleString("en-US") : "-", "num"),
+      el("td", row.illustrative ? "illustrative price" : row.price_checked ? `checked ${row.price_checked}` : "", "muted"),
+    );
+    return tr;
+  });
+  fillBody("catalog-table", rows);
+  table.hidden = false;
+}
+
 // ------------------------------------------------------------------ start
 
 async function loadCatalogTypes() {
@@ -273,6 +611,7 @@ async function loadCatalogTypes() {
   const chosen = data.catalogs.find((c) => c.name === $("catalog").value);
   const box = $("gpu-types");
   box.replaceChildren();
+  $("check-skus").replaceChildren();
   for (const gpu of chosen ? chosen.gpus : []) {
     const label = el("label");
     const input = el("input");
@@ -280,11 +619,26 @@ async function loadCatalogTypes() {
     input.value = gpu;
     label.append(input, ` ${gpu}`);
     box.append(label);
+    $("check-skus").append(new Option(gpu, gpu));
   }
+  if (!$("catalog-table").hidden) showCatalog();
+}
+
+async function loadPrecisions() {
+  const { ok, data } = await fetchJSON("/v1/schema/job");
+  const field = ok && data.$defs && data.$defs.JobSpec ? data.$defs.JobSpec.properties.precision : null;
+  if (!field || !Array.isArray(field.enum)) return;
+  const select = $("precision");
+  select.replaceChildren(new Option(`${field.default} (default)`, ""));
+  for (const name of field.enum) if (name !== field.default) select.append(new Option(name, name));
+}
+
+function syncMethod() {
+  $("lora-rank-label").hidden = $("method").value === "full";
 }
 
 async function start() {
-  const [info, models] = await Promise.all([fetchJSON("/v1/info"), fetchJSON("/v1/models")]);
+  const [info, models] = await Promise.all([fetchJSON("/v1/info"), fetchJSON("/v1/models"), loadPrecisions()]);
   if (info.ok) {
     for (const name of info.data.catalogs) $("catalog").append(new Option(name, name, false, name === info.data.default_catalog));
     for (const name of info.data.frameworks) if (name !== "auto") $("framework").append(new Option(name, name));
@@ -293,6 +647,8 @@ async function start() {
     for (const row of models.data.models) $("presets").append(new Option(row.name, row.name));
   }
   await loadCatalogTypes();
+  syncMethod();
+  $("method").addEventListener("change", syncMethod);
   $("catalog").addEventListener("change", loadCatalogTypes);
   $("job").addEventListener("submit", (event) => {
     event.preventDefault();
@@ -301,14 +657,21 @@ async function start() {
   // once there is an answer, the form's deadline and budget re-solve as the what-if controls do
   for (const id of ["deadline", "budget"]) {
     $(id).addEventListener("change", () => {
-      if (state.bundle) solve();
+      if (state.answered) solve();
     });
   }
-  $("whatif-deadline").addEventListener("input", () => ($("whatif-deadline-text").textContent = `${$("whatif-deadline").value} days`));
+  $("whatif-deadline").addEventListener("input", whatIfDeadline);
   $("whatif-deadline").addEventListener("change", whatIfDeadline);
+  $("whatif-budget").addEventListener("input", whatIfBudget);
   $("whatif-budget").addEventListener("change", whatIfBudget);
   $("export-kind").addEventListener("change", () => (state.exportChosen = true));
   $("export").addEventListener("click", exportPlan);
+  $("shown-check").addEventListener("click", fillCheck);
+  $("check").addEventListener("submit", (event) => {
+    event.preventDefault();
+    checkLayout();
+  });
+  $("catalog-show").addEventListener("click", showCatalog);
   document.body.dataset.ready = "true";
 }
 

@@ -1,0 +1,295 @@
+"""The page of gpuplan serve in a real headless Chromium, past the README question (tests/test_server_browser.py):
+the what-if slider keyed faster than the solves come back ends where the keys left it; an error takes the last
+verdict away; the memory bar states its GiB; the spot, precision, LoRA rank and GPU-count fields reach the
+solve; a frontier point shows its plan, whose layout the check form checks through /v1/check; the catalog's
+offers and prices. Each compares the page with what the library or the API answers for the same question.
+
+The server and browser are test_server_browser's fixtures (it skips, saying why, without selenium, Chromium or
+chromedriver); a wrapper around the page's fetch holds each answer back, so that answers come back late, as
+on a busy server."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+
+import pytest
+import yaml
+
+# test_server_browser first: it skips this module too, saying why, where selenium or Chromium is missing
+from test_server_browser import (  # noqa: F401  (browser, served: the fixtures)
+    WAIT_S,
+    By,
+    Keys,
+    Select,
+    WebDriverWait,
+    _text,
+    _type,
+    browser,
+    served,
+    webdriver,
+)
+
+from optimizer import api
+from optimizer.inputs.files import load_job
+from optimizer.present import render
+
+# the README's question as the page's form sends it (no field left at its default)
+README_DOC = {
+    "catalog": "default",
+    "objective": "cost",
+    "job": {
+        "name": "llama-3.1-70b",
+        "model": "llama-3.1-70b",
+        "method": "full",
+        "tokens": "20B",
+        "seq_len": 4096,
+        "global_batch": 256,
+    },
+    "constraints": {"deadline": "5d"},
+}
+
+# each answer held back this long in the page, longer than the time between two key presses below
+SLOW_FETCH = """
+const fetchNow = window.fetch;
+window.fetch = (url, options) => fetchNow(url, options).then(
+  (response) => new Promise((done) => setTimeout(() => done(response), arguments[0])));
+"""
+
+
+def _headline(doc: dict, tmp_path) -> str:
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return render.headline(api.plan(load_job(path)))
+
+
+def _open(browser, served) -> None:  # noqa: F811
+    browser.get(served + "/")
+    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready"))
+
+
+def _settled(browser) -> None:  # noqa: F811
+    """No solve in flight or waiting to start."""
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-solving") == ""
+    )
+    WebDriverWait(browser, WAIT_S).until(lambda d: d.find_element(By.ID, "plan").is_enabled())
+
+
+def _ask(browser, served) -> str:  # noqa: F811
+    """The README question, as the form holds it when the page opens: its verdict."""
+    _open(browser, served)
+    browser.find_element(By.ID, "plan").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "verdict") != "")
+    _settled(browser)
+    return _text(browser, "verdict")
+
+
+def _no_severe(browser, answered: str = "") -> None:  # noqa: F811
+    """No errors in the browser's console but the network's for a status the test asked for (``answered``)."""
+    severe = [
+        entry
+        for entry in browser.get_log("browser")
+        if entry["level"] == "SEVERE"
+        and not (answered and entry["source"] == "network" and answered in entry["message"])
+    ]
+    assert not severe, severe
+
+
+def test_arrow_keys_on_the_deadline_slider_end_where_the_keys_left_it(served, browser, tmp_path):  # noqa: F811
+    two_days = _headline({**README_DOC, "constraints": {"deadline": "2d"}}, tmp_path)
+    assert _ask(browser, served) == _headline(README_DOC, tmp_path)
+    browser.execute_script(SLOW_FETCH, 800)  # answers come back after the next key press
+    slider = browser.find_element(By.ID, "whatif-deadline")
+    for _ in range(6):  # 5 days, six steps of half a day: 2 days
+        slider.send_keys(Keys.ARROW_LEFT)
+        time.sleep(0.5)  # past the page's wait for the slider to rest: each press starts a solve
+    _settled(browser)
+    assert browser.find_element(By.ID, "deadline").get_attribute("value") == "2d"
+    assert slider.get_attribute("value") == "2"
+    assert _text(browser, "verdict") == two_days
+    time.sleep(2)  # an answer to an earlier press, come back late, changes nothing
+    assert slider.get_attribute("value") == "2"
+    assert _text(browser, "verdict") == two_days
+    assert _text(browser, "whatif-deadline-text") == "2 days"
+    _no_severe(browser)
+
+
+def test_an_error_takes_the_last_verdict_away(served, browser):  # noqa: F811
+    assert _ask(browser, served)
+    _type(browser, "tokens", "20Q")
+    browser.find_element(By.ID, "plan").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    _settled(browser)
+    assert _text(browser, "error").startswith("request body, field 'job.tokens': unknown suffix 'Q'")
+    assert not browser.find_element(By.ID, "verdict").is_displayed()
+    assert browser.find_element(By.ID, "verdict").get_attribute("textContent") == ""
+    assert not browser.find_element(By.ID, "answer").is_displayed()
+    # and a good answer again takes the error away
+    _type(browser, "tokens", "20B")
+    browser.find_element(By.ID, "plan").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "verdict") != "")
+    assert not browser.find_element(By.ID, "error").is_displayed()
+
+
+def test_the_memory_bar_states_each_part_in_gib(served, browser):  # noqa: F811
+    assert _ask(browser, served)
+    parts = browser.find_elements(By.CSS_SELECTOR, "#memory svg rect")
+    assert [p.get_attribute("data-part") for p in parts] == [
+        "weights",
+        "gradients",
+        "optimizer",
+        "activations",
+        "reserve",
+    ]
+    legend = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#memory-legend li")]
+    # the figures as the API states them for the same question
+    answer = _post(served, "/v1/solve", README_DOC)
+    figures = answer["best"]["memory_gib"]
+    assert legend == [
+        f"{name}: {figures[name]:.1f} GiB" for name in ("weights", "gradients", "optimizer", "activations", "reserve")
+    ]
+    for part in parts:  # each segment's tooltip has its figure; the wide ones say it on the bar
+        name = part.get_attribute("data-part")
+        title = part.find_element(By.TAG_NAME, "title").get_attribute("textContent")
+        assert title == f"{name}: {figures[name]:.1f} GiB"
+    on_bar = [
+        t.get_attribute("textContent") for t in browser.find_elements(By.CSS_SELECTOR, "#memory svg text[data-part]")
+    ]
+    assert f"activations {figures['activations']:.1f} GiB" in on_bar, on_bar
+    assert all(any(ch.isdigit() for ch in text) for text in on_bar), on_bar
+    caption = browser.find_element(By.CSS_SELECTOR, "#memory svg > text:last-of-type").get_attribute("textContent")
+    assert caption.startswith(f"{figures['total']:.1f} GiB of {figures['capacity']:.1f} GiB")
+    assert browser.find_elements(By.CSS_SELECTOR, "#memory svg line[data-line='capacity']")
+    headroom = [note for note in answer["notes"] if note.startswith("memory headroom")]
+    assert _text(browser, "memory-headroom") == (headroom[0] if headroom else "")
+    if "headroom" in figures:  # the line where the API states the headroom in GiB
+        assert browser.find_elements(By.CSS_SELECTOR, "#memory svg line[data-line='headroom']")
+    _no_severe(browser)
+
+
+def _post(served, route: str, body: dict, text: bool = False):  # noqa: F811
+    """What the API answers for the body: its JSON (or its text)."""
+    request = urllib.request.Request(
+        served + route, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=WAIT_S) as response:
+        answer = response.read().decode()
+    return answer if text else json.loads(answer)
+
+
+def test_spot_precision_lora_rank_and_gpu_counts_reach_the_solve(served, browser, tmp_path):  # noqa: F811
+    _open(browser, served)
+    assert not browser.find_element(By.ID, "lora_rank").is_displayed()  # full fine-tuning has no rank
+    Select(browser.find_element(By.ID, "method")).select_by_visible_text("lora")
+    _type(browser, "lora_rank", "64")
+    Select(browser.find_element(By.ID, "precision")).select_by_value("fp8")
+    Select(browser.find_element(By.ID, "spot")).select_by_value("never")
+    _type(browser, "max_gpus", "16")
+    _type(browser, "gpu_count", "8")
+    browser.find_element(By.ID, "plan").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "verdict") != "")
+    _settled(browser)
+    doc = {
+        **README_DOC,
+        "job": {**README_DOC["job"], "method": "lora", "lora_rank": 64, "precision": "fp8"},
+        "constraints": {"deadline": "5d", "max_gpus": 16, "spot": "never", "gpu": {"count": 8}},
+    }
+    job_yaml = yaml.safe_load(browser.find_element(By.ID, "job-yaml").get_attribute("textContent"))
+    assert job_yaml["job"]["lora_rank"] == 64 and job_yaml["job"]["precision"] == "fp8"
+    assert job_yaml["constraints"]["spot"] == "never" and job_yaml["constraints"]["max_gpus"] == 16
+    assert job_yaml["constraints"]["gpu"]["count"] == 8
+    assert _text(browser, "verdict") == _headline(doc, tmp_path)
+    label = browser.find_element(By.ID, "frontier").get_attribute("data-best")
+    assert "(spot)" not in label
+    _no_severe(browser)
+
+
+def test_a_frontier_point_shows_its_plan_and_the_check_form_checks_it(served, browser):  # noqa: F811
+    assert _ask(browser, served)
+    answer = _post(served, "/v1/solve", README_DOC)
+    best = browser.find_element(By.ID, "frontier").get_attribute("data-best")
+    assert _text(browser, "shown-label") == best
+    points = browser.find_elements(By.CSS_SELECTOR, "#frontier svg circle")
+    other = next(p for p in points if p.get_attribute("fill") != "#2f8f46")
+    key = other.get_attribute("data-key")
+    plan = answer["frontier"][int(key.removeprefix("frontier[").removesuffix("]"))]
+    label = other.find_element(By.TAG_NAME, "title").get_attribute("textContent").split(":")[0]
+    # by keyboard: focus the point, press Enter
+    browser.execute_script("arguments[0].focus();", other)
+    webdriver.ActionChains(browser).send_keys(Keys.ENTER).perform()
+    WebDriverWait(browser, 10).until(lambda d: _text(d, "shown-label") == label)
+    assert other.get_attribute("aria-pressed") == "true"
+    assert f"{plan['memory_gib']['activations']:.1f} GiB" in browser.find_element(By.ID, "memory-legend").text
+    # its export is this plan's
+    Select(browser.find_element(By.ID, "export-kind")).select_by_value("skypilot")
+    browser.find_element(By.ID, "export").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: "num_nodes" in _text(d, "export-text"))
+    exported = browser.find_element(By.ID, "export-text").get_attribute("textContent")
+    assert exported == _post(
+        served, "/v1/export", {**README_DOC, "export": {"kind": "skypilot", "plan": plan}}, text=True
+    )
+
+    # check this layout: the form holds the plan's hardware and layout; /v1/check answers for it
+    browser.find_element(By.ID, "shown-check").click()
+    assert browser.find_element(By.ID, "check-sku").get_attribute("value") == plan["offer"]
+    assert browser.find_element(By.ID, "check-gpus").get_attribute("value") == str(plan["gpus"])
+    assert browser.find_element(By.ID, "check-pp").get_attribute("value") == str(plan["strategy"]["pp"])
+    browser.find_element(By.ID, "check-run").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "check-verdict") != "")
+    checked = _post(
+        served,
+        "/v1/check",
+        {
+            **README_DOC,
+            "check": {
+                "sku": plan["offer"],
+                "gpus": plan["gpus"],
+                "nodes": plan["nodes"],
+                "tp": plan["strategy"]["tp"],
+                "pp": plan["strategy"]["pp"],
+                "zero": plan["strategy"]["zero_stage"],
+                "micro_batch": plan["strategy"]["micro_batch"],
+                "grad_accum": plan["strategy"]["grad_accum"],
+                "recompute": plan["strategy"]["recompute"],
+            },
+        },
+    )
+    verdict = _text(browser, "check-verdict")
+    assert verdict.startswith(f"{checked['gpus']} x {checked['sku']} ({checked['offer']}): fits, "), verdict
+    assert f"${checked['cost_usd']['p50']:,.2f}" in verdict, verdict
+    assert "bad" not in browser.find_element(By.ID, "check-verdict").get_attribute("class")
+    assert browser.find_elements(By.CSS_SELECTOR, "#check-memory svg rect")
+
+    # a layout the API refuses: its message, in red, in place of the last verdict
+    _type(browser, "check-sku", "no-such-gpu")
+    browser.find_element(By.ID, "check-run").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: "no-such-gpu" in _text(d, "check-verdict"))
+    assert "bad" in browser.find_element(By.ID, "check-verdict").get_attribute("class")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#check-memory svg")
+    _no_severe(browser, answered="/v1/check - Failed to load resource: the server responded with a status of 422")
+
+
+def test_the_catalog_view_lists_its_offers_and_prices(served, browser):  # noqa: F811
+    _open(browser, served)
+    with urllib.request.urlopen(served + "/v1/catalogs/default", timeout=WAIT_S) as response:
+        listing = json.loads(response.read())
+    browser.find_element(By.ID, "catalog-show").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: d.find_element(By.ID, "catalog-table").is_displayed())
+    rows = browser.find_elements(By.CSS_SELECTOR, "#catalog-table tbody tr")
+    assert len(rows) == len(listing["rows"]) > 0
+    for row, offer in zip(rows, listing["rows"]):
+        cells = [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[:3] == [offer["sku"], offer["offer"] or "-", offer["provider"] or "-"]
+        price = offer["price_usd_per_gpu_hour"]
+        assert cells[6] == (f"${price:,.2f}" if price else "-")
+    assert _text(browser, "catalog-description").startswith("default: ")
+    _no_severe(browser)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_page(browser):  # noqa: F811
+    """Each test opens the page itself; the log of the test before is read and dropped."""
+    browser.get_log("browser")
+    yield
