@@ -5,8 +5,8 @@ solve; a frontier point shows its plan, whose layout the check form checks throu
 offers and prices. Each compares the page with what the library or the API answers for the same question.
 
 The server and browser are test_server_browser's fixtures (it skips, saying why, without selenium, Chromium or
-chromedriver); a wrapper around the page's fetch holds each answer back, so that answers come back late, as
-on a busy server."""
+chromedriver). The slider's test wraps the page's fetch to hold each answer back, so that answers come back
+after the next key press, as on a busy server."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _open(browser, served) -> None:  # noqa: F811
 def _settled(browser) -> None:  # noqa: F811
     """No solve in flight or waiting to start."""
     WebDriverWait(browser, WAIT_S).until(
-        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-solving") == ""
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-solving") != "true"
     )
     WebDriverWait(browser, WAIT_S).until(lambda d: d.find_element(By.ID, "plan").is_enabled())
 
@@ -166,6 +166,20 @@ def test_the_memory_bar_states_each_part_in_gib(served, browser):  # noqa: F811
     assert _text(browser, "memory-headroom") == (headroom[0] if headroom else "")
     if "headroom" in figures:  # the line where the API states the headroom in GiB
         assert browser.find_elements(By.CSS_SELECTOR, "#memory svg line[data-line='headroom']")
+    else:
+        assert not browser.find_elements(By.CSS_SELECTOR, "#memory svg line[data-line='headroom']")
+    # a plan whose memory_gib states a headroom (the API's answers do not yet): its line, short of the capacity
+    with_headroom = {**figures, "headroom": 16.8}
+    browser.execute_script(
+        "drawMemory(document.getElementById('memory'), document.getElementById('memory-legend'), arguments[0]);",
+        {"memory_gib": with_headroom},
+    )
+    capacity = browser.find_element(By.CSS_SELECTOR, "#memory svg line[data-line='capacity']")
+    headroom_line = browser.find_element(By.CSS_SELECTOR, "#memory svg line[data-line='headroom']")
+    assert float(headroom_line.get_attribute("x1")) < float(capacity.get_attribute("x1"))
+    assert "headroom: 16.8 GiB" in browser.find_element(By.ID, "memory-legend").text
+    caption = browser.find_element(By.CSS_SELECTOR, "#memory svg > text:last-of-type").get_attribute("textContent")
+    assert caption.endswith(f"headroom 16.8 GiB (fits up to {figures['capacity'] - 16.8:.1f} GiB)"), caption
     _no_severe(browser)
 
 
@@ -222,6 +236,11 @@ def test_a_frontier_point_shows_its_plan_and_the_check_form_checks_it(served, br
     WebDriverWait(browser, 10).until(lambda d: _text(d, "shown-label") == label)
     assert other.get_attribute("aria-pressed") == "true"
     assert f"{plan['memory_gib']['activations']:.1f} GiB" in browser.find_element(By.ID, "memory-legend").text
+    # by mouse: the chosen point shows the chosen plan again
+    next(p for p in points if p.get_attribute("fill") == "#2f8f46").click()
+    WebDriverWait(browser, 10).until(lambda d: _text(d, "shown-label") == best)
+    other.click()
+    WebDriverWait(browser, 10).until(lambda d: _text(d, "shown-label") == label)
     # its export is this plan's
     Select(browser.find_element(By.ID, "export-kind")).select_by_value("skypilot")
     browser.find_element(By.ID, "export").click()

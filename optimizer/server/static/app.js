@@ -1,7 +1,7 @@
 // The gpuplan page: a form for the job, over the JSON API of `gpuplan serve` (no build step, no framework).
 // POST /page/solve answers /v1/solve's JSON with the verdict and the job file; POST /v1/check a hand-picked
 // layout; POST /v1/export a plan's launcher config; GET /v1/catalogs/NAME the offers and prices. The charts
-// are drawn here as SVG elements; answer text goes in by textContent alone (never innerHTML).
+// are drawn here as SVG elements; answer text goes in by textContent alone (never parsed as HTML).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
