@@ -14,11 +14,14 @@ from hypothesis import strategies as st
 from test_portfolio import brute_force, check_schedule, small_portfolios
 
 from optimizer import load_catalog, portfolio
+from optimizer.inputs.files import portfolio_job_problem
 from optimizer.inputs.schema import Catalog, JobSpec, ModelSpec, Offer, Portfolio, Problem
 from optimizer.physics.constants import usd_to_cents
 from optimizer.planning.calibration import job_context
 from optimizer.planning.candidates import build_table, retimed
-from optimizer.solver.portfolio.data import pool_specs, prepare_jobs, whole_steps
+from optimizer.planning.plans import plan_from
+from optimizer.solver.portfolio.compact import compact, retime
+from optimizer.solver.portfolio.data import pool_specs, prepare, prepare_jobs, whole_steps
 from optimizer.solver.portfolio.greedy import (
     behind,
     capacity_arrays,
@@ -708,3 +711,51 @@ def test_a_required_job_is_rescued_by_moving_the_job_it_waits_for_earlier():
     blocked = [_job("big", [("slow", 5, 1.0)], (0, 4))]
     alone = Search(blocked, pools, pool_of, 20, None, [None], workers=1)
     assert not alone.rescue(0) and alone.placed == [None]
+
+
+def _finetunes(specs: list[dict]) -> Portfolio:
+    """Inline jobs of the 8B model on the default catalog, one per spec (fields of the job)."""
+    jobs = [
+        {"name": f"j{i}", "job": {"model": MODEL, "seq_len": 4096, "global_batch": 64, **spec}}
+        for i, spec in enumerate(specs)
+    ]
+    return Portfolio.model_validate({"horizon": "30d", "pools": [{"offer": "nodus-b200", "gpus": 16}], "jobs": jobs})
+
+
+@pytest.mark.parametrize("method", ["lora", "full"])
+def test_a_compact_table_retimed_is_the_whole_table_retimed(method):
+    # A compact table keeps a few layouts per row out of up to 125,000 (issue 53: 5.4 GB at 1,000 distinct
+    # jobs); for every token count it gives the candidates, and the plans, that the whole table gives.
+    catalog = load_catalog("default")
+    pf = _finetunes([{"method": method, "tokens": t} for t in ("1B", "100M", "40B")])
+    ctxs = [job_context(portfolio_job_problem(pf, i), catalog) for i in range(3)]
+    whole = build_table(ctxs[0])
+    small = compact(whole)
+    assert len(small.evaluation.row) * 20 < len(whole.evaluation.row)
+    for ctx in ctxs:
+        expected, got = retimed(whole, ctx), retime(small, ctx)
+
+        def seen(table):  # (the index into the evaluation differs: the compact one has fewer layouts)
+            return [
+                {k: v for k, v in vars(c).items() if k != "index"} | {"found": c.index >= 0} for c in table.candidates
+            ]
+
+        assert seen(got) == seen(expected)
+        for a, b in zip(expected.candidates, got.candidates):
+            if a.index >= 0 and a.rejected_by is None:
+                want = plan_from(ctx, a.row, expected.evaluation, a.index).model_dump()
+                assert plan_from(ctx, b.row, got.evaluation, b.index).model_dump() == want
+
+
+def test_tables_built_on_two_cores_are_the_tables_built_in_line():
+    catalog = load_catalog("default")
+    specs = [{"method": m, "tokens": "1B", "seq_len": s} for m in ("lora", "qlora") for s in (2048, 4096)]
+    pf = _finetunes(specs + [{"method": "lora", "tokens": "3B", "seq_len": 2048}])
+    horizon = whole_steps(pf.horizon_s, pf.time_step_s)
+    one, two = prepare(pf, catalog, horizon, workers=1), prepare(pf, catalog, horizon, workers=2)
+    assert two.tables == one.tables == 5 and not two.unevaluated
+
+    def seen(p):
+        return [[(o.row.key, o.index, o.time_s, o.cost_usd) for o in job.options] + job.durations for job in p.jobs]
+
+    assert seen(two) == seen(one) and all(job.table.ctx is not None for job in two.jobs)

@@ -694,12 +694,14 @@ class Search:
         return self.where[k][p[0]][0] in pools
 
     def crossing(self, k: int, pool: int, size: int) -> list[int]:
-        """Job k and up to ``size`` - 1 jobs running on ``pool`` in k's window, nearest its middle first."""
+        """Job k and up to ``size`` - 1 jobs running on ``pool`` in k's window, nearest its middle first, and
+        the jobs k waits for (they may have to end sooner)."""
         r, lim = window(self.jobs[k], self.horizon)
         mid = (r + lim) / 2
         others = [int(y) for y in self.running_in(pool, r, lim) if y != k]
         inside = sorted((abs((self.run_start[y] + self.run_end[y]) / 2 - mid), y) for y in others)
-        return [k, *(y for _, y in inside[: size - 1])]
+        near = [k, *(y for _, y in inside[: size - 1])]
+        return near + [d for d in self.predecessors(k) if d not in near]
 
     def around(self, t: int, size: int, pools: set[int] | None = None, seeds: list[int] | None = None) -> list[int]:
         """Up to ``size`` jobs nearest to step t (running on the given pools, if any), seeds first."""
@@ -842,20 +844,17 @@ def search(
             r, lim = window(job, state.horizon)
             if k not in tried:  # first by ejecting the jobs in its way: cheap, and often enough
                 tried.add(k)
-                placed = state.rescue(k) if job.required else state.insert(k, state.by_cost[k], (r + lim) / 2)
-                if placed:
+                if state.rescue(k) if job.required else state.insert(k, state.by_cost[k], (r + lim) / 2):
                     if report is not None:
                         report("repair")
                     continue
             attempt = repairs.get(k, 0)
             repairs[k] = attempt + 1
-            if attempt % 2 == 0:  # with the jobs it waits for, which may have to end sooner
-                seeds = [k, *state.predecessors(k)]
-                subset = state.around((r + lim) // 2, size, {pool for pool, _ in state.where[k]}, seeds)
+            if attempt % 2 == 0:  # with the jobs it waits for (they may have to end sooner), then those near
+                subset = state.around((r + lim) // 2, size, {p for p, _ in state.where[k]}, [k, *state.predecessors(k)])
             else:  # every job on one of its pools in its window, its pools in turn, cheapest first
                 ranked = list(dict.fromkeys(state.where[k][i][0] for i in state.by_cost[k]))
                 subset = state.crossing(k, ranked[(attempt // 2) % len(ranked)], REPAIR_JOBS)
-                subset += [d for d in state.predecessors(k) if d not in subset]
             kind = "repair"
         else:
             kind = kinds[turn % len(kinds)]

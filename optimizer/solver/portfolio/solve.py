@@ -179,7 +179,12 @@ def solve_portfolio(
     pools = pool_specs(pf, catalog, horizon)
     say = _say(progress, started)
     prepared = prepare(
-        pf, catalog, horizon, deadline - _extract_reserve(len(pf.jobs)), _options_progress(say) if progress else None
+        pf,
+        catalog,
+        horizon,
+        deadline - _extract_reserve(len(pf.jobs)),
+        _options_progress(say) if progress else None,
+        workers,
     )
     jobs = prepared.jobs
     # what follows the search, at this machine's pace now: a few plans built and timed
@@ -357,29 +362,10 @@ def _search(
         source = max(bounds, key=lambda k: (round(bounds[k]), k != "cheapest_options"))
         return bounds[source], source
 
-    # the best schedule found so far, whichever step found it: (dropped weight, cents), placed, required left out
-    seen: list[tuple[tuple[int, int], int, int]] = []
-
-    def tell(phase: str, found: tuple[tuple[int, int], int, int]) -> None:
-        """A progress line: the best schedule so far (a pass worse than an earlier schedule is no regression)."""
-        if not seen or found[0] < seen[0][0]:
-            seen[:] = [found]
-        (_, cost), placed, missing = seen[0]
-        extra = f"  {missing} required unplaced" if missing else ""
-        bound = best()[0]
-        say(
-            f"{phase:<8} placed {placed:,}/{len(jobs):,}  best ${cost / CENTS_PER_USD:,.2f}  "
-            f"bound ${bound / CENTS_PER_USD:,.2f}  gap {_gap(cost, bound):.2%}{extra}"
-        )
+    report = _BestSoFar(say, jobs, lambda: best()[0])
 
     def show(phase: str) -> None:
-        placed = sum(p is not None for p in state.placed)
-        tell(phase, (score(state), placed, len(state.required_dropped())))
-
-    def say_pass(p: Pass) -> None:
-        placed = sum(q is not None for q in p.placed)
-        missing = sum(1 for job, q in zip(jobs, p.placed) if q is None and job.required)
-        tell("reorder", (p.score, placed, missing))
+        report.search(phase, state)
 
     def ascent(
         until: float,
@@ -553,7 +539,7 @@ def _search(
             reorder_until,
             weights,
             first,
-            report=say_pass,
+            report=report.greedy_pass,
             fit=fit,
             rival=score(state),
         )
@@ -626,6 +612,35 @@ def _search(
         + ("" if lp is None or lp.bound_cents is not None else " (the LP did not finish in time)")
     )
     return [(p[0], p[1]) if p else (None, 0) for p in state.placed], dropped_proven
+
+
+class _BestSoFar:
+    """The search's progress lines: each gives the best schedule so far, whichever step found it (iterated
+    greedy's passes are worse than an earlier rounding at first; printed as they came they read as
+    regressions), its placed jobs, and the bound and gap at that time."""
+
+    def __init__(self, say: Callable[[str], None], jobs: list[JobData], bound: Callable[[], float]) -> None:
+        self._say, self._jobs, self._bound = say, jobs, bound
+        self._best: tuple[tuple[int, int], int, int] | None = None  # (dropped weight, cents), placed, required out
+
+    def _tell(self, phase: str, found: tuple[tuple[int, int], int, int]) -> None:
+        if self._best is None or found[0] < self._best[0]:
+            self._best = found
+        (_, cost), placed, missing = self._best
+        extra = f"  {missing} required unplaced" if missing else ""
+        bound = self._bound()
+        self._say(
+            f"{phase:<8} placed {placed:,}/{len(self._jobs):,}  best ${cost / CENTS_PER_USD:,.2f}  "
+            f"bound ${bound / CENTS_PER_USD:,.2f}  gap {_gap(cost, bound):.2%}{extra}"
+        )
+
+    def search(self, phase: str, state: Search) -> None:
+        placed = sum(p is not None for p in state.placed)
+        self._tell(phase, (score(state), placed, len(state.required_dropped())))
+
+    def greedy_pass(self, p: Pass) -> None:
+        missing = sum(1 for job, q in zip(self._jobs, p.placed) if q is None and job.required)
+        self._tell("reorder", (p.score, sum(q is not None for q in p.placed), missing))
 
 
 def _rescue_required(state: Search) -> int:

@@ -1,0 +1,64 @@
+"""The candidate tables a portfolio's jobs need, built on every core: one forked process per worker builds
+the tables in the order the jobs need them, each cut to the layouts a row can pick (``compact``), and sends
+it back without its job context (the caller has that). Where processes cannot be forked (not Linux), with
+one worker, or for a few tables, they are built in line."""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+from collections.abc import Iterator
+
+from ...inputs.files import portfolio_job_problem
+from ...inputs.schema import Catalog, Portfolio
+from ...planning.calibration import job_context
+from ...planning.candidates import CandidateTable, build_table
+from ...planning.context import JobContext
+from .compact import compact, retime
+
+# Fewer tables than this are built in line: forking and sending them back would cost more than it saves.
+PARALLEL_TABLES = 4
+
+# What the forked builders read (set before they fork, so they inherit it instead of each being sent it).
+_SHARED: tuple[Portfolio, Catalog] | None = None
+
+
+def _quiet() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the parent's to handle
+
+
+def _build(index: int) -> CandidateTable:
+    """Job ``index``'s table, compacted, without its context (a forked builder's task)."""
+    assert _SHARED is not None
+    pf, catalog = _SHARED
+    table = compact(build_table(job_context(portfolio_job_problem(pf, index), catalog)))
+    table.ctx = None  # type: ignore[assignment]  # the parent gives it its own (``Tables.next``)
+    return table
+
+
+class Tables:
+    """The tables of the jobs at ``indices`` (each the first of its shape), handed out in that order by
+    ``next``; ``close`` stops the builders (the tables not taken are not needed)."""
+
+    def __init__(self, pf: Portfolio, catalog: Catalog, indices: list[int], workers: int) -> None:
+        global _SHARED
+        self._pool = None
+        self._results: Iterator[CandidateTable] | None = None
+        if workers >= 2 and len(indices) >= PARALLEL_TABLES and sys.platform == "linux":
+            _SHARED = (pf, catalog)
+            self._pool = multiprocessing.get_context("fork").Pool(min(workers, len(indices)), initializer=_quiet)
+            _SHARED = None
+            self._results = self._pool.imap(_build, indices)
+
+    def next(self, ctx: JobContext) -> CandidateTable:
+        """The next job's table, for ``ctx`` (that job's context)."""
+        if self._results is None:
+            return compact(build_table(ctx))
+        return retime(next(self._results), ctx)  # the same table, with the caller's context
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
