@@ -1,8 +1,8 @@
 """The page of gpuplan serve in a real headless Chromium, past the README question (tests/test_server_browser.py):
 the what-if slider keyed faster than the solves come back ends where the keys left it; an error takes the last
 verdict away; the memory bar states its GiB; the spot, precision, LoRA rank and GPU-count fields reach the
-solve; a frontier point shows its plan, whose layout the check form checks through /v1/check; the catalog's
-offers and prices. Each compares the page with what the library or the API answers for the same question.
+solve; a frontier point shows its plan, whose layout the check form checks through /v1/check; a portfolio;
+the catalog's offers and prices. Each compares the page with what the library or the API answers for the same question.
 
 The server and browser are test_server_browser's fixtures (it skips, saying why, without selenium, Chromium or
 chromedriver). The slider's test wraps the page's fetch to hold each answer back, so that answers come back
@@ -288,6 +288,39 @@ def test_a_frontier_point_shows_its_plan_and_the_check_form_checks_it(served, br
     assert "bad" in browser.find_element(By.ID, "check-verdict").get_attribute("class")
     assert not browser.find_elements(By.CSS_SELECTOR, "#check-memory svg")
     _no_severe(browser, answered="/v1/check - Failed to load resource: the server responded with a status of 422")
+
+
+def test_the_portfolio_form_plans_many_jobs_as_the_api_does(served, browser):  # noqa: F811
+    _open(browser, served)
+    text = browser.find_element(By.ID, "portfolio-text").get_attribute("value")
+    assert "jobs:" in text and "file: llama-8b-lora.yaml" in text  # the example, bundled job files by name
+    browser.find_element(By.ID, "portfolio-run").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "portfolio-verdict") != "")
+    request = urllib.request.Request(
+        served + "/v1/portfolio", text.encode(), {"Content-Type": "application/yaml"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=WAIT_S) as response:
+        answer = json.loads(response.read())
+    assert answer["status"] == "optimal"  # so the page's solve found the same total
+    verdict = _text(browser, "portfolio-verdict")
+    assert verdict.startswith(f"optimal: ${answer['total_cost_usd']:,.2f} in all of a $5,000.00 budget"), verdict
+    rows = browser.find_elements(By.CSS_SELECTOR, "#portfolio-schedule tbody tr")
+    assert sorted(row.find_element(By.TAG_NAME, "td").text for row in rows) == sorted(
+        item["job"] for item in answer["schedule"]
+    )
+    notes = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#portfolio-notes li")]
+    assert notes == answer["notes"]
+
+    # a portfolio the API refuses: its message, in red, and no schedule
+    box = browser.find_element(By.ID, "portfolio-text")
+    box.clear()
+    box.send_keys("catalog: default\njobs: 3\n")
+    browser.find_element(By.ID, "portfolio-run").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "portfolio-verdict") != verdict)
+    assert "bad" in browser.find_element(By.ID, "portfolio-verdict").get_attribute("class")
+    assert _text(browser, "portfolio-verdict").startswith("request body")
+    assert not browser.find_element(By.ID, "portfolio-schedule").is_displayed()
+    _no_severe(browser, answered="/v1/portfolio - Failed to load resource: the server responded with a status of 422")
 
 
 def test_the_catalog_view_lists_its_offers_and_prices(served, browser):  # noqa: F811

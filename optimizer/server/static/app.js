@@ -399,7 +399,7 @@ function drawMemory(figure, legend, plan) {
     const part = svg("rect", { x: x.toFixed(1), y: barTop, width: w.toFixed(1), height: barHeight, fill: color, "data-part": name, "data-gib": value.toFixed(1) });
     part.append(svg("title", {}, `${name}: ${gib(value)}`));
     chart.append(part);
-    const text = w >= 118 ? `${name} ${gib(value)}` : w >= 56 ? gib(value) : w >= 30 ? value.toFixed(1) : "";
+    const text = w >= 118 ? `${name} ${gib(value)}` : w >= 56 ? gib(value) : w >= 24 ? value.toFixed(1) : "";
     if (text) chart.append(svg("text", { x: (x + 4).toFixed(1), y: barTop + 17, "font-size": 11, fill: "white", "data-part": name }, text));
     const item = el("li");
     const swatch = el("span", "", "swatch");
@@ -571,6 +571,82 @@ async function checkLayout() {
   }
 }
 
+// ------------------------------------------------------------------ a portfolio
+
+const PORTFOLIO_EXAMPLE = `# Two fine-tunes sharing a reserved B200 node within one budget
+# (problems/portfolio-q1-finetunes.yaml has more: windows, priorities, jobs run one after another)
+catalog: default
+horizon: 14d
+budget: $5,000
+objective: cost
+pools:
+  - offer: nodus-b200
+    gpus: 8
+jobs:
+  - name: llama8b-lora
+    file: llama-8b-lora.yaml
+    deadline: 4d
+  - name: llama70b-qlora
+    file: llama-70b-qlora.yaml
+    deadline: 10d
+`;
+
+function portfolioVerdict(result) {
+  const parts = [`${result.status}: ${usd(result.total_cost_usd)} in all`];
+  if (result.budget_usd) parts[0] += ` of a ${usd(result.budget_usd)} budget`;
+  if (result.makespan_h !== null && result.makespan_h !== undefined) parts.push(`the last job done after ${hours(result.makespan_h)}`);
+  parts.push(`${result.schedule.length} job(s) scheduled`);
+  if (result.dropped.length) parts.push(`${result.dropped.length} dropped`);
+  return parts.join(", ");
+}
+
+async function planPortfolio() {
+  state.portfolioSeq = (state.portfolioSeq || 0) + 1;
+  const seq = state.portfolioSeq;
+  $("portfolio-run").disabled = true;
+  $("portfolio-status").textContent = "planning…";
+  const headers = { ...postHeaders(), "Content-Type": "application/yaml" };
+  let result = null;
+  let failed = null;
+  try {
+    const { ok, data } = await fetchJSON("/v1/portfolio", { method: "POST", headers, body: $("portfolio-text").value });
+    if (ok) result = data;
+    else failed = data.detail || JSON.stringify(data);
+  } catch (err) {
+    failed = `no answer from the server: ${err}`;
+  }
+  if (seq !== state.portfolioSeq) return;
+  $("portfolio-run").disabled = false;
+  $("portfolio-status").textContent = "";
+  $("portfolio-result").hidden = false;
+  $("portfolio-verdict").textContent = failed || portfolioVerdict(result);
+  $("portfolio-verdict").className = failed || !result.schedule.length ? "answer bad" : "answer";
+  $("portfolio-schedule").hidden = Boolean(failed);
+  const rows = (result ? result.schedule : []).map((item) => {
+    const row = el("tr");
+    const plan = item.plan;
+    row.append(
+      el("td", item.job),
+      el("td", plan.offer || item.offer),
+      el("td", `${plan.nodes} x ${plan.gpus_per_node} ${plan.sku}`),
+      el("td", item.start_date || `${hours(item.start_h)}`),
+      el("td", item.end_date || `${hours(item.end_h)}`),
+      el("td", usd(item.cost_usd), "num"),
+      el("td", item.late_h ? hours(item.late_h) : "-", "num"),
+    );
+    return row;
+  });
+  fillBody("portfolio-schedule", rows);
+  const notes = result
+    ? [
+        ...result.dropped.map((item) => `dropped ${item.job}: ${item.reason}`),
+        ...result.infeasible.map((item) => (typeof item === "string" ? item : `${item.constraint || item.job || ""}: ${item.detail || item.reason || ""}`)),
+        ...result.notes,
+      ]
+    : [];
+  $("portfolio-notes").replaceChildren(...notes.map((note) => el("li", note)));
+}
+
 // ------------------------------------------------------------------ the catalog
 
 async function showCatalog() {
@@ -672,6 +748,11 @@ async function start() {
     checkLayout();
   });
   $("catalog-show").addEventListener("click", showCatalog);
+  $("portfolio-text").value = PORTFOLIO_EXAMPLE;
+  $("portfolio").addEventListener("submit", (event) => {
+    event.preventDefault();
+    planPortfolio();
+  });
   document.body.dataset.ready = "true";
 }
 
