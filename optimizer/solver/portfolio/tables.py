@@ -25,7 +25,12 @@ _SHARED: tuple[Portfolio, Catalog] | None = None
 
 
 def _quiet() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the parent's to handle
+    """A builder leaves signals to the parent: it ignores an interrupt, ends at ``terminate``'s SIGTERM, and
+    writes nothing to the wakeup descriptor it inherited (the CLI's watcher would read the parent's exit)."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
 
 
 def _build(index: int) -> CandidateTable:
