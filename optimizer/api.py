@@ -221,7 +221,7 @@ def _chosen(plan_, fixed: Fixed, nodes: int | None) -> list[str]:
         "zero": sharding,
         "micro_batch": f"micro-batch {s.micro_batch}",
         "grad_accum": f"{s.grad_accum} micro-batch(es) per step (batch {s.global_batch})",
-        "recompute": f"recompute {s.recompute}",
+        "recompute": f"recompute {s.recompute_label}",
     }
     chosen = [text for name, text in auto.items() if getattr(fixed, name) is None]
     if fixed.tp is None and fixed.pp is None and fixed.zero is None:

@@ -219,12 +219,6 @@ class Objective(str, Enum):
     time = "time"
 
 
-class RecomputeOpt(str, Enum):
-    none = "none"
-    selective = "selective"
-    full = "full"
-
-
 class OffloadOpt(str, Enum):
     none = "none"
     optimizer = "optimizer"
@@ -560,6 +554,16 @@ def _problem(
     return problem, cat
 
 
+def _recompute(text: str | None) -> str | None:
+    """--recompute read as a strategy's recompute (none, selective, full, layers:N); bad input names the flag."""
+    if text is None:
+        return None
+    try:
+        return units.parse_recompute(text, "--recompute")
+    except GpuplanError as exc:
+        raise ArgumentError(exc.reason, field="recompute") from None
+
+
 def _headroom(text: str | None) -> str | float | None:
     """--headroom read as constraints.memory_headroom reads it (10%, 8GiB, 8GB); bad input names the flag."""
     if text is None:
@@ -666,7 +670,13 @@ def check(
         help="Micro-batches per optimizer step (gradient accumulation); with job.global_batch it must give that "
         "batch (DP x micro-batch x accumulation), without it at most the batch cap gpuplan chooses within.",
     ),
-    recompute: RecomputeOpt | None = typer.Option(None, "--recompute", help="Activation recompute."),
+    recompute: str | None = typer.Option(
+        None,
+        "--recompute",
+        help="Activation recompute: none, selective, full (every layer) or layers:N (full recompute of N layers of "
+        "each pipeline stage, the rest keep their activations; Megatron's block method, torchtune's every k-th "
+        "layer); default: gpuplan chooses, the fewest layers that fit where the framework recomputes some only.",
+    ),
     offload: OffloadOpt | None = typer.Option(
         None,
         "--offload",
@@ -738,7 +748,7 @@ def check(
             pp=pp,
             zero=zero,
             micro_batch=micro_batch,
-            recompute=recompute.value if recompute else None,
+            recompute=_recompute(recompute),
             offload=offload.value if offload else None,
             compare=compare,
             spot=spot,

@@ -772,8 +772,8 @@ def added_sentence(
     slower = without.hours.p50 / plan.hours.p50 - 1.0
     how = (
         ""
-        if without.strategy.recompute == plan.strategy.recompute
-        else f", with {without.strategy.recompute} recompute"
+        if without.strategy.recompute_label == plan.strategy.recompute_label
+        else f", with {without.strategy.recompute_text}"
     )
     return f"{head}: without {it} the fastest layout that fits takes {slower:.0%} longer{how}"
 

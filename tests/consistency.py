@@ -98,7 +98,7 @@ def _pinned_check(problem: Problem, best) -> api.CheckResult:
             shard_degree=s.shard_degree,
             micro_batch=s.micro_batch,
             grad_accum=s.grad_accum,
-            recompute=s.recompute,
+            recompute=s.recompute_label,
             offload=s.offload if problem.job.offload != "auto" or s.offload == "optimizer" else None,
             spot=best.spot,
             framework=s.framework,

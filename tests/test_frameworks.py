@@ -303,7 +303,7 @@ def test_a_plan_is_costed_with_the_kernels_of_the_framework_it_names():
     best = plan(problem, time_limit_s=5).best
     assert best is not None and best.strategy.framework == "megatron"
     s = best.strategy
-    layout = dict(nodes=best.nodes, tp=s.tp, pp=s.pp, cp=s.cp, micro_batch=s.micro_batch, recompute=s.recompute)
+    layout = dict(nodes=best.nodes, tp=s.tp, pp=s.pp, cp=s.cp, micro_batch=s.micro_batch, recompute=s.recompute_label)
     layout["zero"] = s.zero_stage
     fields = dict(model="gemma-2-9b", method="lora", lora_rank=256, tokens="200M", seq_len=131072)
     for framework in ("megatron", "auto"):

@@ -37,11 +37,11 @@ def _preset_shape(name: str):
 
 
 def _deepseek_b200(dispatcher: str, overlap: float = 0.0):
-    """The Megatron-Bridge 26.04 DeepSeek-V3 row: 256 B200, PP 8 x 2 chunks, EP 32 (4 nodes), MBS 1."""
+    """The Megatron-Bridge 26.04 DeepSeek-V3 row: 256 B200, PP 8 x 2 chunks, EP 32 (4 nodes), MBS 1, every layer
+    recomputed (the recipe recomputes the MLA up-projections, a module recompute gpuplan does not model)."""
     problem = _problem("deepseek-v3", "fp8", moe_dispatcher=dispatcher, moe_overlap=overlap)
-    return check(
-        problem, CheckRequest("B200", 256, tp=1, pp=8, virtual_stages=2, ep=32, zero=1, micro_batch=1, compare=False)
-    ).plan
+    fixed = {"tp": 1, "pp": 8, "virtual_stages": 2, "ep": 32, "zero": 1, "micro_batch": 1, "recompute": "full"}
+    return check(problem, CheckRequest("B200", 256, compare=False, **fixed)).plan
 
 
 def test_deepep_sends_a_token_once_per_remote_node_not_once_per_expert():

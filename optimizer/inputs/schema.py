@@ -1096,6 +1096,12 @@ class Strategy(_Model):
     micro_batch: int = Field(1, ge=1)
     grad_accum: int = Field(1, ge=1)
     recompute: Recompute = "none"
+    recompute_layers: int | None = Field(
+        None,
+        ge=1,
+        description="Under full recompute, the layers of each pipeline stage that re-run their forward pass "
+        "(Megatron's --recompute-method block, per stage, all its chunks together); None: all of them.",
+    )
     virtual_stages: int = Field(1, ge=1, description="Interleaved pipeline chunks per GPU (1 = plain 1F1B).")
     offload: Literal["none", "optimizer"] = Field("none", description="ZeRO-Offload: optimizer state in CPU memory.")
     optimizer_in_backward: bool = Field(False, description="Optimizer step fused into backward (job field).")
@@ -1127,6 +1133,26 @@ class Strategy(_Model):
     def global_batch(self) -> int:
         """Sequences per optimizer step: dp x micro_batch x grad_accum."""
         return self.dp * self.micro_batch * self.grad_accum
+
+    @model_validator(mode="after")
+    def _layers_under_full_recompute(self) -> Strategy:
+        if self.recompute_layers is not None and self.recompute != "full":
+            raise ValueError(
+                f"recompute_layers counts fully recomputed layers: set recompute: full (got {self.recompute})"
+            )
+        return self
+
+    @property
+    def recompute_label(self) -> str:
+        """As --recompute takes it: none, selective, full (every layer) or layers:N."""
+        return f"layers:{self.recompute_layers}" if self.recompute_layers else self.recompute
+
+    @property
+    def recompute_text(self) -> str:
+        """'full recompute', 'full recompute of 5 layers per stage'."""
+        if self.recompute_layers:
+            return f"full recompute of {self.recompute_layers} layers{' per stage' if self.pp > 1 else ''}"
+        return f"{self.recompute} recompute"
 
 
 # --------------------------------------------------------------------------- portfolio

@@ -35,6 +35,19 @@ class Recompute(IntEnum):
     def from_label(cls, label: str) -> Recompute:
         return cls[label.upper()]
 
+    @classmethod
+    def parse(cls, label: str) -> tuple[Recompute, int]:
+        """'none', 'selective', 'full' (every layer: 0 layers named) or 'layers:N' (full recompute of N layers of
+        each pipeline stage) as (kind, layers)."""
+        kind, _, count = label.partition(":")
+        if kind.lower() == "layers":
+            return cls.FULL, int(count)
+        return cls.from_label(label), 0
+
+
+# A strategy grid's recompute_layers under full recompute: the fewest layers that fit (resolved per layout)
+RECOMPUTE_LEAST = -1
+
 
 class Offload(IntEnum):
     """Where the optimizer state lives (ZeRO-Offload, Ren et al. 2021)."""
@@ -77,6 +90,11 @@ class Layout:
     # ep x etp ranks drawn from all tp x dp x cp ranks (etp 1: whole experts); 0: the attention TP, EP
     # over the dp x cp ranks (no folding).
     etp: Ints = 0
+    # Under full recompute, the layers of each pipeline stage (all its chunks together) that re-run their forward
+    # pass in backward; the others keep their activations (Megatron-Core's --recompute-method block
+    # --recompute-num-layers, torchtitan's per-layer checkpointing every k-th block). 0: all of them.
+    # RECOMPUTE_LEAST in a strategy grid: the fewest that fit, which candidates.py resolves per layout.
+    recompute_layers: Ints = 0
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -93,6 +111,24 @@ class Layout:
 
     def as_floats(self) -> dict[str, np.ndarray]:
         return {name: np.asarray(getattr(self, name), float) for name in self.field_names()}
+
+    def stage_layers(self, layers: float) -> np.ndarray:
+        """Layers of the busiest pipeline stage: uneven stages put ceil(L / p) on the first."""
+        return np.ceil(layers / np.asarray(self.pp, float))
+
+    def recomputed_layers(self, layers: float) -> np.ndarray:
+        """Layers of the busiest stage that re-run their forward pass in backward (0 without full recompute)."""
+        per_stage = self.stage_layers(layers)
+        n = np.asarray(self.recompute_layers, float)
+        chosen = np.where(n > 0, np.minimum(n, per_stage), per_stage)
+        return np.where(np.asarray(self.recompute) == Recompute.FULL, chosen, 0.0)
+
+    def recomputed_share(self, layers: float) -> np.ndarray:
+        """Share of the busiest stage's layers that re-run their forward pass in backward (0 to 1; a model known
+        by its parameter count alone, ``layers`` 0, recomputes all or nothing)."""
+        if layers <= 0:
+            return np.where(np.asarray(self.recompute) == Recompute.FULL, 1.0, 0.0)
+        return self.recomputed_layers(layers) / np.maximum(self.stage_layers(layers), 1.0)
 
     @property
     def expert_tp(self) -> np.ndarray:

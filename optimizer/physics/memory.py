@@ -19,7 +19,7 @@ Sources, term by term:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -279,44 +279,71 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
     full_layer = layer_activation_bytes(shape, s, b, settings.eager_attention, fused, fp8)
     # Selective recompute (or FlashAttention) drops the s^2 attention term (Korthikanti section 5).
     flash_layer = layer_activation_bytes(shape, s, b, False, fused, fp8)
-    kept_layer = np.where(rc == Recompute.NONE, full_layer, flash_layer)
+    kept_layer = np.where(rc == Recompute.SELECTIVE, flash_layer, full_layer)  # a layer not fully recomputed
     in_flight = np.minimum(pp, np.asarray(layout.grad_accum, float))
-    layers_per_stage = np.ceil(shape.layers / pp)  # uneven stages: the first one holds the most
-    held = layers_per_stage * in_flight  # layer-micro-batches whose saved tensors wait for backward
-    last_held = layers_per_stage + 0.0 * in_flight
+    # Full recompute of r of the stage's layers (layout.recomputed_share: all, or Megatron's block method, the
+    # first r): each of those keeps only its input (2 sbh), the others all their tensors. A recomputed layer's
+    # working set (one layer's tensors) is live when its backward re-runs it, after the layers above it have freed
+    # theirs: the peak is the larger of the two (with every layer recomputed, the working set on top).
+    share = layout.recomputed_share(shape.layers)
+    recomputing = share > 0
+    held = layout.stage_layers(shape.layers) * in_flight  # layer-micro-batches whose tensors wait for backward
+    last_held = layout.stage_layers(shape.layers) + 0.0 * in_flight
     if settings.activation_offload:
         # Saved tensors go to pinned CPU memory as they are made and come back one layer ahead of backward
         # (torchtune OffloadActivations): only the layers in transfer stay on the GPU.
         held = np.minimum(held, ACTIVATION_OFFLOAD_RESIDENT_LAYERS)
         last_held = np.minimum(last_held, ACTIVATION_OFFLOAD_RESIDENT_LAYERS)
-    stored = np.where(
-        rc == Recompute.FULL,
-        # Full recompute: each layer keeps its input, plus one layer's working set during backward.
-        2.0 * s * b * shape.hidden * held + flash_layer,
-        kept_layer * held,
-    )
+    layer_input = 2.0 * s * b * shape.hidden
+
+    def stored(layers):
+        return layer_input * layers * share + np.maximum(
+            kept_layer * layers * (1.0 - share), np.where(recomputing, flash_layer, 0.0)
+        )
+
     # Without sequence parallelism every TP rank keeps the tensors of hidden width whole: the norms' inputs and
     # outputs, and under full recompute each layer's input (Korthikanti et al. 2022, eq. 2: 10 sbh of the 34
     # sbh are not split by TP; with sequence parallelism, eq. 4, all are). What TP leaves unsplit, per layer:
     whole = np.where(np.asarray(settings.sequence_parallel, bool), 0.0, 1.0 - 1.0 / tp)
     norm_layer = s * b * _norm_bytes_per_token(shape, fused, fused & np.asarray(fp8, bool)) * whole
-    input_layer = 2.0 * s * b * shape.hidden * whole
+    input_layer = layer_input * whole
 
     def unsplit(layers):
-        return np.where(rc == Recompute.FULL, input_layer * layers + norm_layer, norm_layer * layers)
+        return input_layer * layers * share + np.maximum(
+            norm_layer * layers * (1.0 - share), np.where(recomputing, norm_layer, 0.0)
+        )
 
     logits = settings.logits_bytes_per_vocab * s * b * shape.vocab
     v = np.asarray(layout.virtual_stages, float)
-    first_stage = (stored / tp + unsplit(held)) * np.where(v > 1, 1.0 + (pp - 1.0) / (pp * v), 1.0)
-    last_stage = (
-        np.where(
-            rc == Recompute.FULL,
-            2.0 * s * b * shape.hidden * last_held + flash_layer,
-            kept_layer * last_held,
-        )
-        + logits
-    ) / tp + unsplit(last_held)
+    first_stage = (stored(held) / tp + unsplit(held)) * np.where(v > 1, 1.0 + (pp - 1.0) / (pp * v), 1.0)
+    last_stage = (stored(last_held) + logits) / tp + unsplit(last_held)
     return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits / tp)
+
+
+def least_recomputed_layers(
+    shape: ModelShape, settings: RunSettings, layout: Layout, activation_budget_bytes, chunks=1
+) -> np.ndarray:
+    """Per layout, the fewest layers of each pipeline stage (a multiple of ``chunks``: the same count in each of a
+    rank's chunks) whose full recompute keeps the stage's activations per context-parallel rank within
+    ``activation_budget_bytes``; 0 (all of them) where only recomputing every layer, or nothing, fits. Time grows
+    and memory shrinks with the count, so the fewest that fit is the fastest layout that fits (a bisection)."""
+    per_stage = layout.stage_layers(shape.layers)
+    step = np.maximum(np.asarray(chunks, float), 1.0)
+    lo = np.zeros(np.shape(per_stage))  # in units of ``step``: lo too few (or none), hi enough (or all)
+    hi = np.ceil(per_stage / step)
+    cp = np.asarray(layout.cp, float)
+    budget = np.asarray(activation_budget_bytes, float)
+    while np.any(hi - lo > 1):
+        open_ = hi - lo > 1
+        mid = np.floor((lo + hi) / 2.0)
+        trial = replace(
+            layout, recompute=Recompute.FULL, recompute_layers=np.maximum(np.minimum(mid * step, per_stage), 1)
+        )
+        fits = activation_bytes(shape, settings, trial) / cp <= budget
+        hi = np.where(open_ & fits, mid, hi)
+        lo = np.where(open_ & ~fits, mid, lo)
+    count = np.minimum(hi * step, per_stage)
+    return np.where(count >= per_stage, 0, count).astype(np.int64)
 
 
 def framework_reserve_bytes(setting, capacity_bytes) -> np.ndarray:

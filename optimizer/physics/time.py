@@ -105,7 +105,7 @@ class StepTime:
 
 
 def flops_per_token(
-    shape: ModelShape, train: TrainingState, seq_len: float, recompute=Recompute.NONE
+    shape: ModelShape, train: TrainingState, seq_len: float, recompute=Recompute.NONE, recomputed_share=None
 ) -> tuple[float, np.ndarray]:
     """(model FLOPs, hardware FLOPs) per token; model FLOPs define MFU, hardware FLOPs take time.
 
@@ -121,11 +121,10 @@ def flops_per_token(
         model = 6.0 * shape.active_params + attention
     model += 2.0 * train.teacher_params
     rc = np.asarray(recompute)
-    extra = np.where(
-        rc == Recompute.FULL,
-        2.0 * shape.active_params + attention / 3.0,
-        np.where(rc == Recompute.SELECTIVE, attention / 3.0, 0.0),
-    )
+    # Full recompute of a share of the layers (``recomputed_share``; None: all) re-runs that share's forward.
+    share = np.where(rc == Recompute.FULL, 1.0, 0.0) if recomputed_share is None else np.asarray(recomputed_share)
+    extra = share * (2.0 * shape.active_params + attention / 3.0)
+    extra = extra + np.where(rc == Recompute.SELECTIVE, attention / 3.0, 0.0)
     return model, model + extra
 
 
@@ -223,7 +222,7 @@ def _micro_batch(
     tokens = b * seq_len * stage_share / tp / cp
     # FlashAttention's score and value matmuls run in 16-bit even in FP8 training (Transformer Engine's
     # default; torchtitan's float8 converts linear layers only), so they take the 16-bit peak.
-    attention = _attention_hw_flops(shape, seq_len, np.asarray(layout.recompute))
+    attention = _attention_hw_flops(shape, seq_len, layout)
     peak16 = _peak16(hw)
     linear = hw_flops_per_token - attention
     expert = linear * _active_expert_share(shape)
@@ -274,7 +273,7 @@ def _micro_batch(
     if train.quantized_base:  # the stage's NF4 weights, after TP and EP, dequantised every pass
         quantized = shape.params - train.bf16_base_params - shape.expert_share * shape.params
         per_gpu = quantized / model_parallel + shape.expert_share * shape.params / expert_parallel
-        passes = QLORA_DEQUANT_PASSES + (np.asarray(layout.recompute) == Recompute.FULL)
+        passes = QLORA_DEQUANT_PASSES + layout.recomputed_share(shape.layers)
         dequant_s = passes * per_gpu * QLORA_DEQUANT_BYTES_PER_PARAM / np.asarray(hw.hbm_bytes_per_s, float)
     return _MicroBatch(
         compute_s,
@@ -321,8 +320,8 @@ def _model_parallel_s(
     cp = np.asarray(layout.cp, float)
     b = np.asarray(layout.micro_batch, float)
     tokens = b * seq_len / cp  # per rank: context parallelism splits each sequence
-    recompute = np.asarray(layout.recompute)
-    tp_bytes = np.where(recompute == Recompute.FULL, 6.0, 4.0) * 2.0 * _ring(tp) * tokens * shape.hidden * 2.0
+    recomputed = layout.recomputed_share(shape.layers)  # a recomputed layer's forward all-reduces again
+    tp_bytes = (4.0 + 2.0 * recomputed) * 2.0 * _ring(tp) * tokens * shape.hidden * 2.0
     layers = shape.layers * mb.stage_share
     tp_s = layers * tp_bytes / links.intra
     g = np.asarray(hw.gpus_per_node, float)
@@ -472,11 +471,12 @@ def _expert_k_factor(shape, hw: Cluster, layout: Layout) -> np.ndarray:
     return weight / time
 
 
-def _attention_hw_flops(shape, seq_len: float, recompute) -> np.ndarray:
+def _attention_hw_flops(shape, seq_len: float, layout: Layout) -> np.ndarray:
     """Attention score and value FLOPs per token as ``flops_per_token`` counts them: 12 L h s, plus a third
-    more when the forward attention is recomputed (selective or full recompute)."""
+    more where the forward attention is recomputed (selective recompute, or the fully recomputed layers)."""
     attention = attention_flops_per_token(shape, seq_len)
-    return np.where(np.asarray(recompute) > 0, attention * 4.0 / 3.0, attention)
+    selective = np.asarray(layout.recompute) == Recompute.SELECTIVE
+    return attention * (1.0 + np.where(selective, 1.0, layout.recomputed_share(shape.layers)) / 3.0)
 
 
 def _attention_share(shape, seq_len: float) -> float:
@@ -600,7 +600,9 @@ def step_time(
 ) -> StepTime:
     """Time of one optimizer step. ``explicit_efficiency`` (nan = none) replaces the derived one."""
     s = float(settings.seq_len)
-    model_fpt, hw_fpt = flops_per_token(shape, train, s, np.asarray(layout.recompute))
+    model_fpt, hw_fpt = flops_per_token(
+        shape, train, s, np.asarray(layout.recompute), layout.recomputed_share(shape.layers)
+    )
     links = _Links.of(hw, settings.link_efficiency)
     fused = np.asarray(settings.fused_framework, bool)
     if np.any(fused) and np.any(np.asarray(hw.fused_efficiency_ratio) != 1.0):

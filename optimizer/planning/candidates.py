@@ -30,12 +30,13 @@ from ..physics.constants import (
     HOST_MEMORY_SERVER_GPUS,
 )
 from ..physics.cost import run_cost_usd
-from ..physics.layout import Cluster, Layout, Offload, Recompute
+from ..physics.layout import RECOMPUTE_LEAST, Cluster, Layout, Offload, Recompute
 from ..physics.memory import (
     MemoryBreakdown,
     activation_bytes,
     headroom_bytes,
     host_optimizer_bytes,
+    least_recomputed_layers,
     memory_breakdown,
 )
 from ..physics.time import StepTime, step_time
@@ -49,6 +50,8 @@ from .frameworks import (
     PREFERENCE,
     fused_kernels,
     label_layouts,
+    partial_recompute,
+    recompute_count,
     sequence_parallel,
     zero3_per_step,
 )
@@ -111,6 +114,9 @@ class Evaluation:
             micro_batch=lay.micro_batch,
             grad_accum=lay.grad_accum,
             recompute=Recompute(int(lay.recompute)).label,
+            recompute_layers=int(lay.recompute_layers)
+            if lay.recompute == Recompute.FULL and lay.recompute_layers > 0
+            else None,
             virtual_stages=lay.virtual_stages,
             offload=Offload(int(lay.offload)).label,
             optimizer_in_backward=self.optimizer_in_backward,
@@ -251,6 +257,9 @@ class Requested:
     pp: int | None = None
     # a hand-picked configuration: a fine-tune's recipe batch its GPUs do not divide rounds up (33 on 3 GPUs)
     hand_picked: bool = False
+    # under full recompute, the layers per stage recomputed (0: all; None: the fewest that fit, where the
+    # framework recomputes some layers only)
+    recompute_layers: int | None = None
 
 
 def strategy_grid(
@@ -335,6 +344,7 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: R
     if ctx.activation_reserve != "auto":
         recomputes = [Recompute.NONE]  # activations are a fixed reserve: recomputing would only cost time
     micro_batches = (requested.micro_batch,) if requested.micro_batch else MICRO_BATCH_CHOICES
+    recomputed = RECOMPUTE_LEAST if requested.recompute_layers is None else requested.recompute_layers
     out = []
     for tp, pp, cp in [(t, p, c) for t in tps for p in pps for c in context_choices(ctx, requested.cp)]:
         if gpus % (tp * pp * cp):
@@ -350,9 +360,10 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: R
                 for zero, shard in _shardings(row, tp, dp * cp):
                     for off in _offload_choices(ctx.job.offload, zero, dp * cp):
                         for rc in recomputes:
+                            layers = recomputed if rc == Recompute.FULL else 0
                             for v in _virtual_stages(pp, accum, model.layers or 0, requested.virtual_stages):
                                 for ep, etp in _expert_layouts(ctx, tp, dp * cp, requested.ep, requested.expert_tp):
-                                    out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off, cp, ep, etp))
+                                    out.append((tp, pp, dp, zero, shard, mb, accum, rc, v, off, cp, ep, etp, layers))
     return np.array(out, dtype=np.int64).reshape(-1, len(LAYOUT_FIELDS))
 
 
@@ -567,6 +578,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
     headroom = headroom_bytes(ctx.constraints.memory_headroom, caps)
     if np.any(per_row(12)):  # the calibration's reserve delta, before anything reads (and caches) mem.total
         mem.reserve = np.maximum(0.0, mem.reserve + per_row(12))
+    layout, mem = _least_recompute(ctx, layout, codes, settings, mem, caps - headroom)
     # HBM traffic of activations: one stage's layers, one micro-batch (written forward, read backward).
     one_micro = Layout(**{**vars(layout), "grad_accum": 1, "virtual_stages": 1})
     acts_micro = (
@@ -607,6 +619,32 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         # only auto labels a layout twice (frameworks.label_layouts)
         shadowed=_shadowed(grid, row_idx, mem.total + headroom <= caps) if ctx.job.framework == "auto" else None,
     )
+
+
+def _least_recompute(
+    ctx: JobContext, layout: Layout, codes: np.ndarray, settings, mem: MemoryBreakdown, usable_bytes: np.ndarray
+) -> tuple[Layout, MemoryBreakdown]:
+    """Resolve the grid's RECOMPUTE_LEAST: under a framework that recomputes some layers only, the fewest it runs
+    (``frameworks.recompute_count``) that fit the GPU (``usable_bytes``, the headroom left out); elsewhere all."""
+    auto = np.asarray(layout.recompute_layers) == RECOMPUTE_LEAST
+    if not np.any(auto):
+        return layout, mem
+    chosen = np.zeros(np.shape(auto), dtype=np.int64)  # all
+    kinds = partial_recompute(codes, ctx.job.framework)
+    partial = auto & (kinds != "none")
+    if np.any(partial) and ctx.shape.has_shapes:
+        budget = usable_bytes - (mem.weights + mem.gradients + mem.optimizer + mem.reserve)
+        least = least_recomputed_layers(ctx.shape, settings, layout, budget, layout.virtual_stages)
+        for kind in ("block", "every_k"):
+            runs = recompute_count(kind, least, ctx.shape.layers, layout.pp, layout.virtual_stages)
+            counted = np.where(least > 0, runs, 0)  # (0: all)
+            counted = np.where(counted >= layout.stage_layers(ctx.shape.layers), 0, counted)
+            chosen = np.where(partial & (kinds == kind), counted, chosen)
+    layout = replace(layout, recompute_layers=np.where(auto, chosen, layout.recompute_layers))
+    if not np.any(chosen):
+        return layout, mem
+    acts = activation_bytes(ctx.shape, settings, layout) / np.asarray(layout.cp, float)
+    return layout, replace(mem, activations=np.where(chosen > 0, acts, mem.activations))
 
 
 def _is_column(value: object, n: int) -> bool:

@@ -45,7 +45,7 @@ class Fixed:
     pp: int | None = None
     zero: int | None = None
     micro_batch: int | None = None
-    recompute: str | None = None
+    recompute: str | None = None  # none, selective, full (every layer) or layers:N (N of each stage)
     shard_degree: int | None = None
     cp: int | None = None
     ep: int | None = None
@@ -56,13 +56,23 @@ class Fixed:
     @property
     def requested(self) -> Requested:
         """What the layout grid must offer beyond solve's own choices."""
+        # full recompute named: every layer (0) or N of each stage; otherwise the fewest that fit
+        layers = None if self.recompute in (None, "none", "selective") else Recompute.parse(self.recompute)[1]
         return Requested(
-            self.cp, self.ep, self.virtual_stages, self.expert_tp, self.micro_batch, self.grad_accum, self.pp, True
+            self.cp,
+            self.ep,
+            self.virtual_stages,
+            self.expert_tp,
+            self.micro_batch,
+            self.grad_accum,
+            self.pp,
+            True,
+            recompute_layers=layers,
         )
 
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
-        rc = None if self.recompute is None else int(Recompute.from_label(self.recompute))
+        rc = None if self.recompute is None else int(Recompute.parse(self.recompute)[0])
         if rc == Recompute.SELECTIVE and ctx.job.attention == "flash":
             rc = int(Recompute.NONE)  # FlashAttention already drops the s^2 tensors selective recompute would
         if ctx.activation_reserve != "auto":

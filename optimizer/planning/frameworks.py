@@ -16,7 +16,7 @@ from typing import get_args
 import numpy as np
 
 from ..inputs.schema import JobSpec, Strategy
-from ..physics.layout import Offload, Recompute
+from ..physics.layout import RECOMPUTE_LEAST, Offload, Recompute
 
 # job.optimizer as the grid's constant "optimizer" column (the schema's order)
 OPTIMIZERS: tuple[str, ...] = get_args(JobSpec.model_fields["optimizer"].annotation)
@@ -103,6 +103,11 @@ class Framework:
     # TP x 2 CP whenever TP or CP is on: torchtitan's seq_len_divisor)
     seq_len_split: str = "none"
     seq_len_source: str = "no sequence-length rule"
+    # Full recompute of some of a stage's layers (layout.recompute_layers): "block", any count, the same in each
+    # of a rank's pipeline chunks (Megatron); "every_k", every k-th block, floor(L / k) of L (torchtune); "none",
+    # full recompute re-runs every layer
+    partial_recompute: str = "none"
+    partial_recompute_source: str = "activation checkpointing wraps every transformer block or none"
 
     def runnable(self, grid: dict[str, np.ndarray], layers: int) -> np.ndarray:
         """Which layouts of a strategy grid (columns by name) this framework runs."""
@@ -128,13 +133,7 @@ class Framework:
         precision = grid.get("precision", np.zeros_like(tp))
         in_precision = np.isin(precision, [PRECISION_CODES[p] for p in self.precisions])
         accum = grid["grad_accum"]
-        seq = grid.get("seq_len")  # absent (a strategy checked without its job's sequence): no rule
-        if seq is None or self.seq_len_split == "none":
-            bad_seq = np.zeros(np.shape(tp), dtype=bool)
-        elif self.seq_len_split == "per_cp_rank":
-            bad_seq = (tp > 1) & ((seq % cp != 0) | ((seq // np.maximum(cp, 1)) % tp != 0))
-        else:
-            bad_seq = ((tp > 1) | (cp > 1)) & (seq % (tp * 2 * cp) != 0)
+        bad_seq = self._bad_seq_len(grid.get("seq_len"), tp, cp)
         return {
             f"{self.title} trains {'/'.join(sorted(self.methods))} only ({self.methods_source})": ~trained,
             f"{self.title} runs the {'/'.join(sorted(self.optimizers))} optimizers only ({self.optimizers_source})": (
@@ -215,7 +214,46 @@ class Framework:
             )
             & (grid.get("etp", np.zeros_like(tp)) != tp)
             & (not self.expert_folding),
+            **self._recompute_rules(grid, layers),
         }
+
+    def _bad_seq_len(self, seq, tp, cp) -> np.ndarray:
+        """Layouts whose sequence length does not split evenly over their TP and CP ranks (``seq`` None, a strategy
+        checked without its job's sequence: none)."""
+        if seq is None or self.seq_len_split == "none":
+            return np.zeros(np.shape(tp), dtype=bool)
+        if self.seq_len_split == "per_cp_rank":
+            return (tp > 1) & ((seq % cp != 0) | ((seq // np.maximum(cp, 1)) % tp != 0))
+        return ((tp > 1) | (cp > 1)) & (seq % (tp * 2 * cp) != 0)
+
+    def _recompute_rules(self, grid: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
+        """Full recompute of some layers only (``recompute_layers`` > 0; the grid's RECOMPUTE_LEAST is resolved
+        to a count this framework runs: ``recompute_count``)."""
+        n = grid.get("recompute_layers", 0 * grid["tp"])
+        partial = (grid["recompute"] == Recompute.FULL) & (n > 0)
+        runs = np.asarray(n == recompute_count(self.partial_recompute, n, layers, grid["pp"], grid["virtual_stages"]))
+        how = {"block": "the same number of layers in each of a rank's pipeline chunks", "every_k": "every k-th layer"}
+        return {
+            f"{self.title} recomputes every layer or none ({self.partial_recompute_source})": partial
+            & (self.partial_recompute == "none"),
+            f"{self.title} recomputes {how.get(self.partial_recompute, '')} ({self.partial_recompute_source})": (
+                partial & (self.partial_recompute != "none") & ~runs
+            ),
+        }
+
+
+def recompute_count(kind: str, wanted, layers: float, pp, chunks) -> np.ndarray:
+    """The fewest layers per pipeline stage, at least ``wanted``, that a framework's partial recompute
+    (``Framework.partial_recompute``) runs: a multiple of the chunks per rank ("block"), floor(L / k) for some k
+    ("every_k"); the stage's L layers at most."""
+    stage = np.ceil(max(layers, 1) / np.maximum(np.asarray(pp, float), 1.0))
+    n = np.minimum(np.maximum(np.asarray(wanted, float), 1.0), stage)
+    if kind == "every_k":
+        n = np.floor(stage / np.floor(stage / n))
+    elif kind == "block":
+        step = np.maximum(np.asarray(chunks, float), 1.0)
+        n = np.minimum(np.ceil(n / step) * step, stage)
+    return n.astype(np.int64)
 
 
 _DEEPSPEED_PIPE = "deepspeed/runtime/pipe/engine.py: 'ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism'"
@@ -247,6 +285,10 @@ FRAMEWORKS: dict[str, Framework] = {
         interleave_source="no pipeline schedule",
         offload=False,
         offload_source="FSDP CPUOffload moves parameters and gradients too, not the optimizer alone",
+        partial_recompute="every_k",
+        partial_recompute_source="torchtune training/_activation_checkpointing.py apply_selective_activation_"
+        "checkpointing (ac_mode 'selective', ac_option k: every k-th block), over torch.distributed's "
+        "apply_activation_checkpointing, which wraps the blocks its check_fn selects",
         optimizer_in_backward=True,
         optimizer_in_backward_source="torchtune's full fine-tune recipes, optimizer_in_bwd (Tensor.register_post_"
         "accumulate_grad_hook); refused with gradient_accumulation_steps > 1 (recipes/full_finetune_single_device.py, "
@@ -412,6 +454,10 @@ FRAMEWORKS: dict[str, Framework] = {
         "LayerNormMLP modules (megatron/core/models/gpt/gpt_layer_specs.py, get_gpt_layer_with_transformer_engine_spec)",
         expert_folding=True,
         folding_source=_MEGATRON_ARGS + ": --expert-tensor-parallel-size (Megatron-Core MoE, 'MoE Parallel Folding')",
+        partial_recompute="block",
+        partial_recompute_source="megatron/core/transformer/transformer_config.py (d98e8a64, 2026-08-22): "
+        "recompute_method 'block' recomputes recompute_num_layers layers within each pipeline stage (each "
+        "chunk's TransformerBlock), the rest keep their activations",
     ),
 }
 
@@ -454,6 +500,15 @@ def fused_kernels(framework_codes, kernels: str, framework: str) -> np.ndarray:
     return fused[np.where(codes >= 0, codes, len(PREFERENCE))]
 
 
+def partial_recompute(framework_codes, framework: str) -> np.ndarray:
+    """Per layout, its framework's partial recompute (``Framework.partial_recompute``; a layout no framework runs
+    takes the job's framework's, none under auto)."""
+    codes = np.asarray(framework_codes)
+    unlabelled = FRAMEWORKS[framework].partial_recompute if framework != "auto" else "none"
+    kinds = np.array([FRAMEWORKS[name].partial_recompute for name in PREFERENCE] + [unlabelled])
+    return kinds[np.where(codes >= 0, codes, len(PREFERENCE))]
+
+
 def sequence_parallel(framework_codes, framework: str) -> np.ndarray:
     """Per layout, whether TP splits the sequence through the norms and residuals too: its framework's rule
     (a layout no framework runs takes the job's framework's, Megatron's under auto)."""
@@ -472,13 +527,16 @@ def label_layouts(
     Under a named framework, a layout it runs is labelled with it. Under ``auto``, a layout is labelled with the
     first framework in ``PREFERENCE`` order that runs it (the simplest tool) and again with the first of any
     other framework that runs it but that gpuplan costs differently (fused kernels under job.kernels auto, ZeRO-3
-    gathers once per step with PP under assumptions.zero3_gathers auto, sequence parallelism with TP), so that a layout that fits or runs
+    gathers once per step with PP under assumptions.zero3_gathers auto, sequence parallelism with TP, the fewest
+    layers recomputed under full recompute), so that a layout that fits or runs
     faster only under a less-preferred framework is still a candidate (docs/design.md section 3.5)."""
     names = PREFERENCE if framework == "auto" else (framework,)
     n = len(grid["tp"])
     per_step_with_pp = (grid["pp"] > 1) & (grid["zero"] >= 3)
-    # per layout, which costings (fused kernels x per-step gathers x sequence parallelism) are taken
-    labelled = np.zeros((n, 8), dtype=bool)
+    least = (grid["recompute"] == Recompute.FULL) & (grid.get("recompute_layers", 0 * grid["tp"]) == RECOMPUTE_LEAST)
+    # per layout, which costings (fused kernels x per-step gathers x sequence parallelism x partial recompute)
+    # are taken
+    labelled = np.zeros((n, 16), dtype=bool)
     index, codes = [], []
     for name in names:
         fw = FRAMEWORKS[name]
@@ -486,6 +544,7 @@ def label_layouts(
             (2 * (kernels == "auto" and fw.fused_kernels))
             + ((zero3_gathers == "auto" and fw.zero3_step_gathers_with_pp) & per_step_with_pp)
             + 4 * (fw.sequence_parallel & (grid["tp"] > 1))
+            + 8 * ((fw.partial_recompute != "none") & least)
         )
         costing = np.broadcast_to(np.asarray(costing, dtype=np.int64), (n,))
         new = fw.runnable(grid, layers) & ~labelled[np.arange(n), costing]
@@ -521,6 +580,7 @@ def why_not_runnable(
         "virtual_stages": s.virtual_stages,
         "offload": int(Offload.from_label(s.offload)),
         "recompute": int(Recompute.from_label(s.recompute)),
+        "recompute_layers": s.recompute_layers or 0,
         "optimizer_in_backward": int(s.optimizer_in_backward),
         "activation_offload": int(s.activation_offload),
         "method": METHOD_CODES[method],

@@ -48,7 +48,7 @@ def strategy_text(plan: Plan) -> str:
             parts.append(f"ZeRO-{s.zero_stage} DP {s.dp}")
     parts.append(f"mb {s.micro_batch}x{s.grad_accum} (batch {s.global_batch:,})")
     if s.recompute != "none":
-        parts.append(f"{s.recompute} recompute")
+        parts.append(s.recompute_text)
     if s.virtual_stages > 1:
         parts.append(f"{s.virtual_stages} chunks/GPU")
     if s.offload != "none":

@@ -204,11 +204,23 @@ class CheckFields(BaseModel):
     virtual_stages: int | None = Field(None, strict=True)
     micro_batch: int | None = Field(None, strict=True)
     grad_accum: int | None = Field(None, strict=True)
-    recompute: Literal["none", "selective", "full"] | None = None
+    recompute: str | None = Field(
+        None,
+        description="none, selective, full (every layer) or layers:N (full recompute of N layers of each pipeline "
+        "stage); default: gpuplan chooses.",
+    )
     offload: Literal["none", "optimizer", "auto"] | None = None
     framework: Literal["auto", "megatron", "deepspeed", "torchtitan", "fsdp"] | None = None
     spot: bool = Field(False, strict=True, description="Use the offer's spot price.")
     compare: bool = Field(True, strict=True, description="Compare with the best plan under the same constraints.")
+
+    @field_validator("recompute")
+    @classmethod
+    def _recompute(cls, value: str | None) -> str | None:
+        try:
+            return None if value is None else units.parse_recompute(value)
+        except GpuplanError as exc:
+            raise ValueError(exc.reason) from None  # validation_error names the field
 
     @field_validator(*_CHECK_RANGES)
     @classmethod

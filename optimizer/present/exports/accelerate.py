@@ -64,7 +64,8 @@ def write(plan: Plan, job: ExportJob) -> str:
             "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
             "fsdp_backward_prefetch": "BACKWARD_PRE",
             "fsdp_state_dict_type": "SHARDED_STATE_DICT",
-            "fsdp_activation_checkpointing": s.recompute != "none",
+            # FSDP's plugin checkpoints every block or none: a plan recomputing some blocks does it in the script
+            "fsdp_activation_checkpointing": s.recompute != "none" and not s.recompute_layers,
             "fsdp_offload_params": s.offload != "none",
             "fsdp_sync_module_states": True,
             "fsdp_use_orig_params": True,
@@ -87,9 +88,21 @@ def write(plan: Plan, job: ExportJob) -> str:
         notes.append("FSDP offloads parameters with their optimizer state: less GPU memory than planned, slower")
     if s.recompute == "selective":
         notes.append("FSDP's activation checkpointing recomputes whole blocks (full), more than the selective plan")
+    if s.recompute_layers:
+        notes.append(partial_recompute_note(s.recompute_layers, job.num_layers))
     if precision == "nvfp4":
         notes.append("accelerate has no NVFP4 setting: bf16 here")
     return comment(header(plan, precision, lines, notes)) + yaml_text(config)
+
+
+def partial_recompute_note(layers: int, num_layers: int | None) -> str:
+    """How a script recomputes ``layers`` of the model's blocks, every k-th one (the FSDP framework's rule)."""
+    every = f"every {num_layers // layers}-th block, " if num_layers else ""
+    return (
+        f"the plan recomputes {layers} of the blocks ({every}the rest keep their activations): wrap those in your "
+        "script (torchtune: ac_mode selective, ac_option k; torch.distributed's apply_activation_checkpointing "
+        "with a check_fn); accelerate's FSDP plugin checkpoints every block or none, so it is off here"
+    )
 
 
 def _single_gpu(plan: Plan, job: ExportJob) -> str:
@@ -116,7 +129,9 @@ def _single_gpu(plan: Plan, job: ExportJob) -> str:
         *adapter_line(job.method),
     ]
     notes = []
-    if s.recompute != "none":
+    if s.recompute_layers:
+        notes.append(partial_recompute_note(s.recompute_layers, job.num_layers))
+    elif s.recompute != "none":
         notes.append(
             f"the plan recomputes activations ({s.recompute}): turn on gradient checkpointing in your script "
             "(model.gradient_checkpointing_enable()); a single-GPU accelerate config has no setting for it"

@@ -171,7 +171,7 @@ def describe(plan: Plan) -> str:
 
 def header(plan: Plan, precision: str, lines: list[str] | None = None, notes: list[str] | None = None) -> list[str]:
     s = plan.strategy
-    details = [f"recompute {s.recompute}", precision]
+    details = [f"recompute {s.recompute_label}", precision]
     if s.virtual_stages > 1:
         details.append(f"{s.virtual_stages} virtual pipeline stages per GPU")
     if s.offload != "none":

@@ -124,6 +124,9 @@ def megatron_args(
     ]
     if s.recompute == "selective":
         args.append("--recompute-granularity selective")
+    elif s.recompute_layers:  # N of each stage's layers, the same count in each of its chunks (block method)
+        per_chunk = s.recompute_layers // max(s.virtual_stages, 1)
+        args += ["--recompute-granularity full", "--recompute-method block", f"--recompute-num-layers {per_chunk}"]
     elif s.recompute == "full":
         args += ["--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1"]
     args.append("--fp16" if precision == "fp16" else "--bf16")

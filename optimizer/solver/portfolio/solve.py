@@ -294,12 +294,13 @@ OPTIONS_PROGRESS_EVERY_S = 1.0
 
 
 def _options_progress(say: Callable[[str], None]) -> Callable[[int, int], None]:
-    """``prepare``'s progress as lines: the first at once, then one a second at most, and the last."""
-    last = [-math.inf]
+    """``prepare``'s progress as lines: one a second at most, the first a second in (a job's bad input found
+    sooner is the only line), and the last."""
+    last = [time.perf_counter()]
 
     def count(done: int, total: int) -> None:
         now = time.perf_counter()
-        if done in (0, total) or now - last[0] >= OPTIONS_PROGRESS_EVERY_S:
+        if done == total or now - last[0] >= OPTIONS_PROGRESS_EVERY_S:
             last[0] = now
             say(f"options  {done:,}/{total:,} jobs evaluated")
 
