@@ -673,9 +673,10 @@ def check(
     recompute: str | None = typer.Option(
         None,
         "--recompute",
-        help="Activation recompute: none, selective, full (every layer) or layers:N (full recompute of N layers of "
-        "each pipeline stage, the rest keep their activations; Megatron's block method, torchtune's every k-th "
-        "layer); default: gpuplan chooses, the fewest layers that fit where the framework recomputes some only.",
+        help="Activation recompute: none, selective, full (every layer), op (per-op selective: torchtitan's SAC "
+        "saves every other matmul's output) or layers:N (full recompute of N layers of each pipeline stage, the "
+        "rest keep their activations; Megatron's block method, torchtune's every k-th layer); default: gpuplan "
+        "chooses, the fewest layers that fit where the framework recomputes some only.",
     ),
     offload: OffloadOpt | None = typer.Option(
         None,

@@ -1,8 +1,9 @@
 """Published peak memory per GPU from several families (validation/memory_runs.yaml), scored by bench/memory.py.
 
-The thresholds are the bench's figures when the rows were gathered (2026-12-06: 31 scored rows of 6 families, median
-|error| 16.0 %, worst ratio 1.94) with a little slack, so a change to the memory model that makes the published peaks
-worse fails here; one that makes them better should lower the thresholds.
+The thresholds are the bench's figures (2026-12-06: 31 scored rows of 6 families, median |error| 16.0 %, worst ratio
+1.94 when the rows were gathered; 13.4 % and 1.43 once torchtitan's per-op selective recompute was modelled, which
+no longer calls three published torchtitan runs "does not fit") with a little slack, so a change to the memory model
+that makes the published peaks worse fails here; one that makes them better should lower the thresholds.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import memory as bench  # noqa: E402
 
-MAX_MEDIAN = 0.19
-MAX_WORST = 2.1
+MAX_MEDIAN = 0.15
+MAX_WORST = 1.5
 TABLE = bench.load_rows()
 ROWS = TABLE["rows"]
 FAMILIES = yaml.safe_load((ROOT / "validation" / "families.yaml").read_text())["families"]
@@ -28,7 +29,7 @@ FAMILIES = yaml.safe_load((ROOT / "validation" / "families.yaml").read_text())["
 def test_bench_within_todays_thresholds(capsys):
     assert bench.main(["--max-median", str(MAX_MEDIAN), "--max-worst", str(MAX_WORST)]) == 0, capsys.readouterr().out
     out = capsys.readouterr().out
-    assert "leave-one-family-out" in out and "does not fit on the GPU it ran on" in out
+    assert "leave-one-family-out" in out and "does not fit on the GPU it ran on: none" in out
 
 
 def test_bench_fails_past_a_threshold(capsys):

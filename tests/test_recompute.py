@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import tomllib
 from typer.testing import CliRunner
 
 from optimizer import CheckRequest, check, plan
@@ -17,9 +18,11 @@ from optimizer.cli import app
 from optimizer.inputs.files import expand_models, load_catalog
 from optimizer.inputs.schema import Problem, Strategy
 from optimizer.physics.layout import Layout, Recompute, RunSettings
-from optimizer.physics.memory import activation_bytes, least_recomputed_layers
+from optimizer.physics.memory import activation_bytes, least_recomputed_layers, op_saved_bytes_per_token
+from optimizer.physics.time import op_recompute_flops_per_token
 from optimizer.planning.calibration import job_context
 from optimizer.planning.frameworks import recompute_count, why_not_runnable
+from optimizer.present.exports import export
 from optimizer.present.exports.megatron import megatron_args
 
 runner = CliRunner()
@@ -198,3 +201,44 @@ def test_the_table_names_the_layers():
     )
     assert r.exit_code == 0, r.output
     assert "full recompute of 10 layers" in r.output
+
+
+def test_per_op_selective_recompute_keeps_torchtitans_saved_ops():
+    # torchtitan's SelectiveAC on a Llama block: the input, q, v, SDPA's output (with its fp32 log-sum-exp per
+    # head), w1's and w2's outputs; wk, wo and w3 (the second, fourth and sixth matmuls) re-run in backward.
+    h, q, kv, f, heads = 4096, 4096, 1024, 14336, 32  # Llama 3.1 8B
+    shape = job_context(problem_of({"model": "llama-3.1-8b", "tokens": "1B"}), load_catalog("default")).shape
+    assert op_saved_bytes_per_token(shape) == 2 * (h + q + kv + q + f + h) + 4 * heads
+    assert op_recompute_flops_per_token(shape) == 2 * 32 * (h * kv + q * h + h * f)
+    s = Strategy(dp=8, zero_stage=3, shard_degree=8, micro_batch=2, recompute="op", framework="torchtitan")
+    assert not why_not_runnable("torchtitan", s, 32)
+    assert any(
+        "per-op selective" in rule for rule in why_not_runnable("megatron", s.model_copy(update={"zero_stage": 1}), 32)
+    )
+
+
+def test_per_op_selective_recompute_sits_between_none_and_full_in_memory_and_time():
+    job = {"model": "llama-3.1-8b", "tokens": "1B", "seq_len": 8192, "framework": "torchtitan"}
+    plans = {
+        rc: check(
+            problem_of(job), CheckRequest("H100", 8, tp=1, pp=1, zero=3, micro_batch=2, recompute=rc, compare=False)
+        ).plan
+        for rc in ("none", "op", "full")
+    }
+    acts = {rc: p.memory_gib.activations for rc, p in plans.items()}
+    speed = {rc: p.tokens_per_s for rc, p in plans.items()}
+    assert acts["full"] < acts["op"] < 0.5 * acts["none"]
+    assert speed["full"] < speed["op"] < speed["none"]
+
+
+def test_per_op_recompute_asked_under_auto_runs_in_torchtitan_and_its_export_says_so():
+    job = {"model": "llama-3.1-8b", "tokens": "1B", "seq_len": 8192}
+    result = check(problem_of(job), CheckRequest("H100", 8, tp=1, pp=1, zero=3, recompute="op", compare=False))
+    s = result.plan.strategy
+    assert (s.recompute, s.framework) == ("op", "torchtitan") and result.runnable
+    text = export(result.plan, "torchtitan", job=problem_of(job).job)
+    config = tomllib.loads("\n".join(line for line in text.splitlines() if not line.startswith("#")))
+    assert config["activation_checkpoint"] == {"mode": "selective", "selective_ac_option": "op"}
+    # solve under auto does not offer it (its element-wise recompute is not timed)
+    best = plan(problem_of(job, gpu={"types": ["H100"]}, max_gpus=8)).best
+    assert best is not None and best.strategy.recompute != "op"

@@ -189,7 +189,7 @@ Name = Annotated[str, AfterValidator(a_name)]
 
 Precision = Literal["bf16", "fp16", "fp8", "nvfp4"]
 Method = Literal["full", "lora", "qlora"]
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "full", "op"]
 MemoryBasis = Literal["delivered", "reported", "label", "board"]
 Framework = Literal["megatron", "deepspeed", "torchtitan", "fsdp"]
 
@@ -1152,7 +1152,7 @@ class Strategy(_Model):
         """'full recompute', 'full recompute of 5 layers per stage'."""
         if self.recompute_layers:
             return f"full recompute of {self.recompute_layers} layers{' per stage' if self.pp > 1 else ''}"
-        return f"{self.recompute} recompute"
+        return "per-op selective recompute" if self.recompute == "op" else f"{self.recompute} recompute"
 
 
 # --------------------------------------------------------------------------- portfolio

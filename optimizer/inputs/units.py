@@ -245,14 +245,15 @@ def parse_count(value: str | int | float, what: str = "a count") -> float:
     return _finite(number * factor, value, what)
 
 
-RECOMPUTE_CHOICES = ("none", "selective", "full")
+RECOMPUTE_CHOICES = ("none", "selective", "full", "op")
 # the most layers a layers:N recompute may name (the largest models have a few hundred)
 RECOMPUTE_LAYERS_MAX = 10_000
 
 
 def parse_recompute(value: object, what: str = "a recompute") -> str:
-    """``none``, ``selective``, ``full`` (every layer) or ``layers:N`` (full recompute of N layers of each pipeline
-    stage, Megatron's --recompute-method block) in any case, as that lowercase label."""
+    """``none``, ``selective``, ``full`` (every layer), ``op`` (per-op selective: torchtitan's SAC) or ``layers:N``
+    (full recompute of N layers of each pipeline stage, Megatron's --recompute-method block) in any case, as that
+    lowercase label."""
     text = str(value).strip().lower()
     if text in RECOMPUTE_CHOICES:
         return text
@@ -262,8 +263,9 @@ def parse_recompute(value: object, what: str = "a recompute") -> str:
         if 1 <= n <= RECOMPUTE_LAYERS_MAX:
             return f"layers:{n}"
     raise UnitError(
-        f"cannot read {value!r} as {what}; write none, selective, full (every layer) or layers:N (full recompute of "
-        f"N layers of each pipeline stage, 1 to {RECOMPUTE_LAYERS_MAX:,}, e.g. layers:12)"
+        f"cannot read {value!r} as {what}; write none, selective, full (every layer), op (per-op selective, "
+        f"torchtitan's SAC) or layers:N (full recompute of N layers of each pipeline stage, 1 to "
+        f"{RECOMPUTE_LAYERS_MAX:,}, e.g. layers:12)"
     )
 
 

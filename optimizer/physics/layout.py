@@ -26,6 +26,7 @@ class Recompute(IntEnum):
     NONE = 0
     SELECTIVE = 1  # attention core only
     FULL = 2  # every layer re-runs its forward pass in backward
+    OP = 3  # per-op selective (torchtitan's SAC): every block keeps its matmuls' outputs but every second one
 
     @property
     def label(self) -> str:

@@ -265,6 +265,24 @@ def layer_activation_bytes(
     return per_layer
 
 
+def op_saved_bytes_per_token(shape: ModelShape) -> float:
+    """Bytes per token one block keeps under per-op selective checkpointing (torchtitan's SelectiveAC,
+    torchtitan/distributed/activation_checkpoint.py at b5bcd76c, 2026-08-21): its input (2h); the outputs of the
+    ops it must save, SDPA's (2q, with an fp32 log-sum-exp per head) and every other matmul's, the first, third,
+    ... in forward order (q 2q, v 2k, the MLP's first 2f and, gated, its down projection's 2h); the rest
+    (norms, RoPE, the other matmuls, the SwiGLU) re-run in backward. MoE layers: the router gate is recomputed,
+    the experts' grouped GEMMs and the all-to-alls are saved (their outputs, 4f + 2hk, and the dispatched copy,
+    2hk), with the router's fp32 logits and routing indices as without recompute."""
+    h, q, k, f = shape.hidden, shape.q_width, shape.kv_width, shape.ffn_active
+    attention = 2 * h + 2 * q + 2 * k + 2 * q + 4 * shape.heads
+    dense = 2 * f + (2 * h if shape.gated_mlp else 0.0)
+    if not shape.experts:
+        return attention + dense
+    topk, share = shape.experts_per_token, shape.moe_layer_share
+    moe = 4 * f + 4 * h * topk + 4 * shape.experts + 24 * topk
+    return attention + share * moe + (1.0 - share) * dense
+
+
 def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -> np.ndarray:
     """Activation memory of the busiest pipeline stage; with TP > 1 split by TP throughout under sequence
     parallelism (``settings.sequence_parallel``: Megatron, torchtitan), else the norms and layer inputs whole.
@@ -285,7 +303,9 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
     # first r): each of those keeps only its input (2 sbh), the others all their tensors. A recomputed layer's
     # working set (one layer's tensors) is live when its backward re-runs it, after the layers above it have freed
     # theirs: the peak is the larger of the two (with every layer recomputed, the working set on top).
-    share = layout.recomputed_share(shape.layers)
+    # per-op selective recompute: every block keeps what op_saved_bytes_per_token counts instead of its input
+    op = rc == Recompute.OP
+    share = np.where(op, 1.0, layout.recomputed_share(shape.layers))
     recomputing = share > 0
     held = layout.stage_layers(shape.layers) * in_flight  # layer-micro-batches whose tensors wait for backward
     last_held = layout.stage_layers(shape.layers) + 0.0 * in_flight
@@ -294,7 +314,7 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
         # (torchtune OffloadActivations): only the layers in transfer stay on the GPU.
         held = np.minimum(held, ACTIVATION_OFFLOAD_RESIDENT_LAYERS)
         last_held = np.minimum(last_held, ACTIVATION_OFFLOAD_RESIDENT_LAYERS)
-    layer_input = 2.0 * s * b * shape.hidden
+    layer_input = np.where(op, s * b * op_saved_bytes_per_token(shape), 2.0 * s * b * shape.hidden)
 
     def stored(layers):
         return layer_input * layers * share + np.maximum(

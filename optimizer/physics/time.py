@@ -125,7 +125,18 @@ def flops_per_token(
     share = np.where(rc == Recompute.FULL, 1.0, 0.0) if recomputed_share is None else np.asarray(recomputed_share)
     extra = share * (2.0 * shape.active_params + attention / 3.0)
     extra = extra + np.where(rc == Recompute.SELECTIVE, attention / 3.0, 0.0)
+    extra = extra + np.where(rc == Recompute.OP, op_recompute_flops_per_token(shape), 0.0)
     return model, model + extra
+
+
+def op_recompute_flops_per_token(shape: ModelShape) -> float:
+    """Forward FLOPs per token that per-op selective checkpointing re-runs (torchtitan's SelectiveAC: every
+    second matmul of a block, physics/memory.op_saved_bytes_per_token): the key and output projections and the
+    MLP's second matmul (gated: up, else down), 2 (h k + q h + h f) per layer; an MoE layer's experts are saved,
+    so there only the attention's two. Attention (SDPA saved) and element-wise ops' time are not counted."""
+    h, q, k, f = shape.hidden, shape.q_width, shape.kv_width, shape.ffn_active
+    mlp_share = 1.0 - (shape.moe_layer_share if shape.experts else 0.0)
+    return 2.0 * shape.layers * (h * k + q * h + mlp_share * h * f)
 
 
 def attention_flops_per_token(shape: ModelShape, seq_len: float) -> float:

@@ -260,6 +260,7 @@ class Requested:
     # under full recompute, the layers per stage recomputed (0: all; None: the fewest that fit, where the
     # framework recomputes some layers only)
     recompute_layers: int | None = None
+    op_recompute: bool = False  # per-op selective recompute asked for (else only under torchtitan)
 
 
 def strategy_grid(
@@ -340,7 +341,13 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: R
         tps = [t for t in tps if model.heads % t == 0 and (model.kv_heads or model.heads) % t == 0]
     pps = [p for p in pipeline_choices(requested.pp) if ctx.shape.has_shapes and 2 * p <= (model.layers or 0)] or [1]
     # Under FlashAttention selective recompute keeps the same tensors as none (docs/design.md section 4.4).
-    recomputes = [Recompute.NONE, Recompute.FULL] if ctx.job.attention == "flash" else list(Recompute)
+    recomputes = [Recompute.NONE, Recompute.FULL]
+    if ctx.job.attention != "flash":
+        recomputes.insert(1, Recompute.SELECTIVE)
+    if ctx.job.framework == "torchtitan" or requested.op_recompute:
+        # torchtitan's own (the other frameworks' rules refuse it); not offered under auto, where its element-wise
+        # recompute, not timed, would make a torchtitan plan look faster than it runs
+        recomputes.append(Recompute.OP)
     if ctx.activation_reserve != "auto":
         recomputes = [Recompute.NONE]  # activations are a fixed reserve: recomputing would only cost time
     micro_batches = (requested.micro_batch,) if requested.micro_batch else MICRO_BATCH_CHOICES

@@ -57,7 +57,7 @@ class Fixed:
     def requested(self) -> Requested:
         """What the layout grid must offer beyond solve's own choices."""
         # full recompute named: every layer (0) or N of each stage; otherwise the fewest that fit
-        layers = None if self.recompute in (None, "none", "selective") else Recompute.parse(self.recompute)[1]
+        layers = None if self.recompute in (None, "none", "selective", "op") else Recompute.parse(self.recompute)[1]
         return Requested(
             self.cp,
             self.ep,
@@ -68,6 +68,7 @@ class Fixed:
             self.pp,
             True,
             recompute_layers=layers,
+            op_recompute=self.recompute == "op",
         )
 
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:

@@ -108,6 +108,9 @@ class Framework:
     # full recompute re-runs every layer
     partial_recompute: str = "none"
     partial_recompute_source: str = "activation checkpointing wraps every transformer block or none"
+    # per-op selective recompute (Recompute.OP: each block saves its matmuls' outputs but every second one)
+    op_recompute: bool = False
+    op_recompute_source: str = "no per-op selective checkpointing policy"
 
     def runnable(self, grid: dict[str, np.ndarray], layers: int) -> np.ndarray:
         """Which layouts of a strategy grid (columns by name) this framework runs."""
@@ -234,6 +237,10 @@ class Framework:
         runs = np.asarray(n == recompute_count(self.partial_recompute, n, layers, grid["pp"], grid["virtual_stages"]))
         how = {"block": "the same number of layers in each of a rank's pipeline chunks", "every_k": "every k-th layer"}
         return {
+            f"{self.title} has no per-op selective recompute ({self.op_recompute_source})": (
+                grid["recompute"] == Recompute.OP
+            )
+            & (not self.op_recompute),
             f"{self.title} recomputes every layer or none ({self.partial_recompute_source})": partial
             & (self.partial_recompute == "none"),
             f"{self.title} recomputes {how.get(self.partial_recompute, '')} ({self.partial_recompute_source})": (
@@ -349,6 +356,9 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "torchtitan": Framework(
         name="torchtitan",
+        op_recompute=True,
+        op_recompute_source="torchtitan/distributed/activation_checkpoint.py SelectiveAC (b5bcd76c, 2026-08-21): "
+        "saves SDPA's, communication ops' and every second matmul's outputs, recomputes the rest",
         methods=frozenset({"full", "lora"}),
         methods_source="torchtitan/components/lora.py LoRAConverter (74181b1e8, 2026-05-08); no 4-bit NF4 base "
         "weights, so no QLoRA",

@@ -206,8 +206,8 @@ class CheckFields(BaseModel):
     grad_accum: int | None = Field(None, strict=True)
     recompute: str | None = Field(
         None,
-        description="none, selective, full (every layer) or layers:N (full recompute of N layers of each pipeline "
-        "stage); default: gpuplan chooses.",
+        description="none, selective, full (every layer), op (per-op selective: torchtitan's SAC) or layers:N "
+        "(full recompute of N layers of each pipeline stage); default: gpuplan chooses.",
     )
     offload: Literal["none", "optimizer", "auto"] | None = None
     framework: Literal["auto", "megatron", "deepspeed", "torchtitan", "fsdp"] | None = None

@@ -126,9 +126,9 @@ def torchtitan_sections(
         "job": {"description": f"{name}: {describe(plan)}", "dump_folder": "./outputs"},
         "training": training,
         "parallelism": parallelism,
-        "activation_checkpoint": {"mode": s.recompute},
+        "activation_checkpoint": {"mode": "selective" if s.recompute == "op" else s.recompute},
     }
-    if s.recompute == "selective":
+    if s.recompute in ("selective", "op"):
         sections["activation_checkpoint"]["selective_ac_option"] = "op"
     if s.optimizer_in_backward:
         sections["optimizer"] = {"early_step_in_backward": True}
