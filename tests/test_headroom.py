@@ -20,10 +20,10 @@ from optimizer.planning.plans import at_the_edge, headroom_gib
 
 runner = CliRunner()
 SFT_70B = "problems/llama-70b-within-5-days.yaml"
-# 8 B200, FSDP ZeRO-3, micro-batch 2, full recompute: 163.4 of 167.6 GiB per GPU (4.3 GiB, 2.5 % free)
-TIGHT = {"zero": 3, "tp": 1, "framework": "fsdp", "micro_batch": 2, "recompute": "full", "compare": False}
+# 8 B200, FSDP ZeRO-3, micro-batch 1, full recompute: 156.9 of 167.6 GiB per GPU (10.8 GiB, 6.4 % free)
+TIGHT = {"zero": 3, "tp": 1, "framework": "fsdp", "micro_batch": 1, "recompute": "full", "compare": False}
 TIGHT_FLAGS = ["--sku", "B200", "--gpus", "8", "--zero", "3", "--tp", "1", "--framework", "fsdp"]
-TIGHT_FLAGS += ["--micro-batch", "2", "--recompute", "full", "--no-compare"]
+TIGHT_FLAGS += ["--micro-batch", "1", "--recompute", "full", "--no-compare"]
 
 
 def write_job(tmp_path, headroom: str):
@@ -72,8 +72,8 @@ def test_a_plan_fits_only_if_its_peak_plus_the_headroom_is_within_capacity():
     problem = load_job(SFT_70B)
     loose = check(problem, CheckRequest("B200", 8, **TIGHT)).plan
     m = loose.memory_gib
-    assert loose.fits and 0 < m.capacity - m.total < 5  # 4.3 GiB free
-    for headroom, fits in (("2%", True), ("3%", False), ("4GiB", True), ("5GiB", False)):
+    assert loose.fits and 10 < m.capacity - m.total < 11  # 10.8 GiB free
+    for headroom, fits in (("6%", True), ("7%", False), ("10GiB", True), ("11GiB", False)):
         verdict = check(with_headroom(problem, headroom), CheckRequest("B200", 8, **TIGHT))
         assert verdict.fits is fits, headroom
         assert verdict.plan.memory_gib.total == pytest.approx(m.total)  # the peak is the same; only the fit moves
@@ -138,16 +138,19 @@ def test_help_names_the_flag_and_its_default():
 
 
 def test_a_plan_at_the_edge_says_so():
-    # 4.3 of 167.6 GiB free is under MEMORY_EDGE_SHARE (5 %): the verdict, the bar and the note say so
+    # 10.8 of 167.6 GiB free, 6.8 GiB beyond a 4 GiB headroom, is under MEMORY_EDGE_SHARE (5 %): the verdict,
+    # the bar and the note say so; without the headroom it is not at the edge
     problem = load_job(SFT_70B)
     tight = check(problem, CheckRequest("B200", 8, **TIGHT)).plan
-    assert at_the_edge(tight, None) and not at_the_edge(check(problem, CheckRequest("B200", 16, **TIGHT)).plan, None)
-    r = run("check", SFT_70B, *TIGHT_FLAGS)
+    held = 4.0 * 2**30  # --headroom 4GiB, as constraints.memory_headroom reads it
+    assert at_the_edge(tight, held) and not at_the_edge(tight, None)
+    assert not at_the_edge(check(problem, CheckRequest("B200", 16, **TIGHT)).plan, held)
+    r = run("check", SFT_70B, *TIGHT_FLAGS, "--headroom", "4GiB")
     assert r.exit_code == 0, r.output
     first = r.output.splitlines()[0]
     assert first.startswith("FITS") and first.endswith("at the edge")
     assert (
-        f"this plan is at the edge: 163.4 of 167.6 GiB per GPU leaves 4.3 GiB beyond the headroom, under {MEMORY_EDGE_SHARE:.0%}"
+        f"this plan is at the edge: 156.9 of 167.6 GiB per GPU leaves 6.8 GiB beyond the headroom, under {MEMORY_EDGE_SHARE:.0%}"
         in " ".join(r.output.split())
     )
 
@@ -158,7 +161,7 @@ def test_the_memory_bar_draws_the_headroom():
     bar = r.output.splitlines()[1]
     assert bar.startswith("[") and "|" in bar and "memory headroom 3.4 GiB from the |" in bar
     first = r.output.splitlines()[0]
-    assert "4.3 GiB (4.6 GB) free, 3.4 GiB of it the memory headroom (2% of each GPU's usable memory)" in first
+    assert "10.8 GiB (11.6 GB) free, 3.4 GiB of it the memory headroom (2% of each GPU's usable memory)" in first
 
 
 @pytest.mark.parametrize("command", ["solve", "check"])
@@ -173,14 +176,14 @@ def test_bad_headroom_is_one_paragraph_naming_the_flag(command, value):
 
 def test_save_writes_the_headroom_so_the_saved_question_asks_the_same(tmp_path):
     saved = tmp_path / "job.yaml"
-    first = run("check", SFT_70B, *TIGHT_FLAGS, "--headroom", "3%", "--save", saved, "-f", "json")
+    first = run("check", SFT_70B, *TIGHT_FLAGS, "--headroom", "7%", "--save", saved, "-f", "json")
     assert first.exit_code == 0, first.output
-    assert yaml.safe_load(saved.read_text())["constraints"]["memory_headroom"] == "3%"
+    assert yaml.safe_load(saved.read_text())["constraints"]["memory_headroom"] == "7%"
     again = run("check", saved, *TIGHT_FLAGS, "-f", "json")
     assert again.exit_code == 0, again.output
     assert json.loads(first.stdout)["fits"] is json.loads(again.stdout)["fits"] is False
     said = run("check", saved, *TIGHT_FLAGS)
-    assert "memory headroom 3% of each GPU's usable memory (constraints.memory_headroom" in " ".join(
+    assert "memory headroom 7% of each GPU's usable memory (constraints.memory_headroom" in " ".join(
         said.output.split()
     )
     solved = run("solve", SFT_70B, "--headroom", "8GiB", "--save", saved, "-f", "json")
@@ -189,14 +192,14 @@ def test_save_writes_the_headroom_so_the_saved_question_asks_the_same(tmp_path):
 
 
 def test_a_chosen_plan_at_the_edge_says_so():
-    # 8 B200 for the 70B SFT: FSDP ZeRO-3 with full recompute takes 153.9 of 167.6 GiB; a 5 % headroom (8.4 GiB)
-    # leaves 5.3 GiB, under MEMORY_EDGE_SHARE of the GPU
+    # 8 B200 for the 70B SFT: FSDP ZeRO-3 with full recompute takes 156.9 of 167.6 GiB; a 5 % headroom (8.4 GiB)
+    # leaves 2.4 GiB, under MEMORY_EDGE_SHARE of the GPU
     args = ["--gpu-types", "B200", "--max-gpus", "8", "--framework", "fsdp", "--deadline", "30d", "--headroom", "5%"]
     r = run("solve", SFT_70B, *args)
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())
-    assert "memory 153.9 of 167.6 GiB per GPU (+ 8.4 GiB headroom, at the edge);" in text
-    assert "this plan is at the edge: 153.9 of 167.6 GiB per GPU leaves 5.3 GiB beyond the headroom" in text
+    assert "memory 156.9 of 167.6 GiB per GPU (+ 8.4 GiB headroom, at the edge);" in text
+    assert "this plan is at the edge: 156.9 of 167.6 GiB per GPU leaves 2.4 GiB beyond the headroom" in text
 
 
 def test_every_answer_format_states_the_headroom(tmp_path):

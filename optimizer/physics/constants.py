@@ -117,11 +117,18 @@ FSDP_UNSHARDED_GRAD_BYTES = 4.0
 FRAMEWORK_RESERVE_FIXED_BYTES = 1.5 * GIB
 FRAMEWORK_RESERVE_FRACTION = 0.05
 
-# Loss memory per token and vocabulary entry: standard cross-entropy keeps the bf16 logits and the fp32
-# copy it upcasts (2 + 4); torchtune's chunked loss (CEWithChunkedOutputLoss) keeps the bf16 logits and
-# upcasts one chunk at a time (2); Liger Kernel's fused linear cross-entropy (Hsu et al. 2024, section
-# 3.4) never materialises the full logits (0; its chunk's working set is within the reserve).
-LOGITS_BYTES_PER_VOCAB = {"standard": 6.0, "chunked": 2.0, "fused": 0.0}
+# Loss memory per token and vocabulary entry at its peak, the loss's backward (every layer's activations still
+# held): PyTorch's cross-entropy over the upcast logits (torchtitan's cross_entropy_loss, transformers'
+# ForCausalLMLoss) keeps log_softmax's fp32 output (4) and, in backward, the fp32 gradient from nll_loss (4) and
+# the one log_softmax's backward writes (4): 12, measured with a live-tensor count over forward and backward
+# (tests/test_torch_accounting.py; 14 while the bf16 logits stay referenced); torchtune's chunked loss
+# (CEWithChunkedOutputLoss) keeps the bf16 logits and upcasts one chunk at a time (2); Liger Kernel's fused
+# linear cross-entropy (Hsu et al. 2024, section 3.4) never materialises the full logits (0; its chunk's working
+# set is within the reserve). Megatron-Core's own standard loss is Framework.standard_loss_bytes_per_vocab.
+LOGITS_BYTES_PER_VOCAB = {"standard": 12.0, "chunked": 2.0, "fused": 0.0}
+# Megatron-Core's vocab-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py) turns the fp32
+# logits into the softmax in place and writes the gradient over it: the fp32 copy (4) and the bf16 logits (2).
+MEGATRON_CROSS_ENTROPY_BYTES_PER_VOCAB = 6.0
 
 # --------------------------------------------------------------------------- time
 

@@ -169,7 +169,9 @@ class RunSettings:
     fused_framework: bool | np.ndarray = False
     # TP splits the norms and residuals along the sequence too (Megatron's sequence parallelism; per layout)
     sequence_parallel: bool | np.ndarray = True
-    logits_bytes_per_vocab: float = 6.0  # per token and vocabulary entry kept for the loss (see memory.py)
+    logits_bytes_per_vocab: Floats = (
+        12.0  # per token and vocabulary entry the loss takes (constants.LOGITS_BYTES_PER_VOCAB)
+    )
     activation_offload: bool = False  # saved activations in pinned CPU memory between forward and backward
     overlap: float = 0.0  # fraction of data-parallel traffic hidden behind compute
     moe_overlap: float = 0.0  # fraction of expert-parallel all-to-all hidden behind compute

@@ -50,6 +50,7 @@ from .frameworks import (
     PREFERENCE,
     fused_kernels,
     label_layouts,
+    loss_bytes_per_vocab,
     partial_recompute,
     recompute_count,
     sequence_parallel,
@@ -576,6 +577,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         fp8_saved_inputs=fused & (ctx.job.precision == "fp8"),
         sequence_parallel=sequence_parallel(codes, ctx.job.framework),
         fused_framework=fused_kernels(codes, "auto", ctx.job.framework),
+        logits_bytes_per_vocab=loss_bytes_per_vocab(codes, ctx.job.loss, ctx.job.framework),
     )
     hw = _cluster(ctx, figures, row_idx)
     caps = per_row(8)

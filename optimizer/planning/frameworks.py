@@ -16,6 +16,7 @@ from typing import get_args
 import numpy as np
 
 from ..inputs.schema import JobSpec, Strategy
+from ..physics.constants import LOGITS_BYTES_PER_VOCAB, MEGATRON_CROSS_ENTROPY_BYTES_PER_VOCAB
 from ..physics.layout import RECOMPUTE_LEAST, Offload, Recompute
 
 # job.optimizer as the grid's constant "optimizer" column (the schema's order)
@@ -108,6 +109,8 @@ class Framework:
     # full recompute re-runs every layer
     partial_recompute: str = "none"
     partial_recompute_source: str = "activation checkpointing wraps every transformer block or none"
+    # its plain cross-entropy's memory per token and vocabulary entry (job.loss standard; physics/constants.py)
+    standard_loss_bytes_per_vocab: float = LOGITS_BYTES_PER_VOCAB["standard"]
     # per-op selective recompute (Recompute.OP: each block saves its matmuls' outputs but every second one)
     op_recompute: bool = False
     op_recompute_source: str = "no per-op selective checkpointing policy"
@@ -464,6 +467,7 @@ FRAMEWORKS: dict[str, Framework] = {
         "LayerNormMLP modules (megatron/core/models/gpt/gpt_layer_specs.py, get_gpt_layer_with_transformer_engine_spec)",
         expert_folding=True,
         folding_source=_MEGATRON_ARGS + ": --expert-tensor-parallel-size (Megatron-Core MoE, 'MoE Parallel Folding')",
+        standard_loss_bytes_per_vocab=MEGATRON_CROSS_ENTROPY_BYTES_PER_VOCAB,
         partial_recompute="block",
         partial_recompute_source="megatron/core/transformer/transformer_config.py (d98e8a64, 2026-08-22): "
         "recompute_method 'block' recomputes recompute_num_layers layers within each pipeline stage (each "
@@ -508,6 +512,19 @@ def fused_kernels(framework_codes, kernels: str, framework: str) -> np.ndarray:
     unlabelled = framework != "auto" and FRAMEWORKS[framework].fused_kernels
     fused = np.array([FRAMEWORKS[name].fused_kernels for name in PREFERENCE] + [unlabelled])
     return fused[np.where(codes >= 0, codes, len(PREFERENCE))]
+
+
+def loss_bytes_per_vocab(framework_codes, loss: str, framework: str) -> np.ndarray:
+    """Per layout, the loss's memory per token and vocabulary entry: job.loss chunked or fused for every layout,
+    standard as the framework each layout is labelled with computes it (a layout no framework runs takes the job's
+    framework's, PyTorch's under auto)."""
+    codes = np.asarray(framework_codes)
+    if loss != "standard":
+        return np.full(np.shape(codes), LOGITS_BYTES_PER_VOCAB[loss])
+    unlabelled = FRAMEWORKS[framework].standard_loss_bytes_per_vocab if framework != "auto" else None
+    per = [FRAMEWORKS[name].standard_loss_bytes_per_vocab for name in PREFERENCE]
+    table = np.array(per + [unlabelled or LOGITS_BYTES_PER_VOCAB["standard"]])
+    return table[np.where(codes >= 0, codes, len(PREFERENCE))]
 
 
 def partial_recompute(framework_codes, framework: str) -> np.ndarray:
