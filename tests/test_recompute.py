@@ -242,3 +242,22 @@ def test_per_op_recompute_asked_under_auto_runs_in_torchtitan_and_its_export_say
     # solve under auto does not offer it (its element-wise recompute is not timed)
     best = plan(problem_of(job, gpu={"types": ["H100"]}, max_gpus=8)).best
     assert best is not None and best.strategy.recompute != "op"
+
+
+def test_a_strategy_copied_with_another_recompute_keeps_no_stale_layer_count():
+    partial = plan_of(
+        Strategy(
+            tp=4,
+            pp=4,
+            dp=2,
+            zero_stage=1,
+            grad_accum=16,
+            recompute="full",
+            recompute_layers=8,
+            virtual_stages=4,
+            framework="megatron",
+        )
+    )
+    none = partial.model_copy(update={"strategy": partial.strategy.model_copy(update={"recompute": "none"})})
+    assert none.strategy.recompute_label == "none" and none.strategy.partial_layers is None
+    assert not any("recompute" in arg for arg in megatron_args(none, num_layers=80))

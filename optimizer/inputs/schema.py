@@ -1143,15 +1143,21 @@ class Strategy(_Model):
         return self
 
     @property
+    def partial_layers(self) -> int | None:
+        """The layers of each stage fully recomputed when not all of them are (None: every layer, or no full
+        recompute; a strategy copied with another recompute keeps no stale count)."""
+        return self.recompute_layers if self.recompute == "full" else None
+
+    @property
     def recompute_label(self) -> str:
-        """As --recompute takes it: none, selective, full (every layer) or layers:N."""
-        return f"layers:{self.recompute_layers}" if self.recompute_layers else self.recompute
+        """As --recompute takes it: none, selective, full (every layer), op or layers:N."""
+        return f"layers:{self.partial_layers}" if self.partial_layers else self.recompute
 
     @property
     def recompute_text(self) -> str:
         """'full recompute', 'full recompute of 5 layers per stage'."""
-        if self.recompute_layers:
-            return f"full recompute of {self.recompute_layers} layers{' per stage' if self.pp > 1 else ''}"
+        if self.partial_layers:
+            return f"full recompute of {self.partial_layers} layers{' per stage' if self.pp > 1 else ''}"
         return "per-op selective recompute" if self.recompute == "op" else f"{self.recompute} recompute"
 
 

@@ -65,7 +65,7 @@ def write(plan: Plan, job: ExportJob) -> str:
             "fsdp_backward_prefetch": "BACKWARD_PRE",
             "fsdp_state_dict_type": "SHARDED_STATE_DICT",
             # FSDP's plugin checkpoints every block or none: a plan recomputing some blocks does it in the script
-            "fsdp_activation_checkpointing": s.recompute != "none" and not s.recompute_layers,
+            "fsdp_activation_checkpointing": s.recompute != "none" and not s.partial_layers,
             "fsdp_offload_params": s.offload != "none",
             "fsdp_sync_module_states": True,
             "fsdp_use_orig_params": True,
@@ -88,8 +88,8 @@ def write(plan: Plan, job: ExportJob) -> str:
         notes.append("FSDP offloads parameters with their optimizer state: less GPU memory than planned, slower")
     if s.recompute == "selective":
         notes.append("FSDP's activation checkpointing recomputes whole blocks (full), more than the selective plan")
-    if s.recompute_layers:
-        notes.append(partial_recompute_note(s.recompute_layers, job.num_layers))
+    if s.partial_layers:
+        notes.append(partial_recompute_note(s.partial_layers, job.num_layers))
     if precision == "nvfp4":
         notes.append("accelerate has no NVFP4 setting: bf16 here")
     return comment(header(plan, precision, lines, notes)) + yaml_text(config)
@@ -129,8 +129,8 @@ def _single_gpu(plan: Plan, job: ExportJob) -> str:
         *adapter_line(job.method),
     ]
     notes = []
-    if s.recompute_layers:
-        notes.append(partial_recompute_note(s.recompute_layers, job.num_layers))
+    if s.partial_layers:
+        notes.append(partial_recompute_note(s.partial_layers, job.num_layers))
     elif s.recompute != "none":
         notes.append(
             f"the plan recomputes activations ({s.recompute}): turn on gradient checkpointing in your script "

@@ -124,8 +124,8 @@ def megatron_args(
     ]
     if s.recompute == "selective":
         args.append("--recompute-granularity selective")
-    elif s.recompute_layers:  # N of each stage's layers, the same count in each of its chunks (block method)
-        per_chunk = s.recompute_layers // max(s.virtual_stages, 1)
+    elif s.partial_layers:  # N of each stage's layers, the same count in each of its chunks (block method)
+        per_chunk = s.partial_layers // max(s.virtual_stages, 1)
         args += ["--recompute-granularity full", "--recompute-method block", f"--recompute-num-layers {per_chunk}"]
     elif s.recompute == "full":
         args += ["--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1"]

@@ -33,7 +33,7 @@ def layout_env(plan: Plan) -> dict[str, str]:
         "GRAD_ACCUM": str(s.grad_accum),
         "GLOBAL_BATCH": str(s.global_batch),
         "RECOMPUTE": s.recompute,
-        "RECOMPUTE_LAYERS": str(s.recompute_layers or 0),  # under full recompute, of each stage (0: all)
+        "RECOMPUTE_LAYERS": str(s.partial_layers or 0),  # under full recompute, of each stage (0: all)
         "VIRTUAL_STAGES": str(s.virtual_stages),
         "OFFLOAD": s.offload,
     }
