@@ -118,21 +118,26 @@ def test_the_fewest_that_fit_is_the_bisection_of_the_linear_scan():
         assert n == expected
 
 
+# 32 H100 under Megatron, PP 4 x 4 chunks per GPU, 8 of each GPU's 20 layers fully recomputed
+INTERLEAVED = Strategy(
+    tp=4,
+    pp=4,
+    dp=2,
+    zero_stage=1,
+    grad_accum=16,
+    recompute="full",
+    recompute_layers=8,
+    virtual_stages=4,
+    framework="megatron",
+)
+
+
 def test_megatron_recomputes_the_same_count_in_each_chunk():
-    s = Strategy(
-        tp=4,
-        pp=4,
-        dp=2,
-        zero_stage=1,
-        micro_batch=1,
-        grad_accum=16,
-        recompute="full",
-        recompute_layers=6,
-        virtual_stages=4,
-        framework="megatron",
-    )
+    s = INTERLEAVED.model_copy(update={"recompute_layers": 6})
     assert any("same number of layers in each" in rule for rule in why_not_runnable("megatron", s, 80))
-    runs = s.model_copy(update={"recompute_layers": 8})
+    # more layers than a stage has: every layer, which runs
+    assert not why_not_runnable("megatron", INTERLEAVED.model_copy(update={"recompute_layers": 30}), 80)
+    runs = INTERLEAVED
     assert not why_not_runnable("megatron", runs, 80)
     args = shlex.split(" ".join(megatron_args(plan_of(runs), num_layers=80)))
     assert args[args.index("--recompute-method") + 1] == "block"
@@ -245,19 +250,7 @@ def test_per_op_recompute_asked_under_auto_runs_in_torchtitan_and_its_export_say
 
 
 def test_a_strategy_copied_with_another_recompute_keeps_no_stale_layer_count():
-    partial = plan_of(
-        Strategy(
-            tp=4,
-            pp=4,
-            dp=2,
-            zero_stage=1,
-            grad_accum=16,
-            recompute="full",
-            recompute_layers=8,
-            virtual_stages=4,
-            framework="megatron",
-        )
-    )
+    partial = plan_of(INTERLEAVED)
     none = partial.model_copy(update={"strategy": partial.strategy.model_copy(update={"recompute": "none"})})
     assert none.strategy.recompute_label == "none" and none.strategy.partial_layers is None
     assert not any("recompute" in arg for arg in megatron_args(none, num_layers=80))

@@ -237,7 +237,8 @@ class Framework:
         to a count this framework runs: ``recompute_count``)."""
         n = grid.get("recompute_layers", 0 * grid["tp"])
         partial = (grid["recompute"] == Recompute.FULL) & (n > 0)
-        runs = np.asarray(n == recompute_count(self.partial_recompute, n, layers, grid["pp"], grid["virtual_stages"]))
+        named = np.minimum(n, np.ceil(layers / np.maximum(grid["pp"], 1)))  # (more than a stage has: all of them)
+        runs = named == recompute_count(self.partial_recompute, n, layers, grid["pp"], grid["virtual_stages"])
         how = {"block": "the same number of layers in each of a rank's pipeline chunks", "every_k": "every k-th layer"}
         return {
             f"{self.title} has no per-op selective recompute ({self.op_recompute_source})": (
