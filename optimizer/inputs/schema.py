@@ -747,10 +747,12 @@ class JobSpec(_Model):
         "all_linear",
         description="LoRA on every linear layer, or on the attention projections only (PEFT target_modules).",
     )
-    loss: Literal["standard", "chunked", "fused"] = Field(
+    loss: Literal["standard", "chunked", "flash", "fused"] = Field(
         "standard",
-        description="Cross-entropy memory: standard (bf16 logits + fp32 copy), chunked (bf16 logits, fp32 per "
-        "chunk: torchtune), fused (no full logits: Liger's fused linear cross-entropy).",
+        description="Cross-entropy memory: standard (the framework's own: PyTorch's fp32 log-softmax and "
+        "gradients, Megatron-Core's in place), chunked (bf16 logits, fp32 per chunk: torchtune), flash "
+        "(flash-attn's Triton cross-entropy: bf16 logits and their gradient; llm-foundry's default), fused (no "
+        "full logits: Liger's fused linear cross-entropy).",
     )
     kernels: Literal["auto", "fused", "eager"] = Field(
         "auto",

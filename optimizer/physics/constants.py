@@ -124,8 +124,10 @@ FRAMEWORK_RESERVE_FRACTION = 0.05
 # (tests/test_torch_accounting.py; 14 while the bf16 logits stay referenced); torchtune's chunked loss
 # (CEWithChunkedOutputLoss) keeps the bf16 logits and upcasts one chunk at a time (2); Liger Kernel's fused
 # linear cross-entropy (Hsu et al. 2024, section 3.4) never materialises the full logits (0; its chunk's working
-# set is within the reserve). Megatron-Core's own standard loss is Framework.standard_loss_bytes_per_vocab.
-LOGITS_BYTES_PER_VOCAB = {"standard": 12.0, "chunked": 2.0, "fused": 0.0}
+# set is within the reserve); flash-attn's Triton cross-entropy (flash_attn/losses/cross_entropy.py, llm-foundry's
+# default loss) saves the bf16 logits with a per-token log-sum-exp and writes their bf16 gradient (2 + 2).
+# Megatron-Core's own standard loss is Framework.standard_loss_bytes_per_vocab.
+LOGITS_BYTES_PER_VOCAB = {"standard": 12.0, "chunked": 2.0, "flash": 4.0, "fused": 0.0}
 # Megatron-Core's vocab-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py) turns the fp32
 # logits into the softmax in place and writes the gradient over it: the fp32 copy (4) and the bf16 logits (2).
 MEGATRON_CROSS_ENTROPY_BYTES_PER_VOCAB = 6.0
