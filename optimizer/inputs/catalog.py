@@ -20,6 +20,15 @@ def find_sku(catalog: Catalog, name: str) -> Sku:
     )
 
 
+def vendor_in(catalog: Catalog, name: str) -> str | None:
+    """The vendor (``Sku.vendor``) of the catalog's SKU of that name or alias; None where it has no such SKU
+    (a plan from a request body may name any)."""
+    try:
+        return find_sku(catalog, name).vendor
+    except CatalogError:
+        return None
+
+
 def offers_for(catalog: Catalog, name: str) -> list[Offer]:
     """Offers selected by an offer name, an offer alias (``type: B200``) or a SKU name/alias."""
     key = sku_key(name)

@@ -4,8 +4,8 @@ with ``InstanceType, AcceleratorName, AcceleratorCount, Price, SpotPrice, Region
 GpuInfo, AvailabilityZone), the columns in any order (each cloud's file has its own).
 
 ``read_offers`` turns the rows into gpuplan offers: the accelerator mapped to a SKU of the hardware file
-(``ACCELERATORS``; instance-type hints where one name covers two SKUs, as Lambda's ``H100`` does for SXM and
-PCIe), per instance type its cheapest region unless regions are asked for, prices per GPU-hour, the spot
+(``ACCELERATORS``, from ``launch_names``; instance-type hints where one name covers two SKUs, as Lambda's
+``H100`` does for SXM and PCIe), per instance type its cheapest region unless regions are asked for, prices per GPU-hour, the spot
 price where one is published, GPUs per instance as the node. Rows it cannot use are counted with the reason
 (no accelerator, an accelerator no SKU matches, a fractional GPU, no price), never guessed at.
 """
@@ -30,31 +30,13 @@ from pydantic import ValidationError
 
 from ..errors import ArgumentError, CatalogError, GpuplanError, printable
 from . import units
-from .bundled import bundled_dir
-from .reader import read_bundled_yaml
-from .schema import Offer, Sku, sku_key
+from .launch_names import bundled_skus, skypilot_catalog_skus
+from .schema import Offer, sku_key
 
 # SkyPilot's accelerator names (sky/catalog/common.py canonical names as the catalog files write them) -> gpuplan
-# SKU. A name SkyPilot uses for two form factors is resolved from the instance type (``_HINTS``).
-ACCELERATORS = {
-    "a100": "A100-40GB",  # SkyPilot's A100 is the 40 GB SXM4 (AWS p4d, GCP a2-highgpu, Lambda gpu_8x_a100)
-    "a100-80gb": "A100-80GB",
-    "a100-80gb-sxm": "A100-80GB",
-    "h100": "H100-SXM",
-    "h100-sxm": "H100-SXM",
-    "h100-mega": "H100-SXM",
-    "h100-pcie": "H100-PCIe",
-    "h200": "H200",
-    "h200-sxm": "H200",
-    "b200": "B200",
-    "b300": "B300",
-    "gb200": "GB200",
-    "gb300": "GB300",
-    "l40s": "L40S",
-    "rtxpro6000": "RTX-PRO-6000",
-    "rtx-pro-6000": "RTX-PRO-6000",
-    "mi300x": "MI300X",
-}
+# SKU: each SKU's ``skypilot_catalog`` names in ``launch_names``. A name SkyPilot uses for two form factors is
+# resolved from the instance type (``_HINTS``).
+ACCELERATORS = skypilot_catalog_skus()
 # (cloud, accelerator) -> (instance-type pattern, SKU): the form factor the instance name states
 _HINTS = {
     ("lambda", "h100"): (re.compile(r"pcie", re.I), "H100-PCIe"),
@@ -229,8 +211,7 @@ def _checked(path: Path) -> dt.date | None:
 @functools.cache
 def _node_sizes() -> dict[str, int]:
     """GPUs per node of each SKU of the bundled hardware file, which an imported catalog plans on."""
-    data = read_bundled_yaml(bundled_dir("catalogs") / "hardware.yaml", "hardware")
-    return {sku.name: sku.gpus_per_node for sku in (Sku.model_validate(row) for row in data["skus"])}
+    return {sku.name: sku.gpus_per_node for sku in bundled_skus()}
 
 
 def loader_refusal(offer: dict) -> str | None:

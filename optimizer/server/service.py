@@ -26,7 +26,7 @@ from .. import __version__, api
 from ..errors import ArgumentError, GpuplanError, JobError, printable
 from ..inputs import units
 from ..inputs.bundled import bundled_catalog_names
-from ..inputs.catalog import catalog_entries, offers_for
+from ..inputs.catalog import catalog_entries, offers_for, vendor_in
 from ..inputs.files import load_catalog
 from ..inputs.overrides import FRAMEWORK_CHOICES
 from ..inputs.question import JOB_FLAGS, saved_document
@@ -519,8 +519,15 @@ class Service:
                         field="export",
                     )
                 plan = answer.best
-            # as gpuplan solve --export KIND writes it, with the MoE dispatcher the plan's time assumed
-            text = export(plan, kind, job=problem.job, moe_dispatcher=problem.assumptions.moe_dispatcher)
+            # as gpuplan solve --export KIND writes it, with the MoE dispatcher the plan's time assumed and the
+            # vendor the catalog gives the plan's SKU
+            text = export(
+                plan,
+                kind,
+                job=problem.job,
+                moe_dispatcher=problem.assumptions.moe_dispatcher,
+                vendor=vendor_in(cat, plan.sku),
+            )
             return text, f"{problem.job.name}-{launcher.kind}.{launcher.suffix}"
         except GpuplanError as exc:
             raise bodies.located(exc, _EXPORT_FIELDS) from None

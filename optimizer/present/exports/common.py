@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from ...errors import ArgumentError, GpuplanError, printable
+from ...inputs.launch_names import vendor_of
 from ...inputs.schema import Assumptions, JobSpec, ModelSpec, Strategy
 from ...physics.constants import COMPUTE_OPTIMAL_TOKENS_PER_PARAM
 from ...planning.model_state import model_shape, training_state
@@ -46,7 +47,8 @@ class ExportJob:
     name and shapes: the framework exports' model flags), ``checkpoint_bytes`` (bf16 weights plus optimizer
     state, as ``planning.reliability.checkpoint_hours`` counts them: the checkpoint interval and disk),
     ``finetune`` (a pretrained model trained further: the exports load its weights) and ``moe_dispatcher``
-    (the token dispatcher the plan's time assumed; gpuplan's default where only the job is given)."""
+    (the token dispatcher the plan's time assumed; gpuplan's default where only the job is given). ``vendor``:
+    the plan's SKU's (``Sku.vendor``) as the caller's catalog gives it; None: the bundled hardware file's."""
 
     name: str = "gpuplan-job"
     seq_len: int | None = None
@@ -59,6 +61,7 @@ class ExportJob:
     checkpoint_bytes: float | None = None
     finetune: bool = False
     moe_dispatcher: str = MOE_DISPATCHER
+    vendor: str | None = None
 
 
 def _checkpoint_bytes(job: JobSpec) -> float | None:
@@ -245,8 +248,10 @@ def check_names(plan: Plan, job: ExportJob) -> None:
             ) from None
 
 
-def is_amd(sku: str) -> bool:
-    return sku.upper().startswith(("MI", "AMD"))  # AMD Instinct: MI250, MI300X, MI325X, MI355X
+def sku_vendor(plan: Plan, job: ExportJob) -> str:
+    """The vendor of the plan's SKU (``Sku.vendor``): the job's where its caller read it off the catalog, else
+    the bundled hardware file's (``launch_names.vendor_of``)."""
+    return job.vendor or vendor_of(plan.sku)
 
 
 def adapter_line(method: str) -> list[str]:

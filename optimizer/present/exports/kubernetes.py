@@ -18,8 +18,9 @@ import math
 import re
 from typing import Any
 
+from ...inputs.launch_names import AMD_LABELLER_SOURCE, is_amd, launch_names
 from ...results import Plan
-from .common import ExportJob, Launcher, comment, header, is_amd, yaml_text
+from .common import ExportJob, Launcher, comment, header, sku_vendor, yaml_text
 from .torchrun import MASTER_PORT, layout_env, torchrun_args
 
 TRAINING_IMAGE = "your-registry/your-training-image:latest"  # placeholder: an image with torchrun and train.py
@@ -28,22 +29,11 @@ TRAINING_IMAGE = "your-registry/your-training-image:latest"  # placeholder: an i
 # Kubernetes node labels. NVIDIA's GPU Feature Discovery (in the GPU Operator) writes nvidia.com/gpu.memory,
 # the GPU's memory in MiB as an integer, and nvidia.com/gpu.product, the driver's device name with '-' for
 # spaces; AMD's node labeller writes amd.com/gpu.device-id (the PCI device id) and amd.com/gpu.vram, rounded
-# GiB as a string ("192G"), which no Gt rule compares.
+# GiB as a string ("192G"), which no Gt rule compares. Each SKU's device name and ids: inputs/launch_names.py.
 GFD_SOURCE = (
     "NVIDIA/k8s-device-plugin docs/gpu-feature-discovery/README.md (Generated Labels) and internal/lm/resource.go "
     "(sanitise) at 1b826ac"
 )
-NVIDIA_DEVICE_NAMES = {  # the driver's names, as RunPod's GPU ids spell them (sky/provision/runpod/utils.py)
-    "A100-80GB": "NVIDIA A100-SXM4-80GB",
-    "H100-SXM": "NVIDIA H100 80GB HBM3",
-    "H100-PCIe": "NVIDIA H100 PCIe",
-    "H200": "NVIDIA H200",
-    "B200": "NVIDIA B200",
-    "L40S": "NVIDIA L40S",
-    "RTX-PRO-6000": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
-}
-AMD_LABELLER_SOURCE = "ROCm/k8s-device-plugin cmd/k8s-node-labeller/main.go and amdgpu.ids at ed76468"
-AMD_DEVICE_IDS = {"MI300X": ("74a1", "74a9", "74b5", "74bd")}  # amdgpu.ids: MI300X, MI300X HF, VF, HF
 
 
 def dns_label(name: str, limit: int = 52) -> str:
@@ -59,8 +49,9 @@ def gfd_product(device_name: str) -> str:
     return "-".join(re.sub(r"[^A-Za-z0-9_. -]", "", device_name).split())
 
 
-def node_affinity(plan: Plan) -> tuple[dict[str, Any], list[str]]:
-    """The pod's node affinity and the header lines that say what it asks for.
+def node_affinity(plan: Plan, amd: bool) -> tuple[dict[str, Any], list[str]]:
+    """The pod's node affinity and the header lines that say what it asks for, on an AMD SKU (``amd``) or an
+    NVIDIA one; the names from the SKU's row of ``launch_names``.
 
     NVIDIA (``GFD_SOURCE``): required, nvidia.com/gpu.memory above the plan's per-GPU need in MiB (at most the
     capacity it was planned on, which is at most what the driver reports, so the SKU's own nodes always
@@ -69,8 +60,9 @@ def node_affinity(plan: Plan) -> tuple[dict[str, Any], list[str]]:
     # Gt: GPUs of at least the whole MiB the plan needs (an A100 80GB plan using all 81,920 MiB had asked
     # for more than 81,920, which excluded the SKU's own nodes)
     need_mib = math.ceil(min(plan.memory_gib.total, plan.memory_gib.capacity) * 1024 - 1e-6) - 1
-    if is_amd(plan.sku):
-        ids = AMD_DEVICE_IDS.get(plan.sku)
+    names = launch_names(plan.sku)
+    if amd:
+        ids = names.amd_device_ids
         lines = [
             "AMD's node labeller writes the memory as rounded GiB (amd.com/gpu.vram=192G), which no Gt rule "
             f"compares: nothing requires the plan's {plan.memory_gib.total:.1f} GiB a GPU; pin the nodes with "
@@ -98,8 +90,8 @@ def node_affinity(plan: Plan) -> tuple[dict[str, Any], list[str]]:
         f"requires GPUs of more than {need_mib} MiB (nvidia.com/gpu.memory; the plan needs "
         f"{plan.memory_gib.total:.1f} GiB a GPU)"
     )
-    if plan.sku in NVIDIA_DEVICE_NAMES:
-        product = gfd_product(NVIDIA_DEVICE_NAMES[plan.sku])
+    if names.nvidia_device:
+        product = gfd_product(names.nvidia_device)
         affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
             {
                 "weight": 100,
@@ -152,7 +144,8 @@ def multi_node(plan: Plan, container: dict[str, Any], job_labels: dict[str, str]
 def write(plan: Plan, job: ExportJob) -> str:
     """A headless Service and a ``batch/v1`` Indexed Job: one pod per node, torchrun rendezvous on pod 0."""
     job_name = dns_label(job.name)
-    gpu = "amd.com/gpu" if is_amd(plan.sku) else "nvidia.com/gpu"
+    amd = is_amd(sku_vendor(plan, job))
+    gpu = "amd.com/gpu" if amd else "nvidia.com/gpu"
     labels = {"app.kubernetes.io/name": job_name}
     service = {
         "apiVersion": "v1",
@@ -192,7 +185,7 @@ def write(plan: Plan, job: ExportJob) -> str:
     }
     job_labels = dict(labels)
     wiring = multi_node(plan, container, job_labels)
-    affinity, affinity_lines = node_affinity(plan)
+    affinity, affinity_lines = node_affinity(plan, amd)
     pod: dict[str, Any] = {"subdomain": job_name, "restartPolicy": "Never"}
     if affinity:
         pod["affinity"] = {"nodeAffinity": affinity}

@@ -1,7 +1,7 @@
 """The SkyPilot export: a task YAML, one node per ``num_nodes``, torchrun over SkyPilot's SKYPILOT_* variables.
 
-The accelerator goes out under SkyPilot's name for the SKU (``SKYPILOT_ACCELERATORS``, with a note where the
-name may not be what the user wants), the cloud pinned to the plan's provider where SkyPilot knows it
+The accelerator goes out under SkyPilot's name for the SKU (its row of ``inputs.launch_names``, with a note
+where the name may not be what the user wants), the cloud pinned to the plan's provider where SkyPilot knows it
 (``SKYPILOT_CLOUDS``), the layout as the task's envs, a ``disk_size`` that holds the run's checkpoints
 (``run.checkpoint_disk_gb``), for a spot plan a managed job (``sky jobs launch``, ``JOB_RECOVERY``), and the
 plan's framework command (``command.framework_command``; ``train.py`` reading the envs where there is none). Read back by SkyPilot itself (``sky.Task.from_yaml``,
@@ -15,34 +15,12 @@ from __future__ import annotations
 
 import re
 
+from ...inputs.launch_names import SKYPILOT_SOURCE, SKYPILOT_VERSION, launch_names
 from ...results import Plan
 from .command import framework_command, write_files
 from .common import ExportJob, Launcher, comment, header, yaml_text
 from .run import BASE_DISK_GB, CHECKPOINTS_KEPT, DISK_MARGIN, DISK_ROUND_GB, checkpoint_disk_gb
 from .torchrun import MASTER_PORT, layout_env, torchrun_args
-
-# gpuplan's SKU names (catalogs/hardware.yaml) as SkyPilot's accelerator names, with a note where the name
-# may not be what the user wants; SkyPilot's catalog (skypilot-org/skypilot-catalog catalogs/v8/common/
-# accelerators.csv at d4d53f0) lists each of them (older copies lack B300 and RTXPRO6000), H800 under no name
-SKYPILOT_VERSION = "skypilot 0.14.1 (7e59597)"
-SKYPILOT_SOURCE = (
-    f"{SKYPILOT_VERSION}: sky/utils/gpu_names.py CANONICAL_GPU_NAMES, sky/catalog/__init__.py "
-    "get_common_gpus, sky/catalog/data_fetchers/fetch_runpod.py GPU_NAME_OVERRIDES and "
-    "sky/provision/runpod/utils.py GPU_NAME_MAP"
-)
-SKYPILOT_ACCELERATORS: dict[str, tuple[str, str | None]] = {
-    "A100-40GB": ("A100", None),  # SkyPilot's A100 is the 40 GB card (gpu_names.CANONICAL_GPU_MEMORY_GIB)
-    "A100-80GB": ("A100-80GB", "SkyPilot's A100-80GB is a PCIe card on RunPod (A100-80GB-SXM there)"),
-    "H100-SXM": ("H100", "SkyPilot's H100 is a PCIe card on RunPod: ask for H100-SXM there (or on Cudo)"),
-    "H100-PCIe": ("H100", None),  # fetch_runpod.py GPU_NAME_OVERRIDES: 'H100-PCIe' -> 'H100'
-    "H200": ("H200", None),
-    "B200": ("B200", None),
-    "B300": ("B300", None),  # CANONICAL_GPU_NAMES; Nebius' B300:8 (sky/clouds/nebius.py)
-    "RTX-PRO-6000": ("RTXPRO6000", None),  # get_common_gpus; GCP g4, AWS and RunPod (server edition)
-    "L40S": ("L40S", None),
-    "MI300X": ("MI300X", None),  # fetch_runpod.py, GPU_NAME_MAP 'AMD Instinct MI300X OAM'
-    # H800: no name in SkyPilot's code or its catalog; the SKU's own name goes out, with a note
-}
 
 
 def _sky_name(name: str) -> str:
@@ -53,8 +31,8 @@ def _sky_name(name: str) -> str:
 
 
 def skypilot_accelerator(sku: str) -> str:
-    """SkyPilot's name for a gpuplan SKU (``SKYPILOT_ACCELERATORS``); the SKU's own name where it has none."""
-    return SKYPILOT_ACCELERATORS.get(sku, (sku, None))[0]
+    """SkyPilot's name for a gpuplan SKU (its ``launch_names`` row); the SKU's own name where it has none."""
+    return launch_names(sku).skypilot or sku
 
 
 # SkyPilot's cloud names (sky.Task.from_yaml_config resources.cloud, skypilot 0.14.1) for the catalogs' providers:
@@ -101,7 +79,8 @@ def write(plan: Plan, job: ExportJob) -> str:
         str(MASTER_PORT),
         " \\\n  ".join(run.target),
     )
-    accelerator, note = SKYPILOT_ACCELERATORS.get(plan.sku, (plan.sku, None))
+    names = launch_names(plan.sku)
+    accelerator, note = names.skypilot or plan.sku, names.skypilot_note
     cloud = provider if (provider := (plan.provider or "").lower()) in SKYPILOT_CLOUDS else None
     disk_gb = checkpoint_disk_gb(job)
     task = {
@@ -128,7 +107,7 @@ def write(plan: Plan, job: ExportJob) -> str:
     lines = _launch_lines(plan, job, disk_gb) + run_lines
     if cloud:
         lines.append(f"cloud: {cloud}, the provider whose price the plan used ({plan.offer})")
-    if plan.sku not in SKYPILOT_ACCELERATORS:  # no name of SkyPilot's: the SKU's own goes out
+    if names.skypilot is None:  # no name of SkyPilot's: the SKU's own goes out
         note = (
             f"SkyPilot's catalog may not list {plan.sku} ({SKYPILOT_VERSION} has no name for it): "
             "set accelerators to the name your cloud uses (sky show-gpus)"
