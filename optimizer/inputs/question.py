@@ -85,7 +85,7 @@ def job_document(path: Path | None, flags: dict[str, Any]) -> dict:
                 "meta-llama/Llama-3.1-8B --tokens 1B), or give a job file (see problems/)",
                 field="job",
             )
-        data: dict = {"job": {"name": _name_of(str(given["model"]))}}
+        data: dict = {"job": {"name": job_name_of(str(given["model"]))}}
     else:
         data = read_yaml(path, "job")
         if not isinstance(data, dict) or not isinstance(data.get("job"), dict):
@@ -211,9 +211,9 @@ def _rebased(path: str, base: Path | None, to: Path | None, *, catalog: bool) ->
     return os.path.relpath(os.path.abspath(here), os.path.abspath(to.parent))
 
 
-def _name_of(model: str) -> str:
-    """A job name from its model: the Hub id's name part, the preset, or a config.json's folder (any other .json
-    file by its own name), as a name gpuplan takes."""
+def job_name_of(model: str) -> str:
+    """The name a job without a file gets (the CLI's and the service's): its model's Hub id's name part, the
+    preset, or a config.json's folder (any other .json file by its own name), as a name gpuplan takes."""
     if model.lower().endswith(".json"):
         path = Path(model)
         model = path.parent.name if path.stem.lower() == "config" and path.parent.name else path.stem

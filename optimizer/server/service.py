@@ -29,8 +29,7 @@ from ..inputs.bundled import bundled_catalog_names
 from ..inputs.catalog import catalog_entries, offers_for, vendor_in
 from ..inputs.files import load_catalog
 from ..inputs.overrides import FRAMEWORK_CHOICES
-from ..inputs.question import JOB_FLAGS, saved_document
-from ..inputs.question import _name_of as name_of  # the job name a question without a file gets
+from ..inputs.question import JOB_FLAGS, job_name_of, saved_document
 from ..inputs.requests import CheckRequest
 from ..inputs.schema import Catalog, Portfolio, Problem
 from ..planning.candidates import CandidateTable
@@ -609,7 +608,8 @@ def flags_command(document: dict, catalog: str, extra: str = "") -> str | None:
         return None
     if not isinstance(job.get("model"), str) or set(job) - {*JOB_FLAGS, "name", "framework"}:
         return None
-    if job.get("name", name_of(job["model"])) != name_of(job["model"]):  # the CLI names the job after its model
+    named = job_name_of(job["model"])  # the CLI names a job without a file after its model
+    if job.get("name", named) != named:
         return None
     gpu = constraints.get("gpu") if isinstance(constraints, dict) else None
     if not isinstance(constraints, dict) or set(constraints) - {*_CONSTRAINT_FLAGS, "gpu", "spot"}:
