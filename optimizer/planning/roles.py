@@ -1,0 +1,349 @@
+"""How many GPUs of a SKU run each role of a two-role job, and what the split gives (issue 52, first step).
+
+A role job (docs/roles.md) has a frozen *producer* model running forward on ``t`` GPUs (a speculative-decoding
+target, a distillation teacher) and a trained *consumer* model on ``d`` GPUs (the drafter, the student), the
+producers' hidden states crossing a link to the consumers. physics/roles.py gives each stage's rate; the
+pipeline runs at the slowest one. For G GPUs the planner picks t (d = G - t) to maximise
+
+    f(t) = min(I(t), D(t)),   I(t) = min(producers(t), link capacity of t senders)        (rises with t)
+                              D(t) = min(consumers(G - t), link capacity of G - t receivers) (falls with t)
+
+so the best t is the first one where I(t) >= D(t), or the one before it: below that t the pipeline runs at
+I(t) <= I(t* - 1), from it on at D(t) <= D(t*). A bisection finds it in log G rate evaluations; the tests
+check it against every split. Over a list of GPU counts the objective (time, or cost = hours x GPUs x
+price) picks among the counts' best splits, ties going to the cheaper, then the faster, then fewer GPUs.
+
+Nothing calls this module yet: the job file's ``roles:``, the CLI, the API and the CP-SAT solver come in later
+steps (docs/roles.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from ..errors import JobError
+from ..inputs.schema import Sku
+from ..physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY
+from ..physics.layout import Cluster, Layout, RunSettings
+from ..physics.roles import (
+    HOST_BOUNCE_HOPS,
+    PEER_HOPS,
+    PipelineRate,
+    forward_flops_per_token,
+    forward_tokens_per_s,
+    host_link_bytes_per_s,
+    link_tokens_per_s,
+    moved_mfu,
+    peer_link_bytes_per_s,
+    pipeline_rate,
+    ridge_flops_per_byte,
+    train_target_tokens_per_s,
+)
+from ..physics.shapes import ModelShape, TrainingState
+
+LinkKind = Literal["auto", "peer", "host"]
+Peak = Literal["bf16", "fp8"]
+Objective = Literal["time", "cost"]
+SECONDS_PER_HOUR = 3600.0
+# The job-wide defaults of docs/design.md section 5.3 and 5.6 (inputs/schema.py Assumptions): achieved over
+# nominal link bandwidth, and the share of data-parallel traffic hidden behind compute.
+DEFAULT_LINK_EFFICIENCY = 0.8
+DEFAULT_OVERLAP = 0.7
+
+
+@dataclass(frozen=True)
+class RoleHardware:
+    """One GPU model as the roles see it, in base units, with its price."""
+
+    sku: str
+    peak_bf16_flops_per_s: float
+    peak_fp8_flops_per_s: float | None
+    hbm_bytes_per_s: float
+    intra_node_bytes_per_s: float  # bidirectional, the vendors' convention (NVLink, or a PCIe slot)
+    memory_bytes: float
+    gpus_per_node: int
+    peer_to_peer: bool  # NVLink between the node's GPUs; otherwise a tensor bounces through host memory
+    compute_efficiency: float  # the training role's share of the 16-bit peak (docs/design.md section 5.10)
+    price_usd_per_gpu_hour: float
+
+    @classmethod
+    def from_sku(cls, sku: Sku, price_usd_per_gpu_hour: float, compute_efficiency: float | None = None) -> RoleHardware:
+        """The catalog's figures (catalogs/hardware.yaml); the efficiency as gpuplan defaults it: the SKU's
+        ``default_mfu``, else the per-form-factor default. A PCIe card's GPUs exchange through host memory."""
+        default = sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
+        return cls(
+            sku=sku.name,
+            peak_bf16_flops_per_s=sku.dense_bf16_tflops * 1e12,
+            peak_fp8_flops_per_s=sku.dense_fp8_tflops * 1e12 if sku.dense_fp8_tflops else None,
+            hbm_bytes_per_s=sku.hbm_bandwidth_gb_per_s * 1e9,
+            intra_node_bytes_per_s=sku.intra_node_bandwidth_gb_per_s * 1e9,
+            memory_bytes=float(sku.memory_reported_bytes or sku.memory_label_bytes),
+            gpus_per_node=sku.gpus_per_node,
+            peer_to_peer=sku.form_factor != "pcie",
+            compute_efficiency=compute_efficiency if compute_efficiency is not None else default,
+            price_usd_per_gpu_hour=price_usd_per_gpu_hour,
+        )
+
+    def peak_flops_per_s(self, peak: Peak) -> float:
+        if peak == "fp8":
+            if self.peak_fp8_flops_per_s is None:
+                raise JobError(f"{self.sku} states no FP8 peak; give the forward role's MFU against bf16")
+            return self.peak_fp8_flops_per_s
+        return self.peak_bf16_flops_per_s
+
+
+@dataclass(frozen=True)
+class ForwardRole:
+    """A frozen model that runs forward only and hands hidden states on (the producer)."""
+
+    name: str
+    active_params: float
+    weight_bytes: float
+    attention_layers: float  # layers with softmax attention (a hybrid's linear-attention layers have none)
+    attention_width: float  # heads x head_dim
+    seq_len: float  # keys per query of its attention
+    mfu: float  # achieved share of ``mfu_peak`` on ``mfu_hardware`` (memory-bound kernels sit well below 0.5)
+    mfu_hardware: RoleHardware  # where the MFU was measured; elsewhere it moves with the roofline's ridge
+    mfu_peak: Peak = "bf16"  # the peak the MFU is quoted against
+    mfu_counts_attention: bool = True  # whether the MFU's FLOPs include the attention term
+
+    def flops_per_token(self) -> float:
+        layers = self.attention_layers if self.mfu_counts_attention else 0.0
+        return forward_flops_per_token(self.active_params, layers, self.attention_width, self.seq_len)
+
+
+@dataclass(frozen=True)
+class TrainRole:
+    """The trained model (the consumer), run data-parallel over its GPUs by gpuplan's step time."""
+
+    name: str
+    shape: ModelShape
+    train: TrainingState
+    seq_len: float  # keys per query of its attention, and its tokens per sequence
+    micro_batch: int
+    grad_accum: int
+    trained_tokens_per_target_token: float  # DFlash: anchors x block size / target sequence length
+    context_flops_per_target_token: float = 0.0  # work on every target token (DFlash's context projection)
+
+
+@dataclass(frozen=True)
+class RoleJob:
+    producer: ForwardRole
+    consumer: TrainRole
+    tokens: float  # target tokens to process: dataset x epochs
+    batch_tokens: float  # target tokens per batch handed from a producer to a consumer
+    bytes_per_token: float  # what crosses per token (hidden states of N layers x hidden x 2)
+    link: LinkKind = "auto"  # peer (NVLink), host (bounce through host memory), auto: peer where there is NVLink
+    link_efficiency: float = DEFAULT_LINK_EFFICIENCY
+    overlap: float = DEFAULT_OVERLAP
+
+
+@dataclass(frozen=True)
+class RoleSplit:
+    producers: int
+    consumers: int
+
+    @property
+    def gpus(self) -> int:
+        return self.producers + self.consumers
+
+
+@dataclass(frozen=True)
+class RolePlan:
+    """One split on one SKU: per-role rates, what binds, hours and cost."""
+
+    sku: str
+    split: RoleSplit
+    rate: PipelineRate
+    link: str  # "peer" or "host"
+    hours: float
+    cost_usd: float
+    price_usd_per_gpu_hour: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.rate.tokens_per_s
+
+    @property
+    def binding(self) -> str:
+        return self.rate.binding
+
+    @property
+    def days(self) -> float:
+        return self.hours / 24.0
+
+
+@dataclass(frozen=True)
+class RoleAnswer:
+    """The chosen plan (None when no split can run, with the reason) and each GPU count's best split."""
+
+    best: RolePlan | None
+    per_count: tuple[RolePlan, ...]
+    refused: str | None = None
+
+
+def link_kind(job: RoleJob, hw: RoleHardware) -> Literal["peer", "host"]:
+    if job.link == "peer" and not hw.peer_to_peer:
+        raise JobError(f"{hw.sku} has no NVLink between its GPUs: a peer link needs one; use link host")
+    if job.link == "auto":
+        return "peer" if hw.peer_to_peer else "host"
+    return job.link
+
+
+def producer_tokens_per_s_per_gpu(role: ForwardRole, hw: RoleHardware, batch_tokens: float) -> float:
+    """One producer GPU's forward rate on ``hw``, its MFU moved from the GPU it was measured on."""
+    peak = hw.peak_flops_per_s(role.mfu_peak)
+    mfu, on = role.mfu, role.mfu_hardware
+    if on.sku != hw.sku:
+        mfu = moved_mfu(
+            mfu,
+            ridge_flops_per_byte(on.peak_flops_per_s(role.mfu_peak), on.hbm_bytes_per_s),
+            ridge_flops_per_byte(peak, hw.hbm_bytes_per_s),
+        )
+    return forward_tokens_per_s(role.flops_per_token(), peak, mfu, role.weight_bytes, batch_tokens, hw.hbm_bytes_per_s)
+
+
+def consumer_tokens_per_s(job: RoleJob, hw: RoleHardware, consumers: int) -> float:
+    """Target tokens/s the trained role keeps up with on ``consumers`` GPUs of one node (data parallel)."""
+    role = job.consumer
+    cluster = Cluster(
+        peak_flops=hw.peak_bf16_flops_per_s,
+        hbm_bytes_per_s=hw.hbm_bytes_per_s,
+        intra_bytes_per_s=hw.intra_node_bytes_per_s,
+        network_bytes_per_s=hw.intra_node_bytes_per_s,
+        gpus_per_node=hw.gpus_per_node,
+        compute_efficiency=hw.compute_efficiency,
+    )
+    layout = Layout(dp=consumers, micro_batch=role.micro_batch, grad_accum=role.grad_accum)
+    settings = RunSettings(seq_len=role.seq_len, overlap=job.overlap, link_efficiency=job.link_efficiency)
+    return train_target_tokens_per_s(
+        role.shape,
+        role.train,
+        cluster,
+        layout,
+        settings,
+        role.trained_tokens_per_target_token,
+        role.context_flops_per_target_token,
+    )
+
+
+class _Rates:
+    """The rates of one job on one SKU, each GPU count's consumer rate computed once."""
+
+    def __init__(self, job: RoleJob, hw: RoleHardware):
+        self.job, self.hw = job, hw
+        self.kind = link_kind(job, hw)
+        self.producer_per_gpu = producer_tokens_per_s_per_gpu(job.producer, hw, job.batch_tokens)
+        per_link = (
+            peer_link_bytes_per_s(hw.intra_node_bytes_per_s, job.link_efficiency)
+            if self.kind == "peer"
+            else host_link_bytes_per_s(job.link_efficiency)
+        )
+        self.link_bytes_per_s = per_link
+        self.hops = PEER_HOPS if self.kind == "peer" else HOST_BOUNCE_HOPS
+        self._consumers: dict[int, float] = {}
+
+    def consumers(self, d: int) -> float:
+        if d not in self._consumers:
+            self._consumers[d] = consumer_tokens_per_s(self.job, self.hw, d)
+        return self._consumers[d]
+
+    def link_side(self, gpus: int) -> float:
+        """Tokens/s ``gpus`` GPUs' own links carry on one side of the transfer."""
+        return link_tokens_per_s(self.job.bytes_per_token, self.link_bytes_per_s, gpus, gpus)
+
+    def rising(self, t: int) -> float:
+        return min(t * self.producer_per_gpu, self.link_side(t))
+
+    def falling(self, t: int, gpus: int) -> float:
+        return min(self.consumers(gpus - t), self.link_side(gpus - t))
+
+    def plan(self, split: RoleSplit) -> RolePlan:
+        t, d = split.producers, split.consumers
+        rate = pipeline_rate(
+            self.producer_per_gpu,
+            t,
+            self.consumers(d),
+            link_tokens_per_s(self.job.bytes_per_token, self.link_bytes_per_s, t, d),
+        )
+        hours = self.job.tokens / rate.tokens_per_s / SECONDS_PER_HOUR
+        price = self.hw.price_usd_per_gpu_hour
+        return RolePlan(self.hw.sku, split, rate, self.kind, hours, hours * split.gpus * price, price)
+
+
+def all_splits(gpus: int) -> list[RoleSplit]:
+    """Every split of ``gpus`` with at least one GPU per role."""
+    return [RoleSplit(t, gpus - t) for t in range(1, gpus)]
+
+
+def evaluate_split(job: RoleJob, hw: RoleHardware, split: RoleSplit) -> RolePlan:
+    """One hand-picked split (``check``'s question): its rates, what binds, hours and cost."""
+    if split.producers < 1 or split.consumers < 1:
+        raise JobError(f"a role split needs a GPU per role (got {split.producers} + {split.consumers})")
+    return _Rates(job, hw).plan(split)
+
+
+def best_split(job: RoleJob, hw: RoleHardware, gpus: int) -> RolePlan:
+    """The fastest split of ``gpus`` GPUs, by bisection on the crossing of the rising and falling rates."""
+    if gpus < 2:
+        raise JobError(f"a role job needs at least 2 GPUs, one per role (got {gpus})")
+    rates = _Rates(job, hw)
+    lo, hi = 1, gpus - 1  # the first t with rising(t) >= falling(t) lies in [lo, hi], or there is none (hi)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rates.rising(mid) >= rates.falling(mid, gpus):
+            hi = mid
+        else:
+            lo = mid + 1
+    candidates = [rates.plan(RoleSplit(t, gpus - t)) for t in (lo - 1, lo) if 1 <= t <= gpus - 1]
+    return max(candidates, key=lambda p: (p.tokens_per_s, -p.split.producers))
+
+
+def calibrated_producer(job: RoleJob, hw: RoleHardware, split: RoleSplit, measured_tokens_per_s: float) -> RoleJob:
+    """The job with its producer's MFU set so that ``split`` on ``hw`` runs at the measured rate (the SKU the
+    MFU is measured on becomes ``hw``). Only a run its producers bind says how fast they are: where the
+    calibrated split would be bound by the consumers or the link, the measurement is refused."""
+    predicted = evaluate_split(job, hw, split)
+    producer_rate = predicted.rate.producer_tokens_per_s
+    if producer_rate <= 0 or measured_tokens_per_s <= 0:
+        raise JobError("a measured rate and a predicted producer rate must be positive")
+    producer = replace(job.producer, mfu=job.producer.mfu * measured_tokens_per_s / producer_rate, mfu_hardware=hw)
+    calibrated = replace(job, producer=producer)
+    check = evaluate_split(calibrated, hw, split)
+    if check.binding != "producers":
+        raise JobError(
+            f"at {measured_tokens_per_s:,.0f} tokens/s the {split.producers} + {split.consumers} split on {hw.sku} "
+            f"is bound by its {check.binding}, so the measurement does not say how fast the producers are"
+        )
+    return calibrated
+
+
+def _rank(plan: RolePlan, objective: Objective) -> tuple[float, float, int]:
+    if objective == "cost":
+        return (round(plan.cost_usd, 2), plan.hours, plan.split.gpus)
+    return (plan.hours, round(plan.cost_usd, 2), plan.split.gpus)
+
+
+def plan_roles(
+    job: RoleJob,
+    hw: RoleHardware,
+    gpu_counts: Sequence[int],
+    objective: Objective = "time",
+) -> RoleAnswer:
+    """The best split for each GPU count, and the best of those by ``objective``. A producer whose weights do
+    not fit one GPU is refused: splitting it with tensor parallelism is not modelled yet."""
+    if job.producer.weight_bytes > hw.memory_bytes:
+        reason = (
+            f"{job.producer.name}'s weights ({job.producer.weight_bytes / 1e9:.1f} GB) exceed one {hw.sku} "
+            f"({hw.memory_bytes / 1e9:.1f} GB); producers split by tensor parallelism are not modelled yet"
+        )
+        return RoleAnswer(best=None, per_count=(), refused=reason)
+    counts = sorted({g for g in gpu_counts if 2 <= g <= hw.gpus_per_node})
+    if not counts:
+        reason = f"no GPU count among {list(gpu_counts)} runs both roles within one {hw.sku} node"
+        return RoleAnswer(best=None, per_count=(), refused=reason)
+    per_count = tuple(best_split(job, hw, g) for g in counts)
+    best = min(per_count, key=lambda p: _rank(p, objective))
+    return RoleAnswer(best=best, per_count=per_count)
