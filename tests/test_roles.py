@@ -1,7 +1,7 @@
 """Jobs whose GPUs split between roles (issue 52, first step): seed 003's drafter training as golden tests, and
 independent truths of the split (bisection equals every split tried, what binds, idle GPUs buy nothing).
 
-Seed 003 (../shared/seeds/003_*.txt): DFlash drafter training for Qwen3.6-27B, 3 RTX PRO 6000 running the
+Seed 003 (seed document 003): DFlash drafter training for Qwen3.6-27B, 3 RTX PRO 6000 running the
 target's forward pass and 1 training the drafter, hidden states bounced through host memory (~60 ms a batch),
 the targets' Gated DeltaNet kernels memory-bound at MFU ~27 %: 14.8k tokens/s measured, all three targets at
 100 %, 8.8 days for six epochs; its analysis: 7 targets + 1 drafter ~3.8 days, 4 B200 ~1.2 days, 8 B200 ~0.5.
@@ -20,6 +20,7 @@ from optimizer.inputs.catalog import find_sku
 from optimizer.physics.roles import (
     HOST_BOUNCE_HOPS,
     forward_flops_per_token,
+    forward_tokens_per_s,
     hidden_state_bytes_per_token,
     host_link_bytes_per_s,
     moved_mfu,
@@ -28,6 +29,7 @@ from optimizer.physics.roles import (
 )
 from optimizer.physics.shapes import ModelShape, TrainingState
 from optimizer.planning.roles import (
+    DEFAULT_LINK_EFFICIENCY,
     ForwardRole,
     RoleHardware,
     RoleJob,
@@ -169,7 +171,7 @@ def test_the_seed_mfu_reading_reproduces_its_own_figures():
 def test_the_host_bounce_of_one_batch_takes_the_seeds_60_ms():
     bytes_per_token = hidden_state_bytes_per_token(TAPPED_LAYERS, TARGET_HIDDEN)
     assert bytes_per_token == 51200
-    bounce_s = transfer_s(SEQ_LEN, bytes_per_token, host_link_bytes_per_s(0.8), HOST_BOUNCE_HOPS)
+    bounce_s = transfer_s(SEQ_LEN, bytes_per_token, host_link_bytes_per_s(DEFAULT_LINK_EFFICIENCY), HOST_BOUNCE_HOPS)
     assert bounce_s == pytest.approx(SEED_HOST_BOUNCE_S, rel=0.15)  # 66.6 ms
 
 
@@ -219,6 +221,15 @@ def test_b200_is_faster_and_cheaper_as_the_seed_says_but_not_as_much(job, rtx, b
     assert eight.days == pytest.approx(0.83, abs=0.02)
     assert four.days > SEED_DAYS_4_B200 and eight.days > SEED_DAYS_8_B200
     assert four.days / eight.days == pytest.approx(7 / 3, rel=0.01)  # targets bind on both
+
+
+def test_a_small_batch_forward_is_bound_by_reading_the_weights(rtx):
+    # one token a batch reads all 54 GB of weights: 1,792 GB/s / 54 GB = 33 tokens/s, whatever the MFU (decode)
+    flops = forward_flops_per_token(TARGET_PARAMS, 0, 0, 0)
+    peak, hbm = rtx.peak_flops_per_s("bf16"), rtx.hbm_bytes_per_s
+    assert forward_tokens_per_s(flops, peak, 0.5, 2 * TARGET_PARAMS, 1, hbm) == pytest.approx(hbm / (2 * TARGET_PARAMS))
+    # a long batch is bound by its FLOPs: peak x MFU / (2 N)
+    assert forward_tokens_per_s(flops, peak, 0.5, 2 * TARGET_PARAMS, SEQ_LEN, hbm) == pytest.approx(peak * 0.5 / flops)
 
 
 def test_the_mfu_moves_with_the_ridge(rtx, b200):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..errors import JobError
-from ..inputs.schema import Sku
+from ..inputs.schema import Assumptions, Sku
 from ..physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY
 from ..physics.layout import Cluster, Layout, RunSettings
 from ..physics.roles import (
@@ -47,10 +47,10 @@ LinkKind = Literal["auto", "peer", "host"]
 Peak = Literal["bf16", "fp8"]
 Objective = Literal["time", "cost"]
 SECONDS_PER_HOUR = 3600.0
-# The job-wide defaults of docs/design.md section 5.3 and 5.6 (inputs/schema.py Assumptions): achieved over
-# nominal link bandwidth, and the share of data-parallel traffic hidden behind compute.
-DEFAULT_LINK_EFFICIENCY = 0.8
-DEFAULT_OVERLAP = 0.7
+# A job's defaults as single-role jobs take them (docs/design.md sections 5.3 and 5.6): achieved over nominal
+# link bandwidth, and the share of the trained role's data-parallel traffic hidden behind its compute.
+DEFAULT_LINK_EFFICIENCY: float = Assumptions.model_fields["link_efficiency"].default
+DEFAULT_OVERLAP: float = Assumptions.model_fields["overlap"].default
 
 
 @dataclass(frozen=True)
