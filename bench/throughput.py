@@ -55,6 +55,7 @@ from optimizer.physics.efficiency import (
     FUSED_RATIO_GRID,
     HALF_PER_RIDGE_GRID,
     MIN_SOURCE_FAMILIES,
+    compile_speedup,
     family_of,
     fit_bases,
     fit_cost,
@@ -106,6 +107,7 @@ def problem_for(run: dict, efficiency: float | None, host_ms: float | None = Non
             "precision": precision,
             "loss": run.get("loss", "standard"),
             "kernels": run.get("kernels", "auto"),
+            "compile": run.get("compile", False),
             # pure bf16 recipes keep no fp32 master copy (the row's master_weights_source)
             "master_weights": run.get("master_weights", True),
             # Megatron-Core's fused kernels keep fewer activations than eager PyTorch (physics/memory.py)
@@ -174,7 +176,7 @@ def layout_arguments(run: dict) -> dict:
     zero = layout.get("zero", zero)
     shard = layout.get("fsdp_degree") if fsdp else None
     dp = run["gpus"] // ((layout.get("tp") or 1) * (layout.get("pp") or 1) * (layout.get("cp") or 1))
-    recompute = {"none": "none", "selective": "none", "full": "full"}.get(layout.get("recompute"))
+    recompute = {"none": "none", "selective": "none", "op": "op", "full": "full"}.get(layout.get("recompute"))
     micro_batch = run.get("micro_batch")
     if run.get("framework") == "torchtitan" and (layout.get("pp") or 1) > 1 and not table:
         # torchtitan's published batch is the local batch per data-parallel rank; its pipeline splits it
@@ -256,18 +258,32 @@ def is_fused(run: dict, catalog) -> bool:
     return FRAMEWORKS[run["framework"]].fused_kernels and bool(sku_of(run, catalog).dense_fp8_tflops)
 
 
+def is_compiled(run: dict, catalog) -> bool:
+    """Whether gpuplan costs the row at the compiled ratio: it ran under torch.compile (the row's ``compile``)
+    in a framework without Transformer Engine's fused layers (physics/time.py step_time)."""
+    return bool(run.get("compile")) and not FRAMEWORKS[run["framework"]].fused_kernels
+
+
+def kernel_ratio(run: dict, catalog, fused_ratio: float, without: str | None = None) -> float:
+    """The row's efficiency multiplier as gpuplan applies it: the fused-kernel ratio on a fused-kernel row, the
+    published compile speed-up (less the source family ``without``) on a compiled row, else 1."""
+    if is_fused(run, catalog):
+        return fused_ratio
+    return compile_speedup(without) if is_compiled(run, catalog) else 1.0
+
+
 def fit_points(
     rows: list[dict], catalog, without: str | None = None, fused_ratio: float = 1.0
 ) -> list[tuple[str, float, float, float, str]]:
     """The efficiency model's data: (GPU family, hidden, ridge, e*, source family) of every dense row, less the
-    rows of source family ``without``; a fused-kernel row's e* over ``fused_ratio`` (the eager efficiency it
-    stands for)."""
+    rows of source family ``without``; a fused-kernel or compiled row's e* over its ratio (the eager efficiency
+    it stands for; the compile speed-up without the held-out family's pairs)."""
     return [
         (
             family(r, catalog),
             hidden_of(r),
             ridge_of(r, catalog),
-            r["_implied"] / (fused_ratio if is_fused(r, catalog) else 1.0),
+            r["_implied"] / kernel_ratio(r, catalog, fused_ratio, without),
             r["family"],
         )
         for r in rows
@@ -293,11 +309,14 @@ def fit_model(rows: list[dict], catalog, without: str | None, families) -> tuple
 SHIPPED = tuple(sorted(FITTED_BASE))
 
 
-def fitted_efficiency(run: dict, catalog, bases: dict, c: float, fused_ratio: float = 1.0) -> float:
+def fitted_efficiency(
+    run: dict, catalog, bases: dict, c: float, fused_ratio: float = 1.0, without: str | None = None
+) -> float:
     """The model's efficiency for the row, or the per-form-factor constant where no base was fitted and on MoE
     rows (as gpuplan: planning/context.py keeps the constant for a mixture of experts), times the fused ratio on
-    a fused-kernel row (as gpuplan: planning/context.py fused_efficiency_ratio)."""
-    ratio = fused_ratio if is_fused(run, catalog) else 1.0
+    a fused-kernel row or the compile speed-up (less source family ``without``) on a compiled one (as gpuplan:
+    planning/context.py fused_efficiency_ratio, compiled_efficiency_ratio)."""
+    ratio = kernel_ratio(run, catalog, fused_ratio, without)
     base = bases.get(family(run, catalog))
     if base is None or not is_dense(run):
         return constant_efficiency(run, catalog) * ratio
@@ -364,17 +383,19 @@ def leave_one_family_out(rows: list[dict], catalog) -> None:
         keep = [r["family"] != fam for r in moe]
         host_ms = host_constant = None
         if any(r["kind"] == "moe" for r in members):
-            _, errors = host_errors(rows, catalog, lambda r: fitted_efficiency(r, catalog, bases, c, k))
+            _, errors = host_errors(rows, catalog, lambda r: fitted_efficiency(r, catalog, bases, c, k, fam))
             host_ms, host_constant = best_host_ms(errors, keep), best_host_ms(constant_errors, keep)
         for run in members:
             host = host_ms if run["kind"] == "moe" else None
             run["_lofo_host_ms"] = host
             run["_lofo_fit"] = (bases, c, k)
-            run["_lofo"] = predict(run, catalog, fitted_efficiency(run, catalog, bases, c, k), host)
-            constant = constant_efficiency(run, catalog)
+            run["_lofo"] = predict(run, catalog, fitted_efficiency(run, catalog, bases, c, k, fam), host)
+            constant = constant_efficiency(run, catalog) * (compile_speedup(fam) if is_compiled(run, catalog) else 1.0)
             run["_lofo_constant"] = predict(run, catalog, constant, host_constant if run["kind"] == "moe" else None)
             if is_dense(run):
-                run["_lofo_every"] = predict(run, catalog, fitted_efficiency(run, catalog, every, c_every, k_every))
+                run["_lofo_every"] = predict(
+                    run, catalog, fitted_efficiency(run, catalog, every, c_every, k_every, fam)
+                )
 
 
 def verdict(result) -> str | None:

@@ -758,7 +758,15 @@ class JobSpec(_Model):
         "auto",
         description="Activation-saving kernels: fused (Megatron-Core / Transformer Engine norms and SwiGLU) keep "
         "fewer activations than eager PyTorch (Hugging Face, torchtitan); auto: the kernels of the framework each "
-        "layout is labelled with (fused for megatron, else eager).",
+        "layout is labelled with (fused for megatron or under compile: true, else eager).",
+    )
+    compile: bool = Field(
+        False,
+        description="The model runs under torch.compile (torchtitan compile.enable, torchtune compile, HF "
+        "Trainer torch_compile): an eager PyTorch stack's element-wise kernels fused, at the published compiled "
+        "over eager speed-up (physics/efficiency.py COMPILE_SPEEDUPS) and with fused kernels' activations under "
+        "kernels: auto. Megatron-Core layouts keep Transformer Engine's fused kernels. Default false, as the "
+        "frameworks ship it (torchtitan CompileConfig.enable = False).",
     )
     framework: Literal["auto", "megatron", "deepspeed", "torchtitan", "fsdp"] = Field(
         "auto",

@@ -59,6 +59,37 @@ FITTED_HALF_PER_RIDGE = 4.0
 FITTED_FUSED_RATIO = 1.25
 FUSED_RATIO_GRID = (1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.35, 1.4)
 
+# torch.compile (Inductor) fuses an eager PyTorch stack's element-wise chains (norms, SwiGLU, RoPE, residuals,
+# casts) into fewer kernels. Published speed-ups of one layout, compiled over eager: (source family, ratio).
+COMPILE_SPEEDUPS: tuple[tuple[str, float], ...] = (
+    # pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md @ 820504e2 (Llama 3.1 8B, FSDP, Grand Teton
+    # H100), Table 1 (8 GPUs): "| FSDP | 5,762 | 82.4 |" against "| FSDP + torch.compile | 6,667 | 77.0 |";
+    # Table 3 (128 GPUs): "| FSDP | 5,605 | 67.0 |" against "| FSDP + torch.compile | 6,514 | 62.0 |"
+    ("torchtitan", 6667.0 / 5762.0),
+    ("torchtitan", 6514.0 / 5605.0),
+    # pytorch/torchtune README.md @ 1814feb1, 'Optimization flags' (Llama 3.2 3B full fine-tune, one A100):
+    # "| + Packed Dataset | 60.0 | +135.16% | 7075 | +238.40% |" against
+    # "| + Compile | 51.0 | -14.93% | 8998 | +27.18% |"
+    ("torchtune", 8998.0 / 7075.0),
+    # pytorch.org/blog/maximizing-training-throughput (IBM and Meta, fms-fsdp, Llama 7B-70B on A100 and H100):
+    # "torch.compile improves training MFU between 10% and 23% for various model sizes" (the range's geometric mid)
+    ("ibm-fms", math.sqrt(1.10 * 1.23)),
+)
+
+
+def compile_speedup(without: str | None = None) -> float:
+    """The published compile speed-ups' geometric mean over source families (each family's own pairs averaged
+    first, so no family weighs more for publishing more pairs), less source family ``without`` (held out)."""
+    logs: dict[str, list[float]] = {}
+    for family, ratio in COMPILE_SPEEDUPS:
+        if family != without:
+            logs.setdefault(family, []).append(math.log(ratio))
+    return math.exp(statistics.fmean(statistics.fmean(v) for v in logs.values())) if logs else 1.0
+
+
+# What a compiled eager stack reaches over compute_efficiency (planning/context.py compiled_efficiency_ratio)
+COMPILED_RATIO = compile_speedup()
+
 IMPLIED_LOW, IMPLIED_HIGH = 0.021, 0.99  # e* at these bounds: the layout, not the efficiency, is mis-modelled
 HALF_PER_RIDGE_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0)
 # A base is fitted only on rows of at least this many source families (validation/families.yaml), so no base

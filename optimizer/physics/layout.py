@@ -152,6 +152,8 @@ class Cluster:
     attention_peak_flops: Floats | None = None  # 16-bit peak the attention kernels run at (None: peak_flops)
     # compute_efficiency's multiplier where a layout runs fused Transformer Engine kernels (RunSettings.fused_kernels)
     fused_efficiency_ratio: Floats = 1.0
+    # its multiplier where a layout's eager PyTorch stack runs under torch.compile (every other layout)
+    compiled_efficiency_ratio: Floats = 1.0
     host_link_bytes_per_s: float = HOST_LINK_GB_PER_S_PER_GPU * 1e9  # GPU <-> CPU (PCIe) per GPU
     host_memory_bytes_per_s: float = HOST_MEMORY_GB_PER_S_PER_GPU * 1e9  # CPU DRAM share per GPU
 

@@ -615,10 +615,12 @@ def step_time(
         shape, train, s, np.asarray(layout.recompute), layout.recomputed_share(shape.layers)
     )
     links = _Links.of(hw, settings.link_efficiency)
+    # Transformer Engine's fused layers where the layout's framework runs them, else torch.compile's fusion (a
+    # ratio of 1 where the job does not compile)
     fused = np.asarray(settings.fused_framework, bool)
-    if np.any(fused) and np.any(np.asarray(hw.fused_efficiency_ratio) != 1.0):
-        efficiency = np.asarray(hw.compute_efficiency, float)
-        hw = replace(hw, compute_efficiency=efficiency * np.where(fused, hw.fused_efficiency_ratio, 1.0))
+    ratio = np.where(fused, hw.fused_efficiency_ratio, hw.compiled_efficiency_ratio)
+    if np.any(ratio != 1.0):
+        hw = replace(hw, compute_efficiency=np.asarray(hw.compute_efficiency, float) * ratio)
     mb = _micro_batch(
         shape,
         train,

@@ -515,11 +515,12 @@ def _row_figures(ctx: JobContext, row: HardwareRow) -> tuple:
         ctx.calibration.reserve_delta(r),
         ctx.calibration.speed_factor(r),
         ctx.fused_efficiency_ratio(r.sku),
+        ctx.compiled_efficiency_ratio(r.sku),
     )
 
 
 # the entries of ``_row_figures``
-ROW_FIGURES = 15
+ROW_FIGURES = 16
 
 
 def _cluster(ctx: JobContext, figures: list[tuple], row_idx: np.ndarray) -> Cluster:
@@ -536,6 +537,7 @@ def _cluster(ctx: JobContext, figures: list[tuple], row_idx: np.ndarray) -> Clus
         compute_efficiency=columns[:, 6],
         nodes=columns[:, 7],
         fused_efficiency_ratio=columns[:, 14],
+        compiled_efficiency_ratio=columns[:, 15],
         host_link_bytes_per_s=a.host_link_gb_per_s_per_gpu * 1e9,
         host_memory_bytes_per_s=a.host_memory_gb_per_s_per_gpu * 1e9,
     )
@@ -570,7 +572,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
 
     a = ctx.assumptions
     codes = grid[:, len(LAYOUT_FIELDS)]
-    fused = fused_kernels(codes, ctx.job.kernels, ctx.job.framework)
+    fused = fused_kernels(codes, ctx.job.kernels, ctx.job.framework, ctx.job.compile)
     settings = replace(
         ctx.settings,
         fused_kernels=fused,

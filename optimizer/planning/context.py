@@ -24,7 +24,7 @@ from ..physics.constants import (
     OPTIMAL_BATCH_COEFFICIENT,
     OPTIMAL_BATCH_EXPONENT,
 )
-from ..physics.efficiency import FITTED_FUSED_RATIO, matmul_efficiency, ridge
+from ..physics.efficiency import COMPILED_RATIO, FITTED_FUSED_RATIO, matmul_efficiency, ridge
 from ..physics.layout import RunSettings
 from ..physics.shapes import ModelShape, TrainingState
 from . import anchors as anchoring
@@ -199,6 +199,15 @@ class JobContext:
         # a check's pin on a framework-auto question (job.framework_pinned) costs as the auto question does
         named = self.job.framework != "auto" and not self.job.framework_pinned
         return FITTED_FUSED_RATIO if named and measured_on and not stated else 1.0
+
+    def compiled_efficiency_ratio(self, sku: Sku) -> float:
+        """How much more of the peak a compiled eager PyTorch stack reaches than ``compute_efficiency``
+        (physics/efficiency.py COMPILED_RATIO: published compiled over eager speed-ups) under job.compile; 1
+        without it, and where the job or the catalog row states the efficiency (a stated figure is the stack's
+        as it ran). It applies to every layout whose framework does not run Transformer Engine's fused layers,
+        on every GPU (Inductor fuses on any)."""
+        stated = self.assumptions.mfu != "auto" or bool(sku.default_mfu)
+        return COMPILED_RATIO if self.job.compile and not stated else 1.0
 
     def is_measured(self, row: HardwareRow) -> bool:
         return (row.sku.name, row.gpus, row.nodes) in self.calibration.points

@@ -502,14 +502,15 @@ def zero3_per_step(framework_codes, pp, policy: str = "auto") -> np.ndarray:
     return held[np.where(codes >= 0, codes, len(PREFERENCE))] & (pp > 1)
 
 
-def fused_kernels(framework_codes, kernels: str, framework: str) -> np.ndarray:
+def fused_kernels(framework_codes, kernels: str, framework: str, compiled: bool = False) -> np.ndarray:
     """Per layout, whether its activations are those of fused kernels: job.kernels 'fused' or 'eager' for
     every layout, or under 'auto' the kernels of the framework each layout is labelled with (so a plan
-    labelled megatron is costed with the kernels Megatron runs); a layout no framework runs takes the
-    job's framework's."""
+    labelled megatron is costed with the kernels Megatron runs), fused for every layout under torch.compile
+    (``compiled``: job.compile; Inductor fuses the element-wise chains and saves what the fused kernels keep);
+    a layout no framework runs takes the job's framework's."""
     codes = np.asarray(framework_codes)
-    if kernels != "auto":
-        return np.full(np.shape(codes), kernels == "fused")
+    if kernels != "auto" or compiled:
+        return np.full(np.shape(codes), kernels == "fused" or (kernels == "auto" and compiled))
     unlabelled = framework != "auto" and FRAMEWORKS[framework].fused_kernels
     fused = np.array([FRAMEWORKS[name].fused_kernels for name in PREFERENCE] + [unlabelled])
     return fused[np.where(codes >= 0, codes, len(PREFERENCE))]
