@@ -305,6 +305,11 @@ def test_the_cost_objective_takes_the_cheaper_count(job, rtx):
     assert fastest.best.split.gpus == 8
 
 
+def test_a_split_beyond_one_node_is_refused(job, rtx):
+    with pytest.raises(JobError, match="exceed one RTX-PRO-6000 node"):
+        evaluate_split(job, rtx, RoleSplit(8, 1))
+
+
 def test_a_peer_link_needs_nvlink(job, rtx):
     with pytest.raises(JobError, match="no NVLink"):
         evaluate_split(replace(job, link="peer"), rtx, RoleSplit(3, 1))

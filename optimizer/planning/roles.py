@@ -282,6 +282,11 @@ def evaluate_split(job: RoleJob, hw: RoleHardware, split: RoleSplit) -> RolePlan
     """One hand-picked split (``check``'s question): its rates, what binds, hours and cost."""
     if split.producers < 1 or split.consumers < 1:
         raise JobError(f"a role split needs a GPU per role (got {split.producers} + {split.consumers})")
+    if split.gpus > hw.gpus_per_node:
+        raise JobError(
+            f"{split.producers} + {split.consumers} GPUs exceed one {hw.sku} node ({hw.gpus_per_node} GPUs); "
+            "roles spanning nodes are not modelled yet"
+        )
     return _Rates(job, hw).plan(split)
 
 
