@@ -43,7 +43,6 @@ LONG_FUNCTIONS = {
     "optimizer/explain.py:portfolio_infeasibility": 114,
     "optimizer/inputs/files.py:_load_catalog": 137,
     "optimizer/planning/frameworks.py:violations": 108,
-    "optimizer/server/app.py:create_app": 217,
     "optimizer/solver/portfolio/lagrange.py:run": 134,
     "optimizer/solver/portfolio/lns.py:search": 144,
     "optimizer/solver/portfolio/lns.py:_solve": 102,
