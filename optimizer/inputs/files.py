@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +248,17 @@ def _aliases_select_their_own(offers: list, origins: list[tuple[str, str]], firs
                 )
 
 
+@dataclass
+class _Gathered:
+    """What a catalog and its includes hold so far: the SKU definitions, the offers with where each was
+    written (file, field), and the files read."""
+
+    definitions: _SkuDefinitions
+    offers: list[Offer]
+    origins: list[tuple[str, str]]
+    files: list[str]
+
+
 def _load_catalog(
     path: Path, chain: tuple[Path, ...], included_by: dict[Path, Path]
 ) -> tuple[Catalog, list[tuple[str, str]], list[tuple[str, str]]]:
@@ -254,6 +266,34 @@ def _load_catalog(
 
     ``chain`` is the resolved paths of the catalogs including this one (outermost first);
     ``included_by`` maps every catalog included so far in this load to the file that included it."""
+    data = _catalog_data(path)
+    gathered = _Gathered(_SkuDefinitions(), [], [], [str(path)])
+    _gather_includes(data, path, chain, included_by, gathered)
+    _gather_skus(data, path, gathered)
+    skus, sku_origins = gathered.definitions.skus, list(gathered.definitions.origins.values())
+    offers, origins = gathered.offers, gathered.origins
+    for i, row in enumerate(data.get("offers") or []):
+        offers.append(parse_model(Offer, row, str(path), f"offers[{i}]"))
+        origins.append((str(path), f"offers[{i}]"))
+    first = _one_offer_per_name(offers, origins)
+    _aliases_select_their_own(offers, origins, first, list(skus.values()))
+    _node_counts_within_bounds(offers, path)
+    _one_sku_per_name(list(skus.values()), sku_origins)
+    _check_catalog_name(data, path)
+    catalog = Catalog(
+        name=str(data.get("name") or path.stem),
+        description=str(data.get("description") or ""),
+        skus=list(skus.values()),
+        offers=offers,
+        source_files=gathered.files,
+    )
+    for i, offer in enumerate(catalog.offers):
+        _offer_fits_its_sku(catalog, offer, origins[i])
+    return catalog, origins, sku_origins
+
+
+def _catalog_data(path: Path) -> dict:
+    """A catalog file's mapping, its fields known and ``include`` and ``offers`` lists."""
     data = read_yaml(path, "catalog")
     if not isinstance(data, dict):
         raise CatalogError("a catalog file is a mapping with 'offers:' (and 'hardware:') or 'skus:'", source=str(path))
@@ -271,11 +311,15 @@ def _load_catalog(
         ):
             shown = f"the text {value!r}" if isinstance(value, str) else _a_type(value)
             raise CatalogError(f"'{key}' takes {kind}, got {shown}", source=str(path), field=key)
+    return data
+
+
+def _gather_includes(
+    data: dict, path: Path, chain: tuple[Path, ...], included_by: dict[Path, Path], gathered: _Gathered
+) -> None:
+    """Load the catalogs ``path`` includes, depth-first, into ``gathered``; a cycle or a catalog included twice
+    is refused."""
     here = resolved(path, "catalog")
-    definitions = _SkuDefinitions()
-    offers: list[Offer] = []
-    origins: list[tuple[str, str]] = []
-    files = [str(path)]
     for i, included in enumerate(data.get("include") or []):
         try:
             sub_path = _catalog_path(included, relative_to=path.parent)
@@ -299,13 +343,17 @@ def _load_catalog(
             )
         included_by[sub] = path
         sub_catalog, sub_origins, sub_sku_origins = _load_catalog(sub_path, (*chain, here), included_by)
-        definitions.add_all(sub_catalog.skus, sub_sku_origins)
-        offers.extend(sub_catalog.offers)
-        origins.extend(sub_origins)
-        files.extend(sub_catalog.source_files)
+        gathered.definitions.add_all(sub_catalog.skus, sub_sku_origins)
+        gathered.offers.extend(sub_catalog.offers)
+        gathered.origins.extend(sub_origins)
+        gathered.files.extend(sub_catalog.source_files)
+
+
+def _gather_skus(data: dict, path: Path, gathered: _Gathered) -> None:
+    """The catalog's own ``skus:`` and its ``hardware:`` file's, into ``gathered``."""
     if "skus" in data:
         own = _load_skus(path)
-        definitions.add_all(own, [(str(path), f"skus[{i}]") for i in range(len(own))])
+        gathered.definitions.add_all(own, [(str(path), f"skus[{i}]") for i in range(len(own))])
     if data.get("hardware"):
         if not isinstance(data["hardware"], str):
             raise CatalogError(
@@ -318,12 +366,12 @@ def _load_catalog(
         except CatalogError as exc:
             raise exc.located(str(path), "hardware") from None
         hardware_skus = _load_skus(hardware)
-        definitions.add_all(hardware_skus, [(str(hardware), f"skus[{i}]") for i in range(len(hardware_skus))])
-        files.append(str(hardware))
-    skus, sku_origins = definitions.skus, list(definitions.origins.values())
-    for i, row in enumerate(data.get("offers") or []):
-        offers.append(parse_model(Offer, row, str(path), f"offers[{i}]"))
-        origins.append((str(path), f"offers[{i}]"))
+        gathered.definitions.add_all(hardware_skus, [(str(hardware), f"skus[{i}]") for i in range(len(hardware_skus))])
+        gathered.files.append(str(hardware))
+
+
+def _one_offer_per_name(offers: list[Offer], origins: list[tuple[str, str]]) -> dict[str, int]:
+    """Each offer name (``sku_key``) given once; the index of the offer of each name."""
     first: dict[str, int] = {}
     for k, offer in enumerate(offers):
         j = first.setdefault(sku_key(offer.name), k)
@@ -335,7 +383,11 @@ def _load_catalog(
                 source=file_b,
                 field=f"{field_b}.name",
             )
-    _aliases_select_their_own(offers, origins, first, list(skus.values()))
+    return first
+
+
+def _node_counts_within_bounds(offers: list[Offer], path: Path) -> None:
+    """The offers' node counts (max_nodes, twice with a spot price) within what the candidate search takes."""
     rows = sum(o.max_nodes * (2 if o.spot_price_usd_per_gpu_hour else 1) for o in offers)
     if rows > units.MAX_CATALOG_NODES:
         raise CatalogError(
@@ -345,7 +397,10 @@ def _load_catalog(
             source=str(path),
             field="offers",
         )
-    _one_sku_per_name(list(skus.values()), sku_origins)
+
+
+def _check_catalog_name(data: dict, path: Path) -> None:
+    """A catalog's ``name``, where it gives one, is a short name (``schema.a_name``)."""
     if data.get("name") is not None:
         try:
             if not isinstance(data["name"], str):
@@ -353,37 +408,33 @@ def _load_catalog(
             a_name(data["name"])
         except ValueError as exc:
             raise CatalogError(f"{exc}; give the catalog a short name", source=str(path), field="name") from None
-    catalog = Catalog(
-        name=str(data.get("name") or path.stem),
-        description=str(data.get("description") or ""),
-        skus=list(skus.values()),
-        offers=offers,
-        source_files=files,
-    )
-    for i, offer in enumerate(catalog.offers):
-        try:
-            sku = find_sku(catalog, offer.sku)
-        except CatalogError as exc:
-            raise exc.located(*origins[i][:1], f"{origins[i][1]}.sku") from None
-        if offer.memory_delivered_bytes is not None:  # at most what the GPU has (schema.MEMORY_ABOVE_LABEL_MAX)
-            if sku.memory_reported_bytes:
-                reference, against = sku.memory_reported_bytes, f"what a {sku.name} reports (its memory_reported {{}})"
-            else:
-                reference, against = sku.memory_label_bytes, f"a {sku.name}'s label (its memory {{}})"
-            problem = memory_figure_problem(
-                "memory_delivered", offer.memory_delivered_bytes, sku.memory_label_bytes, reference, against
-            )
-            if problem:
-                raise CatalogError(problem, source=origins[i][0], field=f"{origins[i][1]}.memory_delivered")
-        if offer.gpus_per_node > sku.gpus_per_node:
-            raise CatalogError(
-                f"offer {offer.name!r} puts {offer.gpus_per_node} GPUs on a node, but a {sku.name} node holds "
-                f"{sku.gpus_per_node} (the SKU's gpus_per_node): give gpus_per_node {sku.gpus_per_node} or fewer, "
-                "and the node count in max_nodes",
-                source=origins[i][0],
-                field=f"{origins[i][1]}.gpus_per_node",
-            )
-    return catalog, origins, sku_origins
+
+
+def _offer_fits_its_sku(catalog: Catalog, offer: Offer, origin: tuple[str, str]) -> None:
+    """An offer names a SKU of the catalog, delivers at most the memory it has and puts at most its node's
+    GPUs on a node."""
+    try:
+        sku = find_sku(catalog, offer.sku)
+    except CatalogError as exc:
+        raise exc.located(origin[0], f"{origin[1]}.sku") from None
+    if offer.memory_delivered_bytes is not None:  # at most what the GPU has (schema.MEMORY_ABOVE_LABEL_MAX)
+        if sku.memory_reported_bytes:
+            reference, against = sku.memory_reported_bytes, f"what a {sku.name} reports (its memory_reported {{}})"
+        else:
+            reference, against = sku.memory_label_bytes, f"a {sku.name}'s label (its memory {{}})"
+        problem = memory_figure_problem(
+            "memory_delivered", offer.memory_delivered_bytes, sku.memory_label_bytes, reference, against
+        )
+        if problem:
+            raise CatalogError(problem, source=origin[0], field=f"{origin[1]}.memory_delivered")
+    if offer.gpus_per_node > sku.gpus_per_node:
+        raise CatalogError(
+            f"offer {offer.name!r} puts {offer.gpus_per_node} GPUs on a node, but a {sku.name} node holds "
+            f"{sku.gpus_per_node} (the SKU's gpus_per_node): give gpus_per_node {sku.gpus_per_node} or fewer, "
+            "and the node count in max_nodes",
+            source=origin[0],
+            field=f"{origin[1]}.gpus_per_node",
+        )
 
 
 # --------------------------------------------------------------------------- jobs
