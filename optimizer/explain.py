@@ -318,88 +318,112 @@ def earliest_ends(jobs: list[JobData], hard_deadlines: bool = False) -> dict[str
 def portfolio_infeasibility(
     pf: Portfolio, jobs: list[JobData], pools: list[PoolSpec], horizon: int
 ) -> list[Infeasibility]:
-    step_h = pf.time_step_s / 3600.0
-    out = []
+    """Why no schedule places every required job: each required job that cannot run or end in time alone
+    (``_job_alone``), the budget below the required jobs' cheapest cost (``_budget_short``), a pool or all
+    pools short of GPU-hours (``_pools_short``); else the constraints conflict only together."""
     ends = earliest_ends(jobs, hard_deadlines=pf.objective != "weighted_lateness")
-    for job in jobs:
-        if not job.required:
-            continue
-        if not job.options:
-            out += [
-                Infeasibility(constraint=i.constraint, detail=f"job {job.name!r}: {i.detail}", over_by=i.over_by)
-                for i in no_option(job)
-            ]
-            continue
-        fastest = min(job.durations)
-        limit = min(
-            horizon, job.deadline if job.deadline is not None and pf.objective != "weighted_lateness" else horizon
+    out = [why for job in jobs if job.required for why in _job_alone(pf, job, ends, horizon)]
+    budget = _budget_short(pf, jobs)
+    if budget is not None:
+        out.append(budget)
+    out += _pools_short(pf, jobs, pools, supply_short=any(i.constraint == "supply" for i in out))
+    if not out:
+        out.append(
+            Infeasibility(
+                constraint="schedule",
+                detail=(
+                    "each job fits alone, but not all together: GPU pools, deadlines, dependencies and the budget "
+                    "conflict; loosen a deadline, add pool capacity, raise the budget or make a job optional"
+                ),
+            )
         )
-        if job.release + fastest > limit:
-            over = (job.release + fastest - limit) * step_h
-            rounding = _step_rounding(pf, job)
-            if (late := _released_too_late(pf, job)) is not None:
-                detail = f"job {job.name!r} is {late}"
-            elif rounding is not None:
-                detail = f"job {job.name!r} does not fit its window in whole time steps: {rounding}"
-            else:
-                detail = (
-                    f"job {job.name!r} cannot finish in time even alone: its fastest option takes "
-                    f"{fmt_duration(fastest * pf.time_step_s)}, {fmt_duration(over * 3600)} past its "
-                    f"{'deadline' if limit != horizon else 'horizon'}"
-                )
-            out.append(
-                Infeasibility(constraint="deadline" if rounding is None else "time_step", over_by=over, detail=detail)
+    return out
+
+
+def _job_alone(pf: Portfolio, job: JobData, ends: dict[str, float], horizon: int) -> list[Infeasibility]:
+    """Why a required job cannot be placed whatever the others do: no option, its fastest option past its
+    deadline (or the horizon, or a window whole time steps miss), or the jobs it waits for ending too late."""
+    step_h = pf.time_step_s / 3600.0
+    if not job.options:
+        return [
+            Infeasibility(constraint=i.constraint, detail=f"job {job.name!r}: {i.detail}", over_by=i.over_by)
+            for i in no_option(job)
+        ]
+    fastest = min(job.durations)
+    limit = min(horizon, job.deadline if job.deadline is not None and pf.objective != "weighted_lateness" else horizon)
+    ends_at = "deadline" if limit != horizon else "horizon"
+    if job.release + fastest > limit:
+        over = (job.release + fastest - limit) * step_h
+        rounding = _step_rounding(pf, job)
+        if (late := _released_too_late(pf, job)) is not None:
+            detail = f"job {job.name!r} is {late}"
+        elif rounding is not None:
+            detail = f"job {job.name!r} does not fit its window in whole time steps: {rounding}"
+        else:
+            detail = (
+                f"job {job.name!r} cannot finish in time even alone: its fastest option takes "
+                f"{fmt_duration(fastest * pf.time_step_s)}, {fmt_duration(over * 3600)} past its {ends_at}"
             )
-        elif ends[job.name] > limit:
-            waits = [d for d in job.after if ends[d] > job.release]
-            over = (ends[job.name] - limit) * step_h
-            out.append(
-                Infeasibility(
-                    constraint="deadline",
-                    over_by=None if over == float("inf") else over,
-                    detail=(
-                        f"job {job.name!r} must wait for {', '.join(repr(d) for d in waits)} ('after:'), "
-                        + (
-                            f"so it cannot end before hour {ends[job.name] * step_h:,.0f}, "
-                            f"{fmt_duration(over * 3600)} past its {'deadline' if limit != horizon else 'horizon'}"
-                            if over != float("inf")
-                            else "which can never run (no option fits it, or none meets its deadline), so it can "
-                            "never start"
-                        )
-                    ),
-                )
-            )
-    if pf.budget_usd is not None:
-        # the required jobs and every job they wait for ('after:'), optional or not: all of them must run
-        by_name = {job.name: job for job in jobs}
-        needed, todo = set(), [job.name for job in jobs if job.required]
-        while todo:
-            if (name := todo.pop()) not in needed:
-                needed.add(name)
-                todo.extend(by_name[name].after)
-        floor = sum(min(c.cost_usd for c in by_name[n].options) for n in needed if by_name[n].options)
-        waited = sorted(n for n in needed if not by_name[n].required)
-        if floor > pf.budget_usd:
-            who = "the required jobs" + (
-                f" and the jobs they wait for ({', '.join(map(repr, waited))}, 'after:')" if waited else ""
-            )
-            out.append(
-                Infeasibility(
-                    constraint="budget",
-                    over_by=floor - pf.budget_usd,
-                    detail=(
-                        f"{who} cost at least ${floor:,.2f} at their cheapest options: "
-                        f"${floor - pf.budget_usd:,.2f} over the budget of {fmt_budget(pf.budget_usd)}"
-                    ),
-                )
-            )
-    # each pool alone, then (if no one pool is short) all pools together: jobs that can run on several
-    # pools escape the first check, so pools that are short only together are named too
+        return [Infeasibility(constraint="deadline" if rounding is None else "time_step", over_by=over, detail=detail)]
+    if ends[job.name] <= limit:
+        return []
+    waits = [d for d in job.after if ends[d] > job.release]
+    over = (ends[job.name] - limit) * step_h
+    never = over == float("inf")
+    because = (
+        "which can never run (no option fits it, or none meets its deadline), so it can never start"
+        if never
+        else f"so it cannot end before hour {ends[job.name] * step_h:,.0f}, {fmt_duration(over * 3600)} past its "
+        f"{ends_at}"
+    )
+    return [
+        Infeasibility(
+            constraint="deadline",
+            over_by=None if never else over,
+            detail=f"job {job.name!r} must wait for {', '.join(repr(d) for d in waits)} ('after:'), {because}",
+        )
+    ]
+
+
+def _budget_short(pf: Portfolio, jobs: list[JobData]) -> Infeasibility | None:
+    """The budget below what the required jobs and every job they wait for ('after:'), optional or not, cost
+    at their cheapest options: all of them must run."""
+    if pf.budget_usd is None:
+        return None
+    by_name = {job.name: job for job in jobs}
+    needed, todo = set(), [job.name for job in jobs if job.required]
+    while todo:
+        if (name := todo.pop()) not in needed:
+            needed.add(name)
+            todo.extend(by_name[name].after)
+    floor = sum(min(c.cost_usd for c in by_name[n].options) for n in needed if by_name[n].options)
+    if floor <= pf.budget_usd:
+        return None
+    waited = sorted(n for n in needed if not by_name[n].required)
+    who = "the required jobs" + (
+        f" and the jobs they wait for ({', '.join(map(repr, waited))}, 'after:')" if waited else ""
+    )
+    return Infeasibility(
+        constraint="budget",
+        over_by=floor - pf.budget_usd,
+        detail=(
+            f"{who} cost at least ${floor:,.2f} at their cheapest options: "
+            f"${floor - pf.budget_usd:,.2f} over the budget of {fmt_budget(pf.budget_usd)}"
+        ),
+    )
+
+
+def _pools_short(pf: Portfolio, jobs: list[JobData], pools: list[PoolSpec], supply_short: bool) -> list[Infeasibility]:
+    """Each pool alone short of the GPU-hours of the required jobs that can only run there, then (unless one
+    pool is: ``supply_short`` says whether a supply shortfall is known already) all pools together: jobs that
+    can run on several pools escape the first check, so pools that are short only together are named too."""
+    step_h = pf.time_step_s / 3600.0
     groups = [([pool], f"pool {pool.name}: required jobs that can only run there") for pool in pools]
     if len(pools) > 1:
         groups.append((pools, "all pools together: the required jobs"))
+    out: list[Infeasibility] = []
     for group, who in groups:
-        if len(group) > 1 and any(i.constraint == "supply" for i in out):
+        if len(group) > 1 and (supply_short or out):
             break
         pool_names = {offer for pool in group for offer in pool.offers}
         need = 0.0
@@ -418,16 +442,6 @@ def portfolio_infeasibility(
                     ),
                 )
             )
-    if not out:
-        out.append(
-            Infeasibility(
-                constraint="schedule",
-                detail=(
-                    "each job fits alone, but not all together: GPU pools, deadlines, dependencies and the budget "
-                    "conflict; loosen a deadline, add pool capacity, raise the budget or make a job optional"
-                ),
-            )
-        )
     return out
 
 
