@@ -20,7 +20,8 @@ from starlette.requests import ClientDisconnect
 from ..errors import GpuplanError, printable
 from ..present.answers import json_text
 from .access import Gate
-from .service import Busy, Limits, QueryError, Service, error_payload
+from .service import Limits, QueryError, Service, error_payload
+from .store import Busy
 
 
 class ErrorBody(BaseModel):
