@@ -34,7 +34,7 @@ from ..planning.candidates import CandidateTable
 from ..planning.plans import SPOT_SUFFIX
 from ..present import render, report
 from ..present.answers import answer_data, model_rows
-from ..present.exports import LAUNCHERS, export
+from ..present.exports import LAUNCHERS, export, find_launcher, unknown_kind
 from ..results import Plan, SolveResult
 from . import bodies
 from .bodies import SOURCE, CheckFields, ExportFields
@@ -399,13 +399,9 @@ class Service:
             _, problem, given, name, cat = self._job(raw, content_type, query, extra="export")
             fields = bodies.route_fields(ExportFields, given, "export")
             kind = fields.kind.lower()
-            launcher = next((lc for lc in LAUNCHERS.values() if kind in (lc.kind, *lc.aliases)), None)
+            launcher = find_launcher(kind)
             if launcher is None:  # before any solve: export() would say the same after it
-                raise JobError(
-                    f"unknown export {fields.kind!r}; choose one of {', '.join(LAUNCHERS)}",
-                    source=SOURCE,
-                    field="export.kind",
-                )
+                raise JobError(unknown_kind(fields.kind), source=SOURCE, field="export.kind")
             if fields.plan is not None:
                 plan = bodies.plan_of(fields.plan)
             else:

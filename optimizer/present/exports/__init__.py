@@ -58,6 +58,7 @@ __all__ = [
     "Launcher",
     "describe",
     "export",
+    "find_launcher",
     "job_facts",
     "layout_env",
     "megatron_args",
@@ -66,6 +67,7 @@ __all__ = [
     "torchtitan_flags",
     "torchtitan_sections",
     "uneven_pipeline_ends",
+    "unknown_kind",
 ]
 
 LAUNCHERS: dict[str, Launcher] = {}
@@ -100,11 +102,22 @@ def _facts(job: JobSpec | ExportJob | None, **given: Any) -> ExportJob:
     return dataclasses.replace(facts, **{key: value for key, value in given.items() if value is not None})
 
 
+def find_launcher(kind: str) -> Launcher | None:
+    """The launcher of an export kind or one of its aliases, in any case; None for a kind none has."""
+    kind = kind.lower()
+    return next((lc for lc in LAUNCHERS.values() if kind == lc.kind or kind in lc.aliases), None)
+
+
+def unknown_kind(kind: str) -> str:
+    """The sentence refusing an export kind no launcher has."""
+    return f"unknown export {kind!r}; choose one of {', '.join(LAUNCHERS)}"
+
+
 def _launcher(kind: str) -> Launcher:
-    for launcher in LAUNCHERS.values():
-        if kind == launcher.kind or kind in launcher.aliases:
-            return launcher
-    raise ArgumentError(f"unknown export {kind!r}; choose one of {', '.join(LAUNCHERS)}", field="export")
+    launcher = find_launcher(kind)
+    if launcher is None:
+        raise ArgumentError(unknown_kind(kind), field="export")
+    return launcher
 
 
 def export(
