@@ -4,8 +4,10 @@ The thresholds are the bench's figures (2026-12-06: 31 scored rows of 6 families
 1.94 when the rows were gathered; 13.4 % and 1.43 once torchtitan's per-op selective recompute was modelled, which
 no longer calls three published torchtitan runs "does not fit"; 8.2 % and 1.60 with PyTorch's cross-entropy at its
 measured 12 bytes per token and vocabulary entry, the worst row a B200 reserved figure the 5 %-of-capacity reserve
-overshoots) with a little slack, so a change to the memory model that makes the published peaks worse fails here;
-one that makes them better should lower the thresholds.
+overshoots; 7.5 % and 1.37 over 44 rows of 7 families once the runs whose torchtitan compiled the loss keep its 4
+bytes and LitGPT's 13 single-GPU LoRA/QLoRA rows joined, never fitted on) with a little slack, so a change to the
+memory model that makes the published peaks worse fails here; one that makes them better should lower the
+thresholds.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import memory as bench  # noqa: E402
 
-MAX_MEDIAN = 0.10
-MAX_WORST = 1.65
+MAX_MEDIAN = 0.08
+MAX_WORST = 1.45
 TABLE = bench.load_rows()
 ROWS = TABLE["rows"]
 FAMILIES = yaml.safe_load((ROOT / "validation" / "families.yaml").read_text())["families"]
@@ -50,7 +52,7 @@ def test_every_row_names_a_family_a_source_and_what_it_counts(row):
 def test_rows_span_at_least_four_scored_families():
     scored = [r for r in ROWS if r.get("expressible", True)]
     assert len({r["family"] for r in scored}) >= 4
-    assert 20 <= len(ROWS) <= 40
+    assert 20 <= len(ROWS) <= 80  # (40 until LitGPT's 13 rows: a bound on a file one reads, not on evidence)
     assert len({r["name"] for r in ROWS}) == len(ROWS)
 
 
