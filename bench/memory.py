@@ -9,9 +9,12 @@ its source publishes, by what that figure counts (the row's ``counts:``):
 
 - ``allocated`` (torch.cuda.max_memory_allocated, Megatron's mem-max-allocated-bytes): gpuplan's weights +
   gradients + optimizer state + activations, without its reserve;
-- ``reserved`` (torch.cuda.max_memory_reserved: torchtitan's logged memory) and ``device`` (nvidia-smi or an
-  unstated reading): gpuplan's total, with the framework reserve (CUDA context, NCCL buffers, fragmentation:
-  physics/memory.py ``framework_reserve_bytes``).
+- ``reserved`` (torch.cuda.max_memory_reserved: torchtitan's logged memory): the allocated peak plus the caching
+  allocator's fragmentation (physics/memory.py ``allocator_fragmentation_bytes``), gpuplan's total less the fixed
+  part of its reserve that lies outside the allocator (the CUDA context and NCCL's own buffers,
+  constants.FRAMEWORK_RESERVE_FIXED_BYTES: PyTorch's reserved memory is what its caching allocator manages);
+- ``device`` (nvidia-smi or an unstated reading): gpuplan's total, with the whole framework reserve
+  (``framework_reserve_bytes``).
 
 Nothing is fitted on these rows, so every row is already held out: leave-one-family-out equals the plain score,
 and the per-family lines are the leave-one-family-out figures. Rows marked ``expressible: false`` ran something
@@ -34,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from optimizer import CheckRequest, check, load_catalog  # noqa: E402
 from optimizer.inputs.files import expand_models  # noqa: E402
 from optimizer.inputs.schema import Catalog, Offer, Problem, Sku  # noqa: E402
+from optimizer.physics.constants import FRAMEWORK_RESERVE_FIXED_BYTES  # noqa: E402
 
 DATA = ROOT / "validation" / "memory_runs.yaml"
 GIB = 2.0**30
@@ -109,7 +113,8 @@ def predict(row: dict, catalog: Catalog) -> Scored:
     result = check(problem, CheckRequest(published["gpu"], gpus, compare=False, **pinned), catalog=catalog)
     m = result.plan.memory_gib
     state = m.weights + m.gradients + m.optimizer + m.activations
-    predicted = state if row["counts"] == "allocated" else m.total
+    outside_allocator = FRAMEWORK_RESERVE_FIXED_BYTES / GIB  # CUDA context and NCCL: not in torch's reserved figure
+    predicted = {"allocated": state, "reserved": m.total - outside_allocator, "device": m.total}[row["counts"]]
     terms = {"weights": m.weights, "gradients": m.gradients, "optimizer": m.optimizer}
     terms |= {"activations": m.activations, "reserve": m.reserve}
     return Scored(row, predicted, published_gib(published), result.fits, m.capacity, terms)

@@ -111,11 +111,27 @@ FSDP_UNSHARDED_GRAD_BYTES = 4.0
 
 # --------------------------------------------------------------------------- memory reserve
 
-# CUDA context (~0.5-1 GiB) plus NCCL channel buffers, fixed per GPU; and 5 % of capacity for the
-# caching allocator's fragmentation (a common planning margin, cf. EleutherAI's Transformer Math 101
-# "miscellaneous memory" allowance). Overridable: assumptions.framework_overhead.
+# Memory outside PyTorch's caching allocator, fixed per GPU: the CUDA context (~0.5-1 GiB) and NCCL's own
+# buffers (NCCL_BUFFSIZE, 4 MiB per channel and peer by default, NCCL's environment-variable docs; NCCL allocates
+# them itself, so torch.cuda.memory_reserved does not count them, "CUDA semantics: memory management": reserved is
+# the memory the caching allocator manages). Overridable: assumptions.framework_overhead.
 FRAMEWORK_RESERVE_FIXED_BYTES = 1.5 * GIB
+# Inside the allocator, its reserved-minus-allocated gap (fragmentation) does not grow with the GPU's capacity: a
+# freed block is cached and split for smaller requests (c10/cuda/CUDACachingAllocator.cpp; "CUDA semantics":
+# max_split_size_mb "prevents the native allocator from splitting blocks larger than this size ... This can reduce
+# fragmentation"), so a request for the step's largest transient tensor may find no cached block whole and take a
+# new segment of its size: the gap is about one largest transient (physics/memory.allocator_fragmentation_bytes).
+# For a model given without shapes (no transient sizes known) the gap stays a planning margin of 5 % of capacity
+# (cf. EleutherAI's Transformer Math 101 "miscellaneous memory" allowance).
 FRAMEWORK_RESERVE_FRACTION = 0.05
+# The loss's largest single tensor per token and vocabulary entry, by the loss's bytes (LOGITS_BYTES_PER_VOCAB and
+# Megatron's 6): an fp32 copy of the logits (4) where the loss upcasts them whole (PyTorch's cross-entropy over
+# upcast logits, 12 = three fp32 tensors; Megatron-Core's vocab-parallel one, 6 = fp32 + bf16), else the bf16 logits
+# or their gradient (2: flash-attn's Triton loss and torch.compile's fused one, 2 + 2; torchtune's chunked one), and
+# none where the logits are never whole (Liger's fused loss, 0).
+LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32 = 4.0
+LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_BF16 = 2.0
+LOSS_FP32_COPY_MIN_BYTES_PER_VOCAB = 6.0  # at or above: the loss holds an fp32 copy of the whole logits
 
 # Loss memory per token and vocabulary entry at its peak, the loss's backward (every layer's activations still
 # held): PyTorch's cross-entropy over the upcast logits (torchtitan's cross_entropy_loss, transformers'

@@ -29,6 +29,9 @@ from .constants import (
     FRAMEWORK_RESERVE_FIXED_BYTES,
     FRAMEWORK_RESERVE_FRACTION,
     FSDP_UNSHARDED_GRAD_BYTES,
+    LOSS_FP32_COPY_MIN_BYTES_PER_VOCAB,
+    LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_BF16,
+    LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32,
 )
 from .layout import Layout, Recompute, RunSettings
 from .shapes import ModelShape, TrainingState
@@ -366,13 +369,46 @@ def least_recomputed_layers(
     return np.where(count >= per_stage, 0, count).astype(np.int64)
 
 
-def framework_reserve_bytes(setting, capacity_bytes) -> np.ndarray:
-    """CUDA context, NCCL buffers and allocator fragmentation per GPU. ``auto``: 1.5 GiB fixed (CUDA context
-    ~0.5-1 GiB plus NCCL channel buffers) and 5 % of capacity for fragmentation (PyTorch's caching allocator; cf.
-    EleutherAI's 'misc memory' allowance). A size is taken as is; a number below 1 is a fraction of capacity."""
+def loss_largest_tensor_bytes_per_vocab(logits_bytes_per_vocab) -> np.ndarray:
+    """The loss's largest single tensor per token and vocabulary entry (constants.LOSS_LARGEST_TENSOR_*): an fp32
+    copy of the logits where the loss holds one (6 bytes or more), else the bf16 logits (any loss that keeps them),
+    else none (a fused loss)."""
+    total = np.asarray(logits_bytes_per_vocab, float)
+    bf16 = np.where(total > 0.0, LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_BF16, 0.0)
+    return np.where(total >= LOSS_FP32_COPY_MIN_BYTES_PER_VOCAB, LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32, bf16)
+
+
+def allocator_fragmentation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -> np.ndarray:
+    """PyTorch's caching allocator's reserved-minus-allocated gap per GPU: about one of the step's largest transient
+    tensors, a new segment taken when no cached block is whole for it (constants.FRAMEWORK_RESERVE_FRACTION's
+    comment), here the loss's largest logits tensor on a GPU: s b V / (t cp) entries (the vocabulary split by TP as
+    ``activation_bytes`` splits the logits; the sequence by CP). It does not grow with the GPU's capacity.
+
+    Against published reserved figures (validation/memory_runs.yaml: reserved minus gpuplan's allocated peak):
+    torchtitan's Llama 3.1 8B at local batch 2 and 8192 tokens, eager loss (one fp32 logits tensor 7.8 GiB), 7.7 and
+    9.1 GiB; torchao's at batch 1 (3.9 GiB), 3.5 and 3.9 GiB; with the loss compiled (bf16 logits, 3.9 GiB at batch
+    2) Trainy's H200 runs 2.9 and 3.7 GiB, where 5 % of capacity gave 6.6 GiB on H200 and 8.4 GiB on B200."""
+    tokens = float(settings.seq_len) * np.asarray(layout.micro_batch, float) / np.asarray(layout.cp, float)
+    per_vocab = loss_largest_tensor_bytes_per_vocab(settings.logits_bytes_per_vocab)
+    return per_vocab * tokens * shape.vocab / np.asarray(layout.tp, float)
+
+
+def framework_reserve_bytes(setting, capacity_bytes, fragmentation_bytes=None, allocated_bytes=0.0) -> np.ndarray:
+    """CUDA context, NCCL buffers and allocator fragmentation per GPU. ``auto``: 1.5 GiB outside the caching
+    allocator (CUDA context ~0.5-1 GiB, NCCL's buffers) plus the allocator's fragmentation,
+    ``fragmentation_bytes`` (``allocator_fragmentation_bytes``: about the largest transient tensor, not a share of
+    capacity), or 5 % of capacity where it is not known (a model without shapes). The fragmentation is cache the
+    allocator gives back when the device is full (torch.cuda.memory_stats "num_alloc_retries: number of failed
+    cudaMalloc calls that result in a cache flush and retry"), so it takes at most what ``allocated_bytes`` and the
+    fixed part leave of the capacity: published runs reserve up to the GPU's memory and no further (torchtitan's
+    Llama 3.1 8B at 32k tokens, 83.9 GiB reserved of 89.4). A size is taken as is; a number below 1 is a fraction
+    of capacity."""
     capacity = np.asarray(capacity_bytes, float)
     if setting == "auto":
-        return FRAMEWORK_RESERVE_FIXED_BYTES + FRAMEWORK_RESERVE_FRACTION * capacity
+        if fragmentation_bytes is None:
+            return FRAMEWORK_RESERVE_FIXED_BYTES + FRAMEWORK_RESERVE_FRACTION * capacity
+        room = np.maximum(capacity - FRAMEWORK_RESERVE_FIXED_BYTES - np.asarray(allocated_bytes, float), 0.0)
+        return FRAMEWORK_RESERVE_FIXED_BYTES + np.minimum(np.asarray(fragmentation_bytes, float), room)
     if isinstance(setting, float) and setting < 1.0:
         return setting * capacity
     return np.full_like(capacity, float(setting))
@@ -381,10 +417,11 @@ def framework_reserve_bytes(setting, capacity_bytes) -> np.ndarray:
 # Memory a plan keeps free beyond its modelled peak (constraints.memory_headroom). The allocator evidence asks for
 # 10-15 % (torchtune aims at 85-90 % reserved with no allocator retries, meta-pytorch/torchtune PR 1360; FSDP's
 # reserved pool ran 4.1-7.2 GB over its active peak on A100-40GB, meta-llama/llama-cookbook PR 41), but the
-# framework reserve (5 % + 1.5 GiB) holds the fragmentation, and published runs sit 0.6-3.3 % under capacity here
-# (llm-foundry MPT-1B on A100-40GB, Megatron-Bridge Qwen3-30B-A3B on B300): a default above 0 calls them unfit.
+# framework reserve holds the fragmentation (1.5 GiB + one largest transient, ``allocator_fragmentation_bytes``;
+# 5 % of capacity + 1.5 GiB before), and published runs sat 0.6-3.3 % under capacity under the old reserve
+# (llm-foundry MPT-1B on A100-40GB, Megatron-Bridge Qwen3-30B-A3B on B300): a default above 0 called them unfit.
 MEMORY_HEADROOM_DEFAULT = "0%"
-MEMORY_EDGE_SHARE = 0.05  # of capacity: one more fragmentation allowance (the reserve's share)
+MEMORY_EDGE_SHARE = 0.05  # of capacity: a plan with less left is at the edge (one allocator spike from failing)
 
 
 def headroom_bytes(setting: str | float | None, capacity_bytes) -> np.ndarray:
@@ -418,7 +455,9 @@ def memory_breakdown(
         acts = activation_reserve * capacity
     else:
         acts = np.full_like(capacity, float(activation_reserve))
-    reserve = framework_reserve_bytes(settings.framework_overhead, capacity)
+    fragmentation = allocator_fragmentation_bytes(shape, settings, layout) if shape.has_shapes else None
+    allocated = weights + grads + optim + acts
+    reserve = framework_reserve_bytes(settings.framework_overhead, capacity, fragmentation, allocated)
     shape_of = np.broadcast(weights, acts, capacity).shape
     return MemoryBreakdown(
         weights=np.broadcast_to(weights, shape_of).astype(float),
