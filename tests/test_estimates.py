@@ -116,14 +116,16 @@ def test_the_comparison_says_a_slower_link_grows_communication_and_names_a_diffe
     where the H200 runs a different layout than the one measured."""
     # In torchtitan, whose layouts expose communication (under framework auto the B200 runs Megatron's PP 8 x 8
     # chunks, 0.6 % of its step exposed, and no link ratio is worth a sentence).
+    # (16 GPUs: on 32 both run FSDP ZeRO-3 with nothing exposed since the framework reserve stopped growing with
+    # capacity, physics/memory.allocator_fragmentation_bytes; on 16 both run TP 2 x PP 8)
     job = apply_overrides(
-        load_job(problems / "llama-70b-within-5-days.yaml"), measured=["32xB200@4:70k tok/s"], framework="torchtitan"
+        load_job(problems / "llama-70b-within-5-days.yaml"), measured=["16xB200@2:35k tok/s"], framework="torchtitan"
     )
-    vs = check(job, CheckRequest("H200", 32)).vs_measured
+    vs = check(job, CheckRequest("H200", 16)).vs_measured
     assert vs is not None and vs.ratios["intra_node_link"] == pytest.approx(0.5)
     assert vs.exposed_network_share > 0.02 and "slower link grows" in vs.summary and "faster link" not in vs.summary
-    measured = check(job, CheckRequest("B200", 32, compare=False)).plan.strategy
-    mine = check(job, CheckRequest("H200", 32, compare=False)).plan.strategy
+    measured = check(job, CheckRequest("B200", 16, compare=False)).plan.strategy
+    mine = check(job, CheckRequest("H200", 16, compare=False)).plan.strategy
     assert (mine.zero_stage != measured.zero_stage) == any(d.startswith("ZeRO") for d in vs.layout_differences)
     assert vs.layout_differences and "the layouts differ" in vs.summary
 

@@ -20,7 +20,8 @@ from optimizer.planning.plans import at_the_edge, headroom_gib
 
 runner = CliRunner()
 SFT_70B = "problems/llama-70b-within-5-days.yaml"
-# 8 B200, FSDP ZeRO-3, micro-batch 1, full recompute: 156.9 of 167.6 GiB per GPU (10.8 GiB, 6.4 % free)
+# 8 B200, FSDP ZeRO-3, micro-batch 1, full recompute: 150.4 of 167.6 GiB per GPU (17.2 GiB, 10.3 % free; 156.9 and
+# 10.8 GiB while the framework reserve was 5 % of capacity + 1.5 GiB)
 TIGHT = {"zero": 3, "tp": 1, "framework": "fsdp", "micro_batch": 1, "recompute": "full", "compare": False}
 TIGHT_FLAGS = ["--sku", "B200", "--gpus", "8", "--zero", "3", "--tp", "1", "--framework", "fsdp"]
 TIGHT_FLAGS += ["--micro-batch", "1", "--recompute", "full", "--no-compare"]
@@ -72,8 +73,8 @@ def test_a_plan_fits_only_if_its_peak_plus_the_headroom_is_within_capacity():
     problem = load_job(SFT_70B)
     loose = check(problem, CheckRequest("B200", 8, **TIGHT)).plan
     m = loose.memory_gib
-    assert loose.fits and 10 < m.capacity - m.total < 11  # 10.8 GiB free
-    for headroom, fits in (("6%", True), ("7%", False), ("10GiB", True), ("11GiB", False)):
+    assert loose.fits and 17 < m.capacity - m.total < 18  # 17.2 GiB free
+    for headroom, fits in (("10%", True), ("11%", False), ("17GiB", True), ("18GiB", False)):
         verdict = check(with_headroom(problem, headroom), CheckRequest("B200", 8, **TIGHT))
         assert verdict.fits is fits, headroom
         assert verdict.plan.memory_gib.total == pytest.approx(m.total)  # the peak is the same; only the fit moves
@@ -89,8 +90,8 @@ def test_the_chosen_plan_keeps_the_headroom():
 
 
 def test_a_headroom_moves_a_plan_that_sat_near_the_capacity():
-    # 70B LoRA within 2 days: without headroom the best plan takes 152.5 of 167.6 GiB (91 %) on B200; 10 % headroom
-    # (16.8 GiB) rules that layout out, so another one, with the headroom kept, is chosen.
+    # 70B LoRA within 2 days: without headroom the best plan takes 149.0 of 167.6 GiB (89 %) on B200; 12 % headroom
+    # (20.1 GiB) rules that layout out, so another one, with the headroom kept, is chosen.
     result = run(
         "solve", "--model", "llama-3.1-70b", "--method", "lora", "--tokens", "2B", "--deadline", "2d", "-f", "json"
     )
@@ -105,14 +106,14 @@ def test_a_headroom_moves_a_plan_that_sat_near_the_capacity():
         "--deadline",
         "2d",
         "--headroom",
-        "10%",
+        "12%",
         "-f",
         "json",
     )
     assert result.exit_code == 0 and kept.exit_code == 0, result.output + kept.output
     before, after = json.loads(result.stdout)["best"], json.loads(kept.stdout)["best"]
-    assert before["memory_gib"]["total"] > 0.9 * before["memory_gib"]["capacity"]
-    assert after["memory_gib"]["total"] <= 0.9 * after["memory_gib"]["capacity"] + 1e-9
+    assert before["memory_gib"]["total"] > 0.88 * before["memory_gib"]["capacity"]
+    assert after["memory_gib"]["total"] <= 0.88 * after["memory_gib"]["capacity"] + 1e-9
     assert (before["strategy"], before["sku"]) != (after["strategy"], after["sku"])
 
 
@@ -138,19 +139,19 @@ def test_help_names_the_flag_and_its_default():
 
 
 def test_a_plan_at_the_edge_says_so():
-    # 10.8 of 167.6 GiB free, 6.8 GiB beyond a 4 GiB headroom, is under MEMORY_EDGE_SHARE (5 %): the verdict,
+    # 17.2 of 167.6 GiB free, 7.2 GiB beyond a 10 GiB headroom, is under MEMORY_EDGE_SHARE (5 %): the verdict,
     # the bar and the note say so; without the headroom it is not at the edge
     problem = load_job(SFT_70B)
     tight = check(problem, CheckRequest("B200", 8, **TIGHT)).plan
-    held = 4.0 * 2**30  # --headroom 4GiB, as constraints.memory_headroom reads it
+    held = 10.0 * 2**30  # --headroom 10GiB, as constraints.memory_headroom reads it
     assert at_the_edge(tight, held) and not at_the_edge(tight, None)
     assert not at_the_edge(check(problem, CheckRequest("B200", 16, **TIGHT)).plan, held)
-    r = run("check", SFT_70B, *TIGHT_FLAGS, "--headroom", "4GiB")
+    r = run("check", SFT_70B, *TIGHT_FLAGS, "--headroom", "10GiB")
     assert r.exit_code == 0, r.output
     first = r.output.splitlines()[0]
     assert first.startswith("FITS") and first.endswith("at the edge")
     assert (
-        f"this plan is at the edge: 156.9 of 167.6 GiB per GPU leaves 6.8 GiB beyond the headroom, under {MEMORY_EDGE_SHARE:.0%}"
+        f"this plan is at the edge: 150.4 of 167.6 GiB per GPU leaves 7.2 GiB beyond the headroom, under {MEMORY_EDGE_SHARE:.0%}"
         in " ".join(r.output.split())
     )
 
@@ -161,7 +162,7 @@ def test_the_memory_bar_draws_the_headroom():
     bar = r.output.splitlines()[1]
     assert bar.startswith("[") and "|" in bar and "memory headroom 3.4 GiB from the |" in bar
     first = r.output.splitlines()[0]
-    assert "10.8 GiB (11.6 GB) free, 3.4 GiB of it the memory headroom (2% of each GPU's usable memory)" in first
+    assert "17.2 GiB (18.5 GB) free, 3.4 GiB of it the memory headroom (2% of each GPU's usable memory)" in first
 
 
 @pytest.mark.parametrize("command", ["solve", "check"])
@@ -176,14 +177,14 @@ def test_bad_headroom_is_one_paragraph_naming_the_flag(command, value):
 
 def test_save_writes_the_headroom_so_the_saved_question_asks_the_same(tmp_path):
     saved = tmp_path / "job.yaml"
-    first = run("check", SFT_70B, *TIGHT_FLAGS, "--headroom", "7%", "--save", saved, "-f", "json")
+    first = run("check", SFT_70B, *TIGHT_FLAGS, "--headroom", "11%", "--save", saved, "-f", "json")
     assert first.exit_code == 0, first.output
-    assert yaml.safe_load(saved.read_text())["constraints"]["memory_headroom"] == "7%"
+    assert yaml.safe_load(saved.read_text())["constraints"]["memory_headroom"] == "11%"
     again = run("check", saved, *TIGHT_FLAGS, "-f", "json")
     assert again.exit_code == 0, again.output
     assert json.loads(first.stdout)["fits"] is json.loads(again.stdout)["fits"] is False
     said = run("check", saved, *TIGHT_FLAGS)
-    assert "memory headroom 7% of each GPU's usable memory (constraints.memory_headroom" in " ".join(
+    assert "memory headroom 11% of each GPU's usable memory (constraints.memory_headroom" in " ".join(
         said.output.split()
     )
     solved = run("solve", SFT_70B, "--headroom", "8GiB", "--save", saved, "-f", "json")
@@ -192,14 +193,14 @@ def test_save_writes_the_headroom_so_the_saved_question_asks_the_same(tmp_path):
 
 
 def test_a_chosen_plan_at_the_edge_says_so():
-    # 8 B200 for the 70B SFT: FSDP ZeRO-3 with full recompute takes 156.9 of 167.6 GiB; a 5 % headroom (8.4 GiB)
-    # leaves 2.4 GiB, under MEMORY_EDGE_SHARE of the GPU
-    args = ["--gpu-types", "B200", "--max-gpus", "8", "--framework", "fsdp", "--deadline", "30d", "--headroom", "5%"]
+    # 8 B200 for the 70B SFT: FSDP ZeRO-3 with full recompute takes 150.4 of 167.6 GiB; a 6 % headroom (10.1 GiB)
+    # leaves 7.1 GiB, under MEMORY_EDGE_SHARE of the GPU
+    args = ["--gpu-types", "B200", "--max-gpus", "8", "--framework", "fsdp", "--deadline", "30d", "--headroom", "6%"]
     r = run("solve", SFT_70B, *args)
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())
-    assert "memory 156.9 of 167.6 GiB per GPU (+ 8.4 GiB headroom, at the edge);" in text
-    assert "this plan is at the edge: 156.9 of 167.6 GiB per GPU leaves 2.4 GiB beyond the headroom" in text
+    assert "memory 150.4 of 167.6 GiB per GPU (+ 10.1 GiB headroom, at the edge);" in text
+    assert "this plan is at the edge: 150.4 of 167.6 GiB per GPU leaves 7.1 GiB beyond the headroom" in text
 
 
 def test_every_answer_format_states_the_headroom(tmp_path):

@@ -40,8 +40,13 @@ def checked(recompute: str | None, job: dict = JOB_70B, sku: str = "B300", gpus:
     return check(problem_of(job), CheckRequest(sku, gpus, recompute=recompute, **{**B300_ZERO3, **fixed}))
 
 
+# The case on 8 B300 fits without recompute since the framework reserve stopped growing with capacity
+# (265.2 of 268.2 GiB, at the edge; physics/memory.allocator_fragmentation_bytes): the same job on 16 B200 is short.
+TWO_B200_NODES = {"sku": "B200", "gpus": 16}
+
+
 def test_the_seventy_b_zero3_case_fits_with_a_few_layers_recomputed_at_under_ten_percent():
-    none, full, chosen = checked("none"), checked("full"), checked(None)
+    none, full, chosen = (checked(rc, **TWO_B200_NODES) for rc in ("none", "full", None))
     assert not none.fits and full.fits and chosen.fits
     s = chosen.plan.strategy
     assert s.recompute == "full" and s.recompute_layers is not None and s.recompute_layers < 80
@@ -51,18 +56,18 @@ def test_the_seventy_b_zero3_case_fits_with_a_few_layers_recomputed_at_under_ten
     # and the plan is the fastest that fits: one layer fewer (in torchtune's every-k counts) does not
     fewer = recompute_count("every_k", s.recompute_layers - 1, 80, 1, 1)
     if fewer < s.recompute_layers:
-        assert not checked(f"layers:{fewer}").fits
+        assert not checked(f"layers:{fewer}", **TWO_B200_NODES).fits
 
 
 def test_solve_finds_it_and_check_takes_it_back_unchanged():
-    problem = problem_of({**JOB_70B, "framework": "fsdp"}, gpu={"types": ["B300"]}, max_gpus=8)
+    problem = problem_of({**JOB_70B, "framework": "fsdp"}, gpu={"types": ["B200"]}, max_gpus=16)
     best = plan(problem).best
     assert best is not None and best.strategy.recompute_layers
     again = check(
         problem,
         CheckRequest(
-            "B300",
-            8,
+            "B200",
+            16,
             zero=3,
             tp=1,
             micro_batch=best.strategy.micro_batch,
