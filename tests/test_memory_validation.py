@@ -7,8 +7,11 @@ measured 12 bytes per token and vocabulary entry, the worst row a B200 reserved 
 overshoots; 7.5 % and 1.37 over 44 rows of 7 families once the runs whose torchtitan compiled the loss keep its 4
 bytes and LitGPT's 13 single-GPU LoRA/QLoRA rows joined, never fitted on; 4.0 % and 1.49x (0.67, a Megatron-LM CI
 allocated figure) once the allocator's fragmentation is one largest transient tensor instead of 5 % of capacity and
-a reserved figure leaves out the CUDA context and NCCL's buffers) with a little slack, so a change to the memory
-model that makes the published peaks worse fails here; one that makes them better should lower the thresholds.
+a reserved figure leaves out the CUDA context and NCCL's buffers; 3.9 % and 1.28x (0.78, LitGPT's phi-1.5 QLoRA)
+once the two Megatron-LM CI rows whose unfused attention keeps Megatron's default attention dropout, a setting gpuplan
+lacks, are listed apart) with a little slack, so a change to the memory model that makes the published peaks worse
+fails here; one that makes them better should lower the thresholds. The worst ratio is held at the issue's bar,
+every row within 1.3x.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import memory as bench  # noqa: E402
 from optimizer.physics.constants import FRAMEWORK_RESERVE_FIXED_BYTES  # noqa: E402
 
 MAX_MEDIAN = 0.05
-MAX_WORST = 1.55
+MAX_WORST = 1.30
 TABLE = bench.load_rows()
 ROWS = TABLE["rows"]
 FAMILIES = yaml.safe_load((ROOT / "validation" / "families.yaml").read_text())["families"]
