@@ -75,7 +75,9 @@ FINETUNE_KEYS = ("lora_rank", "lora_targets", "optimizer", "optimizer_in_backwar
 TOKENS = "100B"  # throughput does not depend on the run length
 # What a row's ``not_in_table`` may name: row keys (job fields, the MoE recipe, the FSDP schedule, the
 # micro-batch) and layout keys. In the "table columns only" prediction each is left to gpuplan's default.
-NOT_IN_TABLE_ROW_KEYS = frozenset({"loss", "kernels", "master_weights", "moe", "zero3_gathers", "micro_batch"})
+NOT_IN_TABLE_ROW_KEYS = frozenset(
+    {"loss", "kernels", "attention", "master_weights", "moe", "zero3_gathers", "micro_batch"}
+)
 NOT_IN_TABLE_LAYOUT_KEYS = frozenset(
     {"tp", "pp", "cp", "vp", "ep", "etp", "pp_schedule", "fsdp", "fsdp_degree", "zero", "recompute"}
 )
@@ -108,6 +110,7 @@ def problem_for(run: dict, efficiency: float | None, host_ms: float | None = Non
             "loss": run.get("loss", "standard"),
             "kernels": run.get("kernels", "auto"),
             "compile": run.get("compile", False),
+            "attention": run.get("attention", "flash"),
             # pure bf16 recipes keep no fp32 master copy (the row's master_weights_source)
             "master_weights": run.get("master_weights", True),
             # Megatron-Core's fused kernels keep fewer activations than eager PyTorch (physics/memory.py)
@@ -115,7 +118,8 @@ def problem_for(run: dict, efficiency: float | None, host_ms: float | None = Non
             **{key: run[key] for key in FINETUNE_KEYS if key in run},
         },
         "assumptions": {
-            **({"mfu": efficiency} if efficiency is not None else {}),
+            # the rows' matmul efficiency; attention at its kernels' own (physics/attention.py)
+            **({"matmul_efficiency": efficiency} if efficiency is not None else {}),
             **({"moe_host_ms_per_layer": host_ms} if host_ms is not None else {}),
             **moe_assumptions(run),
             # the published recipe's FSDP schedule under gradient accumulation (the row's zero3_gathers_source)

@@ -255,6 +255,7 @@ _RANGES: dict[str, str] = {
     "activation_reserve": "reserve",
     # Assumptions
     "mfu": "fraction",
+    "matmul_efficiency": "fraction",
     "overlap": "share",
     "moe_overlap": "share",
     "moe_host_ms_per_layer": "host_ms",
@@ -742,7 +743,13 @@ class JobSpec(_Model):
     activation_reserve: Literal["auto"] | float | str = Field(
         "auto", description="auto (from shapes), a size per GPU (40GB) or a fraction of capacity (0.2)."
     )
-    attention: Literal["flash", "eager"] = "flash"
+    attention: Literal["flash", "cudnn", "eager"] = Field(
+        "flash",
+        description="Attention kernels: flash (fused, the framework's own: PyTorch SDPA's FlashAttention-2, "
+        "Transformer Engine's cuDNN attention under Megatron-Core), cudnn (cuDNN's fused attention whatever the "
+        "framework: Transformer Engine's attention in a PyTorch stack, SDPA's cuDNN backend), eager (the s x s "
+        "scores materialised). Their speed: physics/attention.py.",
+    )
     lora_targets: Literal["all_linear", "attention"] = Field(
         "all_linear",
         description="LoRA on every linear layer, or on the attention projections only (PEFT target_modules).",
@@ -844,7 +851,15 @@ class JobSpec(_Model):
 
 class Assumptions(_Model):
     mfu: Literal["auto"] | float = Field(
-        "auto", description="Compute efficiency of the matmuls when compute-bound (0-1); auto = per SKU."
+        "auto",
+        description="Compute efficiency of the whole step when compute-bound, attention included (0-1); auto = "
+        "per SKU.",
+    )
+    matmul_efficiency: Literal["auto"] | float = Field(
+        "auto",
+        description="Share of the 16-bit peak the linear layers' GEMMs reach (0-1), as run (compiled or fused); "
+        "attention keeps its kernels' own (physics/attention.py). auto: the fitted model per GPU family "
+        "(physics/efficiency.py). mfu, when given, replaces both.",
     )
     overlap: float = Field(0.7, ge=0, le=1, description="Share of compute time that hides data-parallel traffic.")
     moe_overlap: float = Field(
@@ -920,8 +935,9 @@ class Assumptions(_Model):
     @model_validator(mode="after")
     def _efficiency_range(self) -> Assumptions:
         fraction = units.LIMITS["fraction"]
-        if isinstance(self.mfu, float) and not fraction.allows(self.mfu):
-            raise ValueError(f"mfu {self.mfu} {fraction.text()}: it is a fraction of dense peak")
+        for name, value in (("mfu", self.mfu), ("matmul_efficiency", self.matmul_efficiency)):
+            if isinstance(value, float) and not fraction.allows(value):
+                raise ValueError(f"{name} {value} {fraction.text()}: it is a fraction of dense peak")
         for nodes, eff in self.scaling_efficiency.items():
             if nodes < 1 or not fraction.allows(eff):
                 raise ValueError(

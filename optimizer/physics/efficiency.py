@@ -49,7 +49,7 @@ FAMILY_OF_ARCHITECTURE = (
 # llm-foundry, qwen and torchtune; held out, Qwen's median goes from 18.1 % to 26.0 %) and Blackwell (two
 # source families, Megatron-Bridge and NeMo: with either held out the other alone cannot fit it, so no
 # held-out figure tests it). BENCHMARKS.md and docs/design.md section 5.10 give the figures.
-FITTED_BASE: dict[str, float] = {"hopper": 0.538}
+FITTED_BASE: dict[str, float] = {"hopper": 0.558}
 FITTED_HALF_PER_RIDGE = 4.0
 # Transformer Engine stacks (Megatron-Core: LayerNormLinear, fused SwiGLU, RoPE and bias-dropout-add, FP8 casts
 # fused into them) reach this many times the efficiency above, which eager stacks (torchtitan, FSDP, Hugging

@@ -250,10 +250,10 @@ def _micro_batch(
     )
     phi = split.gemm_share
     expert_factor = phi / (split.expert_speedup * grouped) + (1.0 - phi) / grouped16
-    compute_s = (
-        tokens
-        * ((linear - expert) * split.dense_factor + expert * expert_factor + attention)
-        / (peak16 * hw.compute_efficiency)
+    attention_efficiency = hw.compute_efficiency if hw.attention_efficiency is None else hw.attention_efficiency
+    compute_s = tokens * (
+        ((linear - expert) * split.dense_factor + expert * expert_factor) / (peak16 * hw.compute_efficiency)
+        + attention / (peak16 * attention_efficiency)
     )
     cast_s = np.where(
         split.low_precision,
@@ -621,6 +621,10 @@ def step_time(
     ratio = np.where(fused, hw.fused_efficiency_ratio, hw.compiled_efficiency_ratio)
     if np.any(ratio != 1.0):
         hw = replace(hw, compute_efficiency=np.asarray(hw.compute_efficiency, float) * ratio)
+    # the attention kernels' own efficiency (Transformer Engine's where the layout's framework runs its layers),
+    # the matmul efficiency where none is published
+    attention = np.where(fused, hw.attention_efficiency_fused, hw.attention_efficiency_eager)
+    hw = replace(hw, attention_efficiency=np.where(np.isfinite(attention), attention, hw.compute_efficiency))
     mb = _micro_batch(
         shape,
         train,

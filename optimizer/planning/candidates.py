@@ -516,11 +516,13 @@ def _row_figures(ctx: JobContext, row: HardwareRow) -> tuple:
         ctx.calibration.speed_factor(r),
         ctx.fused_efficiency_ratio(r.sku),
         ctx.compiled_efficiency_ratio(r.sku),
+        ctx.attention_efficiency(r.sku, fused=False) or np.nan,
+        ctx.attention_efficiency(r.sku, fused=True) or np.nan,
     )
 
 
 # the entries of ``_row_figures``
-ROW_FIGURES = 16
+ROW_FIGURES = 18
 
 
 def _cluster(ctx: JobContext, figures: list[tuple], row_idx: np.ndarray) -> Cluster:
@@ -538,6 +540,8 @@ def _cluster(ctx: JobContext, figures: list[tuple], row_idx: np.ndarray) -> Clus
         nodes=columns[:, 7],
         fused_efficiency_ratio=columns[:, 14],
         compiled_efficiency_ratio=columns[:, 15],
+        attention_efficiency_eager=columns[:, 16],
+        attention_efficiency_fused=columns[:, 17],
         host_link_bytes_per_s=a.host_link_gb_per_s_per_gpu * 1e9,
         host_memory_bytes_per_s=a.host_memory_gb_per_s_per_gpu * 1e9,
     )

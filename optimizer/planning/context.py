@@ -13,6 +13,7 @@ from ..errors import GpuplanError, JobError
 from ..inputs import units
 from ..inputs.catalog import offers_for, usable_memory_bytes
 from ..inputs.schema import Catalog, Offer, Problem, Sku
+from ..physics.attention import attention_efficiency
 from ..physics.constants import (
     COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
     DEFAULT_COMPUTE_EFFICIENCY,
@@ -24,7 +25,7 @@ from ..physics.constants import (
     OPTIMAL_BATCH_COEFFICIENT,
     OPTIMAL_BATCH_EXPONENT,
 )
-from ..physics.efficiency import COMPILED_RATIO, FITTED_FUSED_RATIO, matmul_efficiency, ridge
+from ..physics.efficiency import COMPILED_RATIO, FITTED_FUSED_RATIO, family_of, matmul_efficiency, ridge
 from ..physics.layout import RunSettings
 from ..physics.shapes import ModelShape, TrainingState
 from . import anchors as anchoring
@@ -168,6 +169,8 @@ class JobContext:
         dense rows, and the MoE terms (the host time per layer, the grouped GEMMs) were fitted with it."""
         if self.assumptions.mfu != "auto":
             base = float(self.assumptions.mfu)
+        elif self.assumptions.matmul_efficiency != "auto":
+            base = float(self.assumptions.matmul_efficiency)
         elif sku.default_mfu:
             base = sku.default_mfu
         else:
@@ -183,6 +186,12 @@ class JobContext:
             base = fitted if fitted is not None else default
         return base * self.calibration.compute
 
+    def stated_efficiency(self, sku: Sku) -> bool:
+        """Whether the job or the catalog row states the efficiency as the stack ran it (assumptions.mfu or
+        matmul_efficiency, a row's default_mfu): no kernel ratio (fused, compiled) then applies on top."""
+        a = self.assumptions
+        return a.mfu != "auto" or a.matmul_efficiency != "auto" or bool(sku.default_mfu)
+
     def fused_efficiency_ratio(self, sku: Sku) -> float:
         """How much more of the peak a layout running fused Transformer Engine kernels (Megatron-Core) reaches
         than ``compute_efficiency``, which stands for eager kernels: the fitted ratio (physics/efficiency.py,
@@ -193,12 +202,27 @@ class JobContext:
         win once a measured peak moves the reserve). It applies where a layout's framework runs Transformer
         Engine's layers (planning/frameworks.py fused_kernels); ``job.kernels`` sets the activations kept, not
         this."""
-        stated = self.assumptions.mfu != "auto" or bool(sku.default_mfu)
+        stated = self.stated_efficiency(sku)
         # measured on Hopper and Blackwell rows only: GPUs with an FP8 rate, Transformer Engine's generation
         measured_on = bool(sku.dense_fp8_tflops)
         # a check's pin on a framework-auto question (job.framework_pinned) costs as the auto question does
         named = self.job.framework != "auto" and not self.job.framework_pinned
         return FITTED_FUSED_RATIO if named and measured_on and not stated else 1.0
+
+    def attention_efficiency(self, sku: Sku, fused: bool) -> float | None:
+        """The attention kernels' share of the 16-bit peak on this GPU at the job's sequence length, times the
+        calibration (physics/attention.py), for a layout whose framework runs Transformer Engine's layers
+        (``fused``: cuDNN attention where the job names that framework; under framework auto every layout is
+        costed at the eager stack's kernels, as the matmuls are) or not (PyTorch SDPA's FlashAttention-2), or
+        cuDNN's for every layout under job.attention cudnn. None where no figure is published for the GPU's
+        family, under eager attention, or where the job or the catalog row states the whole step's efficiency."""
+        if self.assumptions.mfu != "auto" or sku.default_mfu or self.job.attention == "eager":
+            return None
+        named = self.job.framework != "auto" and not self.job.framework_pinned
+        kernel = "cudnn" if self.job.attention == "cudnn" or (fused and named) else "flash2"
+        family = family_of(sku.architecture, sku.form_factor)
+        efficiency = attention_efficiency(kernel, family, float(self.job.seq_len))
+        return None if efficiency is None else efficiency * self.calibration.compute
 
     def compiled_efficiency_ratio(self, sku: Sku) -> float:
         """How much more of the peak a compiled eager PyTorch stack reaches than ``compute_efficiency``
@@ -206,7 +230,7 @@ class JobContext:
         without it, and where the job or the catalog row states the efficiency (a stated figure is the stack's
         as it ran). It applies to every layout whose framework does not run Transformer Engine's fused layers,
         on every GPU (Inductor fuses on any)."""
-        stated = self.assumptions.mfu != "auto" or bool(sku.default_mfu)
+        stated = self.stated_efficiency(sku)
         return COMPILED_RATIO if self.job.compile and not stated else 1.0
 
     def is_measured(self, row: HardwareRow) -> bool:

@@ -32,7 +32,7 @@ def _terms(ctx: JobContext, row: HardwareRow) -> list[tuple[str, float]]:
         compute = (f"throughput {lean.describe(row.gpus)}", 0.06)
     elif ctx.calibration.active:
         compute = ("compute efficiency projected from a measurement", 0.06)
-    elif ctx.assumptions.mfu == "auto":
+    elif ctx.assumptions.mfu == "auto" and ctx.assumptions.matmul_efficiency == "auto":
         compute = ("compute efficiency (per-class default)", 0.12)
     else:
         compute = ("compute efficiency (stated)", 0.08)
