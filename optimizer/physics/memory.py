@@ -14,6 +14,10 @@ Sources, term by term:
   (``saved_tensors_hooks`` on the bundled presets, tests/test_torch_accounting.py); the terms are in
   ``layer_activation_bytes`` and ``activation_bytes`` (TP with and without sequence parallelism, recompute,
   1F1B's min(p, m) micro-batches in flight, logits 6 s b V / t, activation offload).
+- Reserve: the CUDA context and NCCL's buffers outside PyTorch's caching allocator (fixed) plus the allocator's
+  fragmentation, about one largest transient tensor (the loss's logits), which it gives back before a run fails
+  (``framework_reserve_bytes``, ``allocator_fragmentation_bytes``; published reserved-minus-allocated gaps in
+  validation/memory_runs.yaml).
 - Headroom: memory a plan leaves free beyond its peak (``headroom_bytes``, MEMORY_HEADROOM_DEFAULT).
 """
 
