@@ -5,9 +5,13 @@ Engine's fused kernels; a stated efficiency is the stack's as it ran."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from typer.testing import CliRunner
 
 from optimizer import CheckRequest, check
+from optimizer.cli import app
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
 from optimizer.physics.efficiency import COMPILE_SPEEDUPS, COMPILED_RATIO, compile_speedup
@@ -64,3 +68,21 @@ def test_megatron_keeps_transformer_engine_and_a_stated_efficiency_is_the_stacks
         expand_models({"catalog": "default", "job": {**JOB, "framework": "fsdp", "compile": True}, **stated})
     )
     assert check(with_compile, FSDP).plan.tokens_per_s == pytest.approx(check(base, FSDP).plan.tokens_per_s)
+
+
+def test_the_compile_flag_costs_the_compiled_run_and_a_saved_question_asks_it_again(tmp_path):
+    runner = CliRunner()
+    ask = ["solve", "--model", "llama-3.1-8b", "--tokens", "2B", "--framework", "torchtitan"]
+    ask += ["--gpu-types", "H100-SXM", "--max-gpus", "8", "--format", "json"]
+    eager = runner.invoke(app, ask)
+    saved = tmp_path / "q.yaml"
+    compiled = runner.invoke(app, [*ask, "--compile", "--save", str(saved)])
+    assert eager.exit_code == 0 and compiled.exit_code == 0, compiled.output
+    again = runner.invoke(app, ["solve", str(saved), "--format", "json"])
+    assert again.exit_code == 0 and "compile: true" in saved.read_text()
+
+    def best(result):
+        return json.loads(result.output[result.output.index("{") :])["best"]
+
+    assert best(compiled)["tokens_per_s"] > best(eager)["tokens_per_s"] * 1.1
+    assert best(again)["tokens_per_s"] == best(compiled)["tokens_per_s"]

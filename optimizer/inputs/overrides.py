@@ -58,6 +58,8 @@ def apply_overrides(problem: Problem, **overrides) -> Problem:
             objective = value
         elif key == "framework":
             job = job.model_copy(update={"framework": _one_of(key, value, FRAMEWORK_CHOICES)})
+        elif key == "compile":
+            job = job.model_copy(update={"compile": bool(value)})
         elif key == "spot":
             constraints["spot"] = _one_of(key, value, SPOT_CHOICES)
         elif key == "measured":
@@ -86,7 +88,7 @@ def _override(key: str, value, constraints: dict, gpu: dict) -> None:
             raise GpuplanError(f"must be positive (got {value!r})")
     else:
         raise GpuplanError(
-            f"unknown override; use one of objective, measured, framework, spot, gpu_types, min_memory, {', '.join(_CONSTRAINTS)}"
+            f"unknown override; use one of objective, measured, framework, compile, spot, gpu_types, min_memory, {', '.join(_CONSTRAINTS)}"
         )
 
 

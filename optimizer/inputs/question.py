@@ -121,6 +121,7 @@ def model_value(name: str, job: Path | None = None) -> str | dict:
 _FLAG_FIELDS: dict[str, tuple[tuple[str, ...], str, str | None]] = {
     "objective": ((), "objective", None),
     "framework": (("job",), "framework", None),
+    "compile": (("job",), "compile", None),
     "deadline": (("constraints",), "deadline", "deadline_s"),
     "budget": (("constraints",), "budget", "budget_usd"),
     "max_nodes": (("constraints",), "max_nodes", None),
