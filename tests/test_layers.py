@@ -21,7 +21,7 @@ LAYERS = [
     ("api",),
     ("present",),
     ("server",),
-    ("cli", "launch", "stops", "__main__", "__init__"),
+    ("cli", "cli_options", "launch", "stops", "__main__", "__init__"),
 ]
 OPTIONAL_THIRD_PARTY = {"matplotlib", "matplotlib.pyplot"}
 

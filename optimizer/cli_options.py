@@ -1,0 +1,114 @@
+"""The command line's shared choices and options (``optimizer/cli.py``'s commands take them): the output format,
+the choice enums and the flags several commands share, each with its help text and default stated."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import typer
+
+from .physics.memory import MEMORY_HEADROOM_DEFAULT
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+class Objective(str, Enum):
+    cost = "cost"
+    time = "time"
+
+
+class OffloadOpt(str, Enum):
+    none = "none"
+    optimizer = "optimizer"
+    auto = "auto"
+
+
+class MethodOpt(str, Enum):
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
+
+
+class BasisOpt(str, Enum):
+    delivered = "delivered"
+    reported = "reported"
+    label = "label"
+    board = "board"
+
+
+ExportOpt = typer.Option(
+    None,
+    "--export",
+    help="Write a launcher config for the plan: skypilot, kubernetes (Indexed Job + headless Service), nodus "
+    "(spec.resources.gpu), deepspeed, megatron, torchtitan, accelerate, torchrun or slurm (an sbatch script).",
+)
+OutOpt = typer.Option(None, "--out", help="File for --export (default, or -: print it).")
+FormatOpt = typer.Option(Format.table, "--format", "-f", help="table (for people), json or yaml (for scripts).")
+# --quiet after the command as well as before it (gpuplan solve job.yaml -q was "No such option")
+QuietOpt = typer.Option(False, "--quiet", "-q", help="Tables: print only the one-line answer.")
+CatalogOpt = typer.Option(
+    None,
+    "--catalog",
+    "-c",
+    help="Bundled catalog name (default, nodus-2026-11, ...) or a YAML path; overrides the job or portfolio file's.",
+)
+FrameworkOpt = typer.Option(
+    None,
+    "--framework",
+    help="Plan only layouts this framework runs: megatron, deepspeed, torchtitan, fsdp, or auto (any; the default).",
+)
+CompileOpt = typer.Option(
+    None,
+    "--compile/--no-compile",
+    help="--compile: the model runs under torch.compile (eager PyTorch layouts at the published compiled speed-up, "
+    "1.2x on the matmuls); default: the job file's job.compile, else off, as frameworks ship it.",
+)
+SpotOpt = typer.Option(
+    None,
+    "--spot/--no-spot",
+    help="--spot: spot capacity only; --no-spot: never spot; default: the file's own (a job's constraints.spot, a "
+    "portfolio's spot; allow when unset).",
+)
+JobArg = typer.Argument(
+    None,
+    help="Job file (YAML); see problems/ for examples. Or none, and the job from --model and --tokens.",
+    show_default=False,
+)
+# The job flags (inputs/question.py): a question without a file, or fields over the file's.
+ModelOpt = typer.Option(
+    None,
+    "--model",
+    help="A config.json or the model folder holding it (a path that exists comes first, as in 'gpuplan model'), "
+    "else a preset (gpuplan models), else a Hugging Face Hub id (meta-llama/Llama-3.1-8B).",
+)
+MethodJobOpt = typer.Option(None, "--method", help="full, lora or qlora (default full).")
+TokensOpt = typer.Option(None, "--tokens", help="Tokens to train on in all: 2B, 500M.")
+SeqLenOpt = typer.Option(None, "--seq-len", help="Tokens per sequence: 4096, 8k (8,192) (default 4096).")
+GlobalBatchOpt = typer.Option(
+    None,
+    "--global-batch",
+    help="Sequences per step, a whole number (256, 1e3, 1,024), or tokens with their unit ('4M tokens'); default: "
+    "a fine-tune's recipe batch (131,072 tokens a step), a pre-training's free batch; 'free': gpuplan chooses.",
+)
+PrecisionOpt = typer.Option(None, "--precision", help="bf16, fp16, fp8 or nvfp4 (default bf16).")
+OptimizerOpt = typer.Option(None, "--optimizer", help="adamw (default), adamw8bit, paged_adamw, sgd, adafactor...")
+LoraRankOpt = typer.Option(None, "--lora-rank", min=1, help="LoRA rank (default 16).")
+HeadroomOpt = typer.Option(
+    None,
+    "--headroom",
+    help="Memory each GPU keeps free beyond the plan's modelled peak (weights, gradients, optimizer, activations, "
+    "framework reserve): a share of its usable memory (10%) or a size (8GiB, 8GB); a plan fits only if peak + "
+    f"headroom is within the capacity. Default: the file's constraints.memory_headroom, else {MEMORY_HEADROOM_DEFAULT} "
+    "(the framework reserve, 1.5 GiB + the allocator's fragmentation, is already counted; torchtune aims at 85-90% "
+    "of memory reserved: --headroom 10% plans so). Every table answer states it.",
+)
+SaveOpt = typer.Option(
+    None,
+    "--save",
+    help="Write the whole question this command planned (the job file, the job and constraint flags, the catalog, "
+    "paths made relative to the saved file) as a job file that asks it again.",
+)
