@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
+import tomllib
+import yaml
 from typer.testing import CliRunner
 
 from optimizer import CheckRequest, check
@@ -15,6 +17,7 @@ from optimizer.cli import app
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
 from optimizer.physics.efficiency import COMPILE_SPEEDUPS, COMPILED_RATIO, compile_speedup
+from optimizer.present.exports import export
 
 JOB = {"model": "llama-3.1-8b", "tokens": "2B", "seq_len": 8192, "global_batch": 64}
 # FSDP ZeRO-3 on one H100 node, micro-batch 1 with full recompute: compute-bound, so the matmul efficiency is
@@ -86,3 +89,35 @@ def test_the_compile_flag_costs_the_compiled_run_and_a_saved_question_asks_it_ag
 
     assert best(compiled)["tokens_per_s"] > best(eager)["tokens_per_s"] * 1.1
     assert best(again)["tokens_per_s"] == best(compiled)["tokens_per_s"]
+
+
+def test_the_answer_says_which_kernels_its_speed_assumes():
+    eager = check(problem_of(framework="fsdp"), FSDP)
+    compiled = check(problem_of(framework="fsdp", compile=True), FSDP)
+    assert any("torch.compile off" in n and "FlashAttention-2 (SDPA) at 35%" in n for n in eager.notes)
+    assert any(f"torch.compile (the matmuls at {COMPILED_RATIO:.2f}x" in n for n in compiled.notes)
+    stated = Problem.model_validate(
+        expand_models({"catalog": "default", "job": {**JOB, "framework": "fsdp"}, "assumptions": {"mfu": 0.45}})
+    )
+    assert not any(n.startswith("kernels:") for n in check(stated, FSDP).notes)
+
+
+def test_the_exports_start_the_compiled_run_the_plan_assumed():
+    compiled = check(problem_of(framework="fsdp", compile=True), FSDP)
+    problem = problem_of(framework="fsdp", compile=True)
+    toml_text = export(compiled.plan, "torchtitan", job=problem.job)
+    assert tomllib.loads(toml_text)["compile"] == {"enable": True}
+    assert "--compile.enable" in toml_text  # torchtitan 0.3.0's flags in the header
+    config = yaml.safe_load(export(compiled.plan, "accelerate", job=problem.job))
+    assert config["dynamo_config"] == {"dynamo_backend": "INDUCTOR"}
+    eager = problem_of(framework="fsdp")
+    assert "compile" not in tomllib.loads(export(compiled.plan, "torchtitan", job=eager.job))
+
+
+def test_accelerate_reads_the_compiled_config_back(tmp_path):
+    config_args = pytest.importorskip("accelerate.commands.config.config_args")
+    compiled = check(problem_of(framework="fsdp", compile=True), FSDP)
+    problem = problem_of(framework="fsdp", compile=True)
+    path = tmp_path / "fsdp.yaml"
+    path.write_text(export(compiled.plan, "accelerate", job=problem.job))
+    assert config_args.ClusterConfig.from_yaml_file(str(path)).dynamo_config["dynamo_backend"] == "INDUCTOR"

@@ -11,6 +11,7 @@ from ..inputs.catalog import find_sku
 from ..inputs.schema import Sku, Strategy
 from ..inputs.units import YEAR_S, fmt_bytes, parse_count
 from ..physics.constants import GIB, LOW_PRECISION_GEMM_CEILING_RATIO
+from ..physics.efficiency import COMPILED_RATIO
 from ..physics.precision import LOW_PRECISIONS
 from ..planning.calibration import predict, resolve_row
 from ..planning.candidates import (
@@ -22,6 +23,7 @@ from ..planning.candidates import (
     not_rentable,
 )
 from ..planning.context import Calibration, JobContext
+from ..planning.frameworks import FRAMEWORKS
 from ..planning.plans import SPOT_SUFFIX, headroom_note
 from ..results import MeasuredComparison, Plan
 from ..solver.model import solver_rows
@@ -104,7 +106,7 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
     if offer is not None and (why := not_rentable(offer, plan.nodes, plan.gpus_per_node)):
         # a verdict on hardware the offer does not rent, which solve never plans (a cost below its optimum)
         notes.append(f"offer {offer.name} {why}: it cannot be rented there as it stands")
-    return notes + moe_notes(ctx, plan)
+    return notes + moe_notes(ctx, plan) + kernel_notes(ctx, plan)
 
 
 def precision_notes(ctx: JobContext) -> list[str]:
@@ -274,6 +276,35 @@ def outside_search_notes(ctx: JobContext, strategy: Strategy) -> list[str]:
     ]
 
 
+def kernel_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
+    """The kernels the plan's speed assumes (docs/design.md section 5.10): Transformer Engine's or eager
+    PyTorch's, the attention kernel and its share of the peak, and torch.compile; nothing where the job states
+    the whole step's efficiency (assumptions.mfu) or the SKU's catalog row does."""
+    if plan is None or ctx.assumptions.mfu != "auto":
+        return []
+    sku = find_sku(ctx.catalog, plan.sku)
+    if sku.default_mfu:
+        return []
+    named = ctx.job.framework != "auto" and not ctx.job.framework_pinned
+    framework = FRAMEWORKS.get(plan.strategy.framework)
+    fused = bool(framework and framework.fused_kernels and named)
+    efficiency = ctx.attention_efficiency(sku, fused)
+    if ctx.job.attention == "eager":
+        attention = "eager attention (the s x s scores materialised) at the matmul efficiency"
+    else:
+        kernel = "cuDNN's fused attention" if fused or ctx.job.attention == "cudnn" else "FlashAttention-2 (SDPA)"
+        share = "the matmul efficiency" if efficiency is None else f"{efficiency:.0%} of the 16-bit peak"
+        attention = f"attention in {kernel} at {share} on {sku.name}"
+    if fused:
+        stack = "Transformer Engine's fused layers"
+    elif ctx.job.compile:
+        stack = f"eager PyTorch under torch.compile (the matmuls at {COMPILED_RATIO:.2f}x the eager efficiency)"
+    else:
+        stack = "eager PyTorch, torch.compile off (--compile or job.compile: true for a compiled run)"
+    hint = "" if fused or ctx.job.attention != "flash" else " (job.attention: cudnn for Transformer Engine's attention)"
+    return [f"kernels: {stack}; {attention}{hint}"]
+
+
 def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
     """What gpuplan decided for the user: the global batch when free or given in tokens, the spot
     policy and the framework (docs/design.md sections 3.2 and 3.5)."""
@@ -281,7 +312,7 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
     notes += batch_notes(ctx, best)
     notes.append(spot_note(ctx.constraints.spot, "constraints.spot"))
     notes += measurement_notes(ctx) + precision_notes(ctx)
-    notes += moe_notes(ctx, best)
+    notes += moe_notes(ctx, best) + kernel_notes(ctx, best)
     if job.framework == "auto" and best is not None:
         notes.append(
             f"framework: any; the plan runs in {best.strategy.framework} (set job.framework or --framework to plan "

@@ -92,7 +92,13 @@ def write(plan: Plan, job: ExportJob) -> str:
         notes.append(partial_recompute_note(s.partial_layers, job.num_layers))
     if precision == "nvfp4":
         notes.append("accelerate has no NVFP4 setting: bf16 here")
-    return comment(header(plan, precision, lines, notes)) + yaml_text(config)
+    return comment(header(plan, precision, lines, notes)) + yaml_text(config | compiled(job))
+
+
+def compiled(job: ExportJob) -> dict:
+    """accelerate's torch.compile setting where the plan's speed assumed a compiled run (accelerate's config file
+    ``dynamo_config``, as ``accelerate config`` writes it: the Inductor backend)."""
+    return {"dynamo_config": {"dynamo_backend": "INDUCTOR"}} if job.compile else {}
 
 
 def partial_recompute_note(layers: int, num_layers: int | None) -> str:
@@ -138,7 +144,7 @@ def _single_gpu(plan: Plan, job: ExportJob) -> str:
         )
     if job.precision == "nvfp4":
         notes.append("accelerate has no NVFP4 setting: bf16 here")
-    return comment(header(plan, job.precision, lines, notes)) + yaml_text(config)
+    return comment(header(plan, job.precision, lines, notes)) + yaml_text(config | compiled(job))
 
 
 LAUNCHER = Launcher(

@@ -48,7 +48,8 @@ class ExportJob:
     state, as ``planning.reliability.checkpoint_hours`` counts them: the checkpoint interval and disk),
     ``finetune`` (a pretrained model trained further: the exports load its weights) and ``moe_dispatcher``
     (the token dispatcher the plan's time assumed; gpuplan's default where only the job is given). ``vendor``:
-    the plan's SKU's (``Sku.vendor``) as the caller's catalog gives it; None: the bundled hardware file's."""
+    the plan's SKU's (``Sku.vendor``) as the caller's catalog gives it; None: the bundled hardware file's.
+    ``compile``: job.compile, the run under torch.compile the plan's speed assumed."""
 
     name: str = "gpuplan-job"
     seq_len: int | None = None
@@ -62,6 +63,7 @@ class ExportJob:
     finetune: bool = False
     moe_dispatcher: str = MOE_DISPATCHER
     vendor: str | None = None
+    compile: bool = False
 
 
 def _checkpoint_bytes(job: JobSpec) -> float | None:
@@ -98,6 +100,7 @@ def job_facts(job: JobSpec) -> ExportJob:
         model=job.model,
         checkpoint_bytes=_checkpoint_bytes(job),
         finetune=is_finetune(job),
+        compile=job.compile,
     )
 
 

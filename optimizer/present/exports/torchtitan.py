@@ -221,7 +221,7 @@ def torchtitan_flags(sections: dict[str, dict[str, Any]]) -> list[str]:
     """The same values as torchtitan 0.3.0 command-line flags (``TORCHTITAN_FLAGS_SOURCE``), less those it
     has none for (``TORCHTITAN_030_MISSING``)."""
     flags = []
-    for section in ("training", "parallelism", "optimizer", "checkpoint"):
+    for section in ("training", "parallelism", "optimizer", "checkpoint", "compile"):
         for key, value in sections.get(section, {}).items():
             if (section, key) in TORCHTITAN_030_MISSING:
                 continue
@@ -244,6 +244,8 @@ def write(plan: Plan, job: ExportJob) -> str:
     values as torchtitan 0.3.0 flags (0.3.0 reads configs from Python functions, no TOML)."""
     precision = job.precision
     sections = torchtitan_sections(plan, job.name, job.seq_len, precision, job.num_layers)
+    if job.compile:  # the compiled run the plan's speed assumed (v0.2.2 job_config.py Compile.enable)
+        sections["compile"] = {"enable": True}
     sections = with_run(sections, plan, job)
     launch = torchrun_line(plan, "-m torchtitan.train")
     known = torchtitan_model(job.model)
