@@ -55,7 +55,7 @@ from .cli_options import (
 )
 from .errors import ArgumentError, GpuplanError, printable
 from .inputs import skypilot, units
-from .inputs.catalog import catalog_entries, find_sku, offers_for
+from .inputs.catalog import catalog_entries, find_sku, offers_for, vendor_in
 from .inputs.files import expand_models, load_catalog, load_job, load_portfolio, parse_model, problem_catalog
 from .inputs.hf_models import presets
 from .inputs.overrides import apply_overrides, parse_measurement
@@ -66,8 +66,7 @@ from .inputs.schema import Constraints, ModelSpec
 from .inputs.units import fmt_count, parse_bytes
 from .planning.plans import SPOT_SUFFIX, headroom_gib
 from .present import answers, output, render
-from .present.exports import KINDS as EXPORT_KINDS
-from .present.exports import export
+from .present.exports import export, find_launcher, unknown_kind
 from .present.jsonschema import json_schema
 from .present.plot import frontier_plot, memory_plot, portfolio_plot, require_plotting
 from .present.report import html_report
@@ -397,9 +396,10 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
-def _export_text(plan, kind: str, problem) -> str:
-    """The launcher config ``kind`` for ``plan``, with the MoE dispatcher its time assumed."""
-    return export(plan, kind, job=problem.job, moe_dispatcher=problem.assumptions.moe_dispatcher)
+def _export_text(plan, kind: str, problem, catalog) -> str:
+    """The launcher config ``kind`` for ``plan``: the MoE dispatcher its time assumed, its GPU's vendor."""
+    facts = {"moe_dispatcher": problem.assumptions.moe_dispatcher, "vendor": vendor_in(catalog, plan.sku)}
+    return export(plan, kind, job=problem.job, **facts)
 
 
 def _write_export(config: str, kind: str, out: Path) -> str:
@@ -412,8 +412,8 @@ def check_export(kind: str | None, out: Path | None = None, fmt: Format | None =
     """A known --export kind, checked before any work; without --out (or with ``--out -``) it takes stdout,
     where a JSON or YAML answer (-f) was asked for too: a script reading that got the launcher config
     instead. The file to write the config to: None for stdout."""
-    if kind is not None and kind not in EXPORT_KINDS:
-        raise ArgumentError(f"unknown export {kind!r}; choose one of {', '.join(EXPORT_KINDS)}", field="export")
+    if kind is not None and find_launcher(kind) is None:
+        raise ArgumentError(unknown_kind(kind), field="export")
     to_stdout = out is None or is_stdout(out)
     if kind is not None and to_stdout and fmt is not None and fmt != Format.table:
         raise ArgumentError(
@@ -693,7 +693,7 @@ def check(
     )
     _exportable(result, export_kind, problem)
     said: list[str] = []
-    config = _export_text(result.plan, export_kind, problem) if export_kind else None
+    config = _export_text(result.plan, export_kind, problem, cat) if export_kind else None
     with output.together():  # all files or none: a full disk at the chart leaves the old config too
         if config is not None and out is not None:
             said.append(_write_export(config, export_kind or "", out))
@@ -808,7 +808,7 @@ def solve(
     result = api.plan(problem, catalog=cat, time_limit_s=limit_s, table=table, started=started)
     _exportable_best(result, export_kind)
     said: list[str] = []
-    config = _export_text(result.best, export_kind, problem) if export_kind else None
+    config = _export_text(result.best, export_kind, problem, cat) if export_kind else None
     # files first: a reader that closes stdout early (| head) ends the process at the next write to it;
     # all of them or none: a full disk at the report leaves the old config and chart too
     with output.together():

@@ -65,3 +65,23 @@ def test_the_kubernetes_resource_follows_the_vendor_not_the_name():
     assert "amd.com/gpu.device-id" not in text  # no device ids on record for it: nothing preferred
     mi300x = export(plan.model_copy(update={"sku": "MI300X"}), "kubernetes", job=job.job)
     assert "amd.com/gpu.device-id" in mi300x and "74a1" in mi300x
+
+
+def test_the_cli_export_asks_kubernetes_for_the_vendor_the_users_catalog_gives(tmp_path):
+    """A GPU only the user's catalog has, of vendor AMD, is exported by the CLI as amd.com/gpu (the CLI passes
+    the catalog's vendor, as the service does)."""
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+
+    catalog = tmp_path / "amd.yaml"
+    catalog.write_text(
+        "skus:\n  - {name: Accel-X, vendor: AMD, memory: 192GB, hbm_bandwidth_gb_per_s: 5300, dense_bf16_tflops: 1300,"
+        " intra_node_bandwidth_gb_per_s: 896, gpus_per_node: 8}\noffers:\n  - {name: accel-x, sku: Accel-X, price: 3}\n"
+    )
+    ask = ["check", "--model", "llama-3.1-8b", "--tokens", "1B", "--sku", "Accel-X", "--gpus", "8"]
+    result = CliRunner().invoke(app, [*ask, "--catalog", str(catalog), "--export", "kubernetes", "--out", "-"])
+    assert result.exit_code == 0, result.output
+    assert "amd.com/gpu: '8'" in result.output and "nvidia.com/gpu" not in result.output
+    alias = CliRunner().invoke(app, [*ask, "--catalog", str(catalog), "--export", "k8s", "--out", "-"])
+    assert alias.exit_code == 0 and "amd.com/gpu: '8'" in alias.output  # an export alias is a kind too

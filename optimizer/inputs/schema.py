@@ -56,7 +56,7 @@ PARAMS_SHAPES_RATIO_MAX = 2.0
 # quantity (2 TB, a node's memory, on one B200), and would plan models the GPU cannot hold.
 MEMORY_ABOVE_LABEL_MAX = 1.1
 # Any memory figure is at least 1 GiB, and a reported or delivered one at least a tenth of the label: below
-# 1 GiB no GPU holds the CUDA context and NCCL buffers gpuplan reserves before any model (1.5 GiB + 5 %,
+# 1 GiB no GPU holds the CUDA context and NCCL buffers gpuplan reserves before any model (1.5 GiB,
 # physics/constants.py FRAMEWORK_RESERVE_*), and the smallest share of a GPU anyone rents is a MIG 1g slice,
 # an eighth of its memory (A100-40GB 1g.5gb, H100 1g.10gb, H200 1g.18gb, B200 1g.23gb: 12.5-12.8 %). Less is a
 # units slip (1e-9GB, MB for GB).
