@@ -306,9 +306,8 @@ def kernel_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
     sku = find_sku(ctx.catalog, plan.sku)
     if sku.default_mfu:
         return []
-    named = ctx.job.framework != "auto" and not ctx.job.framework_pinned
     framework = FRAMEWORKS.get(plan.strategy.framework)
-    fused = bool(framework and framework.fused_kernels and named)
+    fused = bool(framework and framework.fused_kernels and ctx.framework_named)
     efficiency = ctx.attention_efficiency(sku, fused)
     if ctx.job.attention == "eager":
         attention = "eager attention (the s x s scores materialised) at the matmul efficiency"

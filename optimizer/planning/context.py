@@ -186,6 +186,12 @@ class JobContext:
             base = fitted if fitted is not None else default
         return base * self.calibration.compute
 
+    @property
+    def framework_named(self) -> bool:
+        """Whether the job names its framework (a check's pin on a framework-auto question,
+        job.framework_pinned, costs as the auto question does): the named framework's kernels apply."""
+        return self.job.framework != "auto" and not self.job.framework_pinned
+
     def stated_efficiency(self, sku: Sku) -> bool:
         """Whether the job or the catalog row states the efficiency as the stack ran it (assumptions.mfu or
         matmul_efficiency, a row's default_mfu): no kernel ratio (fused, compiled) then applies on top."""
@@ -205,9 +211,7 @@ class JobContext:
         stated = self.stated_efficiency(sku)
         # measured on Hopper and Blackwell rows only: GPUs with an FP8 rate, Transformer Engine's generation
         measured_on = bool(sku.dense_fp8_tflops)
-        # a check's pin on a framework-auto question (job.framework_pinned) costs as the auto question does
-        named = self.job.framework != "auto" and not self.job.framework_pinned
-        return FITTED_FUSED_RATIO if named and measured_on and not stated else 1.0
+        return FITTED_FUSED_RATIO if self.framework_named and measured_on and not stated else 1.0
 
     def attention_efficiency(self, sku: Sku, fused: bool) -> float | None:
         """The attention kernels' share of the 16-bit peak on this GPU at the job's sequence length, times the
@@ -218,8 +222,7 @@ class JobContext:
         family, under eager attention, or where the job or the catalog row states the whole step's efficiency."""
         if self.assumptions.mfu != "auto" or sku.default_mfu or self.job.attention == "eager":
             return None
-        named = self.job.framework != "auto" and not self.job.framework_pinned
-        kernel = "cudnn" if self.job.attention == "cudnn" or (fused and named) else "flash2"
+        kernel = "cudnn" if self.job.attention == "cudnn" or (fused and self.framework_named) else "flash2"
         family = family_of(sku.architecture, sku.form_factor)
         efficiency = attention_efficiency(kernel, family, float(self.job.seq_len))
         return None if efficiency is None else efficiency * self.calibration.compute
