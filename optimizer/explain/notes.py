@@ -317,6 +317,11 @@ def kernel_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
         attention = f"attention in {kernel} at {share} on {sku.name}"
     if fused:
         stack = "Transformer Engine's fused layers"
+    elif framework and framework.fused_kernels:  # a Megatron label under framework auto: costed as eager
+        stack = (
+            f"costed as eager PyTorch under framework auto (--framework {plan.strategy.framework} costs "
+            "Transformer Engine's fused layers)"
+        )
     elif ctx.job.compile:
         stack = f"eager PyTorch under torch.compile (the matmuls at {COMPILED_RATIO:.2f}x the eager efficiency)"
     else:
