@@ -8,8 +8,12 @@ Rows come from validation/throughput_runs.yaml (pre-training and large fine-tune
 validation/finetune_runs.yaml (small fine-tunes on one GPU or one node: kind finetune) and
 validation/llmfoundry_runs.yaml (MosaicML llm-foundry's MPT tables: a held-out family), each predicted with
 ``check`` on its published layout (SKU, GPUs, nodes, TP, PP, micro-batch, global batch, ZeRO/FSDP,
-recompute, precision, sequence). The rows gpuplan models today are transformers on SKUs in
-validation/hardware.yaml; the others are listed as not modelled, with the reason.
+recompute, precision, sequence; torch.compile and the attention kernels where the recipe names them: the rows'
+``compile`` and ``attention``). The rows gpuplan models today are transformers on SKUs in
+validation/hardware.yaml; the others are listed as not modelled, with the reason. The fit states the matmul
+efficiency only (``assumptions.matmul_efficiency``): attention keeps its kernels' published figures
+(physics/attention.py), and a compiled row's e* is divided by the published compile speed-up of the other
+source families (physics/efficiency.py compile_speedup), as a fused-kernel row's is by the fitted fused ratio.
 
 Every row names its source family (``family:``, validation/families.yaml: one framework's benchmark
 tables, one paper). Predictions per row (docs/design.md section 5.10):
