@@ -193,12 +193,13 @@ def _post(served, route: str, body: dict, text: bool = False):  # noqa: F811
     return answer if text else json.loads(answer)
 
 
-def test_spot_precision_lora_rank_and_gpu_counts_reach_the_solve(served, browser, tmp_path):  # noqa: F811
+def test_spot_precision_lora_rank_compile_and_gpu_counts_reach_the_solve(served, browser, tmp_path):  # noqa: F811
     _open(browser, served)
     assert not browser.find_element(By.ID, "lora_rank").is_displayed()  # full fine-tuning has no rank
     Select(browser.find_element(By.ID, "method")).select_by_visible_text("lora")
     _type(browser, "lora_rank", "64")
     Select(browser.find_element(By.ID, "precision")).select_by_value("fp8")
+    browser.find_element(By.ID, "compile").click()
     Select(browser.find_element(By.ID, "spot")).select_by_value("never")
     _type(browser, "max_gpus", "16")
     _type(browser, "gpu_count", "8")
@@ -207,11 +208,12 @@ def test_spot_precision_lora_rank_and_gpu_counts_reach_the_solve(served, browser
     _settled(browser)
     doc = {
         **README_DOC,
-        "job": {**README_DOC["job"], "method": "lora", "lora_rank": 64, "precision": "fp8"},
+        "job": {**README_DOC["job"], "method": "lora", "lora_rank": 64, "precision": "fp8", "compile": True},
         "constraints": {"deadline": "5d", "max_gpus": 16, "spot": "never", "gpu": {"count": 8}},
     }
     job_yaml = yaml.safe_load(browser.find_element(By.ID, "job-yaml").get_attribute("textContent"))
     assert job_yaml["job"]["lora_rank"] == 64 and job_yaml["job"]["precision"] == "fp8"
+    assert job_yaml["job"]["compile"] is True
     assert job_yaml["constraints"]["spot"] == "never" and job_yaml["constraints"]["max_gpus"] == 16
     assert job_yaml["constraints"]["gpu"]["count"] == 8
     assert _text(browser, "verdict") == _headline(doc, tmp_path)

@@ -87,6 +87,7 @@ function jobDocument() {
   if ($("global_batch").value) job.global_batch = Number($("global_batch").value);
   if ($("precision").value) job.precision = $("precision").value;
   if ($("framework").value !== "auto") job.framework = $("framework").value;
+  if ($("compile").checked) job.compile = true;
   const constraints = {};
   if ($("deadline").value.trim()) constraints.deadline = $("deadline").value.trim();
   if ($("budget").value.trim()) constraints.budget = $("budget").value.trim();
