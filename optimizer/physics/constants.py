@@ -168,8 +168,9 @@ FALLBACK_NETWORK_GB_PER_S_PER_GPU = 12.5
 # catalog).
 HOST_MEMORY_SERVER_GPUS = 8
 
-# GPU <-> host PCIe per GPU: PCIe Gen5 x16 is 32 GB/s per direction raw (PCI-SIG 5.0 specification),
-# about 25 GB/s achieved. ASSUMPTION: the host DRAM share per GPU, a 2-socket server's ~300-400 GB/s
+# GPU <-> host PCIe per GPU: PCIe Gen4 x16 is 32 GB/s per direction raw (PCI-SIG 4.0 specification),
+# about 25 GB/s achieved; a Gen5 slot doubles both (physics/roles.py PCIE_GEN5_X16_BYTES_PER_S, 63 GB/s), which
+# this conservative figure does not assume. ASSUMPTION: the host DRAM share per GPU, a 2-socket server's ~300-400 GB/s
 # over 8 GPUs halved for the CPU Adam's read+write mix (ZeRO-Offload, Ren et al. 2021, section 4).
 # Overridable: assumptions.host_link_gb_per_s_per_gpu, assumptions.host_memory_gb_per_s_per_gpu.
 HOST_LINK_GB_PER_S_PER_GPU = 25.0

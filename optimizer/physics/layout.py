@@ -158,8 +158,6 @@ class Cluster:
     # eager PyTorch layers or Transformer Engine's (nan: unpublished, the matmul efficiency applies)
     attention_efficiency_eager: Floats = float("nan")
     attention_efficiency_fused: Floats = float("nan")
-    # per layout, the one its framework's kernel reaches (set by physics/time.step_time)
-    attention_efficiency: Floats | None = None
     host_link_bytes_per_s: float = HOST_LINK_GB_PER_S_PER_GPU * 1e9  # GPU <-> CPU (PCIe) per GPU
     host_memory_bytes_per_s: float = HOST_MEMORY_GB_PER_S_PER_GPU * 1e9  # CPU DRAM share per GPU
 

@@ -221,8 +221,10 @@ def _micro_batch(
     acts,
     dispatcher: str = "alltoall",
     host_s_per_layer: float = 0.0,
+    attention_efficiency=None,
 ) -> _MicroBatch:
-    """Roofline of one micro-batch: max(FLOPs / (peak x efficiency), HBM bytes / bandwidth)."""
+    """Roofline of one micro-batch: max(FLOPs / (peak x efficiency), HBM bytes / bandwidth); the attention
+    FLOPs at ``attention_efficiency`` (per layout; None: the matmul efficiency)."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
     b = np.asarray(layout.micro_batch, float)
     # The slowest stage sets the pace: with uneven stages it holds ceil(L / p) of the L layers.
@@ -250,7 +252,8 @@ def _micro_batch(
     )
     phi = split.gemm_share
     expert_factor = phi / (split.expert_speedup * grouped) + (1.0 - phi) / grouped16
-    attention_efficiency = hw.compute_efficiency if hw.attention_efficiency is None else hw.attention_efficiency
+    if attention_efficiency is None:
+        attention_efficiency = hw.compute_efficiency
     compute_s = tokens * (
         ((linear - expert) * split.dense_factor + expert * expert_factor) / (peak16 * hw.compute_efficiency)
         + attention / (peak16 * attention_efficiency)
@@ -624,7 +627,7 @@ def step_time(
     # the attention kernels' own efficiency (Transformer Engine's where the layout's framework runs its layers),
     # the matmul efficiency where none is published
     attention = np.where(fused, hw.attention_efficiency_fused, hw.attention_efficiency_eager)
-    hw = replace(hw, attention_efficiency=np.where(np.isfinite(attention), attention, hw.compute_efficiency))
+    attention = np.where(np.isfinite(attention), attention, hw.compute_efficiency)
     mb = _micro_batch(
         shape,
         train,
@@ -635,6 +638,7 @@ def step_time(
         activation_bytes_per_micro,
         settings.moe_dispatcher,
         settings.moe_host_s_per_layer,
+        attention,
     )
     micro_s = mb.busy_s + _model_parallel_s(
         shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher
