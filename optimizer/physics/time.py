@@ -219,12 +219,11 @@ def _micro_batch(
     seq_len: float,
     hw_flops_per_token,
     acts,
+    attention_efficiency,
     dispatcher: str = "alltoall",
     host_s_per_layer: float = 0.0,
-    attention_efficiency=None,
 ) -> _MicroBatch:
-    """Roofline of one micro-batch: max(FLOPs / (peak x efficiency), HBM bytes / bandwidth); the attention
-    FLOPs at ``attention_efficiency`` (per layout; None: the matmul efficiency)."""
+    """Roofline of one micro-batch: max(FLOPs / (peak x efficiency), HBM bytes / bandwidth), attention apart."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
     b = np.asarray(layout.micro_batch, float)
     # The slowest stage sets the pace: with uneven stages it holds ceil(L / p) of the L layers.
@@ -252,8 +251,6 @@ def _micro_batch(
     )
     phi = split.gemm_share
     expert_factor = phi / (split.expert_speedup * grouped) + (1.0 - phi) / grouped16
-    if attention_efficiency is None:
-        attention_efficiency = hw.compute_efficiency
     compute_s = tokens * (
         ((linear - expert) * split.dense_factor + expert * expert_factor) / (peak16 * hw.compute_efficiency)
         + attention / (peak16 * attention_efficiency)
@@ -624,8 +621,7 @@ def step_time(
     ratio = np.where(fused, hw.fused_efficiency_ratio, hw.compiled_efficiency_ratio)
     if np.any(ratio != 1.0):
         hw = replace(hw, compute_efficiency=np.asarray(hw.compute_efficiency, float) * ratio)
-    # the attention kernels' own efficiency (Transformer Engine's where the layout's framework runs its layers),
-    # the matmul efficiency where none is published
+    # attention at its kernels' own efficiency (Transformer Engine's under its framework), else the matmuls'
     attention = np.where(fused, hw.attention_efficiency_fused, hw.attention_efficiency_eager)
     attention = np.where(np.isfinite(attention), attention, hw.compute_efficiency)
     mb = _micro_batch(
@@ -636,9 +632,9 @@ def step_time(
         s,
         hw_fpt,
         activation_bytes_per_micro,
+        attention,
         settings.moe_dispatcher,
         settings.moe_host_s_per_layer,
-        attention,
     )
     micro_s = mb.busy_s + _model_parallel_s(
         shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher
