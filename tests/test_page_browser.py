@@ -193,6 +193,35 @@ def _post(served, route: str, body: dict, text: bool = False):  # noqa: F811
     return answer if text else json.loads(answer)
 
 
+# the page's /v1/check bodies, kept in window.checksSent as the page sends them
+RECORD_CHECKS = """
+window.checksSent = [];
+const fetchBefore = window.fetch;
+window.fetch = (url, options) => {
+  if (String(url).endsWith("/v1/check")) window.checksSent.push(JSON.parse(options.body));
+  return fetchBefore(url, options);
+};
+"""
+
+
+def _layout(plan: dict) -> dict:
+    """A plan's hardware and layout as /v1/check's check: mapping states them (the CLI's check flags)."""
+    strategy = plan["strategy"]
+    recompute = strategy["recompute"]
+    if recompute == "full" and strategy["recompute_layers"]:
+        recompute = f"layers:{strategy['recompute_layers']}"
+    layout = {"sku": plan["offer"] or plan["sku"], "gpus": plan["gpus"], "nodes": plan["nodes"]}
+    for name in ("tp", "pp", "shard_degree", "virtual_stages", "cp", "ep", "expert_tp"):
+        if strategy[name] is not None:
+            layout[name] = strategy[name]
+    layout.update(micro_batch=strategy["micro_batch"], grad_accum=strategy["grad_accum"])
+    layout.update(zero=strategy["zero_stage"], recompute=recompute, offload=strategy["offload"])
+    layout["framework"] = strategy["framework"]
+    if plan["spot"]:
+        layout["spot"] = True
+    return layout
+
+
 def test_spot_precision_lora_rank_compile_and_gpu_counts_reach_the_solve(served, browser, tmp_path):  # noqa: F811
     _open(browser, served)
     assert not browser.find_element(By.ID, "lora_rank").is_displayed()  # full fine-tuning has no rank
@@ -252,31 +281,18 @@ def test_a_frontier_point_shows_its_plan_and_the_check_form_checks_it(served, br
         served, "/v1/export", {**README_DOC, "export": {"kind": "skypilot", "plan": plan}}, text=True
     )
 
-    # check this layout: the form holds the plan's hardware and layout; /v1/check answers for it
+    # check this layout: the plan's hardware and whole layout go to /v1/check at once, which answers for that plan
+    browser.execute_script(RECORD_CHECKS)
     browser.find_element(By.ID, "shown-check").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "check-verdict") != "")
     assert browser.find_element(By.ID, "check-sku").get_attribute("value") == plan["offer"]
     assert browser.find_element(By.ID, "check-gpus").get_attribute("value") == str(plan["gpus"])
     assert browser.find_element(By.ID, "check-pp").get_attribute("value") == str(plan["strategy"]["pp"])
-    browser.find_element(By.ID, "check-run").click()
-    WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "check-verdict") != "")
-    checked = _post(
-        served,
-        "/v1/check",
-        {
-            **README_DOC,
-            "check": {
-                "sku": plan["offer"],
-                "gpus": plan["gpus"],
-                "nodes": plan["nodes"],
-                "tp": plan["strategy"]["tp"],
-                "pp": plan["strategy"]["pp"],
-                "zero": plan["strategy"]["zero_stage"],
-                "micro_batch": plan["strategy"]["micro_batch"],
-                "grad_accum": plan["strategy"]["grad_accum"],
-                "recompute": plan["strategy"]["recompute"],
-            },
-        },
-    )
+    sent = browser.execute_script("return window.checksSent;")
+    assert [body["check"] for body in sent] == [_layout(plan)]
+    checked = _post(served, "/v1/check", {**README_DOC, "check": _layout(plan)})
+    assert checked["strategy"] == plan["strategy"]
+    assert (checked["hours"], checked["cost_usd"]) == (plan["hours"], plan["cost_usd"])
     verdict = _text(browser, "check-verdict")
     assert verdict.startswith(f"{checked['gpus']} x {checked['sku']} ({checked['offer']}): fits, "), verdict
     assert f"${checked['cost_usd']['p50']:,.2f}" in verdict, verdict
@@ -290,6 +306,43 @@ def test_a_frontier_point_shows_its_plan_and_the_check_form_checks_it(served, br
     assert "bad" in browser.find_element(By.ID, "check-verdict").get_attribute("class")
     assert not browser.find_elements(By.CSS_SELECTOR, "#check-memory svg")
     _no_severe(browser, answered="/v1/check - Failed to load resource: the server responded with a status of 422")
+
+
+def test_the_check_form_takes_every_field_of_a_plans_layout(served, browser):  # noqa: F811
+    """Each layout field /v1/check takes, from a plan as the API states it: a full recompute of some layers
+    as layers:N, per-op recompute, context and expert parallelism, the framework, the offload, spot."""
+    _open(browser, served)
+    strategy = {
+        "tp": 2,
+        "pp": 4,
+        "dp": 2,
+        "zero_stage": 1,
+        "shard_degree": 2,
+        "micro_batch": 2,
+        "grad_accum": 16,
+        "recompute": "full",
+        "recompute_layers": 12,
+        "virtual_stages": 2,
+        "offload": "optimizer",
+        "cp": 2,
+        "ep": 4,
+        "expert_tp": 1,
+        "framework": "megatron",
+    }
+    plan = {"sku": "B200", "offer": "nodus-b200", "spot": True, "nodes": 4, "gpus": 32, "strategy": strategy}
+    fields = browser.execute_script("fillCheck(arguments[0]); return checkFields();", plan)
+    assert fields == _layout(plan)
+    assert fields["recompute"] == "layers:12" and fields["framework"] == "megatron" and fields["spot"] is True
+    plan["strategy"] = {**strategy, "recompute": "op", "recompute_layers": None, "expert_tp": None, "offload": "none"}
+    fields = browser.execute_script("fillCheck(arguments[0]); return checkFields();", plan)
+    assert fields == _layout(plan) and fields["recompute"] == "op" and "expert_tp" not in fields
+    # emptied, a field goes out of the request: gpuplan chooses it, as check does for a flag not given
+    for name in ("check-tp", "check-cp", "check-recompute"):
+        _type(browser, name, "")
+    Select(browser.find_element(By.ID, "check-framework")).select_by_value("")
+    fields = browser.execute_script("return checkFields();")
+    assert not {"tp", "cp", "recompute", "framework"} & set(fields)
+    _no_severe(browser)
 
 
 def test_the_portfolio_form_plans_many_jobs_as_the_api_does(served, browser):  # noqa: F811

@@ -492,8 +492,10 @@ async function exportPlan() {
 
 // ------------------------------------------------------------------ check a layout
 
-const CHECK_COUNTS = ["gpus", "nodes", "tp", "pp", "micro_batch", "grad_accum"];
+// /v1/check's layout counts (bodies.CheckFields), each a number field "check-NAME" of the form
+const CHECK_COUNTS = ["gpus", "nodes", "tp", "pp", "shard_degree", "virtual_stages", "cp", "ep", "expert_tp", "micro_batch", "grad_accum"];
 
+// the check form as /v1/check's check: mapping; an empty field stays out (gpuplan chooses, as check's flags)
 function checkFields() {
   const check = { sku: $("check-sku").value.trim() };
   for (const name of CHECK_COUNTS) {
@@ -501,23 +503,51 @@ function checkFields() {
     if (value !== null) check[name] = value;
   }
   if ($("check-zero").value) check.zero = Number($("check-zero").value);
-  if ($("check-recompute").value) check.recompute = $("check-recompute").value;
+  if ($("check-recompute").value.trim()) check.recompute = $("check-recompute").value.trim();
+  if ($("check-offload").value) check.offload = $("check-offload").value;
+  if ($("check-framework").value) check.framework = $("check-framework").value;
   if ($("check-spot").checked) check.spot = true;
   return check;
 }
 
-// the shown plan's hardware and layout into the check form
-function fillCheck() {
-  if (!state.shown) return;
-  const plan = state.shown.plan;
+// a plan's recompute as check takes it: layers:N where full recompute re-runs N layers of each stage
+function recomputeOf(strategy) {
+  if (!strategy.recompute) return "";
+  return strategy.recompute === "full" && strategy.recompute_layers ? `layers:${strategy.recompute_layers}` : strategy.recompute;
+}
+
+// a plan's hardware and whole layout into the check form, so that checking it answers for that plan
+function fillCheck(plan) {
   const strategy = plan.strategy;
   $("check-sku").value = plan.offer || plan.sku;
-  const values = { gpus: plan.gpus, nodes: plan.nodes, tp: strategy.tp, pp: strategy.pp, micro_batch: strategy.micro_batch, grad_accum: strategy.grad_accum };
+  const values = {
+    gpus: plan.gpus,
+    nodes: plan.nodes,
+    tp: strategy.tp,
+    pp: strategy.pp,
+    shard_degree: strategy.shard_degree,
+    virtual_stages: strategy.virtual_stages,
+    cp: strategy.cp,
+    ep: strategy.ep,
+    expert_tp: strategy.expert_tp,
+    micro_batch: strategy.micro_batch,
+    grad_accum: strategy.grad_accum,
+  };
   for (const [name, value] of Object.entries(values)) $(`check-${name}`).value = value ?? "";
   $("check-zero").value = strategy.zero_stage === null || strategy.zero_stage === undefined ? "" : String(strategy.zero_stage);
-  $("check-recompute").value = strategy.recompute || "";
+  $("check-recompute").value = recomputeOf(strategy);
+  $("check-offload").value = strategy.offload || "";
+  const framework = $("check-framework");
+  framework.value = [...framework.options].some((option) => option.value === strategy.framework) ? strategy.framework : "";
   $("check-spot").checked = Boolean(plan.spot);
-  $("check-sku").focus();
+}
+
+// "Check this layout": the plan shown, checked at once; its form stays filled to change a field and check again
+function checkShown() {
+  if (!state.shown) return;
+  fillCheck(state.shown.plan);
+  $("check").scrollIntoView({ block: "start" });
+  checkLayout();
 }
 
 function checkVerdict(result) {
@@ -719,6 +749,7 @@ async function start() {
   if (info.ok) {
     for (const name of info.data.catalogs) $("catalog").append(new Option(name, name, false, name === info.data.default_catalog));
     for (const name of info.data.frameworks) if (name !== "auto") $("framework").append(new Option(name, name));
+    for (const name of info.data.frameworks) $("check-framework").append(new Option(name, name));
   }
   if (models.ok) {
     for (const row of models.data.models) $("presets").append(new Option(row.name, row.name));
@@ -743,7 +774,7 @@ async function start() {
   $("whatif-budget").addEventListener("change", whatIfBudget);
   $("export-kind").addEventListener("change", () => (state.exportChosen = true));
   $("export").addEventListener("click", exportPlan);
-  $("shown-check").addEventListener("click", fillCheck);
+  $("shown-check").addEventListener("click", checkShown);
   $("check").addEventListener("submit", (event) => {
     event.preventDefault();
     checkLayout();
