@@ -38,6 +38,7 @@ from .constants import (
     LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32,
 )
 from .layout import Layout, Recompute, RunSettings
+from .memory_terms import FinetuneState, bnb_saved_input_bytes
 from .shapes import ModelShape, TrainingState
 
 
@@ -455,6 +456,8 @@ def memory_breakdown(
         # Context parallelism splits every sequence cp ways; with FlashAttention every activation term is
         # linear in the sequence, so each rank keeps 1 / cp of them (Megatron-Core context parallelism).
         acts = activation_bytes(shape, settings, layout) / np.asarray(layout.cp, float)
+        if isinstance(train, FinetuneState) and train.bnb_saved_inputs and shape.has_shapes:
+            acts = acts + bnb_saved_input_bytes(shape, settings, layout)  # bitsandbytes' 4-bit linears' inputs
     elif activation_reserve < 1.0:
         acts = activation_reserve * capacity
     else:

@@ -14,6 +14,7 @@ from ..physics.constants import (
     PURE_BF16_OPTIMIZER_BYTES,
     QLORA_BYTES_PER_PARAM,
 )
+from ..physics.memory_terms import FinetuneState
 from ..physics.shapes import ModelShape, TrainingState, lora_adapter_params
 
 
@@ -69,8 +70,15 @@ def model_shape(model: ModelSpec) -> ModelShape:
 
 
 def training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
-    """Bytes per parameter of the job's method and optimizer, plus a frozen teacher if any."""
-    state = _training_state(job, shape)
+    """Bytes per parameter of the job's method and optimizer, plus a frozen teacher if any.
+
+    QLoRA under a framework the job names as Hugging Face's stack (``fsdp``: HF Trainer / Accelerate, Lightning;
+    ``deepspeed``) quantises through bitsandbytes' ``Linear4bit`` (PEFT's QLoRA guides, bitsandbytes' "FSDP-QLoRA"),
+    which keeps its inputs for backward (``memory_terms.bnb_saved_input_bytes``); torchtune's QLoRA is torchao's
+    NF4Tensor (``linear_nf4`` keeps the weight alone), so a job left at ``framework: auto`` is not charged it."""
+    base = _training_state(job, shape)
+    bnb = job.method == "qlora" and job.framework in ("fsdp", "deepspeed")
+    state = FinetuneState(**vars(base), bnb_saved_inputs=bnb)
     return replace(
         state,
         teacher_params=float(job.teacher_params or 0.0),

@@ -1,0 +1,66 @@
+"""Memory terms of particular libraries a run trains with, beside the general terms of ``physics/memory.py``.
+
+Each term is what a library's own code keeps on the GPU beyond the count ``memory.layer_activation_bytes`` measures
+for plain PyTorch, with the source line that keeps it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .constants import ACTIVATION_OFFLOAD_RESIDENT_LAYERS
+from .layout import Layout, Recompute, RunSettings
+from .shapes import ModelShape, TrainingState
+
+
+@dataclass(frozen=True)
+class FinetuneState(TrainingState):
+    """A ``TrainingState`` with what the fine-tuning library adds (``planning/model_state.training_state``).
+
+    ``bnb_saved_inputs``: the 4-bit base is bitsandbytes' ``Linear4bit`` (QLoRA through Hugging Face
+    transformers/PEFT, Accelerate's FSDP, DeepSpeed and Lightning's ``BitsandbytesPrecision``), whose autograd
+    function keeps every quantised linear's input for backward (``bnb_saved_input_bytes``)."""
+
+    bnb_saved_inputs: bool = False
+
+
+def bnb_saved_input_bytes_per_token(shape: ModelShape) -> float:
+    """Bytes per token and block that bitsandbytes' 4-bit linears keep and a frozen 16-bit base does not.
+
+    bitsandbytes/autograd/_functions.py, ``MatMul4Bit.forward``: ``if any(ctx.needs_input_grad[:2]): ctx.tensors =
+    (A, B)``: the input A of every 4-bit linear is kept whenever A needs a gradient, which it does in every block of
+    a fine-tune, though the frozen weight needs no gradient. A frozen 16-bit ``nn.Linear`` keeps nothing of its
+    input: PyTorch's autograd saves an operand only for the other operand's gradient (torchgen
+    ``gen_variable_type.py``: each saved variable guarded by ``should_compute_output`` of the gradient that reads
+    it). So over a LoRA run on the same layout a bitsandbytes QLoRA run also keeps the inputs of the linears whose
+    input nothing else saves: the two norms' outputs (the QKV and gate/up or fc1 input, 2h each: the norm saves its
+    own input and its frozen weight saves nothing of the output), the output projection's input (2q: the copy
+    ``transpose(1, 2).reshape`` makes of the attention output) and the down projection's (fc2's) input (2f: the
+    SwiGLU or GeLU saves its inputs, not its output). Routed experts are 3-D parameters in transformers, not
+    ``nn.Linear`` modules, and stay unquantised, so an MoE layer adds its dense share only.
+
+    LitGPT's resource table (validation/memory_runs.yaml, litgpt-*-qlora) puts its 4-bit rows above its 16-bit
+    LoRA rows, less the weights, by 0.8-2.8 GiB, growing with the token count, the layers and the widths as this
+    does (Llama 2 7B at 1304 tokens: 1.81 GiB)."""
+    h, q = shape.hidden, shape.q_width
+    dense_f = shape.ffn_active * (1.0 - shape.moe_layer_share) if shape.experts else shape.ffn_active
+    return 2.0 * h + 2.0 * h + 2.0 * q + 2.0 * dense_f
+
+
+def bnb_saved_input_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -> np.ndarray:
+    """Per GPU, ``bnb_saved_input_bytes_per_token`` over the layers of the busiest stage whose tensors wait for
+    backward, as ``memory.activation_bytes`` counts them: every layer not recomputed, with min(p, m) micro-batches
+    in flight, or, where layers are recomputed, at least the one being re-run (its working set); split by TP
+    and CP as the block's tensors are."""
+    tp, pp, cp = (np.asarray(v, float) for v in (layout.tp, layout.pp, layout.cp))
+    tokens = float(settings.seq_len) * np.asarray(layout.micro_batch, float)
+    rc = np.asarray(layout.recompute)
+    share = np.where(rc == Recompute.OP, 1.0, layout.recomputed_share(shape.layers))
+    in_flight = np.minimum(pp, np.asarray(layout.grad_accum, float))
+    held = layout.stage_layers(shape.layers) * in_flight * (1.0 - share)
+    if settings.activation_offload:
+        held = np.minimum(held, ACTIVATION_OFFLOAD_RESIDENT_LAYERS)
+    layers = np.where(share > 0, np.maximum(held, 1.0), held)
+    return tokens * bnb_saved_input_bytes_per_token(shape) * layers / (tp * cp)
