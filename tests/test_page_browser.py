@@ -204,6 +204,12 @@ window.fetch = (url, options) => {
 """
 
 
+def _label(plan: dict) -> str:
+    """A plan's label as the page and the CLI print it (results.Plan.label)."""
+    per = f"{plan['nodes']} x {plan['gpus_per_node']}" if plan["nodes"] > 1 else f"{plan['gpus']}"
+    return f"{per} {plan['sku']}" + (f" ({plan['offer']})" if plan["offer"] else "")
+
+
 def _layout(plan: dict) -> dict:
     """A plan's hardware and layout as /v1/check's check: mapping states them (the CLI's check flags)."""
     strategy = plan["strategy"]
@@ -248,6 +254,33 @@ def test_spot_precision_lora_rank_compile_and_gpu_counts_reach_the_solve(served,
     assert _text(browser, "verdict") == _headline(doc, tmp_path)
     label = browser.find_element(By.ID, "frontier").get_attribute("data-best")
     assert "(spot)" not in label
+    _no_severe(browser)
+
+
+def test_gpu_limits_reach_the_solve(served, browser, tmp_path):  # noqa: F811
+    """Max nodes, the least GPU memory and the providers ticked: the job's constraints, as the API answers."""
+    _open(browser, served)
+    with urllib.request.urlopen(served + "/v1/catalogs/default", timeout=WAIT_S) as response:
+        providers = sorted({row["provider"] for row in json.loads(response.read())["rows"] if row["provider"]})
+    boxes = browser.find_elements(By.CSS_SELECTOR, "#gpu-providers input")
+    assert [box.get_attribute("value") for box in boxes] == providers
+    _type(browser, "max_nodes", "4")
+    _type(browser, "min_memory", "150GB")
+    picked = providers[:2]
+    for box in boxes:
+        if box.get_attribute("value") in picked:
+            box.click()
+    browser.find_element(By.ID, "plan").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "verdict") != "")
+    _settled(browser)
+    constraints = {"deadline": "5d", "max_nodes": 4, "gpu": {"min_memory": "150GB", "providers": picked}}
+    job_yaml = yaml.safe_load(browser.find_element(By.ID, "job-yaml").get_attribute("textContent"))
+    assert job_yaml["constraints"] == constraints
+    doc = {**README_DOC, "constraints": constraints}
+    assert _text(browser, "verdict") == _headline(doc, tmp_path)
+    best = _post(served, "/v1/solve", doc)["best"]  # the README's B200s are Nodus's: another provider's plan
+    assert best["provider"] in picked and best["nodes"] <= 4
+    assert browser.find_element(By.ID, "frontier").get_attribute("data-best") == _label(best)
     _no_severe(browser)
 
 

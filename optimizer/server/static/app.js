@@ -92,10 +92,14 @@ function jobDocument() {
   if ($("deadline").value.trim()) constraints.deadline = $("deadline").value.trim();
   if ($("budget").value.trim()) constraints.budget = $("budget").value.trim();
   if (count("max_gpus") !== null) constraints.max_gpus = count("max_gpus");
+  if (count("max_nodes") !== null) constraints.max_nodes = count("max_nodes");
   if ($("spot").value) constraints.spot = $("spot").value;
   const gpu = {};
+  if ($("min_memory").value.trim()) gpu.min_memory = $("min_memory").value.trim();
   const types = [...document.querySelectorAll("#gpu-types input:checked")].map((box) => box.value);
   if (types.length) gpu.types = types;
+  const providers = [...document.querySelectorAll("#gpu-providers input:checked")].map((box) => box.value);
+  if (providers.length) gpu.providers = providers;
   if (count("gpu_count") !== null) gpu.count = count("gpu_count");
   if (Object.keys(gpu).length) constraints.gpu = gpu;
   const doc = { catalog: $("catalog").value, objective: $("objective").value, job };
@@ -712,22 +716,26 @@ async function showCatalog() {
 
 // ------------------------------------------------------------------ start
 
+function tickBox(value) {
+  const label = el("label");
+  const input = el("input");
+  input.type = "checkbox";
+  input.value = value;
+  label.append(input, ` ${value}`);
+  return label;
+}
+
+// the chosen catalog's GPU types and providers as boxes to tick (constraints.gpu.types, .providers)
 async function loadCatalogTypes() {
-  const { ok, data } = await fetchJSON(`/v1/catalogs`);
-  if (!ok) return;
-  const chosen = data.catalogs.find((c) => c.name === $("catalog").value);
-  const box = $("gpu-types");
-  box.replaceChildren();
-  $("check-skus").replaceChildren();
-  for (const gpu of chosen ? chosen.gpus : []) {
-    const label = el("label");
-    const input = el("input");
-    input.type = "checkbox";
-    input.value = gpu;
-    label.append(input, ` ${gpu}`);
-    box.append(label);
-    $("check-skus").append(new Option(gpu, gpu));
-  }
+  const name = $("catalog").value;
+  const [all, listing] = await Promise.all([fetchJSON(`/v1/catalogs`), fetchJSON(`/v1/catalogs/${encodeURIComponent(name)}`)]);
+  if (!all.ok) return;
+  const chosen = all.data.catalogs.find((c) => c.name === name);
+  const gpus = chosen ? chosen.gpus : [];
+  $("gpu-types").replaceChildren(...gpus.map(tickBox));
+  $("check-skus").replaceChildren(...gpus.map((gpu) => new Option(gpu, gpu)));
+  const providers = listing.ok ? [...new Set(listing.data.rows.map((row) => row.provider).filter(Boolean))].sort() : [];
+  $("gpu-providers").replaceChildren(...providers.map(tickBox));
   if (!$("catalog-table").hidden) showCatalog();
 }
 
