@@ -378,10 +378,20 @@ def test_the_check_form_takes_every_field_of_a_plans_layout(served, browser):  #
     _no_severe(browser)
 
 
-def test_the_portfolio_form_plans_many_jobs_as_the_api_does(served, browser):  # noqa: F811
+def test_the_portfolio_form_plans_many_jobs_as_the_api_does(served, browser, tmp_path):  # noqa: F811
     _open(browser, served)
+    example = browser.find_element(By.ID, "portfolio-text").get_attribute("value")
+    assert "jobs:" in example and "file: llama-8b-lora.yaml" in example  # the example, bundled job files by name
+    # a file opened from disk replaces the example in the box; planning sends the box
+    path = tmp_path / "two-finetunes.yaml"
+    path.write_text(example.replace("budget: $5,000", "budget: $6,000"))
+    browser.find_element(By.ID, "portfolio-file").send_keys(str(path))
+    WebDriverWait(browser, 10).until(
+        lambda d: "$6,000" in d.find_element(By.ID, "portfolio-text").get_attribute("value")
+    )
     text = browser.find_element(By.ID, "portfolio-text").get_attribute("value")
-    assert "jobs:" in text and "file: llama-8b-lora.yaml" in text  # the example, bundled job files by name
+    assert text == path.read_text()
+    assert _text(browser, "portfolio-status") == "two-finetunes.yaml opened"
     browser.find_element(By.ID, "portfolio-run").click()
     WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "portfolio-verdict") != "")
     request = urllib.request.Request(
@@ -391,13 +401,23 @@ def test_the_portfolio_form_plans_many_jobs_as_the_api_does(served, browser):  #
         answer = json.loads(response.read())
     assert answer["status"] == "optimal"  # so the page's solve found the same total
     verdict = _text(browser, "portfolio-verdict")
-    assert verdict.startswith(f"optimal: ${answer['total_cost_usd']:,.2f} in all of a $5,000.00 budget"), verdict
+    assert verdict.startswith(f"optimal: ${answer['total_cost_usd']:,.2f} in all of a $6,000.00 budget"), verdict
     rows = browser.find_elements(By.CSS_SELECTOR, "#portfolio-schedule tbody tr")
     assert sorted(row.find_element(By.TAG_NAME, "td").text for row in rows) == sorted(
         item["job"] for item in answer["schedule"]
     )
     notes = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#portfolio-notes li")]
     assert notes == answer["notes"]
+    # each pool's GPUs, its peak use, and its use over the horizon drawn
+    pools = browser.find_elements(By.CSS_SELECTOR, "#portfolio-pools tbody tr")
+    assert [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")][:3] for row in pools] == [
+        [pool["offer"], str(pool["gpus"]), str(pool["peak_used"])] for pool in answer["pools"]
+    ]
+    assert answer["pools"] and any(pool["timeline"] for pool in answer["pools"])
+    for row, pool in zip(pools, answer["pools"]):
+        drawn = row.find_elements(By.CSS_SELECTOR, "svg path[data-line='in-use']")
+        assert len(drawn) == (1 if pool["timeline"] else 0)
+        assert row.find_elements(By.CSS_SELECTOR, "svg path[data-line='capacity']")
 
     # a portfolio the API refuses: its message, in red, and no schedule
     box = browser.find_element(By.ID, "portfolio-text")
@@ -408,6 +428,7 @@ def test_the_portfolio_form_plans_many_jobs_as_the_api_does(served, browser):  #
     assert "bad" in browser.find_element(By.ID, "portfolio-verdict").get_attribute("class")
     assert _text(browser, "portfolio-verdict").startswith("request body")
     assert not browser.find_element(By.ID, "portfolio-schedule").is_displayed()
+    assert not browser.find_element(By.ID, "portfolio-pools").is_displayed()
     _no_severe(browser, answered="/v1/portfolio - Failed to load resource: the server responded with a status of 422")
 
 

@@ -640,11 +640,12 @@ async function planPortfolio() {
   const seq = state.portfolioSeq;
   $("portfolio-run").disabled = true;
   $("portfolio-status").textContent = "planning…";
-  const headers = { ...postHeaders(), "Content-Type": "application/yaml" };
+  const text = $("portfolio-text").value;
+  const headers = { ...postHeaders(), "Content-Type": text.trimStart().startsWith("{") ? "application/json" : "application/yaml" };
   let result = null;
   let failed = null;
   try {
-    const { ok, data } = await fetchJSON("/v1/portfolio", { method: "POST", headers, body: $("portfolio-text").value });
+    const { ok, data } = await fetchJSON("/v1/portfolio", { method: "POST", headers, body: text });
     if (ok) result = data;
     else failed = data.detail || JSON.stringify(data);
   } catch (err) {
@@ -680,6 +681,55 @@ async function planPortfolio() {
       ]
     : [];
   $("portfolio-notes").replaceChildren(...notes.map((note) => el("li", note)));
+  $("portfolio-pool-use").hidden = Boolean(failed);
+  fillBody(
+    "portfolio-pools",
+    (result ? result.pools : []).map((pool) => {
+      const row = el("tr");
+      row.dataset.offer = pool.offer;
+      const chart = el("td");
+      chart.append(drawPoolUse(pool, result.horizon_h || result.makespan_h || 1));
+      row.append(el("td", pool.offer), el("td", pool.gpus, "num"), el("td", pool.peak_used, "num"), chart);
+      return row;
+    }),
+  );
+}
+
+// (hour, GPUs) changes as a step line to the horizon, scaled to the chart
+function steps(points, horizon, sx, sy) {
+  if (!points.length) return "";
+  const parts = [];
+  let last = null;
+  for (const [hour, gpus] of points) {
+    if (last !== null) parts.push(`L${sx(hour).toFixed(1)},${sy(last).toFixed(1)}`);
+    parts.push(`${parts.length ? "L" : "M"}${sx(hour).toFixed(1)},${sy(gpus).toFixed(1)}`);
+    last = gpus;
+  }
+  parts.push(`L${sx(horizon).toFixed(1)},${sy(last).toFixed(1)}`);
+  return parts.join(" ");
+}
+
+// A pool's use: its capacity as a grey area, the GPUs in use as a line, over the portfolio's horizon.
+function drawPoolUse(pool, horizon) {
+  const width = 260, height = 44, pad = 2;
+  const capacity = pool.capacity.length ? pool.capacity : [[0, pool.gpus]];
+  const most = Math.max(1, pool.gpus, ...capacity.map((p) => p[1]), ...pool.timeline.map((p) => p[1]));
+  const sx = (hour) => pad + (Math.min(hour, horizon) / horizon) * (width - 2 * pad);
+  const sy = (gpus) => height - pad - (gpus / most) * (height - 2 * pad);
+  const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `${pool.offer}: at most ${pool.peak_used} of ${pool.gpus} GPUs in use` });
+  const area = steps(capacity, horizon, sx, sy);
+  chart.append(svg("path", { d: `${area} L${sx(horizon).toFixed(1)},${sy(0).toFixed(1)} L${sx(capacity[0][0]).toFixed(1)},${sy(0).toFixed(1)} Z`, fill: "#e3e6ec", "data-line": "capacity" }));
+  if (pool.timeline.length) chart.append(svg("path", { d: steps(pool.timeline, horizon, sx, sy), fill: "none", stroke: POINT, "stroke-width": 2, "data-line": "in-use" }));
+  chart.append(svg("title", {}, `${pool.offer}: at most ${pool.peak_used} of ${pool.gpus} GPUs in use`));
+  return chart;
+}
+
+// a portfolio file opened here: its text into the box (the browser reads it; the server sees it on Plan)
+async function openPortfolioFile() {
+  const file = $("portfolio-file").files[0];
+  if (!file) return;
+  $("portfolio-text").value = await file.text();
+  $("portfolio-status").textContent = `${file.name} opened`;
 }
 
 // ------------------------------------------------------------------ the catalog
@@ -789,6 +839,7 @@ async function start() {
   });
   $("catalog-show").addEventListener("click", showCatalog);
   $("portfolio-text").value = PORTFOLIO_EXAMPLE;
+  $("portfolio-file").addEventListener("change", openPortfolioFile);
   $("portfolio").addEventListener("submit", (event) => {
     event.preventDefault();
     planPortfolio();
