@@ -40,7 +40,6 @@ MAX_FUNCTION_LINES = 100
 LONG_FUNCTIONS = {
     "optimizer/cli.py:check": 166,
     "optimizer/cli.py:solve": 108,
-    "optimizer/planning/frameworks.py:violations": 108,
     "optimizer/solver/portfolio/lagrange.py:run": 134,
     "optimizer/solver/portfolio/lns.py:search": 144,
     "optimizer/solver/portfolio/lns.py:_solve": 102,

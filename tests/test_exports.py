@@ -613,6 +613,7 @@ def _megatron_parser() -> tuple[argparse.ArgumentParser, dict[str, set[str]]]:
     # arguments.py's own flags for the uneven pipeline split; argument_utils.py passes them to TransformerConfig
     parser.add_argument("--decoder-first-pipeline-num-layers", dest="num_layers_in_first_pipeline_stage", type=int)
     parser.add_argument("--decoder-last-pipeline-num-layers", dest="num_layers_in_last_pipeline_stage", type=int)
+    parser.add_argument("--ckpt-format", choices=["torch", "torch_dist", "zarr", "torch_dcp", "fsdp_dtensor"])
     return parser, owners
 
 
@@ -702,8 +703,9 @@ def test_megatron_arguments_build_megatron_core_configs(name):
     assert f"--nnodes {p.hosts} --nproc-per-node {p.host_gpus}" in " ".join(tokens[start:])
     environment = dict(token.split("=", 1) for token in tokens[1:start])
     # Megatron-LM's validate_args (arguments.py, MEGATRON_SOURCE's commit) asserts CUDA_DEVICE_MAX_CONNECTIONS
-    # == "1" for TP or CP above 1 on GPUs before Blackwell; its example scripts export it whatever the GPU
-    assert (environment.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1") == (s.tp > 1 or s.cp > 1)
+    # == "1" for TP or CP above 1 on GPUs before Blackwell, but Megatron-FSDP (ZeRO-2/3) asserts it is not "1";
+    # its example scripts export it whatever the GPU
+    assert (environment.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1") == ((s.tp > 1 or s.cp > 1) and s.zero_stage < 2)
     assert set(environment) <= {"CUDA_DEVICE_MAX_CONNECTIONS"}
     args = tokens[tokens.index("pretrain_gpt.py") + 1 :]
     layout = shlex.split(" ".join(megatron_args(p, num_layers=layers)))
@@ -737,6 +739,12 @@ def test_megatron_arguments_build_megatron_core_configs(name):
         **{k: val for k, val in ns.items() if k in owners["DistributedDataParallelConfig"]}
     )
     assert ddp.use_distributed_optimizer == (s.zero_stage >= 1 or s.offload != "none")
+    sharding = {2: "optim_grads", 3: "optim_grads_params"}.get(s.zero_stage)
+    assert ddp.use_megatron_fsdp == (sharding is not None)
+    if sharding:  # ZeRO-2/3 as Megatron-FSDP, hybrid-sharded where the shard group is not every DP rank
+        assert ddp.data_parallel_sharding_strategy == sharding and ns["ckpt_format"] == "fsdp_dtensor"
+        replicas = s.dp * s.cp // s.shard_degree if s.zero_stage == 3 else 1
+        assert ddp.num_distributed_optimizer_instances == replicas
     # the precision-aware optimizer (which --optimizer-cpu-offload needs) checks for Transformer Engine >= 2.1,
     # a CUDA package: pretend it is there, the other checks of OptimizerConfig run
     with mock.patch("megatron.core.optimizer.optimizer_config.is_te_min_version", return_value=True):
@@ -749,10 +757,21 @@ def test_megatron_takes_the_jobs_sequence_length_and_precision():
     args = " ".join(megatron_args(get_plan("tp8-pp4"), seq_len=8192, precision="fp8"))
     assert "--seq-length 8192" in args and "--bf16 --fp8-format hybrid" in args
     assert "--fp16" in export(get_plan("tp8-pp4"), "megatron", seq_len=2048, precision="fp16")
-    with pytest.raises(
-        ArgumentError, match=r"runs ZeRO stages \[0, 1\].*--use-distributed-optimizer shards optimizer state \(ZeRO-1\)"
+
+
+def test_megatron_runs_zero3_as_megatron_fsdp():
+    """ZeRO-3 hybrid-sharded over 8 of 32 GPUs runs as Megatron-FSDP (arguments.py): its sharding strategy, 4
+    replicas, the fsdp_dtensor checkpoints it asserts, and no CUDA_DEVICE_MAX_CONNECTIONS=1, which it refuses."""
+    text = export(get_plan("hybrid-zero3"), "megatron")
+    for flag in (
+        "--use-distributed-optimizer",
+        "--use-megatron-fsdp",
+        "--data-parallel-sharding-strategy optim_grads_params",
+        "--num-distributed-optimizer-instances 4",
+        "--ckpt-format fsdp_dtensor",
     ):
-        export(get_plan("hybrid-zero3"), "megatron")
+        assert flag in text
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in text
 
 
 # --------------------------------------------------------------------------- torchtitan

@@ -12,7 +12,8 @@ from optimizer.physics.layout import Cluster, Layout, RunSettings
 from optimizer.physics.memory import state_bytes
 from optimizer.physics.shapes import ModelShape
 from optimizer.physics.time import step_time
-from optimizer.planning.frameworks import FRAMEWORKS, PREFERENCE, zero3_per_step
+from optimizer.planning.frameworks import FRAMEWORKS, PREFERENCE
+from optimizer.planning.labels import zero3_per_step
 from optimizer.planning.model_state import training_state
 
 SHAPE = ModelShape(params=70e9, active_params=70e9)

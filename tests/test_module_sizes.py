@@ -15,7 +15,6 @@ LONG_MODULES = {
     "optimizer/inputs/schema.py": 1364,
     "optimizer/physics/time.py": 680,
     "optimizer/planning/candidates.py": 994,
-    "optimizer/planning/frameworks.py": 622,
     "optimizer/solver/portfolio/lns.py": 888,
     "optimizer/solver/portfolio/solve.py": 857,
 }

@@ -394,9 +394,8 @@ class Sku(_Model):
     intra_node_bandwidth_gb_per_s: float = Field(
         gt=0, description="Per-GPU intra-node bandwidth, bidirectional (vendor convention), GB/s."
     )
-    network_gb_per_s_per_gpu: float | None = Field(
-        None, gt=0, description="Scale-out network per GPU, GB/s (400 Gb/s = 50 GB/s)."
-    )
+    network_gb_per_s_per_gpu: float | None = Field(None, gt=0, description="Scale-out network per GPU, GB/s.")
+    host_link_gb_per_s: float | None = Field(None, gt=0, description="GPU-host link per GPU per direction, GB/s.")
     gpus_per_node: int = Field(8, ge=1, le=72)
     gpus_per_host: int | None = Field(
         None,

@@ -41,18 +41,12 @@ from ..physics.memory import (
 )
 from ..physics.time import StepTime, step_time
 from .context import HardwareRow, JobContext, capacity_bytes
-from .frameworks import (
-    CODES,
-    FRAMEWORKS,
-    METHOD_CODES,
-    OPTIMIZER_CODES,
-    PRECISION_CODES,
-    PREFERENCE,
+from .frameworks import CODES, FRAMEWORKS, METHOD_CODES, OPTIMIZER_CODES, PRECISION_CODES, PREFERENCE, recompute_count
+from .labels import (
     fused_kernels,
     label_layouts,
     loss_bytes_per_vocab,
     partial_recompute,
-    recompute_count,
     sequence_parallel,
     zero3_per_step,
 )
@@ -484,10 +478,12 @@ def _shardings(row: HardwareRow, tp: int, dp: int) -> list[tuple[int, int]]:
 
 @lru_cache(maxsize=4096)  # asked once per layout of a grid, with few distinct arguments
 def _virtual_stages(pp: int, accum: int, layers: int, requested: int | None = None) -> tuple[int, ...]:
-    """Interleaving needs the micro-batch count to be a multiple of the stages (Megatron-LM's rule) and
-    at least one layer per chunk. The planner tries 2, 4 and 8 chunks; a hand-picked count may be any."""
+    """Interleaving needs the micro-batch count to be a multiple of the stages (Megatron-LM's rule) and no more
+    chunks than the layers, the embedding and the output (each may hold a chunk of its own: Megatron-Core's
+    account_for_embedding/loss_in_pipeline_split, torchtitan's first/last_stage_less_layers). The planner tries 2,
+    4 and 8 chunks; a hand-picked count may be any."""
     choices = [1, requested] if requested and requested > 1 else VIRTUAL_STAGE_CHOICES
-    return tuple(v for v in choices if v == 1 or (pp > 1 and accum % pp == 0 and layers >= pp * v))
+    return tuple(v for v in choices if v == 1 or (pp > 1 and accum % pp == 0 and layers + 2 >= pp * v))
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -518,11 +514,12 @@ def _row_figures(ctx: JobContext, row: HardwareRow) -> tuple:
         ctx.compiled_efficiency_ratio(r.sku),
         ctx.attention_efficiency(r.sku, fused=False) or np.nan,
         ctx.attention_efficiency(r.sku, fused=True) or np.nan,
+        ctx.host_link_bytes_per_s(r.sku),
     )
 
 
 # the entries of ``_row_figures``
-ROW_FIGURES = 18
+ROW_FIGURES = 19
 
 
 def _cluster(ctx: JobContext, figures: list[tuple], row_idx: np.ndarray) -> Cluster:
@@ -542,7 +539,7 @@ def _cluster(ctx: JobContext, figures: list[tuple], row_idx: np.ndarray) -> Clus
         compiled_efficiency_ratio=columns[:, 15],
         attention_efficiency_eager=columns[:, 16],
         attention_efficiency_fused=columns[:, 17],
-        host_link_bytes_per_s=a.host_link_gb_per_s_per_gpu * 1e9,
+        host_link_bytes_per_s=columns[:, 18],
         host_memory_bytes_per_s=a.host_memory_gb_per_s_per_gpu * 1e9,
     )
 

@@ -298,8 +298,9 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
     v = fixed.get("virtual_stages")
     if v is not None and v > 1:
         return ArgumentError(
-            f"{v} interleaved chunks per GPU are not possible here: they need PP > 1, at least one layer per "
-            "chunk and a micro-batch count that is a multiple of PP (Megatron-LM's rule)",
+            f"{v} interleaved chunks per GPU are not possible here: they need PP > 1, no more PP x chunks than the "
+            "layers plus 2 (the embedding and the output may hold a chunk each) and a micro-batch count that is a "
+            "multiple of PP (Megatron-LM's rule)",
             field="virtual_stages",
         )
     zero, shard = fixed.get("zero"), fixed.get("shard_degree")

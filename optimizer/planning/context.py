@@ -236,6 +236,14 @@ class JobContext:
         stated = self.stated_efficiency(sku)
         return COMPILED_RATIO if self.job.compile and not stated else 1.0
 
+    def host_link_bytes_per_s(self, sku: Sku) -> float:
+        """GPU-host bandwidth per GPU per direction (activation and optimizer offload): the job's
+        assumptions.host_link_gb_per_s_per_gpu where it states one, else the SKU's own link (a Grace
+        superchip's NVLink-C2C: catalogs/hardware.yaml host_link_gb_per_s), else the PCIe default."""
+        a = self.assumptions
+        stated = "host_link_gb_per_s_per_gpu" in a.model_fields_set
+        return 1e9 * ((None if stated else sku.host_link_gb_per_s) or a.host_link_gb_per_s_per_gpu)
+
     def is_measured(self, row: HardwareRow) -> bool:
         return (row.sku.name, row.gpus, row.nodes) in self.calibration.points
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..inputs.schema import JobSpec, Strategy
 from ..physics.constants import LOGITS_BYTES_PER_VOCAB, MEGATRON_CROSS_ENTROPY_BYTES_PER_VOCAB
-from ..physics.layout import RECOMPUTE_LEAST, Offload, Recompute
+from ..physics.layout import Offload, Recompute
 
 # job.optimizer as the grid's constant "optimizer" column (the schema's order)
 OPTIMIZERS: tuple[str, ...] = get_args(JobSpec.model_fields["optimizer"].annotation)
@@ -45,9 +45,10 @@ class Framework:
     pp_with_tp: bool
     pp_source: str
     interleaved: bool  # virtual pipeline stages (interleaved 1F1B)
-    # the most pipeline chunks per rank whose layers may split unevenly: past it, the layers must split
-    # evenly into p x v chunks (1: any interleaving needs an even split)
-    uneven_chunks_max: int
+    # how interleaving splits the layers into PP x v chunks: "even" (the chunks must divide the layers),
+    # "layers_per_stage" (torchtitan: 2 chunks per rank any split, more where some count of layers per stage
+    # makes exactly PP x v chunks: ``layers_per_stage_chunks``) or "any" (Megatron-Core's explicit layout)
+    chunk_split: str
     uneven_stages: bool  # without interleaving, PP need not divide the layers
     interleave_source: str
     offload: bool  # optimizer state in CPU memory, as gpuplan models it (ZeRO-Offload)
@@ -127,7 +128,6 @@ class Framework:
         dp = grid["dp"] * cp  # ranks that hold the same weights
         hybrid = (zero >= 3) & (shard < dp)
         layers = max(int(layers), 1)
-        stages = np.maximum(pp * v, 1)
         # Job-wide options arrive as constant columns (absent: off).
         in_backward = grid.get("optimizer_in_backward", np.zeros_like(tp)) > 0
         act_offload = grid.get("activation_offload", np.zeros_like(tp)) > 0
@@ -160,10 +160,7 @@ class Framework:
             f"{self.title} does not combine PP with TP ({self.pp_source})": (pp > 1) & (tp > 1) & (not self.pp_with_tp),
             f"{self.title} has no interleaved pipeline schedule ({self.interleave_source})": (v > 1)
             & (not self.interleaved),
-            f"{self.title} interleaving{'' if self.uneven_chunks_max < 2 else f' of more than {self.uneven_chunks_max} chunks per rank'} "
-            f"needs the layers to split evenly into PP x chunks ({self.interleave_source})": (v > 1)
-            & (v > self.uneven_chunks_max)
-            & (layers % stages != 0),
+            **self._chunk_rules(pp, v, layers),
             f"{self.title} needs PP to divide the layers ({self.interleave_source})": (pp > 1)
             & (v == 1)
             & (not self.uneven_stages)
@@ -223,6 +220,21 @@ class Framework:
             **self._recompute_rules(grid, layers),
         }
 
+    def _chunk_rules(self, pp, v, layers: int) -> dict[str, np.ndarray]:
+        """Interleaving whose PP x v chunks this framework cannot split the layers into (``chunk_split``)."""
+        if self.chunk_split == "any":
+            return {}
+        if self.chunk_split == "even":
+            broken = (v > 1) & (layers % np.maximum(pp * v, 1) != 0)
+            return {
+                f"{self.title} interleaving needs PP x chunks to divide the layers ({self.interleave_source})": broken
+            }
+        broken = (v > 2) & ~layers_per_stage_chunks(layers, pp * v)
+        return {
+            f"{self.title} interleaving of more than 2 chunks per rank needs a layer count per stage that makes "
+            f"exactly PP x chunks stages ({self.interleave_source})": broken
+        }
+
     def _bad_seq_len(self, seq, tp, cp) -> np.ndarray:
         """Layouts whose sequence length does not split evenly over their TP and CP ranks (``seq`` None, a strategy
         checked without its job's sequence: none)."""
@@ -253,6 +265,21 @@ class Framework:
         }
 
 
+def layers_per_stage_chunks(layers: int, chunks) -> np.ndarray:
+    """Whether torchtitan splits ``layers`` into exactly ``chunks`` pipeline stages: some
+    pipeline_parallel_layers_per_stage N makes ceil(E / N) == chunks stages, E the layers plus the embedding and
+    the output counted as one layer each (first/last_stage_less_layers 1, the defaults) or not at all (0), and
+    every stage holds at least one (torchtitan/distributed/pipeline_parallel.py pipeline_module_split_config and
+    generate_llm_fqn_per_model_part, v0.2.2 and b5bcd76c)."""
+    c = np.maximum(np.asarray(chunks, np.int64), 1)
+    ok = np.zeros(np.shape(c), dtype=bool)
+    for extra in (0, 2):
+        e = layers + extra
+        per = -(-e // c)
+        ok |= (e >= c) & (-(-e // per) == c)
+    return ok
+
+
 def recompute_count(kind: str, wanted, layers: float, pp, chunks) -> np.ndarray:
     """The fewest layers per pipeline stage, at least ``wanted``, that a framework's partial recompute
     (``Framework.partial_recompute``) runs: a multiple of the chunks per rank ("block"), floor(L / k) for some k
@@ -269,8 +296,6 @@ def recompute_count(kind: str, wanted, layers: float, pp, chunks) -> np.ndarray:
 
 _DEEPSPEED_PIPE = "deepspeed/runtime/pipe/engine.py: 'ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism'"
 _MEGATRON_ARGS = "Megatron-LM megatron/training/arguments.py"
-# Framework.uneven_chunks_max where any number of chunks per rank may split the layers unevenly
-UNLIMITED_CHUNKS = 1 << 16
 
 FRAMEWORKS: dict[str, Framework] = {
     "fsdp": Framework(
@@ -291,7 +316,7 @@ FRAMEWORKS: dict[str, Framework] = {
         pp_with_tp=False,
         pp_source="HF Trainer has no pipeline schedule",
         interleaved=False,
-        uneven_chunks_max=1,
+        chunk_split="even",
         uneven_stages=False,
         interleave_source="no pipeline schedule",
         offload=False,
@@ -335,7 +360,7 @@ FRAMEWORKS: dict[str, Framework] = {
         pp_with_tp=False,
         pp_source=_DEEPSPEED_PIPE + "; AutoTP applies to Hugging Face models, not PipelineModule",
         interleaved=False,
-        uneven_chunks_max=1,
+        chunk_split="even",
         uneven_stages=True,
         interleave_source="DeepSpeed's TrainSchedule is plain 1F1B; PipelineModule partition_method='parameters' "
         "balances uneven layer counts",
@@ -381,12 +406,12 @@ FRAMEWORKS: dict[str, Framework] = {
         pp_with_tp=True,
         pp_source="torchtitan parallelism.pipeline_parallel_degree composes with FSDP2 and TP (3D)",
         interleaved=True,
-        uneven_chunks_max=2,
+        chunk_split="layers_per_stage",
         uneven_stages=True,
-        interleave_source="torchtitan pipeline_parallel_schedule Interleaved1F1B: at its default 2 stages per rank the "
-        "layer split need not be even (benchmarks/llama3_h100_202412_torchtitan.md, Table 5: Llama 3.1 405B, 126 "
-        "layers, Interleaved1F1B at PP 8); more stages per rank take pipeline_parallel_layers_per_stage, one layer "
-        "count for every stage",
+        interleave_source="torchtitan pipeline_parallel_schedule Interleaved1F1B: 2 stages per rank by default, the "
+        "layers split unevenly (its Table 5: Llama 3.1 405B, 126 layers, at PP 8); more take "
+        "pipeline_parallel_layers_per_stage N, ceil((layers + embedding + output) / N) stages differing by one "
+        "layer at most (torchtitan/distributed/pipeline_parallel.py, v0.2.2 and b5bcd76c)",
         offload=False,
         offload_source="torchtitan's CPU offload moves parameters and gradients too (FSDP2 CPUOffloadPolicy)",
         context_parallel=True,
@@ -431,22 +456,26 @@ FRAMEWORKS: dict[str, Framework] = {
         optimizers_source=_MEGATRON_ARGS + ": --optimizer choices adam (decoupled weight decay, AdamW), sgd, "
         "muon, lion, soap (d98e8a64, 2026-08-22): no bitsandbytes 8-bit or paged optimizer, no Adafactor",
         title="Megatron-LM / Megatron-Core / NeMo",
-        zero_stages=frozenset({0, 1}),
+        zero_stages=frozenset({0, 1, 2, 3}),
         zero_source=_MEGATRON_ARGS + ": --use-distributed-optimizer shards optimizer state (ZeRO-1); "
-        "Megatron-FSDP is not modelled",
-        hybrid_shard=False,
-        hybrid_source="the distributed optimizer shards over the whole data-parallel group",
+        "--use-megatron-fsdp with --data-parallel-sharding-strategy optim_grads / optim_grads_params shards the "
+        "gradients / and the weights too (ZeRO-2 / ZeRO-3: docs/user-guide/features/megatron_fsdp.md), as "
+        "Megatron-Bridge's Llama 3 perf recipes run it (scripts/performance/utils/overrides.py)",
+        hybrid_shard=True,
+        hybrid_source="Megatron-FSDP's hybrid-sharded data parallelism: --num-distributed-optimizer-instances "
+        "replicas of the sharded model state (megatron_fsdp.md, 'DP-Outer Sharding Strategy' no_shard)",
         tensor_parallel=True,
-        tp_max_zero=1,
+        tp_max_zero=3,
         tp_source=_MEGATRON_ARGS + ": --tensor-model-parallel-size (Shoeybi et al. 2019)",
         sequence_parallel_source=_MEGATRON_ARGS + ": --sequence-parallel (Korthikanti et al. 2022), which the "
         "Megatron-Bridge and NeMo recipes set with TP > 1",
         pipeline=True,
         pp_max_zero=1,
         pp_with_tp=True,
-        pp_source=_MEGATRON_ARGS + ": --pipeline-model-parallel-size (Narayanan et al. 2021)",
+        pp_source=_MEGATRON_ARGS + ": --pipeline-model-parallel-size (Narayanan et al. 2021); Megatron-FSDP's "
+        "documentation and Megatron-Bridge's recipes pair it with TP, CP and EP, not PP",
         interleaved=True,
-        uneven_chunks_max=UNLIMITED_CHUNKS,
+        chunk_split="any",
         uneven_stages=True,
         interleave_source=_MEGATRON_ARGS + ": --pipeline-model-parallel-layout gives each of the PP x chunks its "
         "layers, the embedding and the loss (megatron/core/transformer/pipeline_parallel_layer_layout.py: any "
@@ -489,100 +518,6 @@ LORA_EXPORT_GAPS = {
 # job.method as the grid's constant "method" column
 METHOD_CODES = {"full": 0, "lora": 1, "qlora": 2}
 CODES = {name: i for i, name in enumerate(PREFERENCE)}
-
-
-def zero3_per_step(framework_codes, pp, policy: str = "auto") -> np.ndarray:
-    """Per layout, whether ZeRO-3 gathers once per step (weights held unsharded over the micro-batches,
-    gradients reduced once) rather than every micro-batch: ``policy`` (assumptions.zero3_gathers) 'step' or
-    'micro_batch' for every layout, or 'auto' for the rule of the framework each layout is labelled with."""
-    codes, pp = np.asarray(framework_codes), np.asarray(pp)
-    if policy != "auto":
-        return np.full(np.shape(codes), policy == "step")
-    held = np.array([FRAMEWORKS[name].zero3_step_gathers_with_pp for name in PREFERENCE] + [False])
-    return held[np.where(codes >= 0, codes, len(PREFERENCE))] & (pp > 1)
-
-
-def fused_kernels(framework_codes, kernels: str, framework: str, compiled: bool = False) -> np.ndarray:
-    """Per layout, whether its activations are those of fused kernels: job.kernels 'fused' or 'eager' for
-    every layout, or under 'auto' the kernels of the framework each layout is labelled with (so a plan
-    labelled megatron is costed with the kernels Megatron runs), fused for every layout under torch.compile
-    (``compiled``: job.compile; Inductor fuses the element-wise chains and saves what the fused kernels keep);
-    a layout no framework runs takes the job's framework's."""
-    codes = np.asarray(framework_codes)
-    if kernels != "auto" or compiled:
-        return np.full(np.shape(codes), kernels == "fused" or (kernels == "auto" and compiled))
-    unlabelled = framework != "auto" and FRAMEWORKS[framework].fused_kernels
-    fused = np.array([FRAMEWORKS[name].fused_kernels for name in PREFERENCE] + [unlabelled])
-    return fused[np.where(codes >= 0, codes, len(PREFERENCE))]
-
-
-def loss_bytes_per_vocab(framework_codes, loss: str, framework: str) -> np.ndarray:
-    """Per layout, the loss's memory per token and vocabulary entry: job.loss chunked or fused for every layout,
-    standard as the framework each layout is labelled with computes it (a layout no framework runs takes the job's
-    framework's, PyTorch's under auto)."""
-    codes = np.asarray(framework_codes)
-    if loss != "standard":
-        return np.full(np.shape(codes), LOGITS_BYTES_PER_VOCAB[loss])
-    unlabelled = FRAMEWORKS[framework].standard_loss_bytes_per_vocab if framework != "auto" else None
-    per = [FRAMEWORKS[name].standard_loss_bytes_per_vocab for name in PREFERENCE]
-    table = np.array(per + [unlabelled or LOGITS_BYTES_PER_VOCAB["standard"]])
-    return table[np.where(codes >= 0, codes, len(PREFERENCE))]
-
-
-def partial_recompute(framework_codes, framework: str) -> np.ndarray:
-    """Per layout, its framework's partial recompute (``Framework.partial_recompute``; a layout no framework runs
-    takes the job's framework's, none under auto)."""
-    codes = np.asarray(framework_codes)
-    unlabelled = FRAMEWORKS[framework].partial_recompute if framework != "auto" else "none"
-    kinds = np.array([FRAMEWORKS[name].partial_recompute for name in PREFERENCE] + [unlabelled])
-    return kinds[np.where(codes >= 0, codes, len(PREFERENCE))]
-
-
-def sequence_parallel(framework_codes, framework: str) -> np.ndarray:
-    """Per layout, whether TP splits the sequence through the norms and residuals too: its framework's rule
-    (a layout no framework runs takes the job's framework's, Megatron's under auto)."""
-    codes = np.asarray(framework_codes)
-    unlabelled = FRAMEWORKS[framework].sequence_parallel if framework != "auto" else True
-    split = np.array([FRAMEWORKS[name].sequence_parallel for name in PREFERENCE] + [unlabelled])
-    return split[np.where(codes >= 0, codes, len(PREFERENCE))]
-
-
-def label_layouts(
-    grid: dict[str, np.ndarray], layers: int, framework: str, kernels: str = "auto", zero3_gathers: str = "auto"
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Which frameworks each layout is costed under: (layout index, framework code into ``PREFERENCE``) pairs,
-    ordered by layout, and the indices of the layouts no framework runs.
-
-    Under a named framework, a layout it runs is labelled with it. Under ``auto``, a layout is labelled with the
-    first framework in ``PREFERENCE`` order that runs it (the simplest tool) and again with the first of any
-    other framework that runs it but that gpuplan costs differently (fused kernels under job.kernels auto, ZeRO-3
-    gathers once per step with PP under assumptions.zero3_gathers auto, sequence parallelism with TP, the fewest
-    layers recomputed under full recompute), so that a layout that fits or runs
-    faster only under a less-preferred framework is still a candidate (docs/design.md section 3.5)."""
-    names = PREFERENCE if framework == "auto" else (framework,)
-    n = len(grid["tp"])
-    per_step_with_pp = (grid["pp"] > 1) & (grid["zero"] >= 3)
-    least = (grid["recompute"] == Recompute.FULL) & (grid.get("recompute_layers", 0 * grid["tp"]) == RECOMPUTE_LEAST)
-    # per layout, which costings (fused kernels x per-step gathers x sequence parallelism x partial recompute)
-    # are taken
-    labelled = np.zeros((n, 16), dtype=bool)
-    index, codes = [], []
-    for name in names:
-        fw = FRAMEWORKS[name]
-        costing = (
-            (2 * (kernels == "auto" and fw.fused_kernels))
-            + ((zero3_gathers == "auto" and fw.zero3_step_gathers_with_pp) & per_step_with_pp)
-            + 4 * (fw.sequence_parallel & (grid["tp"] > 1))
-            + 8 * ((fw.partial_recompute != "none") & least)
-        )
-        costing = np.broadcast_to(np.asarray(costing, dtype=np.int64), (n,))
-        new = fw.runnable(grid, layers) & ~labelled[np.arange(n), costing]
-        labelled[np.flatnonzero(new), costing[new]] = True
-        index.append(np.flatnonzero(new))
-        codes.append(np.full(int(new.sum()), CODES[name]))
-    index_all, codes_all = np.concatenate(index), np.concatenate(codes)
-    order = np.lexsort((codes_all, index_all))
-    return index_all[order], codes_all[order], np.flatnonzero(~labelled.any(axis=1))
 
 
 def why_not_runnable(

@@ -61,10 +61,16 @@ def pipeline_layout(num_layers: int | None, pp: int, chunks: int) -> str | None:
     pipeline_parallel_layer_layout.py reads them: stage v x PP + rank), each a run of ``t`` (a decoder layer),
     the embedding ``E`` on the first and the loss ``L`` on the last, split by ``|``. The first L mod (PP x chunks)
     stages take one layer more, so no rank holds more than ceil(layers / PP), the slowest stage gpuplan's time
-    model assumes."""
+    model assumes. With more stages than layers, the embedding and then the loss take a stage of their own (as
+    account_for_embedding/loss_in_pipeline_split place them: Megatron-Bridge's Llama 3.1 405B at PP 16 x 8)."""
     stages = pp * chunks
     if num_layers is None or chunks < 2 or num_layers % stages == 0:
         return None
+    if stages > num_layers:
+        runs = ["E", *["t"] * num_layers, "L"]
+        if len(runs) > stages:  # one stage short: the loss joins the last layer
+            runs[-2:] = ["tL"]
+        return "|".join(runs)
     base, extra = divmod(num_layers, stages)
     runs = ["t" * (base + (i < extra)) for i in range(stages)]
     runs[0], runs[-1] = "E" + runs[0], runs[-1] + "L"
@@ -113,6 +119,7 @@ def megatron_args(
     args.append(f"--optimizer {MEGATRON_OPTIMIZERS[optimizer]}")
     if s.zero_stage >= 1 or s.offload != "none":
         args.append("--use-distributed-optimizer")
+    args += megatron_fsdp_args(s)
     if s.offload != "none":
         args += ["--optimizer-cpu-offload", "--optimizer-offload-fraction 1.0", "--use-precision-aware-optimizer"]
     if s.activation_offload and num_layers:
@@ -134,6 +141,20 @@ def megatron_args(
         args.append("--fp8-format hybrid")
     elif precision == "nvfp4":
         args.append("--fp4-format e2m1")
+    return args
+
+
+def megatron_fsdp_args(s) -> list[str]:
+    """ZeRO-2 and ZeRO-3 as Megatron-FSDP runs them (arguments.py: --use-megatron-fsdp, its sharding strategy,
+    the fsdp_dtensor checkpoint format it asserts; a shard group smaller than the data-parallel ranks is its
+    hybrid sharding, --num-distributed-optimizer-instances replicas); none for ZeRO-0/1."""
+    if s.zero_stage < 2:
+        return []
+    strategy = "optim_grads_params" if s.zero_stage >= 3 else "optim_grads"
+    args = ["--use-megatron-fsdp", f"--data-parallel-sharding-strategy {strategy}", "--ckpt-format fsdp_dtensor"]
+    replicas = s.dp * s.cp // max(s.shard_degree, 1) if s.zero_stage >= 3 else 1
+    if replicas > 1:
+        args.append(f"--num-distributed-optimizer-instances {replicas}")
     return args
 
 
@@ -201,7 +222,8 @@ def command(plan: Plan, job: ExportJob) -> Command:
         *run_args(plan, job),
         *data_args(),
     ]
-    return Command(target, env=dict(MEGATRON_ENV) if s.tp > 1 or s.cp > 1 else {})
+    # Megatron-FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS is not 1 and only warns beside TP or CP (arguments.py)
+    return Command(target, env=dict(MEGATRON_ENV) if (s.tp > 1 or s.cp > 1) and s.zero_stage < 2 else {})
 
 
 LAUNCHER = Launcher("megatron", write, gaps=gaps, suffix="sh", command=command)

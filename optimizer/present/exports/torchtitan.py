@@ -57,6 +57,22 @@ def gaps(plan: Plan, job: ExportJob) -> list[str]:
     return out
 
 
+def layers_per_stage(num_layers: int, stages: int) -> dict[str, int]:
+    """torchtitan's keys for exactly ``stages`` pipeline stages: ceil((layers + first-less + last-less) / per
+    stage) stages, the embedding and the output counted as a layer each (its defaults, 1) or not at all
+    (``frameworks.layers_per_stage_chunks`` is the rule the planner keeps)."""
+    for extra in (0, 2):
+        effective = num_layers + extra
+        per = -(-effective // stages)
+        if effective >= stages and -(-effective // per) == stages:
+            return {
+                "pipeline_parallel_layers_per_stage": per,
+                "pipeline_parallel_first_stage_less_layers": extra // 2,
+                "pipeline_parallel_last_stage_less_layers": extra // 2,
+            }
+    raise ValueError(f"torchtitan cannot split {num_layers} layers into {stages} stages")
+
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -114,11 +130,7 @@ def torchtitan_sections(
         parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if s.virtual_stages > 1 else "1F1B"
         parallelism["pipeline_parallel_microbatch_size"] = s.micro_batch
         if s.virtual_stages > 2 and num_layers:
-            # ceil((layers + first-less + last-less) / per stage) stages: with no allowance for the embedding
-            # and output, exactly PP x v stages of equal layers, as planned
-            parallelism["pipeline_parallel_layers_per_stage"] = num_layers // (s.pp * s.virtual_stages)
-            parallelism["pipeline_parallel_first_stage_less_layers"] = 0
-            parallelism["pipeline_parallel_last_stage_less_layers"] = 0
+            parallelism.update(layers_per_stage(num_layers, s.pp * s.virtual_stages))
     parallelism["context_parallel_degree"] = s.cp
     if ep(s) > 1:
         parallelism["expert_parallel_degree"] = ep(s)

@@ -1,0 +1,105 @@
+"""Which framework each layout of a grid is costed under (``label_layouts``), and per layout the costing rules
+of the framework it is labelled with: ZeRO-3 gathers per step, fused kernels, the loss's memory, partial
+recompute and sequence parallelism (the rules themselves are ``frameworks.FRAMEWORKS``'; docs/design.md 3.5)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..physics.constants import LOGITS_BYTES_PER_VOCAB
+from ..physics.layout import RECOMPUTE_LEAST, Recompute
+from .frameworks import CODES, FRAMEWORKS, PREFERENCE
+
+
+def zero3_per_step(framework_codes, pp, policy: str = "auto") -> np.ndarray:
+    """Per layout, whether ZeRO-3 gathers once per step (weights held unsharded over the micro-batches,
+    gradients reduced once) rather than every micro-batch: ``policy`` (assumptions.zero3_gathers) 'step' or
+    'micro_batch' for every layout, or 'auto' for the rule of the framework each layout is labelled with."""
+    codes, pp = np.asarray(framework_codes), np.asarray(pp)
+    if policy != "auto":
+        return np.full(np.shape(codes), policy == "step")
+    held = np.array([FRAMEWORKS[name].zero3_step_gathers_with_pp for name in PREFERENCE] + [False])
+    return held[np.where(codes >= 0, codes, len(PREFERENCE))] & (pp > 1)
+
+
+def fused_kernels(framework_codes, kernels: str, framework: str, compiled: bool = False) -> np.ndarray:
+    """Per layout, whether its activations are those of fused kernels: job.kernels 'fused' or 'eager' for
+    every layout, or under 'auto' the kernels of the framework each layout is labelled with (so a plan
+    labelled megatron is costed with the kernels Megatron runs), fused for every layout under torch.compile
+    (``compiled``: job.compile; Inductor fuses the element-wise chains and saves what the fused kernels keep);
+    a layout no framework runs takes the job's framework's."""
+    codes = np.asarray(framework_codes)
+    if kernels != "auto" or compiled:
+        return np.full(np.shape(codes), kernels == "fused" or (kernels == "auto" and compiled))
+    unlabelled = framework != "auto" and FRAMEWORKS[framework].fused_kernels
+    fused = np.array([FRAMEWORKS[name].fused_kernels for name in PREFERENCE] + [unlabelled])
+    return fused[np.where(codes >= 0, codes, len(PREFERENCE))]
+
+
+def loss_bytes_per_vocab(framework_codes, loss: str, framework: str) -> np.ndarray:
+    """Per layout, the loss's memory per token and vocabulary entry: job.loss chunked or fused for every layout,
+    standard as the framework each layout is labelled with computes it (a layout no framework runs takes the job's
+    framework's, PyTorch's under auto)."""
+    codes = np.asarray(framework_codes)
+    if loss != "standard":
+        return np.full(np.shape(codes), LOGITS_BYTES_PER_VOCAB[loss])
+    unlabelled = FRAMEWORKS[framework].standard_loss_bytes_per_vocab if framework != "auto" else None
+    per = [FRAMEWORKS[name].standard_loss_bytes_per_vocab for name in PREFERENCE]
+    table = np.array(per + [unlabelled or LOGITS_BYTES_PER_VOCAB["standard"]])
+    return table[np.where(codes >= 0, codes, len(PREFERENCE))]
+
+
+def partial_recompute(framework_codes, framework: str) -> np.ndarray:
+    """Per layout, its framework's partial recompute (``Framework.partial_recompute``; a layout no framework runs
+    takes the job's framework's, none under auto)."""
+    codes = np.asarray(framework_codes)
+    unlabelled = FRAMEWORKS[framework].partial_recompute if framework != "auto" else "none"
+    kinds = np.array([FRAMEWORKS[name].partial_recompute for name in PREFERENCE] + [unlabelled])
+    return kinds[np.where(codes >= 0, codes, len(PREFERENCE))]
+
+
+def sequence_parallel(framework_codes, framework: str) -> np.ndarray:
+    """Per layout, whether TP splits the sequence through the norms and residuals too: its framework's rule
+    (a layout no framework runs takes the job's framework's, Megatron's under auto)."""
+    codes = np.asarray(framework_codes)
+    unlabelled = FRAMEWORKS[framework].sequence_parallel if framework != "auto" else True
+    split = np.array([FRAMEWORKS[name].sequence_parallel for name in PREFERENCE] + [unlabelled])
+    return split[np.where(codes >= 0, codes, len(PREFERENCE))]
+
+
+def label_layouts(
+    grid: dict[str, np.ndarray], layers: int, framework: str, kernels: str = "auto", zero3_gathers: str = "auto"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which frameworks each layout is costed under: (layout index, framework code into ``PREFERENCE``) pairs,
+    ordered by layout, and the indices of the layouts no framework runs.
+
+    Under a named framework, a layout it runs is labelled with it. Under ``auto``, a layout is labelled with the
+    first framework in ``PREFERENCE`` order that runs it (the simplest tool) and again with the first of any
+    other framework that runs it but that gpuplan costs differently (fused kernels under job.kernels auto, ZeRO-3
+    gathers once per step with PP under assumptions.zero3_gathers auto, sequence parallelism with TP, the fewest
+    layers recomputed under full recompute), so that a layout that fits or runs
+    faster only under a less-preferred framework is still a candidate (docs/design.md section 3.5)."""
+    names = PREFERENCE if framework == "auto" else (framework,)
+    n = len(grid["tp"])
+    per_step_with_pp = (grid["pp"] > 1) & (grid["zero"] >= 3)
+    least = (grid["recompute"] == Recompute.FULL) & (grid.get("recompute_layers", 0 * grid["tp"]) == RECOMPUTE_LEAST)
+    # per layout, which costings (fused kernels x per-step gathers x sequence parallelism x partial recompute)
+    # are taken
+    labelled = np.zeros((n, 16), dtype=bool)
+    index, codes = [], []
+    for name in names:
+        fw = FRAMEWORKS[name]
+        costing = (
+            (2 * (kernels == "auto" and fw.fused_kernels))
+            + ((zero3_gathers == "auto" and fw.zero3_step_gathers_with_pp) & per_step_with_pp)
+            + 4 * (fw.sequence_parallel & (grid["tp"] > 1))
+            + 8 * ((fw.partial_recompute != "none") & least)
+        )
+        costing = np.broadcast_to(np.asarray(costing, dtype=np.int64), (n,))
+        new = fw.runnable(grid, layers) & ~labelled[np.arange(n), costing]
+        labelled[np.flatnonzero(new), costing[new]] = True
+        index.append(np.flatnonzero(new))
+        codes.append(np.full(int(new.sum()), CODES[name]))
+    index_all, codes_all = np.concatenate(index), np.concatenate(codes)
+    order = np.lexsort((codes_all, index_all))
+    return index_all[order], codes_all[order], np.flatnonzero(~labelled.any(axis=1))
