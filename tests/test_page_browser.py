@@ -378,6 +378,34 @@ def test_the_check_form_takes_every_field_of_a_plans_layout(served, browser):  #
     _no_severe(browser)
 
 
+def test_the_options_view_lists_every_option_as_the_api_does_and_checks_one(served, browser):  # noqa: F811
+    _open(browser, served)
+    browser.find_element(By.ID, "options-show").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: d.find_element(By.ID, "options-table").is_displayed())
+    answer = _post(served, "/v1/options", README_DOC)
+    options = answer["options"]
+    rows = browser.find_elements(By.CSS_SELECTOR, "#options-table tbody tr")
+    assert len(rows) == len(options) > 1
+    for row, option in zip(rows, options):
+        cells = [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[0] == _label(option)
+        assert cells[5] == ("ok" if option["feasible"] else f"rejected: {option['rejected_by']}")
+        assert cells[4] == (f"${option['cost_usd']['p50']:,.2f}" if option["fits"] and option["cost_usd"] else "-")
+    feasible = sum(option["feasible"] for option in options)
+    assert _text(browser, "options-verdict").startswith(f"{len(options)} hardware options, {feasible} feasible")
+    assert [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#options-notes li")] == answer["notes"]
+    # an option's check button checks its layout through /v1/check
+    at, option = next((i, o) for i, o in enumerate(options) if o["feasible"] and o["offer"])
+    browser.execute_script(RECORD_CHECKS)
+    rows[at].find_element(By.TAG_NAME, "button").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "check-verdict") != "")
+    assert [body["check"] for body in browser.execute_script("return window.checksSent;")] == [_layout(option)]
+    checked = _post(served, "/v1/check", {**README_DOC, "check": _layout(option)})
+    assert _text(browser, "check-verdict").startswith(f"{checked['gpus']} x {checked['sku']} ({checked['offer']}")
+    assert checked["strategy"] == option["strategy"] and checked["hours"] == option["hours"]
+    _no_severe(browser)
+
+
 def test_the_portfolio_form_plans_many_jobs_as_the_api_does(served, browser, tmp_path):  # noqa: F811
     _open(browser, served)
     example = browser.find_element(By.ID, "portfolio-text").get_attribute("value")

@@ -548,8 +548,11 @@ function fillCheck(plan) {
 
 // "Check this layout": the plan shown, checked at once; its form stays filled to change a field and check again
 function checkShown() {
-  if (!state.shown) return;
-  fillCheck(state.shown.plan);
+  if (state.shown) checkPlan(state.shown.plan);
+}
+
+function checkPlan(plan) {
+  fillCheck(plan);
   $("check").scrollIntoView({ block: "start" });
   checkLayout();
 }
@@ -604,6 +607,92 @@ async function checkLayout() {
       $("check-status").textContent = "";
     }
   }
+}
+
+// ------------------------------------------------------------------ every option
+
+// a plan's label as the CLI prints it (results.Plan.label): "4 x 8 B200 (nodus-b200)", "8 H100-SXM"
+function planLabel(plan) {
+  const per = plan.nodes > 1 ? `${plan.nodes} x ${plan.gpus_per_node}` : `${plan.gpus}`;
+  return `${per} ${plan.sku}` + (plan.offer ? ` (${plan.offer})` : "");
+}
+
+// a layout in short, as render.strategy_text writes it
+function strategyText(plan) {
+  const s = plan.strategy;
+  const parts = [];
+  if (s.tp > 1) parts.push(`TP ${s.tp}`);
+  if (s.pp > 1) parts.push(`PP ${s.pp}`);
+  if (s.cp > 1) parts.push(`CP ${s.cp}`);
+  if (s.ep > 1) parts.push(`EP ${s.ep}`);
+  if (s.expert_tp !== null && s.expert_tp !== undefined && s.expert_tp !== s.tp) parts.push(`expert TP ${s.expert_tp}`);
+  if (s.dp > 1) {
+    if (s.zero_stage === 0) parts.push(`DP ${s.dp}`);
+    else if (s.shard_degree < s.dp) parts.push(`ZeRO-${s.zero_stage}/${s.shard_degree} hybrid of DP ${s.dp}`);
+    else parts.push(`ZeRO-${s.zero_stage} DP ${s.dp}`);
+  }
+  parts.push(`mb ${s.micro_batch}x${s.grad_accum}`);
+  const recompute = recomputeOf(s);
+  if (recompute && recompute !== "none") parts.push(`recompute ${recompute}`);
+  if (s.virtual_stages > 1) parts.push(`${s.virtual_stages} chunks/GPU`);
+  if (s.offload !== "none") parts.push("optimizer offloaded to CPU");
+  return `${s.framework}: ${parts.join(", ")}`;
+}
+
+// the options' one line, as render.options_headline writes it
+function optionsHeadline(options) {
+  const rejected = {};
+  for (const option of options) if (!option.feasible) rejected[option.rejected_by] = (rejected[option.rejected_by] || 0) + 1;
+  const feasible = options.length - Object.values(rejected).reduce((a, b) => a + b, 0);
+  const why = Object.entries(rejected)
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([reason, n]) => `${reason} ${n}`)
+    .join(", ");
+  return `${options.length} hardware options, ${feasible} feasible` + (why ? `; rejected by ${why}` : "");
+}
+
+async function listOptions() {
+  state.optionsSeq = (state.optionsSeq || 0) + 1;
+  const seq = state.optionsSeq;
+  $("options-show").disabled = true;
+  $("options-status").textContent = "listing…";
+  let result = null;
+  let failed = null;
+  try {
+    const { ok, data } = await fetchJSON("/v1/options", { method: "POST", headers: postHeaders(), body: JSON.stringify(jobDocument()) });
+    if (ok) result = data;
+    else failed = data.detail || JSON.stringify(data);
+  } catch (err) {
+    failed = `no answer from the server: ${err}`;
+  }
+  if (seq !== state.optionsSeq) return;
+  $("options-show").disabled = false;
+  $("options-status").textContent = "";
+  $("options-verdict").hidden = false;
+  $("options-verdict").textContent = failed || optionsHeadline(result.options);
+  $("options-verdict").className = failed ? "answer bad" : "answer";
+  $("options-table").hidden = Boolean(failed);
+  const rows = (result ? result.options : []).map((option) => {
+    const row = el("tr", undefined, option.feasible ? "" : "rejected");
+    row.append(
+      el("td", planLabel(option)),
+      el("td", strategyText(option)),
+      el("td", `${Math.round(option.memory_gib.total)}/${Math.round(option.memory_gib.capacity)}`, "num"),
+      el("td", option.fits ? hours(option.hours.p50) : "-", "num"),
+      el("td", !option.fits ? "-" : option.cost_usd ? usd(option.cost_usd.p50) : "n/a", "num"),
+      el("td", option.feasible ? "ok" : `rejected: ${option.rejected_by}`),
+    );
+    const cell = el("td");
+    const check = el("button", "check", "small");
+    check.type = "button";
+    check.setAttribute("aria-label", `check ${planLabel(option)}`);
+    check.addEventListener("click", () => checkPlan(option));
+    cell.append(check);
+    row.append(cell);
+    return row;
+  });
+  fillBody("options-table", rows);
+  $("options-notes").replaceChildren(...(result ? result.notes : []).map((note) => el("li", note)));
 }
 
 // ------------------------------------------------------------------ a portfolio
@@ -838,6 +927,7 @@ async function start() {
     checkLayout();
   });
   $("catalog-show").addEventListener("click", showCatalog);
+  $("options-show").addEventListener("click", listOptions);
   $("portfolio-text").value = PORTFOLIO_EXAMPLE;
   $("portfolio-file").addEventListener("change", openPortfolioFile);
   $("portfolio").addEventListener("submit", (event) => {
