@@ -15,6 +15,11 @@ family never seen, scored as gathered and not tuned to: its three Llama 2 70B Lo
 DeepSpeed ZeRO-3 and FSDP sit at 0.76-0.81 (gpuplan low by 7.6-11.9 GiB, where neither LoRA's dropout copies nor
 DeepSpeed's parameter prefetch is modelled), so the worst-ratio threshold went from the issue's 1.30x to 1.35x
 (0.76 is 1.32x): loosened because a held-out family is below the bar, which the issue counts as not done.
+Then bitsandbytes' 4-bit linears keeping their inputs (physics/memory_terms.py) took LitGPT's four 4-bit rows from
+0.78-0.87 to 0.94-1.00 (45 rows: 2.9 %, worst 0.77); Unsloth's README context table (Hugging Face + FA2 QLoRA, 7 rows)
+joined at 0.82-0.95 and, once PEFT's fp32 upcast of a QLoRA base's 16-bit parameters was modelled (found while
+reading that family's constant offset, sized from PEFT's code, not fitted), 0.89-0.98; LitGPT's 4-bit rows, which
+Lightning does not upcast, went to 0.98-1.09: 52 rows, 3.1 %, worst 0.77 (1.30x). Median held at 4 %.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import memory as bench  # noqa: E402
 
 from optimizer.physics.constants import FRAMEWORK_RESERVE_FIXED_BYTES  # noqa: E402
 
-MAX_MEDIAN = 0.05
+MAX_MEDIAN = 0.04
 MAX_WORST = 1.35
 TABLE = bench.load_rows()
 ROWS = TABLE["rows"]

@@ -38,7 +38,7 @@ from .constants import (
     LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32,
 )
 from .layout import Layout, Recompute, RunSettings
-from .memory_terms import FinetuneState, bnb_saved_input_bytes
+from .memory_terms import FinetuneState, bnb_saved_input_bytes, kbit_upcast_bytes
 from .shapes import ModelShape, TrainingState
 
 
@@ -450,6 +450,7 @@ def memory_breakdown(
     """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1); ``deepspeed``
     (per layout) counts ZeRO-2/3 states as DeepSpeed's estimators do."""
     weights, grads, optim = state_bytes(shape, train, layout, zero3_per_step, deepspeed)
+    weights = weights + kbit_upcast_bytes(train, layout)  # PEFT's fp32 copy of a QLoRA base's 16-bit parameters
     capacity = np.asarray(capacity_bytes, float)
     activation_reserve = settings.activation_reserve
     if activation_reserve == "auto":

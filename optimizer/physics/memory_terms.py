@@ -21,7 +21,8 @@ class FinetuneState(TrainingState):
 
     ``bnb_saved_inputs``: the 4-bit base is bitsandbytes' ``Linear4bit`` (QLoRA through Hugging Face
     transformers/PEFT, Accelerate's FSDP, DeepSpeed and Lightning's ``BitsandbytesPrecision``), whose autograd
-    function keeps every quantised linear's input for backward (``bnb_saved_input_bytes``)."""
+    function keeps every quantised linear's input for backward (``bnb_saved_input_bytes``), and whose unsharded
+    runs hold the unquantised base parameters in fp32 (``kbit_upcast_bytes``)."""
 
     bnb_saved_inputs: bool = False
 
@@ -64,3 +65,17 @@ def bnb_saved_input_bytes(shape: ModelShape, settings: RunSettings, layout: Layo
         held = np.minimum(held, ACTIVATION_OFFLOAD_RESIDENT_LAYERS)
     layers = np.where(share > 0, np.maximum(held, 1.0), held)
     return tokens * bnb_saved_input_bytes_per_token(shape) * layers / (tp * cp)
+
+
+def kbit_upcast_bytes(train: TrainingState, layout: Layout) -> np.ndarray:
+    """Per GPU, the bytes PEFT's ``prepare_model_for_kbit_training`` adds to a bitsandbytes QLoRA base that is not
+    sharded: huggingface/peft src/peft/utils/other.py, "cast all non INT8 parameters to fp32": every fp16/bf16
+    parameter that is not a ``Params4bit`` (the embeddings, the LM head, the norms: ``bf16_base_params``) goes to
+    fp32, 2 bytes more each. TRL's SFTTrainer calls it for every 4-bit model except a sharded one (trl
+    trainer/sft_trainer.py, ``_prepare_peft_model``: ``if is_qlora and not is_sharded_qlora``, "Check if model is
+    sharded (FSDP/DS-Zero3)"), so ZeRO-3 layouts keep them in 16 bits. Llama 3.1 8B: 1.05e9 parameters, 1.96 GiB,
+    the constant Unsloth's Hugging Face + FA2 context table sits above gpuplan by without it."""
+    if not (isinstance(train, FinetuneState) and train.bnb_saved_inputs):
+        return np.zeros(np.shape(np.asarray(layout.zero)))
+    model_parallel = np.asarray(layout.tp, float) * np.asarray(layout.pp, float)
+    return np.where(np.asarray(layout.zero) >= 3, 0.0, 2.0 * train.bf16_base_params / model_parallel)
