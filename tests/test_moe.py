@@ -143,12 +143,14 @@ def test_narrow_experts_run_short_k_gemms_slower_than_wide_ones():
 
 def test_parallel_folding_runs_megatrons_published_qwen3_235b_h100_layout():
     # Megatron-Bridge 26.04, Qwen3-235B-A22B on 256 H100: TP 2, PP 8 x 4 chunks, EP 32 with expert TP 1.
-    # EP 32 does not divide the 16 data-parallel ranks; with folding EP x expert TP = 32 divides TP x DP.
+    # EP 32 does not divide the 16 data-parallel ranks; with folding EP x expert TP = 32 divides TP x DP. The
+    # table prints no expert TP: left open, check folds with expert TP 1 as the recipe does, and says so.
     problem = _problem("qwen3-235b-a22b", "fp8", moe_overlap=1.0)
     layout = {"tp": 2, "pp": 8, "virtual_stages": 4, "ep": 32, "zero": 1, "micro_batch": 1, "compare": False}
     with pytest.raises(GpuplanError) as refused:
-        check(problem, CheckRequest("H100-SXM", 256, **layout))
+        check(problem, CheckRequest("H100-SXM", 256, **{**layout, "expert_tp": 2}))
     assert "--expert-tp" in str(refused.value)
+    assert check(problem, CheckRequest("H100-SXM", 256, **layout)).plan.strategy.expert_tp == 1
     folded = check(problem, CheckRequest("H100-SXM", 256, expert_tp=1, **layout))
     assert folded.plan.fits and folded.plan.strategy.expert_tp == 1 and folded.plan.strategy.ep == 32
     # Folding is Megatron-Core's (--expert-tensor-parallel-size); torchtitan splits experts by the attention TP.

@@ -434,13 +434,16 @@ def expert_choices(ctx: JobContext, replicas: int, requested: int | None = None)
 def _expert_layouts(
     ctx: JobContext, tp: int, replicas: int, requested_ep: int | None, requested_etp: int | None
 ) -> Sequence[tuple[int, int]]:
-    """(ep, etp) pairs: EP over the data- and context-parallel ranks with the experts split by the attention
-    TP (etp 0); or, when an expert TP other than ``tp`` is asked for, Megatron-Core's parallel folding: EP x
+    """(ep, etp) pairs: EP over the DP x CP ranks, the experts split by the attention TP (etp 0); or, for an expert
+    TP other than ``tp`` (asked, or 1 for a pinned EP only folding reaches), Megatron-Core's parallel folding: EP x
     expert TP dividing all TP x DP x CP ranks (Megatron-Core MoE docs, "MoE Parallel Folding")."""
     if not ctx.shape.experts:
         return _DENSE  # (a grid of a million layouts asks this for each of them)
     if requested_etp is None or requested_etp == tp:
-        return [(ep, 0) for ep in expert_choices(ctx, replicas, requested_ep)]
+        unfolded = [(ep, 0) for ep in expert_choices(ctx, replicas, requested_ep)]
+        if requested_etp == tp or tp == 1 or not requested_ep or (requested_ep, 0) in unfolded:
+            return unfolded
+        requested_etp = 1
     folded = [
         ep for ep in expert_choices(ctx, tp * replicas, requested_ep) if (tp * replicas) % (ep * requested_etp) == 0
     ]
