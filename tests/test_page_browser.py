@@ -1,8 +1,10 @@
 """The page of gpuplan serve in a real headless Chromium, past the README question (tests/test_server_browser.py):
 the what-if slider keyed faster than the solves come back ends where the keys left it; an error takes the last
-verdict away; the memory bar states its GiB; the spot, precision, LoRA rank and GPU-count fields reach the
-solve; a frontier point shows its plan, whose layout the check form checks through /v1/check; a portfolio;
-the catalog's offers and prices. Each compares the page with what the library or the API answers for the same question.
+verdict away; the memory bar states its GiB; the spot, precision, LoRA rank, compile and GPU-limit fields reach
+the solve; a frontier point shows its plan and exports it, and its whole layout goes to /v1/check; every option
+(/v1/options), each checkable; a portfolio opened from a file, its schedule and pool use; the catalogs the server
+offers (an imported SkyPilot one served beside the bundled ones) and their offers and prices. Each compares the
+page with what the library or the API answers for the same question.
 
 The server and browser are test_server_browser's fixtures (it skips, saying why, without selenium, Chromium or
 chromedriver). The slider's test wraps the page's fetch to hold each answer back, so that answers come back
@@ -13,9 +15,11 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 import yaml
+from serving import start_serve
 
 # test_server_browser first: it skips this module too, saying why, where selenium or Chromium is missing
 from test_server_browser import (  # noqa: F401  (browser, served: the fixtures)
@@ -26,12 +30,14 @@ from test_server_browser import (  # noqa: F401  (browser, served: the fixtures)
     WebDriverWait,
     _text,
     _type,
+    _wait_for,
     browser,
     served,
     webdriver,
 )
+from typer.testing import CliRunner
 
-from optimizer import api
+from optimizer import api, cli
 from optimizer.inputs.files import load_job
 from optimizer.present import render
 
@@ -475,6 +481,53 @@ def test_the_catalog_view_lists_its_offers_and_prices(served, browser):  # noqa:
         assert cells[6] == (f"${price:,.2f}" if price else "-")
     assert _text(browser, "catalog-description").startswith("default: ")
     _no_severe(browser)
+
+
+def test_a_catalog_imported_from_skypilot_and_served_is_listed_and_shown(browser, tmp_path):  # noqa: F811
+    """gpuplan catalog import skypilot, then gpuplan serve --catalog FILE: the page lists it beside the bundled
+    ones, as the server's own (its default), and its offers and prices are the API's."""
+    out = tmp_path / "skypilot.yaml"
+    fixtures = Path(__file__).resolve().parent / "data" / "skypilot"
+    done = CliRunner().invoke(cli.app, ["catalog", "import", "skypilot", "--from", str(fixtures), "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    proc, url = start_serve(tmp_path / "serve.log", "--host", "127.0.0.1", "--catalog", str(out))
+    try:
+        assert url, (tmp_path / "serve.log").read_text()
+        _wait_for(url, 30)
+        with urllib.request.urlopen(url + "/v1/catalogs", timeout=WAIT_S) as response:
+            catalogs = json.loads(response.read())["catalogs"]
+        served_here = next(c for c in catalogs if not c["bundled"])
+        _open(browser, url)
+        rows = browser.find_elements(By.CSS_SELECTOR, "#catalog-list tbody tr")
+        assert [row.get_attribute("data-catalog") for row in rows] == [c["name"] for c in catalogs]
+        first = [cell.text for cell in rows[0].find_elements(By.TAG_NAME, "td")][:4]
+        assert first == [
+            served_here["name"],
+            "gpuplan serve --catalog",
+            str(served_here["offers"]),
+            ", ".join(served_here["gpus"]),
+        ]
+        assert "chosen" in rows[0].get_attribute("class")  # the server's default
+        # a bundled one, shown: the form's catalog becomes it, and the table lists its offers
+        rows[1].find_element(By.TAG_NAME, "button").click()
+        WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "catalog-description").startswith(catalogs[1]["name"]))
+        assert browser.find_element(By.ID, "catalog").get_attribute("value") == catalogs[1]["name"]
+        # and back to the imported one
+        browser.find_elements(By.CSS_SELECTOR, "#catalog-list tbody tr")[0].find_element(By.TAG_NAME, "button").click()
+        WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "catalog-description").startswith(served_here["name"]))
+        with urllib.request.urlopen(url + f"/v1/catalogs/{served_here['name']}", timeout=WAIT_S) as response:
+            listing = json.loads(response.read())
+        offers = browser.find_elements(By.CSS_SELECTOR, "#catalog-table tbody tr")
+        assert [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")][:2] for row in offers] == [
+            [row["sku"], row["offer"] or "-"] for row in listing["rows"]
+        ]
+        assert _text(browser, "catalog-description") == f"{listing['catalog']}: {listing['description']}"
+        types = [box.get_attribute("value") for box in browser.find_elements(By.CSS_SELECTOR, "#gpu-types input")]
+        assert types == served_here["gpus"]
+        _no_severe(browser)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 @pytest.fixture(autouse=True)

@@ -853,6 +853,36 @@ async function showCatalog() {
   table.hidden = false;
 }
 
+// every catalog the server offers (GET /v1/catalogs), each a button that makes it the form's and lists its offers
+function listCatalogs(catalogs) {
+  fillBody(
+    "catalog-list",
+    catalogs.map((catalog) => {
+      const row = el("tr", undefined, catalog.name === $("catalog").value ? "chosen" : "");
+      row.dataset.catalog = catalog.name;
+      row.append(
+        el("td", catalog.name),
+        el("td", catalog.bundled ? "bundled" : "gpuplan serve --catalog"),
+        el("td", catalog.offers, "num"),
+        el("td", catalog.gpus.join(", ") || "-"),
+        el("td", catalog.description || "", "muted"),
+      );
+      const cell = el("td");
+      const show = el("button", "show", "small");
+      show.type = "button";
+      show.setAttribute("aria-label", `show catalog ${catalog.name}`);
+      show.addEventListener("click", async () => {
+        $("catalog").value = catalog.name;
+        await loadCatalogTypes();
+        if ($("catalog-table").hidden) await showCatalog();
+      });
+      cell.append(show);
+      row.append(cell);
+      return row;
+    }),
+  );
+}
+
 // ------------------------------------------------------------------ start
 
 function tickBox(value) {
@@ -869,13 +899,14 @@ async function loadCatalogTypes() {
   const name = $("catalog").value;
   const [all, listing] = await Promise.all([fetchJSON(`/v1/catalogs`), fetchJSON(`/v1/catalogs/${encodeURIComponent(name)}`)]);
   if (!all.ok) return;
+  listCatalogs(all.data.catalogs);
   const chosen = all.data.catalogs.find((c) => c.name === name);
   const gpus = chosen ? chosen.gpus : [];
   $("gpu-types").replaceChildren(...gpus.map(tickBox));
   $("check-skus").replaceChildren(...gpus.map((gpu) => new Option(gpu, gpu)));
   const providers = listing.ok ? [...new Set(listing.data.rows.map((row) => row.provider).filter(Boolean))].sort() : [];
   $("gpu-providers").replaceChildren(...providers.map(tickBox));
-  if (!$("catalog-table").hidden) showCatalog();
+  if (!$("catalog-table").hidden) await showCatalog();
 }
 
 async function loadPrecisions() {
