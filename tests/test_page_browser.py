@@ -122,6 +122,30 @@ def test_arrow_keys_on_the_deadline_slider_end_where_the_keys_left_it(served, br
     _no_severe(browser)
 
 
+# the page's /page/solve requests, counted in window.solvesSent as the page sends them
+COUNT_SOLVES = """
+window.solvesSent = [];
+const fetchEarlier = window.fetch;
+window.fetch = (url, options) => {
+  if (String(url).endsWith("/page/solve")) window.solvesSent.push(JSON.parse(options.body));
+  return fetchEarlier(url, options);
+};
+"""
+
+
+def test_keys_pressed_faster_than_the_slider_rests_send_one_solve(served, browser, tmp_path):  # noqa: F811
+    assert _ask(browser, served)
+    browser.execute_script(COUNT_SOLVES)
+    slider = browser.find_element(By.ID, "whatif-deadline")
+    slider.send_keys(Keys.ARROW_LEFT * 6)  # six presses at once, 5 days to 2: one solve, once the slider rests
+    _settled(browser)
+    sent = browser.execute_script("return window.solvesSent;")
+    assert [doc["constraints"] for doc in sent] == [{"deadline": "2d"}]
+    assert _text(browser, "verdict") == _headline({**README_DOC, "constraints": {"deadline": "2d"}}, tmp_path)
+    assert slider.get_attribute("value") == "2" and _text(browser, "whatif-deadline-text") == "2 days"
+    _no_severe(browser)
+
+
 def test_an_error_takes_the_last_verdict_away(served, browser):  # noqa: F811
     assert _ask(browser, served)
     _type(browser, "tokens", "20Q")
