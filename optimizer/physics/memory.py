@@ -19,6 +19,8 @@ Sources, term by term:
   (``framework_reserve_bytes``, ``allocator_fragmentation_bytes``; published reserved-minus-allocated gaps in
   validation/memory_runs.yaml).
 - Headroom: memory a plan leaves free beyond its peak (``headroom_bytes``, MEMORY_HEADROOM_DEFAULT).
+- Library terms (``memory_terms.py``): bitsandbytes' 4-bit linears keep their inputs for backward, and PEFT holds an
+  unsharded QLoRA base's 16-bit parameters in fp32 (QLoRA under the Hugging Face stack, ``FinetuneState``).
 """
 
 from __future__ import annotations
