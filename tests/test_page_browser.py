@@ -371,6 +371,32 @@ def test_a_frontier_point_shows_its_plan_and_the_check_form_checks_it(served, br
     _no_severe(browser, answered="/v1/check - Failed to load resource: the server responded with a status of 422")
 
 
+def test_a_runner_up_shows_its_plan_exports_it_and_checks_it(served, browser):  # noqa: F811
+    assert _ask(browser, served)
+    answer = _post(served, "/v1/solve", README_DOC)
+    rows = browser.find_elements(By.CSS_SELECTOR, "#runners-up tbody tr")
+    assert len(rows) == len(answer["runners_up"]) > 1
+    at = 1
+    plan = answer["runners_up"][at]
+    rows[at].find_element(By.TAG_NAME, "button").click()
+    WebDriverWait(browser, 10).until(lambda d: _text(d, "shown-label") == _label(plan))
+    assert "shown" in rows[at].get_attribute("class")
+    legend = browser.find_element(By.ID, "memory-legend").text
+    assert f"weights: {plan['memory_gib']['weights']:.1f} GiB" in legend
+    Select(browser.find_element(By.ID, "export-kind")).select_by_value("skypilot")
+    browser.find_element(By.ID, "export").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: "num_nodes" in _text(d, "export-text"))
+    exported = browser.find_element(By.ID, "export-text").get_attribute("textContent")
+    assert exported == _post(
+        served, "/v1/export", {**README_DOC, "export": {"kind": "skypilot", "plan": plan}}, text=True
+    )
+    browser.execute_script(RECORD_CHECKS)
+    browser.find_element(By.ID, "shown-check").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "check-verdict") != "")
+    assert [body["check"] for body in browser.execute_script("return window.checksSent;")] == [_layout(plan)]
+    _no_severe(browser)
+
+
 def test_the_check_form_takes_every_field_of_a_plans_layout(served, browser):  # noqa: F811
     """Each layout field /v1/check takes, from a plan as the API states it: a full recompute of some layers
     as layers:N, per-op recompute, context and expert parallelism, the framework, the offload, spot."""

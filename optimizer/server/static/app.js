@@ -223,13 +223,7 @@ function showAnswer(bundle) {
       const chosen = sameLabel(label, labels.best);
       planCells(row, plan, label);
       row.append(el("td", chosen ? "chosen" : ""));
-      const cell = el("td");
-      const show = el("button", "show", "small");
-      show.type = "button";
-      show.setAttribute("aria-label", `show ${label.label}`);
-      show.addEventListener("click", () => showPlan(`frontier[${i}]`));
-      cell.append(show);
-      row.append(cell);
+      row.append(showButton(`frontier[${i}]`, label));
       if (chosen) row.classList.add("chosen");
       return row;
     }),
@@ -243,6 +237,8 @@ function showAnswer(bundle) {
       const price = plan.breakeven_price_usd_per_gpu_hour;
       const scaling = plan.breakeven_scaling_efficiency;
       row.append(el("td", price ? `${usd(price)}/GPU-h` : "-", "num"), el("td", scaling ? `${(scaling * 100).toFixed(1)} %` : "-", "num"));
+      row.dataset.key = `runners_up[${i}]`;
+      row.append(showButton(`runners_up[${i}]`, labels[`runners_up[${i}]`]));
       return row;
     }),
   );
@@ -268,17 +264,38 @@ function showAnswer(bundle) {
   syncWhatIf(answer);
 }
 
-// A plan of the answer ("best", "frontier[2]"): its figures, its memory bar, its export and its check.
+// a table cell with a button that shows the answer's plan `key`
+function showButton(key, label) {
+  const cell = el("td");
+  const show = el("button", "show", "small");
+  show.type = "button";
+  show.setAttribute("aria-label", `show ${label.label}`);
+  show.addEventListener("click", () => {
+    showPlan(key);
+    $("shown").scrollIntoView({ block: "nearest" });
+  });
+  cell.append(show);
+  return cell;
+}
+
+// the answer's plan by its key: "best", "frontier[2]", "runners_up[0]"
+function planAt(answer, key) {
+  if (key === "best") return answer.best;
+  const match = /^(frontier|runners_up)\[(\d+)\]$/.exec(key || "");
+  return match ? answer[match[1]][Number(match[2])] || null : null;
+}
+
+// A plan of the answer ("best", "frontier[2]", "runners_up[0]"): its figures, its memory bar, its export and its check.
 function showPlan(key) {
   const bundle = state.bundle;
-  const plan = !bundle || !key ? null : key === "best" ? bundle.answer.best : bundle.answer.frontier[Number(/\d+/.exec(key)[0])];
+  const plan = bundle ? planAt(bundle.answer, key) : null;
   const label = plan ? bundle.labels[key] : null;
   state.shown = plan ? { key, plan, label } : null;
   $("shown").hidden = !plan;
   $("export").disabled = !plan;
   $("export-text").hidden = true;
   $("export-download").hidden = true;
-  for (const row of document.querySelectorAll("#frontier-table tbody tr")) {
+  for (const row of document.querySelectorAll("#frontier-table tbody tr, #runners-up tbody tr")) {
     row.classList.toggle("shown", Boolean(label) && sameLabel(bundle.labels[row.dataset.key], label));
   }
   for (const point of document.querySelectorAll("#frontier circle")) {
