@@ -580,6 +580,31 @@ def test_a_catalog_imported_from_skypilot_and_served_is_listed_and_shown(browser
         proc.wait(timeout=30)
 
 
+def test_the_last_catalog_chosen_wins_over_an_answer_that_comes_back_late(served, browser):  # noqa: F811
+    _open(browser, served)
+    with urllib.request.urlopen(served + "/v1/catalogs", timeout=WAIT_S) as response:
+        catalogs = {c["name"]: c for c in json.loads(response.read())["catalogs"]}
+    # the first request held back 1.5 s, the rest answered at once: the first catalog's answer comes back last
+    browser.execute_script("""
+let hold = 1500;
+const fetchFirst = window.fetch;
+window.fetch = (url, options) => {
+  const wait = hold;
+  hold = 0;
+  return fetchFirst(url, options).then((response) => new Promise((done) => setTimeout(() => done(response), wait)));
+};
+""")
+    catalog = Select(browser.find_element(By.ID, "catalog"))
+    catalog.select_by_value("nodus-2026-11")
+    catalog.select_by_value("seed-003-rtx-vs-b200")
+    time.sleep(2.5)
+    types = [box.get_attribute("value") for box in browser.find_elements(By.CSS_SELECTOR, "#gpu-types input")]
+    assert types == catalogs["seed-003-rtx-vs-b200"]["gpus"]
+    chosen = browser.find_elements(By.CSS_SELECTOR, "#catalog-list tbody tr.chosen")
+    assert [row.get_attribute("data-catalog") for row in chosen] == ["seed-003-rtx-vs-b200"]
+    _no_severe(browser)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_page(browser):  # noqa: F811
     """Each test opens the page itself; the log of the test before is read and dropped."""

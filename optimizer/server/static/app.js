@@ -843,6 +843,7 @@ async function openPortfolioFile() {
 async function showCatalog() {
   const name = $("catalog").value;
   const { ok, data } = await fetchJSON(`/v1/catalogs/${encodeURIComponent(name)}`);
+  if (name !== $("catalog").value) return; // another catalog chosen meanwhile: its listing shows
   const table = $("catalog-table");
   if (!ok) {
     $("catalog-description").textContent = data.detail || `no catalog ${name}`;
@@ -915,7 +916,7 @@ function tickBox(value) {
 async function loadCatalogTypes() {
   const name = $("catalog").value;
   const [all, listing] = await Promise.all([fetchJSON(`/v1/catalogs`), fetchJSON(`/v1/catalogs/${encodeURIComponent(name)}`)]);
-  if (!all.ok) return;
+  if (!all.ok || name !== $("catalog").value) return; // another catalog chosen meanwhile: its answer shows
   listCatalogs(all.data.catalogs);
   const chosen = all.data.catalogs.find((c) => c.name === name);
   const gpus = chosen ? chosen.gpus : [];
