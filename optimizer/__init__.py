@@ -5,6 +5,7 @@ Public API (the CLI is a thin client of it)::
     from optimizer import load_job, load_catalog, check, plan, options, capacity, CheckRequest
     problem = load_job("problems/llama-70b-within-5-days.yaml")
     answer = plan(problem)            # SolveResult: status, best, frontier, runners_up
+    split = solve_roles(load_job("problems/seed-003-drafter-roles.yaml"))  # a job with roles: RolesResult
     verdict = check(problem, CheckRequest("B200", 16, zero=3))
 
 How the package is laid out (lowest layer first; imports only point down): ``errors``; ``inputs``
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
         RunnerUp,
         SolveResult,
     )
+    from .solver.roles import RolesResult, check_roles, solve_roles
 
 # Where each public name lives. They load on first use, so that ``gpuplan`` starts with nothing but its
 # interrupt handling in place (``launch``): a ^C in the second the solver's modules take to load is then an
@@ -44,6 +46,7 @@ _WHERE = {
     **dict.fromkeys(("ArgumentError", "CatalogError", "GpuplanError", "JobError", "UnitError"), ".errors"),
     **dict.fromkeys(("load_catalog", "load_job", "load_portfolio"), ".inputs.files"),
     "apply_overrides": ".inputs.overrides",
+    **dict.fromkeys(("RolesResult", "check_roles", "solve_roles"), ".solver.roles"),
     "CheckRequest": ".inputs.requests",
     **dict.fromkeys(("Catalog", "JobSpec", "ModelSpec", "Portfolio", "Problem", "Strategy"), ".inputs.schema"),
     **dict.fromkeys(
@@ -91,6 +94,7 @@ __all__ = [
     "Portfolio",
     "PortfolioResult",
     "Problem",
+    "RolesResult",
     "RunnerUp",
     "SolveResult",
     "Strategy",
@@ -98,10 +102,12 @@ __all__ = [
     "apply_overrides",
     "capacity",
     "check",
+    "check_roles",
     "load_catalog",
     "load_job",
     "load_portfolio",
     "options",
     "plan",
     "portfolio",
+    "solve_roles",
 ]

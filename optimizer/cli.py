@@ -65,7 +65,7 @@ from .inputs.requests import CheckRequest
 from .inputs.schema import Constraints, ModelSpec
 from .inputs.units import fmt_count, parse_bytes
 from .planning.plans import SPOT_SUFFIX, headroom_gib
-from .present import answers, output, render
+from .present import answers, output, render, roles
 from .present.exports import export, find_launcher, unknown_kind
 from .present.jsonschema import json_schema
 from .present.plot import frontier_plot, memory_plot, portfolio_plot, require_plotting
@@ -241,9 +241,7 @@ def _version(value: bool) -> None:
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Tables: print only the one-line answer."),
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print version and exit."),
 ) -> None:
     _state["debug"] = debug
     _state["quiet"] = quiet
@@ -559,13 +557,14 @@ def check(
     lora_rank: int | None = LoraRankOpt,
     save: Path | None = SaveOpt,
     headroom: str | None = HeadroomOpt,
-    sku: str = typer.Option(
-        ...,
+    sku: str | None = typer.Option(
+        None,
         "--sku",
         help="GPU by name or alias (B200, h100, rtx-pro-6000-blackwell), or an offer by name (a plan's offer: "
         "nodus-b200, or 'nodus-b200 (spot)' for its spot price).",
     ),
-    gpus: int = typer.Option(..., "--gpus", help="Total GPUs."),
+    gpus: int | None = typer.Option(None, "--gpus", help="Total GPUs."),
+    role: list[str] | None = typer.Option(None, "--role", help="A role job's split: target=3xRTX-PRO-6000 (repeat)."),
     nodes: int | None = typer.Option(None, "--nodes", help="Nodes; default the fewest that hold the GPUs."),
     tp: int | None = typer.Option(None, "--tp", help="Tensor-parallel degree (inside a node)."),
     pp: int | None = typer.Option(None, "--pp", help="Pipeline-parallel degree."),
@@ -633,6 +632,8 @@ def check(
 ) -> None:
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
     _state["quiet"] = _state["quiet"] or quiet
+    if role or sku is None or gpus is None:  # a role job's split (docs/roles.md), or --sku and --gpus missing
+        return _answer(*roles.checked(job, role, sku, gpus, catalog, deadline, budget), fmt, *roles.SHOWN)
     if sku.endswith(SPOT_SUFFIX):  # a plan's offer as printed ("runpod-rtx-pro-6000 (spot)"): its spot price
         sku, spot = sku.removesuffix(SPOT_SUFFIX).strip(), True
     check_flags(
@@ -740,9 +741,7 @@ def solve(
     max_nodes: int | None = typer.Option(None, "--max-nodes", help="At most this many nodes."),
     max_gpus: int | None = typer.Option(None, "--max-gpus", help="At most this many GPUs."),
     gpu_types: str | None = typer.Option(None, "--gpu-types", help="Only these GPUs, comma-separated: B200,B300."),
-    min_memory: str | None = typer.Option(
-        None, "--min-memory", help="Only GPUs with at least this memory: 160Gi, 80GB."
-    ),
+    min_memory: str | None = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory (160Gi)."),
     deadline_quantile: str | None = typer.Option(
         None, "--deadline-quantile", help="p50 or p90: which time must meet the deadline."
     ),
@@ -803,6 +802,8 @@ def solve(
     )
     check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
+    if problem.job.roles is not None:  # GPUs split between roles (docs/roles.md)
+        return _answer(roles.solve_roles(problem, catalog=cat), problem, fmt, *roles.SHOWN)
     limit_s = units.parse_time_limit_s(time_limit)
     table = api.candidate_table(problem, cat, time_limit_s=limit_s, started=started)
     result = api.plan(problem, catalog=cat, time_limit_s=limit_s, table=table, started=started)
@@ -846,9 +847,7 @@ def options(
     budget: str | None = typer.Option(None, "--budget", help="Spend at most, e.g. 20000, $20k."),
     max_nodes: int | None = typer.Option(None, "--max-nodes", help="At most this many nodes."),
     gpu_types: str | None = typer.Option(None, "--gpu-types", help="Only these GPUs, comma-separated: B200,B300."),
-    min_memory: str | None = typer.Option(
-        None, "--min-memory", help="Only GPUs with at least this memory: 160Gi, 80GB."
-    ),
+    min_memory: str | None = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory (160Gi)."),
     framework: str | None = FrameworkOpt,
     compile_model: bool | None = CompileOpt,
     spot: bool | None = SpotOpt,
@@ -978,9 +977,7 @@ def capacity(
     sku: str = typer.Option(..., "--sku", help="GPU by name or alias."),
     gpus: int = typer.Option(1, "--gpus", help="GPUs sharing the state."),
     zero: int | None = typer.Option(None, "--zero", min=0, max=3, help="Without a job: ZeRO stage (default 3)."),
-    method: MethodOpt | None = typer.Option(
-        None, "--method", help="Without a job: full, lora or qlora (default full)."
-    ),
+    method: MethodOpt | None = typer.Option(None, "--method", help="Without a job: full (default), lora or qlora."),
     bytes_per_param: float | None = typer.Option(
         None, "--bytes-per-param", help="Without a job: default 16 (full), 2 (lora), ~0.52 (qlora)."
     ),

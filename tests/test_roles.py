@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from optimizer import load_catalog
+from optimizer import load_catalog, load_job
 from optimizer.errors import JobError
 from optimizer.inputs.catalog import find_sku
 from optimizer.physics.roles import (
@@ -28,6 +29,7 @@ from optimizer.physics.roles import (
     transfer_s,
 )
 from optimizer.physics.shapes import ModelShape, TrainingState
+from optimizer.planning.role_jobs import role_job
 from optimizer.planning.roles import (
     DEFAULT_LINK_EFFICIENCY,
     ForwardRole,
@@ -248,6 +250,29 @@ def test_a_drafter_trained_on_every_token_binds_seven_targets(job, rtx):
     best = best_split(heavy, rtx, 8)
     assert best.split.consumers >= 2
     assert best.tokens_per_s > evaluate_split(heavy, rtx, RoleSplit(7, 1)).tokens_per_s
+
+
+# --------------------------------------------------------------------------- the job file (issue 52, wired)
+
+
+def test_the_job_file_builds_the_job_the_role_model_was_checked_on(job):
+    # the same target, drafter, tokens, batch and link as tests/test_roles.py builds by hand from the seed's sources
+    problem = load_job(Path(__file__).resolve().parent.parent / "problems" / "seed-003-drafter-roles.yaml")
+    built = role_job(problem, load_catalog("seed-003-roles"))
+    assert replace(built.consumer, name=job.consumer.name) == job.consumer
+    assert built.bytes_per_token == job.bytes_per_token == 51200
+    assert built.batch_tokens == job.batch_tokens
+    assert built.tokens == pytest.approx(job.tokens)
+    p, q = built.producer, job.producer
+    assert (p.active_params, p.weight_bytes, p.attention_layers, p.attention_width, p.seq_len) == (
+        q.active_params,
+        q.weight_bytes,
+        q.attention_layers,
+        q.attention_width,
+        q.seq_len,
+    )
+    assert (p.mfu, p.mfu_peak, p.mfu_counts_attention) == (q.mfu, q.mfu_peak, q.mfu_counts_attention)
+    assert p.mfu_hardware is not None and p.mfu_hardware.sku == "RTX-PRO-6000"
 
 
 # --------------------------------------------------------------------------- independent truths

@@ -41,6 +41,7 @@ from ..physics.constants import (
     budget_cents,
 )
 from . import units
+from .roles import RolesSpec
 
 # A model's params may differ from what its shapes hold by at most this factor either way. The shapes
 # count the language model alone, so a vision tower or a multi-token-prediction head as large as it still
@@ -716,9 +717,7 @@ class JobSpec(_Model):
     model: ModelSpec
     method: Method = "full"
     lora_rank: int = Field(16, ge=1)
-    trainable_params: Count | None = Field(
-        None, gt=0, description="Adapter parameters when shapes are not given (LoRA/QLoRA)."
-    )
+    trainable_params: Count | None = Field(None, gt=0, description="Adapter parameters without shapes (LoRA/QLoRA).")
     teacher_params: Count | None = Field(
         None, gt=0, description="A frozen teacher/target run forward-only each step (distillation, drafters)."
     )
@@ -805,6 +804,7 @@ class JobSpec(_Model):
         "Megatron-Core cpu_offloading_activations). Costs PCIe time where the transfer outlasts the compute.",
     )
     measured: list[Measurement] = Field(default_factory=list, description="Short-run measurements to calibrate from.")
+    roles: RolesSpec | None = Field(None, description="GPUs split between roles (docs/roles.md); unset: one model.")
 
     @model_validator(mode="after")
     def _tokens_given_once(self) -> JobSpec:

@@ -13,8 +13,8 @@ I(t) <= I(t* - 1), from it on at D(t) <= D(t*). A bisection finds it in log G ra
 check it against every split. Over a list of GPU counts the objective (time, or cost = hours x GPUs x
 price) picks among the counts' best splits, ties going to the cheaper, then the faster, then fewer GPUs.
 
-Nothing calls this module yet: the job file's ``roles:``, the CLI, the API and the CP-SAT solver come in later
-steps (docs/roles.md).
+The job file's ``roles:`` reach it through planning/role_jobs.py; ``gpuplan solve`` and ``check --role`` through
+solver/roles.py (docs/roles.md).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class ForwardRole:
     attention_width: float  # heads x head_dim
     seq_len: float  # keys per query of its attention
     mfu: float  # achieved share of ``mfu_peak`` on ``mfu_hardware`` (memory-bound kernels sit well below 0.5)
-    mfu_hardware: RoleHardware  # where the MFU was measured; elsewhere it moves with the roofline's ridge
+    mfu_hardware: RoleHardware | None  # where the MFU was measured (elsewhere it moves with the ridge); None: any
     mfu_peak: Peak = "bf16"  # the peak the MFU is quoted against
     mfu_counts_attention: bool = True  # whether the MFU's FLOPs include the attention term
 
@@ -196,7 +196,7 @@ def producer_tokens_per_s_per_gpu(role: ForwardRole, hw: RoleHardware, batch_tok
     """One producer GPU's forward rate on ``hw``, its MFU moved from the GPU it was measured on."""
     peak = hw.peak_flops_per_s(role.mfu_peak)
     mfu, on = role.mfu, role.mfu_hardware
-    if on.sku != hw.sku:
+    if on is not None and on.sku != hw.sku:
         mfu = moved_mfu(
             mfu,
             ridge_flops_per_byte(on.peak_flops_per_s(role.mfu_peak), on.hbm_bytes_per_s),

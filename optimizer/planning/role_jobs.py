@@ -1,0 +1,150 @@
+"""A job file's ``roles:`` (inputs/roles.py) as the role model's ``RoleJob`` (planning/roles.py), and the
+catalog's offers as the hardware each split runs on (issue 52, docs/roles.md).
+
+The drafter workload: the target (``roles.target``) runs forward on the producers; the drafter is the job's
+``model``, trained on the consumers. Its shapes give what it trains: every layer's attention and gated MLP plus
+the projection of the tapped layers' hidden states (DFlash's ``fc``), the target's embedding and LM head held
+frozen (SpecForge ``OnlineDFlashModel``: ``target_lm_head``, ``target_embed_tokens``). It trains on
+anchors x block tokens of each target sequence and projects every context token (its keys and values).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import GpuplanError, JobError
+from ..inputs.catalog import find_sku, sku_key
+from ..inputs.schema import Catalog, Offer, Problem
+from ..physics.shapes import ModelShape, TrainingState
+from .roles import ForwardRole, RoleHardware, RoleJob, RoleSplit, TrainRole, calibrated_producer, plan_roles
+
+# Mixed-precision training state per trained parameter (docs/design.md section 4): bf16 weights and gradients,
+# fp32 master weights and Adam moments (12 bytes).
+TRAINED_WEIGHT_BYTES, TRAINED_GRAD_BYTES, TRAINED_OPTIMIZER_BYTES = 2, 2, 12
+# A causal query sees half its sequence on average: the attention span the forward FLOPs count.
+CAUSAL_SPAN = 0.5
+DRAFTER_SHAPES = ("layers", "hidden", "heads", "ffn_hidden", "vocab")
+
+
+def offer_hardware(catalog: Catalog, offer: Offer) -> RoleHardware:
+    """An offer's GPU as the roles see it: the SKU's figures, the offer's price and its node's GPU count."""
+    hw = RoleHardware.from_sku(find_sku(catalog, offer.sku), offer.price_usd_per_gpu_hour)
+    return replace(hw, gpus_per_node=offer.gpus_per_node)
+
+
+def _drafter(problem: Problem) -> TrainRole:
+    job, roles = problem.job, problem.job.roles
+    assert roles is not None
+    model = job.model
+    missing = [name for name in DRAFTER_SHAPES if getattr(model, name) is None]
+    if missing:
+        raise JobError(
+            f"a drafter job trains job.model, whose shapes it needs: give job.model.{', '.join(missing)} "
+            "(the drafter's config.json: num_hidden_layers, hidden_size, num_attention_heads, intermediate_size, "
+            "vocab_size)",
+            field="job.model",
+        )
+    h = float(model.hidden or 0)
+    head_dim = float(model.head_dim or h / float(model.heads or 1))
+    q = float(model.heads or 0) * head_dim
+    kv = float(model.kv_heads or model.heads or 0) * head_dim
+    ffn = float(model.ffn_hidden or 0)
+    layers = float(model.layers or 0)
+    tapped = roles.bytes_per_token / 2.0 / roles.target.hidden  # hidden states of this many layers
+    layer = h * q + 2 * h * kv + q * h + (3 if model.gated_mlp else 2) * h * ffn
+    fc = tapped * roles.target.hidden * h  # the projection of the tapped layers' hidden states
+    trained = layers * layer + fc
+    head = float(model.vocab or 0) * h
+    shape = ModelShape(
+        params=trained + 2 * head,
+        active_params=head,  # the frozen LM head: forward and data gradient (gpuplan's frozen-base count)
+        layers=layers,
+        hidden=h,
+        heads=float(model.heads or 0),
+        kv_width=kv,
+        q_width=q,
+        ffn_active=ffn,
+        vocab=float(model.vocab or 0),
+        gated_mlp=model.gated_mlp,
+        has_shapes=True,
+    )
+    train = TrainingState(
+        trainable_params=trained,
+        weight_bytes=TRAINED_WEIGHT_BYTES,
+        adapter_weight_bytes=TRAINED_WEIGHT_BYTES,
+        grad_bytes=TRAINED_GRAD_BYTES,
+        optimizer_bytes=TRAINED_OPTIMIZER_BYTES,
+        lora=True,  # a frozen part (the LM head) beside the trained one: gpuplan's frozen-base accounting
+    )
+    seq = float(job.seq_len)
+    drafter = roles.drafter
+    return TrainRole(
+        name=drafter.name,
+        shape=shape,
+        train=train,
+        seq_len=seq * CAUSAL_SPAN,
+        micro_batch=drafter.micro_batch,
+        grad_accum=drafter.grad_accum,
+        trained_tokens_per_target_token=drafter.anchors * drafter.block / seq,
+        context_flops_per_target_token=6.0 * (fc + layers * 2 * h * kv),
+    )
+
+
+def role_job(problem: Problem, catalog: Catalog) -> RoleJob:
+    """The job's roles as the role model takes them; bad input names its field."""
+    roles = problem.job.roles
+    if roles is None:
+        raise JobError("this job has no roles: section; plan it with gpuplan solve or check --sku", field="job.roles")
+    target = roles.target
+    mfu = target.mfu
+    measured_on: RoleHardware | None = None
+    if mfu.sku is not None:
+        try:
+            measured_on = RoleHardware.from_sku(find_sku(catalog, mfu.sku), 0.0)
+        except GpuplanError as exc:
+            raise JobError(exc.reason, field="job.roles.target.mfu.sku") from None
+    seq = float(problem.job.seq_len)
+    producer = ForwardRole(
+        name=target.name,
+        active_params=float(target.params),
+        weight_bytes=target.weight_bytes,
+        attention_layers=float(target.attention_layers),
+        attention_width=float(target.attention_width),
+        seq_len=seq * CAUSAL_SPAN,
+        mfu=mfu.value,
+        mfu_hardware=measured_on,
+        mfu_peak=mfu.peak,
+        mfu_counts_attention=mfu.counts_attention,
+    )
+    job = RoleJob(
+        producer=producer,
+        consumer=_drafter(problem),
+        tokens=problem.job.total_tokens,
+        batch_tokens=float(roles.batch_tokens or seq),
+        bytes_per_token=roles.bytes_per_token,
+        link=roles.link,
+        link_efficiency=problem.assumptions.link_efficiency,
+        overlap=problem.assumptions.overlap,
+    )
+    return _calibrated(problem, catalog, job)
+
+
+def _calibrated(problem: Problem, catalog: Catalog, job: RoleJob) -> RoleJob:
+    """The producer's MFU set by the job's measurement (one: it calibrates the producers), on the best split
+    of its GPUs, where those producers bind it (planning/roles.py ``calibrated_producer``)."""
+    measured = problem.job.measured
+    if not measured:
+        return job
+    if len(measured) > 1:
+        raise JobError("a role job takes one measurement: it sets the producers' MFU", field="job.measured")
+    m = measured[0]
+    offers = [o for o in catalog.offers if sku_key(o.sku) == sku_key(find_sku(catalog, m.sku).name)]
+    offers = [o for o in offers if o.gpus_per_node >= m.gpus] or offers
+    if not offers:
+        raise JobError(f"no offer of {m.sku} in the catalog to calibrate on", field="job.measured")
+    hw = offer_hardware(catalog, offers[0])
+    answer = plan_roles(job, hw, [m.gpus])
+    if answer.best is None:
+        raise JobError(answer.refused or f"no split of {m.gpus} x {m.sku} runs", field="job.measured")
+    split: RoleSplit = answer.best.split
+    return calibrated_producer(job, hw, split, float(m.tokens_per_s))

@@ -1,0 +1,179 @@
+"""The API of jobs with roles (issue 52, docs/roles.md): ``solve_roles`` splits each offer's GPUs between the
+roles and picks the best plan; ``check_roles`` answers a hand-picked split.
+
+A role plan sits on one offer's node (roles on different GPUs, or spanning nodes, come later): for every offer
+the catalog holds and the job's GPU filters let through, each GPU count it rents (its ``gpu_counts``, else 2 to
+a node) gets its best split by bisection (planning/roles.py ``best_split``); those within the deadline and
+budget compete under the objective (time, or cost = hours x GPUs x price), ties going to the cheaper, then the
+faster, then fewer GPUs. The search is exhaustive over (offer, GPU count), so no CP-SAT model is needed for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..errors import ArgumentError, GpuplanError, JobError
+from ..inputs.catalog import find_sku, sku_key
+from ..inputs.files import problem_catalog
+from ..inputs.roles import ROLE_NAMES
+from ..inputs.schema import Catalog, Offer, Problem
+from ..planning.role_jobs import offer_hardware, role_job
+from ..planning.roles import RoleJob, RolePlan, RoleSplit, evaluate_split, plan_roles
+
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class OfferPlan:
+    """One split on one offer's node."""
+
+    offer: str
+    plan: RolePlan
+
+
+@dataclass(frozen=True)
+class RolesResult:
+    """A role job's answer: the chosen plan (None: nothing runs, ``refused`` says why), every (offer, GPU count)'s
+    best split that was weighed (``check``: the checked split), and why offers or plans were left out."""
+
+    job: str
+    objective: str
+    roles: tuple[str, str]  # the producers' role name, the consumers'
+    best: OfferPlan | None
+    plans: tuple[OfferPlan, ...]
+    refused: tuple[str, ...] = ()
+    optimum: OfferPlan | None = None  # check: the best plan under the same constraints
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    checked: bool = False  # the answer to a hand-picked split (check), not a search (solve)
+
+
+def _rank(plan: RolePlan, objective: str) -> tuple[float, float, int]:
+    if objective == "cost":
+        return (round(plan.cost_usd, 2), plan.hours, plan.split.gpus)
+    return (plan.hours, round(plan.cost_usd, 2), plan.split.gpus)
+
+
+def _offers(problem: Problem, catalog: Catalog) -> list[Offer]:
+    """The offers the job's GPU filters let through (types by SKU, offer name or alias; providers)."""
+    gpu = problem.constraints.gpu
+    offers = list(catalog.offers)
+    if gpu.types:
+        wanted = {sku_key(t) for t in gpu.types}
+        offers = [
+            o
+            for o in offers
+            if {sku_key(o.sku), sku_key(find_sku(catalog, o.sku).name), sku_key(o.name), *map(sku_key, o.aliases)}
+            & wanted
+        ]
+    if gpu.providers:
+        providers = {p.lower() for p in gpu.providers}
+        offers = [o for o in offers if o.provider.lower() in providers]
+    return offers
+
+
+def _within(plan: RolePlan, problem: Problem) -> str | None:
+    """Why a plan breaks the deadline or budget; None if it keeps both."""
+    c = problem.constraints
+    if c.deadline_s is not None and plan.hours * SECONDS_PER_HOUR > c.deadline_s:
+        return f"{plan.hours / 24:,.2f} days, over the {c.deadline_s / 86400:,.2f}-day deadline"
+    if c.budget_usd is not None and plan.cost_usd > c.budget_usd:
+        return f"${plan.cost_usd:,.0f}, over the ${c.budget_usd:,.0f} budget"
+    return None
+
+
+def _names(problem: Problem) -> tuple[str, str]:
+    roles = problem.job.roles
+    assert roles is not None
+    return (roles.target.name, roles.drafter.name)
+
+
+def solve_roles(problem: Problem, *, catalog: Catalog | None = None) -> RolesResult:
+    """The best split of the job's GPUs between its roles over the catalog's offers and GPU counts."""
+    catalog = catalog or problem_catalog(problem, None)
+    job = role_job(problem, catalog)
+    return _solve(problem, catalog, job)
+
+
+def _solve(problem: Problem, catalog: Catalog, job: RoleJob) -> RolesResult:
+    c = problem.constraints
+    plans: list[OfferPlan] = []
+    refused: list[str] = []
+    for offer in _offers(problem, catalog):
+        counts = offer.gpu_counts or list(range(2, offer.gpus_per_node + 1))
+        counts = [g for g in counts if g <= offer.gpus_per_node and (c.max_gpus is None or g <= c.max_gpus)]
+        try:
+            answer = plan_roles(job, offer_hardware(catalog, offer), counts, problem.objective)
+        except JobError as exc:
+            refused.append(f"{offer.name}: {exc.reason}")
+            continue
+        if answer.best is None:
+            refused.append(f"{offer.name}: {answer.refused}")
+            continue
+        for plan in answer.per_count:
+            why = _within(plan, problem)
+            if why is None:
+                plans.append(OfferPlan(offer.name, plan))
+            else:
+                refused.append(f"{offer.name}, {plan.split.producers} + {plan.split.consumers} GPUs: {why}")
+    best = min(plans, key=lambda p: _rank(p.plan, problem.objective)) if plans else None
+    if not plans and not refused:
+        refused.append("no offer in the catalog passes the job's GPU filters")
+    return RolesResult(problem.job.name, problem.objective, _names(problem), best, tuple(plans), tuple(refused))
+
+
+def _offer_for(catalog: Catalog, name: str, gpus: int) -> Offer:
+    """An offer by name, or the cheapest offer of a SKU whose node holds ``gpus``."""
+    by_name = [o for o in catalog.offers if sku_key(o.name) == sku_key(name)]
+    if by_name:
+        return by_name[0]
+    try:
+        sku = find_sku(catalog, name).name
+    except GpuplanError as exc:
+        raise ArgumentError(exc.reason, field="role") from None
+    offers = [o for o in catalog.offers if sku_key(find_sku(catalog, o.sku).name) == sku_key(sku)]
+    if not offers:
+        raise ArgumentError(f"the catalog {catalog.name} offers no {sku}", field="role")
+    fitting = [o for o in offers if o.gpus_per_node >= gpus] or offers
+    return min(fitting, key=lambda o: (o.price_usd_per_gpu_hour, o.gpus_per_node))
+
+
+def check_roles(
+    problem: Problem, roles: Sequence[tuple[str, int, str]], *, catalog: Catalog | None = None
+) -> RolesResult:
+    """A hand-picked split: ``roles`` as (role, GPUs, SKU or offer), one for each of the job's roles; the answer
+    carries its rates, what binds, hours and cost, and the best plan under the same constraints."""
+    catalog = catalog or problem_catalog(problem, None)
+    given = {name: (gpus, sku) for name, gpus, sku in roles}
+    if len(given) != len(roles) or set(given) != set(ROLE_NAMES):
+        raise ArgumentError(
+            f"give each of the job's roles once, {' and '.join(ROLE_NAMES)}: --role target=3xRTX-PRO-6000 "
+            f"--role drafter=1xRTX-PRO-6000 (got {', '.join(f'{n}={g}x{s}' for n, g, s in roles) or 'none'})",
+            field="role",
+        )
+    (t, t_sku), (d, d_sku) = given["target"], given["drafter"]
+    if t < 1 or d < 1:
+        raise ArgumentError(f"each role needs at least one GPU (got target {t}, drafter {d})", field="role")
+    t_offer, d_offer = _offer_for(catalog, t_sku, t + d), _offer_for(catalog, d_sku, t + d)
+    if t_offer.name != d_offer.name:
+        raise ArgumentError(
+            f"the target on {t_offer.name} and the drafter on {d_offer.name}: roles on different GPUs or offers are "
+            "not planned yet (docs/roles.md); put both on one",
+            field="role",
+        )
+    job = role_job(problem, catalog)
+    plan = evaluate_split(job, offer_hardware(catalog, t_offer), RoleSplit(t, d))
+    checked = OfferPlan(t_offer.name, plan)
+    optimum = _solve(problem, catalog, job).best
+    why = _within(plan, problem)
+    notes = (f"it breaks the job's constraints: {why}",) if why else ()
+    return RolesResult(
+        problem.job.name,
+        problem.objective,
+        _names(problem),
+        best=checked,
+        plans=(checked,),
+        optimum=optimum,
+        notes=notes,
+        checked=True,
+    )
