@@ -397,6 +397,30 @@ def test_a_runner_up_shows_its_plan_exports_it_and_checks_it(served, browser):  
     _no_severe(browser)
 
 
+def test_an_export_never_appears_under_a_plan_it_is_not_of(served, browser):  # noqa: F811
+    assert _ask(browser, served)
+    answer = _post(served, "/v1/solve", README_DOC)
+    browser.execute_script(SLOW_FETCH, 1500)  # the export's answer comes back after another plan is shown
+    Select(browser.find_element(By.ID, "export-kind")).select_by_value("skypilot")
+    browser.find_element(By.ID, "export").click()
+    assert _text(browser, "export-status") == "exporting skypilot…"
+    rows = browser.find_elements(By.CSS_SELECTOR, "#runners-up tbody tr")
+    rows[0].find_element(By.TAG_NAME, "button").click()
+    WebDriverWait(browser, 10).until(lambda d: _text(d, "shown-label") == _label(answer["runners_up"][0]))
+    time.sleep(2.5)  # the best plan's export has come back by now, and is dropped
+    assert not browser.find_element(By.ID, "export-text").is_displayed()
+    assert _text(browser, "export-status") == ""
+    # exported now, it is the runner-up's
+    browser.find_element(By.ID, "export").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: d.find_element(By.ID, "export-text").is_displayed())
+    exported = browser.find_element(By.ID, "export-text").get_attribute("textContent")
+    plan = answer["runners_up"][0]
+    assert exported == _post(
+        served, "/v1/export", {**README_DOC, "export": {"kind": "skypilot", "plan": plan}}, text=True
+    )
+    _no_severe(browser)
+
+
 def test_the_check_form_takes_every_field_of_a_plans_layout(served, browser):  # noqa: F811
     """Each layout field /v1/check takes, from a plan as the API states it: a full recompute of some layers
     as layers:N, per-op recompute, context and expert parallelism, the framework, the offload, spot."""

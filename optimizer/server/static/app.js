@@ -291,6 +291,8 @@ function showPlan(key) {
   const plan = bundle ? planAt(bundle.answer, key) : null;
   const label = plan ? bundle.labels[key] : null;
   state.shown = plan ? { key, plan, label } : null;
+  state.exportSeq = (state.exportSeq || 0) + 1; // an export in flight was of the plan shown before
+  $("export-status").textContent = "";
   $("shown").hidden = !plan;
   $("export").disabled = !plan;
   $("export-text").hidden = true;
@@ -482,33 +484,42 @@ function whatIfBudget() {
 
 // ------------------------------------------------------------------ export
 
+// The shown plan's launcher config. Its answer is dropped where another plan was shown (or another export
+// asked for) meanwhile: an export never appears under a plan it is not of.
 async function exportPlan() {
   if (!state.bundle || !state.shown) return;
+  state.exportSeq = (state.exportSeq || 0) + 1;
+  const seq = state.exportSeq;
   const kind = $("export-kind").value;
   const body = { ...state.doc, export: { kind, plan: state.shown.plan } };
-  $("status").textContent = `exporting ${kind}…`;
-  const response = await fetch("/v1/export", { method: "POST", headers: postHeaders(), body: JSON.stringify(body) });
-  const text = await response.text();
+  $("export-status").textContent = `exporting ${kind}…`;
+  let text = null;
+  let failed = null;
+  let name = `${kind}.txt`;
+  try {
+    const response = await fetch("/v1/export", { method: "POST", headers: postHeaders(), body: JSON.stringify(body) });
+    text = await response.text();
+    if (!response.ok) {
+      failed = text;
+      try {
+        failed = JSON.parse(text).detail;
+      } catch (_) {
+        /* the text as it came */
+      }
+    }
+    const match = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "");
+    if (match) name = match[1];
+  } catch (err) {
+    failed = `no answer from the server: ${err}`;
+  }
+  if (seq !== state.exportSeq) return;
+  $("export-status").textContent = "";
   const pre = $("export-text");
   pre.hidden = false;
-  if (!response.ok) {
-    let detail = text;
-    try {
-      detail = JSON.parse(text).detail;
-    } catch (_) {
-      /* the text as it came */
-    }
-    pre.textContent = detail;
-    pre.className = "bad";
-    $("export-download").hidden = true;
-  } else {
-    pre.textContent = text;
-    pre.className = "";
-    const match = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "");
-    setDownload($("export-download"), text, match ? match[1] : `${kind}.txt`);
-    $("export-download").hidden = false;
-  }
-  $("status").textContent = "";
+  pre.textContent = failed || text;
+  pre.className = failed ? "bad" : "";
+  $("export-download").hidden = Boolean(failed);
+  if (!failed) setDownload($("export-download"), text, name);
 }
 
 // ------------------------------------------------------------------ check a layout
