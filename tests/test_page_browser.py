@@ -390,10 +390,16 @@ def test_a_runner_up_shows_its_plan_exports_it_and_checks_it(served, browser):  
     assert exported == _post(
         served, "/v1/export", {**README_DOC, "export": {"kind": "skypilot", "plan": plan}}, text=True
     )
+    # the form changed since the answer (not solved again): the plan is checked on the job it answers
+    _type(browser, "tokens", "40B")
     browser.execute_script(RECORD_CHECKS)
     browser.find_element(By.ID, "shown-check").click()
     WebDriverWait(browser, WAIT_S).until(lambda d: _text(d, "check-verdict") != "")
-    assert [body["check"] for body in browser.execute_script("return window.checksSent;")] == [_layout(plan)]
+    assert browser.execute_script("return window.checksSent;") == [{**README_DOC, "check": _layout(plan)}]
+    # checked from the form, the layout is checked on the job the form holds now
+    browser.find_element(By.ID, "check-run").click()
+    WebDriverWait(browser, WAIT_S).until(lambda d: len(d.execute_script("return window.checksSent;")) == 2)
+    assert browser.execute_script("return window.checksSent;")[1]["job"]["tokens"] == "40B"
     _no_severe(browser)
 
 

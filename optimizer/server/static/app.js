@@ -576,13 +576,14 @@ function fillCheck(plan) {
 
 // "Check this layout": the plan shown, checked at once; its form stays filled to change a field and check again
 function checkShown() {
-  if (state.shown) checkPlan(state.shown.plan);
+  if (state.shown) checkPlan(state.shown.plan, state.doc);
 }
 
-function checkPlan(plan) {
+// a plan of an answer checked against the job that answer is of (`doc`), though the form has changed since
+function checkPlan(plan, doc) {
   fillCheck(plan);
   $("check").scrollIntoView({ block: "start" });
-  checkLayout();
+  checkLayout(doc);
 }
 
 function checkVerdict(result) {
@@ -611,7 +612,8 @@ function showCheck(text, bad, result) {
   drawMemory($("check-memory"), $("check-memory-legend"), result);
 }
 
-async function checkLayout() {
+// the check form's layout on `doc` (default: the job the form holds now)
+async function checkLayout(doc) {
   state.checkSeq += 1;
   const seq = state.checkSeq;
   if (state.checkController) state.checkController.abort();
@@ -619,7 +621,7 @@ async function checkLayout() {
   state.checkController = controller;
   $("check-run").disabled = true;
   $("check-status").textContent = "checking…";
-  const body = { ...jobDocument(), check: checkFields() };
+  const body = { ...(doc || jobDocument()), check: checkFields() };
   try {
     const { ok, data } = await fetchJSON("/v1/check", { method: "POST", headers: postHeaders(), body: JSON.stringify(body), signal: controller.signal });
     if (seq !== state.checkSeq) return;
@@ -687,7 +689,9 @@ async function listOptions() {
   let result = null;
   let failed = null;
   try {
-    const { ok, data } = await fetchJSON("/v1/options", { method: "POST", headers: postHeaders(), body: JSON.stringify(jobDocument()) });
+    const doc = jobDocument();
+    const { ok, data } = await fetchJSON("/v1/options", { method: "POST", headers: postHeaders(), body: JSON.stringify(doc) });
+    if (ok) data.doc = doc;
     if (ok) result = data;
     else failed = data.detail || JSON.stringify(data);
   } catch (err) {
@@ -714,7 +718,7 @@ async function listOptions() {
     const check = el("button", "check", "small");
     check.type = "button";
     check.setAttribute("aria-label", `check ${planLabel(option)}`);
-    check.addEventListener("click", () => checkPlan(option));
+    check.addEventListener("click", () => checkPlan(option, result.doc));
     cell.append(check);
     row.append(cell);
     return row;
