@@ -206,6 +206,7 @@ _RANGES: dict[str, str] = {
     "hbm_bandwidth_gb_per_s": "bandwidth",
     "intra_node_bandwidth_gb_per_s": "bandwidth",
     "network_gb_per_s_per_gpu": "bandwidth",
+    "host_link_gb_per_s": "bandwidth",
     "dense_bf16_tflops": "tflops",
     "dense_fp8_tflops": "tflops",
     "dense_fp4_tflops": "tflops",
