@@ -633,7 +633,9 @@ def check(
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
     _state["quiet"] = _state["quiet"] or quiet
     if role or sku is None or gpus is None:  # a role job's split (docs/roles.md), or --sku and --gpus missing
-        return _answer(*roles.checked(job, role, sku, gpus, catalog, deadline, budget), fmt, *roles.SHOWN)
+        return _answer(
+            *roles.checked(job, role, sku, gpus, catalog, deadline, budget, export_kind or plot_path), fmt, *roles.SHOWN
+        )
     if sku.endswith(SPOT_SUFFIX):  # a plan's offer as printed ("runpod-rtx-pro-6000 (spot)"): its spot price
         sku, spot = sku.removesuffix(SPOT_SUFFIX).strip(), True
     check_flags(
@@ -803,7 +805,7 @@ def solve(
     check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     if problem.job.roles is not None:  # GPUs split between roles (docs/roles.md)
-        return _answer(roles.solve_roles(problem, catalog=cat), problem, fmt, *roles.SHOWN)
+        return _answer(roles.solved(problem, cat, export_kind or plot_path or report), problem, fmt, *roles.SHOWN)
     limit_s = units.parse_time_limit_s(time_limit)
     table = api.candidate_table(problem, cat, time_limit_s=limit_s, started=started)
     result = api.plan(problem, catalog=cat, time_limit_s=limit_s, table=table, started=started)

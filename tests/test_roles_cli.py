@@ -186,6 +186,15 @@ def test_bad_role_flags_name_the_flag(case):
     _refused("check", JOB, *flags, expect=expect)
 
 
+def test_outputs_not_written_for_roles_yet_are_refused(tmp_path):
+    # exports per role, charts and reports come later: refused, not silently skipped, and nothing written
+    for args in (("solve", JOB, "--export", "skypilot"), ("solve", JOB, "--plot", tmp_path / "f.png")):
+        _refused(*args, expect=("job with roles", "not written for it yet"))
+    role = ("--role", "target=3xB200", "--role", "drafter=1xB200")
+    _refused("check", JOB, *role, "--export", "skypilot", expect=("not written for it yet",))
+    assert not list(tmp_path.iterdir())
+
+
 def test_role_flags_on_a_job_without_roles(problems):
     _refused(
         "check",
@@ -209,6 +218,17 @@ def test_the_readme_style_commands_in_the_job_file_run():
     for words in commands:
         args = [str(ROOT / w) if w.startswith("problems/") else w for w in words]
         assert run(*args).exit_code == 0
+
+
+def test_the_readme_asks_it_with_commands_that_run_and_figures_they_print():
+    readme = (ROOT / "README.md").read_text()
+    commands = [line.split() for line in readme.splitlines() if line.startswith("gpuplan ") and "-roles.yaml" in line]
+    assert len(commands) == 2
+    outputs = [run(*[str(ROOT / w) if w.startswith("problems/") else w for w in words[1:]]) for words in commands]
+    assert all(r.exit_code == 0 for r in outputs)
+    for figure in ("8.62", "3.69", "1.93", "0.83", "$1,299", "$989", "$848"):
+        assert f"| {figure} |" in readme or f"| {figure}" in readme, figure
+        assert figure in outputs[0].output, figure
 
 
 def test_the_role_section_is_documented_in_the_schema():

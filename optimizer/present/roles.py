@@ -19,10 +19,9 @@ from ..errors import ArgumentError
 from ..inputs.files import load_job, problem_catalog
 from ..inputs.overrides import apply_overrides
 from ..inputs.roles import parse_role_flag
-from ..inputs.schema import Problem
+from ..inputs.schema import Catalog, Problem
 from ..planning.roles import RolePlan
-from ..solver.roles import OfferPlan, RolesResult, check_roles
-from ..solver.roles import solve_roles as solve_roles
+from ..solver.roles import OfferPlan, RolesResult, check_roles, solve_roles
 
 
 def _binding(result: RolesResult, plan: RolePlan) -> str:
@@ -170,6 +169,7 @@ def checked(
     catalog: str | None,
     deadline: str | None = None,
     budget: str | None = None,
+    output: object = None,
 ) -> tuple[RolesResult, Problem]:
     """``gpuplan check JOB --role target=3xRTX-PRO-6000 --role drafter=1xRTX-PRO-6000``: the split checked, and
     the problem it was checked on; without --role, --sku and --gpus are what is missing."""
@@ -182,6 +182,7 @@ def checked(
         )
     if sku is not None or gpus is not None:
         raise ArgumentError("--role gives each role's GPUs: drop --sku and --gpus", field="role")
+    _no_outputs(output)
     requests = [parse_role_flag(text) for text in role]
     if job is None:
         raise ArgumentError("--role splits a job file's roles: give the job file (JOB)", field="job")
@@ -193,3 +194,20 @@ def checked(
             field="role",
         )
     return check_roles(problem, requests, catalog=problem_catalog(problem, catalog)), problem
+
+
+def _no_outputs(output: object) -> None:
+    """A role job's answer is its text or data: exports per role, charts and reports come later (docs/roles.md)."""
+    if output:
+        raise ArgumentError(
+            "a job with roles is answered as text, JSON or YAML only: exports per role (a JobSet, a Slurm "
+            "heterogeneous job), charts and reports are not written for it yet (docs/roles.md); drop --export, "
+            "--plot and --report",
+            field="export",
+        )
+
+
+def solved(problem: Problem, catalog: Catalog, output: object = None) -> RolesResult:
+    """``gpuplan solve`` on a job with roles: the API's answer (``solve_roles``)."""
+    _no_outputs(output)
+    return solve_roles(problem, catalog=catalog)
