@@ -668,6 +668,7 @@ def check(
         compile=compile_model,
     )
     check_outputs(_inputs(job, problem, cat), plot_path=plot_path, out=out if export_kind else None, save=save)
+    roles.one_model(problem, "check")
     check_gpu_names(cat, "sku", [sku], offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     result = api.check(
@@ -875,6 +876,7 @@ def options(
         spot=_spot_policy(spot),
     )
     check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
+    roles.one_model(problem, "options")
     _answer(api.options(problem, catalog=cat), problem, fmt, render.print_options)
 
 
@@ -1050,9 +1052,7 @@ def portfolio_cmd(
         "60", "--time-limit", help="Time limit for the whole command: seconds, or with a unit (90s, 5m)."
     ),
     workers: int = typer.Option(2, "--workers", min=1, help="CP-SAT workers (1 = fully deterministic)."),
-    plot_path: Path | None = typer.Option(
-        None, "--plot", help="Write a Gantt + pool utilisation chart (PNG, SVG or PDF)."
-    ),
+    plot_path: Path | None = typer.Option(None, "--plot", help="Write a Gantt + pool use chart (PNG, SVG or PDF)."),
     spot: bool | None = SpotOpt,
     catalog: str | None = CatalogOpt,
     fmt: Format = FormatOpt,

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 import optimizer
 from optimizer.cli import app
-from optimizer.planning.roles import RoleSplit
+from optimizer.planning.role_jobs import offer_hardware, role_job
+from optimizer.planning.roles import RoleSplit, all_splits, evaluate_split
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "problems" / "seed-003-drafter-roles.yaml"
@@ -193,6 +194,38 @@ def test_outputs_not_written_for_roles_yet_are_refused(tmp_path):
     role = ("--role", "target=3xB200", "--role", "drafter=1xB200")
     _refused("check", JOB, *role, "--export", "skypilot", expect=("not written for it yet",))
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("objective", ["time", "cost"])
+def test_solve_agrees_with_brute_force_over_every_offer_count_and_split(objective):
+    # every (offer, GPU count, split) evaluated one by one: the solve's best is the best of them all
+    problem = optimizer.load_job(JOB).model_copy(update={"objective": objective})
+    catalog = optimizer.load_catalog("seed-003-roles")
+    job = role_job(problem, catalog)
+    every = []
+    for offer in catalog.offers:
+        hw = offer_hardware(catalog, offer)
+        for gpus in offer.gpu_counts or range(2, offer.gpus_per_node + 1):
+            every += [evaluate_split(job, hw, split) for split in all_splits(gpus)]
+    key = (lambda p: p.hours) if objective == "time" else (lambda p: round(p.cost_usd, 2))
+    best = optimizer.solve_roles(problem, catalog=catalog).best
+    assert best is not None and key(best.plan) == pytest.approx(min(key(p) for p in every))
+
+
+def test_no_plan_says_the_nearest_and_why():
+    for flags, expect in (
+        (("--budget", "100"), "the fastest, 7 + 1 B200 on b200-3.4x, takes $848, over the $100 budget"),
+        (("--deadline", "12h"), "takes 0.83 days, over the 0.50-day deadline"),
+        (("--max-gpus", "1"), "max_gpus 1 leaves no count of 2 or more GPUs (one per role)"),
+    ):
+        r = run("solve", JOB, *flags, "-q")
+        assert r.exit_code == 0 and r.output.startswith("No plan for dflash-drafter-qwen3.6-27b: ")
+        assert expect in r.output, r.output
+
+
+def test_single_model_commands_on_a_job_with_roles_say_what_answers_instead():
+    _refused("check", JOB, "--sku", "B200", "--gpus", "4", expect=("this job has roles", "--role target="))
+    _refused("options", JOB, expect=("this job has roles", "gpuplan solve lists every offer"))
 
 
 def test_role_flags_on_a_job_without_roles(problems):

@@ -211,3 +211,19 @@ def solved(problem: Problem, catalog: Catalog, output: object = None) -> RolesRe
     """``gpuplan solve`` on a job with roles: the API's answer (``solve_roles``)."""
     _no_outputs(output)
     return solve_roles(problem, catalog=catalog)
+
+
+def one_model(problem: Problem, command: str) -> None:
+    """``check --sku --gpus`` and ``options`` plan one model on all the GPUs: on a job with roles that would plan its
+    drafter alone, an answer to another question, so it is refused with the command that answers."""
+    if problem.job.roles is None:
+        return
+    instead = {
+        "check": "check a split with --role target=3xRTX-PRO-6000 --role drafter=1xRTX-PRO-6000",
+        "options": "gpuplan solve lists every offer and GPU count's best split",
+    }[command]
+    raise ArgumentError(
+        f"this job has roles (job.roles: its GPUs split between the target's forward pass and the drafter's "
+        f"training), and gpuplan {command} plans one model on all of them; {instead} (docs/roles.md)",
+        field="role" if command == "check" else "job",
+    )

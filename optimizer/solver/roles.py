@@ -99,9 +99,13 @@ def _solve(problem: Problem, catalog: Catalog, job: RoleJob) -> RolesResult:
     c = problem.constraints
     plans: list[OfferPlan] = []
     refused: list[str] = []
+    broken: list[tuple[OfferPlan, str]] = []  # plans that run but break the deadline or budget
     for offer in _offers(problem, catalog):
-        counts = offer.gpu_counts or list(range(2, offer.gpus_per_node + 1))
-        counts = [g for g in counts if g <= offer.gpus_per_node and (c.max_gpus is None or g <= c.max_gpus)]
+        counts = [g for g in offer.gpu_counts or range(2, offer.gpus_per_node + 1) if 2 <= g <= offer.gpus_per_node]
+        if c.max_gpus is not None and counts and not [g for g in counts if g <= c.max_gpus]:
+            refused.append(f"{offer.name}: max_gpus {c.max_gpus} leaves no count of 2 or more GPUs (one per role)")
+            continue
+        counts = [g for g in counts if c.max_gpus is None or g <= c.max_gpus]
         try:
             answer = plan_roles(job, offer_hardware(catalog, offer), counts, problem.objective)
         except JobError as exc:
@@ -115,8 +119,17 @@ def _solve(problem: Problem, catalog: Catalog, job: RoleJob) -> RolesResult:
             if why is None:
                 plans.append(OfferPlan(offer.name, plan))
             else:
+                broken.append((OfferPlan(offer.name, plan), why))
                 refused.append(f"{offer.name}, {plan.split.producers} + {plan.split.consumers} GPUs: {why}")
     best = min(plans, key=lambda p: _rank(p.plan, problem.objective)) if plans else None
+    if not plans and broken:  # the nearest plan first, then why the offers plan nothing
+        nearest, why = min(broken, key=lambda b: _rank(b[0].plan, problem.objective))
+        split = nearest.plan.split
+        refused = [
+            f"every split breaks the job's constraints; the {'fastest' if problem.objective == 'time' else 'cheapest'}, "
+            f"{split.producers} + {split.consumers} {nearest.plan.sku} on {nearest.offer}, takes {why}",
+            *[r for r in refused if not any(r.startswith(f"{b.offer}, ") for b, _ in broken)],
+        ]
     if not plans and not refused:
         refused.append("no offer in the catalog passes the job's GPU filters")
     return RolesResult(problem.job.name, problem.objective, _names(problem), best, tuple(plans), tuple(refused))
