@@ -262,8 +262,10 @@ def is_dense(run: dict) -> bool:
 
 def is_fused(run: dict, catalog) -> bool:
     """Whether gpuplan costs the row at the fused-kernel ratio: its framework runs Transformer Engine's fused
-    layers (planning/frameworks.py fused_kernels) on a GPU with an FP8 rate (planning/context.py)."""
-    return FRAMEWORKS[run["framework"]].fused_kernels and bool(sku_of(run, catalog).dense_fp8_tflops)
+    layers (planning/frameworks.py fused_kernels) or the row states them (kernels: fused without compile), on a
+    GPU with an FP8 rate (planning/context.py fused_efficiency_ratio)."""
+    stated = run.get("kernels") == "fused" and not run.get("compile")
+    return (FRAMEWORKS[run["framework"]].fused_kernels or stated) and bool(sku_of(run, catalog).dense_fp8_tflops)
 
 
 def is_compiled(run: dict, catalog) -> bool:

@@ -60,6 +60,21 @@ def test_compile_keeps_the_activations_fused_kernels_keep():
     assert stated.memory_gib.activations == pytest.approx(eager.memory_gib.activations)
 
 
+def test_stated_fused_kernels_run_at_transformer_engines_ratio_in_any_framework():
+    """kernels: fused without compile is a PyTorch stack on Transformer Engine's layers (NeMo AutoModel's te
+    backend under FSDP2): its layouts are costed at the fused-kernel ratio, as Megatron's are, never with the
+    compile ratio on top; under compile the ratio is Inductor's."""
+    from optimizer.physics.efficiency import FITTED_FUSED_RATIO
+
+    eager = check(problem_of(framework="fsdp"), FSDP).plan
+    te = check(problem_of(framework="fsdp", kernels="fused"), FSDP).plan
+    assert 1.15 < te.tokens_per_s / eager.tokens_per_s <= FITTED_FUSED_RATIO + 1e-9
+    compiled = check(problem_of(framework="fsdp", kernels="fused", compile=True), FSDP).plan
+    assert compiled.tokens_per_s == pytest.approx(
+        check(problem_of(framework="fsdp", compile=True), FSDP).plan.tokens_per_s
+    )
+
+
 def test_megatron_keeps_transformer_engine_and_a_stated_efficiency_is_the_stacks():
     megatron = CheckRequest("H100-SXM", 8, tp=1, pp=1, zero=1, micro_batch=1, recompute="full", framework="megatron")
     plain = check(problem_of(framework="megatron"), megatron).plan

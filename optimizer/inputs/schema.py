@@ -762,9 +762,9 @@ class JobSpec(_Model):
     )
     kernels: Literal["auto", "fused", "eager"] = Field(
         "auto",
-        description="Activation-saving kernels: fused (Megatron-Core / Transformer Engine norms and SwiGLU) keep "
-        "fewer activations than eager PyTorch (Hugging Face, torchtitan); auto: the kernels of the framework each "
-        "layout is labelled with (fused for megatron or under compile: true, else eager).",
+        description="Kernels: fused (Transformer Engine's norms and SwiGLU, Megatron-Core's or a PyTorch stack's) keep "
+        "fewer activations than eager PyTorch (Hugging Face, torchtitan) and, without compile, run at its speed; "
+        "auto: the framework's each layout is labelled with (fused for megatron or under compile, else eager).",
     )
     compile: bool = Field(
         False,

@@ -30,6 +30,7 @@ from ..physics.layout import RunSettings
 from ..physics.shapes import ModelShape, TrainingState
 from . import anchors as anchoring
 from .anchors import Anchor
+from .frameworks import FRAMEWORKS
 from .model_state import model_shape, training_state
 
 
@@ -211,7 +212,15 @@ class JobContext:
         stated = self.stated_efficiency(sku)
         # measured on Hopper and Blackwell rows only: GPUs with an FP8 rate, Transformer Engine's generation
         measured_on = bool(sku.dense_fp8_tflops)
-        return FITTED_FUSED_RATIO if self.framework_named and measured_on and not stated else 1.0
+        fused = self.framework_named or self.kernels_stated_fused
+        return FITTED_FUSED_RATIO if fused and measured_on and not stated else 1.0
+
+    @property
+    def kernels_stated_fused(self) -> bool:
+        """Whether the job states its stack runs Transformer Engine's fused kernels whatever the framework
+        (job.kernels fused without compile: NeMo AutoModel's te backend under FSDP2, for one): every layout is
+        then costed at the fused-kernel ratio, as a Megatron layout is (under compile the ratio is Inductor's)."""
+        return self.job.kernels == "fused" and not self.job.compile
 
     def attention_efficiency(self, sku: Sku, fused: bool) -> float | None:
         """The attention kernels' share of the 16-bit peak on this GPU at the job's sequence length, times the
@@ -222,7 +231,10 @@ class JobContext:
         family, under eager attention, or where the job or the catalog row states the whole step's efficiency."""
         if self.assumptions.mfu != "auto" or sku.default_mfu or self.job.attention == "eager":
             return None
-        kernel = "cudnn" if self.job.attention == "cudnn" or (fused and self.framework_named) else "flash2"
+        # Transformer Engine's attention where the named framework runs its layers (Megatron-Core); a PyTorch stack
+        # on Transformer Engine's linears and norms (kernels: fused) attends as job.attention says
+        te_attention = fused and self.framework_named and FRAMEWORKS[self.job.framework].fused_kernels
+        kernel = "cudnn" if self.job.attention == "cudnn" or te_attention else "flash2"
         family = family_of(sku.architecture, sku.form_factor)
         efficiency = attention_efficiency(kernel, family, float(self.job.seq_len))
         return None if efficiency is None else efficiency * self.calibration.compute
