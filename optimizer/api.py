@@ -51,6 +51,7 @@ from .results import (
     SolveResult,
 )
 from .solver.portfolio.solve import solve_portfolio
+from .solver.roles import one_model_only
 from .solver.single import best_candidate, options_table, solve_table
 
 # Share of a solve's time limit the candidate table may take before it stops evaluating rows; the rest is
@@ -97,6 +98,7 @@ def plan(
     started = time.perf_counter() if started is None else started
     if not time_limit_s > 0:
         raise ArgumentError("must be a positive number of seconds", field="time_limit_s")
+    one_model_only(problem, "solve")
     table = table or candidate_table(problem, catalog, time_limit_s=time_limit_s, started=started)
     outcome = solve_table(table, time_limit_s=time_limit_s, runners_up=runners_up, started=started)
     result = outcome.result
@@ -135,6 +137,7 @@ def _export_label_notes(table: CandidateTable, best: Plan | None, time_limit_s: 
 
 def options(problem: Problem, *, catalog: Catalog | None = None, table: CandidateTable | None = None) -> OptionsResult:
     """Every hardware row considered, with its best strategy, hours, cost and what rejected it."""
+    one_model_only(problem, "options")
     table = table or candidate_table(problem, catalog)
     result = options_table(table)
     # hardware no layout of the job's framework runs has no row (no strategy to show): say so, with the rules
@@ -155,6 +158,7 @@ def options(problem: Problem, *, catalog: Catalog | None = None, table: Candidat
 
 def check(problem: Problem, request: CheckRequest, *, catalog: Catalog | None = None) -> CheckResult:
     """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
+    one_model_only(problem, "check")
     r = request
     sku, gpus, nodes, spot, recompute, zero = r.sku, r.gpus, r.nodes, r.spot, r.recompute, r.zero
     catalog = catalog or problem_catalog(problem)

@@ -267,3 +267,18 @@ def test_the_readme_asks_it_with_commands_that_run_and_figures_they_print():
 def test_the_role_section_is_documented_in_the_schema():
     schema = textwrap.dedent(run("schema", "job").output)
     assert "RolesSpec" in schema and "hidden_states" in schema
+
+
+def test_the_one_model_api_refuses_a_job_with_roles():
+    """plan, check and options plan one model on all the GPUs (the service's /v1/solve, /v1/check and /v1/options
+    call them): a job with roles asked of them is refused with the call that answers, never answered as its
+    drafter alone on every GPU."""
+    problem = optimizer.load_job(JOB)
+    calls = {
+        "solve": lambda: optimizer.plan(problem),
+        "options": lambda: optimizer.options(problem),
+        "check": lambda: optimizer.check(problem, optimizer.CheckRequest("B200", 8)),
+    }
+    for name, call in calls.items():
+        with pytest.raises(optimizer.GpuplanError, match=f"job has roles.*gpuplan {name} plans one model"):
+            call()

@@ -21,7 +21,7 @@ from ..inputs.overrides import apply_overrides
 from ..inputs.roles import parse_role_flag
 from ..inputs.schema import Catalog, Problem
 from ..planning.roles import RolePlan
-from ..solver.roles import OfferPlan, RolesResult, check_roles, solve_roles
+from ..solver.roles import OfferPlan, RolesResult, check_roles, one_model_only, solve_roles
 
 
 def _binding(result: RolesResult, plan: RolePlan) -> str:
@@ -214,16 +214,6 @@ def solved(problem: Problem, catalog: Catalog, output: object = None) -> RolesRe
 
 
 def one_model(problem: Problem, command: str) -> None:
-    """``check --sku --gpus`` and ``options`` plan one model on all the GPUs: on a job with roles that would plan its
-    drafter alone, an answer to another question, so it is refused with the command that answers."""
-    if problem.job.roles is None:
-        return
-    instead = {
-        "check": "check a split with --role target=3xRTX-PRO-6000 --role drafter=1xRTX-PRO-6000",
-        "options": "gpuplan solve lists every offer and GPU count's best split",
-    }[command]
-    raise ArgumentError(
-        f"this job has roles (job.roles: its GPUs split between the target's forward pass and the drafter's "
-        f"training), and gpuplan {command} plans one model on all of them; {instead} (docs/roles.md)",
-        field="role" if command == "check" else "job",
-    )
+    """``check --sku --gpus`` and ``options`` plan one model on all the GPUs: refused on a job with roles
+    (solver/roles.py one_model_only)."""
+    one_model_only(problem, command)

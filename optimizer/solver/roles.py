@@ -190,3 +190,21 @@ def check_roles(
         notes=notes,
         checked=True,
     )
+
+
+def one_model_only(problem: Problem, command: str) -> None:
+    """``plan``, ``check`` and ``options`` (the CLI's solve, check --sku --gpus and options, the service's routes)
+    plan one model on all the GPUs: on a job with roles that would plan its drafter alone, an answer to another
+    question, so it is refused with the command that answers (solve_roles, check_roles)."""
+    if problem.job.roles is None:
+        return
+    instead = {
+        "check": "check a split with --role target=3xRTX-PRO-6000 --role drafter=1xRTX-PRO-6000",
+        "options": "gpuplan solve lists every offer and GPU count's best split",
+        "solve": "gpuplan solve (the API's solve_roles) answers with the split",
+    }[command]
+    raise ArgumentError(
+        f"this job has roles (job.roles: its GPUs split between the target's forward pass and the drafter's "
+        f"training), and gpuplan {command} plans one model on all of them; {instead} (docs/roles.md)",
+        field="role" if command == "check" else "job",
+    )
