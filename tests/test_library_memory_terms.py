@@ -52,3 +52,13 @@ def test_peft_upcasts_a_qlora_base_s_sixteen_bit_parameters_to_fp32_unless_shard
     assert float(kbit_upcast_bytes(hf, _layout(zero=3, shard=8))) == 0.0  # TRL skips it for sharded QLoRA
     assert float(kbit_upcast_bytes(replace(hf, bnb_saved_inputs=False), _layout())) == 0.0  # torchao NF4 (torchtune)
     assert float(kbit_upcast_bytes(base, _layout())) == 0.0
+
+
+def test_deepspeed_keeps_the_running_block_gathered_up_to_its_reuse_distance():
+    from optimizer.physics.memory_terms import DEEPSPEED_MAX_REUSE_DISTANCE_PARAMS, deepspeed_held_block_params
+
+    # Llama 2 70B: a block of 0.856e9 parameters beside the LM head's 0.262e9, which the estimator term counts
+    assert float(deepspeed_held_block_params(0.856e9, 0.262e9)) == pytest.approx(0.594e9)
+    # a block larger than stage3_max_reuse_distance is released module by module past it
+    assert float(deepspeed_held_block_params(3.2e9, 1e8)) == pytest.approx(DEEPSPEED_MAX_REUSE_DISTANCE_PARAMS - 1e8)
+    assert float(deepspeed_held_block_params(0.9e9, 1.25e9)) == 0.0  # the largest module is already the larger

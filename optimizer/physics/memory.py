@@ -40,7 +40,7 @@ from .constants import (
     LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32,
 )
 from .layout import Layout, Recompute, RunSettings
-from .memory_terms import FinetuneState, bnb_saved_input_bytes, kbit_upcast_bytes
+from .memory_terms import FinetuneState, bnb_saved_input_bytes, deepspeed_held_block_params, kbit_upcast_bytes
 from .shapes import ModelShape, TrainingState
 
 
@@ -170,6 +170,18 @@ def deepspeed_gathered_params(shape: ModelShape, tp, expert_split) -> np.ndarray
     module of 3-D tensors (MixtralExperts: gate_up_proj and down_proj). Split by TP (the experts by EP x ETP)."""
     experts = shape.expert_params / shape.moe_layers if shape.moe_layers > 0 else 0.0
     return np.maximum(shape.largest_tensor_params / np.asarray(tp, float), experts / np.asarray(expert_split, float))
+
+
+def deepspeed_held_block_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> np.ndarray:
+    """Per GPU under DeepSpeed ZeRO-3, the stored bytes of the block kept gathered through its backward beyond the
+    largest module DeepSpeed's estimator counts (``memory_terms.deepspeed_held_block_params``): memory of the run,
+    not of the model states the estimators give, so ``state_bytes`` leaves it out."""
+    tp = np.asarray(layout.tp, float)
+    expert_split = np.asarray(layout.ep, float) * layout.expert_tp
+    share = shape.expert_share
+    block = shape.layer_params * ((1.0 - share) / tp + share / expert_split)
+    held = deepspeed_held_block_params(block, deepspeed_gathered_params(shape, tp, expert_split))
+    return np.where(np.asarray(layout.zero) >= 3, train.weight_bytes * held, 0.0)
 
 
 def host_optimizer_bytes(train: TrainingState, layout: Layout, gpus_per_node) -> np.ndarray:
@@ -453,6 +465,8 @@ def memory_breakdown(
     (per layout) counts ZeRO-2/3 states as DeepSpeed's estimators do."""
     weights, grads, optim = state_bytes(shape, train, layout, zero3_per_step, deepspeed)
     weights = weights + kbit_upcast_bytes(train, layout)  # PEFT's fp32 copy of a QLoRA base's 16-bit parameters
+    if np.any(deepspeed) and shape.has_shapes:  # ZeRO-3 keeps the running block gathered (reuse distance)
+        weights = weights + np.where(np.asarray(deepspeed, bool), deepspeed_held_block_bytes(shape, train, layout), 0.0)
     capacity = np.asarray(capacity_bytes, float)
     activation_reserve = settings.activation_reserve
     if activation_reserve == "auto":

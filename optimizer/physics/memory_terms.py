@@ -79,3 +79,20 @@ def kbit_upcast_bytes(train: TrainingState, layout: Layout) -> np.ndarray:
         return np.zeros(np.shape(np.asarray(layout.zero)))
     model_parallel = np.asarray(layout.tp, float) * np.asarray(layout.pp, float)
     return np.where(np.asarray(layout.zero) >= 3, 0.0, 2.0 * train.bf16_base_params / model_parallel)
+
+
+# DeepSpeed's default stage3_max_reuse_distance, in parameters (deepspeed/runtime/zero/config.py: max_reuse_distance =
+# Field(pp_int(1e9)), "Do not release a parameter if it will be reused within this threshold of parameters").
+DEEPSPEED_MAX_REUSE_DISTANCE_PARAMS = 1e9
+
+
+def deepspeed_held_block_params(block_params, largest_module_params) -> np.ndarray:
+    """Parameters per GPU of the block ZeRO-3 keeps gathered through its backward beyond the largest single module
+    that ``memory.deepspeed_gathered_params`` already counts. DeepSpeed releases a module's parameters after it
+    runs unless the trace reuses them within ``stage3_max_reuse_distance`` parameters
+    (deepspeed/runtime/zero/partitioned_param_coordinator.py, ``__params_to_release``: "Return persistent params and
+    params that may be used in the near future"); a block's backward (after its recomputed forward, or, without
+    recompute, its modules' backward one after another) reuses each of its modules within one block's parameters,
+    so a whole block of up to 1e9 parameters stays gathered while it runs, not one module."""
+    held = np.minimum(np.asarray(block_params, float), DEEPSPEED_MAX_REUSE_DISTANCE_PARAMS)
+    return np.maximum(held - np.asarray(largest_module_params, float), 0.0)
