@@ -64,7 +64,7 @@ from .inputs.reader import forget_reads, resolved
 from .inputs.requests import CheckRequest
 from .inputs.schema import Constraints, ModelSpec
 from .inputs.units import fmt_count, parse_bytes
-from .planning.plans import SPOT_SUFFIX, headroom_gib
+from .planning.plans import headroom_gib
 from .present import answers, output, render, roles
 from .present.exports import export, find_launcher, unknown_kind
 from .present.jsonschema import json_schema
@@ -636,8 +636,6 @@ def check(
         return _answer(
             *roles.checked(job, role, sku, gpus, catalog, deadline, budget, export_kind or plot_path), fmt, *roles.SHOWN
         )
-    if sku.endswith(SPOT_SUFFIX):  # a plan's offer as printed ("runpod-rtx-pro-6000 (spot)"): its spot price
-        sku, spot = sku.removesuffix(SPOT_SUFFIX).strip(), True
     check_flags(
         gpus=gpus,
         nodes=nodes,
@@ -669,32 +667,29 @@ def check(
     )
     check_outputs(_inputs(job, problem, cat), plot_path=plot_path, out=out if export_kind else None, save=save)
     roles.one_model(problem, "check")
-    check_gpu_names(cat, "sku", [sku], offers=True)
-    check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
-    result = api.check(
-        problem,
-        CheckRequest(
-            sku,
-            gpus,
-            nodes=nodes,
-            tp=tp,
-            pp=pp,
-            zero=zero,
-            micro_batch=micro_batch,
-            recompute=_recompute(recompute),
-            offload=offload.value if offload else None,
-            compare=compare,
-            spot=spot,
-            shard_degree=shard_degree,
-            framework=framework,
-            cp=cp,
-            ep=ep,
-            expert_tp=expert_tp,
-            virtual_stages=virtual_stages,
-            grad_accum=grad_accum,
-        ),
-        catalog=cat,
+    request = CheckRequest(
+        sku,
+        gpus,
+        nodes=nodes,
+        tp=tp,
+        pp=pp,
+        zero=zero,
+        micro_batch=micro_batch,
+        recompute=_recompute(recompute),
+        offload=offload.value if offload else None,
+        compare=compare,
+        spot=spot,
+        shard_degree=shard_degree,
+        framework=framework,
+        cp=cp,
+        ep=ep,
+        expert_tp=expert_tp,
+        virtual_stages=virtual_stages,
+        grad_accum=grad_accum,
     )
+    check_gpu_names(cat, "sku", [request.sku], offers=True)  # a plan's "<offer> (spot)" named as that offer
+    check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
+    result = api.check(problem, request, catalog=cat)
     _exportable(result, export_kind, problem)
     said: list[str] = []
     config = _export_text(result.plan, export_kind, problem, cat) if export_kind else None

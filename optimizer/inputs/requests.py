@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# A plan's offer on its spot price is named "<offer> (spot)" (``Plan.offer``); a request naming it so asks for that
+# offer's spot price (``CheckRequest``).
+SPOT_SUFFIX = " (spot)"
+
 
 @dataclass(frozen=True)
 class CheckRequest:
@@ -34,3 +38,9 @@ class CheckRequest:
     grad_accum: int | None = None
     spot: bool = False
     compare: bool = True  # also solve for the optimum and report the distance to it
+
+    def __post_init__(self) -> None:
+        # a plan's offer as printed ("nodus-b200 (spot)"), fed back: that offer at its spot price
+        if self.sku.endswith(SPOT_SUFFIX):
+            object.__setattr__(self, "sku", self.sku.removesuffix(SPOT_SUFFIX).strip())
+            object.__setattr__(self, "spot", True)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..inputs.requests import SPOT_SUFFIX
 from ..inputs.units import fmt_bytes
 from ..physics.constants import GIB
 from ..physics.cost import run_cost_usd
@@ -15,9 +16,6 @@ from ..results import MemoryGiB, Plan, Quantiles
 from .candidates import Evaluation
 from .context import HardwareRow, JobContext, capacity_bytes
 from .uncertainty import p90_hours, sources
-
-# A plan's offer on its spot price is named "<offer> (spot)" (``Plan.offer``).
-SPOT_SUFFIX = " (spot)"
 
 
 def _f(x) -> float:

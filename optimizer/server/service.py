@@ -31,7 +31,6 @@ from ..inputs.question import JOB_FLAGS, job_name_of, saved_document
 from ..inputs.requests import CheckRequest
 from ..inputs.schema import Catalog, Portfolio, Problem
 from ..planning.candidates import CandidateTable
-from ..planning.plans import SPOT_SUFFIX
 from ..present import render, report
 from ..present.answers import answer_data, model_rows
 from ..present.exports import LAUNCHERS, export, find_launcher, unknown_kind
@@ -333,17 +332,13 @@ class Service:
                     source=SOURCE,
                     field="check.framework",
                 )
-            sku, spot = fields.sku, fields.spot
-            if sku.endswith(SPOT_SUFFIX):  # a plan's offer as printed ("nodus-b200 (spot)"): its spot price
-                sku, spot = sku.removesuffix(SPOT_SUFFIX).strip(), True
+            layout = fields.model_dump(exclude={"sku", "gpus", "spot", "compare"})
+            request = CheckRequest(fields.sku, fields.gpus, compare=fields.compare, spot=fields.spot, **layout)
             try:
-                offers_for(cat, sku)
+                offers_for(cat, request.sku)
             except GpuplanError as exc:
                 raise JobError(exc.reason, source=SOURCE, field="check.sku") from None
-            layout = fields.model_dump(exclude={"sku", "gpus", "spot", "compare"})
-            result = api.check(
-                problem, CheckRequest(sku, fields.gpus, compare=fields.compare, spot=spot, **layout), catalog=cat
-            )
+            result = api.check(problem, request, catalog=cat)
             return render.check_data(result)
         except GpuplanError as exc:
             raise bodies.located(exc, _CHECK_FIELDS) from None
