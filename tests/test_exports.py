@@ -48,7 +48,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ROOT / "problems"
 FRAMEWORK_KINDS = ("deepspeed", "megatron", "torchtitan", "accelerate")  # may refuse a layout they cannot express
 
-BUNDLED = sorted(p.name for p in PROBLEMS.glob("*.yaml") if "job" in (yaml.safe_load(p.read_text()) or {}))
+# the bundled one-model jobs (a job with roles splits its GPUs between models: solve_roles answers it, and its
+# export per role is not written yet, docs/roles.md)
+BUNDLED = sorted(
+    p.name
+    for p in PROBLEMS.glob("*.yaml")
+    if "job" in (data := yaml.safe_load(p.read_text()) or {}) and "roles" not in (data["job"] or {})
+)
 LLAMA_70B = "llama-70b-within-5-days.yaml"
 CHECKED = {  # check()ed layouts of the 70B job: sku, GPUs and the fixed choices
     "tp8-pp4": ("B200", 32, {"nodes": 4, "tp": 8, "pp": 4}),

@@ -100,7 +100,10 @@ def test_every_bundled_plan_names_its_framework(problems):
     for path in sorted(problems.glob("*.yaml")):
         if "portfolio" in path.name:
             continue
-        answer = plan(load_job(path), runners_up=False)
+        problem = load_job(path)
+        if problem.job.roles is not None:  # its GPUs split between roles: solve_roles answers it (docs/roles.md)
+            continue
+        answer = plan(problem, runners_up=False)
         for p in [answer.best, *answer.frontier]:
             if p is not None:
                 assert p.strategy.framework in FRAMEWORKS
