@@ -19,6 +19,7 @@ import json
 import shlex
 from typing import Any
 
+from ...planning.frameworks import torchtitan_stage_split
 from ...results import Plan
 from .common import DEFAULT_SEQ_LEN, Command, ExportJob, Launcher, comment, describe, ep, header, hybrid
 from .gaps import memory_option_gaps
@@ -58,19 +59,16 @@ def gaps(plan: Plan, job: ExportJob) -> list[str]:
 
 
 def layers_per_stage(num_layers: int, stages: int) -> dict[str, int]:
-    """torchtitan's keys for exactly ``stages`` pipeline stages: ceil((layers + first-less + last-less) / per
-    stage) stages, the embedding and the output counted as a layer each (its defaults, 1) or not at all
-    (``frameworks.layers_per_stage_chunks`` is the rule the planner keeps)."""
-    for extra in (0, 2):
-        effective = num_layers + extra
-        per = -(-effective // stages)
-        if effective >= stages and -(-effective // per) == stages:
-            return {
-                "pipeline_parallel_layers_per_stage": per,
-                "pipeline_parallel_first_stage_less_layers": extra // 2,
-                "pipeline_parallel_last_stage_less_layers": extra // 2,
-            }
-    raise ValueError(f"torchtitan cannot split {num_layers} layers into {stages} stages")
+    """torchtitan's keys for exactly ``stages`` pipeline stages (planning/frameworks.py torchtitan_stage_split, the
+    rule the planner keeps)."""
+    ok, per, weight = torchtitan_stage_split(num_layers, stages)
+    if not ok:
+        raise ValueError(f"torchtitan cannot split {num_layers} layers into {stages} stages")
+    return {
+        "pipeline_parallel_layers_per_stage": int(per),
+        "pipeline_parallel_first_stage_less_layers": int(weight),
+        "pipeline_parallel_last_stage_less_layers": int(weight),
+    }
 
 
 def _toml_value(value: Any) -> str:
