@@ -186,6 +186,35 @@ def test_check_offers_the_optimizer_step_in_backward_as_a_fix():
     assert any("optimizer step in backward:" in note for note in result.notes)
 
 
+def test_check_offers_pure_bf16_and_an_8bit_adamw_as_fixes():
+    """torchtune's Llama 3.2 3B full fine-tune on one A100 (its README's packed row: batch 2 x 4096, no
+    recompute) runs in pure bf16 (its recipes' dtype bf16: no fp32 master copy, bf16 Adam moments), which its
+    table does not say: with gpuplan's default fp32 master weights it does not fit, and check names the recipe's
+    setting, and an 8-bit AdamW, as fixes with the numbers check gives when asked with them."""
+    model = {
+        "params": "3.21B",
+        "layers": 28,
+        "hidden": 3072,
+        "heads": 24,
+        "kv_heads": 8,
+        "ffn_hidden": 8192,
+        "vocab": 128256,
+        "tied_embeddings": True,
+    }
+    job = {"model": model, "method": "full", "seq_len": 4096, "global_batch": 2, "kernels": "eager"}
+    request = CheckRequest("A100-80GB", 1, micro_batch=2, recompute="none", compare=False)
+    result = check(problem(**job), request)
+    assert not result.fits
+    fixes = next(note for note in result.notes if note.startswith("does not fit; nearest fixes"))
+    for label, setting in (
+        ("pure bf16, no fp32 master weights", {"master_weights": False}),
+        ("8-bit AdamW", {"optimizer": "adamw8bit"}),
+    ):
+        asked = check(problem(**job, **setting), request).plan
+        assert asked.fits and f"{label}: {asked.memory_gib.total:,.1f} of" in fixes, fixes
+        assert asked.memory_gib.optimizer < result.plan.memory_gib.optimizer
+
+
 def test_adafactor_keeps_a_full_second_moment_where_zero_flattens_the_parameters():
     # torch.optim.Adafactor factors a matrix's second moment into a row and a column vector, but keeps a
     # full one for a 1-D tensor; DeepSpeed's ZeRO-1/2 and FSDP1 hand the optimizer flattened shards. So

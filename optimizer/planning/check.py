@@ -30,6 +30,7 @@ from .candidates import (
 )
 from .context import HardwareRow, JobContext
 from .frameworks import PREFERENCE, why_not_runnable
+from .model_state import training_state
 from .plans import plan_from
 
 
@@ -204,6 +205,12 @@ def nearest_fixes(
         in_backward = _with_job(ctx, optimizer_in_backward=True)
         in_backward = replace(in_backward, train=replace(ctx.train, optimizer_in_backward=True))
         tries.append(("optimizer step in backward", in_backward, gpus, nodes, fixed))
+    # the training state's own levers: pure bf16 (no fp32 master copy: torchtune's default dtype bf16), an 8-bit
+    # AdamW (bitsandbytes' AdamW8bit)
+    if ctx.job.master_weights and ctx.job.method == "full" and ctx.job.precision != "fp32":
+        tries.append(("pure bf16, no fp32 master weights", _with_state(ctx, master_weights=False), gpus, nodes, fixed))
+    if ctx.job.optimizer == "adamw":
+        tries.append(("8-bit AdamW", _with_state(ctx, optimizer="adamw8bit"), gpus, nodes, fixed))
     for more in (2 * gpus, 4 * gpus, 8 * gpus):
         tries.append((f"{more} GPUs", ctx, more, None, fixed))
     out = []
@@ -217,6 +224,12 @@ def nearest_fixes(
             if label.endswith("GPUs"):
                 break  # the fewest GPUs that fit
     return out
+
+
+def _with_state(ctx: JobContext, **updates) -> JobContext:
+    """The same context with job fields the training state reads changed, and that state rebuilt."""
+    changed = _with_job(ctx, **updates)
+    return replace(changed, train=training_state(changed.job, ctx.shape))
 
 
 def _with_job(ctx: JobContext, **updates) -> JobContext:
