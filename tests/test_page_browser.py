@@ -122,15 +122,20 @@ def test_arrow_keys_on_the_deadline_slider_end_where_the_keys_left_it(served, br
     _no_severe(browser)
 
 
-# the page's /page/solve requests, counted in window.solvesSent as the page sends them
-COUNT_SOLVES = """
-window.solvesSent = [];
-const fetchEarlier = window.fetch;
-window.fetch = (url, options) => {
-  if (String(url).endsWith("/page/solve")) window.solvesSent.push(JSON.parse(options.body));
-  return fetchEarlier(url, options);
-};
+def record_bodies(path: str, kept: str) -> str:
+    """A script keeping the JSON body of every request the page sends to ``path`` in ``window[kept]``."""
+    return f"""
+window.{kept} = [];
+const fetchUnrecorded_{kept} = window.fetch;
+window.fetch = (url, options) => {{
+  if (String(url).endsWith("{path}")) window.{kept}.push(JSON.parse(options.body));
+  return fetchUnrecorded_{kept}(url, options);
+}};
 """
+
+
+# the page's /page/solve requests, counted in window.solvesSent as the page sends them
+COUNT_SOLVES = record_bodies("/page/solve", "solvesSent")
 
 
 def test_keys_pressed_faster_than_the_slider_rests_send_one_solve(served, browser, tmp_path):  # noqa: F811
@@ -224,14 +229,7 @@ def _post(served, route: str, body: dict, text: bool = False):  # noqa: F811
 
 
 # the page's /v1/check bodies, kept in window.checksSent as the page sends them
-RECORD_CHECKS = """
-window.checksSent = [];
-const fetchBefore = window.fetch;
-window.fetch = (url, options) => {
-  if (String(url).endsWith("/v1/check")) window.checksSent.push(JSON.parse(options.body));
-  return fetchBefore(url, options);
-};
-"""
+RECORD_CHECKS = record_bodies("/v1/check", "checksSent")
 
 
 def _label(plan: dict) -> str:

@@ -128,7 +128,7 @@ class RolesSpec(_Model):
 
 def parse_role_flag(text: str) -> tuple[str, int, str]:
     """``target=3xRTX-PRO-6000``: (role, GPUs, SKU or offer)."""
-    match = re.fullmatch(r"\s*([A-Za-z][\w.-]*)\s*=\s*(\d+)\s*[xX*]\s*([A-Za-z0-9._-]+)\s*", text)
+    match = re.fullmatch(rf"\s*([A-Za-z][\w.-]*)\s*=\s*{units.GPUS_X_SKU}\s*", text)
     if not match:
         raise ArgumentError(
             f"cannot read {text!r}; write each role as NAME=GPUSxSKU, e.g. --role target=3xRTX-PRO-6000 "

@@ -65,6 +65,9 @@ _COUNT_SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
 
+# "16xB200", "4 * RTX-PRO-6000": a GPU count and a SKU or offer name, as --measured and --role write them (two groups)
+GPUS_X_SKU = r"(\d+)\s*[xX*]\s*([A-Za-z0-9._-]+)"
+
 
 def _finite(number: float, value: object, what: str) -> float:
     """``number`` if it is a finite float: ``.nan``, ``.inf`` and ``1e400`` (which overflows to infinity)
