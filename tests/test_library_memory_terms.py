@@ -43,11 +43,11 @@ def test_every_layer_without_recompute_one_with_it():
 def test_peft_upcasts_a_qlora_base_s_sixteen_bit_parameters_to_fp32_unless_sharded():
     from dataclasses import replace
 
-    from optimizer.physics.memory_terms import FinetuneState, kbit_upcast_bytes
+    from optimizer.physics.memory_terms import kbit_upcast_bytes
     from optimizer.physics.shapes import TrainingState
 
     base = TrainingState(1e6, 0.516, 2.0, 2.0, 6.0, lora=True, quantized_base=True, bf16_base_params=1.05e9)
-    hf = FinetuneState(**vars(base), bnb_saved_inputs=True)
+    hf = replace(base, bnb_saved_inputs=True)
     assert float(kbit_upcast_bytes(hf, _layout())) == pytest.approx(2.1e9)  # 2 bytes more each, 1.96 GiB
     assert float(kbit_upcast_bytes(hf, _layout(zero=3, shard=8))) == 0.0  # TRL skips it for sharded QLoRA
     assert float(kbit_upcast_bytes(replace(hf, bnb_saved_inputs=False), _layout())) == 0.0  # torchao NF4 (torchtune)

@@ -20,7 +20,7 @@ Sources, term by term:
   validation/memory_runs.yaml).
 - Headroom: memory a plan leaves free beyond its peak (``headroom_bytes``, MEMORY_HEADROOM_DEFAULT).
 - Library terms (``memory_terms.py``): bitsandbytes' 4-bit linears keep their inputs for backward, and PEFT holds an
-  unsharded QLoRA base's 16-bit parameters in fp32 (QLoRA under the Hugging Face stack, ``FinetuneState``).
+  unsharded QLoRA base's 16-bit parameters in fp32 (QLoRA under the Hugging Face stack, ``TrainingState.bnb_saved_inputs``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from .constants import (
     LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32,
 )
 from .layout import Layout, Recompute, RunSettings
-from .memory_terms import FinetuneState, bnb_saved_input_bytes, deepspeed_held_block_params, kbit_upcast_bytes
+from .memory_terms import bnb_saved_input_bytes, deepspeed_held_block_params, kbit_upcast_bytes
 from .shapes import ModelShape, TrainingState
 
 
@@ -473,7 +473,7 @@ def memory_breakdown(
         # Context parallelism splits every sequence cp ways; with FlashAttention every activation term is
         # linear in the sequence, so each rank keeps 1 / cp of them (Megatron-Core context parallelism).
         acts = activation_bytes(shape, settings, layout) / np.asarray(layout.cp, float)
-        if isinstance(train, FinetuneState) and train.bnb_saved_inputs and shape.has_shapes:
+        if train.bnb_saved_inputs and shape.has_shapes:
             acts = acts + bnb_saved_input_bytes(shape, settings, layout)  # bitsandbytes' 4-bit linears' inputs
     elif activation_reserve < 1.0:
         acts = activation_reserve * capacity

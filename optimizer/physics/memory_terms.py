@@ -6,25 +6,11 @@ for plain PyTorch, with the source line that keeps it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .constants import ACTIVATION_OFFLOAD_RESIDENT_LAYERS
 from .layout import Layout, Recompute, RunSettings
 from .shapes import ModelShape, TrainingState
-
-
-@dataclass(frozen=True)
-class FinetuneState(TrainingState):
-    """A ``TrainingState`` with what the fine-tuning library adds (``planning/model_state.training_state``).
-
-    ``bnb_saved_inputs``: the 4-bit base is bitsandbytes' ``Linear4bit`` (QLoRA through Hugging Face
-    transformers/PEFT, Accelerate's FSDP, DeepSpeed and Lightning's ``BitsandbytesPrecision``), whose autograd
-    function keeps every quantised linear's input for backward (``bnb_saved_input_bytes``), and whose unsharded
-    runs hold the unquantised base parameters in fp32 (``kbit_upcast_bytes``)."""
-
-    bnb_saved_inputs: bool = False
 
 
 def bnb_saved_input_bytes_per_token(shape: ModelShape) -> float:
@@ -75,7 +61,7 @@ def kbit_upcast_bytes(train: TrainingState, layout: Layout) -> np.ndarray:
     trainer/sft_trainer.py, ``_prepare_peft_model``: ``if is_qlora and not is_sharded_qlora``, "Check if model is
     sharded (FSDP/DS-Zero3)"), so ZeRO-3 layouts keep them in 16 bits. Llama 3.1 8B: 1.05e9 parameters, 1.96 GiB,
     the constant Unsloth's Hugging Face + FA2 context table sits above gpuplan by without it."""
-    if not (isinstance(train, FinetuneState) and train.bnb_saved_inputs):
+    if not train.bnb_saved_inputs:
         return np.zeros(np.shape(np.asarray(layout.zero)))
     model_parallel = np.asarray(layout.tp, float) * np.asarray(layout.pp, float)
     return np.where(np.asarray(layout.zero) >= 3, 0.0, 2.0 * train.bf16_base_params / model_parallel)

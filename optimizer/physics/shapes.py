@@ -109,6 +109,10 @@ class TrainingState:
     # optimizer bytes per trainable parameter added where ZeRO >= 1 hands the optimizer flattened shards
     # (Adafactor's second moment is then not factored)
     flat_optimizer_extra_bytes: float = 0.0
+    # the 4-bit base is bitsandbytes' Linear4bit (QLoRA through transformers/PEFT, Accelerate's FSDP, DeepSpeed,
+    # Lightning), which keeps every quantised linear's input for backward and, unsharded, holds the unquantised
+    # base parameters in fp32 (physics/memory_terms.py)
+    bnb_saved_inputs: bool = False
 
     def optimizer_bytes_at(self, zero) -> np.ndarray:
         """Optimizer bytes per trainable parameter at ZeRO stage ``zero`` (flattened shards from stage 1)."""

@@ -14,7 +14,6 @@ from ..physics.constants import (
     PURE_BF16_OPTIMIZER_BYTES,
     QLORA_BYTES_PER_PARAM,
 )
-from ..physics.memory_terms import FinetuneState
 from ..physics.shapes import ModelShape, TrainingState, lora_adapter_params
 
 
@@ -76,11 +75,10 @@ def training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
     ``deepspeed``) quantises through bitsandbytes' ``Linear4bit`` (PEFT's QLoRA guides, bitsandbytes' "FSDP-QLoRA"),
     which keeps its inputs for backward (``memory_terms.bnb_saved_input_bytes``); torchtune's QLoRA is torchao's
     NF4Tensor (``linear_nf4`` keeps the weight alone), so a job left at ``framework: auto`` is not charged it."""
-    base = _training_state(job, shape)
     bnb = job.method == "qlora" and job.framework in ("fsdp", "deepspeed")
-    state = FinetuneState(**vars(base), bnb_saved_inputs=bnb)
     return replace(
-        state,
+        _training_state(job, shape),
+        bnb_saved_inputs=bnb,
         teacher_params=float(job.teacher_params or 0.0),
         paged_optimizer=job.optimizer in PAGED_OPTIMIZERS,
         optimizer_in_backward=job.optimizer_in_backward,
