@@ -14,7 +14,7 @@ LONG_MODULES = {
     "optimizer/inputs/reader.py": 822,
     "optimizer/inputs/schema.py": 1364,
     "optimizer/physics/time.py": 680,
-    "optimizer/planning/candidates.py": 994,
+    "optimizer/planning/candidates.py": 987,
     "optimizer/solver/portfolio/lns.py": 888,
     "optimizer/solver/portfolio/solve.py": 857,
 }

@@ -282,3 +282,17 @@ def test_the_one_model_api_refuses_a_job_with_roles():
     for name, call in calls.items():
         with pytest.raises(optimizer.GpuplanError, match=f"job has roles.*gpuplan {name} plans one model"):
             call()
+
+
+def test_the_split_search_keeps_the_jobs_gpu_filters():
+    """constraints.gpu reads as it does for one model: a least memory of 150 GB leaves the RTX PRO 6000 (96 GB)
+    out, types and providers match names and aliases as the single-job planner does."""
+    problem = optimizer.load_job(JOB)
+    gpu = problem.constraints.gpu.model_copy(update={"min_memory_bytes": 150e9})
+    roomy = problem.model_copy(update={"constraints": problem.constraints.model_copy(update={"gpu": gpu})})
+    answer = optimizer.solve_roles(roomy)
+    assert answer.plans and all(p.plan.sku == "B200" for p in answer.plans)
+    assert any(p.plan.sku == "RTX-PRO-6000" for p in optimizer.solve_roles(problem).plans)
+    typed = problem.constraints.gpu.model_copy(update={"types": ["rtx_pro_6000"]})  # an alias, as check reads it
+    only = problem.model_copy(update={"constraints": problem.constraints.model_copy(update={"gpu": typed})})
+    assert {p.plan.sku for p in optimizer.solve_roles(only).plans} == {"RTX-PRO-6000"}

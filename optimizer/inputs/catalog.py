@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import CatalogError, did_you_mean
-from .schema import Catalog, Offer, Sku, sku_key
+from .schema import Catalog, GpuFilter, Offer, Sku, sku_key
 
 
 def find_sku(catalog: Catalog, name: str) -> Sku:
@@ -97,3 +97,16 @@ def catalog_entries(
     if min_memory_bytes:  # as the planner's filter (planning/candidates.py: row_rejection) reads it
         entries = [e for e in entries if e.usable_bytes >= min_memory_bytes]
     return entries
+
+
+def passes_gpu_names(gpu: GpuFilter, sku: Sku, offer: Offer | None) -> bool:
+    """Whether a SKU (on an offer, or alone) passes the job's GPU type and provider filters
+    (constraints.gpu.types: the SKU's or the offer's name or an alias, matched as ``sku_key`` reads names;
+    constraints.gpu.providers: the offer's provider, case-insensitively)."""
+    if gpu.types:
+        names = {sku.name, *sku.aliases, *((offer.name, *offer.aliases) if offer is not None else ())}
+        if not {sku_key(t) for t in gpu.types} & {sku_key(n) for n in names}:
+            return False
+    if gpu.providers:
+        return offer is not None and offer.provider.lower() in {p.lower() for p in gpu.providers}
+    return True

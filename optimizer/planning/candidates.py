@@ -21,7 +21,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ..inputs.catalog import find_sku
+from ..inputs.catalog import find_sku, passes_gpu_names
 from ..inputs.schema import Offer, Strategy
 from ..physics import reliability
 from ..physics.constants import (
@@ -198,18 +198,11 @@ def row_rejection(ctx: JobContext, row: HardwareRow) -> str | None:
     """Filters (GPU type, memory, provider, precision) and user supply limits (max nodes / GPUs)."""
     c = ctx.constraints
     gpu = c.gpu
-    if gpu.types:
-        wanted = {t.strip().lower() for t in gpu.types}
-        names = {row.sku.name.lower(), *(a.lower() for a in row.sku.aliases)}
-        if row.offer is not None:
-            names |= {row.offer.name.lower(), *(a.lower() for a in row.offer.aliases)}
-        if not wanted & names:
-            return "filter"
+    if not passes_gpu_names(gpu, row.sku, row.offer):
+        return "filter"
     if gpu.min_memory_bytes and capacity_bytes(row, ctx.assumptions.memory_basis)[0] < gpu.min_memory_bytes:
         return "filter"
     if gpu.count is not None and row.gpus_per_node != gpu.count:
-        return "filter"
-    if gpu.providers and (row.offer is None or row.offer.provider.lower() not in {p.lower() for p in gpu.providers}):
         return "filter"
     if ctx.peak_flops(row.sku) is None:
         return "filter"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ArgumentError, GpuplanError, JobError
-from ..inputs.catalog import find_sku, sku_key
+from ..inputs.catalog import find_sku, passes_gpu_names, sku_key, usable_memory_bytes
 from ..inputs.files import problem_catalog
 from ..inputs.roles import ROLE_NAMES
 from ..inputs.schema import Catalog, Offer, Problem
@@ -55,21 +55,21 @@ def _rank(plan: RolePlan, objective: str) -> tuple[float, float, int]:
 
 
 def _offers(problem: Problem, catalog: Catalog) -> list[Offer]:
-    """The offers the job's GPU filters let through (types by SKU, offer name or alias; providers)."""
+    """The offers the job's GPU filters let through: types and providers as the single-job planner reads them
+    (``passes_gpu_names``), the least memory per GPU on what the offer delivers or the device reports, GPUs per
+    node."""
     gpu = problem.constraints.gpu
-    offers = list(catalog.offers)
-    if gpu.types:
-        wanted = {sku_key(t) for t in gpu.types}
-        offers = [
-            o
-            for o in offers
-            if {sku_key(o.sku), sku_key(find_sku(catalog, o.sku).name), sku_key(o.name), *map(sku_key, o.aliases)}
-            & wanted
-        ]
-    if gpu.providers:
-        providers = {p.lower() for p in gpu.providers}
-        offers = [o for o in offers if o.provider.lower() in providers]
-    return offers
+    out = []
+    for offer in catalog.offers:
+        sku = find_sku(catalog, offer.sku)
+        if not passes_gpu_names(gpu, sku, offer):
+            continue
+        if gpu.min_memory_bytes and usable_memory_bytes(sku, offer)[0] < gpu.min_memory_bytes:
+            continue
+        if gpu.count is not None and offer.gpus_per_node != gpu.count:
+            continue
+        out.append(offer)
+    return out
 
 
 def _within(plan: RolePlan, problem: Problem) -> str | None:
