@@ -91,9 +91,14 @@ def training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
     )
 
 
+def optimizer_bytes_per_param(job: JobSpec) -> float:
+    """Optimizer bytes per trained parameter of the job's optimizer; pure bf16 (torchtune dtype: bf16, no fp32
+    master copy) keeps the optimizer state in the parameters' dtype."""
+    return OPTIMIZER_BYTES[job.optimizer] if job.master_weights else PURE_BF16_OPTIMIZER_BYTES[job.optimizer]
+
+
 def _training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
-    # Pure bf16 (torchtune dtype: bf16): no fp32 master copy, the optimizer state in the parameters' dtype.
-    optimizer = OPTIMIZER_BYTES[job.optimizer] if job.master_weights else PURE_BF16_OPTIMIZER_BYTES[job.optimizer]
+    optimizer = optimizer_bytes_per_param(job)
     if job.method == "full":
         if job.bytes_per_param is not None:
             # Keep the ZeRO split (2 : 2 : 12) so sharding still divides the right parts.

@@ -16,11 +16,9 @@ from ..errors import GpuplanError, JobError
 from ..inputs.catalog import find_sku, sku_key
 from ..inputs.schema import Catalog, Offer, Problem
 from ..physics.shapes import ModelShape, TrainingState
+from .model_state import optimizer_bytes_per_param
 from .roles import ForwardRole, RoleHardware, RoleJob, RoleSplit, TrainRole, calibrated_producer, plan_roles
 
-# Mixed-precision training state per trained parameter (docs/design.md section 4): bf16 weights and gradients,
-# fp32 master weights and Adam moments (12 bytes).
-TRAINED_WEIGHT_BYTES, TRAINED_GRAD_BYTES, TRAINED_OPTIMIZER_BYTES = 2, 2, 12
 # A causal query sees half its sequence on average: the attention span the forward FLOPs count.
 CAUSAL_SPAN = 0.5
 DRAFTER_SHAPES = ("layers", "hidden", "heads", "ffn_hidden", "vocab")
@@ -70,10 +68,10 @@ def _drafter(problem: Problem) -> TrainRole:
     )
     train = TrainingState(
         trainable_params=trained,
-        weight_bytes=TRAINED_WEIGHT_BYTES,
-        adapter_weight_bytes=TRAINED_WEIGHT_BYTES,
-        grad_bytes=TRAINED_GRAD_BYTES,
-        optimizer_bytes=TRAINED_OPTIMIZER_BYTES,
+        weight_bytes=2.0,  # bf16 weights and gradients; the job's optimizer's state (docs/design.md section 4)
+        adapter_weight_bytes=2.0,
+        grad_bytes=2.0,
+        optimizer_bytes=optimizer_bytes_per_param(job),
         lora=True,  # a frozen part (the LM head) beside the trained one: gpuplan's frozen-base accounting
     )
     seq = float(job.seq_len)
