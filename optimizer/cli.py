@@ -633,9 +633,8 @@ def check(
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
     _state["quiet"] = _state["quiet"] or quiet
     if role or sku is None or gpus is None:  # a role job's split (docs/roles.md), or --sku and --gpus missing
-        return _answer(
-            *roles.checked(job, role, sku, gpus, catalog, deadline, budget, export_kind or plot_path), fmt, *roles.SHOWN
-        )
+        wanted = roles.Outputs(export_kind, check_export(export_kind, out, fmt), plot_path)
+        return roles.answered(_answer, roles.checked(job, role, sku, gpus, catalog, deadline, budget, wanted), fmt)
     check_flags(
         gpus=gpus,
         nodes=nodes,
@@ -801,7 +800,8 @@ def solve(
     check_gpu_names(cat, "gpu_types", _names(gpu_types), offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     if problem.job.roles is not None:  # GPUs split between roles (docs/roles.md)
-        return _answer(roles.solved(problem, cat, export_kind or plot_path or report), problem, fmt, *roles.SHOWN)
+        wanted = roles.Outputs(export_kind, out, plot_path or report)
+        return roles.answered(_answer, roles.solved(problem, cat, wanted), fmt)
     limit_s = units.parse_time_limit_s(time_limit)
     table = api.candidate_table(problem, cat, time_limit_s=limit_s, started=started)
     result = api.plan(problem, catalog=cat, time_limit_s=limit_s, table=table, started=started)

@@ -187,12 +187,16 @@ def test_bad_role_flags_name_the_flag(case):
     _refused("check", JOB, *flags, expect=expect)
 
 
-def test_outputs_not_written_for_roles_yet_are_refused(tmp_path):
-    # exports per role, charts and reports come later: refused, not silently skipped, and nothing written
-    for args in (("solve", JOB, "--export", "skypilot"), ("solve", JOB, "--plot", tmp_path / "f.png")):
-        _refused(*args, expect=("job with roles", "not written for it yet"))
+def test_outputs_not_written_for_roles_are_refused(tmp_path):
+    # charts and reports come later, and a framework's config for one model has no per-role meaning: refused,
+    # not silently skipped, and nothing written (the exports per role: tests/test_role_exports.py)
+    for args in (("solve", JOB, "--plot", tmp_path / "f.png"), ("solve", JOB, "--report", tmp_path / "r.html")):
+        _refused(*args, expect=("job with roles", "charts and reports are not drawn yet"))
     role = ("--role", "target=3xB200", "--role", "drafter=1xB200")
-    _refused("check", JOB, *role, "--export", "skypilot", expect=("not written for it yet",))
+    _refused("check", JOB, *role, "--plot", tmp_path / "f.png", expect=("--plot",))
+    for kind in ("deepspeed", "megatron", "torchtitan"):
+        _refused("solve", JOB, "--export", kind, "--out", tmp_path / "x", expect=(f"--export {kind}", "per role"))
+        _refused("check", JOB, *role, "--export", kind, expect=("kubernetes (a JobSet",))
     assert not list(tmp_path.iterdir())
 
 

@@ -3,25 +3,36 @@ rate and how busy it is, what binds (producers, consumers or the link), hours an
 
 The first line is the headline (``--quiet`` prints it alone): the chosen plan, or why none runs. ``checked``
 reads ``gpuplan check``'s role flags into the API's request (the CLI layer holds no role code but the two
-calls: cli.py's check and solve), ``SHOWN`` is the printer and the data the CLI's answer takes.
+calls: cli.py's check and solve), ``SHOWN`` is the printer and the data the CLI's answer takes. ``--export``
+(``Outputs``) writes the chosen or checked split's launch per role (exports/roles.py: a JobSet, a Slurm
+heterogeneous job, a SkyPilot Job Group), to ``--out`` or in place of the answer (``answered``).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from ..errors import ArgumentError
+from ..inputs.catalog import vendor_in
 from ..inputs.files import load_job, problem_catalog
+from ..inputs.launch_names import vendor_of
 from ..inputs.overrides import apply_overrides
 from ..inputs.roles import parse_role_flag
 from ..inputs.schema import Catalog, Problem
 from ..planning.roles import RolePlan
 from ..solver.roles import OfferPlan, RolesResult, check_roles, one_model_only, solve_roles
+from . import output
+from .exports import find_launcher, unknown_kind
+from .exports.roles import ROLE_KINDS, PipelineExport, export_roles, no_role_meaning, role_launches
 
 
 def _binding(result: RolesResult, plan: RolePlan) -> str:
@@ -169,10 +180,10 @@ def checked(
     catalog: str | None,
     deadline: str | None = None,
     budget: str | None = None,
-    output: object = None,
-) -> tuple[RolesResult, Problem]:
-    """``gpuplan check JOB --role target=3xRTX-PRO-6000 --role drafter=1xRTX-PRO-6000``: the split checked, and
-    the problem it was checked on; without --role, --sku and --gpus are what is missing."""
+    outputs: Outputs | None = None,
+) -> Answered:
+    """``gpuplan check JOB --role target=3xRTX-PRO-6000 --role drafter=1xRTX-PRO-6000``: the split checked, with
+    the problem and catalog it was checked on; without --role, --sku and --gpus are what is missing."""
     if not role:
         missing = " and ".join(f for f, v in (("--sku", sku), ("--gpus", gpus)) if v is None)
         raise ArgumentError(
@@ -182,7 +193,7 @@ def checked(
         )
     if sku is not None or gpus is not None:
         raise ArgumentError("--role gives each role's GPUs: drop --sku and --gpus", field="role")
-    _no_outputs(output)
+    outputs = _checked_outputs(outputs)
     requests = [parse_role_flag(text) for text in role]
     if job is None:
         raise ArgumentError("--role splits a job file's roles: give the job file (JOB)", field="job")
@@ -193,24 +204,107 @@ def checked(
             "job.roles (docs/roles.md)",
             field="role",
         )
-    return check_roles(problem, requests, catalog=problem_catalog(problem, catalog)), problem
+    cat = problem_catalog(problem, catalog)
+    if outputs.export_kind and outputs.out is not None:  # no input overwritten by the launch file
+        output.check_destination(outputs.out, "out", inputs=[job, *cat.source_files], what="launcher config")
+    return Answered(check_roles(problem, requests, catalog=cat), problem, cat, outputs)
 
 
-def _no_outputs(output: object) -> None:
-    """A role job's answer is its text or data: exports per role, charts and reports come later (docs/roles.md)."""
-    if output:
+@dataclass(frozen=True)
+class Outputs:
+    """What a role command writes beside its answer: ``export_kind`` (--export, None: none) to ``out`` (a file
+    already checked by the CLI, None: standard output, in place of the answer); ``other``: --plot or --report,
+    which a role job does not draw yet."""
+
+    export_kind: str | None = None
+    out: Path | None = None
+    other: object = None
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A role command's answer, the problem and catalog it was reached on, and what to write beside it."""
+
+    result: RolesResult
+    problem: Problem
+    catalog: Catalog
+    outputs: Outputs
+
+
+def _checked_outputs(outputs: Outputs | None) -> Outputs:
+    """The outputs a role job writes, refused before any work where it has none: charts and reports (not drawn
+    yet), and an export kind with no per-role meaning (a framework's config for one model on all the GPUs)."""
+    outputs = outputs or Outputs()
+    if outputs.other:
         raise ArgumentError(
-            "a job with roles is answered as text, JSON or YAML only: exports per role (a JobSet, a Slurm "
-            "heterogeneous job), charts and reports are not written for it yet (docs/roles.md); drop --export, "
-            "--plot and --report",
+            "a job with roles is answered as text, JSON or YAML, or written as a launch per role (--export "
+            "kubernetes, slurm or skypilot): its charts and reports are not drawn yet (docs/roles.md); drop --plot "
+            "and --report",
+            field="plot",
+        )
+    if outputs.export_kind is not None:
+        launcher = find_launcher(outputs.export_kind)
+        if launcher is None:
+            raise ArgumentError(unknown_kind(outputs.export_kind), field="export")
+        if launcher.kind not in ROLE_KINDS:
+            raise ArgumentError(no_role_meaning(outputs.export_kind), field="export")
+    return outputs
+
+
+def solved(problem: Problem, catalog: Catalog, outputs: Outputs | None = None) -> Answered:
+    """``gpuplan solve`` on a job with roles: the API's answer (``solve_roles``)."""
+    outputs = _checked_outputs(outputs)
+    return Answered(solve_roles(problem, catalog=catalog), problem, catalog, outputs)
+
+
+def pipeline_export(done: Answered) -> PipelineExport:
+    """The chosen (solve) or checked (check) split as its exports take it; no plan: nothing to export."""
+    result, problem, catalog = done.result, done.problem, done.catalog
+    roles = problem.job.roles
+    if result.best is None or roles is None:
+        raise ArgumentError(
+            f"no plan for {result.job}, so there is nothing to export: "
+            + "; ".join(result.refused or ("no split runs",)),
             field="export",
         )
+    chosen, p = result.best, result.best.plan
+    offer = next((o for o in catalog.offers if o.name == chosen.offer), None)
+    target, drafter = role_launches(roles.target.name, problem.job.model.name or roles.drafter.name,
+                                    p.split.producers, p.split.consumers)  # fmt: skip
+    return PipelineExport(
+        job=result.job,
+        sku=p.sku,
+        vendor=vendor_in(catalog, p.sku) or vendor_of(p.sku),
+        offer=chosen.offer,
+        provider=offer.provider if offer is not None else None,
+        link=p.link,
+        producer=target,
+        consumer=drafter,
+        tokens_per_s=p.tokens_per_s,
+        hours=p.hours,
+        cost_usd=p.cost_usd,
+        binding={"producers": "targets", "consumers": "drafter", "link": "link"}[p.binding],
+        batch_tokens=int(float(roles.batch_tokens or problem.job.seq_len)),
+        bytes_per_token=roles.bytes_per_token,
+    )
 
 
-def solved(problem: Problem, catalog: Catalog, output: object = None) -> RolesResult:
-    """``gpuplan solve`` on a job with roles: the API's answer (``solve_roles``)."""
-    _no_outputs(output)
-    return solve_roles(problem, catalog=catalog)
+def answered(answer: Callable[..., None], done: Answered, fmt: Any) -> None:
+    """The CLI's answer (``answer``: cli.py's, with ``SHOWN``) to a role command, and its launch per role where
+    --export asks: written to --out first (said on stderr), or printed in place of the answer."""
+    kind = done.outputs.export_kind
+    if kind is None:
+        return answer(done.result, done.problem, fmt, *SHOWN)
+    launcher = find_launcher(kind)
+    assert launcher is not None  # _checked_outputs refused any other
+    text = export_roles(pipeline_export(done), launcher.kind)
+    if done.outputs.out is None:
+        typer.echo(text, nl=False)
+        return None
+    output.write_text(done.outputs.out, text, "out")
+    with contextlib.suppress(OSError):
+        typer.echo(f"wrote {kind} config to {output.shown(done.outputs.out)}", err=True)
+    return answer(done.result, done.problem, fmt, *SHOWN)
 
 
 def one_model(problem: Problem, command: str) -> None:
