@@ -13,7 +13,6 @@ LONG_MODULES = {
     "optimizer/inputs/hf_models.py": 757,
     "optimizer/inputs/reader.py": 822,
     "optimizer/inputs/schema.py": 1364,
-    "optimizer/physics/time.py": 680,
     "optimizer/planning/candidates.py": 987,
     "optimizer/solver/portfolio/lns.py": 888,
     "optimizer/solver/portfolio/solve.py": 857,

@@ -10,7 +10,7 @@ from optimizer.inputs.hf_models import count_params, model_fields, presets
 from optimizer.inputs.schema import ModelSpec, Problem
 from optimizer.physics.constants import GEMM_K_HALF_FP8, MOE_HOST_S_PER_LAYER
 from optimizer.physics.layout import Cluster, Layout
-from optimizer.physics.time import _expert_k_factor, _exposed_all_to_all_s, _moe_elementwise_bytes_per_token
+from optimizer.physics.moe import expert_k_factor, exposed_all_to_all_s, moe_elementwise_bytes_per_token
 from optimizer.planning.frameworks import why_not_runnable
 from optimizer.planning.model_state import model_shape
 
@@ -57,9 +57,9 @@ def test_deepep_sends_a_token_once_per_remote_node_not_once_per_expert():
 def test_overlapped_all_to_all_hides_behind_compute_but_never_more_than_the_compute():
     # overlap_moe_expert_parallel_comm hides one micro-batch's all-to-all behind another's compute: what
     # exceeds that compute stays exposed, and a partial overlap hides its share at most.
-    assert float(_exposed_all_to_all_s(0.10, 1.0, 0.25)) == 0.0
-    assert float(_exposed_all_to_all_s(0.30, 1.0, 0.25)) == pytest.approx(0.05)
-    assert float(_exposed_all_to_all_s(0.10, 0.5, 0.25)) == pytest.approx(0.05)
+    assert float(exposed_all_to_all_s(0.10, 1.0, 0.25)) == 0.0
+    assert float(exposed_all_to_all_s(0.30, 1.0, 0.25)) == pytest.approx(0.05)
+    assert float(exposed_all_to_all_s(0.10, 0.5, 0.25)) == pytest.approx(0.05)
     hidden = _deepseek_b200("deepep", overlap=1.0)
     assert hidden.time_breakdown_s["all_to_all"] < 0.1 * _deepseek_b200("deepep").time_breakdown_s["all_to_all"]
 
@@ -79,8 +79,8 @@ def test_moe_element_wise_kernels_cost_hbm_traffic_per_routed_copy():
     shape = _preset_shape("qwen3-30b-a3b")
     for dispatcher, permute in (("hybridep", 0), ("deepep", 3), ("alltoall", 7)):
         expected = 48 * 8 * ((3 + permute) * 2048 + 5 * 768) * 3 * 2
-        assert _moe_elementwise_bytes_per_token(shape, dispatcher) == pytest.approx(expected)
-    assert _moe_elementwise_bytes_per_token(_preset_shape("llama-3.1-8b")) == 0.0
+        assert moe_elementwise_bytes_per_token(shape, dispatcher) == pytest.approx(expected)
+    assert moe_elementwise_bytes_per_token(_preset_shape("llama-3.1-8b")) == 0.0
     # DeepSeek-V3's first 3 layers are dense: 58 of 61 layers route tokens.
     assert _preset_shape("deepseek-v3").moe_layer_share == pytest.approx(58 / 61)
 
@@ -134,11 +134,11 @@ def test_narrow_experts_run_short_k_gemms_slower_than_wide_ones():
     # run at about 80 % of a long-K GEMM; DeepSeek-V3's (h 7168, f 2048) at about 95 %.
     fp8 = Cluster(peak_flops=2e15, hbm_bytes_per_s=8e12, intra_bytes_per_s=1.8e12, network_bytes_per_s=5e10,
                   gpus_per_node=8, compute_efficiency=0.5, attention_peak_flops=1e15)  # fmt: skip
-    qwen = float(_expert_k_factor(_preset_shape("qwen3-30b-a3b"), fp8, Layout()))
-    deepseek = float(_expert_k_factor(_preset_shape("deepseek-v3"), fp8, Layout()))
+    qwen = float(expert_k_factor(_preset_shape("qwen3-30b-a3b"), fp8, Layout()))
+    deepseek = float(expert_k_factor(_preset_shape("deepseek-v3"), fp8, Layout()))
     assert 0.75 < qwen < 0.85 < 0.93 < deepseek < 1.0
     # Tensor parallelism inside the experts halves their K again.
-    assert float(_expert_k_factor(_preset_shape("qwen3-30b-a3b"), fp8, Layout(tp=2))) < qwen
+    assert float(expert_k_factor(_preset_shape("qwen3-30b-a3b"), fp8, Layout(tp=2))) < qwen
 
 
 def test_parallel_folding_runs_megatrons_published_qwen3_235b_h100_layout():

@@ -43,18 +43,20 @@ import numpy as np
 
 from .constants import (
     CAST_HBM_EFFICIENCY,
-    GEMM_K_HALF_16BIT,
-    GEMM_K_REFERENCE,
-    GROUPED_GEMM_HALF_TOKENS,
     LAST_BACKWARD_SHARE_OF_MICRO_BATCH,
-    MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD,
-    MOE_ELEMENTWISE_FORWARD_F,
-    MOE_ELEMENTWISE_FORWARD_H,
-    MOE_PERMUTE_FORWARD_H,
     QLORA_DEQUANT_BYTES_PER_PARAM,
     QLORA_DEQUANT_PASSES,
 )
 from .layout import Cluster, Layout, Recompute, RunSettings
+from .links import Links, ring
+from .moe import (
+    active_expert_share,
+    all_to_all_s,
+    expert_tokens,
+    exposed_all_to_all_s,
+    grouped_gemm_factor,
+    moe_elementwise_bytes_per_token,
+)
 from .precision import Split, cast_bytes_per_token
 from .shapes import ModelShape, TrainingState
 
@@ -157,38 +159,6 @@ def _peak16(hw: Cluster) -> np.ndarray:
     return np.where(np.isfinite(peak16) & (peak16 > 0), peak16, peak)
 
 
-def _ring(n) -> np.ndarray:
-    n = np.asarray(n, float)
-    return (n - 1.0) / np.maximum(n, 1.0)
-
-
-@dataclass(frozen=True)
-class _Links:
-    """Achieved bandwidths per GPU: inside a node per direction, across nodes at the NIC."""
-
-    intra: np.ndarray
-    net: np.ndarray
-    multi_node: np.ndarray
-
-    @classmethod
-    def of(cls, hw: Cluster, link_efficiency: float) -> _Links:
-        return cls(
-            intra=np.asarray(hw.intra_bytes_per_s, float) / 2.0 * link_efficiency,
-            net=np.asarray(hw.network_bytes_per_s, float) * link_efficiency,
-            multi_node=np.asarray(hw.nodes, float) > 1,
-        )
-
-    def spanning(self, group_gpus, gpus_per_node, stride=1.0) -> np.ndarray:
-        """The bus bandwidth of a ring collective over the ranks ``stride`` apart among ``group_gpus``
-        consecutive ranks. Inside a node: NVLink. Across nodes NCCL runs one ring per channel and spreads
-        the channels over the node's NICs (one per GPU, rail-optimised), so a node's traffic leaves through
-        every NIC its members own: the group's members per node (g / stride) times the per-GPU network
-        bandwidth, at most NVLink's (each member still forwards everything over NVLink)."""
-        members = np.maximum(1.0, np.asarray(gpus_per_node, float) / np.asarray(stride, float))
-        inter = np.minimum(self.net * members, self.intra)
-        return np.where(self.multi_node & (group_gpus > gpus_per_node), inter, self.intra)
-
-
 @dataclass(frozen=True)
 class _MicroBatch:
     """One micro-batch on one GPU of the slowest stage: roofline terms and the bytes it owns."""
@@ -237,15 +207,15 @@ def _micro_batch(
     attention = _attention_hw_flops(shape, seq_len, layout)
     peak16 = _peak16(hw)
     linear = hw_flops_per_token - attention
-    expert = linear * _active_expert_share(shape)
+    expert = linear * active_expert_share(shape)
     # A low precision speeds up the GEMM kernels' share of the linear layers' 16-bit time only, and adds the
     # casts of their operands (physics/precision.py).
     split = Split.of(shape, tp, hw.compute_efficiency, np.asarray(hw.peak_flops, float) / peak16)
-    expert_tokens = _expert_tokens(layout, b * seq_len / cp)
-    grouped = _grouped_gemm_factor(shape, hw, layout, expert_tokens)
+    routed = expert_tokens(layout, b * seq_len / cp)
+    grouped = grouped_gemm_factor(shape, hw, layout, routed)
     # the 16-bit grouped-GEMM rate for the rest of the experts' time: the same one unless a layout runs faster
     grouped16 = (
-        _grouped_gemm_factor(shape, replace(hw, peak_flops=peak16), layout, expert_tokens)
+        grouped_gemm_factor(shape, replace(hw, peak_flops=peak16), layout, routed)
         if shape.experts and np.any(split.low_precision)
         else grouped
     )
@@ -277,7 +247,7 @@ def _micro_batch(
     weight_reads = (2.0 if train.lora else 3.0) * (weight_bytes - teacher_bytes) + teacher_bytes
     acts = 0.0 if acts is None else np.asarray(acts, float)
     memory_s = (weight_reads + 2.0 * grad_bytes + 2.0 * acts) / hw.hbm_bytes_per_s
-    moe_s = tokens * _moe_elementwise_bytes_per_token(shape, dispatcher) / np.asarray(hw.hbm_bytes_per_s, float)
+    moe_s = tokens * moe_elementwise_bytes_per_token(shape, dispatcher) / np.asarray(hw.hbm_bytes_per_s, float)
     # The stage's MoE layers each wait for the host once per micro-batch (physics/constants.py).
     host_s = host_s_per_layer * np.ceil(shape.layers * stage_share) * shape.moe_layer_share if shape.experts else 0.0
     dequant_s = 0.0
@@ -301,25 +271,13 @@ def _micro_batch(
     )
 
 
-def _moe_elementwise_bytes_per_token(shape, dispatcher: str = "alltoall") -> float:
-    """HBM bytes of the MoE layers' element-wise kernels per token, forward and backward, summed over the
-    layers: top-k routed copies of (6 h + 5 f) 16-bit elements forward, twice that backward
-    (physics/constants.py). They run between the grouped GEMMs, so their time adds to the GEMMs'."""
-    if not shape.experts:
-        return 0.0
-    h = MOE_ELEMENTWISE_FORWARD_H + MOE_PERMUTE_FORWARD_H[dispatcher]
-    forward = h * shape.hidden + MOE_ELEMENTWISE_FORWARD_F * (shape.expert_ffn or shape.hidden)
-    per_layer = shape.experts_per_token * forward * (1.0 + MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD) * 2.0
-    return per_layer * shape.layers * shape.moe_layer_share
-
-
 def _model_parallel_s(
     shape,
     hw: Cluster,
     layout: Layout,
     seq_len: float,
     mb: _MicroBatch,
-    links: _Links,
+    links: Links,
     moe_overlap: float = 0.0,
     moe_dispatcher: str = "alltoall",
 ):
@@ -332,7 +290,7 @@ def _model_parallel_s(
     b = np.asarray(layout.micro_batch, float)
     tokens = b * seq_len / cp  # per rank: context parallelism splits each sequence
     recomputed = layout.recomputed_share(shape.layers)  # a recomputed layer's forward all-reduces again
-    tp_bytes = (4.0 + 2.0 * recomputed) * 2.0 * _ring(tp) * tokens * shape.hidden * 2.0
+    tp_bytes = (4.0 + 2.0 * recomputed) * 2.0 * ring(tp) * tokens * shape.hidden * 2.0
     layers = shape.layers * mb.stage_share
     tp_s = layers * tp_bytes / links.intra
     g = np.asarray(hw.gpus_per_node, float)
@@ -350,74 +308,17 @@ def _model_parallel_s(
 
 
 def _expert_all_to_all_exposed_s(
-    shape, layout: Layout, tokens, layers, mb: _MicroBatch, links: _Links, g, moe_overlap: float, dispatcher: str
+    shape, layout: Layout, tokens, layers, mb: _MicroBatch, links: Links, g, moe_overlap: float, dispatcher: str
 ) -> np.ndarray:
     """The expert all-to-all of one micro-batch on the busiest stage that compute does not hide."""
-    a2a_s = _all_to_all_s(
-        shape, layout, _expert_tokens(layout, tokens), layers * shape.moe_layer_share, links, g, dispatcher
+    a2a_s = all_to_all_s(
+        shape, layout, expert_tokens(layout, tokens), layers * shape.moe_layer_share, links, g, dispatcher
     )
-    return _exposed_all_to_all_s(a2a_s, moe_overlap, mb.compute_s)
-
-
-def _exposed_all_to_all_s(a2a_s, moe_overlap: float, compute_s) -> np.ndarray:
-    """The all-to-all time left over: (1 - overlap) of it, or what exceeds the compute it hides behind."""
-    return np.maximum((1.0 - moe_overlap) * a2a_s, a2a_s - moe_overlap * np.asarray(compute_s, float))
-
-
-def _all_to_all_s(shape, layout: Layout, tokens, layers, links: _Links, g, dispatcher: str = "alltoall") -> np.ndarray:
-    """Expert parallelism's token dispatch and combine (Lepikhin et al. 2021, "GShard"; Megatron-Core MoE):
-    per MoE layer and micro-batch, each token's hidden state goes to its top-k experts and comes back,
-    forward and backward: 4 all-to-alls of tokens x k x h bf16 values, (ep - 1) / ep of them leaving the
-    rank; inside a node when TP x EP fits one, else over the NIC. ``assumptions.moe_overlap`` of it hides
-    behind compute: 0 by default (Megatron's default dispatcher); DeepSeek-V3's DualPipe hides it all
-    (section 3.2.1 of its report).
-
-    Copies per token: Megatron's ``alltoall`` dispatcher permutes tokens per expert, so a token travels once
-    per routed expert (k copies, (ep - 1) / ep of them off the rank). DeepEP and HybridEP (``deepep``; the
-    DeepSeek-V3 report section 3.2.2, DeepEP's README) send a token once to each rank that holds one of its
-    experts, and across nodes once per node over RDMA, forwarded over NVLink inside the destination node."""
-    ep = np.asarray(layout.ep, float)
-    if not shape.experts:
-        return np.zeros_like(ep)
-    volume = 4.0 * tokens * shape.hidden * 2.0  # per copy: dispatch and combine, forward and backward, bf16
-    # Of the ep destinations, those in the same node are reached over NVLink, the others over the NIC, at
-    # the same time (NCCL's all-to-all posts every peer at once): the slower of the two sets the pace.
-    in_node = np.minimum(ep, np.where(links.multi_node, g / layout.expert_tp, ep))
-    k = shape.experts_per_token
-    if dispatcher in ("deepep", "hybridep"):
-        rank_hit = _holds_one_of_k(shape.experts, shape.experts / ep, k)
-        node_hit = _holds_one_of_k(shape.experts, shape.experts * in_node / ep, k)
-        nodes = ep / in_node
-        inter_copies = (nodes - 1.0) * node_hit
-        # own node's other ranks, plus forwarding inside each destination node beyond the rank it lands on
-        intra_copies = (in_node - 1.0) * rank_hit + (nodes - 1.0) * np.maximum(0.0, in_node * rank_hit - node_hit)
-    else:
-        intra_copies = k * (in_node - 1.0) / ep
-        inter_copies = k * (ep - in_node) / ep
-    intra_s = volume * intra_copies / links.intra
-    inter_s = volume * inter_copies / links.net
-    return np.where(ep > 1, layers * np.maximum(intra_s, inter_s), 0.0)
-
-
-def _expert_tokens(layout: Layout, tokens):
-    """Tokens a rank dispatches to the experts per micro-batch: the sequence share it holds (b s / cp) when the
-    experts are split by the attention TP; with parallel folding each of the tp ranks dispatches its own
-    1 / tp of them (sequence parallel) to experts split etp ways (Megatron-Core MoE parallel folding)."""
-    return np.asarray(tokens, float) * layout.expert_tp / np.asarray(layout.tp, float)
-
-
-def _holds_one_of_k(experts: float, held, k: float) -> np.ndarray:
-    """Probability that a group holding ``held`` of the ``experts`` gets at least one of a token's k distinct
-    experts under balanced routing: 1 - C(E - m, k) / C(E, k) (hypergeometric)."""
-    held = np.asarray(held, float)
-    miss = np.ones_like(held)
-    for i in range(int(k)):
-        miss = miss * np.clip((experts - held - i) / (experts - i), 0.0, 1.0)
-    return 1.0 - miss
+    return exposed_all_to_all_s(a2a_s, moe_overlap, mb.compute_s)
 
 
 def _context_parallel_s(
-    shape, layout: Layout, seq_len: float, tokens, layers, mb: _MicroBatch, links: _Links, g
+    shape, layout: Layout, seq_len: float, tokens, layers, mb: _MicroBatch, links: Links, g
 ) -> np.ndarray:
     """Ring attention (Liu et al. 2023; Megatron-Core context parallelism): per layer each rank passes its
     K and V chunk around the ring, cp - 1 hops forward, and K, V plus their gradients backward (3x the
@@ -430,56 +331,6 @@ def _context_parallel_s(
     exchange_s = layers * 3.0 * kv_bytes / bw
     attention_share = _attention_share(shape, seq_len)
     return np.where(cp > 1, np.maximum(0.0, exchange_s - attention_share * mb.compute_s), 0.0)
-
-
-def _active_expert_share(shape) -> float:
-    """Share of a token's linear-layer FLOPs spent in the routed experts it visits."""
-    if not shape.experts or shape.active_params <= 0:
-        return 0.0
-    return min(1.0, shape.expert_params * shape.experts_per_token / shape.experts / shape.active_params)
-
-
-def _grouped_gemm_factor(shape, hw: Cluster, layout: Layout, tokens) -> np.ndarray:
-    """Relative efficiency of the experts' grouped GEMMs. Each expert sees t = tokens x top-k x ep / experts
-    rows per micro-batch (its rank gathers them from the ep ranks): a GEMM of t rows reaches t / (t + t_half)
-    of the large-GEMM efficiency (ASSUMPTION: t_half, physics/constants.py); and a narrow expert (h x f) is
-    a GEMM of low arithmetic intensity, 2 t h f FLOPs over (t h + h f + t f) elements read or written, which
-    is memory-bound below the GPU's ridge point peak / HBM bandwidth (Williams et al. 2009)."""
-    if not shape.experts:
-        return np.ones_like(np.asarray(tokens, float))
-    t = np.asarray(tokens, float) * shape.experts_per_token * np.asarray(layout.ep, float) / shape.experts
-    h, f = shape.hidden, (shape.expert_ffn or shape.hidden) / layout.expert_tp  # each rank's share of f
-    element_bytes = (
-        2.0
-        * np.asarray(hw.attention_peak_flops if hw.attention_peak_flops is not None else hw.peak_flops)
-        / np.asarray(hw.peak_flops)
-    )
-    intensity = 2.0 * t * h * f / (element_bytes * (t * h + h * f + t * f))
-    ridge = np.asarray(hw.peak_flops) * np.asarray(hw.compute_efficiency) / np.asarray(hw.hbm_bytes_per_s)
-    return t / (t + GROUPED_GEMM_HALF_TOKENS) * np.minimum(1.0, intensity / ridge) * _expert_k_factor(shape, hw, layout)
-
-
-def _expert_k_factor(shape, hw: Cluster, layout: Layout) -> np.ndarray:
-    """Relative rate of the experts' GEMMs for their reduction lengths K, against K = GEMM_K_REFERENCE that
-    the dense efficiency stands for: each GEMM runs at K / (K + K_half) (physics/constants.py, DeepGEMM),
-    K_half in 16-bit K steps times the precision's speed-up over 16 bits. Forward: gate + up (K = h, g f
-    wide, g = 2 gated) and down (K = f, h wide); data gradient: K = g f and K = h; weight gradient: K = the
-    expert's tokens (the t / (t + t_half) term). Time adds up per FLOP, so the rates combine harmonically.
-    Tensor parallelism inside the experts splits f: each rank's GEMMs have f / etp."""
-    h, f = shape.hidden, (shape.expert_ffn or shape.hidden) / layout.expert_tp
-    g = 2.0 if shape.gated_mlp else 1.0
-    peak = np.asarray(hw.peak_flops, float)
-    peak16 = peak if hw.attention_peak_flops is None else np.asarray(hw.attention_peak_flops, float)
-    k_half = GEMM_K_HALF_16BIT * np.where(np.isfinite(peak16) & (peak16 > 0), peak / peak16, 1.0)
-
-    def rate(k: float) -> np.ndarray:
-        return (k / (k + k_half)) / (GEMM_K_REFERENCE / (GEMM_K_REFERENCE + k_half))
-
-    # (FLOP weight, K): forward up, forward down, data-gradient up, data-gradient down
-    passes = ((g, h), (1.0, f), (g, g * f), (1.0, h))
-    weight = sum(w for w, _ in passes) + (g + 1.0)  # the weight gradient at rate 1 here
-    time = np.asarray(sum(w / rate(k) for w, k in passes), float) + (g + 1.0)
-    return weight / time
 
 
 def _attention_hw_flops(shape, seq_len: float, layout: Layout) -> np.ndarray:
@@ -499,7 +350,7 @@ def _attention_share(shape, seq_len: float) -> float:
 
 
 def _data_parallel_exposed_s(
-    train, hw: Cluster, layout: Layout, mb: _MicroBatch, links: _Links, overlap: float, zero3_per_step=False
+    train, hw: Cluster, layout: Layout, mb: _MicroBatch, links: Links, overlap: float, zero3_per_step=False
 ):
     """ZeRO / data-parallel traffic left over after hiding behind compute. Gradients are reduced over every
     rank that holds the same weights: the data-parallel and the context-parallel ranks for dense weights;
@@ -537,8 +388,8 @@ def _data_parallel_exposed_s(
     def gathers_s(weight_copies: float, grad_copies: float) -> np.ndarray:
         """Seconds of ZeRO-3 all-gathers (``weight_copies`` of the weights) and reduce-scatters (of the
         gradients, ``grad_copies``), frozen weights included (LoRA gathers its base weights too)."""
-        dense = (weight_copies * dense_w + grad_copies * dense_g) * _ring(shard) / shard_bw
-        experts = (weight_copies * expert_w + grad_copies * expert_g) * _ring(expert_shard) / expert_shard_bw
+        dense = (weight_copies * dense_w + grad_copies * dense_g) * ring(shard) / shard_bw
+        experts = (weight_copies * expert_w + grad_copies * expert_g) * ring(expert_shard) / expert_shard_bw
         return dense + experts
 
     per_step_held = np.asarray(zero3_per_step, bool) & (zero >= 3)
@@ -546,16 +397,16 @@ def _data_parallel_exposed_s(
     per_micro_s = np.where(
         (zero >= 3) & ~per_step_held,
         zero3_micro_s,
-        np.where(zero == 2, _ring(shard) * dense_g / shard_bw + _ring(expert_shard) * expert_g / expert_shard_bw, 0.0),
+        np.where(zero == 2, ring(shard) * dense_g / shard_bw + ring(expert_shard) * expert_g / expert_shard_bw, 0.0),
     )
-    per_step_shard_s = np.where(zero == 2, _ring(shard) * trainable_weight_bytes / shard_bw, 0.0)
+    per_step_shard_s = np.where(zero == 2, ring(shard) * trainable_weight_bytes / shard_bw, 0.0)
     dp_bw = links.spanning(tp * dp, g, tp)
     expert_dp = np.maximum(1.0, dp * tp / expert_split)
     expert_dp_bw = links.spanning(expert_split * expert_dp, g, expert_split)
     allreduce_s = np.where(
         zero <= 1,
-        2.0 * _ring(dp) * dense_g / dp_bw + 2.0 * _ring(expert_dp) * expert_g / expert_dp_bw,
-        2.0 * _ring(replicas) * mb.grad_bytes / shard / links.spanning(tp * dp, g, tp * shard),
+        2.0 * ring(dp) * dense_g / dp_bw + 2.0 * ring(expert_dp) * expert_g / expert_dp_bw,
+        2.0 * ring(replicas) * mb.grad_bytes / shard / links.spanning(tp * dp, g, tp * shard),
     )
     per_step_s = per_step_shard_s + allreduce_s
     busy = mb.busy_s
@@ -614,7 +465,7 @@ def step_time(
     model_fpt, hw_fpt = flops_per_token(
         shape, train, s, np.asarray(layout.recompute), layout.recomputed_share(shape.layers)
     )
-    links = _Links.of(hw, settings.link_efficiency)
+    links = Links.of(hw, settings.link_efficiency)
     # Transformer Engine's fused layers where the layout's framework runs them, else torch.compile's fusion (a
     # ratio of 1 where the job does not compile)
     fused = np.asarray(settings.fused_framework, bool)

@@ -1,0 +1,138 @@
+"""Mixture-of-experts terms of a step: the experts' share of the FLOPs and their grouped GEMMs' rate, the routing's
+element-wise kernels and the expert all-to-all (physics/time.py adds them to the dense step). Pure functions over
+floats or numpy arrays; sources in each docstring and in physics/constants.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .constants import (
+    GEMM_K_HALF_16BIT,
+    GEMM_K_REFERENCE,
+    GROUPED_GEMM_HALF_TOKENS,
+    MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD,
+    MOE_ELEMENTWISE_FORWARD_F,
+    MOE_ELEMENTWISE_FORWARD_H,
+    MOE_PERMUTE_FORWARD_H,
+)
+from .layout import Cluster, Layout
+from .links import Links
+
+
+def moe_elementwise_bytes_per_token(shape, dispatcher: str = "alltoall") -> float:
+    """HBM bytes of the MoE layers' element-wise kernels per token, forward and backward, summed over the
+    layers: top-k routed copies of (6 h + 5 f) 16-bit elements forward, twice that backward
+    (physics/constants.py). They run between the grouped GEMMs, so their time adds to the GEMMs'."""
+    if not shape.experts:
+        return 0.0
+    h = MOE_ELEMENTWISE_FORWARD_H + MOE_PERMUTE_FORWARD_H[dispatcher]
+    forward = h * shape.hidden + MOE_ELEMENTWISE_FORWARD_F * (shape.expert_ffn or shape.hidden)
+    per_layer = shape.experts_per_token * forward * (1.0 + MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD) * 2.0
+    return per_layer * shape.layers * shape.moe_layer_share
+
+
+def exposed_all_to_all_s(a2a_s, moe_overlap: float, compute_s) -> np.ndarray:
+    """The all-to-all time left over: (1 - overlap) of it, or what exceeds the compute it hides behind."""
+    return np.maximum((1.0 - moe_overlap) * a2a_s, a2a_s - moe_overlap * np.asarray(compute_s, float))
+
+
+def all_to_all_s(shape, layout: Layout, tokens, layers, links: Links, g, dispatcher: str = "alltoall") -> np.ndarray:
+    """Expert parallelism's token dispatch and combine (Lepikhin et al. 2021, "GShard"; Megatron-Core MoE):
+    per MoE layer and micro-batch, each token's hidden state goes to its top-k experts and comes back,
+    forward and backward: 4 all-to-alls of tokens x k x h bf16 values, (ep - 1) / ep of them leaving the
+    rank; inside a node when TP x EP fits one, else over the NIC. ``assumptions.moe_overlap`` of it hides
+    behind compute: 0 by default (Megatron's default dispatcher); DeepSeek-V3's DualPipe hides it all
+    (section 3.2.1 of its report).
+
+    Copies per token: Megatron's ``alltoall`` dispatcher permutes tokens per expert, so a token travels once
+    per routed expert (k copies, (ep - 1) / ep of them off the rank). DeepEP and HybridEP (``deepep``; the
+    DeepSeek-V3 report section 3.2.2, DeepEP's README) send a token once to each rank that holds one of its
+    experts, and across nodes once per node over RDMA, forwarded over NVLink inside the destination node."""
+    ep = np.asarray(layout.ep, float)
+    if not shape.experts:
+        return np.zeros_like(ep)
+    volume = 4.0 * tokens * shape.hidden * 2.0  # per copy: dispatch and combine, forward and backward, bf16
+    # Of the ep destinations, those in the same node are reached over NVLink, the others over the NIC, at
+    # the same time (NCCL's all-to-all posts every peer at once): the slower of the two sets the pace.
+    in_node = np.minimum(ep, np.where(links.multi_node, g / layout.expert_tp, ep))
+    k = shape.experts_per_token
+    if dispatcher in ("deepep", "hybridep"):
+        rank_hit = holds_one_of_k(shape.experts, shape.experts / ep, k)
+        node_hit = holds_one_of_k(shape.experts, shape.experts * in_node / ep, k)
+        nodes = ep / in_node
+        inter_copies = (nodes - 1.0) * node_hit
+        # own node's other ranks, plus forwarding inside each destination node beyond the rank it lands on
+        intra_copies = (in_node - 1.0) * rank_hit + (nodes - 1.0) * np.maximum(0.0, in_node * rank_hit - node_hit)
+    else:
+        intra_copies = k * (in_node - 1.0) / ep
+        inter_copies = k * (ep - in_node) / ep
+    intra_s = volume * intra_copies / links.intra
+    inter_s = volume * inter_copies / links.net
+    return np.where(ep > 1, layers * np.maximum(intra_s, inter_s), 0.0)
+
+
+def expert_tokens(layout: Layout, tokens):
+    """Tokens a rank dispatches to the experts per micro-batch: the sequence share it holds (b s / cp) when the
+    experts are split by the attention TP; with parallel folding each of the tp ranks dispatches its own
+    1 / tp of them (sequence parallel) to experts split etp ways (Megatron-Core MoE parallel folding)."""
+    return np.asarray(tokens, float) * layout.expert_tp / np.asarray(layout.tp, float)
+
+
+def holds_one_of_k(experts: float, held, k: float) -> np.ndarray:
+    """Probability that a group holding ``held`` of the ``experts`` gets at least one of a token's k distinct
+    experts under balanced routing: 1 - C(E - m, k) / C(E, k) (hypergeometric)."""
+    held = np.asarray(held, float)
+    miss = np.ones_like(held)
+    for i in range(int(k)):
+        miss = miss * np.clip((experts - held - i) / (experts - i), 0.0, 1.0)
+    return 1.0 - miss
+
+
+def active_expert_share(shape) -> float:
+    """Share of a token's linear-layer FLOPs spent in the routed experts it visits."""
+    if not shape.experts or shape.active_params <= 0:
+        return 0.0
+    return min(1.0, shape.expert_params * shape.experts_per_token / shape.experts / shape.active_params)
+
+
+def grouped_gemm_factor(shape, hw: Cluster, layout: Layout, tokens) -> np.ndarray:
+    """Relative efficiency of the experts' grouped GEMMs. Each expert sees t = tokens x top-k x ep / experts
+    rows per micro-batch (its rank gathers them from the ep ranks): a GEMM of t rows reaches t / (t + t_half)
+    of the large-GEMM efficiency (ASSUMPTION: t_half, physics/constants.py); and a narrow expert (h x f) is
+    a GEMM of low arithmetic intensity, 2 t h f FLOPs over (t h + h f + t f) elements read or written, which
+    is memory-bound below the GPU's ridge point peak / HBM bandwidth (Williams et al. 2009)."""
+    if not shape.experts:
+        return np.ones_like(np.asarray(tokens, float))
+    t = np.asarray(tokens, float) * shape.experts_per_token * np.asarray(layout.ep, float) / shape.experts
+    h, f = shape.hidden, (shape.expert_ffn or shape.hidden) / layout.expert_tp  # each rank's share of f
+    element_bytes = (
+        2.0
+        * np.asarray(hw.attention_peak_flops if hw.attention_peak_flops is not None else hw.peak_flops)
+        / np.asarray(hw.peak_flops)
+    )
+    intensity = 2.0 * t * h * f / (element_bytes * (t * h + h * f + t * f))
+    ridge = np.asarray(hw.peak_flops) * np.asarray(hw.compute_efficiency) / np.asarray(hw.hbm_bytes_per_s)
+    return t / (t + GROUPED_GEMM_HALF_TOKENS) * np.minimum(1.0, intensity / ridge) * expert_k_factor(shape, hw, layout)
+
+
+def expert_k_factor(shape, hw: Cluster, layout: Layout) -> np.ndarray:
+    """Relative rate of the experts' GEMMs for their reduction lengths K, against K = GEMM_K_REFERENCE that
+    the dense efficiency stands for: each GEMM runs at K / (K + K_half) (physics/constants.py, DeepGEMM),
+    K_half in 16-bit K steps times the precision's speed-up over 16 bits. Forward: gate + up (K = h, g f
+    wide, g = 2 gated) and down (K = f, h wide); data gradient: K = g f and K = h; weight gradient: K = the
+    expert's tokens (the t / (t + t_half) term). Time adds up per FLOP, so the rates combine harmonically.
+    Tensor parallelism inside the experts splits f: each rank's GEMMs have f / etp."""
+    h, f = shape.hidden, (shape.expert_ffn or shape.hidden) / layout.expert_tp
+    g = 2.0 if shape.gated_mlp else 1.0
+    peak = np.asarray(hw.peak_flops, float)
+    peak16 = peak if hw.attention_peak_flops is None else np.asarray(hw.attention_peak_flops, float)
+    k_half = GEMM_K_HALF_16BIT * np.where(np.isfinite(peak16) & (peak16 > 0), peak / peak16, 1.0)
+
+    def rate(k: float) -> np.ndarray:
+        return (k / (k + k_half)) / (GEMM_K_REFERENCE / (GEMM_K_REFERENCE + k_half))
+
+    # (FLOP weight, K): forward up, forward down, data-gradient up, data-gradient down
+    passes = ((g, h), (1.0, f), (g, g * f), (1.0, h))
+    weight = sum(w for w, _ in passes) + (g + 1.0)  # the weight gradient at rate 1 here
+    time = np.asarray(sum(w / rate(k) for w, k in passes), float) + (g + 1.0)
+    return weight / time
