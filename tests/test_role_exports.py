@@ -49,6 +49,10 @@ JOBSET_SPEC_FIELDS = {
 }  # fmt: skip
 REPLICATED_JOB_FIELDS = {"name", "groupName", "template", "replicas", "dependsOn"}
 NETWORK_FIELDS = {"enableDNSHostnames", "subdomain", "publishNotReadyAddresses"}
+# the batch/v1 JobSpec, core/v1 PodSpec and Container fields the template may use (Kubernetes API reference)
+JOB_SPEC_FIELDS = {"parallelism", "completions", "completionMode", "backoffLimit", "template"}
+POD_SPEC_FIELDS = {"restartPolicy", "hostIPC", "affinity", "containers", "tolerations", "volumes", "subdomain"}
+CONTAINER_FIELDS = {"name", "image", "command", "args", "env", "ports", "resources", "volumeMounts"}
 DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
@@ -101,9 +105,10 @@ def test_the_jobset_has_one_replicated_job_per_role_with_its_gpus_on_one_node(wh
     for rjob, role in zip(replicated, p.roles, strict=True):
         assert set(rjob) <= REPLICATED_JOB_FIELDS and rjob["replicas"] == 1
         job = rjob["template"]["spec"]
-        assert job["parallelism"] == job["completions"] == 1
+        assert set(job) <= JOB_SPEC_FIELDS and job["parallelism"] == job["completions"] == 1
         pod = job["template"]["spec"]
         (container,) = pod["containers"]
+        assert set(pod) <= POD_SPEC_FIELDS and set(container) <= CONTAINER_FIELDS
         limit = container["resources"]["limits"]["nvidia.com/gpu"]
         assert isinstance(limit, str)  # a quantity
         gpus[rjob["name"]] = int(limit)

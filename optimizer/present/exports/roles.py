@@ -214,7 +214,7 @@ def write_kubernetes(p: PipelineExport) -> str:
         "kind": "JobSet",
         "metadata": {"name": name, "labels": {"app.kubernetes.io/name": name}},
         "spec": {
-            "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
+            "network": {"enableDNSHostnames": True},  # <jobset>-<role>-0-0.<jobset> (the field of every v1alpha2)
             "successPolicy": {"operator": "All", "targetReplicatedJobs": [p.consumer.role]},
             "replicatedJobs": replicated,
         },
