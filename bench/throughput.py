@@ -77,6 +77,7 @@ DATA_FILES = (DATA, FINETUNE_DATA, LLMFOUNDRY_DATA)
 # a fine-tune row's job keys beyond the layout (validation/finetune_runs.yaml), passed as they are
 FINETUNE_KEYS = ("lora_rank", "lora_targets", "optimizer", "optimizer_in_backward", "activation_offload")
 TOKENS = "100B"  # throughput does not depend on the run length
+LORA_BRANCHES = False  # --lora-branches: every row with assumptions.lora_branch_traffic (the candidate of issue 48)
 # What a row's ``not_in_table`` may name: row keys (job fields, the MoE recipe, the FSDP schedule, the
 # micro-batch) and layout keys. In the "table columns only" prediction each is left to gpuplan's default.
 NOT_IN_TABLE_ROW_KEYS = frozenset(
@@ -128,6 +129,8 @@ def problem_for(run: dict, efficiency: float | None, host_ms: float | None = Non
             **moe_assumptions(run),
             # the published recipe's FSDP schedule under gradient accumulation (the row's zero3_gathers_source)
             **({"zero3_gathers": run["zero3_gathers"]} if run.get("zero3_gathers") else {}),
+            # --lora-branches: LoRA's branch kernels counted (physics/adapters.py; opt-in in gpuplan)
+            **({"lora_branch_traffic": True} if LORA_BRANCHES else {}),
         },
     }
     return Problem.model_validate(expand_models(data))
@@ -699,7 +702,15 @@ def main() -> int:
         default=None,
         help="fail when a dense row held out by source family is off by more than this factor",
     )
+    ap.add_argument(
+        "--lora-branches",
+        action="store_true",
+        help="count LoRA's branch kernels in every row (assumptions.lora_branch_traffic): the 'every GPU family's "
+        "base' columns then score the candidate that ships with an Ampere base",
+    )
     args = ap.parse_args()
+    global LORA_BRANCHES
+    LORA_BRANCHES = args.lora_branches
     catalog, rows, skipped = evaluate_all()
     print(
         f"{'row':<44} {'family':<16} {'GPU':<9} {'prec':<5} {'published':>10} {'gpuplan':>10} {'error':>7} "

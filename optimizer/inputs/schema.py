@@ -749,9 +749,11 @@ class JobSpec(_Model):
         "framework: Transformer Engine's attention in a PyTorch stack, SDPA's cuDNN backend), eager (the s x s "
         "scores materialised). Their speed: physics/attention.py.",
     )
-    lora_targets: Literal["all_linear", "attention"] = Field(
+    lora_targets: Literal["all_linear", "attention", "qkv"] = Field(
         "all_linear",
-        description="LoRA on every linear layer, or on the attention projections only (PEFT target_modules).",
+        description="LoRA on every linear layer, on the attention projections only (q, k, v, o: PEFT "
+        "target_modules), or on the query-key-value projection only (qkv: Megatron's linear_qkv, the NeMo and "
+        "Megatron-Bridge performance recipes).",
     )
     loss: Literal["standard", "chunked", "flash", "fused"] = Field(
         "standard",
@@ -880,6 +882,12 @@ class Assumptions(_Model):
         description="Host time per MoE layer and micro-batch (forward + backward, ms) that the GPU waits for: kernel "
         "launches after the dispatcher's host-device sync of the token counts. None = gpuplan's default "
         "(docs/design.md 5.11); 0 where full-iteration CUDA graphs remove it.",
+    )
+    lora_branch_traffic: bool = Field(
+        False,
+        description="Count LoRA's low-rank branch as the separate memory-bound kernels PEFT runs beside each "
+        "adapted linear (physics/adapters.py). Off by default: it helps eager PEFT rows and hurts fused ones in "
+        "validation/, and ships with the Ampere efficiency base it goes with (BENCHMARKS.md, issue 48).",
     )
     zero3_gathers: Literal["auto", "micro_batch", "step"] = Field(
         "auto",

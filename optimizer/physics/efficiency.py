@@ -42,14 +42,15 @@ FAMILY_OF_ARCHITECTURE = (
     ("CDNA", "cdna"),
 )
 
-# Shipped parameters: `python bench/throughput.py --fit` on 2026-12-04 (issue 35), fitted on the 274 dense
-# rows of validation/ (7 source families). Hopper ships: held out by source family (leave one family out),
-# the model's dense median is 12.2 % against the 0.50 constant's 15.3 %, and no family's median is more than
-# 3 points worse (automodel +1.1). Not shipped, so the 0.50 default stays: Ampere (base 0.69 on 160 rows of
-# llm-foundry, qwen and torchtune; held out, Qwen's median goes from 18.1 % to 26.0 %) and Blackwell (two
-# source families, Megatron-Bridge and NeMo: with either held out the other alone cannot fit it, so no
-# held-out figure tests it). BENCHMARKS.md and docs/design.md section 5.10 give the figures.
-FITTED_BASE: dict[str, float] = {"hopper": 0.558}
+# Shipped parameters: `python bench/throughput.py --fit` on 2026-12-06 (issue 48, with the dense GEMMs' rate for
+# the micro-batch's tokens, physics/gemm.py), fitted on the 279 dense rows of validation/ (8 source families).
+# Hopper ships: held out by source family (leave one family out), the model's dense median is 9.6 % against the
+# 0.50 constant's 14.2 %, and no family's median is worse than the constant's. Not shipped, so the 0.50 default
+# stays: Ampere (base 0.696 on 162 rows of llm-foundry, qwen, torchtune and the Hugging Face blog; held out, Qwen's
+# median goes from 13.0 % to 22.6 %) and Blackwell (two source families, Megatron-Bridge and NeMo: with either
+# held out the other alone cannot fit it, so no held-out figure tests it). BENCHMARKS.md and docs/design.md
+# section 5.10 give the figures.
+FITTED_BASE: dict[str, float] = {"hopper": 0.561}
 FITTED_HALF_PER_RIDGE = 4.0
 # Transformer Engine stacks (Megatron-Core: LayerNormLinear, fused SwiGLU, RoPE and bias-dropout-add, FP8 casts
 # fused into them) reach this many times the efficiency above, which eager stacks (torchtitan, FSDP, Hugging

@@ -36,20 +36,20 @@ from .shapes import ModelShape
 LOW_PRECISIONS = frozenset({"fp8", "nvfp4"})
 
 
-def _widths(shape: ModelShape) -> tuple[float, float, float, float]:
+def widths(shape: ModelShape) -> tuple[float, float, float, float]:
     """(hidden h, query width q, the QKV projection's output q + 2 kv, gate factor g: 2 for a gated MLP)."""
     h = shape.hidden
     q = shape.q_width or h
     return h, q, q + 2.0 * (shape.kv_width or h), 2.0 if shape.gated_mlp else 1.0
 
 
-def _dense_gemms(shape: ModelShape, tp) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def dense_gemms(shape: ModelShape, tp) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(FLOP weight n x k, forward K, data-gradient K) of one layer's dense GEMMs on a rank of ``tp``: QKV and
     the MLP's first GEMM column-parallel (K = h), the output projection and the MLP's second GEMM
     row-parallel (K split tp ways; Megatron-LM, Shoeybi et al. 2019, section 3). The weight gradient's K is
     the tokens, long enough to run at the ceiling."""
     tp = np.asarray(tp, float)
-    h, q, qkv, g = _widths(shape)
+    h, q, qkv, g = widths(shape)
     f = (shape.expert_ffn if shape.experts else shape.ffn_active) or 4.0 * h
     return [
         (h * qkv / tp, np.full_like(tp, h), qkv / tp),
@@ -68,7 +68,7 @@ def k_rate(shape: ModelShape, tp, k_half) -> np.ndarray:
     k_half = np.asarray(k_half, float)
     weight: np.ndarray | float = 0.0
     time: np.ndarray | float = 0.0
-    for w, k_forward, k_data in _dense_gemms(shape, tp):
+    for w, k_forward, k_data in dense_gemms(shape, tp):
         weight = weight + 3.0 * w
         time = time + w * ((k_forward + k_half) / k_forward + (k_data + k_half) / k_data + 1.0)
     return np.asarray(weight / time, float)
@@ -81,7 +81,7 @@ def cast_bytes_per_token(shape: ModelShape) -> float:
     (MOE_ELEMENTWISE_FORWARD_H), so an MoE layer counts its attention projections only. 0 without shapes."""
     if not shape.has_shapes or shape.hidden <= 0:
         return 0.0
-    h, q, qkv, g = _widths(shape)
+    h, q, qkv, g = widths(shape)
     f = shape.ffn_active or 4.0 * h
     attention = (h + q) + (qkv + h)  # inputs of QKV and the projection, gradients of their outputs
     mlp = (h + f) + (g * f + h)

@@ -113,6 +113,9 @@ class TrainingState:
     # Lightning), which keeps every quantised linear's input for backward and, unsharded, holds the unquantised
     # base parameters in fp32 (physics/memory_terms.py)
     bnb_saved_inputs: bool = False
+    # the linears LoRA adapts ("all_linear", "attention" or "qkv"; "" where no adapter runs or the shapes are unknown):
+    # their low-rank branches' HBM traffic (physics/adapters.py)
+    lora_targets: str = ""
 
     def optimizer_bytes_at(self, zero) -> np.ndarray:
         """Optimizer bytes per trainable parameter at ZeRO stage ``zero`` (flattened shards from stage 1)."""
@@ -128,9 +131,12 @@ def lora_adapter_params(shape: ModelShape, rank: int, targets: str = "all_linear
 
     Attention q, k, v, o contribute (h + q) + 2 (h + kv) + (q + h); the MLP 3 (h + f) when gated
     (gate, up, down) or 2 (h + f) otherwise, unless only the attention projections are targeted (the
-    original LoRA setting; PEFT's target_modules). For MoE the routed experts are not adapted.
+    original LoRA setting; PEFT's target_modules), or only Megatron's fused query-key-value projection
+    (``qkv``, linear_qkv: one adapter of input h and output q + 2 kv). For MoE the routed experts are not adapted.
     """
     h, q, kv, f = shape.hidden, shape.q_width, shape.kv_width, shape.ffn_active
+    if targets == "qkv":
+        return shape.layers * rank * (h + q + 2 * kv)
     attention = (h + q) + 2 * (h + kv) + (q + h)
     mlp = (3 if shape.gated_mlp else 2) * (h + f) if targets == "all_linear" else 0.0
     return shape.layers * rank * (attention + mlp)

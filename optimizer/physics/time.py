@@ -41,12 +41,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .adapters import lora_bytes_per_token
 from .constants import (
     CAST_HBM_EFFICIENCY,
     LAST_BACKWARD_SHARE_OF_MICRO_BATCH,
     QLORA_DEQUANT_BYTES_PER_PARAM,
     QLORA_DEQUANT_PASSES,
 )
+from .gemm import rows_factor
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .links import Links, ring
 from .moe import (
@@ -77,6 +79,7 @@ class StepTime:
     moe_host_s: np.ndarray | float = 0.0  # host launch waits of the MoE layers, whole step (part of ideal_s)
     dequant_s: np.ndarray | float = 0.0  # QLoRA's NF4 dequantisation kernels, whole step (part of ideal_s)
     cast_s: np.ndarray | float = 0.0  # a low precision's operand casts, whole step (part of ideal_s)
+    adapter_s: np.ndarray | float = 0.0  # LoRA's low-rank branches, whole step (part of ideal_s)
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -86,7 +89,7 @@ class StepTime:
         """Every part of the step ``factor`` times faster (a measurement's correction: the whole step runs
         as measured, its parts in the proportions the model gives them)."""
         times = ("step_s", "ideal_s", "compute_s", "memory_s", "network_s", "bubble_s")
-        parts = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s")
+        parts = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s", "adapter_s")
         return replace(self, **{name: getattr(self, name) / factor for name in times + parts})
 
     @property
@@ -174,10 +177,11 @@ class _MicroBatch:
     expert_grad_bytes: np.ndarray | float = 0.0  # the routed experts' part of grad_bytes
     dequant_s: np.ndarray | float = 0.0  # QLoRA's NF4 -> bf16 dequantisation kernels, not overlapped
     cast_s: np.ndarray | float = 0.0  # a low precision's operand casts (physics/precision.py), not overlapped
+    adapter_s: np.ndarray | float = 0.0  # LoRA's low-rank branches (physics/adapters.py), not overlapped
 
     @property
     def busy_s(self) -> np.ndarray:
-        serial = self.moe_elementwise_s + self.moe_host_s + self.dequant_s + self.cast_s
+        serial = self.moe_elementwise_s + self.moe_host_s + self.dequant_s + self.cast_s + self.adapter_s
         return np.maximum(self.compute_s, self.memory_s) + serial
 
 
@@ -221,8 +225,11 @@ def _micro_batch(
     )
     phi = split.gemm_share
     expert_factor = phi / (split.expert_speedup * grouped) + (1.0 - phi) / grouped16
+    # the dense GEMMs at the micro-batch's tokens per rank (physics/gemm.py; 1 at GEMM_K_REFERENCE tokens)
+    dense_rate = rows_factor(shape, tp, b * seq_len / cp, weight_gradient=not train.lora)
     compute_s = tokens * (
-        ((linear - expert) * split.dense_factor + expert * expert_factor) / (peak16 * hw.compute_efficiency)
+        ((linear - expert) * split.dense_factor / dense_rate + expert * expert_factor)
+        / (peak16 * hw.compute_efficiency)
         + attention / (peak16 * attention_efficiency)
     )
     cast_s = np.where(
@@ -230,6 +237,9 @@ def _micro_batch(
         tokens * cast_bytes_per_token(shape) / (np.asarray(hw.hbm_bytes_per_s, float) * CAST_HBM_EFFICIENCY),
         0.0,
     )
+    # LoRA's branches beside each adapted linear run at HBM bandwidth (physics/adapters.py)
+    adapter_bytes = lora_bytes_per_token(shape, train.lora_targets, layout.recomputed_share(shape.layers))
+    adapter_s = tokens * adapter_bytes / (np.asarray(hw.hbm_bytes_per_s, float) * CAST_HBM_EFFICIENCY)
     model_parallel = tp / stage_share
     # Expert parallelism keeps 1 / (ep x etp) of the routed experts on each rank (frozen under LoRA).
     expert_parallel = np.asarray(layout.ep, float) * layout.expert_tp / stage_share
@@ -268,6 +278,7 @@ def _micro_batch(
         expert_grads / expert_parallel,
         dequant_s,
         cast_s,
+        adapter_s,
     )
 
 
@@ -528,4 +539,5 @@ def step_time(
         moe_host_s=(m + (pp - 1.0) / v) * np.asarray(mb.moe_host_s, float),
         dequant_s=(m + (pp - 1.0) / v) * np.asarray(mb.dequant_s, float),
         cast_s=(m + (pp - 1.0) / v) * np.asarray(mb.cast_s, float),
+        adapter_s=(m + (pp - 1.0) / v) * np.asarray(mb.adapter_s, float),
     )

@@ -129,4 +129,5 @@ def _training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
         # bitsandbytes quantises nn.Linear layers only: the embeddings stay in 16 bits, and so does the LM
         # head (PEFT/transformers skip lm_head); untied models hold two V x h matrices.
         bf16_base_params=min(shape.embedding_params, 0.5 * shape.params) if job.method == "qlora" else 0.0,
+        lora_targets=job.lora_targets if shape.has_shapes else "",
     )

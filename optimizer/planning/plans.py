@@ -65,6 +65,8 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         breakdown["moe_host"] = _f(np.broadcast_to(timing.moe_host_s, np.shape(timing.step_s))[i])
     if ctx.train.quantized_base:  # QLoRA: the NF4 dequantisation kernels, a part of the busy time
         breakdown["dequant"] = _f(np.broadcast_to(timing.dequant_s, np.shape(timing.step_s))[i])
+    if ctx.train.lora_targets:  # LoRA: its low-rank branches' kernels (physics/adapters.py), busy time too
+        breakdown["adapters"] = _f(np.broadcast_to(timing.adapter_s, np.shape(timing.step_s))[i])
     if ctx.job.precision in LOW_PRECISIONS:  # FP8/NVFP4: the operand casts (physics/precision.py), busy time too
         breakdown["casts"] = _f(np.broadcast_to(timing.cast_s, np.shape(timing.step_s))[i])
     return Plan(
