@@ -19,7 +19,8 @@ from optimizer.planning.model_state import model_shape
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-# XLA's cuBLAS BF16 table for H100 (../shared/reference/kernels.md section 1b): (M, N, K, TFLOP/s)
+# XLA's cuBLAS BF16 table for H100 (tensorflow/tensorflow @ 9bebee8e429e and 372d578bb861,
+# third_party/xla/xla/service/gpu/model/matmul_interpolator_data.h, "sm_90"): (M, N, K, TFLOP/s)
 XLA_H100 = [
     (4096, 4096, 4096, 783.3),
     (4096, 2048, 4096, 764.1),

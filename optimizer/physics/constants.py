@@ -237,9 +237,8 @@ GEMM_K_REFERENCE = 8192.0
 # A GEMM's output is cut into tiles, one thread block each; with fewer tiles than about a wave of the GPU's SMs,
 # SMs sit idle (NVIDIA's "Matrix Multiplication Background" guide: tile and wave quantization). A GEMM of M x N
 # outputs has T = M N / GEMM_TILE_ELEMENTS tiles and runs at T / (T + GEMM_TILES_HALF) of its many-tile rate.
-# Fitted here on XLA's cuBLAS BF16 table for H100 (tensorflow/tensorflow
-# xla/service/gpu/model/matmul_interpolator_data.h, kDefaultMatmulPTable "sm_90", ../shared/reference/kernels.md
-# section 1b), with K's rate k / (k + GEMM_K_HALF_16BIT) beside it, least absolute log error over the seven
+# Fitted here on XLA's cuBLAS BF16 table for H100 (tensorflow/tensorflow @ 9bebee8e429e and 372d578bb861
+# third_party/xla/xla/service/gpu/model/matmul_interpolator_data.h, kDefaultMatmulPTable "sm_90"), with K's rate k / (k + GEMM_K_HALF_16BIT) beside it, least absolute log error over the seven
 # shapes with every dimension >= 256 that are neither memory-bound nor a few microseconds long: 4096^3 783,
 # 4096x2048x4096 764, 512x4096x4096 653, 2048^3 632, 1024x2048x2048 524, 4096x4096x256 392, 256x2048x4096
 # 286 TFLOP/s, each within 0.97-1.14x of the fit (T_half = 64 tiles: about half of H100's 132 SMs; not scaled
