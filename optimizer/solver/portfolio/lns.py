@@ -1,13 +1,12 @@
 """Large-neighbourhood search over a complete schedule (docs/design.md section 10.6).
 
-The schedule is a list of per-job placements (option index, start step) or None. Each step frees a
-neighbourhood of jobs (a time window, a pair of pools over a window, the jobs the LP relaxation would
-move most (per a relaxation), or the jobs around a dropped required one: the repair step), keeps every other job where it
-is, and re-optimises the freed jobs with a small CP-SAT model: their options and starts against the
-GPUs the fixed jobs leave free, the budget they leave, and the dependencies on fixed jobs as release
-and deadline bounds. The objective is the schedule's own, lexicographic: dropped weight (a required
-job outweighs all optional ones), then cost. The current placement is a complete hint, so a step never
-makes the schedule worse; a better one replaces it.
+The schedule is a list of per-job placements (option index, start step) or None. Each step frees a neighbourhood
+of jobs (a time window, a pair of pools over a window, the jobs a relaxation would move most, or the jobs around a
+dropped required one: the repair step), keeps every other job where it is, and re-optimises the freed jobs with a
+small CP-SAT model: their options and starts against the GPUs the fixed jobs leave free, the budget they leave, and
+the dependencies on fixed jobs as release and deadline bounds. The objective is the schedule's own, lexicographic:
+dropped weight (a required job outweighs all optional ones), then cost. The current placement is a complete hint,
+so a step never makes the schedule worse; a better one replaces it.
 """
 
 from __future__ import annotations
@@ -27,10 +26,9 @@ from .greedy import Placement, capacity_arrays, earliest_start
 from .lp import drop_weights, fits_window, window
 from .slots import PricedSlots
 
-# With a relaxation's prices, a freed job may take its current option, its cheapest ones and these many
-# whose cheapest priced slot costs least (measured on the 200-job benchmark, 15 s of neighbourhoods from
-# one schedule: gap 2.1 % with every option, 1.6 % with 2, 1.7 % with 4, 1.8 % with 6; smaller models
-# prove optimal sooner, so neighbourhoods grow).
+# With a relaxation's prices, a freed job may take its current option, its cheapest ones and these many whose cheapest
+# priced slot costs least (measured on the 200-job benchmark, 15 s of neighbourhoods from one schedule: gap 2.1 % with
+# every option, 1.6 % with 2, 1.7 % with 4, 1.8 % with 6; smaller models prove optimal sooner).
 PRICED_OPTIONS = 3
 CHEAPEST_OPTIONS = 2
 
@@ -51,8 +49,8 @@ INSERT_STARTS = 24
 INSERT_DEPTH = 1
 INSERT_OPTIONS_DEEP = 2
 INSERT_STARTS_DEEP = 8
-# Repair neighbourhoods spent on each left-out job the search is not told to place (a required one
-# gets them without end): the objective ranks dropped weight first, but some cannot go in at all.
+# Repair neighbourhoods spent on each left-out job the search is not told to place (a required one gets them
+# without end): the objective ranks dropped weight first, but some cannot go in at all.
 OPTIONAL_REPAIRS = 3
 
 # Relocations (``Search.relocate``), before the neighbourhoods, for RELOCATE_SHARE of a search's time:
@@ -80,11 +78,11 @@ RELOCATE_STARTS = 24
 # $4,433-4,680 with 2, $4,701 with 1; evenly sized pools $1,365-1,395, $1,815-1,825, $1,830; mixed (1.2)
 # $1,219, $1,300.
 RELOCATE_STARTS_DEEP = 2
-# A repair step's time, and its jobs when they are all those crossing the left-out job's window on one
-# of its pools (every other step: the jobs nearest it on all its pools). Measured at 1,000 jobs on
-# "mixed" pools (bench/portfolio_bench.py): a required job needing 8 of the 56 B200 GPUs for 28 of the
-# 33 hours of its window, the pool 99 % used, went in with the 54 jobs crossing its window in 10 s, not
-# in 3 s, and never with the 40 nearest jobs on all its pools.
+# A repair step's time, and its jobs when they are all those crossing the left-out job's window on one of its
+# pools (every other step: the jobs nearest it on all its pools). Measured at 1,000 jobs on "mixed" pools
+# (bench/portfolio_bench.py): a required job needing 8 of the 56 B200 GPUs for 28 of the 33 hours of its window,
+# the pool 99 % used, went in with the 54 jobs crossing its window in 10 s, not in 3 s, and never with the 40
+# nearest jobs on all its pools.
 REPAIR_S = 8.0
 REPAIR_JOBS = 120
 
@@ -130,6 +128,7 @@ class Search:
     run_end: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     run_gpus: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     by_cost: list[list[int]] = field(default_factory=list)  # per job, its options cheapest first
+    stop_at: float = float("inf")  # a perf_counter time: insertions stop looking then (``solve._rescue_required``)
 
     def __post_init__(self) -> None:
         self.weights = drop_weights(self.jobs)
@@ -474,10 +473,9 @@ class Search:
         return False
 
     def rescue(self, k: int, depth: int = INSERT_DEPTH) -> bool:
-        """Put the unplaced job k in before it is given up, on every pool with room in its window: its
-        cheapest option that fits what the others leave free, then with the jobs it waits for moved
-        earlier (``pull_forward``), then by ejecting the jobs in its way at its cheapest option on each
-        pool (``depth``: ejection chains). Whether it went in."""
+        """Put the unplaced job k in before it is given up, on every pool with room in its window: its cheapest
+        option that fits what the others leave free, then with the jobs it waits for moved earlier (``pull_forward``),
+        then by ejecting the jobs in its way at its cheapest option on each pool (``depth``: ejection chains)."""
         _, found = self._cheapest_fit(k)
         if found is not None:
             self._move(k, found)
@@ -492,8 +490,8 @@ class Search:
         )
 
     def insert(self, k: int, options: list[int], near: float, depth: int = INSERT_DEPTH) -> bool:
-        """Place the unplaced job k by ejecting the jobs in its way (``_insertion``), those that fit nowhere
-        put in by ejection in turn ``depth`` levels down; whether it did."""
+        """Place the unplaced job k by ejecting the jobs in its way (``_insertion``), those that fit nowhere put in by
+        ejection in turn ``depth`` levels down (until ``stop_at``); whether it did."""
         found = self._insertion(k, options[:INSERT_OPTIONS], near, INSERT_STARTS, depth, roomiest=True)
         if found is None:
             return False
@@ -525,6 +523,8 @@ class Search:
                 continue
             pool, gpus = self.where[k][i]
             for s in self._starts(pool, gpus, d, r, lim, near, roomiest)[:tries]:
+                if time.perf_counter() >= self.stop_at:
+                    return best
                 limit = below if best is None else best[0]
                 moves = self._eject_for(k, (i, s), pool, gpus, d, depth, limit, deep_tries)
                 if moves is not None:

@@ -27,7 +27,6 @@ from .data import JobData, PoolSpec, Prepared, pool_specs, prepare, shortlist, w
 from .extract import extract
 from .greedy import (
     Fit,
-    Pass,
     Placement,
     greedy_schedule,
     guided_schedule,
@@ -38,6 +37,7 @@ from .greedy import (
 from .lagrange import Apart, Ascent, LagrangeBound
 from .lns import Search, search
 from .lp import drop_weights, fits_window, lp_bound
+from .progress import BestSoFar, cost_gap, options_progress, say_at
 from .slots import PricedSlots, priced_slots
 
 # Past this many options, jobs keep a shortlist and presolve skips probing (measured: probing ate
@@ -113,6 +113,10 @@ ROUND_FALLBACKS = 3
 # against the incumbent's $318,241.97. Inserting every left-out job this deep made that rounding take
 # 11 s instead of 1.7 s, hence only the required ones still out.
 ROUND_DEEP_INSERT_DEPTH = 2
+# Share of the search's time for putting in, before anything else, the required jobs the first schedule
+# leaves out (``_rescue_required``; the neighbourhoods' repairs go on with those still out). At 1,000
+# distinct jobs none is out; at 10,000 on the same pools 984 were, at 2-7 s each.
+RESCUE_SHARE = 0.1
 
 Choices = list[tuple[int | None, int]]  # per job: option index (None: dropped) and start step
 
@@ -177,13 +181,13 @@ def solve_portfolio(
     step = pf.time_step_s
     horizon = whole_steps(pf.horizon_s, step)
     pools = pool_specs(pf, catalog, horizon)
-    say = _say(progress, started)
+    say = say_at(progress, started)
     prepared = prepare(
         pf,
         catalog,
         horizon,
         deadline - _extract_reserve(len(pf.jobs)),
-        _options_progress(say) if progress else None,
+        options_progress(say) if progress else None,
         workers,
     )
     jobs = prepared.jobs
@@ -280,37 +284,6 @@ def _unproven_drops(jobs: list[JobData], choices: Choices, horizon: int) -> int:
     return sum(1 for job, (o, _) in zip(jobs, choices) if o is None and not job.required and fits_window(job, horizon))
 
 
-def _say(progress: Callable[[str], None] | None, started: float) -> Callable[[str], None]:
-    def say(text: str) -> None:
-        if progress is not None:
-            progress(f"  {time.perf_counter() - started:6.1f} s  {text}")
-
-    return say
-
-
-# Seconds between the lines that count the jobs whose options are evaluated (the CLI thins them further
-# where stderr is not a terminal).
-OPTIONS_PROGRESS_EVERY_S = 1.0
-
-
-def _options_progress(say: Callable[[str], None]) -> Callable[[int, int], None]:
-    """``prepare``'s progress as lines: one a second at most, the first a second in (a job's bad input found
-    sooner is the only line), and the last."""
-    last = [time.perf_counter()]
-
-    def count(done: int, total: int) -> None:
-        now = time.perf_counter()
-        if done == total or now - last[0] >= OPTIONS_PROGRESS_EVERY_S:
-            last[0] = now
-            say(f"options  {done:,}/{total:,} jobs evaluated")
-
-    return count
-
-
-def _gap(cost: float, bound: float) -> float:
-    return max(0.0, (cost - bound) / cost) if cost > 0 else 0.0
-
-
 def _search(
     pf: Portfolio,
     data: PortfolioData,
@@ -339,7 +312,7 @@ def _search(
     if left <= 0:  # the files and the options took the time: greedy's first pass is the answer, at once
         first = squeaky_wheel(jobs, pools, pool_of, horizon, budget_cents, 0.0, weights, passes=1)
         quick = Search(jobs, pools, pool_of, horizon, budget_cents, first.placed, workers)
-        _rescue_required(quick)
+        _rescue_required(quick, deadline)
         return _greedy_only(jobs, weights, quick.placed, result), False
     first = min(
         (
@@ -351,7 +324,7 @@ def _search(
         key=lambda p: p.score,
     )
     state = Search(jobs, pools, pool_of, horizon, budget_cents, first.placed, workers)
-    _rescue_required(state)
+    _rescue_required(state, time.perf_counter() + RESCUE_SHARE * left)
     # The jobs greedy left out, put in by ejection before the relaxation, which is for as few drops as
     # the schedule: every job placed here is one the relaxation may no longer drop.
     state.place_left_out(time.perf_counter() + PLACE_SHARE * left)
@@ -363,7 +336,7 @@ def _search(
         source = max(bounds, key=lambda k: (round(bounds[k]), k != "cheapest_options"))
         return bounds[source], source
 
-    report = _BestSoFar(say, jobs, lambda: best()[0])
+    report = BestSoFar(say, jobs, lambda: best()[0])
 
     def show(phase: str) -> None:
         report.search(phase, state)
@@ -590,7 +563,7 @@ def _search(
             show("bound")
     elif last:
         neighbourhoods(deadline - reserve)  # no fewer drops: the time kept goes back to the search
-    if _rescue_required(state):
+    if _rescue_required(state, deadline - reserve):
         show("rescue")
     cost = state.cost_cents()
     bound, source = best()
@@ -601,7 +574,7 @@ def _search(
     if proven:
         bound = float(cost)
     result.bound_usd = round(bound / CENTS_PER_USD, 2)
-    result.gap = _gap(cost, bound)
+    result.gap = cost_gap(cost, bound)
     result.status = "optimal" if proven and not state.required_dropped() and cost > 0 else "feasible"
     if result.status == "optimal" and state.dropped_weight() > 0:
         result.status = "feasible"  # the bound is for as few drops; fewer might exist
@@ -615,39 +588,22 @@ def _search(
     return [(p[0], p[1]) if p else (None, 0) for p in state.placed], dropped_proven
 
 
-class _BestSoFar:
-    """The search's progress lines: each gives the best schedule so far, whichever step found it (iterated
-    greedy's passes are worse than an earlier rounding at first; printed as they came they read as
-    regressions), its placed jobs, and the bound and gap at that time."""
-
-    def __init__(self, say: Callable[[str], None], jobs: list[JobData], bound: Callable[[], float]) -> None:
-        self._say, self._jobs, self._bound = say, jobs, bound
-        self._best: tuple[tuple[int, int], int, int] | None = None  # (dropped weight, cents), placed, required out
-
-    def _tell(self, phase: str, found: tuple[tuple[int, int], int, int]) -> None:
-        if self._best is None or found[0] < self._best[0]:
-            self._best = found
-        (_, cost), placed, missing = self._best
-        extra = f"  {missing} required unplaced" if missing else ""
-        bound = self._bound()
-        self._say(
-            f"{phase:<8} placed {placed:,}/{len(self._jobs):,}  best ${cost / CENTS_PER_USD:,.2f}  "
-            f"bound ${bound / CENTS_PER_USD:,.2f}  gap {_gap(cost, bound):.2%}{extra}"
-        )
-
-    def search(self, phase: str, state: Search) -> None:
-        placed = sum(p is not None for p in state.placed)
-        self._tell(phase, (score(state), placed, len(state.required_dropped())))
-
-    def greedy_pass(self, p: Pass) -> None:
-        missing = sum(1 for job, q in zip(self._jobs, p.placed) if q is None and job.required)
-        self._tell("reorder", (p.score, sum(q is not None for q in p.placed), missing))
-
-
-def _rescue_required(state: Search) -> int:
+def _rescue_required(state: Search, until: float) -> int:
     """Before a required job is given up, ``Search.rescue`` tries it on every pool with room in its window
-    (the jobs it waits for moved earlier where they end too late for it); the number put in."""
-    return sum(state.rescue(k, ROUND_DEEP_INSERT_DEPTH) for k in state.required_dropped())
+    (the jobs it waits for moved earlier where they end too late for it): all of them with single ejections,
+    then those still out with chains ``ROUND_DEEP_INSERT_DEPTH`` deep, until ``until`` (a perf_counter time;
+    an ejection under way stops there too: at 10,000 jobs one deep rescue took minutes, and 984 required
+    jobs were out); the number put in."""
+    state.stop_at, put = until, 0
+    try:
+        for depth in dict.fromkeys((1, ROUND_DEEP_INSERT_DEPTH)):
+            for k in state.required_dropped():
+                if time.perf_counter() >= until:
+                    return put
+                put += state.rescue(k, depth)
+        return put
+    finally:
+        state.stop_at = float("inf")
 
 
 def _greedy_only(jobs: list[JobData], weights: list[int], placed: list[Placement], result: PortfolioResult) -> Choices:
@@ -658,7 +614,7 @@ def _greedy_only(jobs: list[JobData], weights: list[int], placed: list[Placement
     bound = _cheapest_bound(jobs, weights, dropped)
     result.method, result.status, result.bound_source = "greedy", "feasible", "cheapest_options"
     result.bound_usd = round(bound / CENTS_PER_USD, 2)
-    result.gap = _gap(cost, bound)
+    result.gap = cost_gap(cost, bound)
     result.notes.append(
         "the time limit left no time for the search (reading the files and evaluating the options took it): "
         "this is the greedy schedule (earliest deadline first, cheapest option that fits); gap against every "
@@ -705,7 +661,7 @@ def _polish(
     if raised:
         result.bound_source = "cp_sat"
     result.bound_usd = round(bound / CENTS_PER_USD, 2)
-    result.gap = _gap(cost, bound)
+    result.gap = cost_gap(cost, bound)
     if status == cp_model.OPTIMAL and proven and best is found:
         result.status = "optimal"  # the fewest drops proven, then the least cost for them
     result.notes.append(
@@ -781,7 +737,7 @@ def _exact(
     pm = build(pf, jobs, pools, horizon)
     placed = greedy_schedule(jobs, pools, pm.pool_of, horizon, budget_cents)
     greedy_cost = sum(usd_to_cents(job.options[p[0]].cost_usd) for job, p in zip(jobs, placed) if p)
-    _say(progress, started)(f"greedy   cost ${greedy_cost / CENTS_PER_USD:,.2f}")
+    say_at(progress, started)(f"greedy   cost ${greedy_cost / CENTS_PER_USD:,.2f}")
     warm_start(pm, placed)
     lp_cents = None
     if pf.objective == "cost":
