@@ -578,11 +578,13 @@ def _search(
     result.status = "optimal" if proven and not state.required_dropped() and cost > 0 else "feasible"
     if result.status == "optimal" and state.dropped_weight() > 0:
         result.status = "feasible"  # the bound is for as few drops; fewer might exist
+    # how many steps the neighbourhoods took depends on the machine's pace: a progress line, not the answer's
+    # (two runs that end in the same schedule give the same answer)
+    say(f"search   {state.improved} improving steps of {state.steps}")
     result.notes.append(
         "schedule by squeaky-wheel greedy + Lagrangian relaxation + "
         + ("the relaxation's schedule rounded" if rounded_won else "iterated greedy")
-        + " + large-neighbourhood search "
-        f"({state.improved} improving steps of {state.steps}); gap against the {source.replace('_', ' ')} bound"
+        + f" + large-neighbourhood search; gap against the {source.replace('_', ' ')} bound"
         + ("" if lp is None or lp.bound_cents is not None else " (the LP did not finish in time)")
     )
     return [(p[0], p[1]) if p else (None, 0) for p in state.placed], dropped_proven
