@@ -77,6 +77,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's help: wraps at the terminal's width, never cuts a word to an ellipsis
 )
 _state = {"debug": False, "quiet": False, "stopped": False}  # stopped: the stop's line was said
 
@@ -808,8 +809,7 @@ def solve(
     _exportable_best(result, export_kind)
     said: list[str] = []
     config = _export_text(result.best, export_kind, problem, cat) if export_kind else None
-    # files first: a reader that closes stdout early (| head) ends the process at the next write to it;
-    # all of them or none: a full disk at the report leaves the old config and chart too
+    # files first (a reader closing stdout early ends the process at its next write), all or none
     with output.together():
         if config is not None and out is not None:
             said.append(_write_export(config, export_kind or "", out))

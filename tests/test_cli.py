@@ -474,3 +474,13 @@ def test_the_export_help_names_every_registered_kind():
     from optimizer.present.exports import KINDS
 
     assert all(kind in cli_module.ExportOpt.help for kind in KINDS), cli_module.ExportOpt.help
+
+
+@pytest.mark.parametrize("command", [[], ["solve"], ["check"], ["options"], ["portfolio"], ["capacity"], ["serve"]])
+def test_help_fits_eighty_columns_without_cutting_a_word(command):
+    """--help at 80 columns: every line within 80, no option's help cut to an ellipsis (rich's option panels cut
+    'meta-llama/Llama-3.1-8B' to 'meta-llama/Llama…' in a column 30 wide)."""
+    r = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert r.exit_code == 0, r.output
+    assert all(len(line) <= 80 for line in r.output.splitlines()), r.output
+    assert "…" not in r.output

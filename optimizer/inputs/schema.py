@@ -751,9 +751,8 @@ class JobSpec(_Model):
     )
     lora_targets: Literal["all_linear", "attention", "qkv"] = Field(
         "all_linear",
-        description="LoRA on every linear layer, on the attention projections only (q, k, v, o: PEFT "
-        "target_modules), or on the query-key-value projection only (qkv: Megatron's linear_qkv, the NeMo and "
-        "Megatron-Bridge performance recipes).",
+        description="LoRA on every linear layer, on q, k, v and o only (attention), or on the fused query-key-value "
+        "projection only (qkv: Megatron's linear_qkv, as NeMo's and Megatron-Bridge's performance recipes).",
     )
     loss: Literal["standard", "chunked", "flash", "fused"] = Field(
         "standard",
@@ -854,8 +853,7 @@ class JobSpec(_Model):
 class Assumptions(_Model):
     mfu: Literal["auto"] | float = Field(
         "auto",
-        description="Compute efficiency of the whole step when compute-bound, attention included (0-1); auto = "
-        "per SKU.",
+        description="Compute efficiency of the whole step when compute-bound, attention included (0-1); auto: per SKU.",
     )
     matmul_efficiency: Literal["auto"] | float = Field(
         "auto",
@@ -883,12 +881,7 @@ class Assumptions(_Model):
         "launches after the dispatcher's host-device sync of the token counts. None = gpuplan's default "
         "(docs/design.md 5.11); 0 where full-iteration CUDA graphs remove it.",
     )
-    lora_branch_traffic: bool = Field(
-        False,
-        description="Count LoRA's low-rank branch as the separate memory-bound kernels PEFT runs beside each "
-        "adapted linear (physics/adapters.py). Off by default: it helps eager PEFT rows and hurts fused ones in "
-        "validation/, and ships with the Ampere efficiency base it goes with (BENCHMARKS.md, issue 48).",
-    )
+    lora_branch_traffic: bool = Field(False, description="Count LoRA's branch kernels (physics/adapters.py).")
     zero3_gathers: Literal["auto", "micro_batch", "step"] = Field(
         "auto",
         description="When ZeRO-3 / FSDP gathers weights and reduce-scatters gradients under gradient accumulation: "
@@ -1150,8 +1143,7 @@ class Strategy(_Model):
     )
     framework: Framework | Literal["none"] = Field(
         "fsdp",
-        description="The framework that runs this layout (its rules: docs/design.md section 3.5); "
-        "none for a hand-picked layout no framework runs.",
+        description="The framework that runs this layout (its rules: docs/design.md 3.5); none: no framework runs it.",
     )
 
     @model_validator(mode="before")
