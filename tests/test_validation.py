@@ -145,6 +145,15 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     assert next(line for line in stdout.splitlines() if "gpuplan as shipped:" in line).endswith(": met")
 
 
+def test_published_framework_comparisons_are_reproduced_but_the_one_gpuplan_is_known_to_miss():
+    # validation/framework_pairs.yaml: the Hugging Face blog's FSDP against DeepSpeed ZeRO-3 (Granite 7B, 4 A100,
+    # published 1.02x, predicted 1.00x) is reproduced; ms-swift's Megatron against DeepSpeed ZeRO-3 on
+    # Qwen3-30B-A3B (16 A800, published 9.5x) is not: transformers' expert loop and ZeRO-3's per-expert fetches
+    # are not in the step time (predicted 1.05x, the right way only just). Held at one miss.
+    stdout = _bench("framework_pairs.py", "--max-misses", "1")
+    assert "2 pairs: 1 reproduced" in stdout
+
+
 def test_fp8_is_credited_its_published_gain_on_every_published_pair():
     # Issue 48: FP8 against BF16 on one layout (bench/precision_pairs.py): 23 published pairs (llm-foundry,
     # torchtitan, torchao, NeMo/DGX Cloud, Megatron-Bridge, MaxText) at 1.00-1.62x, gpuplan 1.05-1.49x with a
@@ -160,6 +169,7 @@ FAMILY_FILES = {
     "published_runs.yaml": ("runs",),
     "torchtune_memory.yaml": ("rows", "not_reproduced"),
     "memory_runs.yaml": ("rows",),
+    "framework_pairs.yaml": ("runs",),
 }
 
 
