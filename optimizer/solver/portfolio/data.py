@@ -241,7 +241,8 @@ def prepare(
     firsts: dict[str, int] = {}  # per shape that needs a table built (not retimed), its first job
     for i, (key, base) in enumerate(zip(keys, bases)):
         firsts.setdefault(base if base is not None else f"tokens:{key}", i)
-    tables = Tables(pf, catalog, sorted(firsts.values()), workers)
+    with_tokens = frozenset(i for i in firsts.values() if bases[i] is None)
+    tables = Tables(pf, catalog, sorted(firsts.values()), workers, with_tokens)
     try:
         return _prepare(pf, catalog, until, progress, keys, bases, tables)
     finally:

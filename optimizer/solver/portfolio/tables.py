@@ -15,6 +15,7 @@ from ...inputs.schema import Catalog, Portfolio
 from ...planning.calibration import job_context
 from ...planning.candidates import CandidateTable, build_table
 from ...planning.context import JobContext
+from .cache import TableCache, cache_dir
 from .compact import compact, retime
 
 # Fewer tables than this are built in line: forking and sending them back would cost more than it saves.
@@ -44,23 +45,42 @@ def _build(index: int) -> CandidateTable:
 
 class Tables:
     """The tables of the jobs at ``indices`` (each the first of its shape), handed out in that order by
-    ``next``; ``close`` stops the builders (the tables not taken are not needed)."""
+    ``next``; ``close`` stops the builders (the tables not taken are not needed). With the on-disk cache on
+    (``cache.cache_dir``), tables stored by an earlier run are read, not built, and those built are stored
+    (``with_tokens``: the indices whose layouts depend on their token count, keyed with it)."""
 
-    def __init__(self, pf: Portfolio, catalog: Catalog, indices: list[int], workers: int) -> None:
+    def __init__(
+        self,
+        pf: Portfolio,
+        catalog: Catalog,
+        indices: list[int],
+        workers: int,
+        with_tokens: frozenset[int] = frozenset(),
+    ) -> None:
         global _SHARED
         self._pool = None
         self._results: Iterator[CandidateTable] | None = None
-        if workers >= 2 and len(indices) >= PARALLEL_TABLES and sys.platform == "linux":
+        root = cache_dir()
+        self.cache = None if root is None else TableCache(root, pf, catalog)
+        self._names = {i: self.cache.key(i, i in with_tokens) for i in indices} if self.cache else {}
+        self._stored = {i: t for i, name in self._names.items() if self.cache and (t := self.cache.get(name))}
+        self._order = iter(indices)
+        build = [i for i in indices if i not in self._stored]
+        if workers >= 2 and len(build) >= PARALLEL_TABLES and sys.platform == "linux":
             _SHARED = (pf, catalog)
-            self._pool = multiprocessing.get_context("fork").Pool(min(workers, len(indices)), initializer=_quiet)
+            self._pool = multiprocessing.get_context("fork").Pool(min(workers, len(build)), initializer=_quiet)
             _SHARED = None
-            self._results = self._pool.imap(_build, indices)
+            self._results = self._pool.imap(_build, build)
 
     def next(self, ctx: JobContext) -> CandidateTable:
         """The next job's table, for ``ctx`` (that job's context)."""
-        if self._results is None:
-            return compact(build_table(ctx))
-        return retime(next(self._results), ctx)  # the same table, with the caller's context
+        index = next(self._order)
+        if index in self._stored:
+            return retime(self._stored.pop(index), ctx)  # (retimed for this job's tokens and context)
+        table = compact(build_table(ctx)) if self._results is None else retime(next(self._results), ctx)
+        if self.cache is not None:
+            self.cache.put(self._names[index], table)
+        return table
 
     def close(self) -> None:
         if self._pool is not None:
