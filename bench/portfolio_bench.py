@@ -140,11 +140,12 @@ def instance(n_jobs: int, n_offers: int, seed: int = 0, load: float = 0.5) -> tu
 DISTINCT_POOLS = [("lambda-h100-sxm", 64), ("nodus-h200", 16), ("nodus-b200", 32), ("lambda-a100-80gb", 32)]
 
 
-def distinct(n_jobs: int, seed: int = 0, horizon_d: int = 30) -> tuple[Portfolio, Catalog]:
+def distinct(n_jobs: int, seed: int = 0, horizon_d: int = 30, scale_pools: bool = True) -> tuple[Portfolio, Catalog]:
     """A platform's month of fine-tunes, as issue 53 tried it: every job drawn on its own (model, method,
     token count, sequence length and global batch), on the default catalog with four pools (the other
     offers at their catalog supply), releases over the month, deadlines 3-10 days after, a fifth of the
-    jobs optional and about one in eight waiting ('after:') for an earlier one."""
+    jobs optional and about one in eight waiting ('after:') for an earlier one; past 1,000 jobs the four pools
+    grow with the jobs (``scale_pools``)."""
     rng = random.Random(seed)
     catalog = load_catalog("default")
     jobs = []
@@ -170,7 +171,10 @@ def distinct(n_jobs: int, seed: int = 0, horizon_d: int = 30) -> tuple[Portfolio
             entry["release"] = before["release"]
             entry["deadline"] = f"{min(horizon_d, float(before['deadline'][:-1]) + rng.uniform(2, 5)):.1f}d"
         jobs.append(entry)
-    pools = [{"offer": offer, "gpus": gpus} for offer, gpus in DISTINCT_POOLS]
+    # a platform with more jobs has more GPUs: the four pools grow with the jobs past 1,000 (10,000 jobs on the
+    # 1,000-job pools left 922 of 8,019 required jobs out, no doubt for want of GPUs, which no search can fix)
+    scale = max(1, round(n_jobs / 1000)) if scale_pools else 1
+    pools = [{"offer": offer, "gpus": gpus * scale} for offer, gpus in DISTINCT_POOLS]
     pf = Portfolio.model_validate({"horizon": f"{horizon_d}d", "time_step": "1h", "pools": pools, "jobs": jobs})
     return pf, catalog
 
@@ -374,7 +378,7 @@ def run_one(args: argparse.Namespace, n: int) -> dict:
         )
         offers = len(catalog.offers)
     elif args.generator == "distinct":
-        pf, catalog = distinct(n, seed=args.seed)
+        pf, catalog = distinct(n, seed=args.seed, scale_pools=args.scale_pools)
         offers, known = len(catalog.offers), None
     else:
         offers = min(12, 5 + n // 50)
@@ -486,6 +490,12 @@ def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="Compare with the greedy schedule (evaluates every job's options again after the solve).",
+    )
+    ap.add_argument(
+        "--scale-pools",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="Distinct: the four pools grow with the jobs past 1,000 (--no-scale-pools: the 1,000-job pools).",
     )
     ap.add_argument("--progress", action="store_true", help="Print the solve's progress lines on stderr.")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)

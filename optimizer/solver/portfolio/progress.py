@@ -46,6 +46,13 @@ def cost_gap(cost: float, bound: float) -> float:
     return max(0.0, (cost - bound) / cost) if cost > 0 else 0.0
 
 
+def placed_line(state: Search) -> str:
+    """A construction step's line: the jobs placed, and the required ones still out."""
+    placed = sum(p is not None for p in state.placed)
+    missing = len(state.required_dropped())
+    return f"placed {placed:,}/{len(state.jobs):,}" + (f", {missing:,} required out" if missing else "")
+
+
 class BestSoFar:
     """The search's progress lines: each gives the best schedule so far, whichever step found it (iterated
     greedy's passes are worse than an earlier rounding at first; printed as they came they read as

@@ -37,7 +37,7 @@ from .greedy import (
 from .lagrange import Apart, Ascent, LagrangeBound
 from .lns import Search, search
 from .lp import drop_weights, fits_window, lp_bound
-from .progress import BestSoFar, cost_gap, options_progress, say_at
+from .progress import BestSoFar, cost_gap, options_progress, placed_line, say_at
 from .slots import PricedSlots, priced_slots
 
 # Past this many options, jobs keep a shortlist and presolve skips probing (measured: probing ate
@@ -324,7 +324,10 @@ def _search(
         key=lambda p: p.score,
     )
     state = Search(jobs, pools, pool_of, horizon, budget_cents, first.placed, workers)
-    _rescue_required(state, time.perf_counter() + RESCUE_SHARE * left)
+    say(f"construct  greedy: {placed_line(state)}")
+    if state.required_dropped():
+        _rescue_required(state, time.perf_counter() + RESCUE_SHARE * left)
+        say(f"construct  rescue: {placed_line(state)}")
     # The jobs greedy left out, put in by ejection before the relaxation, which is for as few drops as
     # the schedule: every job placed here is one the relaxation may no longer drop.
     state.place_left_out(time.perf_counter() + PLACE_SHARE * left)
