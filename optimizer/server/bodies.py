@@ -191,8 +191,15 @@ class CheckFields(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sku: str = Field(description="GPU by name or alias, or an offer by name ('nodus-b200 (spot)': its spot price).")
-    gpus: int = Field(strict=True, description="Total GPUs.")
+    sku: str | None = Field(
+        None, description="GPU by name or alias, or an offer by name ('nodus-b200 (spot)': its spot price)."
+    )
+    gpus: int | None = Field(None, strict=True, description="Total GPUs.")
+    roles: dict[str, str] | None = Field(
+        None,
+        description="A job with roles (job.roles): each role's GPUs as GPUSxSKU, in place of sku and gpus, as "
+        "gpuplan check --role takes them: {target: 3xRTX-PRO-6000, drafter: 1xRTX-PRO-6000}.",
+    )
     nodes: int | None = Field(None, strict=True, description="Nodes; default the fewest that hold the GPUs.")
     tp: int | None = Field(None, strict=True)
     pp: int | None = Field(None, strict=True)
@@ -239,6 +246,10 @@ class ExportFields(BaseModel):
 
     kind: str = Field(description=f"One of {', '.join(KINDS)} (the exports registry's kinds).")
     plan: dict | None = Field(None, description="A plan as a solve answers it; default the job's best plan.")
+    roles: dict[str, str] | None = Field(
+        None,
+        description="A job with roles: the split to launch, as check.roles gives it; default the best split.",
+    )
 
 
 def route_fields(model: type[BaseModel], data: Any, key: str) -> Any:

@@ -198,7 +198,8 @@ async def solve(
     as_job: bool = Param(False, alias="async", description="Answer 202 with a job to poll at /v1/jobs/{id}."),
 ) -> Response:
     """The best plan, the cost/time frontier and the runners-up: gpuplan solve JOB --format json. Past its
-    time limit the answer is 200 with status feasible or unknown."""
+    time limit the answer is 200 with status feasible or unknown. A job with roles (job.roles, docs/roles.md)
+    is answered with its split: every offer and GPU count's best split and the chosen one, as the CLI's JSON."""
     raw, media = await read_body(request, service.limits)
     query = Query(time_limit=time_limit, catalog=catalog)
     if as_job:  # read and checked now (bad input: 422), solved later
@@ -218,7 +219,8 @@ async def options(request: Request, service: Served, catalog: str | None = None)
 @PLANNING.post("/v1/check", openapi_extra=CHECK_BODY, responses={200: {"model": CheckResult}, **ERRORS})
 async def check(request: Request, service: Served, catalog: str | None = None) -> Response:
     """The verdict on a hand-picked layout (the body's check: mapping holds gpuplan check's flags: sku, gpus,
-    nodes, tp, pp, zero, micro_batch, ...): gpuplan check JOB --format json."""
+    nodes, tp, pp, zero, micro_batch, ...): gpuplan check JOB --format json. A job with roles takes each role's
+    GPUs instead, check: {roles: {target: 3xRTX-PRO-6000, drafter: 1xRTX-PRO-6000}} (gpuplan check --role)."""
     raw, media = await read_body(request, service.limits)
     query = Query(catalog=catalog)
     return json_reply(await solved(request, service, service.check, raw, media, query))
@@ -254,7 +256,8 @@ async def portfolio(
 async def export(
     request: Request, service: Served, time_limit: str | None = None, catalog: str | None = None
 ) -> Response:
-    """A plan's launcher config (skypilot, kubernetes, deepspeed, ...): gpuplan solve JOB --export KIND."""
+    """A plan's launcher config (skypilot, kubernetes, deepspeed, ...): gpuplan solve JOB --export KIND. A job
+    with roles: the best split's (export.roles: a given split's) launch per role, kubernetes, slurm or skypilot."""
     raw, media = await read_body(request, service.limits)
     query = Query(time_limit=time_limit, catalog=catalog)
     text, name = await solved(request, service, service.export, raw, media, query)

@@ -35,7 +35,7 @@ from ..present import render, report
 from ..present.answers import answer_data, model_rows
 from ..present.exports import LAUNCHERS, export, find_launcher, unknown_kind
 from ..results import Plan, SolveResult
-from . import bodies
+from . import bodies, roles
 from .bodies import SOURCE, CheckFields, ExportFields
 from .store import Busy, Job, JobStore, Kept
 
@@ -304,12 +304,18 @@ class Service:
     ) -> tuple[Any, Problem, str, SolveResult, float]:
         limit = self._time_limit(query.time_limit, SOLVE_TIME_LIMIT_S, cap)
         data, problem, _, name, cat = self._job(raw, content_type, query)
+        roles.one_model_refused(problem, "the page")
         return data, problem, name, self.answer(problem, cat, name, limit), limit
 
     def solve(self, raw: bytes, content_type: str | None = None, query: Query | None = None, **job: Any) -> dict:
-        """``gpuplan solve JOB -f json``."""
+        """``gpuplan solve JOB -f json``; a job with roles answers its split (``roles.solve``)."""
+        query = query or Query()
         try:
-            return answer_data(self._plan(raw, content_type, query or Query(), self._cap(job))[3])
+            limit = self._time_limit(query.time_limit, SOLVE_TIME_LIMIT_S, self._cap(job))
+            _, problem, _, name, cat = self._job(raw, content_type, query)
+            if problem.job.roles is not None:  # GPUs split between roles (docs/roles.md)
+                return roles.solve(problem, cat)
+            return answer_data(self.answer(problem, cat, name, limit))
         except GpuplanError as exc:
             raise bodies.located(exc) from None
 
@@ -317,6 +323,7 @@ class Service:
         """``gpuplan options JOB -f json``."""
         try:
             _, problem, _, name, cat = self._job(raw, content_type, query or Query())
+            roles.one_model_refused(problem, "POST /v1/options")
             return answer_data(api.options(problem, catalog=cat, table=self.table(problem, cat, name)))
         except GpuplanError as exc:
             raise bodies.located(exc) from None
@@ -326,13 +333,17 @@ class Service:
         try:
             _, problem, given, _, cat = self._job(raw, content_type, query or Query(), extra="check")
             fields = bodies.route_fields(CheckFields, given, "check")
+            if fields.roles is not None:  # a job with roles: each role's GPUs (docs/roles.md)
+                return roles.check(problem, cat, fields.roles, _set_fields(fields, "roles"))
+            _one_model_check(problem, fields)
             if fields.framework is not None and fields.framework not in FRAMEWORK_CHOICES:
                 raise JobError(
                     f"must be one of {', '.join(FRAMEWORK_CHOICES)} (got {fields.framework!r})",
                     source=SOURCE,
                     field="check.framework",
                 )
-            layout = fields.model_dump(exclude={"sku", "gpus", "spot", "compare"})
+            layout = fields.model_dump(exclude={"sku", "gpus", "roles", "spot", "compare"})
+            assert fields.sku is not None and fields.gpus is not None  # _one_model_check
             request = CheckRequest(fields.sku, fields.gpus, compare=fields.compare, spot=fields.spot, **layout)
             try:
                 offers_for(cat, request.sku)
@@ -397,6 +408,10 @@ class Service:
             launcher = find_launcher(kind)
             if launcher is None:  # before any solve: export() would say the same after it
                 raise JobError(unknown_kind(fields.kind), source=SOURCE, field="export.kind")
+            if problem.job.roles is not None:  # a launch per role (docs/roles.md)
+                return roles.export(problem, cat, launcher, fields)
+            if fields.roles is not None:
+                roles.with_roles(problem, "export.roles")
             if fields.plan is not None:
                 plan = bodies.plan_of(fields.plan)
             else:
@@ -524,6 +539,30 @@ def flags_command(document: dict, catalog: str, extra: str = "") -> str | None:
     if catalog != "default":
         words += ["--catalog", catalog]
     return " ".join(shlex.quote(word) for word in words) + extra
+
+
+def _set_fields(fields: CheckFields, *but: str) -> set[str]:
+    """The ``check:`` fields the body set to other than their defaults, but ``but``."""
+    defaults = {name: info.default for name, info in CheckFields.model_fields.items()}
+    return {name for name in fields.model_fields_set - set(but) if getattr(fields, name) != defaults[name]}
+
+
+def _one_model_check(problem: Problem, fields: CheckFields) -> None:
+    """``check:`` without ``roles``: a GPU and a count, on a job without roles."""
+    if problem.job.roles is not None:
+        raise JobError(
+            "this job has roles (job.roles), so check takes each role's GPUs in place of sku and gpus: "
+            f"check: {{roles: {roles.EXAMPLE}}} (docs/roles.md)",
+            source=SOURCE,
+            field="check.roles",
+        )
+    for name in ("sku", "gpus"):
+        if getattr(fields, name) is None:
+            raise JobError(
+                f"check needs a GPU and a count ({name} missing): check: {{sku: B200, gpus: 8}}",
+                source=SOURCE,
+                field=f"check.{name}",
+            )
 
 
 def _label(plan: Plan) -> dict:
