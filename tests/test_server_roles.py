@@ -187,6 +187,12 @@ def test_the_refusals_say_what_to_send(client):
     assert "kubernetes" in r.json()["reason"] and "slurm" in r.json()["reason"] and "skypilot" in r.json()["reason"]
     r = post(client, "/v1/options", document())
     assert "POST /v1/solve" in r.json()["reason"]
+    r = post(client, "/v1/check", document())
+    assert "check: {roles: {target: 3xRTX-PRO-6000" in r.json()["reason"]
+    # the OpenAPI schema of check's body says how to give a split
+    spec = client.get("/openapi.json").json()
+    body = spec["paths"]["/v1/check"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert "roles" in body["properties"]["check"]["properties"]
 
 
 def test_a_job_without_roles_has_no_split(client):

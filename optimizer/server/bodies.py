@@ -255,9 +255,11 @@ class ExportFields(BaseModel):
 def route_fields(model: type[BaseModel], data: Any, key: str) -> Any:
     """The route's own mapping (``check:``, ``export:``) validated, located under its key."""
     if data is None:
-        example = {"check": "check: {sku: B200, gpus: 8}", "export": "export: {kind: skypilot}"}.get(
-            key, f"{key}: {{...}}"
-        )
+        example = {
+            "check": "check: {sku: B200, gpus: 8}; a job with roles: check: {roles: {target: 3xRTX-PRO-6000, "
+            "drafter: 1xRTX-PRO-6000}}",
+            "export": "export: {kind: skypilot}",
+        }.get(key, f"{key}: {{...}}")
         raise JobError(
             f"POST /v1/{key} takes the job document with a '{key}:' mapping beside 'job:' ({example})",
             source=SOURCE,
