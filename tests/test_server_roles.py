@@ -156,11 +156,14 @@ REFUSED = {
     "a count, not text": ("/v1/check", {"check": {"roles": {"target": 3, "drafter": "1xB200"}}}, "check.roles.target"),
     "an unknown GPU": ("/v1/check", {"check": {"roles": {"target": "3xB999", "drafter": "1xB999"}}}, "check.roles"),
     "roles on two offers": ("/v1/check", {"check": {"roles": {"target": "3xRTX-PRO-6000", "drafter": "1xB200"}}}, "check.roles"),
+    "more GPUs than a node": ("/v1/check", {"check": {"roles": {"target": "99xB200", "drafter": "1xB200"}}}, "check.roles"),
     "a role without GPUs": ("/v1/check", {"check": {"roles": {"target": "0xB200", "drafter": "1xB200"}}}, "check.roles"),
     "a layout beside the split": ("/v1/check", {"check": {"roles": SPLIT, "tp": 2}}, "check.tp"),
     "spot beside the split": ("/v1/check", {"check": {"roles": SPLIT, "spot": True}}, "check.spot"),
     "sku and gpus on a role job": ("/v1/check", {"check": {"sku": "B200", "gpus": 8}}, "check.roles"),
     "no check at all": ("/v1/check", {}, "check"),
+    "an export split past a node": ("/v1/export", {"export": {"kind": "k8s", "roles": {"target": "9xB200", "drafter": "1xB200"}}}, "export.roles"),
+    "a bad job field": ("/v1/solve", {"objective": "speed"}, "objective"),
     "a one-model export": ("/v1/export", {"export": {"kind": "deepspeed"}}, "export.kind"),
     "an unknown export": ("/v1/export", {"export": {"kind": "helm"}}, "export.kind"),
     "a one-model plan": ("/v1/export", {"export": {"kind": "slurm", "plan": {"sku": "B200"}}}, "export.plan"),
@@ -204,3 +207,14 @@ def test_a_job_without_roles_has_no_split(client):
     for check, field in [({"gpus": 8}, "check.sku"), ({"sku": "B200"}, "check.gpus")]:
         r = post(client, "/v1/check", job | {"check": check})
         assert r.status_code == 422 and r.json()["field"] == field, r.text
+
+
+def test_a_bad_roles_section_is_422_at_its_field_as_the_cli_says(client, tmp_path):
+    data = document()
+    data["job"]["roles"]["target"]["mfu"]["value"] = 2
+    r = post(client, "/v1/solve", data)
+    assert r.status_code == 422 and r.json()["field"] == "job.roles.target.mfu.value", r.text
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(data | {"catalog": str(ROOT / "catalogs" / "seed-003-roles.yaml")}))
+    printed = runner.invoke(cli_app, ["solve", str(path)])
+    assert printed.exit_code == 2 and r.json()["reason"] in printed.stderr

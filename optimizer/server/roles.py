@@ -69,8 +69,12 @@ def _answered(problem: Problem, catalog: Catalog, split: dict[str, str] | None, 
     requests = role_split(split, field)
     try:
         result = check_roles(problem, requests, catalog=catalog)
-    except ArgumentError as exc:  # the split itself (no such GPU, the roles on two offers, no GPU for a role)
-        raise _refused(exc.reason, field) from None
+    except GpuplanError as exc:
+        # the split itself (no such GPU, the roles on two offers, no GPU for a role, more GPUs than a node), which
+        # the library names as --role or not at all; an error of the job keeps its field
+        if isinstance(exc, ArgumentError) or (exc.field is None and exc.source is None):
+            raise _refused(exc.reason, field) from None
+        raise
     return roles.Answered(result, problem, catalog, roles.Outputs())
 
 
