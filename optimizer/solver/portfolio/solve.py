@@ -113,6 +113,12 @@ ROUND_FALLBACKS = 3
 # against the incumbent's $318,241.97. Inserting every left-out job this deep made that rounding take
 # 11 s instead of 1.7 s, hence only the required ones still out.
 ROUND_DEEP_INSERT_DEPTH = 2
+# Past this many options GLOP's proof that the required jobs cannot all be placed is not tried: at 10,000
+# distinct jobs (675,696 options, 922 required jobs out on pools sized for 1,000) the roundings and GLOP ran
+# from 400 s to the end of a 600 s limit, the peak rose from 0.95 GB to 3.5 GB (max RSS; 1.05 GB on pools that
+# hold every job, where GLOP does not run), no proof came, and the search had no time to put any job in.
+# 1,000 distinct jobs have about 67,000 options.
+LP_PROOF_OPTIONS = 200_000
 # Share of the search's time for putting in, before anything else, the required jobs the first schedule
 # leaves out (``_rescue_required``; the neighbourhoods' repairs go on with those still out). At 1,000
 # distinct jobs none is out; at 10,000 on the same pools 984 were, at 2-7 s each.
@@ -490,9 +496,10 @@ def _search(
         # (which adds only the dependencies): measured, GLOP took 12 s of a 60 s limit at 200 jobs and
         # never raised the bound, so it runs only where the Lagrangian did not converge.
         settled = lag.converged and not any(job.after for job in jobs)
-        if (n_options <= LARGE_MODEL_OPTIONS and not settled) or state.required_dropped():
-            # GLOP: a second bound where it is small, and the proof that no schedule places every
-            # required job when one is still left out (no fractional schedule does).
+        proof = state.required_dropped() and n_options <= LP_PROOF_OPTIONS
+        if (n_options <= LARGE_MODEL_OPTIONS and not settled) or proof:
+            # GLOP: a second bound where it is small, and the proof that no schedule places every required
+            # job when one is still left out (no fractional schedule does; ``LP_PROOF_OPTIONS``)
             lp = lp_bound(jobs, pools, pool_of, horizon, budget_cents, state.dropped_weight(), time_limit_s=0.2 * left)
             if lp.bound_cents is not None:
                 bounds["lp_relaxation"] = lp.bound_cents
