@@ -111,14 +111,14 @@ def test_each_moe_layer_waits_for_the_host_once_per_micro_batch():
 
 def test_check_reports_the_host_time_share_where_it_weighs():
     # Megatron-Bridge's Qwen3-30B-A3B H100 layout (EP 16 over 2 nodes, micro-batch 1): 48 MoE layers wait
-    # 3.5 ms each (MOE_HOST_S_PER_LAYER) per micro-batch, 64 micro-batches per step: 10.75 s, reported with its
+    # 2.5 ms each (MOE_HOST_S_PER_LAYER) per micro-batch, 64 micro-batches per step: 7.68 s, reported with its
     # share and the fix.
-    assert MOE_HOST_S_PER_LAYER == 3.5e-3
+    assert MOE_HOST_S_PER_LAYER == 2.5e-3
     problem = _problem("qwen3-30b-a3b", "fp8")
     problem.job.global_batch = 1024
     result = check(problem, CheckRequest("H100-SXM", 16, tp=1, pp=1, ep=16, micro_batch=1, compare=False))
-    assert result.plan.time_breakdown_s["moe_host"] == pytest.approx(48 * 3.5e-3 * 64)
-    assert any(n.startswith("MoE host time: 10.75 s") and "moe_host_ms_per_layer: 0" in n for n in result.notes)
+    assert result.plan.time_breakdown_s["moe_host"] == pytest.approx(48 * 2.5e-3 * 64)
+    assert any(n.startswith("MoE host time: 7.68 s") and "moe_host_ms_per_layer: 0" in n for n in result.notes)
 
 
 def test_k_half_reproduces_deepgemm_fp8_table():

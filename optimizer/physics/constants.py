@@ -294,7 +294,7 @@ MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
 # replaces it (0 with full-iteration CUDA graphs). Charged with or without EP: TE's grouped GEMM also takes
 # its split sizes on the host, and eager MoE layers index experts from host-side counts; the published rows
 # all run EP > 1, so without EP it is an extrapolation.
-MOE_HOST_S_PER_LAYER = 3.5e-3
+MOE_HOST_S_PER_LAYER = 2.5e-3
 
 # --------------------------------------------------------------------------- reliability
 
