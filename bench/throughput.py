@@ -154,6 +154,16 @@ def predict(run: dict, catalog, efficiency: float | None, host_ms: float | None 
     return checked(run, catalog, efficiency, host_ms).plan.tokens_per_s / run["gpus"]
 
 
+def ratio(first: str, second: str) -> tuple[float, float]:
+    """(published, predicted) speed of fine-tune row ``first`` over row ``second`` (tokens/s per GPU): a
+    published pair of one stack on one GPU (validation/finetune_runs.yaml) that one setting tells apart."""
+    catalog = load_catalog(str(ROOT / "validation" / "hardware.yaml"))
+    rows = {r["name"]: r for r in yaml.safe_load(FINETUNE_DATA.read_text())["runs"]}
+    a, b = rows[first], rows[second]
+    published = a["tokens_per_s_per_gpu"] / b["tokens_per_s_per_gpu"]
+    return published, predict(a, catalog, None) / predict(b, catalog, None)
+
+
 def checked(run: dict, catalog, efficiency: float | None = None, host_ms: float | None = None):
     """``check`` of the row's published layout (``table_only(run)``: of what its table prints)."""
     return check(

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from optimizer.inputs.hf_models import model_fields, presets
 from optimizer.inputs.schema import ModelSpec
@@ -64,12 +63,6 @@ def test_a_published_sweep_of_tokens_per_micro_batch_moves_the_way_it_was_measur
     with the sequence, so without the tiles' rate the prediction ran the other way (0.95x)."""
     import throughput
 
-    from optimizer import load_catalog
-
-    catalog = load_catalog(str(ROOT / "validation" / "hardware.yaml"))
-    rows = {r["name"]: r for r in yaml.safe_load(throughput.FINETUNE_DATA.read_text())["runs"]}
-    short, long = rows["qwen1-7b-lora-1xa100-s512"], rows["qwen1-7b-lora-1xa100-s2048"]
-    published = long["tokens_per_s_per_gpu"] / short["tokens_per_s_per_gpu"]
-    predicted = throughput.predict(long, catalog, None) / throughput.predict(short, catalog, None)
+    published, predicted = throughput.ratio("qwen1-7b-lora-1xa100-s2048", "qwen1-7b-lora-1xa100-s512")
     assert published == pytest.approx(1.154, abs=0.001)
     assert predicted == pytest.approx(published, rel=0.05)

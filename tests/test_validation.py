@@ -283,11 +283,7 @@ def test_qlora_costs_its_dequantisation_per_pass_not_a_share_of_the_compute():
     # 2 % of the step. (A flat 1.3x on the compute had predicted 0.77.)
     import throughput
 
-    catalog = load_catalog(str(ROOT / "validation" / "hardware.yaml"))
-    rows = {r["name"]: r for r in yaml.safe_load(throughput.FINETUNE_DATA.read_text())["runs"]}
-    lora, qlora = rows["tt-llama32-3b-lora"], rows["tt-llama32-3b-qlora"]
-    published = qlora["tokens_per_s_per_gpu"] / lora["tokens_per_s_per_gpu"]
-    predicted = throughput.predict(qlora, catalog, None) / throughput.predict(lora, catalog, None)
+    published, predicted = throughput.ratio("tt-llama32-3b-qlora", "tt-llama32-3b-lora")
     assert published == pytest.approx(0.979, abs=0.001)
     assert predicted == pytest.approx(published, abs=0.02)
 
