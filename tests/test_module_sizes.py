@@ -15,7 +15,7 @@ LONG_MODULES = {
     "optimizer/inputs/schema.py": 1364,
     "optimizer/planning/candidates.py": 987,
     "optimizer/solver/portfolio/lns.py": 888,
-    "optimizer/solver/portfolio/solve.py": 857,
+    "optimizer/solver/portfolio/solve.py": 825,
 }
 
 
