@@ -509,9 +509,11 @@ def step_time(
     pp, m = np.asarray(layout.pp, float), np.asarray(layout.grad_accum, float)
     v = np.asarray(layout.virtual_stages, float)
     # 1F1B takes (m + p - 1) micro-batch slots; interleaving v chunks per GPU shrinks the bubble to (p - 1) / v
-    bubble_s = (pp - 1.0) / v * mb.busy_s
-    step_s = (m + (pp - 1.0) / v) * micro_s + update_s + exposed
-    a2a_s = (m + (pp - 1.0) / v) * _expert_all_to_all_exposed_s(
+    bubble = (pp - 1.0) / v
+    slots = m + bubble
+    bubble_s = bubble * mb.busy_s
+    step_s = slots * micro_s + update_s + exposed
+    a2a_s = slots * _expert_all_to_all_exposed_s(
         shape,
         layout,
         np.asarray(layout.micro_batch, float) * s / np.asarray(layout.cp, float),
@@ -536,8 +538,8 @@ def step_time(
         tokens_per_step=np.asarray(layout.dp, float) * np.asarray(layout.micro_batch, float) * m * s,
         model_flops_per_token=model_fpt,
         all_to_all_s=a2a_s,
-        moe_host_s=(m + (pp - 1.0) / v) * np.asarray(mb.moe_host_s, float),
-        dequant_s=(m + (pp - 1.0) / v) * np.asarray(mb.dequant_s, float),
-        cast_s=(m + (pp - 1.0) / v) * np.asarray(mb.cast_s, float),
-        adapter_s=(m + (pp - 1.0) / v) * np.asarray(mb.adapter_s, float),
+        moe_host_s=slots * np.asarray(mb.moe_host_s, float),
+        dequant_s=slots * np.asarray(mb.dequant_s, float),
+        cast_s=slots * np.asarray(mb.cast_s, float),
+        adapter_s=slots * np.asarray(mb.adapter_s, float),
     )
