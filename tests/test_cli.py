@@ -436,7 +436,10 @@ def test_quiet_after_the_command_as_before_it(args):
     before = runner.invoke(app, ["-q", *args])
     after = runner.invoke(app, [*args, "-q"])
     assert before.exit_code == after.exit_code == 0, after.output
-    assert after.stdout == before.stdout and after.stdout.count("\n") == 1
+    assert after.stdout.count("\n") == 1
+    # a portfolio's status word is the clock's: within 5 s on a busy machine one run proves the schedule optimal
+    # and the other stops at a 0.00 % gap; the schedule after it is the same
+    assert after.stdout.split(": ", 1)[-1] == before.stdout.split(": ", 1)[-1]
 
 
 def test_a_check_that_host_memory_fails_says_so(tmp_path):
