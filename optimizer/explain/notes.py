@@ -10,8 +10,13 @@ from ..inputs import units
 from ..inputs.catalog import find_sku
 from ..inputs.schema import Sku, Strategy
 from ..inputs.units import YEAR_S, fmt_bytes, parse_count
-from ..physics.constants import GIB, LOW_PRECISION_GEMM_CEILING_RATIO
-from ..physics.efficiency import COMPILED_RATIO
+from ..physics.constants import (
+    DEFAULT_COMPUTE_EFFICIENCY,
+    FALLBACK_COMPUTE_EFFICIENCY,
+    GIB,
+    LOW_PRECISION_GEMM_CEILING_RATIO,
+)
+from ..physics.efficiency import COMPILED_RATIO, FITTED_BASE, family_of
 from ..physics.precision import LOW_PRECISIONS
 from ..planning.calibration import predict, resolve_row
 from ..planning.candidates import (
@@ -327,7 +332,23 @@ def kernel_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
     else:
         stack = "eager PyTorch, torch.compile off (--compile or job.compile: true for a compiled run)"
     hint = "" if fused or ctx.job.attention != "flash" else " (job.attention: cudnn for Transformer Engine's attention)"
-    return [f"kernels: {stack}; {attention}{hint}"]
+    return [f"kernels: {stack}; {attention}{hint}", *_default_efficiency_note(ctx, sku)]
+
+
+def _default_efficiency_note(ctx: JobContext, sku: Sku) -> list[str]:
+    """Where no efficiency is fitted for the GPU's family (physics/efficiency.py FITTED_BASE) and none is stated,
+    the matmuls run at the per-form-factor default: say so, and how to plan at another."""
+    family = family_of(sku.architecture, sku.form_factor)
+    if ctx.stated_efficiency(sku) or (family in FITTED_BASE and not ctx.shape.experts):
+        return []
+    default = DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
+    why = "a mixture of experts" if ctx.shape.experts else f"no efficiency fitted for {family} GPUs"
+    if family == "ampere" and not ctx.shape.experts:  # bench/validate.py against bench/throughput.py
+        why += ": whole published A100 runs match it, today's benchmark tables run up to 1.4x faster"
+    return [
+        f"matmul efficiency: the {sku.form_factor.upper()} default, {default:.0%} of the 16-bit peak ({why}; "
+        "BENCHMARKS.md); assumptions.matmul_efficiency plans at another"
+    ]
 
 
 def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
