@@ -229,7 +229,7 @@ def nearest_fixes(
 def _with_state(ctx: JobContext, **updates) -> JobContext:
     """The same context with job fields the training state reads changed, and that state rebuilt."""
     changed = _with_job(ctx, **updates)
-    return replace(changed, train=training_state(changed.job, ctx.shape))
+    return replace(changed, train=training_state(changed.job, ctx.shape, ctx.assumptions.lora_branch_traffic))
 
 
 def _with_job(ctx: JobContext, **updates) -> JobContext:

@@ -7,7 +7,7 @@ supports) and knows each row's usable memory under the chosen memory basis.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..errors import GpuplanError, JobError
 from ..inputs import units
@@ -347,9 +347,7 @@ def build_context(problem: Problem, catalog: Catalog) -> JobContext:
     source = problem.source_path
     shape = model_shape(problem.job.model)
     try:
-        train = training_state(problem.job, shape)
-        if not problem.assumptions.lora_branch_traffic:  # LoRA's branch kernels: opt-in (physics/adapters.py)
-            train = replace(train, lora_targets="")
+        train = training_state(problem.job, shape, problem.assumptions.lora_branch_traffic)
     except JobError as exc:
         raise exc.located(source) from None
     reserve = _size_or_fraction(problem.job.activation_reserve, "job.activation_reserve", source)

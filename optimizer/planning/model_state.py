@@ -68,8 +68,9 @@ def model_shape(model: ModelSpec) -> ModelShape:
     )
 
 
-def training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
-    """Bytes per parameter of the job's method and optimizer, plus a frozen teacher if any.
+def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = False) -> TrainingState:
+    """Bytes per parameter of the job's method and optimizer, plus a frozen teacher if any; with ``lora_branches``
+    (assumptions.lora_branch_traffic, opt-in) the linears LoRA adapts, whose branch kernels the time counts.
 
     QLoRA under a framework the job names as Hugging Face's stack (``fsdp``: HF Trainer / Accelerate, Lightning;
     ``deepspeed``) quantises through bitsandbytes' ``Linear4bit`` (PEFT's QLoRA guides, bitsandbytes' "FSDP-QLoRA"),
@@ -79,6 +80,7 @@ def training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
     return replace(
         _training_state(job, shape),
         bnb_saved_inputs=bnb,
+        lora_targets=job.lora_targets if lora_branches and job.method != "full" and shape.has_shapes else "",
         teacher_params=float(job.teacher_params or 0.0),
         paged_optimizer=job.optimizer in PAGED_OPTIMIZERS,
         optimizer_in_backward=job.optimizer_in_backward,
@@ -129,5 +131,4 @@ def _training_state(job: JobSpec, shape: ModelShape) -> TrainingState:
         # bitsandbytes quantises nn.Linear layers only: the embeddings stay in 16 bits, and so does the LM
         # head (PEFT/transformers skip lm_head); untied models hold two V x h matrices.
         bf16_base_params=min(shape.embedding_params, 0.5 * shape.params) if job.method == "qlora" else 0.0,
-        lora_targets=job.lora_targets if shape.has_shapes else "",
     )
