@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import throughput  # noqa: E402
 
-from optimizer import CheckRequest, GpuplanError, check, load_catalog  # noqa: E402
+from optimizer import GpuplanError, load_catalog  # noqa: E402
 
 DATA = ROOT / "validation" / "framework_pairs.yaml"
 WITHIN = 1.5  # the issue's bound on the predicted over the published ratio
@@ -36,10 +36,7 @@ def rows_by_name() -> dict[str, dict]:
 def predict(run: dict, catalog) -> float:
     """tokens/s per GPU of the row's published layout under its own framework (bench/throughput.py leaves all
     but Megatron to framework auto: here the framework is what is compared, so the row's is pinned)."""
-    problem = throughput.problem_for(run, None)
-    job = problem.job.model_copy(update={"framework": run["framework"]})
-    request = CheckRequest(run["sku"], run["gpus"], **throughput.layout_arguments(run), compare=False)
-    return check(problem.model_copy(update={"job": job}), request, catalog=catalog).plan.tokens_per_s / run["gpus"]
+    return throughput.checked(run, catalog, pinned=True).plan.tokens_per_s / run["gpus"]
 
 
 def compare(pair: dict, rows: dict[str, dict], catalog) -> dict:

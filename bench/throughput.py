@@ -100,7 +100,8 @@ def modelled(run: dict, skus: set[str]) -> str | None:
     return None
 
 
-def problem_for(run: dict, efficiency: float | None, host_ms: float | None = None) -> Problem:
+def problem_for(run: dict, efficiency: float | None, host_ms: float | None = None, pinned: bool = False) -> Problem:
+    """The row as a job; ``pinned``: under the row's own framework (else Megatron's rows under it, the rest auto)."""
     method = {"pretrain": "full", "full_finetune": "full", "lora": "lora", "qlora": "qlora"}[run["task"]]
     precision = "fp8" if run["precision"] in ("fp8", "mxfp8") else run["precision"]
     data = {
@@ -119,7 +120,7 @@ def problem_for(run: dict, efficiency: float | None, host_ms: float | None = Non
             # pure bf16 recipes keep no fp32 master copy (the row's master_weights_source)
             "master_weights": run.get("master_weights", True),
             # Megatron-Core's fused kernels keep fewer activations than eager PyTorch (physics/memory.py)
-            "framework": "megatron" if run["framework"] == "megatron" else "auto",
+            "framework": run["framework"] if pinned or run["framework"] == "megatron" else "auto",
             **{key: run[key] for key in FINETUNE_KEYS if key in run},
         },
         "assumptions": {
@@ -164,10 +165,10 @@ def ratio(first: str, second: str) -> tuple[float, float]:
     return published, predict(a, catalog, None) / predict(b, catalog, None)
 
 
-def checked(run: dict, catalog, efficiency: float | None = None, host_ms: float | None = None):
+def checked(run: dict, catalog, efficiency: float | None = None, host_ms: float | None = None, pinned: bool = False):
     """``check`` of the row's published layout (``table_only(run)``: of what its table prints)."""
     return check(
-        problem_for(run, efficiency, host_ms),
+        problem_for(run, efficiency, host_ms, pinned),
         CheckRequest(run["sku"], run["gpus"], **layout_arguments(run), compare=False),
         catalog=catalog,
     )
