@@ -1,13 +1,17 @@
 """A job's ``roles:`` section (issue 52, docs/roles.md): GPUs split between a frozen model running forward and a
 trained model learning from its output, with what crosses between them per token.
 
-The one workload wired so far is ``drafter`` (a speculative-decoding drafter, EAGLE-3 / DFlash): the target
-model's forward pass on the *producer* GPUs, hidden states of a few of its layers handed over a link to the
-*consumer* GPUs that train the drafter. The drafter is the job's own ``model`` (its shapes), and the job's
-tokens and ``seq_len`` are the target's; this section adds the target, the drafter's training recipe, what
-passes between them and the link. A job without ``roles:`` is planned exactly as before.
+Two workloads are wired. ``drafter`` (a speculative-decoding drafter, EAGLE-3 / DFlash): the target model's
+forward pass on the *producer* GPUs, hidden states of a few of its layers handed over a link to the *consumer*
+GPUs that train the drafter. ``distill``: a frozen teacher's forward pass on the producers, its top-k logits (or
+hidden states) handed to the consumers that train the student on every teacher token; the file names them
+``teacher:`` and ``student:``, read here into the same two slots (``target``, ``drafter``) the pipeline plans.
+The trained model is the job's own ``model`` (its shapes), and the job's tokens and ``seq_len`` are the
+producer's; this section adds the frozen model, the trained one's recipe, what passes between them and the
+link. A job without ``roles:`` is planned exactly as before.
 
-``--role NAME=GPUSxSKU`` (``gpuplan check``) is read here too: a hand-picked split of the job's roles.
+``--role NAME=GPUSxSKU`` (``gpuplan check``) is read here too: a hand-picked split of the job's roles
+(``teacher``/``student`` name a distill job's two, as ``target``/``drafter`` a drafter job's).
 """
 
 from __future__ import annotations
@@ -29,11 +33,14 @@ Count = Annotated[
 Peak = Literal["bf16", "fp8"]
 # Where a workload is named that is not wired yet, what the job file can say instead.
 NOT_YET = {
-    "distill": "a teacher's forward pass feeding a student",
     "grpo": "rollouts generated, reference and reward forward passes, policy training",
 }
-ROLE_NAMES = ("target", "drafter")  # the drafter workload's roles, as --role names them
+ROLE_NAMES = ("target", "drafter")  # the producer's and the consumer's role, as --role names them
 WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0}
+# Distillation's default k: Gemma 3's recipe keeps 256 logits per token ("We sample 256 logits per token,
+# weighted by teacher probabilities", Gemma Team 2025, Gemma 3 Technical Report, arXiv:2503.19786, section 2.2);
+# sampled or top-k, k values and k indices cross per token.
+DEFAULT_TOP_K = 256
 
 
 class _Model(BaseModel):
@@ -59,7 +66,10 @@ class TargetSpec(_Model):
     attention_layers: int = Field(0, ge=0, description="Layers with softmax attention (a hybrid's linear ones: none).")
     attention_width: int = Field(0, ge=0, description="Heads x head_dim of those layers.")
     precision: Peak = Field("bf16", description="Weight precision: bf16 (2 bytes a parameter) or fp8 (1).")
-    mfu: MeasuredMfu
+    mfu: MeasuredMfu | None = Field(
+        None,
+        description="Its measured MFU; unset: each GPU's training efficiency (the same GEMMs run forward).",
+    )
 
     @property
     def weight_bytes(self) -> float:
@@ -80,17 +90,29 @@ class HiddenStates(_Model):
     layers: int = Field(ge=1, description="Target layers tapped (DFlash target_layer_ids: 5).")
 
 
+class TopKLogits(_Model):
+    """A teacher's k largest (or k sampled) logits per token: k values and k vocabulary indices."""
+
+    k: int = Field(DEFAULT_TOP_K, ge=1, description="Logits kept per token (Gemma 3's distillation: 256).")
+    value_bytes: float = Field(2.0, gt=0, description="Bytes a value: 2 (the teacher's bf16 logits), 4 (fp32).")
+    index_bytes: float = Field(
+        8.0, gt=0, description="Bytes an index: 8 (torch.topk's int64 indices), 4 where cast to int32."
+    )
+
+
 class Passes(_Model):
     """What crosses from a producer to a consumer per token: hidden states of N layers (N x hidden x 2 bytes,
-    bf16) or a byte count."""
+    bf16), top-k logits (k x (value + index) bytes) or a byte count."""
 
     hidden_states: HiddenStates | None = None
+    top_k_logits: TopKLogits | None = None
     bytes_per_token: Count | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _one_of(self) -> Passes:
-        if (self.hidden_states is None) == (self.bytes_per_token is None):
-            raise ValueError("give hidden_states: {layers: N} or bytes_per_token, one of them")
+        given = [v for v in (self.hidden_states, self.top_k_logits, self.bytes_per_token) if v is not None]
+        if len(given) != 1:
+            raise ValueError("give hidden_states: {layers: N}, top_k_logits: {k: 256} or bytes_per_token, one of them")
         return self
 
 
@@ -98,17 +120,44 @@ def _workload(value: Any) -> Any:
     if isinstance(value, str) and value.strip().lower() in NOT_YET:
         name = value.strip().lower()
         raise ValueError(
-            f"workload {name} ({NOT_YET[name]}) is not planned yet (docs/roles.md); workload: drafter plans a "
-            "frozen model's forward pass feeding a trained one"
+            f"workload {name} ({NOT_YET[name]}) is not planned yet (docs/roles.md); workload: drafter or distill "
+            "plans a frozen model's forward pass feeding a trained one"
         )
     return value
 
 
-class RolesSpec(_Model):
-    """``job.roles``: the job's GPUs split between the target's forward pass and the drafter's training."""
+class StudentSpec(_Model):
+    """How the student (the job's model) trains: on every teacher token, data-parallel."""
 
-    workload: Annotated[Literal["drafter"], BeforeValidator(_workload)] = Field(
-        description="drafter: a frozen target's forward pass (producers) feeding a drafter's training (consumers)."
+    name: str = "student"
+    micro_batch: int = Field(1, ge=1)
+    grad_accum: int = Field(1, ge=1)
+
+
+def _distill_names(data: Any) -> Any:
+    """A distill job's ``teacher:`` and ``student:`` read into the producer's and consumer's slots."""
+    if not isinstance(data, dict) or str(data.get("workload", "")).strip().lower() != "distill":
+        return data
+    for own, slot in (("teacher", "target"), ("student", "drafter")):
+        if slot in data:
+            raise ValueError(f"a distill job names its roles teacher: and student:, not {slot}: (write {own}:)")
+    out = {k: v for k, v in data.items() if k not in ("teacher", "student")}
+    if "teacher" not in data:
+        raise ValueError("a distill job needs teacher: the frozen model run forward (name, params, hidden, ...)")
+    teacher = data["teacher"]
+    out["target"] = {"name": "teacher", **teacher} if isinstance(teacher, dict) else teacher
+    student = StudentSpec.model_validate(data.get("student") or {})
+    out["drafter"] = {"name": student.name, "micro_batch": student.micro_batch, "grad_accum": student.grad_accum}
+    return out
+
+
+class RolesSpec(_Model):
+    """``job.roles``: the job's GPUs split between a frozen model's forward pass and a trained model's training
+    (drafter: target and drafter; distill: teacher and student, held in the same two fields)."""
+
+    workload: Annotated[Literal["drafter", "distill"], BeforeValidator(_workload)] = Field(
+        description="drafter: a frozen target's forward pass (producers) feeding a drafter's training (consumers); "
+        "distill: a frozen teacher's forward pass feeding the student's training on every token."
     )
     target: TargetSpec
     drafter: DrafterSpec = Field(default_factory=DrafterSpec)
@@ -119,27 +168,45 @@ class RolesSpec(_Model):
     )
     batch_tokens: Count | None = Field(None, gt=0, description="Target tokens a batch hands on; default job.seq_len.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _names(cls, data: Any) -> Any:
+        return _distill_names(data)
+
     @property
     def bytes_per_token(self) -> float:
         if self.passes.hidden_states is not None:
             return self.passes.hidden_states.layers * self.target.hidden * 2.0
+        top_k = self.passes.top_k_logits
+        if top_k is not None:
+            return top_k.k * (top_k.value_bytes + top_k.index_bytes)
         return float(self.passes.bytes_per_token or 0.0)
 
 
-def parse_role_flag(text: str) -> tuple[str, int, str]:
-    """``target=3xRTX-PRO-6000``: (role, GPUs, SKU or offer)."""
+def role_names(workload: str | None = None) -> tuple[str, str]:
+    """The producer's and consumer's role names as ``--role`` takes them: target and drafter, or for a distill
+    job teacher and student."""
+    if workload == "distill":
+        return ("teacher", "student")
+    return ROLE_NAMES
+
+
+def parse_role_flag(text: str, workload: str | None = None) -> tuple[str, int, str]:
+    """``target=3xRTX-PRO-6000``: (role, GPUs, SKU or offer), the role in the pipeline's slot names (a distill
+    job's ``teacher`` is ``target``, its ``student`` ``drafter``); ``workload`` unset: a drafter job's names."""
     match = re.fullmatch(rf"\s*([A-Za-z][\w.-]*)\s*=\s*{units.GPUS_X_SKU}\s*", text)
+    names = role_names(workload)
     if not match:
         raise ArgumentError(
-            f"cannot read {text!r}; write each role as NAME=GPUSxSKU, e.g. --role target=3xRTX-PRO-6000 "
-            "--role drafter=1xRTX-PRO-6000",
+            f"cannot read {text!r}; write each role as NAME=GPUSxSKU, e.g. --role {names[0]}=3xRTX-PRO-6000 "
+            f"--role {names[1]}=1xRTX-PRO-6000",
             field="role",
         )
     name, gpus, sku = match.groups()
-    if name.lower() not in ROLE_NAMES:
+    if name.lower() not in names:
         raise ArgumentError(
-            f"no role {name!r} in a drafter job; its roles are {' and '.join(ROLE_NAMES)} "
-            "(--role target=3xRTX-PRO-6000 --role drafter=1xRTX-PRO-6000)",
+            f"no role {name!r} in a {workload or 'drafter'} job; its roles are {' and '.join(names)} "
+            f"(--role {names[0]}=3xRTX-PRO-6000 --role {names[1]}=1xRTX-PRO-6000)",
             field="role",
         )
-    return name.lower(), int(gpus), sku
+    return ROLE_NAMES[names.index(name.lower())], int(gpus), sku

@@ -1,6 +1,11 @@
 """A job file's ``roles:`` (inputs/roles.py) as the role model's ``RoleJob`` (planning/roles.py), and the
 catalog's offers as the hardware each split runs on (issue 52, docs/roles.md).
 
+The distill workload: the teacher (``roles.teacher``, held as ``roles.target``) runs forward on the producers;
+the student is the job's ``model``, trained on the consumers on every teacher token by gpuplan's own shapes and
+training state (planning/model_state.py), as a single-role job would train it; what crosses is the teacher's
+top-k logits or hidden states.
+
 The drafter workload: the target (``roles.target``) runs forward on the producers; the drafter is the job's
 ``model``, trained on the consumers. Its shapes give what it trains: every layer's attention and gated MLP plus
 the projection of the tapped layers' hidden states (DFlash's ``fc``), the target's embedding and LM head held
@@ -16,7 +21,7 @@ from ..errors import GpuplanError, JobError
 from ..inputs.catalog import find_sku, sku_key
 from ..inputs.schema import Catalog, Offer, Problem
 from ..physics.shapes import ModelShape, TrainingState
-from .model_state import optimizer_bytes_per_param
+from .model_state import model_shape, optimizer_bytes_per_param, training_state
 from .roles import ForwardRole, RoleHardware, RoleJob, RoleSplit, TrainRole, calibrated_producer, plan_roles
 
 # A causal query sees half its sequence on average: the attention span the forward FLOPs count.
@@ -88,6 +93,23 @@ def _drafter(problem: Problem) -> TrainRole:
     )
 
 
+def _student(problem: Problem) -> TrainRole:
+    """A distill job's student: the job's model trained as a single-role job trains it, on every teacher token
+    (no anchors, no context term)."""
+    job, roles = problem.job, problem.job.roles
+    assert roles is not None
+    shape = model_shape(job.model)
+    return TrainRole(
+        name=job.model.name or roles.drafter.name,
+        shape=shape,
+        train=training_state(job, shape),
+        seq_len=float(job.seq_len),  # step_time takes the causal span itself
+        micro_batch=roles.drafter.micro_batch,
+        grad_accum=roles.drafter.grad_accum,
+        trained_tokens_per_target_token=1.0,
+    )
+
+
 def role_job(problem: Problem, catalog: Catalog) -> RoleJob:
     """The job's roles as the role model takes them; bad input names its field."""
     roles = problem.job.roles
@@ -96,7 +118,7 @@ def role_job(problem: Problem, catalog: Catalog) -> RoleJob:
     target = roles.target
     mfu = target.mfu
     measured_on: RoleHardware | None = None
-    if mfu.sku is not None:
+    if mfu is not None and mfu.sku is not None:
         try:
             measured_on = RoleHardware.from_sku(find_sku(catalog, mfu.sku), 0.0)
         except GpuplanError as exc:
@@ -109,14 +131,15 @@ def role_job(problem: Problem, catalog: Catalog) -> RoleJob:
         attention_layers=float(target.attention_layers),
         attention_width=float(target.attention_width),
         seq_len=seq * CAUSAL_SPAN,
-        mfu=mfu.value,
+        mfu=mfu.value if mfu is not None else 0.0,
         mfu_hardware=measured_on,
-        mfu_peak=mfu.peak,
-        mfu_counts_attention=mfu.counts_attention,
+        mfu_peak=mfu.peak if mfu is not None else "bf16",
+        mfu_counts_attention=mfu.counts_attention if mfu is not None else True,
+        mfu_is_training_efficiency=mfu is None,
     )
     job = RoleJob(
         producer=producer,
-        consumer=_drafter(problem),
+        consumer=_student(problem) if roles.workload == "distill" else _drafter(problem),
         tokens=problem.job.total_tokens,
         batch_tokens=float(roles.batch_tokens or seq),
         bytes_per_token=roles.bytes_per_token,

@@ -108,6 +108,8 @@ class ForwardRole:
     mfu_hardware: RoleHardware | None  # where the MFU was measured (elsewhere it moves with the ridge); None: any
     mfu_peak: Peak = "bf16"  # the peak the MFU is quoted against
     mfu_counts_attention: bool = True  # whether the MFU's FLOPs include the attention term
+    # no measured MFU: each GPU's training efficiency (its share of the bf16 peak), the same GEMMs run forward
+    mfu_is_training_efficiency: bool = False
 
     def flops_per_token(self) -> float:
         layers = self.attention_layers if self.mfu_counts_attention else 0.0
@@ -192,16 +194,25 @@ def link_kind(job: RoleJob, hw: RoleHardware) -> Literal["peer", "host"]:
     return job.link
 
 
-def producer_tokens_per_s_per_gpu(role: ForwardRole, hw: RoleHardware, batch_tokens: float) -> float:
-    """One producer GPU's forward rate on ``hw``, its MFU moved from the GPU it was measured on."""
-    peak = hw.peak_flops_per_s(role.mfu_peak)
+def producer_mfu(role: ForwardRole, hw: RoleHardware) -> float:
+    """The producer's MFU on ``hw`` (a share of ``role.mfu_peak``): moved from the GPU it was measured on, or,
+    unmeasured, ``hw``'s training efficiency."""
+    if role.mfu_is_training_efficiency:
+        return hw.compute_efficiency
     mfu, on = role.mfu, role.mfu_hardware
     if on is not None and on.sku != hw.sku:
         mfu = moved_mfu(
             mfu,
             ridge_flops_per_byte(on.peak_flops_per_s(role.mfu_peak), on.hbm_bytes_per_s),
-            ridge_flops_per_byte(peak, hw.hbm_bytes_per_s),
+            ridge_flops_per_byte(hw.peak_flops_per_s(role.mfu_peak), hw.hbm_bytes_per_s),
         )
+    return mfu
+
+
+def producer_tokens_per_s_per_gpu(role: ForwardRole, hw: RoleHardware, batch_tokens: float) -> float:
+    """One producer GPU's forward rate on ``hw`` at its MFU there (``producer_mfu``)."""
+    peak = hw.peak_flops_per_s(role.mfu_peak)
+    mfu = producer_mfu(role, hw)
     return forward_tokens_per_s(role.flops_per_token(), peak, mfu, role.weight_bytes, batch_tokens, hw.hbm_bytes_per_s)
 
 
@@ -314,7 +325,8 @@ def calibrated_producer(job: RoleJob, hw: RoleHardware, split: RoleSplit, measur
     producer_rate = predicted.rate.producer_tokens_per_s
     if producer_rate <= 0 or measured_tokens_per_s <= 0:
         raise JobError("a measured rate and a predicted producer rate must be positive")
-    producer = replace(job.producer, mfu=job.producer.mfu * measured_tokens_per_s / producer_rate, mfu_hardware=hw)
+    mfu = producer_mfu(job.producer, hw) * measured_tokens_per_s / producer_rate
+    producer = replace(job.producer, mfu=mfu, mfu_hardware=hw, mfu_is_training_efficiency=False)
     calibrated = replace(job, producer=producer)
     check = evaluate_split(calibrated, hw, split)
     if check.binding != "producers":
