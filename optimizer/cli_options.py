@@ -3,11 +3,15 @@ the choice enums and the flags several commands share, each with its help text a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
+from typing import Any
 
 import typer
+from typer.models import OptionInfo
 
 from .physics.memory import MEMORY_HEADROOM_DEFAULT
+from .present.exports import kinds_text
 
 
 class Format(str, Enum):
@@ -40,12 +44,25 @@ class BasisOpt(str, Enum):
     board = "board"
 
 
-ExportOpt = typer.Option(
-    None,
-    "--export",
-    help="Write a launcher config for the plan: skypilot, kubernetes (Indexed Job + headless Service), nodus "
-    "(spec.resources.gpu), deepspeed, megatron, torchtitan, accelerate, torchrun or slurm (an sbatch script).",
-)
+class RegistryOption(OptionInfo):
+    """An option whose help is ``text()`` when the command is built (typer reads ``help`` each time it makes
+    the click command: every ``gpuplan`` run and every ``CliRunner.invoke``), so that a list it names, such as
+    the exports registry's kinds, is the registry's at that moment and never a copy kept by hand."""
+
+    def __init__(self, text: Callable[[], str], *decls: str) -> None:
+        self._text = text
+        super().__init__(default=None, param_decls=decls)
+
+    @property  # type: ignore[override]
+    def help(self) -> str:
+        return self._text()
+
+    @help.setter
+    def help(self, value: str | None) -> None:  # OptionInfo.__init__ sets it; the text is the registry's
+        pass
+
+
+ExportOpt: Any = RegistryOption(lambda: f"Write a launcher config for the plan: {kinds_text()}.", "--export")
 OutOpt = typer.Option(None, "--out", help="File for --export (default, or -: print it).")
 FormatOpt = typer.Option(Format.table, "--format", "-f", help="table (for people), json or yaml (for scripts).")
 # --quiet after the command as well as before it (gpuplan solve job.yaml -q was "No such option")

@@ -26,7 +26,7 @@ from .. import __version__
 from ..errors import ArgumentError
 from .access import Access, Gate, Guard, protocol_for, with_token
 from .replies import add_error_handlers
-from .routes import ROUTERS
+from .routes import ROUTERS, registry_bodies
 from .service import Service
 
 DESCRIPTION = """The gpuplan planner as a service. Each POST takes the text of a job or portfolio file (JSON with
@@ -49,6 +49,7 @@ def create_app(service: Service | None = None, access: Access | None = None) -> 
     add_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    registry_bodies(app.routes)
     return app
 
 

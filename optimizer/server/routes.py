@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi import Query as Param
 from fastapi.responses import HTMLResponse, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from starlette.routing import BaseRoute
 
 from .. import __version__
 from ..errors import ArgumentError, GpuplanError, printable
@@ -72,9 +75,17 @@ PORTFOLIO_BODY = _body_spec(
     "A portfolio file's content (problems/portfolio-*.yaml); 'file:' entries name bundled job files.",
 )
 CHECK_BODY = _body_spec(_with("check", CheckFields, "the flags of gpuplan check."), "A job and the layout to check.")
-EXPORT_BODY = _body_spec(
-    _with("export", ExportFields, "the launcher kind and the plan (default: the best)."), "A job and its export."
-)
+
+
+def export_body() -> dict:
+    """``POST /v1/export``'s body as OpenAPI states it: its ``export.kind`` names the exports registry's kinds
+    as they are now (``registry_bodies`` states them again for each app)."""
+    return _body_spec(
+        _with("export", ExportFields, "the launcher kind and the plan (default: the best)."), "A job and its export."
+    )
+
+
+EXPORT_BODY = export_body()
 ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorBody, "description": "Bad input: the message gpuplan prints, and the field"},
     413: {"model": ErrorBody, "description": "The body is larger than the service reads"},
@@ -288,3 +299,12 @@ async def job(job_id: str, service: Served) -> Response:
 
 
 ROUTERS = (PAGE, REFERENCE, PLANNING, JOBS)
+
+
+def registry_bodies(routes: Sequence[BaseRoute]) -> None:
+    """An app's routes (its own copies, made as it includes ``ROUTERS``) with ``POST /v1/export``'s body stated
+    from the exports registry as it is when the app is made, a launcher registered since this module loaded
+    included."""
+    for route in routes:
+        if isinstance(route, APIRoute) and route.path == "/v1/export":
+            route.openapi_extra = export_body()

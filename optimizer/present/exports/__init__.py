@@ -18,8 +18,11 @@ export (deepspeed, megatron, torchtitan) also refuses every layout its planner r
 in a ``note:`` line. The section and argument builders (``torchtitan_sections``, ``megatron_args``) still map
 every layout.
 
-The registry: each launcher module declares ``LAUNCHER = Launcher(kind, write, ...)``; a ninth launcher is
-one new module and one ``register`` line below (``KINDS``, the CLI's ``--export`` choices, follows).
+The registry: each launcher module declares ``LAUNCHER = Launcher(kind, write, ...)`` with its kind, aliases,
+file suffix and summary; a tenth launcher is one new module and one ``register`` line below. Every list of
+the kinds reads ``LAUNCHERS`` when it is shown: the CLI's ``--export`` help (``kinds_text``), the service's
+export body schema and ``GET /v1/info``, its downloads' file names (the suffix) and the refusal of an unknown
+kind (``unknown_kind``).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ __all__ = [
     "export",
     "find_launcher",
     "job_facts",
+    "kinds_text",
     "layout_env",
     "megatron_args",
     "register",
@@ -106,6 +110,19 @@ def find_launcher(kind: str) -> Launcher | None:
     """The launcher of an export kind or one of its aliases, in any case; None for a kind none has."""
     kind = kind.lower()
     return next((lc for lc in LAUNCHERS.values() if kind == lc.kind or kind in lc.aliases), None)
+
+
+def kinds_text() -> str:
+    """Every registered kind with its aliases and summary, as the lists naming them all say it: ``skypilot (a
+    task YAML), kubernetes (also k8s: an Indexed Job + headless Service), ... or slurm (...)``."""
+
+    def one(launcher: Launcher) -> str:
+        also = f"also {', '.join(launcher.aliases)}" if launcher.aliases else ""
+        said = ": ".join(part for part in (also, launcher.summary) if part)
+        return f"{launcher.kind} ({said})" if said else launcher.kind
+
+    named = [one(launcher) for launcher in LAUNCHERS.values()]
+    return ", ".join(named[:-1]) + f" or {named[-1]}" if len(named) > 1 else "".join(named)
 
 
 def unknown_kind(kind: str) -> str:

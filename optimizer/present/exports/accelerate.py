@@ -148,5 +148,10 @@ def _single_gpu(plan: Plan, job: ExportJob) -> str:
 
 
 LAUNCHER = Launcher(
-    "accelerate", write, gaps=gaps, reads_seq_len=False, suffix="yaml"
-)  # the config has no sequence length
+    "accelerate",
+    write,
+    gaps=gaps,
+    reads_seq_len=False,  # the config has no sequence length
+    suffix="yaml",
+    summary="an FSDP config",
+)

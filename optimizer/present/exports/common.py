@@ -126,8 +126,10 @@ class Launcher:
     plan. ``reads_seq_len``: False where the config has no sequence length, whose refusal then checks no
     sequence-length rule (its own or, naming the exports that can, the others'). ``aliases``: other names
     ``export`` takes for it (``KINDS`` lists ``kind`` only). ``suffix``: the file's, as its tool names it (the
-    service's downloads are named with it). ``command``: for a framework's export, the ``Command`` its file
-    runs, which the Slurm export runs for a plan of that framework."""
+    service's downloads are named with it). ``summary``: what the file is, in a few words, after the kind in
+    the lists that name every kind (the CLI's ``--export`` help, the service's schema). ``command``: for a
+    framework's export, the ``Command`` its file runs, which the Slurm export runs for a plan of that
+    framework."""
 
     kind: str
     write: Callable[[Plan, ExportJob], str]
@@ -135,6 +137,7 @@ class Launcher:
     reads_seq_len: bool = True
     aliases: tuple[str, ...] = ()
     suffix: str = "txt"
+    summary: str = ""
     command: Callable[[Plan, ExportJob], Command] | None = None
 
 

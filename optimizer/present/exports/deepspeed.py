@@ -106,5 +106,10 @@ def write(plan: Plan, job: ExportJob) -> str:
 
 
 LAUNCHER = Launcher(
-    "deepspeed", write, gaps=gaps, reads_seq_len=False, suffix="json"
-)  # the config has no sequence length
+    "deepspeed",
+    write,
+    gaps=gaps,
+    reads_seq_len=False,  # the config has no sequence length
+    suffix="json",
+    summary="a config JSON",
+)

@@ -217,4 +217,4 @@ def write(plan: Plan, job: ExportJob) -> str:
     return comment(header(plan, job.precision, lines)) + yaml_text(service) + "---\n" + yaml_text(job_spec)
 
 
-LAUNCHER = Launcher("kubernetes", write, aliases=("k8s",), suffix="yaml")
+LAUNCHER = Launcher("kubernetes", write, aliases=("k8s",), suffix="yaml", summary="an Indexed Job + headless Service")

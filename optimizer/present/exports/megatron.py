@@ -226,4 +226,4 @@ def command(plan: Plan, job: ExportJob) -> Command:
     return Command(target, env=dict(MEGATRON_ENV) if (s.tp > 1 or s.cp > 1) and s.zero_stage < 2 else {})
 
 
-LAUNCHER = Launcher("megatron", write, gaps=gaps, suffix="sh", command=command)
+LAUNCHER = Launcher("megatron", write, gaps=gaps, suffix="sh", summary="pretrain_gpt.py arguments", command=command)

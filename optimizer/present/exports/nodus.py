@@ -37,4 +37,4 @@ def write(plan: Plan, job: ExportJob) -> str:
     return comment(header(plan, job.precision, lines)) + yaml_text(spec)
 
 
-LAUNCHER = Launcher("nodus", write, suffix="yaml")
+LAUNCHER = Launcher("nodus", write, suffix="yaml", summary="spec.resources.gpu")

@@ -117,4 +117,4 @@ def write(plan: Plan, job: ExportJob) -> str:
     return comment(header(plan, job.precision, lines, [note] if note else [])) + yaml_text(task)
 
 
-LAUNCHER = Launcher("skypilot", write, suffix="yaml")
+LAUNCHER = Launcher("skypilot", write, suffix="yaml", summary="a task YAML")

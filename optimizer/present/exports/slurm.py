@@ -88,4 +88,4 @@ def write(plan: Plan, job: ExportJob) -> str:
     )
 
 
-LAUNCHER = Launcher("slurm", write, aliases=("sbatch",), suffix="sh")
+LAUNCHER = Launcher("slurm", write, aliases=("sbatch",), suffix="sh", summary="an sbatch script")

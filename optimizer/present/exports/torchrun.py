@@ -77,4 +77,4 @@ def write(plan: Plan, job: ExportJob) -> str:
     return comment(header(plan, job.precision, where)) + f"export {env}\n" + torchrun_line(plan, "train.py") + "\n"
 
 
-LAUNCHER = Launcher("torchrun", write, suffix="sh")
+LAUNCHER = Launcher("torchrun", write, suffix="sh", summary="a command line")

@@ -303,4 +303,4 @@ def command(plan: Plan, job: ExportJob) -> Command:
     return Command(["-m torchtitan.train", f"--job.config_file {TOML_NAME}"], files={TOML_NAME: write(plan, job)})
 
 
-LAUNCHER = Launcher("torchtitan", write, gaps=gaps, suffix="toml", command=command)
+LAUNCHER = Launcher("torchtitan", write, gaps=gaps, suffix="toml", summary="a job TOML and its flags", command=command)
