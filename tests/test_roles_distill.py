@@ -174,8 +174,13 @@ def test_calibration_sets_the_teachers_mfu(problem, catalog):
             "one of them",
         ),  # fmt: skip
         (
-            {"workload": "grpo", "target": {"params": "8B", "hidden": 4096}, "passes": {"bytes_per_token": 10}},
-            "not planned yet",
+            {
+                "workload": "distill",
+                "teacher": {"params": "8B", "hidden": 4096},
+                "passes": {"top_k_logits": {}},
+                "placement": "colocated",
+            },
+            "only a grpo job's",
         ),  # fmt: skip
     ],
 )

@@ -17,6 +17,7 @@ link. A job without ``roles:`` is planned exactly as before.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
@@ -32,10 +33,10 @@ Count = Annotated[
 ]
 Peak = Literal["bf16", "fp8"]
 # Where a workload is named that is not wired yet, what the job file can say instead.
-NOT_YET = {
-    "grpo": "rollouts generated, reference and reward forward passes, policy training",
-}
+NOT_YET: dict[str, str] = {}
 ROLE_NAMES = ("target", "drafter")  # the producer's and the consumer's role, as --role names them
+# Each workload's names for those two roles (a drafter job's are ROLE_NAMES).
+WORKLOAD_ROLE_NAMES = {"distill": ("teacher", "student"), "grpo": ("rollout", "policy")}
 WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0}
 # Distillation's default k: Gemma 3's recipe keeps 256 logits per token ("We sample 256 logits per token,
 # weighted by teacher probabilities", Gemma Team 2025, Gemma 3 Technical Report, arXiv:2503.19786, section 2.2);
@@ -116,7 +117,20 @@ class Passes(_Model):
         return self
 
 
+@dataclass(frozen=True)
+class _GrpoWithFrozen:
+    """A grpo section that also names a drafter or distill job's fields (set by ``_grpo_slots``)."""
+
+    fields: tuple[str, ...]
+
+
 def _workload(value: Any) -> Any:
+    if isinstance(value, _GrpoWithFrozen):
+        given = ", ".join(f"{f}:" for f in value.fields)
+        raise ValueError(
+            f"workload grpo with {given} (a frozen model beside the policy) is not planned yet: a grpo job's policy "
+            "is job.model, and rollout: and placement: say how it generates and trains (docs/roles.md)"
+        )
     if isinstance(value, str) and value.strip().lower() in NOT_YET:
         name = value.strip().lower()
         raise ValueError(
@@ -126,12 +140,54 @@ def _workload(value: Any) -> Any:
     return value
 
 
+class RolloutSpec(_Model):
+    """A GRPO step's batch and its inference engines (verl / NeMo RL config names in the descriptions)."""
+
+    prompts_per_step: int = Field(ge=1, description="Prompts a step (verl data.train_batch_size).")
+    samples_per_prompt: int = Field(ge=1, description="Responses a prompt, the group (verl rollout.n).")
+    prompt_tokens: Count = Field(gt=0, description="Mean prompt length, tokens.")
+    response_tokens: Count = Field(gt=0, description="Mean response length, tokens.")
+    max_response_tokens: Count | None = Field(
+        None, gt=0, description="The longest response a step waits for (rollout.response_length); unset: none."
+    )
+    tp: int = Field(1, ge=1, description="Tensor parallel GPUs an engine (rollout.tensor_model_parallel_size).")
+    memory_utilization: float = Field(
+        0.5, gt=0, le=1, description="Share of a GPU's memory the engine takes (gpu_memory_utilization; verl: 0.5)."
+    )
+    max_num_seqs: int = Field(256, ge=1, description="Sequences an engine decodes at once at most (vLLM: 256).")
+    steps: int | None = Field(None, ge=1, description="GRPO steps; unset: job.dataset_tokens x epochs of tokens.")
+
+
 class StudentSpec(_Model):
     """How the student (the job's model) trains: on every teacher token, data-parallel."""
 
     name: str = "student"
     micro_batch: int = Field(1, ge=1)
     grad_accum: int = Field(1, ge=1)
+
+
+GRPO_FIELDS = ("rollout", "placement", "async", "forward_passes", "micro_batch")
+
+
+def _grpo_slots(data: Any) -> Any:
+    """A grpo job's two roles in the pipeline's slots: the rollout (the producers' slot, the job's model
+    generating) and the policy (the consumers', trained); the model's shapes are job.model's, so the slots
+    carry names only, and what crosses is the weights once a step (planning/grpo.py), not a per-token tensor."""
+    if not isinstance(data, dict) or str(data.get("workload", "")).strip().lower() != "grpo":
+        if isinstance(data, dict) and any(k in data for k in GRPO_FIELDS):
+            given = ", ".join(k for k in GRPO_FIELDS if k in data)
+            raise ValueError(f"{given}: only a grpo job's (workload: grpo); a drafter or distill job has none")
+        return data
+    frozen = tuple(k for k in ("target", "drafter", "teacher", "student", "passes") if k in data)
+    if frozen:  # refused on job.roles.workload (``_workload``), the field that disagrees with the rest
+        return {**data, "workload": _GrpoWithFrozen(frozen)}
+    if "rollout" not in data:
+        raise ValueError("a grpo job needs rollout: {prompts_per_step, samples_per_prompt, prompt_tokens, ...}")
+    out = dict(data)
+    out["target"] = {"name": "rollout", "params": 1, "hidden": 1}  # names the slot; shapes from job.model
+    out["drafter"] = {"name": "policy"}
+    out["passes"] = {"bytes_per_token": 1}  # unused: the weights cross once a step
+    return out
 
 
 def _distill_names(data: Any) -> Any:
@@ -155,9 +211,10 @@ class RolesSpec(_Model):
     """``job.roles``: the job's GPUs split between a frozen model's forward pass and a trained model's training
     (drafter: target and drafter; distill: teacher and student, held in the same two fields)."""
 
-    workload: Annotated[Literal["drafter", "distill"], BeforeValidator(_workload)] = Field(
+    workload: Annotated[Literal["drafter", "distill", "grpo"], BeforeValidator(_workload)] = Field(
         description="drafter: a frozen target's forward pass (producers) feeding a drafter's training (consumers); "
-        "distill: a frozen teacher's forward pass feeding the student's training on every token."
+        "distill: a frozen teacher's forward pass feeding the student's training on every token; grpo: the "
+        "policy (job.model) generating rollouts, scored by forward passes and trained (docs/roles.md)."
     )
     target: TargetSpec
     drafter: DrafterSpec = Field(default_factory=DrafterSpec)
@@ -167,11 +224,24 @@ class RolesSpec(_Model):
         description="peer (NVLink), host (through host memory, two PCIe hops); auto: peer where there is NVLink.",
     )
     batch_tokens: Count | None = Field(None, gt=0, description="Target tokens a batch hands on; default job.seq_len.")
+    rollout: RolloutSpec | None = Field(None, description="grpo: a step's batch and its engines.")
+    placement: Literal["colocated", "disaggregated"] = Field(
+        "colocated", description="grpo: every GPU generates then trains (colocated), or some generate and others train."
+    )
+    asynchronous: bool = Field(
+        False,
+        alias="async",
+        description="grpo, disaggregated: generate step k + 1 while step k trains (one step of staleness).",
+    )
+    forward_passes: int = Field(
+        2, ge=0, description="grpo: forward passes a sequence besides training (reference + recomputed old log-probs)."
+    )
+    micro_batch: int = Field(1, ge=1, description="grpo: sequences a training micro-batch.")
 
     @model_validator(mode="before")
     @classmethod
     def _names(cls, data: Any) -> Any:
-        return _distill_names(data)
+        return _grpo_slots(_distill_names(data))
 
     @property
     def bytes_per_token(self) -> float:
@@ -184,11 +254,9 @@ class RolesSpec(_Model):
 
 
 def role_names(workload: str | None = None) -> tuple[str, str]:
-    """The producer's and consumer's role names as ``--role`` takes them: target and drafter, or for a distill
-    job teacher and student."""
-    if workload == "distill":
-        return ("teacher", "student")
-    return ROLE_NAMES
+    """The producer's and consumer's role names as ``--role`` takes them: target and drafter, for a distill
+    job teacher and student, for a grpo job rollout and policy."""
+    return WORKLOAD_ROLE_NAMES.get(workload or "drafter", ROLE_NAMES)
 
 
 def parse_role_flag(text: str, workload: str | None = None) -> tuple[str, int, str]:

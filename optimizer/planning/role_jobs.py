@@ -21,6 +21,7 @@ from ..errors import GpuplanError, JobError
 from ..inputs.catalog import find_sku, sku_key
 from ..inputs.schema import Catalog, Offer, Problem
 from ..physics.shapes import ModelShape, TrainingState
+from .grpo import DEFAULT_FORWARD_PASSES, GrpoJob, GrpoRecipe
 from .model_state import model_shape, optimizer_bytes_per_param, training_state
 from .roles import ForwardRole, RoleHardware, RoleJob, RoleSplit, TrainRole, calibrated_producer, plan_roles
 
@@ -110,11 +111,54 @@ def _student(problem: Problem) -> TrainRole:
     )
 
 
+def _grpo(problem: Problem) -> RoleJob:
+    """A grpo job: the policy (job.model) generates on the producers' slot and trains on the consumers'
+    (planning/grpo.py), its bf16 weights what the engines hold and what syncs back each step."""
+    job, roles = problem.job, problem.job.roles
+    assert roles is not None and roles.rollout is not None
+    r = roles.rollout
+    shape = model_shape(job.model)
+    if not shape.has_shapes:
+        raise JobError(
+            "a grpo job decodes job.model, whose shapes it needs for the KV cache: give job.model.layers, hidden, "
+            "heads, kv_heads, ffn_hidden and vocab (its config.json)",
+            field="job.model",
+        )
+    recipe = GrpoRecipe(
+        prompts_per_step=r.prompts_per_step,
+        samples_per_prompt=r.samples_per_prompt,
+        prompt_tokens=float(r.prompt_tokens),
+        response_tokens=float(r.response_tokens),
+        max_response_tokens=float(r.max_response_tokens or 0.0),
+        rollout_tp=r.tp,
+        memory_utilization=r.memory_utilization,
+        max_num_seqs=r.max_num_seqs,
+        forward_passes=roles.forward_passes if roles.forward_passes is not None else DEFAULT_FORWARD_PASSES,
+        micro_batch=roles.micro_batch,
+        placement=roles.placement,
+        asynchronous=roles.asynchronous,
+    )
+    tokens = float(r.steps) * recipe.tokens_per_step if r.steps else float(problem.job.total_tokens)
+    weights = 2.0 * shape.params  # bf16, as the engines hold them
+    rl = GrpoJob(shape, training_state(job, shape), recipe, tokens, weights, problem.assumptions.link_efficiency,
+                 problem.assumptions.overlap)  # fmt: skip
+    width = shape.attention_width or shape.q_width
+    producer = ForwardRole("rollout", shape.active_params, weights, shape.layers, width, recipe.seq_tokens / 2, 0.0,
+                           None, mfu_is_training_efficiency=True)  # fmt: skip
+    consumer = TrainRole(job.model.name or "policy", shape, rl.train, recipe.seq_tokens, roles.micro_batch, 1, 1.0)
+    return RoleJob(producer, consumer, tokens, recipe.tokens_per_step, weights / recipe.tokens_per_step, rl=rl,
+                   link_efficiency=rl.link_efficiency, overlap=rl.overlap)  # fmt: skip
+
+
 def role_job(problem: Problem, catalog: Catalog) -> RoleJob:
     """The job's roles as the role model takes them; bad input names its field."""
     roles = problem.job.roles
     if roles is None:
         raise JobError("this job has no roles: section; plan it with gpuplan solve or check --sku", field="job.roles")
+    if roles.workload == "grpo":
+        if problem.job.measured:
+            raise JobError("a grpo job is not calibrated yet: plan it without job.measured", field="job.measured")
+        return _grpo(problem)
     target = roles.target
     mfu = target.mfu
     measured_on: RoleHardware | None = None

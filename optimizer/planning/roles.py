@@ -24,9 +24,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..errors import JobError
-from ..inputs.schema import Assumptions, Sku
-from ..physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY
 from ..physics.layout import Cluster, Layout, RunSettings
+from ..physics.rl import RlRate
 from ..physics.roles import (
     HOST_BOUNCE_HOPS,
     PEER_HOPS,
@@ -42,56 +41,12 @@ from ..physics.roles import (
     train_target_tokens_per_s,
 )
 from ..physics.shapes import ModelShape, TrainingState
+from .grpo import GrpoJob, grpo_step, rollout_splits
+from .role_hardware import DEFAULT_LINK_EFFICIENCY, DEFAULT_OVERLAP, Peak, RoleHardware
 
 LinkKind = Literal["auto", "peer", "host"]
-Peak = Literal["bf16", "fp8"]
 Objective = Literal["time", "cost"]
 SECONDS_PER_HOUR = 3600.0
-# A job's defaults as single-role jobs take them (docs/design.md sections 5.3 and 5.6): achieved over nominal
-# link bandwidth, and the share of the trained role's data-parallel traffic hidden behind its compute.
-DEFAULT_LINK_EFFICIENCY: float = Assumptions.model_fields["link_efficiency"].default
-DEFAULT_OVERLAP: float = Assumptions.model_fields["overlap"].default
-
-
-@dataclass(frozen=True)
-class RoleHardware:
-    """One GPU model as the roles see it, in base units, with its price."""
-
-    sku: str
-    peak_bf16_flops_per_s: float
-    peak_fp8_flops_per_s: float | None
-    hbm_bytes_per_s: float
-    intra_node_bytes_per_s: float  # bidirectional, the vendors' convention (NVLink, or a PCIe slot)
-    memory_bytes: float
-    gpus_per_node: int
-    peer_to_peer: bool  # NVLink between the node's GPUs; otherwise a tensor bounces through host memory
-    compute_efficiency: float  # the training role's share of the 16-bit peak (docs/design.md section 5.10)
-    price_usd_per_gpu_hour: float
-
-    @classmethod
-    def from_sku(cls, sku: Sku, price_usd_per_gpu_hour: float, compute_efficiency: float | None = None) -> RoleHardware:
-        """The catalog's figures (catalogs/hardware.yaml); the efficiency as gpuplan defaults it: the SKU's
-        ``default_mfu``, else the per-form-factor default. A PCIe card's GPUs exchange through host memory."""
-        default = sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
-        return cls(
-            sku=sku.name,
-            peak_bf16_flops_per_s=sku.dense_bf16_tflops * 1e12,
-            peak_fp8_flops_per_s=sku.dense_fp8_tflops * 1e12 if sku.dense_fp8_tflops else None,
-            hbm_bytes_per_s=sku.hbm_bandwidth_gb_per_s * 1e9,
-            intra_node_bytes_per_s=sku.intra_node_bandwidth_gb_per_s * 1e9,
-            memory_bytes=float(sku.memory_reported_bytes or sku.memory_label_bytes),
-            gpus_per_node=sku.gpus_per_node,
-            peer_to_peer=sku.form_factor != "pcie",
-            compute_efficiency=compute_efficiency if compute_efficiency is not None else default,
-            price_usd_per_gpu_hour=price_usd_per_gpu_hour,
-        )
-
-    def peak_flops_per_s(self, peak: Peak) -> float:
-        if peak == "fp8":
-            if self.peak_fp8_flops_per_s is None:
-                raise JobError(f"{self.sku} states no FP8 peak; give the forward role's MFU against bf16")
-            return self.peak_fp8_flops_per_s
-        return self.peak_bf16_flops_per_s
 
 
 @dataclass(frozen=True)
@@ -140,16 +95,19 @@ class RoleJob:
     link: LinkKind = "auto"  # peer (NVLink), host (bounce through host memory), auto: peer where there is NVLink
     link_efficiency: float = DEFAULT_LINK_EFFICIENCY
     overlap: float = DEFAULT_OVERLAP
+    # GRPO (planning/grpo.py): the producers generate, the consumers score and train, the weights sync back
+    rl: GrpoJob | None = None
 
 
 @dataclass(frozen=True)
 class RoleSplit:
     producers: int
     consumers: int
+    shared: bool = False  # the same GPUs run both roles in turn (GRPO colocated)
 
     @property
     def gpus(self) -> int:
-        return self.producers + self.consumers
+        return self.producers if self.shared else self.producers + self.consumers
 
 
 @dataclass(frozen=True)
@@ -289,8 +247,36 @@ def all_splits(gpus: int) -> list[RoleSplit]:
     return [RoleSplit(t, gpus - t) for t in range(1, gpus)]
 
 
+def _rl_plan(job: RoleJob, rl: GrpoJob, hw: RoleHardware, split: RoleSplit) -> RolePlan:
+    """A GRPO split's step (planning/grpo.py) as a role plan: the step's stages as the pipeline's."""
+    step = grpo_step(rl, hw, split.producers, split.consumers)
+    if step.generate_s == float("inf"):
+        r = rl.recipe
+        raise JobError(
+            f"the policy's weights ({rl.weight_bytes / 1e9:.1f} GB over {r.rollout_tp} GPUs) leave no KV cache in "
+            f"{r.memory_utilization:.0%} of a {hw.sku}'s memory; raise job.roles.rollout.memory_utilization or "
+            "job.roles.rollout.tp"
+        )
+    rate = RlRate.of(step)
+    hours = job.tokens / rate.tokens_per_s / SECONDS_PER_HOUR
+    price = hw.price_usd_per_gpu_hour
+    kind: Literal["peer", "host"] = "peer" if hw.peer_to_peer else "host"
+    return RolePlan(hw.sku, split, rate, kind, hours, hours * split.gpus * price, price)
+
+
+def _rl_split(rl: GrpoJob, producers: int, consumers: int) -> RoleSplit:
+    return RoleSplit(producers, consumers, shared=rl.recipe.placement == "colocated")
+
+
 def evaluate_split(job: RoleJob, hw: RoleHardware, split: RoleSplit) -> RolePlan:
     """One hand-picked split (``check``'s question): its rates, what binds, hours and cost."""
+    if job.rl is not None:
+        split = _rl_split(job.rl, split.producers, split.consumers)
+        if split.shared and split.producers != split.consumers:
+            raise JobError(
+                f"a colocated GRPO job runs every stage on the same GPUs: give both roles the same count "
+                f"(got {split.producers} and {split.consumers}), or set placement: disaggregated"
+            )
     if split.producers < 1 or split.consumers < 1:
         raise JobError(f"a role split needs a GPU per role (got {split.producers} + {split.consumers})")
     if split.gpus > hw.gpus_per_node:
@@ -298,6 +284,8 @@ def evaluate_split(job: RoleJob, hw: RoleHardware, split: RoleSplit) -> RolePlan
             f"{split.producers} + {split.consumers} GPUs exceed one {hw.sku} node ({hw.gpus_per_node} GPUs); "
             "roles spanning nodes are not modelled yet"
         )
+    if job.rl is not None:
+        return _rl_plan(job, job.rl, hw, split)
     return _Rates(job, hw).plan(split)
 
 
@@ -305,6 +293,12 @@ def best_split(job: RoleJob, hw: RoleHardware, gpus: int) -> RolePlan:
     """The fastest split of ``gpus`` GPUs, by bisection on the crossing of the rising and falling rates."""
     if gpus < 2:
         raise JobError(f"a role job needs at least 2 GPUs, one per role (got {gpus})")
+    if job.rl is not None:  # every split (a node's GPUs at most): the step's sum has no single crossing
+        rl = job.rl
+        plans = [_rl_plan(job, rl, hw, _rl_split(rl, r, t)) for r, t in rollout_splits(rl, gpus)]
+        if not plans:
+            raise JobError(f"{gpus} GPUs leave none to train beside a rollout engine of {rl.recipe.rollout_tp}")
+        return max(plans, key=lambda p: (p.tokens_per_s, -p.split.producers))
     rates = _Rates(job, hw)
     lo, hi = 1, gpus - 1  # the first t with rising(t) >= falling(t) lies in [lo, hi], or there is none (hi)
     while lo < hi:
@@ -321,6 +315,8 @@ def calibrated_producer(job: RoleJob, hw: RoleHardware, split: RoleSplit, measur
     """The job with its producer's MFU set so that ``split`` on ``hw`` runs at the measured rate (the SKU the
     MFU is measured on becomes ``hw``). Only a run its producers bind says how fast they are: where the
     calibrated split would be bound by the consumers or the link, the measurement is refused."""
+    if job.rl is not None:
+        raise JobError("a GRPO job is not calibrated yet: plan it without job.measured", field="job.measured")
     predicted = evaluate_split(job, hw, split)
     producer_rate = predicted.rate.producer_tokens_per_s
     if producer_rate <= 0 or measured_tokens_per_s <= 0:
@@ -351,7 +347,8 @@ def plan_roles(
 ) -> RoleAnswer:
     """The best split for each GPU count, and the best of those by ``objective``. A producer whose weights do
     not fit one GPU is refused: splitting it with tensor parallelism is not modelled yet."""
-    if job.producer.weight_bytes > hw.memory_bytes:
+    tp = job.rl.recipe.rollout_tp if job.rl is not None else 1
+    if job.producer.weight_bytes / tp > hw.memory_bytes:
         reason = (
             f"{job.producer.name}'s weights ({job.producer.weight_bytes / 1e9:.1f} GB) exceed one {hw.sku} "
             f"({hw.memory_bytes / 1e9:.1f} GB); producers split by tensor parallelism are not modelled yet"

@@ -1,0 +1,171 @@
+"""A GRPO job's GPUs: how many generate and how many train, and what a step takes (issue 52, docs/roles.md).
+
+The policy (the job's model) generates ``samples_per_prompt`` responses to each of ``prompts_per_step`` prompts
+on rollout engines of ``rollout_tp`` GPUs (physics/decode.py), its reference and recomputed log-probabilities
+are forward passes over the finished sequences, and gpuplan's ``step_time`` trains it data-parallel with fully
+sharded weights (FSDP, verl's and OpenRLHF's default trainer); the new weights then reach the engines
+(physics/rl.py). ``colocated``: all GPUs do each stage in turn. ``disaggregated``: ``r`` GPUs generate and
+``G - r`` train, synchronously (the step the sum) or asynchronously (the slower side), and every split with
+whole engines on the rollout side is tried (brute force: at most a node's GPUs). Rates are in tokens (prompt +
+response, every sample) a second, the unit RL frameworks report (NeMo RL's tokens/sec/GPU x GPUs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import JobError
+from ..physics.decode import DecodeEngine, Generation, generate_s, kv_bytes_per_token, kv_capacity_tokens
+from ..physics.layout import Cluster, Layout, Recompute, RunSettings
+from ..physics.rl import Placement, RlStep, all_gather_s, broadcast_s
+from ..physics.roles import forward_flops_per_token
+from ..physics.shapes import ModelShape, TrainingState
+from ..physics.time import step_time
+from .role_hardware import DEFAULT_LINK_EFFICIENCY, DEFAULT_OVERLAP, RoleHardware
+
+# A causal query sees half its sequence on average.
+CAUSAL_SPAN = 0.5
+# vLLM's default scheduler cap on sequences decoded together (EngineArgs max_num_seqs, 256 before V1's
+# per-GPU defaults); verl and NeMo RL leave it to vLLM.
+DEFAULT_MAX_NUM_SEQS = 256
+# Share of each GPU's memory the engine takes: verl's rollout default (ppo_trainer.yaml
+# actor_rollout_ref.rollout.gpu_memory_utilization: 0.5), colocated beside the trainer's state.
+DEFAULT_MEMORY_UTILIZATION = 0.5
+# Forward passes over each finished sequence besides training: the reference's log-probs and the policy's own,
+# recomputed (verl ray_trainer.fit: compute_ref_log_prob, compute_log_prob).
+DEFAULT_FORWARD_PASSES = 2
+
+
+@dataclass(frozen=True)
+class GrpoRecipe:
+    """A step's batch and the engines' settings, as the frameworks' configs name them."""
+
+    prompts_per_step: int  # verl data.train_batch_size; NeMo RL num_prompts_per_step
+    samples_per_prompt: int  # verl rollout.n; NeMo RL num_generations_per_prompt (the group)
+    prompt_tokens: float  # mean prompt length
+    response_tokens: float  # mean response length
+    max_response_tokens: float = 0.0  # the longest response a step waits for (0: the mean's waves only)
+    rollout_tp: int = 1
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
+    forward_passes: int = DEFAULT_FORWARD_PASSES
+    micro_batch: int = 1  # sequences a training micro-batch
+    placement: Placement = "colocated"
+    asynchronous: bool = False  # disaggregated only: one step of staleness
+
+    @property
+    def sequences(self) -> int:
+        return self.prompts_per_step * self.samples_per_prompt
+
+    @property
+    def seq_tokens(self) -> float:
+        return self.prompt_tokens + self.response_tokens
+
+    @property
+    def tokens_per_step(self) -> float:
+        return self.sequences * self.seq_tokens
+
+
+@dataclass(frozen=True)
+class GrpoJob:
+    policy: ModelShape  # the trained model, which also generates
+    train: TrainingState
+    recipe: GrpoRecipe
+    tokens: float  # tokens (prompt + response, every sample) to process: steps x tokens a step
+    weight_bytes: float  # the policy's bf16 weights, as the engines hold them
+    link_efficiency: float = DEFAULT_LINK_EFFICIENCY
+    overlap: float = DEFAULT_OVERLAP
+
+    def flops_per_token(self, context_tokens: float) -> float:
+        """One token's forward FLOPs at ``context_tokens`` keys a query (2 N + 4 L w s)."""
+        width = self.policy.attention_width or self.policy.q_width
+        return forward_flops_per_token(self.policy.active_params, self.policy.layers, width, context_tokens)
+
+
+def _node_link(hw: RoleHardware, gpus: int, efficiency: float) -> float:
+    """One direction of one GPU's link to ``gpus`` others: NVLink within a node, the network beyond it."""
+    if gpus > hw.gpus_per_node:
+        return hw.network_bytes_per_s * efficiency
+    return hw.intra_node_bytes_per_s / 2.0 * efficiency
+
+
+def generation(job: GrpoJob, hw: RoleHardware, rollout_gpus: int) -> Generation:
+    """The rollout on ``rollout_gpus``: each engine's share of the step's sequences (physics/decode.py)."""
+    r = job.recipe
+    if rollout_gpus % r.rollout_tp or r.rollout_tp > hw.gpus_per_node:
+        raise JobError(f"{rollout_gpus} rollout GPUs are not whole engines of tensor parallel {r.rollout_tp}")
+    engines = rollout_gpus // r.rollout_tp
+    shape = job.policy
+    engine = DecodeEngine(
+        weight_bytes=job.weight_bytes,
+        flops_per_token=job.flops_per_token((r.prompt_tokens + r.response_tokens / 2.0) * CAUSAL_SPAN),
+        kv_bytes_per_token=kv_bytes_per_token(shape.layers, shape.kv_width),
+        layers=shape.layers,
+        hidden=shape.hidden,
+        tp=r.rollout_tp,
+        peak_flops_per_s=hw.peak_bf16_flops_per_s,
+        efficiency=hw.compute_efficiency,
+        hbm_bytes_per_s=hw.hbm_bytes_per_s,
+        link_bytes_per_s=_node_link(hw, r.rollout_tp, job.link_efficiency),
+    )
+    kv = kv_capacity_tokens(
+        hw.memory_bytes, r.memory_utilization, job.weight_bytes, r.rollout_tp, engine.kv_bytes_per_token
+    )
+    return generate_s(
+        engine,
+        r.sequences / engines,
+        r.samples_per_prompt,
+        r.prompt_tokens,
+        r.response_tokens,
+        kv,
+        r.max_num_seqs,
+        r.max_response_tokens,
+    )
+
+
+def train_s(job: GrpoJob, hw: RoleHardware, gpus: int) -> tuple[float, float]:
+    """(forward passes, training) seconds a step on ``gpus`` GPUs: fully sharded data parallel, activations
+    recomputed (verl's and NeMo RL's defaults), every sequence trained once (one PPO epoch)."""
+    r = job.recipe
+    nodes = max(1, -(-gpus // hw.gpus_per_node))
+    cluster = Cluster(
+        peak_flops=hw.peak_bf16_flops_per_s,
+        hbm_bytes_per_s=hw.hbm_bytes_per_s,
+        intra_bytes_per_s=hw.intra_node_bytes_per_s,
+        network_bytes_per_s=hw.network_bytes_per_s if nodes > 1 else hw.intra_node_bytes_per_s,
+        gpus_per_node=min(gpus, hw.gpus_per_node),
+        compute_efficiency=hw.compute_efficiency,
+        nodes=float(nodes),
+    )
+    accum = max(1, round(r.sequences / (gpus * r.micro_batch)))
+    layout = Layout(dp=gpus, zero=3, shard=gpus, micro_batch=r.micro_batch, grad_accum=accum, recompute=Recompute.FULL)
+    settings = RunSettings(seq_len=r.seq_tokens, overlap=job.overlap, link_efficiency=job.link_efficiency)
+    step = step_time(job.policy, job.train, cluster, layout, settings)
+    train = r.tokens_per_step / float(step.tokens_per_s)
+    flops = r.forward_passes * job.flops_per_token(r.seq_tokens * CAUSAL_SPAN)
+    forward = r.tokens_per_step * flops / (gpus * hw.peak_bf16_flops_per_s * hw.compute_efficiency)
+    return forward, train
+
+
+def grpo_step(job: GrpoJob, hw: RoleHardware, rollout_gpus: int, train_gpus: int) -> RlStep:
+    """One step on ``rollout_gpus`` + ``train_gpus`` (disaggregated) or on ``rollout_gpus`` GPUs doing every
+    stage (colocated: ``train_gpus`` the same GPUs)."""
+    r = job.recipe
+    gen = generation(job, hw, rollout_gpus)
+    forward, train = train_s(job, hw, train_gpus)
+    if r.placement == "colocated":
+        sync = all_gather_s(job.weight_bytes, rollout_gpus, _node_link(hw, rollout_gpus, job.link_efficiency))
+    else:
+        sync = broadcast_s(
+            job.weight_bytes / r.rollout_tp, _node_link(hw, rollout_gpus + train_gpus, job.link_efficiency)
+        )
+    return RlStep(r.tokens_per_step, gen.seconds, forward, train, sync, r.placement, r.asynchronous)
+
+
+def rollout_splits(job: GrpoJob, gpus: int) -> list[tuple[int, int]]:
+    """(rollout, train) GPUs of every split of ``gpus``: colocated, all of them doing both; disaggregated,
+    whole engines generating and at least one GPU training."""
+    r = job.recipe
+    if r.placement == "colocated":
+        return [(gpus, gpus)]
+    return [(g, gpus - g) for g in range(r.rollout_tp, gpus, r.rollout_tp)]
