@@ -154,7 +154,9 @@ class RolloutSpec(_Model):
     memory_utilization: float = Field(
         0.5, gt=0, le=1, description="Share of a GPU's memory the engine takes (gpu_memory_utilization; verl: 0.5)."
     )
-    max_num_seqs: int = Field(256, ge=1, description="Sequences an engine decodes at once at most (vLLM: 256).")
+    max_num_seqs: int = Field(
+        256, ge=1, description="Sequences an engine decodes at once at most (vLLM: 256, verl: 1024)."
+    )
     steps: int | None = Field(None, ge=1, description="GRPO steps; unset: job.dataset_tokens x epochs of tokens.")
 
 

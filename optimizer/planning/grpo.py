@@ -25,11 +25,11 @@ from .role_hardware import DEFAULT_LINK_EFFICIENCY, DEFAULT_OVERLAP, RoleHardwar
 
 # A causal query sees half its sequence on average.
 CAUSAL_SPAN = 0.5
-# vLLM's default scheduler cap on sequences decoded together (EngineArgs max_num_seqs, 256 before V1's
-# per-GPU defaults); verl and NeMo RL leave it to vLLM.
+# vLLM's default scheduler cap on sequences decoded together (EngineArgs max_num_seqs: 256); NeMo RL leaves it
+# to vLLM, verl sets 1024 (volcengine/verl@1acd108 verl/trainer/config/ppo_trainer.yaml rollout.max_num_seqs).
 DEFAULT_MAX_NUM_SEQS = 256
-# Share of each GPU's memory the engine takes: verl's rollout default (ppo_trainer.yaml
-# actor_rollout_ref.rollout.gpu_memory_utilization: 0.5), colocated beside the trainer's state.
+# Share of each GPU's memory the engine takes: verl's rollout default (same file,
+# actor_rollout_ref.rollout.gpu_memory_utilization: 0.5), colocated beside the trainer's state; NeMo RL's 0.6.
 DEFAULT_MEMORY_UTILIZATION = 0.5
 # Forward passes over each finished sequence besides training: the reference's log-probs and the policy's own,
 # recomputed (verl ray_trainer.fit: compute_ref_log_prob, compute_log_prob).
