@@ -8,6 +8,7 @@ on a socket bound here (``listen``), stopping on SIGHUP as on SIGTERM and ^C; ``
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import signal
 import socket
@@ -49,8 +50,16 @@ def create_app(service: Service | None = None, access: Access | None = None) -> 
     add_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
-    registry_bodies(app.routes)
+    app.openapi = functools.partial(_openapi, app)  # type: ignore[method-assign]
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's OpenAPI document of ``app``, written on its first request, with the exports registry's kinds
+    as they are then (``routes.registry_bodies``)."""
+    if app.openapi_schema is None:
+        registry_bodies(FastAPI.openapi(app))
+    return app.openapi_schema or {}
 
 
 # --------------------------------------------------------------------------- serving

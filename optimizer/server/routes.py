@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi import Query as Param
+from fastapi.encoders import jsonable_encoder
 from fastapi.responses import HTMLResponse, Response
-from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from starlette.routing import BaseRoute
 
 from .. import __version__
 from ..errors import ArgumentError, GpuplanError, printable
@@ -301,10 +299,8 @@ async def job(job_id: str, service: Served) -> Response:
 ROUTERS = (PAGE, REFERENCE, PLANNING, JOBS)
 
 
-def registry_bodies(routes: Sequence[BaseRoute]) -> None:
-    """An app's routes (its own copies, made as it includes ``ROUTERS``) with ``POST /v1/export``'s body stated
-    from the exports registry as it is when the app is made, a launcher registered since this module loaded
-    included."""
-    for route in routes:
-        if isinstance(route, APIRoute) and route.path == "/v1/export":
-            route.openapi_extra = export_body()
+def registry_bodies(openapi: dict[str, Any]) -> dict[str, Any]:
+    """An app's OpenAPI document with ``POST /v1/export``'s body stated from the exports registry as it is when
+    the document is written (a launcher registered since this module loaded included)."""
+    openapi["paths"]["/v1/export"]["post"].update(jsonable_encoder(export_body(), exclude_none=True))  # as FastAPI
+    return openapi
