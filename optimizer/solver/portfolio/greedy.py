@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import copy
 import random
-import time
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from ...physics.constants import usd_to_cents
+from . import work
 
 Placement = tuple[int, int] | None  # (option index, start step) or None: not placed
 Fit = Literal["earliest", "contact"]  # where in its window a greedy pass starts a job
@@ -59,6 +59,7 @@ def _fit_mask(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) -> n
     steps: a running count of short steps over the window only (not from step 0: most calls look at a
     day). Method calls, not numpy's wrappers: the search makes hundreds of thousands of these."""
     short_steps = free[ready : last + dur] < gpus
+    work.charge_scan(len(short_steps))
     short = np.zeros(len(short_steps) + 1, dtype=np.int64)
     short_steps.cumsum(out=short[1:])
     starts = max(0, len(short_steps) - dur + 1)
@@ -270,7 +271,7 @@ def squeaky_wheel(
         )
         if best is None or score < best.score:
             best = Pass(placed, order, score)
-        if not dropped or time.perf_counter() >= deadline:
+        if not dropped or work.now() >= deadline:
             break
         first = set(dropped)
         order = dropped + [k for k in order if k not in first]
@@ -300,11 +301,11 @@ def reorder_search(
     ``rival``: the score of a schedule found otherwise; the search stops once, at the pace it has kept, it
     would not reach that score by ``deadline``."""
     rng = random.Random(seed)
-    began = time.perf_counter()
+    began = work.now()
     cheapest = [min((usd_to_cents(o.cost_usd) for o in job.options), default=0) for job in jobs]
     best = start
     stale = 0
-    while time.perf_counter() < deadline and stale < REORDER_STALL:
+    while work.now() < deadline and stale < REORDER_STALL:
         excess = sorted(
             (((usd_to_cents(jobs[k].options[p[0]].cost_usd) - cheapest[k]) * rng.random(), k))
             for k, p in enumerate(best.placed)
@@ -323,7 +324,7 @@ def reorder_search(
             best, stale = trial, 0
             if report is not None:
                 report(best)
-        now = time.perf_counter()
+        now = work.now()
         if rival is not None and behind(start.score, best.score, rival, now - began, deadline - now):
             break
     return best

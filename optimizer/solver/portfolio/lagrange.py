@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...physics.constants import usd_to_cents
+from . import work
 from .greedy import capacity_arrays
 from .lp import drop_weights, window
 
@@ -251,6 +252,7 @@ class Ascent:
             value, choice_row, starts = _evaluate(opts, lam, mu, nu, weights, may_drop, horizon, pair_pool, pair_dur)
             value -= float((lam * cap).sum()) + (mu * budget_cents if budget_cents is not None else 0.0) + nu * limit
             out.iterations += 1
+            work.charge(work.ASCENT_ROW_S * len(opts.cents))
             record(choice_row, starts, SHARE_DECAY)
             if value > self.best + 1e-9:
                 self.best, stall = value, 0
@@ -269,7 +271,7 @@ class Ascent:
             if theta < min_theta:
                 out.converged = True
                 break
-            if time.perf_counter() >= deadline or (stop is not None and stop()):
+            if work.now() >= deadline or (stop is not None and stop()):
                 break
             # Subgradient: each relaxed constraint's slack at the current choices.
             use = np.zeros((len(cap), horizon + 1))
@@ -352,11 +354,15 @@ class Apart:
 
     def collect(self, wait_s: float) -> LagrangeBound | None:
         """Stop the ascent and take its answer, its Ascent's state with it; None (the Ascent as it was)
-        when nothing came within ``wait_s`` seconds."""
-        self._stop.set()
+        when nothing came within ``wait_s`` seconds. Under a work budget (``work``) the ascent runs to its own
+        deadline, counted in its work, so that what it sends is the same however fast it ran; the wall clock's
+        safety stop (it stops there too) bounds the wait."""
+        counting = work.counting()
+        if not counting:
+            self._stop.set()
         got = None
         try:
-            if self._receive.poll(wait_s):
+            if self._receive.poll(wait_s + (min(work.wall_left(), 3600.0) if counting else 0.0)):
                 got = self._receive.recv()
         except (EOFError, OSError):  # the process died without an answer
             got = None

@@ -12,7 +12,6 @@ so a step never makes the schedule worse; a better one replaces it.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,67 +21,49 @@ from ortools.sat.python import cp_model
 
 from ...physics.constants import usd_to_cents
 from ..model import new_solver
+from . import work
 from .greedy import Placement, capacity_arrays, earliest_start
 from .lp import drop_weights, fits_window, window
 from .slots import PricedSlots
 
 # With a relaxation's prices, a freed job may take its current option, its cheapest ones and these many whose cheapest
-# priced slot costs least (measured on the 200-job benchmark, 15 s of neighbourhoods from one schedule: gap 2.1 % with
-# every option, 1.6 % with 2, 1.7 % with 4, 1.8 % with 6; smaller models prove optimal sooner).
+# priced slot costs least (200 jobs: 1.6 % with 2, 1.7 % with 4, 2.1 % with every option; smaller models prove sooner).
 PRICED_OPTIONS = 3
 CHEAPEST_OPTIONS = 2
 
-# Seconds per neighbourhood (measured on the 1,000-job benchmark: 20 jobs seldom prove optimal in
-# 10 s, while most improvements come in the first half second; session 11, 25 s of neighbourhoods from
-# one schedule each, demand-sized seed 2 and evenly sized pools: 0.15 s 1.31 % and 2.37 %, 0.25 s
-# 1.29-1.31 % and 2.31-2.39 %, 0.5 s 1.31-1.33 % and 2.39-2.49 %, 1 s 1.37 % and 2.40 %).
+# Seconds per neighbourhood: 0.15-1 s gave the same gaps at 1,000 jobs within 0.1 point (session 11).
 STEP_S = 0.25
 # Tries at a second neighbourhood whose windows do not overlap the first one's.
 PAIR_TRIES = 3
 # An ejecting insertion (``Search.insert``) tries a job's first INSERT_OPTIONS options at the INSERT_STARTS
 # starts nearest the wanted one; a job it pushes out that fits nowhere is put in the same way, once more
-# (INSERT_DEPTH), at its own option or its INSERT_OPTIONS_DEEP cheapest and INSERT_STARTS_DEEP starts. At
-# 1,000 jobs one insertion takes about a second; without the second level 2 of the 5 jobs that rounding
-# the relaxation left out on the evenly sized benchmark stayed out.
+# (INSERT_DEPTH), at its own option or its INSERT_OPTIONS_DEEP cheapest and INSERT_STARTS_DEEP starts.
 INSERT_OPTIONS = 4
 INSERT_STARTS = 24
 INSERT_DEPTH = 1
 INSERT_OPTIONS_DEEP = 2
 INSERT_STARTS_DEEP = 8
-# Repair neighbourhoods spent on each left-out job the search is not told to place (a required one gets them
-# without end): the objective ranks dropped weight first, but some cannot go in at all.
+# Repair neighbourhoods spent on each left-out job the search is not told to place (a required one: no end).
 OPTIONAL_REPAIRS = 3
 
 # Relocations (``Search.relocate``), before the neighbourhoods, for RELOCATE_SHARE of a search's time:
 # passes over the RELOCATE_TOP jobs furthest from their cheapest priced slot (more than a dollar), each
 # tried at its RELOCATE_OPTIONS cheapest priced options and the RELOCATE_STARTS starts nearest that slot,
-# the jobs in its way ejected. At 1,000 jobs half of the slot excess sits on five to ten jobs (large jobs
-# pushed off the pool the relaxation prices them on), which a neighbourhood of 12-20 jobs around one time
-# rarely frees together with everything in their way; an ejection chain moves 10-50 jobs at once.
-# Measured (60 s, 2 cores; BENCHMARKS.md, session 12): 1,000 jobs on demand-sized pools end at
-# 0.53-1.09 % (seed 2 once 1.41 %) where they ended at 0.71-1.17 %, 5,000 jobs (300 s) at 0.96 % where
-# at 1.08 %; at 200 jobs the neighbourhoods reach every job several times and relocations only take
-# their time (1.18-1.36 % against 1.02-1.19 %), hence RELOCATE_JOBS. Passes over 120 jobs, not 30, once
-# ejection got faster (session 13; 8 s of relocations from the same saved 1,000-job schedule each:
-# demand-sized seed 2 $359,508 with 30, $359,316 with 60, $359,389 with 120; evenly sized $287,273,
-# $287,240, $287,215; whole 60 s runs the same or 0.04-0.1 points lower).
+# the jobs in its way ejected: at 1,000 jobs half of the slot excess sits on five to ten large jobs, which a
+# neighbourhood around one time rarely frees with everything in their way. Below RELOCATE_JOBS jobs the
+# neighbourhoods reach every job several times and relocations only take their time (BENCHMARKS.md, session 12-13).
 RELOCATE_JOBS = 500
 RELOCATE_SHARE = 0.33
 RELOCATE_TOP = 120
 RELOCATE_OPTIONS = 3
 RELOCATE_STARTS = 24
 # A job a relocation pushes out that fits nowhere goes in by ejection at this many of its roomiest starts,
-# not ``INSERT_STARTS_DEEP`` (8, for putting in left-out jobs): a relocation then takes a third to a half
-# of the time, so a pass tries more. Measured (10 s of relocation passes from the same saved 1,000-job
-# schedules, session 15): the instance issue 13 was measured on (``--prices uniform``) $3,218 saved with 8,
-# $4,433-4,680 with 2, $4,701 with 1; evenly sized pools $1,365-1,395, $1,815-1,825, $1,830; mixed (1.2)
-# $1,219, $1,300.
+# not ``INSERT_STARTS_DEEP``: a relocation then takes a third to a half of the time, so a pass tries more
+# (session 15: 1.4-2x the saving in 10 s of passes).
 RELOCATE_STARTS_DEEP = 2
 # A repair step's time, and its jobs when they are all those crossing the left-out job's window on one of its
-# pools (every other step: the jobs nearest it on all its pools). Measured at 1,000 jobs on "mixed" pools
-# (bench/portfolio_bench.py): a required job needing 8 of the 56 B200 GPUs for 28 of the 33 hours of its window,
-# the pool 99 % used, went in with the 54 jobs crossing its window in 10 s, not in 3 s, and never with the 40
-# nearest jobs on all its pools.
+# pools (every other step: the jobs nearest it on all its pools): a required job needing most of a 99 %-used pool
+# for most of its window went in with the 54 jobs crossing it in 10 s, not in 3 s, never with its 40 nearest.
 REPAIR_S = 8.0
 REPAIR_JOBS = 120
 
@@ -185,7 +166,7 @@ class Search:
         options first, near the middle of its window, until ``deadline``; the number placed."""
         placed = 0
         for k in self.left_out():
-            if time.perf_counter() >= deadline:
+            if work.now() >= deadline:
                 break
             r, lim = window(self.jobs[k], self.horizon)
             placed += self.insert(k, self.by_cost[k], (r + lim) / 2)
@@ -232,19 +213,26 @@ class Search:
                 self._use(k, self.placed[k], +1)
         seeds = list(range(self.steps, self.steps + len(subsets)))
         self.steps += len(subsets)
+        # under a work budget: one worker each, deterministic time, the most any took charged (side by side)
+        wall = work.wall_left() if work.counting() else None
+        workers = 1 if wall is not None else self.workers
         try:
             if len(subsets) == 1:
-                answers = [self._solve(subsets[0], set(subsets[0]), time_limit_s, self.workers, seeds[0], must)]
+                answers = [self._solve(subsets[0], set(subsets[0]), time_limit_s, workers, seeds[0], must, wall)]
             else:
                 with ThreadPoolExecutor(len(subsets)) as pool:
                     answers = list(
-                        pool.map(lambda a: self._solve(a[0], set(a[0]), time_limit_s, 1, a[1]), zip(subsets, seeds))
+                        pool.map(
+                            lambda a: self._solve(a[0], set(a[0]), time_limit_s, 1, a[1], None, wall),
+                            zip(subsets, seeds),
+                        )
                     )
         finally:
             for subset in subsets:
                 for k in subset:
                     self._use(k, self.placed[k], -1)
-        return [self._keep(subset, new, optimal) for subset, (new, optimal) in zip(subsets, answers)]
+        work.charge(work.CPSAT_S * max(t for _, _, t in answers) + work.MODEL_JOB_S * sum(map(len, subsets)))
+        return [self._keep(subset, new, optimal) for subset, (new, optimal, _) in zip(subsets, answers)]
 
     def _keep(self, subset: list[int], new: list[Placement] | None, optimal: bool) -> tuple[bool, bool]:
         """Replace the subset's placements by ``new`` when that drops less weight, or as much for less."""
@@ -269,8 +257,17 @@ class Search:
         return sum(self.cents[k][p[0]] for k in subset if (p := placed[k]) is not None)
 
     def _solve(
-        self, subset: list[int], chosen: set[int], time_limit_s: float, workers: int, seed: int, must: int | None = None
-    ) -> tuple[list[Placement] | None, bool]:
+        self,
+        subset: list[int],
+        chosen: set[int],
+        time_limit_s: float,
+        workers: int,
+        seed: int,
+        must: int | None = None,
+        wall_s: float | None = None,
+    ) -> tuple[list[Placement] | None, bool, float]:
+        """The subset re-optimised (None: none found), whether optimally, CP-SAT's deterministic time (``wall_s``:
+        under a work budget, the wall seconds left; ``time_limit_s`` is then scaled to deterministic time)."""
         m = cp_model.CpModel()
         horizon = self.horizon
         picks: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
@@ -355,7 +352,9 @@ class Search:
             sum(big * w * (1 - d) for d, w in objective)
             + cp_model.LinearExpr.weighted_sum([p for p, _ in cost_terms], [c for _, c in cost_terms])
         )
-        solver = new_solver(max(0.05, time_limit_s), workers, seed=seed)
+        solver = new_solver(max(0.05, time_limit_s) if wall_s is None else max(0.01, wall_s), workers, seed=seed)
+        if wall_s is not None:
+            solver.parameters.max_deterministic_time = max(0.05, time_limit_s) / work.CPSAT_S
         stop = None
         if must is not None:
             # a repair stops at its first schedule better than the current one: it exists to place the
@@ -363,13 +362,14 @@ class Search:
             dropped = sum(self.weights[k] for k in subset if self.placed[k] is None)
             stop = _StopBelow(big * dropped + self._cost(subset, self.placed))
         status = solver.solve(m, stop)
+        spent = solver.deterministic_time
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return None, False
+            return None, False, spent
         new: list[Placement] = []
         for k in subset:
             option = next((i for i, p in picks[k] if solver.boolean_value(p)), None)
             new.append(None if option is None else (option, solver.value(starts[k])))
-        return new, status == cp_model.OPTIMAL
+        return new, status == cp_model.OPTIMAL, spent
 
     def _bounds(self, k: int) -> tuple[int, int]:
         """The steps job k may run in, given where its predecessors and successors are placed."""
@@ -414,7 +414,7 @@ class Search:
         what the others leave free (an unplaced job placed if it fits anywhere); the number of moves."""
         moves = 0
         for k in sorted(range(len(self.jobs)), key=lambda k: -self._cents_of(k)):
-            if time.perf_counter() >= deadline:
+            if work.now() >= deadline:
                 break
             cur = self.placed[k]
             self._use(k, cur, +1)
@@ -523,7 +523,7 @@ class Search:
                 continue
             pool, gpus = self.where[k][i]
             for s in self._starts(pool, gpus, d, r, lim, near, roomiest)[:tries]:
-                if time.perf_counter() >= self.stop_at:
+                if work.now() >= self.stop_at:
                     return best
                 limit = below if best is None else best[0]
                 moves = self._eject_for(k, (i, s), pool, gpus, d, depth, limit, deep_tries)
@@ -734,10 +734,10 @@ def relocate_far(state: Search, slots: PricedSlots, until: float) -> None:
     """Passes of ``Search.relocate`` over the jobs furthest from their cheapest priced slot, until a pass
     moves none or ``until`` (a perf_counter time)."""
     moved = True
-    while moved and time.perf_counter() < until:
+    while moved and work.now() < until:
         moved = False
         for excess, k in state.slot_excess(slots)[:RELOCATE_TOP]:
-            if excess <= 100 or time.perf_counter() >= until:
+            if excess <= 100 or work.now() >= until:
                 break
             moved = state.relocate(k, slots) > 0 or moved
 
@@ -808,23 +808,23 @@ def search(
         return [k for k in state.left_out() if k in must]
 
     for _ in range(5):  # single-job moves first: cheap, and they leave the CP-SAT steps the hard part
-        t0 = time.perf_counter()
+        t0 = work.now()
         if not state.move_each(deadline):
             break
         if report is not None:
             report("moves")
-        if time.perf_counter() - t0 > 0.1 * max(0.0, deadline - t0):
+        if work.now() - t0 > 0.1 * max(0.0, deadline - t0):
             break
     # none in a search that starts with a job it must place left out (a repair search: its time is for
     # that). Measured on evenly sized pools: relocating there too ended at 3.5 % in 4 of 7 runs and at
     # 1.9-2.2 % in the others; without, at 2.2-2.3 % in 4 of 4
     if slots is not None and len(state.jobs) >= RELOCATE_JOBS and not waiting():
         before = state.cost_cents()
-        relocate_far(state, slots, time.perf_counter() + RELOCATE_SHARE * max(0.0, deadline - time.perf_counter()))
+        relocate_far(state, slots, work.now() + RELOCATE_SHARE * max(0.0, deadline - work.now()))
         if report is not None and state.cost_cents() < before:
             report("relocate")
     while True:
-        left = deadline - time.perf_counter()
+        left = deadline - work.now()
         if left < 0.2:
             return
         if (
@@ -876,10 +876,10 @@ def search(
                 if other and state.independent([subset, other]):
                     subsets.append(other)
                     break
-        t0 = time.perf_counter()
+        t0 = work.now()
         answers = state.reoptimise_many(subsets, limit, must=subset[0] if kind == "repair" else None)
         improved, optimal = any(i for i, _ in answers), all(o for _, o in answers)
-        took = time.perf_counter() - t0
+        took = work.now() - t0
         if optimal and took < limit / 2:
             size = min(len(state.jobs), 200, size + max(2, size // 5))
         elif not optimal:

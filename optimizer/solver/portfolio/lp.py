@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from ortools.linear_solver import pywraplp
 
 from ...physics.constants import usd_to_cents
+from . import work
 from .greedy import capacity_arrays
 
 # Bucket count is chosen so that the LP keeps about this many z columns.
@@ -147,8 +148,16 @@ def lp_bound(
     for xv, cents in cost_terms:
         objective.SetCoefficient(xv, cents)
     objective.SetMinimization()
-    lp.SetTimeLimit(max(1, int(time_limit_s * 1000)))
+    if work.counting():
+        # under a work budget: GLOP's deterministic time, the wall clock only as the safety stop, and the
+        # time granted charged whatever it took (the same on every run)
+        lp.SetSolverSpecificParametersAsString(f"max_deterministic_time: {max(0.01, time_limit_s):.6f}")
+        lp.SetTimeLimit(max(1, int(min(work.wall_left(), 1e6) * 1000)))
+    else:
+        lp.SetTimeLimit(max(1, int(time_limit_s * 1000)))
     status = lp.Solve()
+    # simplex iterations times the columns: the same on every run (GLOP's own deterministic time is not exposed)
+    work.charge(min(time_limit_s, work.LP_PIVOT_S * lp.iterations() * lp.NumVariables()))
     out = LpBound(None, buckets=n_buckets)
     if status == pywraplp.Solver.INFEASIBLE:
         out.infeasible = True

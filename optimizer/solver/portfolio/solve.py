@@ -22,6 +22,7 @@ from ...physics.constants import CENTS_PER_USD, optimality_gap, usd_to_cents
 from ...physics.constants import budget_cents as budget_cents_of
 from ...planning.plans import plan_from
 from ...results import PortfolioResult
+from . import work
 from .build import PortfolioModel, build, warm_start
 from .data import JobData, PoolSpec, Prepared, pool_specs, prepare, shortlist, whole_steps
 from .extract import extract
@@ -48,16 +49,11 @@ LARGE_MODEL_OPTIONS = 5_000
 # ones (and the makespan and lateness objectives) to the whole model in CP-SAT.
 SEARCH_JOBS = 30
 # From this many jobs on, the search's greedy passes pack each job against its neighbours instead of at
-# its earliest start. Measured (bench/portfolio_bench.py, 60 s): 1,000 jobs, gap 3.83 % -> 3.15 % with
-# evenly sized pools and 3.37 % -> 1.57 % with pools sized by demand (--pools-sized demand --load 1.0);
-# but 200 jobs 0.92 % -> 1.28-1.38 %: where neighbourhoods reach every job several times, they get further
-# from the looser schedule.
+# its earliest start: 1,000 jobs gain 0.7-1.8 points at 60 s, 200 jobs lose 0.4 (BENCHMARKS, session history).
 CONTACT_JOBS = 500
 # Search-path portfolios up to this many jobs spend the second half of their time in the whole model
-# in CP-SAT, hinted with the search's schedule: at this size it proves what the relaxations cannot (a
-# 40-job portfolio with a binding budget: the search's schedule was optimal, its Lagrangian bound 37 %
-# below; CP-SAT proved it in seconds) and finds schedules the neighbourhoods miss (100 jobs at 66 % use:
-# $30,840 in 60 s against the search's $31,103; BENCHMARKS, "where the gap lives").
+# in CP-SAT, hinted with the search's schedule: at this size it proves what the relaxations cannot and
+# finds schedules the neighbourhoods miss (BENCHMARKS, "where the gap lives").
 POLISH_JOBS = 100
 POLISH_SHARE = 0.5  # of the time left after the options are built
 # The search stops early once its gap to the LP bound is below this.
@@ -65,8 +61,7 @@ STOP_GAP = 1e-4
 # The ascent resumed after iterated greedy, aimed at the improved schedule's cost: its share of the time
 # then left.
 REFINE_SHARE = 0.25
-# Seconds to wait, after the search, for the ascent run apart to stop and send its answer (it checks
-# between iterations: about 15 ms each at 1,000 jobs).
+# Seconds to wait, after the search, for the ascent run apart to stop and send its answer.
 APART_WAIT_S = 2.0
 # Share of the search's time for putting in the jobs the first schedule leaves out (measured at 1,000
 # jobs where the pools of most jobs' cheapest options are short, ``--pools-sized mixed``: greedy left 16
@@ -219,7 +214,14 @@ def solve_portfolio(
     if pf.objective == "cost" and len(jobs) > SEARCH_JOBS:
         polish = len(jobs) <= POLISH_JOBS and n_options <= LARGE_MODEL_OPTIONS
         until = deadline - POLISH_SHARE * (deadline - time.perf_counter()) if polish else deadline
-        choices, dropped_proven = _search(pf, data, result, until, workers, say, reserve)
+        # the search's time counted in work (``work.budget``): the limit less the options and the output on the
+        # reference machine; the wall clock (``until`` less the reserve measured now) stops it only if slower
+        search_s = time_limit_s - work.options_s(prepared.tables, workers) - _extract_reserve(len(jobs))
+        with work.budget(0.0, until - reserve) as clock:
+            share = 1 - POLISH_SHARE if polish else 1.0
+            choices, dropped_proven = _search(pf, data, result, share * search_s, workers, say, 0.0)
+        say(f"search   {clock.spent:.1f} s of work counted in {time.perf_counter() - started:.1f} s")
+        result.notes += [work.CUT_NOTE] if clock.cut else []
         if polish and (result.gap > STOP_GAP or result.status != "optimal"):
             choices, dropped_proven = _polish(
                 pf, data, result, choices, dropped_proven, deadline - reserve, workers, progress, started
@@ -307,7 +309,7 @@ def _search(
     pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
     budget_cents = None if pf.budget_usd is None else budget_cents_of(pf.budget_usd)
     weights = drop_weights(jobs)
-    left = deadline - reserve - time.perf_counter()
+    left = deadline - reserve - work.now()
     # Past CONTACT_JOBS jobs, a second first schedule, largest job first, each packed against its
     # neighbours (``contact_start``), and iterated greedy packs by contact too.
     fit: Fit = "contact" if len(jobs) >= CONTACT_JOBS else "earliest"
@@ -323,7 +325,7 @@ def _search(
     first = min(
         (
             squeaky_wheel(
-                jobs, pools, pool_of, horizon, budget_cents, time.perf_counter() + share * left, weights, order=o, fit=f
+                jobs, pools, pool_of, horizon, budget_cents, work.now() + share * left, weights, order=o, fit=f
             )
             for share, o, f in starts
         ),
@@ -332,11 +334,11 @@ def _search(
     state = Search(jobs, pools, pool_of, horizon, budget_cents, first.placed, workers)
     say(f"construct  greedy: {placed_line(state)}")
     if state.required_dropped():
-        _rescue_required(state, time.perf_counter() + RESCUE_SHARE * left)
+        _rescue_required(state, work.now() + RESCUE_SHARE * left)
         say(f"construct  rescue: {placed_line(state)}")
     # The jobs greedy left out, put in by ejection before the relaxation, which is for as few drops as
     # the schedule: every job placed here is one the relaxation may no longer drop.
-    state.place_left_out(time.perf_counter() + PLACE_SHARE * left)
+    state.place_left_out(work.now() + PLACE_SHARE * left)
     result.method = "lp_lns"
     bounds = {"cheapest_options": _cheapest_bound(jobs, weights, state.dropped_weight())}
 
@@ -379,17 +381,17 @@ def _search(
         found = Search(jobs, pools, pool_of, horizon, budget_cents, placed, workers)
         found.move_each(until)
         for k in found.left_out():
-            if time.perf_counter() >= until:
+            if work.now() >= until:
                 break
             share = lag.shares[k]
             options = sorted(range(len(jobs[k].options)), key=lambda i: (-share.get(i, 0.0), found.cents[k][i]))
             found.insert(k, options, lag.mean_start[k])
         for k in found.left_out():  # still out: its cheapest option on each pool, where there may be room
-            if time.perf_counter() >= until:
+            if work.now() >= until:
                 break
             found.insert(k, sorted(found.cheapest_per_pool(k), key=lambda i: found.cents[k][i]), lag.mean_start[k])
         for k in found.required_dropped():  # required and still out: once more, with deeper ejection chains
-            if time.perf_counter() >= until:
+            if work.now() >= until:
                 break
             cheapest = sorted(found.cheapest_per_pool(k), key=lambda i: found.cents[k][i])
             found.insert(k, cheapest, lag.mean_start[k], ROUND_DEEP_INSERT_DEPTH)
@@ -404,7 +406,7 @@ def _search(
         best_found: Search | None = None
         widen = retry = False
         for attempt in range(ROUND_TRIES):
-            started_try = time.perf_counter()
+            started_try = work.now()
             if attempt:
                 left_try = until - started_try
                 lag = ascent(
@@ -419,15 +421,15 @@ def _search(
             retry, widen = lost and not widen, lost
             if best_found is None or score(found) < score(best_found):
                 best_found = found
-            took = time.perf_counter() - started_try
+            took = work.now() - started_try
             # no time for another try and its repairs; the first with fallbacks needs time only for itself
             # (on the issue's own instance, one run: the first rounding lost after 5 of its 13 s and the one
             # with fallbacks, which beat the incumbent in the other runs, never came; 5.15 %)
-            if time.perf_counter() + (took if retry else 2 * took) > until:
+            if work.now() + (took if retry else 2 * took) > until:
                 break
         assert best_found is not None
         short = missing(best_found, state)
-        if short and time.perf_counter() < until:
+        if short and work.now() < until:
             # once more with the jobs it lacks placed before the others (squeaky wheel across roundings):
             # measured on evenly sized pools, a rounding that lacked one 8-GPU job whose window its pool
             # had filled (no insertion or repair step put it in, so the answer fell back to the incumbent,
@@ -437,7 +439,7 @@ def _search(
             if score(again) < score(best_found):
                 best_found = again
                 short = missing(best_found, state)
-        if short and time.perf_counter() < until:
+        if short and work.now() < until:
             search(best_found, until, slots=priced_at, place=short)
         return best_found
 
@@ -449,7 +451,7 @@ def _search(
     slots: PricedSlots | None = None
     lp = None
     if left > 1.0:
-        lag = ascent(time.perf_counter() + 0.2 * left)
+        lag = ascent(work.now() + 0.2 * left)
         if lag.bound_cents is not None:
             bounds["lagrangian_relaxation"] = lag.bound_cents
             guide = lag.choice_cents
@@ -466,7 +468,7 @@ def _search(
                     pool_of,
                     horizon,
                     budget_cents,
-                    time.perf_counter() + 0.05 * left,
+                    work.now() + 0.05 * left,
                     weights,
                     prices=lag.prices,
                 ).placed,
@@ -475,9 +477,7 @@ def _search(
             if score(priced) < score(state):
                 state = priced
             show("bound")
-            found = roundings(
-                lag, slots, time.perf_counter() + ROUND_SHARE * max(0.0, deadline - reserve - time.perf_counter())
-            )
+            found = roundings(lag, slots, work.now() + ROUND_SHARE * max(0.0, deadline - reserve - work.now()))
             # still without some job the incumbent places, but ahead of it (``ahead``): the search goes
             # on from it, with a share of the time to put those jobs in; if it cannot, the incumbent is the
             # schedule again (the answer ranks dropped weight first)
@@ -485,7 +485,7 @@ def _search(
                 incumbent, state, rounded_won = state, found, True
                 show("rounded")
                 if short := missing(state, incumbent):
-                    until = time.perf_counter() + REPAIR_SHARE * max(0.0, deadline - reserve - time.perf_counter())
+                    until = work.now() + REPAIR_SHARE * max(0.0, deadline - reserve - work.now())
                     search(state, until, guide_cents=guide, report=show, slots=slots, place=short)
                     if score(incumbent) < score(state):
                         state, rounded_won = incumbent, False
@@ -513,7 +513,7 @@ def _search(
     # drops less than greedy did: its passes drop no less than the first one, which ejections beat.
     if first.score[0] <= state.dropped_weight():
         share = REORDER_SHARE_ROUNDED if rounded_won else REORDER_SHARE
-        reorder_until = time.perf_counter() + share * max(0.0, deadline - reserve - time.perf_counter())
+        reorder_until = work.now() + share * max(0.0, deadline - reserve - work.now())
         reordered = reorder_search(
             jobs,
             pools,
@@ -534,7 +534,7 @@ def _search(
     # for as many drops as the schedule had when it was computed, are weaker than one for the final
     # drops, so a last ascent gets a share of the time.
     relaxed = "lagrangian_relaxation" in bounds
-    last = FINAL_BOUND_SHARE * max(0.0, deadline - reserve - time.perf_counter()) if relaxed and state.left_out() else 0
+    last = FINAL_BOUND_SHARE * max(0.0, deadline - reserve - work.now()) if relaxed and state.left_out() else 0
 
     def refined(again: LagrangeBound | None) -> None:
         nonlocal guide, slots
@@ -549,8 +549,8 @@ def _search(
     # ``REFINE_SHARE`` of the time; with two workers it runs apart, on the second core, while the search
     # begins (``Ascent.run_apart``; the search's relocations use one core), otherwise before the search.
     apart: Apart | None = None
-    if relaxed and time.perf_counter() < deadline - reserve:
-        until = time.perf_counter() + REFINE_SHARE * max(0.0, deadline - reserve - time.perf_counter())
+    if relaxed and work.now() < deadline - reserve:
+        until = work.now() + REFINE_SHARE * max(0.0, deadline - reserve - work.now())
         if workers >= 2:
             apart = relax.run_apart(state.dropped_weight(), deadline=until, target_cents=state.cost_cents())
         if apart is None:
@@ -610,7 +610,7 @@ def _rescue_required(state: Search, until: float) -> int:
     try:
         for depth in dict.fromkeys((1, ROUND_DEEP_INSERT_DEPTH)):
             for k in state.required_dropped():
-                if time.perf_counter() >= until:
+                if work.now() >= until:
                     return put
                 put += state.rescue(k, depth)
         return put
