@@ -1,5 +1,6 @@
-"""The command line's shared choices and options (``optimizer/cli.py``'s commands take them): the output format,
-the choice enums and the flags several commands share, each with its help text and default stated."""
+"""The command line's shared choices and options (the commands of ``optimizer/cli/`` take them): the output
+format, the choice enums and the flags several commands share, each declared once with its help text and default
+stated."""
 
 from __future__ import annotations
 
@@ -90,6 +91,13 @@ SpotOpt = typer.Option(
     help="--spot: spot capacity only; --no-spot: never spot; default: the file's own (a job's constraints.spot, a "
     "portfolio's spot; allow when unset).",
 )
+# The constraint flags several planning commands take (catalog takes --min-memory too).
+DeadlineOpt = typer.Option(None, "--deadline", help="Finish within, e.g. 5d, 36h.")
+BudgetOpt = typer.Option(None, "--budget", help="Spend at most, e.g. 20000, $20k.")
+DeadlineQuantileOpt = typer.Option(None, "--deadline-quantile", help="p50 or p90: which time must meet the deadline.")
+MaxNodesOpt = typer.Option(None, "--max-nodes", help="At most this many nodes.")
+GpuTypesOpt = typer.Option(None, "--gpu-types", help="Only these GPUs, comma-separated: B200,B300.")
+MinMemoryOpt = typer.Option(None, "--min-memory", help="Only GPUs with at least this memory (160Gi).")
 JobArg = typer.Argument(
     None,
     help="Job file (YAML); see problems/ for examples. Or none, and the job from --model and --tokens.",

@@ -461,9 +461,9 @@ def test_a_check_that_host_memory_fails_says_so(tmp_path):
 def test_a_portfolio_writes_progress_to_a_piped_stderr(problems, monkeypatch):
     """portfolio printed nothing until it ended when stderr was not a terminal (a 7-minute run in a CI log was
     silent): it now writes a progress line at most every few seconds, and the first at once."""
-    from optimizer import cli
+    from optimizer.cli import portfolio
 
-    monkeypatch.setattr(cli, "PIPED_PROGRESS_EVERY_S", 0.0)  # every line, so the test need not wait
+    monkeypatch.setattr(portfolio, "PIPED_PROGRESS_EVERY_S", 0.0)  # every line, so the test need not wait
     r = run("portfolio", problems / "portfolio-q1-finetunes.yaml", "--time-limit", "5")
     assert r.exit_code == 0, r.output
     lines = [line for line in r.stderr.splitlines() if line.strip()]
@@ -473,10 +473,10 @@ def test_a_portfolio_writes_progress_to_a_piped_stderr(problems, monkeypatch):
 
 def test_the_export_help_names_every_registered_kind():
     """The --export help is prose kept beside the exports registry: it must name each kind the registry has."""
-    from optimizer import cli as cli_module
+    from optimizer.cli_options import ExportOpt
     from optimizer.present.exports import KINDS
 
-    assert all(kind in cli_module.ExportOpt.help for kind in KINDS), cli_module.ExportOpt.help
+    assert all(kind in ExportOpt.help for kind in KINDS), ExportOpt.help
 
 
 @pytest.mark.parametrize("command", [[], ["solve"], ["check"], ["options"], ["portfolio"], ["capacity"], ["serve"]])

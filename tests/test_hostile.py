@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
+import importlib
 import json
 import math
 import os
@@ -32,7 +33,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from optimizer import cli, load_job, load_portfolio
+import optimizer
+from optimizer import api, cli, load_job, load_portfolio
+from optimizer.cli import plan as cli_plan
+from optimizer.cli.shared import emit
+from optimizer.cli_options import Format
 from optimizer.inputs import schema, units
 from optimizer.present import output
 
@@ -1092,7 +1097,7 @@ INTERRUPTED = [
 def test_keyboard_interrupt_in_any_command_exits_130(tmp_path, monkeypatch, case):
     _, function, args = case
     paths = files(tmp_path, job_yaml=job_text(), pf_yaml=portfolio_text())
-    monkeypatch.setattr(cli.api, function, _raise_interrupt)
+    monkeypatch.setattr(api, function, _raise_interrupt)
     argv = [{"{job}": paths["job_yaml"], "{pf}": paths["pf_yaml"]}.get(a, a) for a in args]
     result = runner.invoke(cli.app, [str(a) for a in argv])
     assert result.exit_code == 130, result.output
@@ -1102,17 +1107,17 @@ def test_keyboard_interrupt_in_any_command_exits_130(tmp_path, monkeypatch, case
 
 
 @pytest.mark.parametrize(
-    ("target", "args"),
+    ("module", "target", "args"),
     [
-        ("load_catalog", ["catalog", "default"]),
-        ("presets", ["models"]),
-        ("expand_models", ["model", "llama-3.1-8b"]),
-        ("json_schema", ["schema", "job"]),
-        ("load_job", ["solve", "job.yaml"]),
+        ("reference", "load_catalog", ["catalog", "default"]),
+        ("reference", "presets", ["models"]),
+        ("reference", "expand_models", ["model", "llama-3.1-8b"]),
+        ("reference", "json_schema", ["schema", "job"]),
+        ("shared", "load_job", ["solve", "job.yaml"]),
     ],
 )
-def test_keyboard_interrupt_while_reading_exits_130(monkeypatch, target, args):
-    monkeypatch.setattr(cli, target, _raise_interrupt)
+def test_keyboard_interrupt_while_reading_exits_130(monkeypatch, module, target, args):
+    monkeypatch.setattr(importlib.import_module(f"optimizer.cli.{module}"), target, _raise_interrupt)
     result = runner.invoke(cli.app, args)
     assert result.exit_code == 130 and "interrupted" in result.output
 
@@ -1121,7 +1126,7 @@ def test_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
     paths = files(tmp_path, job_yaml=job_text())
     report = tmp_path / "r.html"
     report.write_text("old")
-    monkeypatch.setattr(cli, "html_report", _raise_interrupt)
+    monkeypatch.setattr(cli_plan, "html_report", _raise_interrupt)
     result = runner.invoke(cli.app, [str(a) for a in [*_solve_args(paths), "--report", report]])
     assert result.exit_code == 130 and report.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.yaml", "r.html"]
@@ -1748,7 +1753,7 @@ def test_a_character_outside_the_basic_plane_reads_as_written(tmp_path):
 def test_json_output_is_json_even_with_a_non_finite_number(capsys):
     """JSON has no NaN or Infinity (Python writes them, and strict parsers refuse the whole answer): a
     figure that is not finite goes out as null, as pydantic writes it."""
-    cli._emit({"tokens_per_s": math.inf, "rows": [{"cost": math.nan, "gpus": 8}]}, cli.Format.json, print)
+    emit({"tokens_per_s": math.inf, "rows": [{"cost": math.nan, "gpus": 8}]}, Format.json, print)
 
     def refuse(name):
         raise ValueError(name)
@@ -2510,7 +2515,7 @@ def _own_file_cases() -> list:
     from optimizer.inputs.bundled import bundled_dir
 
     catalogs = bundled_dir("catalogs")
-    package = Path(cli.__file__).resolve().parent
+    package = Path(optimizer.__file__).resolve().parent
     return [
         pytest.param("--out", catalogs / "default.yaml", id="bundled-catalog"),
         pytest.param("--out", catalogs / "models.yaml", id="model-presets"),

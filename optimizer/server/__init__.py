@@ -45,7 +45,7 @@ def serve(
     try:
         access = Access(allowed_hosts=tuple(allowed_hosts), cors_origins=tuple(cors_origins), token=token or None)
     except ValueError as exc:
-        # named as the flags that give them (--token, --allowed-host, --cors), which cli.flag_of derives
+        # named as the flags that give them (--token, --allowed-host, --cors), which cli.handling.flag_of derives
         field = "token" if "token" in str(exc) else "allowed_host" if "allowed host" in str(exc) else "cors"
         raise ArgumentError(str(exc), field=field) from None
     run(host, port, catalogs, open_page, access)
