@@ -41,7 +41,10 @@ import argparse
 import math
 import statistics
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
@@ -51,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 from optimizer import CheckRequest, GpuplanError, check, load_catalog
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
-from optimizer.physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY
+from optimizer.physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY, FITTED_OVERLAP
 from optimizer.physics.efficiency import (
     FITTED_BASE,
     FITTED_FUSED_RATIO,
@@ -59,6 +62,7 @@ from optimizer.physics.efficiency import (
     FUSED_RATIO_GRID,
     HALF_PER_RIDGE_GRID,
     MIN_SOURCE_FAMILIES,
+    OVERLAP_GRID,
     compile_speedup,
     family_of,
     fit_bases,
@@ -77,7 +81,9 @@ DATA_FILES = (DATA, FINETUNE_DATA, LLMFOUNDRY_DATA)
 # a fine-tune row's job keys beyond the layout (validation/finetune_runs.yaml), passed as they are
 FINETUNE_KEYS = ("lora_rank", "lora_targets", "optimizer", "optimizer_in_backward", "activation_offload")
 TOKENS = "100B"  # throughput does not depend on the run length
-LORA_BRANCHES = False  # --lora-branches: every row with assumptions.lora_branch_traffic (the candidate of issue 48)
+# The data-parallel overlap the rows are predicted at (assumptions.overlap); None: gpuplan's, FITTED_OVERLAP. The
+# fit sets each value of OVERLAP_GRID in turn (at_overlap).
+OVERLAP: float | None = None
 # What a row's ``not_in_table`` may name: row keys (job fields, the MoE recipe, the FSDP schedule, the
 # micro-batch) and layout keys. In the "table columns only" prediction each is left to gpuplan's default.
 NOT_IN_TABLE_ROW_KEYS = frozenset(
@@ -130,8 +136,7 @@ def problem_for(run: dict, efficiency: float | None, host_ms: float | None = Non
             **moe_assumptions(run),
             # the published recipe's FSDP schedule under gradient accumulation (the row's zero3_gathers_source)
             **({"zero3_gathers": run["zero3_gathers"]} if run.get("zero3_gathers") else {}),
-            # --lora-branches: LoRA's branch kernels counted (physics/adapters.py; opt-in in gpuplan)
-            **({"lora_branch_traffic": True} if LORA_BRANCHES else {}),
+            **({"overlap": OVERLAP} if OVERLAP is not None else {}),
         },
     }
     return Problem.model_validate(expand_models(data))
@@ -198,7 +203,10 @@ def layout_arguments(run: dict) -> dict:
     zero = layout.get("zero", zero)
     shard = layout.get("fsdp_degree") if fsdp else None
     dp = run["gpus"] // ((layout.get("tp") or 1) * (layout.get("pp") or 1) * (layout.get("cp") or 1))
-    recompute = {"none": "none", "selective": "none", "op": "op", "full": "full"}.get(layout.get("recompute"))
+    stated = str(layout.get("recompute") or "")
+    recompute = {"none": "none", "selective": "none", "op": "op", "full": "full"}.get(stated)
+    if stated.startswith("layers:"):  # a share of the blocks checkpointed, as check's --recompute layers:N
+        recompute = stated
     micro_batch = run.get("micro_batch")
     if run.get("framework") == "torchtitan" and (layout.get("pp") or 1) > 1 and not table:
         # torchtitan's published batch is the local batch per data-parallel rank; its pipeline splits it
@@ -230,10 +238,22 @@ def _virtual_stages(layout: dict) -> int | None:
     return 1 if schedule == "1f1b" else None
 
 
-def implied_efficiency(run: dict, catalog) -> float:
-    """The efficiency at which the prediction equals the published tokens/s (secant in log-log)."""
+@contextmanager
+def at_overlap(value: float | None) -> Iterator[None]:
+    """Predict every row at data-parallel overlap ``value`` (None: gpuplan's) inside the block."""
+    global OVERLAP
+    before, OVERLAP = OVERLAP, value
+    try:
+        yield
+    finally:
+        OVERLAP = before
+
+
+def implied_efficiency(run: dict, catalog, start: float | None = None) -> float:
+    """The efficiency at which the prediction equals the published tokens/s (secant in log-log), from 0.3 and 0.6
+    or from ``start`` and 1.1 x it (an e* found at a nearby setting)."""
     target = math.log(run["tokens_per_s_per_gpu"])
-    x0, x1 = math.log(0.3), math.log(0.6)
+    x0, x1 = (math.log(0.3), math.log(0.6)) if start is None else (math.log(start), math.log(min(1.0, start * 1.1)))
     f0, f1 = (
         math.log(predict(run, catalog, math.exp(x0))) - target,
         math.log(predict(run, catalog, math.exp(x1))) - target,
@@ -297,17 +317,19 @@ def kernel_ratio(run: dict, catalog, fused_ratio: float, without: str | None = N
 
 
 def fit_points(
-    rows: list[dict], catalog, without: str | None = None, fused_ratio: float = 1.0
+    rows: list[dict], catalog, without: str | None = None, fused_ratio: float = 1.0, overlap: float | None = None
 ) -> list[tuple[str, float, float, float, str]]:
     """The efficiency model's data: (GPU family, hidden, ridge, e*, source family) of every dense row, less the
     rows of source family ``without``; a fused-kernel or compiled row's e* over its ratio (the eager efficiency
-    it stands for; the compile speed-up without the held-out family's pairs)."""
+    it stands for; the compile speed-up without the held-out family's pairs). ``overlap``: the e* found at that
+    data-parallel overlap (None: gpuplan's)."""
     return [
         (
             family(r, catalog),
             hidden_of(r),
             ridge_of(r, catalog),
-            r["_implied"] / kernel_ratio(r, catalog, fused_ratio, without),
+            (r["_implied"] if overlap is None else r["_implied_at"][overlap])
+            / kernel_ratio(r, catalog, fused_ratio, without),
             r["family"],
         )
         for r in rows
@@ -315,17 +337,28 @@ def fit_points(
     ]
 
 
-def fit_model(rows: list[dict], catalog, without: str | None, families) -> tuple[dict, float, float]:
-    """(bases, c, fused ratio): for each fused ratio of the grid the bases and c that fit the rows' points best
-    (physics/efficiency.py fit_bases), the ratio with the least total absolute log error winning."""
+class Fit(NamedTuple):
+    """The efficiency model's fitted parameters (physics/efficiency.py) and the data-parallel overlap."""
+
+    bases: dict
+    c: float
+    fused: float
+    overlap: float
+
+
+def fit_model(rows: list[dict], catalog, without: str | None, families) -> Fit:
+    """For each data-parallel overlap and fused ratio of the grids the bases and c that fit the rows' points best
+    (physics/efficiency.py fit_bases), the pair with the least total absolute log error winning. The rows'
+    e* at each overlap are in ``_implied_at`` (evaluate_all)."""
     best = None
-    for ratio in FUSED_RATIO_GRID:
-        points = fit_points(rows, catalog, without, ratio)
-        bases, c = fit_bases(points, families)
-        cost = fit_cost(points, bases, c)
-        if bases and (best is None or cost < best[0] - 1e-12):
-            best = (cost, bases, c, ratio)
-    return ({}, 0.0, 1.0) if best is None else best[1:]
+    for overlap in OVERLAP_GRID:
+        for ratio in FUSED_RATIO_GRID:
+            points = fit_points(rows, catalog, without, ratio, overlap)
+            bases, c = fit_bases(points, families)
+            cost = fit_cost(points, bases, c)
+            if bases and (best is None or cost < best[0] - 1e-12):
+                best = (cost, Fit(bases, c, ratio, overlap))
+    return Fit({}, 0.0, 1.0, FITTED_OVERLAP) if best is None else best[1]
 
 
 # The GPU families whose base gpuplan ships (physics/efficiency.py: FITTED_BASE); "gpuplan" held out refits
@@ -353,7 +386,7 @@ def constant_efficiency(run: dict, catalog) -> float:
     return sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
 
 
-HOST_MS_GRID = (0.0, 1.0, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0)
+HOST_MS_GRID = (0.0, 1.0, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0)
 
 
 def host_errors(rows: list[dict], catalog, efficiency=None) -> tuple[list[dict], dict[float, list[float]]]:
@@ -370,10 +403,11 @@ def host_errors(rows: list[dict], catalog, efficiency=None) -> tuple[list[dict],
 
 
 def best_host_ms(errors: dict[float, list[float]], keep: list[bool]) -> float | None:
-    """The grid value with the least median |log error| over the kept MoE rows (None: no row kept)."""
+    """The grid value with the least mean |log error| over the kept MoE rows (None: no row kept): least absolute
+    deviations, as the efficiency fit; the median of a dozen rows jumps as single rows cross it."""
     if not any(keep):
         return None
-    return min(HOST_MS_GRID, key=lambda c: statistics.median(abs(e) for e, k in zip(errors[c], keep) if k))
+    return min(HOST_MS_GRID, key=lambda c: statistics.fmean(abs(e) for e, k in zip(errors[c], keep) if k))
 
 
 def host_overhead_held_out(rows: list[dict], catalog) -> tuple[float, float, float]:
@@ -398,28 +432,29 @@ def leave_one_family_out(rows: list[dict], catalog) -> None:
     - ``_lofo_constant``: the per-form-factor constant efficiency (nothing fitted on dense rows), with the
       host time fitted on the other families' MoE rows;
     - ``_lofo_every`` (dense rows): every GPU family's base that the other families' rows support fitted.
-    ``_lofo_fit`` records the fold's shipped-form parameters (bases, c)."""
+    ``_lofo_fit`` records the fold's shipped-form parameters (Fit: bases, c, fused ratio, overlap). Each fold's
+    rows are predicted at the overlap fitted without them."""
     moe, constant_errors = host_errors(rows, catalog, lambda r: constant_efficiency(r, catalog))
     for fam in sorted({r["family"] for r in rows}):
-        bases, c, k = fit_model(rows, catalog, fam, SHIPPED)
-        every, c_every, k_every = fit_model(rows, catalog, fam, None)
+        fit, every = fit_model(rows, catalog, fam, SHIPPED), fit_model(rows, catalog, fam, None)
         members = [r for r in rows if r["family"] == fam]
         keep = [r["family"] != fam for r in moe]
         host_ms = host_constant = None
-        if any(r["kind"] == "moe" for r in members):
-            _, errors = host_errors(rows, catalog, lambda r: fitted_efficiency(r, catalog, bases, c, k, fam))
-            host_ms, host_constant = best_host_ms(errors, keep), best_host_ms(constant_errors, keep)
+        with at_overlap(fit.overlap):
+            if any(r["kind"] == "moe" for r in members):
+                _, errors = host_errors(rows, catalog, lambda r: fitted_efficiency(r, catalog, *fit[:3], fam))
+                host_ms, host_constant = best_host_ms(errors, keep), best_host_ms(constant_errors, keep)
+            for run in members:
+                host = host_ms if run["kind"] == "moe" else None
+                run["_lofo_host_ms"] = host
+                run["_lofo_fit"] = fit
+                run["_lofo"] = predict(run, catalog, fitted_efficiency(run, catalog, *fit[:3], fam), host)
         for run in members:
-            host = host_ms if run["kind"] == "moe" else None
-            run["_lofo_host_ms"] = host
-            run["_lofo_fit"] = (bases, c, k)
-            run["_lofo"] = predict(run, catalog, fitted_efficiency(run, catalog, bases, c, k, fam), host)
             constant = constant_efficiency(run, catalog) * (compile_speedup(fam) if is_compiled(run, catalog) else 1.0)
             run["_lofo_constant"] = predict(run, catalog, constant, host_constant if run["kind"] == "moe" else None)
             if is_dense(run):
-                run["_lofo_every"] = predict(
-                    run, catalog, fitted_efficiency(run, catalog, every, c_every, k_every, fam)
-                )
+                with at_overlap(every.overlap):
+                    run["_lofo_every"] = predict(run, catalog, fitted_efficiency(run, catalog, *every[:3], fam))
 
 
 def verdict(result) -> str | None:
@@ -491,6 +526,17 @@ def summary(rows: list[dict], label: str) -> tuple[float, float]:
     return median, ratio
 
 
+def implied_over_overlaps(rows: list[dict], catalog) -> None:
+    """Each dense row's e* at every data-parallel overlap of OVERLAP_GRID (``_implied_at``), the fit's data."""
+    for overlap in OVERLAP_GRID:
+        with at_overlap(overlap):
+            for run in rows:
+                if run["_implied"] is not None:
+                    at = run.setdefault("_implied_at", {})
+                    same = abs(overlap - FITTED_OVERLAP) < 1e-9
+                    at[overlap] = run["_implied"] if same else implied_efficiency(run, catalog, run["_implied"])
+
+
 def evaluate_all() -> tuple:
     """(catalog, rows, skipped): every modelled row predicted (gpuplan as shipped, every fitted term refitted
     without the row's source family, gpuplan from the table's columns only), and the rows not modelled with
@@ -513,6 +559,7 @@ def evaluate_all() -> tuple:
             skipped.append((run["name"], f"check refused the published layout: {exc.reason[:90]}"))
             continue
         rows.append(run)
+    implied_over_overlaps(rows, catalog)
     leave_one_family_out(rows, catalog)
     table_columns_only(rows, catalog)
     return catalog, rows, skipped
@@ -621,6 +668,8 @@ def summaries(rows: list[dict], catalog) -> dict:
     )
     lofo_host = sorted({(r["family"], r["_lofo_host_ms"]) for r in rows if r["_lofo_host_ms"] is not None})
     print("  refitted without each family's MoE rows: " + ", ".join(f"{fam} {ms:g} ms" for fam, ms in lofo_host))
+    lofo_overlap = sorted({(r["family"], r["_lofo_fit"].overlap) for r in rows})
+    print("Data-parallel overlap refitted without each family: " + ", ".join(f"{f} {o:g}" for f, o in lofo_overlap))
     out["moe_held_out"] = (host_median, host_ratio)
     out["lofo"] = family_table(rows)
     return out
@@ -629,9 +678,10 @@ def summaries(rows: list[dict], catalog) -> dict:
 def print_fit(rows: list[dict], catalog, table: Figures) -> None:
     """``--fit``: the efficiency model fitted on every dense row, each parameter with the rows and source
     families that support it, whether it ships, and the shipping rule held out by family."""
-    bases, c, k = fit_model(rows, catalog, None, SHIPPED)
-    every, c_every, k_every = fit_model(rows, catalog, None, None)
-    points = fit_points(rows, catalog, fused_ratio=k)
+    fit, fit_every = fit_model(rows, catalog, None, SHIPPED), fit_model(rows, catalog, None, None)
+    bases, c, k = fit.bases, fit.c, fit.fused
+    every, c_every, k_every = fit_every.bases, fit_every.c, fit_every.fused
+    points = fit_points(rows, catalog, fused_ratio=k, overlap=fit.overlap)
     support = supported(points)
     usable = sum(n for n, _ in support.values())
     print(
@@ -667,7 +717,12 @@ def print_fit(rows: list[dict], catalog, table: Figures) -> None:
         f"fused-kernel rows of {len({r['family'] for r in fused})} source families; every family's base fitted: "
         f"{k_every:g}"
     )
+    print(
+        f"  data-parallel overlap {fit.overlap:g} (grid {OVERLAP_GRID[0]:g}..{OVERLAP_GRID[-1]:g}), fitted with the "
+        f"bases; every family's base fitted: {fit_every.overlap:g}; shipped: FITTED_OVERLAP {FITTED_OVERLAP:g}"
+    )
     match = set(bases) == set(FITTED_BASE) and c == FITTED_HALF_PER_RIDGE and k == FITTED_FUSED_RATIO
+    match = match and fit.overlap == FITTED_OVERLAP
     match = match and all(abs(bases[f] - FITTED_BASE[f]) < 5e-4 for f in bases)
     print("  shipped parameters match this fit" if match else "  shipped parameters DIFFER from this fit")
 
@@ -713,15 +768,7 @@ def main() -> int:
         default=None,
         help="fail when a dense row held out by source family is off by more than this factor",
     )
-    ap.add_argument(
-        "--lora-branches",
-        action="store_true",
-        help="count LoRA's branch kernels in every row (assumptions.lora_branch_traffic): the 'every GPU family's "
-        "base' columns then score the candidate that ships with an Ampere base",
-    )
     args = ap.parse_args()
-    global LORA_BRANCHES
-    LORA_BRANCHES = args.lora_branches
     catalog, rows, skipped = evaluate_all()
     print(
         f"{'row':<44} {'family':<16} {'GPU':<9} {'prec':<5} {'published':>10} {'gpuplan':>10} {'error':>7} "

@@ -34,6 +34,7 @@ from pydantic_core import PydanticCustomError
 from ..errors import JobError, UnitError, printable
 from ..physics.constants import (
     FAILURES_PER_GPU_HOUR,
+    FITTED_OVERLAP,
     HOST_LINK_GB_PER_S_PER_GPU,
     HOST_MEMORY_GB_PER_S_PER_GPU,
     NEAR_TIE_FRACTION,
@@ -861,7 +862,13 @@ class Assumptions(_Model):
         "attention keeps its kernels' own (physics/attention.py). auto: the fitted model per GPU family "
         "(physics/efficiency.py). mfu, when given, replaces both.",
     )
-    overlap: float = Field(0.7, ge=0, le=1, description="Share of compute time that hides data-parallel traffic.")
+    overlap: float = Field(
+        FITTED_OVERLAP,
+        ge=0,
+        le=1,
+        description="Share of compute time that hides data-parallel traffic (fitted on published runs: "
+        "physics/constants.py).",
+    )
     moe_overlap: float = Field(
         0.0,
         ge=0,
@@ -881,7 +888,9 @@ class Assumptions(_Model):
         "launches after the dispatcher's host-device sync of the token counts. None = gpuplan's default "
         "(docs/design.md 5.11); 0 where full-iteration CUDA graphs remove it.",
     )
-    lora_branch_traffic: bool = Field(False, description="Count LoRA's branch kernels (physics/adapters.py).")
+    lora_branch_traffic: bool = Field(
+        True, description="Count LoRA's branch kernels as HBM traffic (physics/adapters.py); false: only the GEMMs."
+    )
     zero3_gathers: Literal["auto", "micro_batch", "step"] = Field(
         "auto",
         description="When ZeRO-3 / FSDP gathers weights and reduce-scatters gradients under gradient accumulation: "

@@ -294,7 +294,14 @@ MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
 # replaces it (0 with full-iteration CUDA graphs). Charged with or without EP: TE's grouped GEMM also takes
 # its split sizes on the host, and eager MoE layers index experts from host-side counts; the published rows
 # all run EP > 1, so without EP it is an extrapolation.
-MOE_HOST_S_PER_LAYER = 2.5e-3
+MOE_HOST_S_PER_LAYER = 3.5e-3
+
+# FITTED (bench/throughput.py --fit, with the efficiency bases of physics/efficiency.py): the share of a
+# micro-batch's compute that hides its data-parallel traffic (ZeRO / FSDP gathers and reductions, the gradient
+# all-reduce; physics/time.py, docs/design.md 5.6). No published figure states it: the value of the grid whose
+# best bases fit every dense row's e* best, held out by family like them. It binds where the network is slow
+# for the compute (IBM's fms-fsdp tables on 400 Gb/s A100 and 800 Gb/s H100 nodes); it was an unsourced 0.7.
+FITTED_OVERLAP = 0.5
 
 # --------------------------------------------------------------------------- reliability
 

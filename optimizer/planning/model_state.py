@@ -68,9 +68,9 @@ def model_shape(model: ModelSpec) -> ModelShape:
     )
 
 
-def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = False) -> TrainingState:
+def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = True) -> TrainingState:
     """Bytes per parameter of the job's method and optimizer, plus a frozen teacher if any; with ``lora_branches``
-    (assumptions.lora_branch_traffic, opt-in) the linears LoRA adapts, whose branch kernels the time counts.
+    (assumptions.lora_branch_traffic, on by default) the linears LoRA adapts, whose branch kernels the time counts.
 
     QLoRA under a framework the job names as Hugging Face's stack (``fsdp``: HF Trainer / Accelerate, Lightning;
     ``deepspeed``) quantises through bitsandbytes' ``Linear4bit`` (PEFT's QLoRA guides, bitsandbytes' "FSDP-QLoRA"),
