@@ -3,10 +3,10 @@ SIGHUP end it with one line on stderr and their own exit code (``STOPS``), from 
 to the last: while the CLI's modules load (ortools, numpy, pydantic: a second or more, holding no
 file), during a command, after the files were written and while the process exits.
 
-Two modes. Until ``cli.main`` runs a command, and again once it has its exit code (``ending``), a
+Two modes. Until ``cli.process.main`` runs a command, and again once it has its exit code (``ending``), a
 signal ends the process at once (``stop_now``: the atomic writer's temporary files removed, the line,
 ``os._exit``). During the command (``install(raising=True)``) it raises the signal's
-``KeyboardInterrupt`` in the main thread, so that the command unwinds (``cli.handled`` says the line),
+``KeyboardInterrupt`` in the main thread, so that the command unwinds (``cli.handling.handled`` says the line),
 and cli's watcher thread ends the process if the main thread is inside a solver call. ``finish`` ends
 the process by ``os._exit`` after flushing its output, not through the interpreter's shutdown, in
 which Python puts the signals back to their default action (a late ^C killed the process by SIGINT,

@@ -19,10 +19,12 @@ from optimizer.physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COM
 from optimizer.planning.role_jobs import offer_hardware, role_job
 from optimizer.planning.roles import (
     DEFAULT_LINK_EFFICIENCY,
+    DoesNotFit,
     RoleSplit,
     all_splits,
     best_split,
     calibrated_producer,
+    consumer_layout,
     evaluate_split,
     producer_tokens_per_s_per_gpu,
 )
@@ -109,13 +111,37 @@ def test_the_student_trains_every_teacher_token(problem, catalog):
     assert job.consumer.shape.params == pytest.approx(8.19e9) == job.consumer.train.trainable_params
 
 
-def test_bisection_equals_every_split(problem, catalog):
+def _fitting(job, hw, split):
+    try:
+        return evaluate_split(job, hw, split).tokens_per_s
+    except DoesNotFit:
+        return None
+
+
+def test_bisection_equals_every_split_the_student_fits(problem, catalog):
     job = role_job(problem, catalog)
     for offer in catalog.offers:
         hw = offer_hardware(catalog, offer)
         for gpus in range(2, offer.gpus_per_node + 1):
-            best = max(evaluate_split(job, hw, s).tokens_per_s for s in all_splits(gpus))
-            assert best_split(job, hw, gpus).tokens_per_s == pytest.approx(best, rel=1e-12)
+            rates = [r for s in all_splits(gpus) if (r := _fitting(job, hw, s)) is not None]
+            if not rates:
+                with pytest.raises(DoesNotFit):
+                    best_split(job, hw, gpus)
+                continue
+            assert best_split(job, hw, gpus).tokens_per_s == pytest.approx(max(rates), rel=1e-12)
+
+
+def test_a_student_that_does_not_fit_its_gpus_is_refused_with_what_it_needs(problem, catalog):
+    # Qwen3-8B's full fine-tune (16 bytes a parameter: 131 GB of state) cannot train on one 96 GB RTX PRO 6000
+    # even recomputing every layer; on two under ZeRO-3 it does, so solve never proposes the 1-GPU student
+    job = role_job(problem, catalog)
+    offer = next(o for o in catalog.offers if o.name == "rtx-pro-6000-8x")
+    hw = offer_hardware(catalog, offer)
+    with pytest.raises(DoesNotFit, match=r"training qwen3-8b does not fit 1 x RTX-PRO-6000: .* against 96.0 GB"):
+        evaluate_split(job, hw, RoleSplit(1, 1))
+    assert consumer_layout(job, hw, 2).zero == 3
+    result = solve_roles(problem, catalog=catalog)
+    assert all(p.plan.split.consumers >= 2 for p in result.plans if p.plan.sku == "RTX-PRO-6000")
 
 
 def test_solve_splits_the_node_half_and_half(problem, catalog):

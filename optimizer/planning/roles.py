@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..errors import JobError
-from ..physics.layout import Cluster, Layout, RunSettings
+from ..physics.layout import Cluster, Layout, Recompute, RunSettings
+from ..physics.memory import memory_breakdown
 from ..physics.rl import RlRate
 from ..physics.roles import (
     HOST_BOUNCE_HOPS,
@@ -174,9 +175,52 @@ def producer_tokens_per_s_per_gpu(role: ForwardRole, hw: RoleHardware, batch_tok
     return forward_tokens_per_s(role.flops_per_token(), peak, mfu, role.weight_bytes, batch_tokens, hw.hbm_bytes_per_s)
 
 
-def consumer_tokens_per_s(job: RoleJob, hw: RoleHardware, consumers: int) -> float:
-    """Target tokens/s the trained role keeps up with on ``consumers`` GPUs of one node (data parallel)."""
+class DoesNotFit(JobError):
+    """The trained role's state and activations exceed its GPUs' memory on every layout it may take."""
+
+
+def consumer_layout(job: RoleJob, hw: RoleHardware, consumers: int) -> Layout | None:
+    """The trained role's layout on ``consumers`` GPUs of one node: plain data parallelism where its state and
+    activations fit (physics/memory.py, as ``check`` counts them), else ZeRO-3 over the consumers (FSDP), else
+    that with every layer recomputed; None where none fits. A role that trains on a share of the tokens (a
+    DFlash drafter: its anchors' blocks, attending over the target's hidden states) keeps plain data
+    parallelism: its activations follow the anchors, which physics/memory.py does not count, and the seed's
+    drafter trained on one 96 GB GPU (../shared/seeds/003)."""
     role = job.consumer
+    base = Layout(dp=consumers, micro_batch=role.micro_batch, grad_accum=role.grad_accum)
+    if role.trained_tokens_per_target_token != 1.0 or role.context_flops_per_target_token:
+        return base
+    sharded = replace(base, zero=3, shard=consumers)
+    options = [base, *([sharded] if consumers > 1 else []), replace(sharded, recompute=Recompute.FULL)]
+    settings = RunSettings(seq_len=role.seq_len)
+    for layout in options:
+        need = memory_breakdown(role.shape, role.train, layout, settings, hw.memory_bytes).total
+        if float(need) <= hw.memory_bytes:
+            return layout
+    return None
+
+
+def consumer_memory_reason(job: RoleJob, hw: RoleHardware, consumers: int) -> str:
+    """Why the trained role fits no layout on ``consumers`` GPUs: its need at its smallest."""
+    role = job.consumer
+    layout = Layout(
+        dp=consumers, zero=3, shard=consumers, recompute=Recompute.FULL, micro_batch=role.micro_batch,
+        grad_accum=role.grad_accum,
+    )  # fmt: skip
+    need = float(memory_breakdown(role.shape, role.train, layout, RunSettings(seq_len=role.seq_len), 1.0).total)
+    return (
+        f"training {role.name} does not fit {consumers} x {hw.sku}: {need / 1e9:,.1f} GB a GPU at its smallest "
+        f"(ZeRO-3 over its GPUs, every layer recomputed) against {hw.memory_bytes / 1e9:,.1f} GB; give it more GPUs"
+    )
+
+
+def consumer_tokens_per_s(job: RoleJob, hw: RoleHardware, consumers: int) -> float:
+    """Target tokens/s the trained role keeps up with on ``consumers`` GPUs of one node (data parallel, sharded
+    or recomputed where memory needs it: ``consumer_layout``); 0 where it fits no layout."""
+    role = job.consumer
+    layout = consumer_layout(job, hw, consumers)
+    if layout is None:
+        return 0.0
     cluster = Cluster(
         peak_flops=hw.peak_bf16_flops_per_s,
         hbm_bytes_per_s=hw.hbm_bytes_per_s,
@@ -185,7 +229,6 @@ def consumer_tokens_per_s(job: RoleJob, hw: RoleHardware, consumers: int) -> flo
         gpus_per_node=hw.gpus_per_node,
         compute_efficiency=hw.compute_efficiency,
     )
-    layout = Layout(dp=consumers, micro_batch=role.micro_batch, grad_accum=role.grad_accum)
     settings = RunSettings(seq_len=role.seq_len, overlap=job.overlap, link_efficiency=job.link_efficiency)
     return train_target_tokens_per_s(
         role.shape,
@@ -231,6 +274,8 @@ class _Rates:
 
     def plan(self, split: RoleSplit) -> RolePlan:
         t, d = split.producers, split.consumers
+        if self.consumers(d) <= 0:
+            raise DoesNotFit(consumer_memory_reason(self.job, self.hw, d))
         rate = pipeline_rate(
             self.producer_per_gpu,
             t,
@@ -307,7 +352,11 @@ def best_split(job: RoleJob, hw: RoleHardware, gpus: int) -> RolePlan:
             hi = mid
         else:
             lo = mid + 1
-    candidates = [rates.plan(RoleSplit(t, gpus - t)) for t in (lo - 1, lo) if 1 <= t <= gpus - 1]
+    # a trained role that fits no layout on few GPUs has no rate there: the crossing moves toward more consumers
+    splits = [RoleSplit(t, gpus - t) for t in (lo - 1, lo) if 1 <= t <= gpus - 1]
+    candidates = [rates.plan(s) for s in splits if rates.consumers(s.consumers) > 0]
+    if not candidates:
+        raise DoesNotFit(consumer_memory_reason(job, hw, gpus - 1))
     return max(candidates, key=lambda p: (p.tokens_per_s, -p.split.producers))
 
 
@@ -358,6 +407,14 @@ def plan_roles(
     if not counts:
         reason = f"no GPU count among {list(gpu_counts)} runs both roles within one {hw.sku} node"
         return RoleAnswer(best=None, per_count=(), refused=reason)
-    per_count = tuple(best_split(job, hw, g) for g in counts)
+    plans, reasons = [], []
+    for g in counts:
+        try:
+            plans.append(best_split(job, hw, g))
+        except DoesNotFit as exc:  # too few GPUs for the trained role: a larger count may hold it
+            reasons.append(exc.reason)
+    if not plans:
+        return RoleAnswer(best=None, per_count=(), refused=reasons[-1])
+    per_count = tuple(plans)
     best = min(per_count, key=lambda p: _rank(p, objective))
     return RoleAnswer(best=best, per_count=per_count)

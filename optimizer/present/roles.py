@@ -3,7 +3,7 @@ rate and how busy it is, what binds (producers, consumers or the link), hours an
 
 The first line is the headline (``--quiet`` prints it alone): the chosen plan, or why none runs. ``checked``
 reads ``gpuplan check``'s role flags into the API's request (the CLI layer holds no role code but the two
-calls: cli.py's check and solve), ``SHOWN`` is the printer and the data the CLI's answer takes. ``--export``
+calls: cli/plan.py's check and solve), ``SHOWN`` is the printer and the data the CLI's answer takes. ``--export``
 (``Outputs``) writes the chosen or checked split's launch per role (exports/roles.py: a JobSet, a Slurm
 heterogeneous job, a SkyPilot Job Group), to ``--out`` or in place of the answer (``answered``).
 """
@@ -194,7 +194,6 @@ def checked(
     if sku is not None or gpus is not None:
         raise ArgumentError("--role gives each role's GPUs: drop --sku and --gpus", field="role")
     outputs = _checked_outputs(outputs)
-    requests = [parse_role_flag(text) for text in role]
     if job is None:
         raise ArgumentError("--role splits a job file's roles: give the job file (JOB)", field="job")
     problem = apply_overrides(load_job(job), deadline=deadline, budget=budget)
@@ -204,6 +203,7 @@ def checked(
             "job.roles (docs/roles.md)",
             field="role",
         )
+    requests = [parse_role_flag(text, problem.job.roles.workload) for text in role]  # its workload's role names
     cat = problem_catalog(problem, catalog)
     if outputs.export_kind and outputs.out is not None:  # no input overwritten by the launch file
         output.check_destination(outputs.out, "out", inputs=[job, *cat.source_files], what="launcher config")
@@ -290,7 +290,7 @@ def pipeline_export(done: Answered) -> PipelineExport:
 
 
 def answered(answer: Callable[..., None], done: Answered, fmt: Any) -> None:
-    """The CLI's answer (``answer``: cli.py's, with ``SHOWN``) to a role command, and its launch per role where
+    """The CLI's answer (``answer``: cli/plan.py's, with ``SHOWN``) to a role command, and its launch per role where
     --export asks: written to --out first (said on stderr), or printed in place of the answer."""
     kind = done.outputs.export_kind
     if kind is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ArgumentError, GpuplanError, JobError
-from ..inputs.roles import ROLE_NAMES, parse_role_flag
+from ..inputs.roles import ROLE_NAMES, parse_role_flag, role_names
 from ..inputs.schema import Catalog, Problem
 from ..present import roles
 from ..present.exports import Launcher
@@ -29,24 +29,26 @@ def _refused(reason: str, field: str) -> JobError:
     return JobError(reason, source=SOURCE, field=field)
 
 
-def role_split(given: dict[str, str], field: str) -> list[tuple[str, int, str]]:
+def role_split(given: dict[str, str], field: str, workload: str | None = None) -> list[tuple[str, int, str]]:
     """``check.roles`` (``export.roles``): each role's GPUs as ``GPUSxSKU`` (a SKU or an offer by name), read
-    as ``--role ROLE=GPUSxSKU`` is; each of the job's roles once."""
+    as ``--role ROLE=GPUSxSKU`` is, under the names of the job's ``workload`` (drafter: target and drafter;
+    distill: teacher and student; grpo: rollout and policy); each of the job's roles once."""
+    names_given = role_names(workload)
     split = []
     for name, value in given.items():
         try:
-            split.append(parse_role_flag(f"{name}={value}"))
+            split.append(parse_role_flag(f"{name}={value}", workload))
         except ArgumentError:
-            if name.strip().lower() not in ROLE_NAMES:
-                reason = f"no role {name!r} in a drafter job; its roles are {' and '.join(ROLE_NAMES)}"
+            if name.strip().lower() not in names_given:
+                reason = f"no role {name!r} in a {workload or 'drafter'} job; its roles are {' and '.join(names_given)}"
             else:
                 reason = f"cannot read {value!r}; give the role's GPUs as GPUSxSKU (a GPU or an offer by name)"
             raise _refused(f"{reason}: {field}: {EXAMPLE}", f"{field}.{name}") from None
-    names = sorted(name for name, _, _ in split)
-    if names != sorted(ROLE_NAMES):
+    slots = sorted(slot for slot, _, _ in split)
+    if slots != sorted(ROLE_NAMES):
+        got = ", ".join(sorted(given)) or "none"
         raise _refused(
-            f"give each of the job's roles once, {' and '.join(ROLE_NAMES)} (got {', '.join(names) or 'none'}): "
-            f"{field}: {EXAMPLE}",
+            f"give each of the job's roles once, {' and '.join(names_given)} (got {got}): {field}: {EXAMPLE}",
             field,
         )
     return split
@@ -66,7 +68,7 @@ def with_roles(problem: Problem, field: str) -> None:
 def _answered(problem: Problem, catalog: Catalog, split: dict[str, str] | None, field: str) -> roles.Answered:
     if split is None:
         return roles.solved(problem, catalog)
-    requests = role_split(split, field)
+    requests = role_split(split, field, problem.job.roles.workload if problem.job.roles else None)
     try:
         result = check_roles(problem, requests, catalog=catalog)
     except GpuplanError as exc:
