@@ -207,6 +207,10 @@ def test_megatron_moe_export_carries_the_experts_and_the_dispatcher_the_plan_tim
     assert args.moe_ffn_hidden_size == (model.moe_ffn_hidden or model.ffn_hidden) == 768 and args.qk_layernorm
     args = megatron_parse(export(p, "megatron", job=problem.job, moe_dispatcher="deepep"))
     assert (args.moe_token_dispatcher_type, args.moe_flex_dispatcher_backend) == ("flex", "deepep")
+    # the default, auto, times EP 16 across two nodes with DeepEP (physics/moe.py) and exports it so
+    two_nodes = check(problem, CheckRequest("B200", 16, ep=16, zero=1, compare=False)).plan
+    args = megatron_parse(export(two_nodes, "megatron", job=problem.job))
+    assert (args.moe_token_dispatcher_type, args.moe_flex_dispatcher_backend) == ("flex", "deepep")
 
     deepseek = job_problem("deepseek-v3").job.model
     args = megatron_parse("pretrain_gpt.py " + " ".join(model_args(deepseek, 4096) + moe_args(deepseek, "alltoall")))

@@ -54,6 +54,20 @@ def test_deepep_sends_a_token_once_per_remote_node_not_once_per_expert():
     assert deepep.tokens_per_s > 1.5 * alltoall.tokens_per_s
 
 
+def test_auto_dispatches_with_deepep_where_ep_leaves_the_node_and_alltoall_inside_it():
+    # Megatron-Core's MoE README: DeepEP's flex dispatcher for "Cross-node EP", alltoall for "Standard EP > 1
+    # setups". EP 32 on 8-GPU B200 nodes crosses four nodes: auto is DeepEP, to the last digit.
+    assert _deepseek_b200("auto").tokens_per_s == _deepseek_b200("deepep").tokens_per_s
+    # EP 8 stays in its node: auto is alltoall
+    problem = _problem("deepseek-v3", "fp8")
+    fixed = {"tp": 1, "pp": 8, "ep": 8, "zero": 1, "micro_batch": 1, "recompute": "full", "compare": False}
+    inside = {d: check(_problem("deepseek-v3", "fp8", moe_dispatcher=d), CheckRequest("B200", 256, **fixed)).plan
+              for d in ("alltoall", "deepep")}  # fmt: skip
+    assert problem.assumptions.moe_dispatcher == "auto"
+    assert check(problem, CheckRequest("B200", 256, **fixed)).plan.tokens_per_s == inside["alltoall"].tokens_per_s
+    assert inside["deepep"].tokens_per_s != inside["alltoall"].tokens_per_s
+
+
 def test_overlapped_all_to_all_hides_behind_compute_but_never_more_than_the_compute():
     # overlap_moe_expert_parallel_comm hides one micro-batch's all-to-all behind another's compute: what
     # exceeds that compute stays exposed, and a partial overlap hides its share at most.
@@ -111,14 +125,14 @@ def test_each_moe_layer_waits_for_the_host_once_per_micro_batch():
 
 def test_check_reports_the_host_time_share_where_it_weighs():
     # Megatron-Bridge's Qwen3-30B-A3B H100 layout (EP 16 over 2 nodes, micro-batch 1): 48 MoE layers wait
-    # 2.5 ms each (MOE_HOST_S_PER_LAYER) per micro-batch, 64 micro-batches per step: 7.68 s, reported with its
+    # 3.5 ms each (MOE_HOST_S_PER_LAYER) per micro-batch, 64 micro-batches per step: 10.75 s, reported with its
     # share and the fix.
-    assert MOE_HOST_S_PER_LAYER == 2.5e-3
+    assert MOE_HOST_S_PER_LAYER == 3.5e-3
     problem = _problem("qwen3-30b-a3b", "fp8")
     problem.job.global_batch = 1024
     result = check(problem, CheckRequest("H100-SXM", 16, tp=1, pp=1, ep=16, micro_batch=1, compare=False))
-    assert result.plan.time_breakdown_s["moe_host"] == pytest.approx(48 * 2.5e-3 * 64)
-    assert any(n.startswith("MoE host time: 7.68 s") and "moe_host_ms_per_layer: 0" in n for n in result.notes)
+    assert result.plan.time_breakdown_s["moe_host"] == pytest.approx(48 * 3.5e-3 * 64)
+    assert any(n.startswith("MoE host time: 10.75 s") and "moe_host_ms_per_layer: 0" in n for n in result.notes)
 
 
 def test_k_half_reproduces_deepgemm_fp8_table():
@@ -207,3 +221,16 @@ def test_solve_chooses_expert_parallelism_where_it_pays_and_shows_its_all_to_all
     share = result.best.time_breakdown_s["all_to_all"] / result.best.step_s
     assert 0.005 < share < 0.5
     assert any(f"({share:.0%}) exposed" in note for note in result.notes)
+
+
+def test_an_export_names_the_dispatcher_auto_timed():
+    # The Megatron export's flags are the dispatcher the plan's time assumed: under auto, DeepEP's flex dispatcher
+    # for EP 16 across two B200 nodes, alltoall for EP 8 inside one (the flags' parse is tests/test_exports_run.py)
+    from optimizer.present.exports.megatron_run import plan_dispatcher
+
+    problem = _problem("qwen3-30b-a3b")
+    problem.job.global_batch = 96
+    two_nodes = check(problem, CheckRequest("B200", 16, ep=16, zero=1, compare=False)).plan
+    one_node = check(problem, CheckRequest("B200", 8, ep=8, zero=1, compare=False)).plan
+    assert plan_dispatcher("auto", two_nodes) == "deepep" and plan_dispatcher("auto", one_node) == "alltoall"
+    assert plan_dispatcher("hybridep", one_node) == "hybridep"

@@ -50,9 +50,10 @@ def test_the_seventy_b_zero3_case_fits_with_a_few_layers_recomputed_at_under_ten
     assert not none.fits and full.fits and chosen.fits
     s = chosen.plan.strategy
     assert s.recompute == "full" and s.recompute_layers is not None and s.recompute_layers < 80
-    # the time of recomputing every layer is a third more; a few layers cost a few percent
+    # recomputing every layer adds a third of the compute, partly hidden here where ZeRO-3's gathers over two
+    # nodes run beside it (half the compute hides them: the fitted overlap); a few layers cost a few percent
     assert none.plan.tokens_per_s / chosen.plan.tokens_per_s < 1.10
-    assert none.plan.tokens_per_s / full.plan.tokens_per_s > 1.25
+    assert 1.04 < none.plan.tokens_per_s / full.plan.tokens_per_s <= 4 / 3
     # and the plan is the fastest that fits: one layer fewer (in torchtune's every-k counts) does not
     fewer = recompute_count("every_k", s.recompute_layers - 1, 80, 1, 1)
     if fewer < s.recompute_layers:

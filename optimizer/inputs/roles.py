@@ -20,7 +20,16 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    WithJsonSchema,
+    model_serializer,
+    model_validator,
+)
 
 from ..errors import ArgumentError
 from . import units
@@ -209,9 +218,20 @@ def _distill_names(data: Any) -> Any:
     return out
 
 
+def _own_names_schema(schema: dict[str, Any]) -> None:
+    """The JSON schema of ``job.roles`` as each workload writes it: a distill job's teacher: and student:, a grpo
+    job's rollout: alone (the validator fills the pipeline's slots), so target: and passes: are not required."""
+    props = schema["properties"]
+    props["teacher"] = {"$ref": props["target"]["$ref"], "description": "distill: the frozen teacher."}
+    props["student"] = {**StudentSpec.model_json_schema(), "description": "distill: how the student trains."}
+    schema["required"] = ["workload"]
+
+
 class RolesSpec(_Model):
     """``job.roles``: the job's GPUs split between a frozen model's forward pass and a trained model's training
     (drafter: target and drafter; distill: teacher and student, held in the same two fields)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra=_own_names_schema)
 
     workload: Annotated[Literal["drafter", "distill", "grpo"], BeforeValidator(_workload)] = Field(
         description="drafter: a frozen target's forward pass (producers) feeding a drafter's training (consumers); "
@@ -244,6 +264,21 @@ class RolesSpec(_Model):
     @classmethod
     def _names(cls, data: Any) -> Any:
         return _grpo_slots(_distill_names(data))
+
+    @model_serializer(mode="wrap")
+    def _own_names(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Written back under the workload's own names, so a dumped job reads back as the same job: grpo's
+        fields only in a grpo job, a distill job's slots as teacher: and student:, a grpo job's slots not at all."""
+        out = handler(self)
+        if self.workload != "grpo":
+            out = {k: v for k, v in out.items() if k not in GRPO_FIELDS and k != "asynchronous"}
+        if self.workload == "distill":
+            out["teacher"] = out.pop("target")
+            drafter = out.pop("drafter")
+            out["student"] = {k: drafter[k] for k in StudentSpec.model_fields if k in drafter}
+        if self.workload == "grpo":
+            out = {k: v for k, v in out.items() if k not in ("target", "drafter", "passes")}
+        return out
 
     @property
     def bytes_per_token(self) -> float:

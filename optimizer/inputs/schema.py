@@ -467,9 +467,7 @@ class Offer(_Model):
         None, description="GPU counts rentable on one node; default: the divisors-of-two up to gpus_per_node."
     )
     max_nodes: int = Field(1, ge=1, description="Supply: most nodes one job can get.")
-    memory_delivered_bytes: Bytes | None = Field(
-        None, alias="memory_delivered", description="Per-GPU memory as the provider delivers it."
-    )
+    memory_delivered_bytes: Bytes | None = Field(None, alias="memory_delivered", description="Memory delivered a GPU.")
     billing_increment_s: Seconds = Field(60.0, alias="billing_increment", gt=0)
     whole_nodes: bool = Field(True, description="Multi-node jobs rent whole nodes.")
     checked: dt.date | None = None
@@ -862,13 +860,7 @@ class Assumptions(_Model):
         "attention keeps its kernels' own (physics/attention.py). auto: the fitted model per GPU family "
         "(physics/efficiency.py). mfu, when given, replaces both.",
     )
-    overlap: float = Field(
-        FITTED_OVERLAP,
-        ge=0,
-        le=1,
-        description="Share of compute time that hides data-parallel traffic (fitted on published runs: "
-        "physics/constants.py).",
-    )
+    overlap: float = Field(FITTED_OVERLAP, ge=0, le=1, description="Share of compute hiding data-parallel traffic.")
     moe_overlap: float = Field(
         0.0,
         ge=0,
@@ -876,11 +868,11 @@ class Assumptions(_Model):
         description="Share of expert-parallel all-to-all hidden behind compute: 0 for Megatron's default "
         "dispatcher, up to 1 with DeepEP / DualPipe (DeepSeek-V3 report, section 3.2.1).",
     )
-    moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] = Field(
-        "alltoall",
-        description="Expert-parallel token dispatcher: alltoall (Megatron-Core's, a copy per routed expert, "
-        "permuted and sorted around it), deepep or hybridep (one copy per destination rank and one per remote "
-        "node over the network; HybridEP also permutes inside its kernels).",
+    moe_dispatcher: Literal["auto", "alltoall", "deepep", "hybridep"] = Field(
+        "auto",
+        description="Expert-parallel token dispatcher: alltoall (a copy per routed expert), deepep or hybridep (a "
+        "copy per destination rank and remote node; HybridEP permutes in its kernels); auto: deepep where the "
+        "expert-parallel group spans nodes, alltoall inside one (Megatron-Core's MoE README).",
     )
     moe_host_ms_per_layer: float | None = Field(
         None,
@@ -888,9 +880,7 @@ class Assumptions(_Model):
         "launches after the dispatcher's host-device sync of the token counts. None = gpuplan's default "
         "(docs/design.md 5.11); 0 where full-iteration CUDA graphs remove it.",
     )
-    lora_branch_traffic: bool = Field(
-        True, description="Count LoRA's branch kernels as HBM traffic (physics/adapters.py); false: only the GEMMs."
-    )
+    lora_branch_traffic: bool = Field(True, description="Count LoRA's branch kernels (physics/adapters.py).")
     zero3_gathers: Literal["auto", "micro_batch", "step"] = Field(
         "auto",
         description="When ZeRO-3 / FSDP gathers weights and reduce-scatters gradients under gradient accumulation: "

@@ -31,6 +31,29 @@ def moe_elementwise_bytes_per_token(shape, dispatcher: str = "alltoall") -> floa
     return per_layer * shape.layers * shape.moe_layer_share
 
 
+# What an ``auto`` dispatcher runs where the expert-parallel group leaves its node: Megatron-Core's MoE README
+# (NVIDIA/Megatron-LM @ d98e8a64, megatron/core/transformer/moe/README.md, "Token Dispatching") names the flex
+# dispatcher with the DeepEP backend for "Cross-node EP, fine-grained MoE" and alltoall for "Standard EP > 1
+# setups"; Megatron-Bridge's performance recipes run a flex backend on 3 of their 4 cross-node EP rows
+# (validation/throughput_runs.yaml).
+AUTO_CROSS_NODE_DISPATCHER = "deepep"
+
+
+def ep_spans_nodes(layout: Layout, links: Links, g) -> np.ndarray:
+    """Whether each layout's expert-parallel group reaches beyond a node (the all-to-all goes over the NIC)."""
+    ep = np.asarray(layout.ep, float)
+    in_node = np.minimum(ep, np.where(links.multi_node, np.asarray(g, float) / layout.expert_tp, ep))
+    return ep > in_node
+
+
+def by_dispatcher(dispatcher: str, spans, value):
+    """``value(d)`` for the dispatcher a layout runs: the one named, or under ``auto`` the cross-node one
+    (AUTO_CROSS_NODE_DISPATCHER) where its expert-parallel group ``spans`` nodes and alltoall inside one."""
+    if dispatcher != "auto":
+        return value(dispatcher)
+    return np.where(spans, value(AUTO_CROSS_NODE_DISPATCHER), value("alltoall"))
+
+
 def exposed_all_to_all_s(a2a_s, moe_overlap: float, compute_s) -> np.ndarray:
     """The all-to-all time left over: (1 - overlap) of it, or what exceeds the compute it hides behind."""
     return np.maximum((1.0 - moe_overlap) * a2a_s, a2a_s - moe_overlap * np.asarray(compute_s, float))
@@ -51,6 +74,9 @@ def all_to_all_s(shape, layout: Layout, tokens, layers, links: Links, g, dispatc
     ep = np.asarray(layout.ep, float)
     if not shape.experts:
         return np.zeros_like(ep)
+    if dispatcher == "auto":
+        spans = ep_spans_nodes(layout, links, g)
+        return by_dispatcher(dispatcher, spans, lambda d: all_to_all_s(shape, layout, tokens, layers, links, g, d))
     volume = 4.0 * tokens * shape.hidden * 2.0  # per copy: dispatch and combine, forward and backward, bf16
     # Of the ep destinations, those in the same node are reached over NVLink, the others over the NIC, at
     # the same time (NCCL's all-to-all posts every peer at once): the slower of the two sets the pace.

@@ -54,6 +54,8 @@ from .links import Links, ring
 from .moe import (
     active_expert_share,
     all_to_all_s,
+    by_dispatcher,
+    ep_spans_nodes,
     expert_tokens,
     exposed_all_to_all_s,
     grouped_gemm_factor,
@@ -196,6 +198,7 @@ def _micro_batch(
     attention_efficiency,
     dispatcher: str = "alltoall",
     host_s_per_layer: float = 0.0,
+    ep_spans=False,
 ) -> _MicroBatch:
     """Roofline of one micro-batch: max(FLOPs / (peak x efficiency), HBM bytes / bandwidth), attention apart."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
@@ -257,7 +260,8 @@ def _micro_batch(
     weight_reads = (2.0 if train.lora else 3.0) * (weight_bytes - teacher_bytes) + teacher_bytes
     acts = 0.0 if acts is None else np.asarray(acts, float)
     memory_s = (weight_reads + 2.0 * grad_bytes + 2.0 * acts) / hw.hbm_bytes_per_s
-    moe_s = tokens * moe_elementwise_bytes_per_token(shape, dispatcher) / np.asarray(hw.hbm_bytes_per_s, float)
+    moe_bytes = by_dispatcher(dispatcher, ep_spans, lambda d: moe_elementwise_bytes_per_token(shape, d))
+    moe_s = tokens * moe_bytes / np.asarray(hw.hbm_bytes_per_s, float)
     # The stage's MoE layers each wait for the host once per micro-batch (physics/constants.py).
     host_s = host_s_per_layer * np.ceil(shape.layers * stage_share) * shape.moe_layer_share if shape.experts else 0.0
     dequant_s = 0.0
@@ -497,6 +501,7 @@ def step_time(
         attention,
         settings.moe_dispatcher,
         settings.moe_host_s_per_layer,
+        ep_spans_nodes(layout, links, np.asarray(hw.gpus_per_node, float)),
     )
     micro_s = mb.busy_s + _model_parallel_s(
         shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher

@@ -26,7 +26,7 @@ from ..inputs.catalog import vendor_in
 from ..inputs.files import load_job, problem_catalog
 from ..inputs.launch_names import vendor_of
 from ..inputs.overrides import apply_overrides
-from ..inputs.roles import parse_role_flag
+from ..inputs.roles import parse_role_flag, role_names
 from ..inputs.schema import Catalog, Problem
 from ..planning.roles import RolePlan
 from ..solver.roles import OfferPlan, RolesResult, check_roles, one_model_only, solve_roles
@@ -36,9 +36,15 @@ from .exports.roles import ROLE_KINDS, PipelineExport, export_roles, no_role_mea
 
 
 def _binding(result: RolesResult, plan: RolePlan) -> str:
-    """What binds, by role name: 'the targets (qwen3.6-27b)', 'the drafter', 'the link'."""
+    """What binds, by the workload's role names: 'the targets (qwen3.6-27b)', 'the teacher (qwen3-32b)', 'the
+    policy (llama-3.1-8b)', 'the link'."""
     producer, consumer = result.roles
-    return {"producers": f"targets ({producer})", "consumers": f"drafter ({consumer})", "link": "link"}[plan.binding]
+    first, second = ("targets", "drafter") if result.workload == "drafter" else role_names(result.workload)
+
+    def named(role: str, model: str) -> str:
+        return role if model == role else f"{role} ({model})"
+
+    return {"producers": named(first, producer), "consumers": named(second, consumer), "link": "link"}[plan.binding]
 
 
 def _bound(result: RolesResult, plan: RolePlan) -> str:
@@ -50,10 +56,14 @@ def plan_line(result: RolesResult, chosen: OfferPlan) -> str:
     """One plan in a sentence: the split, its rate, what binds, days and cost."""
     p = chosen.plan
     producer, consumer = result.roles
+    split = (
+        f"{p.split.gpus} x {p.sku}, {producer} and {consumer} colocated"
+        if p.split.shared
+        else f"{p.split.producers} x {p.sku} {producer} + {p.split.consumers} x {p.sku} {consumer}"
+    )
     return (
-        f"{p.split.producers} x {p.sku} {producer} + {p.split.consumers} x {p.sku} {consumer} on {chosen.offer} "
-        f"({p.link} link): {p.tokens_per_s:,.0f} tokens/s, {p.days:,.2f} days, ${p.cost_usd:,.0f}; "
-        f"bound by the {_binding(result, p)}"
+        f"{split} on {chosen.offer} ({p.link} link): {p.tokens_per_s:,.0f} tokens/s, {p.days:,.2f} days, "
+        f"${p.cost_usd:,.0f}; bound by the {_binding(result, p)}"
     )
 
 

@@ -46,6 +46,7 @@ class RolesResult:
     optimum: OfferPlan | None = None  # check: the best plan under the same constraints
     notes: tuple[str, ...] = field(default_factory=tuple)
     checked: bool = False  # the answer to a hand-picked split (check), not a search (solve)
+    workload: str = "drafter"  # job.roles.workload: what the answer calls each role (inputs/roles.py role_names)
 
 
 def _rank(plan: RolePlan, objective: str) -> tuple[float, float, int]:
@@ -132,7 +133,10 @@ def _solve(problem: Problem, catalog: Catalog, job: RoleJob) -> RolesResult:
         ]
     if not plans and not refused:
         refused.append("no offer in the catalog passes the job's GPU filters")
-    return RolesResult(problem.job.name, problem.objective, _names(problem), best, tuple(plans), tuple(refused))
+    return RolesResult(
+        problem.job.name, problem.objective, _names(problem), best, tuple(plans), tuple(refused),
+        workload=_workload(problem),
+    )  # fmt: skip
 
 
 def _offer_for(catalog: Catalog, name: str, gpus: int) -> Offer:
@@ -189,7 +193,12 @@ def check_roles(
         optimum=optimum,
         notes=notes,
         checked=True,
+        workload=_workload(problem),
     )
+
+
+def _workload(problem: Problem) -> str:
+    return problem.job.roles.workload if problem.job.roles is not None else "drafter"
 
 
 def one_model_only(problem: Problem, command: str) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ...results import Plan
 from .common import DEFAULT_SEQ_LEN, Command, ExportJob, Launcher, comment, ep, header
 from .gaps import memory_option_gaps
-from .megatron_run import data_args, model_args, moe_args, run_args
+from .megatron_run import data_args, model_args, moe_args, plan_dispatcher, run_args
 from .run import DATA, HF_ASSETS, PRETRAINED, interval_note, steps_note
 from .torchrun import torchrun_line
 
@@ -171,7 +171,8 @@ def _run_lines(plan: Plan, job: ExportJob) -> list[str]:
         )
     if model is not None and model.experts:
         lines.append(
-            f"MoE token dispatcher {job.moe_dispatcher}: the one the plan's time assumed (assumptions.moe_dispatcher)"
+            f"MoE token dispatcher {plan_dispatcher(job.moe_dispatcher, plan)}: the one the plan's time assumed "
+            "(assumptions.moe_dispatcher)"
         )
     if model is not None and model.kv_lora_rank:
         lines.append("multi-latent attention: set --qk-head-dim and --qk-pos-emb-head-dim to the model's split")
@@ -218,7 +219,7 @@ def command(plan: Plan, job: ExportJob) -> Command:
         "pretrain_gpt.py",
         *megatron_args(plan, job.seq_len, job.precision, job.num_layers, job.optimizer),
         *model_args(job.model, job.seq_len),
-        *moe_args(job.model, job.moe_dispatcher),
+        *moe_args(job.model, plan_dispatcher(job.moe_dispatcher, plan)),
         *run_args(plan, job),
         *data_args(),
     ]

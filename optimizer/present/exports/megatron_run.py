@@ -20,6 +20,7 @@ tests/test_exports_run.py with an argparse parser of those names.
 from __future__ import annotations
 
 from ...inputs.schema import ModelSpec
+from ...physics.moe import AUTO_CROSS_NODE_DISPATCHER
 from ...results import Plan
 from .common import DEFAULT_SEQ_LEN, ExportJob
 from .run import CHECKPOINT_DIR, DATA, HF_ASSETS, PRETRAINED, checkpoint_interval_steps, train_steps
@@ -68,6 +69,17 @@ def model_args(model: ModelSpec | None, seq_len: int | None) -> list[str]:
     if model.qk_norm:
         args.append("--qk-layernorm")
     return args
+
+
+def plan_dispatcher(dispatcher: str, plan: Plan) -> str:
+    """The dispatcher a plan's time assumed: the one named, or under ``auto`` DeepEP's flex dispatcher where the
+    expert-parallel group leaves its node and alltoall inside one (physics/moe.py ``by_dispatcher``)."""
+    if dispatcher != "auto":
+        return dispatcher
+    s = plan.strategy
+    expert_tp = s.expert_tp or s.tp  # unfolded: the experts split by the attention TP
+    spans = plan.nodes > 1 and s.ep > plan.gpus_per_node / expert_tp
+    return AUTO_CROSS_NODE_DISPATCHER if spans else "alltoall"
 
 
 def moe_args(model: ModelSpec | None, dispatcher: str) -> list[str]:
