@@ -1,7 +1,7 @@
 """Issue 53: the same portfolio and flags give the same answer on two runs, with the default two workers:
 through the whole model in CP-SAT (fixed seed; small portfolios) and through the search (more than
-``solve.SEARCH_JOBS`` jobs) where it proves its schedule before the clock cuts a phase short. What the answer
-says is the schedule's, not the machine's pace: how many neighbourhood steps ran is a progress line."""
+``solve.SEARCH_JOBS`` jobs). What the answer says is the schedule's, not the machine's pace: how many neighbourhood
+steps ran is a progress line. A search its time limit cuts short: tests/test_portfolio_work.py."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ import math
 import threading
 import time
 
+import pytest
 from test_portfolio_determinism import _answer
 from test_portfolio_scale import _constructed
 
@@ -74,6 +75,6 @@ def test_the_clock_counts_work_not_seconds():
         work.charge(2.0)
         work.charge_scan(1_000)
         time.sleep(0.05)  # waiting is not work
-        assert clock.spent == 2.0 + work.SCAN_S + 1_000 * work.SCAN_STEP_S
-        assert work.now() == 10.0 + (clock.spent) / work.SPEED
+        assert clock.spent == pytest.approx(2.0 + work.SCAN_S + 1_000 * work.SCAN_STEP_S, rel=1e-12)
+        assert work.now() == pytest.approx(10.0 + clock.spent / work.SPEED, rel=1e-12)
     assert abs(work.now() - time.perf_counter()) < 1.0  # outside a budget: the wall clock

@@ -239,6 +239,9 @@ class Ascent:
         pair_dur = np.array([d for _, d in opts.pairs])
         mass, start_mass = self.mass, self.start_mass
         direction: np.ndarray | None = None
+        # an iteration's work: its rows, and the sparse tables of ``_range_min`` (pairs x steps x levels)
+        levels = int(np.log2(max(1, int((opts.hi - opts.lo).max()) + 1))) + 1
+        per_iteration = work.ASCENT_ROW_S * len(opts.cents) + work.ASCENT_CELL_S * len(opts.pairs) * horizon * levels
 
         def record(choice_row: np.ndarray, starts: np.ndarray, keep: float) -> None:
             """Decay the averages by ``keep`` and count this iteration's choices in."""
@@ -252,7 +255,7 @@ class Ascent:
             value, choice_row, starts = _evaluate(opts, lam, mu, nu, weights, may_drop, horizon, pair_pool, pair_dur)
             value -= float((lam * cap).sum()) + (mu * budget_cents if budget_cents is not None else 0.0) + nu * limit
             out.iterations += 1
-            work.charge(work.ASCENT_ROW_S * len(opts.cents))
+            work.charge(per_iteration)
             record(choice_row, starts, SHARE_DECAY)
             if value > self.best + 1e-9:
                 self.best, stall = value, 0

@@ -56,11 +56,11 @@ CONTACT_JOBS = 500
 # finds schedules the neighbourhoods miss (BENCHMARKS, "where the gap lives").
 POLISH_JOBS = 100
 POLISH_SHARE = 0.5  # of the time left after the options are built
-# The search stops early once its gap to the LP bound is below this.
-STOP_GAP = 1e-4
+STOP_GAP = 1e-4  # the search stops early once its gap to the bound is below this
 # The ascent resumed after iterated greedy, aimed at the improved schedule's cost: its share of the time
 # then left.
 REFINE_SHARE = 0.25
+ASCENT_SHARE = 0.6  # the first ascent's share: 1,000 distinct jobs 1.55 % -> 0.91 % at 23.5 s of work
 # Seconds to wait, after the search, for the ascent run apart to stop and send its answer.
 APART_WAIT_S = 2.0
 # Share of the search's time for putting in the jobs the first schedule leaves out (measured at 1,000
@@ -451,7 +451,7 @@ def _search(
     slots: PricedSlots | None = None
     lp = None
     if left > 1.0:
-        lag = ascent(work.now() + 0.2 * left)
+        lag = ascent(work.now() + ASCENT_SHARE * left)
         if lag.bound_cents is not None:
             bounds["lagrangian_relaxation"] = lag.bound_cents
             guide = lag.choice_cents

@@ -19,19 +19,21 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-# Seconds of the reference machine per unit of each kind of work, calibrated on the 1,000-distinct-job benchmark
-# (bench/portfolio_bench.py --generator distinct, 2 cores): a clock read (the loop around it does at least that
-# much), a window scan and each step it covers, an ascent iteration per option row, a second of CP-SAT
-# deterministic time, a job in a neighbourhood's model.
+# Seconds of the reference machine per unit of each kind of work, calibrated on the 1,000-job benchmarks
+# (bench/portfolio_bench.py, distinct and constructed, 2 cores, the machine shared): a clock read (the loop around it
+# does at least that much), a window scan and each step it covers, per ascent iteration each option row and each cell
+# of its range-minimum tables, a second of CP-SAT deterministic time, a job in a neighbourhood's model, a simplex pivot
+# per column.
 READ_S = 2e-5
-SCAN_S = 3e-5
+SCAN_S = 1.5e-5
 SCAN_STEP_S = 2e-9
-ASCENT_ROW_S = 8e-7
+ASCENT_ROW_S = 1.8e-7
+ASCENT_CELL_S = 4e-9
 CPSAT_S = 6.0
-MODEL_JOB_S = 1.3e-2
+MODEL_JOB_S = 1.2e-2
 LP_PIVOT_S = 3e-8
 # Work-seconds the options take per distinct job shape evaluated, on one of ``workers`` processes (1,000 distinct
-# jobs, 2 workers: 33-35 s for 980 tables). Charged whether a table was built or read from the on-disk cache, so
+# jobs, 2 workers: 26-44 s for 997 tables). Charged whether a table was built or read from the on-disk cache, so
 # that the cache makes a run faster, never different.
 TABLE_S = 0.068
 # Work-seconds per wall second of the time limit: below 1, the budget leaves the wall clock room for a machine
