@@ -13,7 +13,7 @@ LONG_MODULES = {
     "optimizer/inputs/reader.py": 822,
     "optimizer/inputs/schema.py": 1364,
     "optimizer/planning/candidates.py": 987,
-    "optimizer/solver/portfolio/lns.py": 888,
+    "optimizer/solver/portfolio/lns.py": 877,
     "optimizer/solver/portfolio/solve.py": 825,
 }
 

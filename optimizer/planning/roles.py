@@ -185,7 +185,7 @@ def consumer_layout(job: RoleJob, hw: RoleHardware, consumers: int) -> Layout | 
     that with every layer recomputed; None where none fits. A role that trains on a share of the tokens (a
     DFlash drafter: its anchors' blocks, attending over the target's hidden states) keeps plain data
     parallelism: its activations follow the anchors, which physics/memory.py does not count, and the seed's
-    drafter trained on one 96 GB GPU (../shared/seeds/003)."""
+    drafter trained on one 96 GB GPU (docs/roles.md, the seed-003 run)."""
     role = job.consumer
     base = Layout(dp=consumers, micro_batch=role.micro_batch, grad_accum=role.grad_accum)
     if role.trained_tokens_per_target_token != 1.0 or role.context_flops_per_target_token:

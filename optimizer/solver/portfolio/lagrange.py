@@ -309,6 +309,11 @@ class Ascent:
             mu = max(0.0, mu + step * g_mu)
             nu = max(0.0, nu + step * g_nu)
         self.lam, self.mu, self.nu, self.theta = lam, mu, nu, theta
+        return self._summary(out, opts, t0)
+
+    def _summary(self, out: LagrangeBound, opts, t0: float) -> LagrangeBound:
+        """A run's answer: the best bound found for its limit, and each job's averaged choices and start."""
+        mass, start_mass = self.mass, self.start_mass
         if self.best_out is not None:
             out.bound_cents = self.best_out.bound_cents
             out.choice_cents, out.prices = self.best_out.choice_cents, self.best_out.prices

@@ -24,6 +24,7 @@ from ..model import new_solver
 from . import work
 from .greedy import Placement, capacity_arrays, earliest_start
 from .lp import drop_weights, fits_window, window
+from .pools import add_pool_capacity
 from .slots import PricedSlots
 
 # With a relaxation's prices, a freed job may take its current option, its cheapest ones and these many whose cheapest
@@ -330,19 +331,7 @@ class Search:
                 if d in chosen:
                     m.add(starts[k] >= ends[d]).only_enforce_if(dones[k])
                     m.add(dones[k] <= dones[d])
-        for pool, items in by_pool.items():
-            lo, hi = min(spans[pool]), max(spans[pool])
-            free = self.free[pool][lo:hi]
-            cap = int(free.max()) if len(free) else 0
-            blocks = []
-            cuts = np.flatnonzero(np.diff(free)) + 1
-            bounds = [0, *cuts.tolist(), len(free)]
-            for a, b in zip(bounds, bounds[1:]):
-                gap = cap - int(free[a])
-                if gap > 0:
-                    blocks.append((m.new_fixed_size_interval_var(lo + a, b - a, f"b{pool}_{a}"), gap))
-            all_items = items + blocks
-            m.add_cumulative([i for i, _ in all_items], [g for _, g in all_items], max(cap, 0))
+        add_pool_capacity(m, by_pool, spans, self.free)
         if self.budget_cents is not None:
             left = self.budget_cents - sum(
                 self.cents[k][p[0]] for k, p in enumerate(self.placed) if p is not None and k not in chosen

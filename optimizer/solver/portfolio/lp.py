@@ -63,6 +63,20 @@ def drop_weights(jobs) -> list[int]:
     return [must if job.required else job.weight for job in jobs]
 
 
+def _solve_within(lp, time_limit_s: float) -> int:
+    """GLOP's status after at most ``time_limit_s``: under a work budget its deterministic time, the wall clock
+    only as the safety stop, and the work charged as simplex iterations times the columns (the same on every
+    run; GLOP's own deterministic time is not exposed)."""
+    if work.counting():
+        lp.SetSolverSpecificParametersAsString(f"max_deterministic_time: {max(0.01, time_limit_s):.6f}")
+        lp.SetTimeLimit(max(1, int(min(work.wall_left(), 1e6) * 1000)))
+    else:
+        lp.SetTimeLimit(max(1, int(time_limit_s * 1000)))
+    status = lp.Solve()
+    work.charge(min(time_limit_s, work.LP_PIVOT_S * lp.iterations() * lp.NumVariables()))
+    return status
+
+
 def lp_bound(
     jobs,
     pools,
@@ -148,16 +162,7 @@ def lp_bound(
     for xv, cents in cost_terms:
         objective.SetCoefficient(xv, cents)
     objective.SetMinimization()
-    if work.counting():
-        # under a work budget: GLOP's deterministic time, the wall clock only as the safety stop, and the
-        # time granted charged whatever it took (the same on every run)
-        lp.SetSolverSpecificParametersAsString(f"max_deterministic_time: {max(0.01, time_limit_s):.6f}")
-        lp.SetTimeLimit(max(1, int(min(work.wall_left(), 1e6) * 1000)))
-    else:
-        lp.SetTimeLimit(max(1, int(time_limit_s * 1000)))
-    status = lp.Solve()
-    # simplex iterations times the columns: the same on every run (GLOP's own deterministic time is not exposed)
-    work.charge(min(time_limit_s, work.LP_PIVOT_S * lp.iterations() * lp.NumVariables()))
+    status = _solve_within(lp, time_limit_s)
     out = LpBound(None, buckets=n_buckets)
     if status == pywraplp.Solver.INFEASIBLE:
         out.infeasible = True
