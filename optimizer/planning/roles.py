@@ -179,35 +179,38 @@ class DoesNotFit(JobError):
     """The trained role's state and activations exceed its GPUs' memory on every layout it may take."""
 
 
-def consumer_layout(job: RoleJob, hw: RoleHardware, consumers: int) -> Layout | None:
-    """The trained role's layout on ``consumers`` GPUs of one node: plain data parallelism where its state and
-    activations fit (physics/memory.py, as ``check`` counts them), else ZeRO-3 over the consumers (FSDP), else
-    that with every layer recomputed; None where none fits. A role that trains on a share of the tokens (a
-    DFlash drafter: its anchors' blocks, attending over the target's hidden states) keeps plain data
-    parallelism: its activations follow the anchors, which physics/memory.py does not count, and the seed's
-    drafter trained on one 96 GB GPU (docs/roles.md, the seed-003 run)."""
-    role = job.consumer
+def _consumer_layouts(role: TrainRole, consumers: int) -> list[Layout]:
+    """The trained role's layouts on ``consumers`` GPUs, least memory last: plain data parallelism, ZeRO-3 over
+    the consumers (FSDP), that with every layer recomputed."""
     base = Layout(dp=consumers, micro_batch=role.micro_batch, grad_accum=role.grad_accum)
-    if role.trained_tokens_per_target_token != 1.0 or role.context_flops_per_target_token:
-        return base
     sharded = replace(base, zero=3, shard=consumers)
-    options = [base, *([sharded] if consumers > 1 else []), replace(sharded, recompute=Recompute.FULL)]
-    settings = RunSettings(seq_len=role.seq_len)
-    for layout in options:
-        need = memory_breakdown(role.shape, role.train, layout, settings, hw.memory_bytes).total
-        if float(need) <= hw.memory_bytes:
-            return layout
-    return None
+    return [base, *([sharded] if consumers > 1 else []), replace(sharded, recompute=Recompute.FULL)]
+
+
+def _consumer_bytes(role: TrainRole, layout: Layout, hw: RoleHardware) -> float:
+    """The trained role's memory a GPU on ``layout`` (physics/memory.py, as ``check`` counts it)."""
+    return float(
+        memory_breakdown(role.shape, role.train, layout, RunSettings(seq_len=role.seq_len), hw.memory_bytes).total
+    )
+
+
+def consumer_layout(job: RoleJob, hw: RoleHardware, consumers: int) -> Layout | None:
+    """The first of ``_consumer_layouts`` the trained role fits on ``consumers`` GPUs of one node; None where none
+    fits. A role that trains on a share of the tokens (a DFlash drafter: its anchors' blocks, attending over the
+    target's hidden states) keeps plain data parallelism: its activations follow the anchors, which
+    physics/memory.py does not count, and the seed's drafter trained on one 96 GB GPU (docs/roles.md, the
+    seed-003 run)."""
+    role = job.consumer
+    layouts = _consumer_layouts(role, consumers)
+    if role.trained_tokens_per_target_token != 1.0 or role.context_flops_per_target_token:
+        return layouts[0]
+    return next((lay for lay in layouts if _consumer_bytes(role, lay, hw) <= hw.memory_bytes), None)
 
 
 def consumer_memory_reason(job: RoleJob, hw: RoleHardware, consumers: int) -> str:
-    """Why the trained role fits no layout on ``consumers`` GPUs: its need at its smallest."""
+    """Why the trained role fits no layout on ``consumers`` GPUs: its need on the least-memory one."""
     role = job.consumer
-    layout = Layout(
-        dp=consumers, zero=3, shard=consumers, recompute=Recompute.FULL, micro_batch=role.micro_batch,
-        grad_accum=role.grad_accum,
-    )  # fmt: skip
-    need = float(memory_breakdown(role.shape, role.train, layout, RunSettings(seq_len=role.seq_len), 1.0).total)
+    need = _consumer_bytes(role, _consumer_layouts(role, consumers)[-1], hw)
     return (
         f"training {role.name} does not fit {consumers} x {hw.sku}: {need / 1e9:,.1f} GB a GPU at its smallest "
         f"(ZeRO-3 over its GPUs, every layer recomputed) against {hw.memory_bytes / 1e9:,.1f} GB; give it more GPUs"
