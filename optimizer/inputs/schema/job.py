@@ -1,0 +1,185 @@
+"""The training job (``JobSpec``): model, method, tokens, batch, precision, kernels, and the short-run
+measurements (``Measurement``) that calibrate it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    model_validator,
+)
+
+from .. import units
+from ..roles import RolesSpec
+from .base import _Model
+from .model import ModelSpec
+from .types import (
+    Bytes,
+    Count,
+    Method,
+    Name,
+    Precision,
+    _unit,
+)
+
+Rate = Annotated[float, BeforeValidator(lambda v: units.parse_rate(v, "a throughput in tokens/s")), _unit("14.8k")]
+
+
+class Measurement(_Model):
+    """A short run's throughput (and peak memory) on one configuration."""
+
+    sku: str = Field(description="GPU name or alias, as check --sku.")
+    gpus: int = Field(ge=1)
+    nodes: int | None = Field(None, ge=1, description="Default: the fewest nodes that hold the GPUs.")
+    tokens_per_s: Rate = Field(gt=0, description="Measured training throughput, e.g. 14.8k.")
+    peak_memory_bytes: Bytes | None = Field(None, alias="peak_memory", gt=0, description="Peak per GPU, e.g. 71GiB.")
+    # the --measured text this came from (None: the job file), so that an error names the flag
+    _flag: str | None = PrivateAttr(None)
+
+    def from_flag(self, text: str) -> Measurement:
+        self._flag = text
+        return self
+
+    @property
+    def flag(self) -> str | None:
+        return self._flag
+
+
+class JobSpec(_Model):
+    name: Name = "job"
+    model: ModelSpec
+    method: Method = "full"
+    lora_rank: int = Field(16, ge=1)
+    trainable_params: Count | None = Field(None, gt=0, description="Adapter parameters without shapes (LoRA/QLoRA).")
+    teacher_params: Count | None = Field(
+        None, gt=0, description="A frozen teacher/target run forward-only each step (distillation, drafters)."
+    )
+    tokens: Count | None = Field(None, gt=0, description="Tokens to process in total.")
+    dataset_tokens: Count | None = Field(None, gt=0)
+    epochs: float | None = Field(None, gt=0)
+    seq_len: int = Field(4096, ge=1)
+    global_batch: int | str | None = Field(
+        None,
+        description="Sequences per optimizer step (an int) or tokens ('4M tokens'); default: a fine-tune's "
+        "recipe batch (131,072 tokens a step), a pre-training's free batch; 'free': any batch gpuplan finds "
+        "cheapest up to twice the compute-optimal one.",
+    )
+    precision: Precision = "bf16"
+    optimizer: Literal["adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "sgd", "adafactor"] = Field(
+        "adamw",
+        description="paged_*: bitsandbytes paged optimizers, whose state pages to CPU memory when the GPU runs "
+        "out (Dettmers et al. 2023, QLoRA), so it is not counted in GPU memory.",
+    )
+    bytes_per_param: float | None = Field(None, gt=0, description="Training-state bytes per parameter.")
+    activation_reserve: Literal["auto"] | float | str = Field(
+        "auto", description="auto (from shapes), a size per GPU (40GB) or a fraction of capacity (0.2)."
+    )
+    attention: Literal["flash", "cudnn", "eager"] = Field(
+        "flash",
+        description="Attention kernels: flash (fused, the framework's own: PyTorch SDPA's FlashAttention-2, "
+        "Transformer Engine's cuDNN attention under Megatron-Core), cudnn (cuDNN's fused attention whatever the "
+        "framework: Transformer Engine's attention in a PyTorch stack, SDPA's cuDNN backend), eager (the s x s "
+        "scores materialised). Their speed: physics/attention.py.",
+    )
+    lora_targets: Literal["all_linear", "attention", "qkv"] = Field(
+        "all_linear",
+        description="LoRA on every linear layer, on q, k, v and o only (attention), or on the fused query-key-value "
+        "projection only (qkv: Megatron's linear_qkv, as NeMo's and Megatron-Bridge's performance recipes).",
+    )
+    loss: Literal["standard", "chunked", "flash", "fused"] = Field(
+        "standard",
+        description="Cross-entropy memory: standard (the framework's own: PyTorch's fp32 log-softmax and "
+        "gradients, Megatron-Core's in place), chunked (bf16 logits, fp32 per chunk: torchtune), flash "
+        "(flash-attn's Triton cross-entropy: bf16 logits and their gradient; llm-foundry's default), fused (no "
+        "full logits: Liger's fused linear cross-entropy).",
+    )
+    kernels: Literal["auto", "fused", "eager"] = Field(
+        "auto",
+        description="Kernels: fused (Transformer Engine's norms and SwiGLU, Megatron-Core's or a PyTorch stack's) keep "
+        "fewer activations than eager PyTorch (Hugging Face, torchtitan) and, without compile, run at its speed; "
+        "auto: the framework's each layout is labelled with (fused for megatron or under compile, else eager).",
+    )
+    compile: bool = Field(
+        False,
+        description="The model runs under torch.compile (torchtitan compile.enable, torchtune compile, HF "
+        "Trainer torch_compile): an eager PyTorch stack's element-wise kernels fused, at the published compiled "
+        "over eager speed-up (physics/efficiency.py COMPILE_SPEEDUPS) and with fused kernels' activations under "
+        "kernels: auto. Megatron-Core layouts keep Transformer Engine's fused kernels. Default false, as the "
+        "frameworks ship it (torchtitan CompileConfig.enable = False).",
+    )
+    framework: Literal["auto", "megatron", "deepspeed", "torchtitan", "fsdp"] = Field(
+        "auto",
+        description="The framework the team runs: only layouts it can run are planned (auto: the best over all, "
+        "each labelled with a framework that runs it).",
+    )
+    # set by check where it pins a framework on a framework-auto question (never read from a file): the layout's
+    # framework is the pin's, its efficiency auto's (planning/context.py fused_efficiency_ratio)
+    framework_pinned: bool = Field(False, exclude=True)
+    offload: Literal["none", "optimizer", "auto"] = Field(
+        "none", description="Optimizer state in CPU memory (ZeRO-Offload): never, always, or where it pays."
+    )
+    optimizer_in_backward: bool = Field(
+        False,
+        description="Optimizer step fused into the backward pass, each parameter updated and its gradient freed as "
+        "soon as it is computed, so no full set of gradients is held (torchtune optimizer_in_bwd, torchtitan "
+        "optimizer.early_step_in_backward; PyTorch tutorial 'How to save memory by fusing the optimizer step into "
+        "the backward pass'). No gradient accumulation and no pipeline parallelism with it.",
+    )
+    master_weights: bool = Field(
+        True,
+        description="Mixed precision with an fp32 master copy (AdamW 12 B/param of state: Megatron, DeepSpeed, "
+        "HF Trainer). false: pure bf16 as torchtune's dtype: bf16, the optimizer state in the parameters' dtype "
+        "(AdamW 4 B, 8-bit AdamW 2 B, SGD 2 B).",
+    )
+    activation_offload: bool = Field(
+        False,
+        description="Activations saved for backward moved to pinned CPU memory during forward and brought back "
+        "during backward, on a side stream (torchtune enable_activation_offloading, OffloadActivations; "
+        "Megatron-Core cpu_offloading_activations). Costs PCIe time where the transfer outlasts the compute.",
+    )
+    measured: list[Measurement] = Field(default_factory=list, description="Short-run measurements to calibrate from.")
+    roles: RolesSpec | None = Field(None, description="GPUs split between roles (docs/roles.md); unset: one model.")
+
+    @model_validator(mode="after")
+    def _tokens_given_once(self) -> JobSpec:
+        if self.tokens is None and self.dataset_tokens is None:
+            raise ValueError("give job.tokens, or job.dataset_tokens with job.epochs")
+        if self.tokens is not None and self.dataset_tokens is not None:
+            raise ValueError("give job.tokens or job.dataset_tokens + job.epochs, not both")
+        if self.tokens is not None and self.epochs is not None:
+            # tokens is the total; epochs would be ignored without a word
+            raise ValueError(
+                "job.epochs goes with job.dataset_tokens (tokens = dataset_tokens x epochs); with job.tokens, "
+                "give the total tokens and drop epochs"
+            )
+        batch = self.global_batch_sequences
+        if batch is not None and batch * self.seq_len > self.total_tokens:
+            raise ValueError(
+                f"one optimizer step of global_batch {batch:,} x seq_len {self.seq_len:,} = "
+                f"{units.fmt_count(batch * self.seq_len)} tokens is more than the job's "
+                f"{units.fmt_count(self.total_tokens)} tokens; lower global_batch or check the tokens"
+            )
+        return self
+
+    @property
+    def free_batch(self) -> bool:
+        """``global_batch: free``: any batch up to the scaling-law cap, whatever the method."""
+        return isinstance(self.global_batch, str) and self.global_batch.strip().lower() == "free"
+
+    @property
+    def total_tokens(self) -> float:
+        if self.tokens is not None:
+            return float(self.tokens)
+        return float(self.dataset_tokens or 0.0) * float(self.epochs or 1.0)
+
+    @property
+    def global_batch_sequences(self) -> int | None:
+        """The batch the job file gives, in sequences (None: not given, or free)."""
+        if self.global_batch is None or self.free_batch:
+            return None
+        if isinstance(self.global_batch, int):
+            return self.global_batch
+        return units.batch_sequences(units.parse_count(self.global_batch, "job.global_batch"), self.seq_len)

@@ -1,0 +1,125 @@
+"""A job file (``Problem``): the job with its catalog, assumptions, constraints and objective, and the
+Kubernetes-style ``spec.resources.gpu`` block read as GPU filters that must agree with ``constraints.gpu``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import (
+    Field,
+    model_validator,
+)
+
+from ...errors import JobError, UnitError
+from .. import units
+from .assumptions import Assumptions, Constraints
+from .base import _Model
+from .job import JobSpec
+from .types import (
+    sku_key,
+)
+
+
+class Problem(_Model):
+    """A job file: the job plus its catalog, assumptions, constraints and objective."""
+
+    catalog: str | None = None
+    objective: Literal["cost", "time"] = "cost"
+    job: JobSpec
+    assumptions: Assumptions = Field(default_factory=Assumptions)
+    constraints: Constraints = Field(default_factory=Constraints)
+    source_path: str | None = Field(None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kubernetes_gpu_spec(cls, data):
+        """Accept the seed's job spec block ``spec.resources.gpu: {minMemory, count, type}`` as GPU filters."""
+        if not isinstance(data, dict) or "spec" not in data:
+            return data
+        data = dict(data)
+        spec = data.pop("spec")
+        shape = "spec takes resources.gpu: {minMemory, count, type} (e.g. spec: {resources: {gpu: {count: 8}}})"
+        # each level a mapping with only the key that leads on: a typo (resource:) or a stray key would
+        # otherwise drop the GPU filter without a word, and the plan would run on any GPU
+        if not isinstance(spec, dict) or set(spec) != {"resources"}:
+            raise JobError(f"{shape}; got {spec!r}", field="spec")
+        resources = spec["resources"]
+        if not isinstance(resources, dict) or set(resources) != {"gpu"}:
+            raise JobError(f"{shape}; got {resources!r}", field="spec.resources")
+        gpu = resources["gpu"]
+        if not isinstance(gpu, dict) or not gpu or set(gpu) - {"minMemory", "count", "type"}:
+            raise JobError(f"{shape}; got {gpu!r}", field="spec.resources.gpu")
+        constraints = data.get("constraints") or {}
+        if not isinstance(constraints, dict) or not isinstance(constraints.get("gpu") or {}, dict):
+            return data  # left for Constraints' and GpuFilter's own messages
+        constraints = dict(constraints)
+        filters = dict(constraints.get("gpu") or {})
+        # where both blocks give a filter they must agree: either winning would plan on a GPU the other excludes
+        if "minMemory" in gpu:
+            _same_filter(gpu["minMemory"], filters, "min_memory", "minMemory", _same_memory)
+        if "type" in gpu:
+            types = filters.get("types")
+            if isinstance(types, list) and all(isinstance(t, str) for t in types):
+                _same_filter(gpu["type"], filters, "types", "type", _type_among)
+                filters["types"] = [gpu["type"]]  # the one type both blocks allow
+        if "count" in gpu:
+            _same_filter(gpu["count"], filters, "count", "count", _same_number)
+        for key, spec_key in (("min_memory", "minMemory"), ("types", "type"), ("count", "count")):
+            if spec_key in gpu and filters.get(key) is None:
+                filters[key] = [gpu[spec_key]] if key == "types" else gpu[spec_key]
+        constraints["gpu"] = filters
+        data["constraints"] = constraints
+        return data
+
+
+def _same_filter(spec_value: Any, filters: dict, key: str, spec_key: str, agree) -> bool:
+    """Whether ``constraints.gpu.<key>`` is given and agrees with ``spec.resources.gpu.<spec_key>``; refused
+    naming both where it disagrees."""
+    given = filters.get(key)
+    if given is None:
+        return False
+    if not agree(spec_value, given):
+        raise JobError(
+            f"spec.resources.gpu.{spec_key} ({_shown(spec_value)}) and constraints.gpu.{key} ({_shown(given)}) "
+            "disagree: both filter the GPUs a plan may use, and either one winning would plan what the other "
+            "excludes; give the filter in one of the two places, or make them agree",
+            field=f"spec.resources.gpu.{spec_key}",
+        )
+    return True
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return str(value)
+
+
+def _same_memory(spec: Any, given: Any) -> bool:
+    try:
+        x = units.parse_bytes(spec, "a memory size")
+    except UnitError as exc:
+        raise JobError(exc.reason, field="spec.resources.gpu.minMemory") from None
+    try:
+        y = units.parse_bytes(given, "a memory size")
+    except UnitError:
+        return True  # left for GpuFilter's message on constraints.gpu.min_memory
+    return math.isclose(x, y, rel_tol=1e-9)
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    def number(v: Any) -> Any:
+        if isinstance(v, bool):
+            return v
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return v
+
+    return number(a) == number(b)
+
+
+def _type_among(spec_type: Any, types: Any) -> bool:
+    """Whether the spec's GPU type is one of the constraints' (names as ``catalog.sku_key`` matches them: in any
+    case, ``_`` and spaces as ``-``; an alias of another spelling is not resolved here, without the catalog)."""
+    return isinstance(spec_type, str) and any(sku_key(t) == sku_key(spec_type) for t in types)
