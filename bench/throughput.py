@@ -151,6 +151,8 @@ def moe_assumptions(run: dict) -> dict:
         out["moe_dispatcher"] = moe["dispatcher"]
     if moe.get("a2a_overlap"):
         out["moe_overlap"] = 1.0
+    if moe.get("experts"):  # transformers' experts implementation where the row trains its modeling code
+        out["experts_implementation"] = moe["experts"]
     return out
 
 

@@ -141,10 +141,14 @@ def test_accelerate_reads_the_compiled_config_back(tmp_path):
     assert config_args.ClusterConfig.from_yaml_file(str(path)).dynamo_config["dynamo_backend"] == "INDUCTOR"
 
 
-def test_an_moe_planned_in_a_hugging_face_stack_says_its_expert_loop_is_not_timed():
+def test_an_moe_planned_in_a_hugging_face_stack_says_which_experts_its_time_assumed():
     job = {"model": "qwen3-30b-a3b", "tokens": "1B", "seq_len": 8192, "global_batch": 16}
     layout = dict(nodes=2, tp=1, pp=1, zero=3, micro_batch=1, recompute="full")
-    for framework, loops in (("deepspeed", True), ("fsdp", True), ("torchtitan", False)):
-        problem = Problem.model_validate(expand_models({"catalog": "default", "job": {**job, "framework": framework}}))
-        notes = check(problem, CheckRequest("A100-80GB", 16, framework=framework, **layout)).notes
-        assert any("one expert after another" in n and "91.2 s/it" in n for n in notes) == loops, framework
+    for framework, hf in (("deepspeed", True), ("fsdp", True), ("torchtitan", False)):
+        for impl in ("grouped_mm", "eager"):
+            data = {"catalog": "default", "job": {**job, "framework": framework}}
+            problem = Problem.model_validate(expand_models({**data, "assumptions": {"experts_implementation": impl}}))
+            result = check(problem, CheckRequest("A100-80GB", 16, framework=framework, **layout))
+            assert any(f"experts under {framework}" in n and "91.2 s/it" in n for n in result.notes) == hf
+            timed = result.plan.time_breakdown_s.get("expert_loop", 0.0)
+            assert (timed > 0) == (hf and impl == "eager"), (framework, impl)

@@ -136,28 +136,33 @@ def precision_notes(ctx: JobContext) -> list[str]:
     ]
 
 
-# Frameworks that train a Hugging Face MoE through its modeling code: one expert after another in a Python loop,
-# a host sync each (torch.where), no grouped GEMM and no expert parallelism. Published: Qwen3-30B-A3B full SFT on
-# 16 A800 (2 nodes, 8,192-token packed sequences, global batch 16), "ZeRO3: 91.2s/it" against "Megatron-LM:
-# 9.6s/it" (modelscope/ms-swift examples/train/megatron/moe/qwen3_moe.sh); "DeepSpeed runs at about 1/10th the
-# speed of Megatron" on 128 GPUs (snowflakedb/ArcticTraining#250).
-EXPERT_LOOP_FRAMEWORKS = ("deepspeed", "fsdp")
-
-
 def moe_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
     """For a mixture of experts: how the experts are split and the share of the step their all-to-all takes,
-    and where the plan's framework loops over the experts, that its time leaves the loop out."""
+    and where the plan's framework trains transformers' own expert modules (EP 1), which experts
+    implementation its time assumed (assumptions.experts_implementation; physics/moe.py expert_loop_s)."""
     if plan is None or not ctx.shape.experts:
         return []
-    loop = []
-    if plan.strategy.framework in EXPERT_LOOP_FRAMEWORKS:
-        loop = [
-            f"experts under {plan.strategy.framework}: Hugging Face's MoE layers run one expert after another "
-            "(a host sync each, no grouped GEMM), which this plan's time does not count: published runs of that path "
-            "are about 10x slower than Megatron-Core's grouped GEMMs (ms-swift, Qwen3-30B-A3B on 16 A800: DeepSpeed "
-            "ZeRO-3 91.2 s/it, Megatron 9.6 s/it); plan with --framework megatron or torchtitan for an MoE"
-        ]
-    return loop + _expert_split_notes(ctx, plan)
+    s = plan.strategy
+    if not (FRAMEWORKS[s.framework].hf_experts and s.ep == 1):
+        return _expert_split_notes(ctx, plan)
+    loop_s = plan.time_breakdown_s.get("expert_loop", 0.0)
+    if loop_s > 0:
+        note = (
+            f"experts under {s.framework}: transformers 4's loop (assumptions.experts_implementation: eager), one "
+            f"expert after another with a host sync each"
+            + (", each expert's linears fetched one at a time by ZeRO-3" if s.zero_stage >= 3 else "")
+            + f": {loop_s:,.1f} s of each {plan.step_s:,.1f} s step. Published: ms-swift, Qwen3-30B-A3B on 16 A800, "
+            "DeepSpeed ZeRO-3 91.2 s/it against Megatron 9.6 s/it; transformers 5's grouped_mm or --framework "
+            "megatron / torchtitan remove it"
+        )
+    else:
+        note = (
+            f"experts under {s.framework}: transformers' grouped_mm experts assumed (transformers 5's default, "
+            "assumptions.experts_implementation); on transformers 4 they run as a loop, one expert after another "
+            "(published about 10x slower than Megatron-Core's grouped GEMMs: ms-swift, Qwen3-30B-A3B on 16 A800, "
+            "DeepSpeed ZeRO-3 91.2 s/it, Megatron 9.6 s/it): set experts_implementation: eager to time it"
+        )
+    return [note, *_expert_split_notes(ctx, plan)]
 
 
 def _expert_split_notes(ctx: JobContext, plan: Plan) -> list[str]:

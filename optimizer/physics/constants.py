@@ -296,6 +296,24 @@ MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
 # all run EP > 1, so without EP it is an extrapolation.
 MOE_HOST_S_PER_LAYER = 3.5e-3
 
+# Host time of one iteration of transformers' eager experts loop (transformers 4.x's MoE blocks; 5.x's
+# experts_implementation="eager"), forward: per routed expert a token has picked, a ``torch.where`` on its
+# routing mask (a host-device sync: the GPU drains), an index, three small GEMMs, the activation, the routing
+# weight and an ``index_add_``, each launched from Python. Derived from transformers PR 42697's A100 table
+# (Qwen1.5-MoE-A2.7B: 24 MoE layers, 60 experts, top-4; forward of 1 x 16 tokens): eager 271.80 ms, grouped_mm
+# 64.27 ms; 16 tokens pick 60 (1 - (1 - 4/60)^16) = 40.1 distinct experts a layer, 963 iterations, so
+# (271.80 - 64.27) / 963 = 0.215 ms each. ASSUMPTION: backward replays as much host work per expert (autograd
+# launches each op's gradient kernels; no sync, so it is counted once more, not twice).
+HF_EXPERT_ITERATION_S = 2.15e-4
+# A DeepSpeed ZeRO-3 parameter fetch the GPU waits for: 0.41 ms per module. DeepSpeed PR 1188 (bing_bert 5.1B,
+# 64 pre-LN layers of 8 modules with weights, one p4d node of 8 A100 on NVLink): forward 270 ms under ZeRO-3
+# against 60 ms under ZeRO-2, (270 - 60) / 512 modules. It is exposed where ZeRO-3 cannot prefetch: the
+# routed experts of a transformers 4.x MoE block, a module per expert's linear, whose order changes with the
+# routing and invalidates ZeRO-3's parameter trace (DeepSpeed issue 4808, tjruwase: "the parameter trace cache
+# is invalidated when the expert changes"), so every expert's linears are fetched one by one, forward,
+# recomputed forward and backward.
+ZERO3_MODULE_FETCH_S = 4.1e-4
+
 # FITTED (bench/throughput.py --fit, with the efficiency bases of physics/efficiency.py): the share of a
 # micro-batch's compute that hides its data-parallel traffic (ZeRO / FSDP gathers and reductions, the gradient
 # all-reduce; physics/time.py, docs/design.md 5.6). No published figure states it: the value of the grid whose

@@ -183,6 +183,10 @@ class RunSettings:
     moe_overlap: float = 0.0  # fraction of expert-parallel all-to-all hidden behind compute
     moe_dispatcher: str = "alltoall"  # "alltoall": a copy per routed expert; "deepep": one per rank / node
     moe_host_s_per_layer: float = 0.0  # host launch time per MoE layer and micro-batch the GPU waits for
+    # per layout: the experts run as transformers' eager loop (physics/moe.py expert_loop_s), and under
+    # DeepSpeed ZeRO-3 with each expert's linears fetched one module at a time
+    expert_loop: bool | np.ndarray = False
+    zero3_module_fetch: bool | np.ndarray = False
     link_efficiency: float = 1.0  # achieved / nominal link bandwidth
     activation_reserve: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)
     framework_overhead: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)

@@ -10,10 +10,12 @@ from .constants import (
     GEMM_K_HALF_16BIT,
     GEMM_K_REFERENCE,
     GROUPED_GEMM_HALF_TOKENS,
+    HF_EXPERT_ITERATION_S,
     MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD,
     MOE_ELEMENTWISE_FORWARD_F,
     MOE_ELEMENTWISE_FORWARD_H,
     MOE_PERMUTE_FORWARD_H,
+    ZERO3_MODULE_FETCH_S,
 )
 from .layout import Cluster, Layout
 from .links import Links
@@ -162,3 +164,26 @@ def expert_k_factor(shape, hw: Cluster, layout: Layout) -> np.ndarray:
     weight = sum(w for w, _ in passes) + (g + 1.0)  # the weight gradient at rate 1 here
     time = np.asarray(sum(w / rate(k) for w, k in passes), float) + (g + 1.0)
     return weight / time
+
+
+def experts_hit(shape, tokens) -> np.ndarray:
+    """Expected distinct routed experts ``tokens`` tokens pick, each choosing k of E under balanced routing:
+    E (1 - (1 - k / E)^tokens)."""
+    experts, k = float(shape.experts), float(shape.experts_per_token)
+    return experts * (1.0 - (1.0 - k / experts) ** np.asarray(tokens, float))
+
+
+def expert_loop_s(shape, layout: Layout, tokens, stage_layers, loop, module_fetch) -> np.ndarray:
+    """Host time of a micro-batch the GPU waits for where the experts run as transformers' eager loop
+    (``loop``, per layout): each MoE layer of the stage iterates over the experts its ``tokens`` tokens picked,
+    ``HF_EXPERT_ITERATION_S`` each, in forward, backward and the recomputed forward; and, under DeepSpeed
+    ZeRO-3 (``module_fetch``), every expert's linears (2, 3 gated) fetched one module at a time in each of
+    those passes, ``ZERO3_MODULE_FETCH_S`` each (physics/constants.py)."""
+    if not shape.experts:
+        return np.zeros(np.shape(np.asarray(tokens, float)))
+    passes = 2.0 + layout.recomputed_share(shape.layers)
+    moe_layers = np.asarray(stage_layers, float) * shape.moe_layer_share
+    linears = 3.0 if shape.gated_mlp else 2.0
+    iterations = np.where(loop, moe_layers * experts_hit(shape, tokens), 0.0)
+    fetches = np.where(module_fetch, moe_layers * shape.experts * linears, 0.0)
+    return passes * (iterations * HF_EXPERT_ITERATION_S + fetches * ZERO3_MODULE_FETCH_S)

@@ -56,6 +56,7 @@ from .moe import (
     all_to_all_s,
     by_dispatcher,
     ep_spans_nodes,
+    expert_loop_s,
     expert_tokens,
     exposed_all_to_all_s,
     grouped_gemm_factor,
@@ -82,6 +83,7 @@ class StepTime:
     dequant_s: np.ndarray | float = 0.0  # QLoRA's NF4 dequantisation kernels, whole step (part of ideal_s)
     cast_s: np.ndarray | float = 0.0  # a low precision's operand casts, whole step (part of ideal_s)
     adapter_s: np.ndarray | float = 0.0  # LoRA's low-rank branches, whole step (part of ideal_s)
+    expert_loop_s: np.ndarray | float = 0.0  # transformers' eager experts loop, whole step (part of ideal_s)
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -91,7 +93,7 @@ class StepTime:
         """Every part of the step ``factor`` times faster (a measurement's correction: the whole step runs
         as measured, its parts in the proportions the model gives them)."""
         times = ("step_s", "ideal_s", "compute_s", "memory_s", "network_s", "bubble_s")
-        parts = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s", "adapter_s")
+        parts = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s", "adapter_s", "expert_loop_s")
         return replace(self, **{name: getattr(self, name) / factor for name in times + parts})
 
     @property
@@ -180,10 +182,12 @@ class _MicroBatch:
     dequant_s: np.ndarray | float = 0.0  # QLoRA's NF4 -> bf16 dequantisation kernels, not overlapped
     cast_s: np.ndarray | float = 0.0  # a low precision's operand casts (physics/precision.py), not overlapped
     adapter_s: np.ndarray | float = 0.0  # LoRA's low-rank branches (physics/adapters.py), not overlapped
+    expert_loop_s: np.ndarray | float = 0.0  # transformers' eager experts loop (physics/moe.py), not overlapped
 
     @property
     def busy_s(self) -> np.ndarray:
         serial = self.moe_elementwise_s + self.moe_host_s + self.dequant_s + self.cast_s + self.adapter_s
+        serial = serial + self.expert_loop_s
         return np.maximum(self.compute_s, self.memory_s) + serial
 
 
@@ -503,6 +507,11 @@ def step_time(
         settings.moe_host_s_per_layer,
         ep_spans_nodes(layout, links, np.asarray(hw.gpus_per_node, float)),
     )
+    if shape.experts and (np.any(settings.expert_loop) or np.any(settings.zero3_module_fetch)):
+        dispatched = expert_tokens(layout, np.asarray(layout.micro_batch, float) * s / np.asarray(layout.cp, float))
+        stage_layers = np.ceil(shape.layers * mb.stage_share)
+        loop = expert_loop_s(shape, layout, dispatched, stage_layers, settings.expert_loop, settings.zero3_module_fetch)
+        mb = replace(mb, expert_loop_s=loop)
     micro_s = mb.busy_s + _model_parallel_s(
         shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher
     )
@@ -547,4 +556,5 @@ def step_time(
         dequant_s=slots * np.asarray(mb.dequant_s, float),
         cast_s=slots * np.asarray(mb.cast_s, float),
         adapter_s=slots * np.asarray(mb.adapter_s, float),
+        expert_loop_s=slots * np.asarray(mb.expert_loop_s, float),
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -40,9 +40,11 @@ from ..physics.memory import (
     memory_breakdown,
 )
 from ..physics.time import StepTime, step_time
+from .columns import concat, take
 from .context import HardwareRow, JobContext, capacity_bytes
 from .frameworks import CODES, FRAMEWORKS, METHOD_CODES, OPTIMIZER_CODES, PRECISION_CODES, PREFERENCE, recompute_count
 from .labels import (
+    expert_loop,
     fused_kernels,
     label_layouts,
     loss_bytes_per_vocab,
@@ -578,6 +580,9 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         fused_framework=fused_kernels(codes, "fused" if ctx.kernels_stated_fused else "auto", ctx.job.framework),
         logits_bytes_per_vocab=loss_bytes_per_vocab(codes, ctx.job.loss, ctx.job.framework),
     )
+    eager_experts = bool(ctx.shape.experts) and ctx.assumptions.experts_implementation == "eager"
+    loop = expert_loop(codes, ctx.job.framework, layout.ep, layout.zero, eager_experts)
+    settings = replace(settings, expert_loop=loop[0], zero3_module_fetch=loop[1])
     hw = _cluster(ctx, figures, row_idx)
     caps = per_row(8)
     held = zero3_per_step(codes, layout.pp, a.zero3_gathers)
@@ -645,7 +650,7 @@ def _least_recompute(
     budget = usable_bytes - (mem.weights + mem.gradients + mem.optimizer + mem.reserve)
     rows = np.flatnonzero(auto & (kinds != "none") & (mem.activations <= budget))
     if len(rows) and ctx.shape.has_shapes:
-        some, some_settings = _take(layout, rows, n), _take(settings, rows, n)
+        some, some_settings = take(layout, rows, n), take(settings, rows, n)
         least = least_recomputed_layers(ctx.shape, some_settings, some, budget[rows], some.virtual_stages)
         counted = np.zeros(len(rows), dtype=np.int64)
         for kind in ("block", "every_k"):
@@ -656,37 +661,10 @@ def _least_recompute(
     partial = np.flatnonzero(chosen > 0)
     if not len(partial):
         return layout, mem
-    some = _take(layout, partial, n)
+    some = take(layout, partial, n)
     activations = np.array(mem.activations, dtype=float)
-    activations[partial] = activation_bytes(ctx.shape, _take(settings, partial, n), some) / np.asarray(some.cp, float)
+    activations[partial] = activation_bytes(ctx.shape, take(settings, partial, n), some) / np.asarray(some.cp, float)
     return layout, replace(mem, activations=activations)
-
-
-def _is_column(value: object, n: int) -> bool:
-    return isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == n
-
-
-def _take(value, idx: np.ndarray, n: int):
-    """``value`` (a struct of arrays with ``n`` entries, or a scalar) at the entries ``idx``."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return replace(value, **{f.name: _take(getattr(value, f.name), idx, n) for f in fields(value) if f.init})
-    return value[idx] if _is_column(value, n) else value
-
-
-def _concat(values: list, lengths: list[int]):
-    """Structs of arrays (or scalars) of ``lengths`` entries each, one after the other."""
-    first = values[0]
-    if is_dataclass(first) and not isinstance(first, type):
-        return replace(
-            first,
-            **{f.name: _concat([getattr(v, f.name) for v in values], lengths) for f in fields(first) if f.init},
-        )
-    if all(v is None for v in values):
-        return None
-    columns = [_is_column(v, n) for v, n in zip(values, lengths)]
-    if not any(columns) and all(np.array_equal(v, first) for v in values):
-        return first  # job-wide (the model's FLOPs per token, a term that is 0 for every layout)
-    return np.concatenate([v if c else np.broadcast_to(v, (n,)) for v, c, n in zip(values, columns, lengths)])
 
 
 # When a time limit may stop the evaluation, it runs in passes of about this many layouts (a pass of
@@ -753,7 +731,7 @@ class _Evaluator:
 
     def evaluation(self, rows: list[HardwareRow], added: list[int]) -> Evaluation:
         """The evaluation of ``rows``, the rows added at positions ``added`` (all evaluated), in that order."""
-        shared = self.parts[0] if len(self.parts) == 1 else _concat(self.parts, self.lengths)
+        shared = self.parts[0] if len(self.parts) == 1 else concat(self.parts, self.lengths)
         self.parts = [shared]  # (the passes' arrays freed)
         self.lengths = [sum(self.lengths)]
         groups = [self.rows[k] for k in added]
@@ -766,7 +744,7 @@ class _Evaluator:
                 assert start is not None  # (only evaluated rows are asked for)
                 spans.append(np.arange(start, start + len(self.grids[q])))
             idx = np.concatenate(spans or [np.zeros(0, np.int64)])
-            physics = _take(shared, idx, self.lengths[0])
+            physics = take(shared, idx, self.lengths[0])
         row_idx = np.repeat(np.arange(len(rows)), [len(self.grids[q]) for q in groups])
         hours, cost = _run_hours_and_cost(self.ctx, rows, row_idx, physics.timing)
         return Evaluation(

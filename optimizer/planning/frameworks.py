@@ -92,6 +92,11 @@ class Framework:
     # fused norms, SwiGLU and FP8 linear inputs (Transformer Engine) or eager PyTorch's
     fused_kernels: bool = False
     kernels_source: str = "eager PyTorch modules (Hugging Face, torchtitan without Transformer Engine)"
+    # Whether an MoE's experts at EP 1 are transformers' own modules, run as assumptions.experts_implementation
+    # says (physics/moe.py expert_loop_s), and whether ZeRO-3 fetches weights one submodule at a time
+    hf_experts: bool = False
+    zero3_module_fetch: bool = False
+    hf_experts_source: str = "its own MoE layers: grouped GEMMs over the experts"
     # With TP, whether the norms and the residual stream are split along the sequence too (Megatron's sequence
     # parallelism): the activations outside the TP-split linears are then divided by TP as well, else every TP
     # rank keeps them whole (physics/memory.py activation_bytes)
@@ -349,6 +354,9 @@ FRAMEWORKS: dict[str, Framework] = {
         activation_offload=True,
         activation_offload_source="torchtune enable_activation_offloading (training/_activation_offloading.py, "
         "OffloadActivations), with or without activation checkpointing",
+        hf_experts=True,
+        hf_experts_source="HF Trainer and accelerate train transformers' modeling code: an MoE's experts run as its "
+        "experts_implementation (transformers docs 'Experts backends'); FSDP wraps whole decoder layers",
     ),
     "deepspeed": Framework(
         name="deepspeed",
@@ -393,6 +401,11 @@ FRAMEWORKS: dict[str, Framework] = {
         zero3_gathers_source="deepspeed/runtime/engine.py no_sync: 'no_sync context manager is incompatible with "
         "gradient partitioning logic of ZeRO stage 2/3': ZeRO-3 gathers the weights and reduce-scatters the "
         "gradients every micro-batch",
+        hf_experts=True,
+        zero3_module_fetch=True,
+        hf_experts_source="HF Trainer and accelerate's DeepSpeed integration train transformers' modeling code (native "
+        "DeepSpeed-MoE layers only with ep > 1); ZeRO-3 fetches each submodule's weights in its forward and backward "
+        "hooks (DeepSpeed issue 5047: 'DS wrapping very small nn.Modules such as nn.Linear')",
     ),
     "torchtitan": Framework(
         name="torchtitan",

@@ -63,6 +63,9 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         breakdown["all_to_all"] = _f(np.broadcast_to(timing.all_to_all_s, np.shape(timing.step_s))[i])
         # and the host launch waits of its layers (docs/design.md 5.11), a part of the micro-batches' busy time
         breakdown["moe_host"] = _f(np.broadcast_to(timing.moe_host_s, np.shape(timing.step_s))[i])
+        loop_s = _f(np.broadcast_to(timing.expert_loop_s, np.shape(timing.step_s))[i])
+        if loop_s > 0:  # transformers' eager experts loop (assumptions.experts_implementation), busy time too
+            breakdown["expert_loop"] = loop_s
     if ctx.train.quantized_base:  # QLoRA: the NF4 dequantisation kernels, a part of the busy time
         breakdown["dequant"] = _f(np.broadcast_to(timing.dequant_s, np.shape(timing.step_s))[i])
     if ctx.train.lora_targets:  # LoRA: its low-rank branches' kernels (physics/adapters.py), busy time too

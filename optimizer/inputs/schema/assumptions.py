@@ -64,6 +64,13 @@ class Assumptions(_Model):
         "launches after the dispatcher's host-device sync of the token counts. None = gpuplan's default "
         "(docs/design.md 5.11); 0 where full-iteration CUDA graphs remove it.",
     )
+    experts_implementation: Literal["grouped_mm", "eager"] = Field(
+        "grouped_mm",
+        description="How an MoE's experts run under the frameworks that train transformers' modeling code (DeepSpeed, "
+        "FSDP through HF Trainer / accelerate) at EP 1: grouped_mm (transformers 5's default, one grouped GEMM a "
+        "layer) or eager (transformers 4's loop: one expert after another, a host sync each, and under DeepSpeed "
+        "ZeRO-3 each expert's linears fetched one at a time; physics/moe.py).",
+    )
     lora_branch_traffic: bool = Field(True, description="Count LoRA's branch kernels (physics/adapters.py).")
     zero3_gathers: Literal["auto", "micro_batch", "step"] = Field(
         "auto",
