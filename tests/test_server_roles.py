@@ -155,7 +155,6 @@ REFUSED = {
     "an unreadable split": ("/v1/check", {"check": {"roles": {"target": "three", "drafter": "1xB200"}}}, "check.roles.target"),
     "a count, not text": ("/v1/check", {"check": {"roles": {"target": 3, "drafter": "1xB200"}}}, "check.roles.target"),
     "an unknown GPU": ("/v1/check", {"check": {"roles": {"target": "3xB999", "drafter": "1xB999"}}}, "check.roles"),
-    "roles on two offers": ("/v1/check", {"check": {"roles": {"target": "3xRTX-PRO-6000", "drafter": "1xB200"}}}, "check.roles"),
     "more GPUs than a node": ("/v1/check", {"check": {"roles": {"target": "99xB200", "drafter": "1xB200"}}}, "check.roles"),
     "a role without GPUs": ("/v1/check", {"check": {"roles": {"target": "0xB200", "drafter": "1xB200"}}}, "check.roles"),
     "a layout beside the split": ("/v1/check", {"check": {"roles": SPLIT, "tp": 2}}, "check.tp"),

@@ -246,6 +246,11 @@ class RolesSpec(_Model):
         description="peer (NVLink), host (through host memory, two PCIe hops); auto: peer where there is NVLink.",
     )
     batch_tokens: Count | None = Field(None, gt=0, description="Target tokens a batch hands on; default job.seq_len.")
+    across_offers: bool = Field(
+        False,
+        description="Let each role sit on its own offer's node (its own GPU and price), what crosses going over the "
+        "network between the two nodes: solve weighs those splits beside one node's (drafter and distill, link auto).",
+    )
     rollout: RolloutSpec | None = Field(None, description="grpo: a step's batch and its engines.")
     placement: Literal["colocated", "disaggregated"] = Field(
         "colocated", description="grpo: every GPU generates then trains (colocated), or some generate and others train."
@@ -270,6 +275,8 @@ class RolesSpec(_Model):
         """Written back under the workload's own names, so a dumped job reads back as the same job: grpo's
         fields only in a grpo job, a distill job's slots as teacher: and student:, a grpo job's slots not at all."""
         out = handler(self)
+        if not self.across_offers:  # a job that does not ask for splits across offers dumps as before
+            out.pop("across_offers", None)
         if self.workload != "grpo":
             out = {k: v for k, v in out.items() if k not in GRPO_FIELDS and k != "asynchronous"}
         if self.workload == "distill":

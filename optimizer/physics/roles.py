@@ -26,6 +26,11 @@ Sources, formula by formula:
   to GPU) at one direction of the slot's bandwidth each (PCI-SIG PCIe 5.0: 32 GT/s x 16 lanes, 128b/130b),
   both times an achieved-bandwidth efficiency. A batch waits one hop per hop (its latency); the rate is
   each GPU's own link at once, the busier side's links setting it.
+- Roles on two nodes (a split across two offers, each role on its own SKU): the tensor crosses the scale-out
+  network, each GPU through its own NIC (GPUDirect RDMA, one hop), at the catalog's per-GPU network bandwidth
+  (one direction) times the same efficiency, as physics/links.py ``Links.net`` counts it for collectives; the
+  producers send on theirs and the consumers receive on theirs, so the side whose NICs carry less sets the
+  rate. NVLink joins only the GPUs of one node: two nodes never share it.
 """
 
 from __future__ import annotations
@@ -93,6 +98,23 @@ def peer_link_bytes_per_s(intra_node_bidirectional_bytes_per_s: float, link_effi
 def host_link_bytes_per_s(link_efficiency: float, pcie_bytes_per_s: float = PCIE_GEN5_X16_BYTES_PER_S) -> float:
     """One PCIe hop of a host bounce: one direction of the GPU's slot, times efficiency."""
     return pcie_bytes_per_s * link_efficiency
+
+
+def network_link_bytes_per_s(network_bytes_per_s: float, link_efficiency: float) -> float:
+    """One GPU's share of the scale-out network, one direction, times efficiency (physics/links.py ``Links.net``)."""
+    return network_bytes_per_s * link_efficiency
+
+
+def network_tokens_per_s(
+    bytes_per_token: float,
+    producer_bytes_per_s: float,
+    producers: int,
+    consumer_bytes_per_s: float,
+    consumers: int,
+) -> float:
+    """Tokens per second crossing between two nodes: the producers send on their NICs, the consumers receive on
+    theirs, all at once; the side whose NICs carry less in all sets the rate."""
+    return min(producers * producer_bytes_per_s, consumers * consumer_bytes_per_s) / bytes_per_token
 
 
 def transfer_s(tokens: float, bytes_per_token: float, link_bytes_per_s: float, hops: int) -> float:

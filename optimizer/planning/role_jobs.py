@@ -147,7 +147,8 @@ def _grpo(problem: Problem) -> RoleJob:
                            None, mfu_is_training_efficiency=True)  # fmt: skip
     consumer = TrainRole(job.model.name or "policy", shape, rl.train, recipe.seq_tokens, roles.micro_batch, 1, 1.0)
     return RoleJob(producer, consumer, tokens, recipe.tokens_per_step, weights / recipe.tokens_per_step, rl=rl,
-                   link_efficiency=rl.link_efficiency, overlap=rl.overlap)  # fmt: skip
+                   link_efficiency=rl.link_efficiency, overlap=rl.overlap,
+                   across_offers=roles.across_offers)  # fmt: skip
 
 
 def role_job(problem: Problem, catalog: Catalog) -> RoleJob:
@@ -190,6 +191,7 @@ def role_job(problem: Problem, catalog: Catalog) -> RoleJob:
         link=roles.link,
         link_efficiency=problem.assumptions.link_efficiency,
         overlap=problem.assumptions.overlap,
+        across_offers=roles.across_offers,
     )
     return _calibrated(problem, catalog, job)
 

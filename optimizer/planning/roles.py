@@ -98,6 +98,8 @@ class RoleJob:
     overlap: float = DEFAULT_OVERLAP
     # GRPO (planning/grpo.py): the producers generate, the consumers score and train, the weights sync back
     rl: GrpoJob | None = None
+    # solve weighs splits across two offers' nodes too (planning/role_mixed.py); check answers one where asked
+    across_offers: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,13 +117,25 @@ class RoleSplit:
 class RolePlan:
     """One split on one SKU: per-role rates, what binds, hours and cost."""
 
-    sku: str
+    sku: str  # the producers' (and, on one node, the consumers')
     split: RoleSplit
     rate: PipelineRate
-    link: str  # "peer" or "host"
+    link: str  # "peer" or "host" on one node, "network" between two (planning/role_mixed.py)
     hours: float
     cost_usd: float
-    price_usd_per_gpu_hour: float
+    price_usd_per_gpu_hour: float  # the producers'
+    # set where the consumers sit on another offer's node (a split across offers): their SKU and price
+    consumer_sku: str | None = None
+    consumer_price_usd_per_gpu_hour: float | None = None
+
+    @property
+    def mixed(self) -> bool:
+        """The roles on two offers' nodes (each its own SKU and price), the transfer over the network."""
+        return self.consumer_sku is not None
+
+    @property
+    def consumer_sku_name(self) -> str:
+        return self.consumer_sku if self.consumer_sku is not None else self.sku
 
     @property
     def tokens_per_s(self) -> float:

@@ -56,6 +56,15 @@ def plan_line(result: RolesResult, chosen: OfferPlan) -> str:
     """One plan in a sentence: the split, its rate, what binds, days and cost."""
     p = chosen.plan
     producer, consumer = result.roles
+    if chosen.consumer_offer is not None:  # each role on its own offer's node
+        split = (
+            f"{p.split.producers} x {p.sku} {producer} on {chosen.offer} + {p.split.consumers} x "
+            f"{p.consumer_sku_name} {consumer} on {chosen.consumer_offer}"
+        )
+        return (
+            f"{split} ({p.link} link): {p.tokens_per_s:,.0f} tokens/s, {p.days:,.2f} days, ${p.cost_usd:,.0f}; "
+            f"bound by the {_binding(result, p)}"
+        )
     split = (
         f"{p.split.gpus} x {p.sku}, {producer} and {consumer} colocated"
         if p.split.shared
@@ -113,8 +122,8 @@ def print_roles(result: RolesResult, console: Console, headroom: Any = None) -> 
             p = row.plan
             r = p.rate
             table.add_row(
-                row.offer + (" *" if row == result.best else ""),
-                p.sku,
+                _both(row.offer, row.consumer_offer) + (" *" if row == result.best else ""),
+                _both(p.sku, p.consumer_sku),
                 str(p.split.gpus),
                 str(p.split.producers),
                 str(p.split.consumers),
@@ -131,14 +140,22 @@ def print_roles(result: RolesResult, console: Console, headroom: Any = None) -> 
         console.print(f"  left out: {reason}")
 
 
+def _both(producers: str, consumers: str | None) -> str:
+    """A table cell or a plan's field naming both roles' offers or SKUs where they differ: 'a + b'."""
+    return producers if consumers is None else f"{producers} + {consumers}"
+
+
 def _plan_data(result: RolesResult, row: OfferPlan) -> dict:
     p = row.plan
     producer, consumer = result.roles
     r = p.rate
+    consumer_offer = row.consumer_offer or row.offer
+    consumer_price = p.consumer_price_usd_per_gpu_hour or p.price_usd_per_gpu_hour
     return {
-        "offer": row.offer,
-        "sku": p.sku,
+        "offer": _both(row.offer, row.consumer_offer),
+        "sku": _both(p.sku, p.consumer_sku),
         "gpus": p.split.gpus,
+        "mixed": p.mixed,  # the roles on two offers' nodes, each its own SKU and price
         "roles": [
             {
                 "role": producer,
@@ -146,6 +163,9 @@ def _plan_data(result: RolesResult, row: OfferPlan) -> dict:
                 "gpus": p.split.producers,
                 "tokens_per_s": r.producer_tokens_per_s,
                 "utilisation": r.utilisation("producers"),
+                "offer": row.offer,
+                "sku": p.sku,
+                "price_usd_per_gpu_hour": p.price_usd_per_gpu_hour,
             },
             {
                 "role": consumer,
@@ -153,6 +173,9 @@ def _plan_data(result: RolesResult, row: OfferPlan) -> dict:
                 "gpus": p.split.consumers,
                 "tokens_per_s": r.consumer_tokens_per_s,
                 "utilisation": r.utilisation("consumers"),
+                "offer": consumer_offer,
+                "sku": p.consumer_sku_name,
+                "price_usd_per_gpu_hour": consumer_price,
             },
         ],  # fmt: skip
         "link": {"kind": p.link, "tokens_per_s": r.link_tokens_per_s, "utilisation": r.utilisation("link")},
@@ -278,6 +301,13 @@ def pipeline_export(done: Answered) -> PipelineExport:
             field="export",
         )
     chosen, p = result.best, result.best.plan
+    if chosen.consumer_offer is not None:
+        raise ArgumentError(
+            f"the plan puts {result.roles[0]} on {chosen.offer} and {result.roles[1]} on {chosen.consumer_offer}: a "
+            "launch per role across two offers' nodes is not written yet; export a split on one offer "
+            "(check --role with one GPU for both roles)",
+            field="export",
+        )
     offer = next((o for o in catalog.offers if o.name == chosen.offer), None)
     target, drafter = role_launches(roles.target.name, problem.job.model.name or roles.drafter.name,
                                     p.split.producers, p.split.consumers)  # fmt: skip

@@ -1,11 +1,14 @@
 """The API of jobs with roles (issue 52, docs/roles.md): ``solve_roles`` splits each offer's GPUs between the
 roles and picks the best plan; ``check_roles`` answers a hand-picked split.
 
-A role plan sits on one offer's node (roles on different GPUs, or spanning nodes, come later): for every offer
-the catalog holds and the job's GPU filters let through, each GPU count it rents (its ``gpu_counts``, else 2 to
-a node) gets its best split by bisection (planning/roles.py ``best_split``); those within the deadline and
-budget compete under the objective (time, or cost = hours x GPUs x price), ties going to the cheaper, then the
-faster, then fewer GPUs. The search is exhaustive over (offer, GPU count), so no CP-SAT model is needed for it.
+A role plan sits on one offer's node, or on two offers' nodes (each role on its own SKU and price, the
+transfer over the network: planning/role_mixed.py). For every offer the catalog holds and the job's GPU filters
+let through, each GPU count it rents (its ``gpu_counts``, else 2 to a node) gets its best split by bisection
+(planning/roles.py ``best_split``); every pair of those offers gives its frontier of splits across the two,
+kept where no plan on one node matches or beats it on cost and hours (planning/role_mixed.py ``covered``).
+Those within the deadline and budget compete under the objective (time, or cost = hours x GPUs x price), ties
+going to the cheaper, then the faster, then fewer GPUs, then one node. The search is exhaustive over (offer,
+GPU count) and (offer, count, offer, count), so no CP-SAT model is needed for it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from ..inputs.files import problem_catalog
 from ..inputs.roles import ROLE_NAMES
 from ..inputs.schema import Catalog, Offer, Problem
 from ..planning.role_jobs import offer_hardware, role_job
+from ..planning.role_mixed import Seat, covered, mixed_plans, mixed_split, needs_nvlink_reason, network_binds
 from ..planning.roles import RoleJob, RolePlan, RoleSplit, evaluate_split, plan_roles
 
 SECONDS_PER_HOUR = 3600.0
@@ -28,8 +32,19 @@ SECONDS_PER_HOUR = 3600.0
 class OfferPlan:
     """One split on one offer's node."""
 
-    offer: str
+    offer: str  # the producers' offer (and, on one node, the consumers')
     plan: RolePlan
+    consumer_offer: str | None = None  # set where the consumers sit on another offer's node
+
+    @property
+    def where(self) -> str:
+        """The split and where it sits: '7 + 1 B200 on b200-3.4x', or each role's GPUs and offer."""
+        s, p = self.plan.split, self.plan
+        if self.consumer_offer is None:
+            return f"{s.producers} + {s.consumers} {p.sku} on {self.offer}"
+        return (
+            f"{s.producers} x {p.sku} on {self.offer} + {s.consumers} x {p.consumer_sku_name} on {self.consumer_offer}"
+        )
 
 
 @dataclass(frozen=True)
@@ -49,10 +64,10 @@ class RolesResult:
     workload: str = "drafter"  # job.roles.workload: what the answer calls each role (inputs/roles.py role_names)
 
 
-def _rank(plan: RolePlan, objective: str) -> tuple[float, float, int]:
+def _rank(plan: RolePlan, objective: str) -> tuple[float, float, int, bool]:
     if objective == "cost":
-        return (round(plan.cost_usd, 2), plan.hours, plan.split.gpus)
-    return (plan.hours, round(plan.cost_usd, 2), plan.split.gpus)
+        return (round(plan.cost_usd, 2), plan.hours, plan.split.gpus, plan.mixed)
+    return (plan.hours, round(plan.cost_usd, 2), plan.split.gpus, plan.mixed)
 
 
 def _offers(problem: Problem, catalog: Catalog) -> list[Offer]:
@@ -122,13 +137,24 @@ def _solve(problem: Problem, catalog: Catalog, job: RoleJob) -> RolesResult:
             else:
                 broken.append((OfferPlan(offer.name, plan), why))
                 refused.append(f"{offer.name}, {plan.split.producers} + {plan.split.consumers} GPUs: {why}")
+    one_node = [p.plan for p in plans] + [b.plan for b, _ in broken]
+    mixed = mixed_plans(job, [Seat.of(catalog, o) for o in _offers(problem, catalog)], c.max_gpus)
+    for m in mixed.plans:
+        if covered(m.plan, one_node):  # a plan on one node is as good: the mixed one is not shown
+            continue
+        row = OfferPlan(m.producer_offer, m.plan, m.consumer_offer)
+        why = _within(m.plan, problem)
+        if why is None:
+            plans.append(row)
+        else:
+            broken.append((row, why))
+    refused += mixed.refused
     best = min(plans, key=lambda p: _rank(p.plan, problem.objective)) if plans else None
     if not plans and broken:  # the nearest plan first, then why the offers plan nothing
         nearest, why = min(broken, key=lambda b: _rank(b[0].plan, problem.objective))
-        split = nearest.plan.split
         refused = [
             f"every split breaks the job's constraints; the {'fastest' if problem.objective == 'time' else 'cheapest'}, "
-            f"{split.producers} + {split.consumers} {nearest.plan.sku} on {nearest.offer}, takes {why}",
+            f"{nearest.where}, takes {why}",
             *[r for r in refused if not any(r.startswith(f"{b.offer}, ") for b, _ in broken)],
         ]
     if not plans and not refused:
@@ -172,18 +198,25 @@ def check_roles(
     if t < 1 or d < 1:
         raise ArgumentError(f"each role needs at least one GPU (got target {t}, drafter {d})", field="role")
     t_offer, d_offer = _offer_for(catalog, t_sku, t + d), _offer_for(catalog, d_sku, t + d)
-    if t_offer.name != d_offer.name:
-        raise ArgumentError(
-            f"the target on {t_offer.name} and the drafter on {d_offer.name}: roles on different GPUs or offers are "
-            "not planned yet (docs/roles.md); put both on one",
-            field="role",
-        )
+    if t_offer.name != d_offer.name:  # each role on its own node: each offer chosen for its own role's count
+        t_offer, d_offer = _offer_for(catalog, t_sku, t), _offer_for(catalog, d_sku, d)
     job = role_job(problem, catalog)
-    plan = evaluate_split(job, offer_hardware(catalog, t_offer), RoleSplit(t, d))
-    checked = OfferPlan(t_offer.name, plan)
+    notes: tuple[str, ...] = ()
+    if t_offer.name == d_offer.name:
+        checked = OfferPlan(t_offer.name, evaluate_split(job, offer_hardware(catalog, t_offer), RoleSplit(t, d)))
+    else:
+        a, b = Seat.of(catalog, t_offer), Seat.of(catalog, d_offer)
+        checked = OfferPlan(t_offer.name, mixed_split(job, a, b, RoleSplit(t, d)), d_offer.name)
+        if network_binds(checked.plan):
+            notes = (
+                f"the network binds it: {needs_nvlink_reason(job, a, b, checked.plan)}; solve does not propose it",
+            )
+        if not job.across_offers:
+            notes += ("solve weighs splits across offers where the job sets job.roles.across_offers: true",)
+    plan = checked.plan
     optimum = _solve(problem, catalog, job).best
     why = _within(plan, problem)
-    notes = (f"it breaks the job's constraints: {why}",) if why else ()
+    notes += (f"it breaks the job's constraints: {why}",) if why else ()
     return RolesResult(
         problem.job.name,
         problem.objective,
