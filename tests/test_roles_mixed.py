@@ -106,6 +106,8 @@ def _brute_force(problem, catalog) -> list[tuple[tuple, str, str | None, RoleSpl
         cost = hours * price_usd_per_hour
         if c.deadline_s is not None and hours * SECONDS_PER_HOUR > c.deadline_s:
             return
+        if c.max_gpus is not None and split.gpus > c.max_gpus:
+            return
         first = (hours, round(cost, 2)) if problem.objective == "time" else (round(cost, 2), hours)
         rows.append(((*first, split.gpus, b is not None), a.name, b.name if b else None, split, hours, cost))
 
@@ -135,11 +137,13 @@ def _brute_force(problem, catalog) -> list[tuple[tuple, str, str | None, RoleSpl
 
 
 @pytest.mark.parametrize("b200_price", [RTX_PRICE * 3.4, B200_PRICE_6X])
-@pytest.mark.parametrize(("objective", "deadline"), [("time", None), ("cost", None), ("cost", "1d")])
-def test_the_solver_picks_what_brute_force_picks(tmp_path, b200_price, objective, deadline):
+@pytest.mark.parametrize(
+    ("objective", "deadline", "max_gpus"),
+    [("time", None, None), ("cost", None, None), ("cost", "1d", None), ("time", None, 9), ("cost", "2d", 6)],
+)
+def test_the_solver_picks_what_brute_force_picks(tmp_path, b200_price, objective, deadline, max_gpus):
     problem = optimizer.load_job(_files(tmp_path, b200_price=b200_price, objective=objective, across_offers=True))
-    if deadline:
-        problem = apply_overrides(problem, deadline=deadline)
+    problem = apply_overrides(problem, deadline=deadline, max_gpus=max_gpus)
     catalog = optimizer.load_catalog(str(tmp_path / "catalog.yaml"))
     rows = _brute_force(problem, catalog)
     best = optimizer.solve_roles(problem, catalog=catalog).best
@@ -239,3 +243,23 @@ def test_check_says_when_the_network_binds_a_split_across_offers(tmp_path):
     assert r.exit_code == 0, r.output
     assert "bound by the link" in r.output.splitlines()[0]
     assert "the network binds it" in r.output and "needs NVLink" in r.output
+
+
+def test_a_grpo_job_keeps_its_rollout_and_policy_on_one_node():
+    problem = optimizer.load_job(ROOT / "problems" / "grpo-llama-3.1-8b.yaml")
+    with pytest.raises(optimizer.GpuplanError, match="rollout and policy sit on one offer's node"):
+        optimizer.check_roles(problem, [("target", 4, "nodus-h200"), ("drafter", 4, "nodus-b200")])
+
+
+def test_across_offers_dumps_only_where_the_job_asks_and_reads_back(tmp_path):
+    plain = optimizer.load_job(JOB).job.roles
+    assert plain is not None and "across_offers" not in plain.model_dump(by_alias=True)
+    asked = optimizer.load_job(_files(tmp_path, across_offers=True)).job.roles
+    assert asked is not None and asked.model_dump(by_alias=True)["across_offers"] is True
+    assert type(asked).model_validate(asked.model_dump(by_alias=True)) == asked
+
+
+def test_a_split_across_offers_is_not_exported_as_if_on_one_node(tmp_path):
+    job = _files(tmp_path, across_offers=True)  # the fastest: 8 B200 targets + 5 RTX PRO 6000 drafters
+    r = run("solve", job, "--export", "kubernetes")
+    assert r.exit_code == 2 and "across two offers' nodes is not written yet" in r.output, r.output

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from ..errors import JobError
 from ..inputs.schema import Catalog, Offer
+from ..inputs.units import GB
 from ..physics.roles import PipelineRate, network_link_bytes_per_s, network_tokens_per_s
 from .role_hardware import RoleHardware
 from .role_jobs import offer_hardware
@@ -44,8 +45,6 @@ from .roles import (
     consumer_tokens_per_s,
     producer_tokens_per_s_per_gpu,
 )
-
-GB = 1e9
 
 
 @dataclass(frozen=True)
