@@ -34,12 +34,13 @@ from .inputs.catalog import sku_for
 from .inputs.files import load_catalog, problem_catalog
 from .inputs.requests import CheckRequest
 from .inputs.schema import Catalog, Portfolio, Problem
+from .physics.memory import MEMORY_HEADROOM_DEFAULT as MEMORY_HEADROOM_DEFAULT  # for the faces' help texts
 from .planning import capacity as capacity_planning
 from .planning.calibration import job_context
 from .planning.candidates import CandidateTable, build_table, restricted
 from .planning.check import Fixed, added_dimensions, check_row, nearest_fixes, versus_measured
 from .planning.frameworks import LORA_EXPORT_GAPS, PREFERENCE
-from .planning.plans import headroom_note, plan_from
+from .planning.plans import headroom_gib, headroom_note, plan_from
 from .results import (
     CapacityResult,
     CheckResult,
@@ -51,8 +52,12 @@ from .results import (
     SolveResult,
 )
 from .solver.portfolio.solve import solve_portfolio
+from .solver.roles import check_roles as check_roles  # a hand-picked split of a job with roles, for the faces
 from .solver.roles import one_model_only
 from .solver.single import best_candidate, options_table, solve_table
+
+# What the faces (cli, server) need of the layers below comes through this module (tests/test_layers.py):
+# ``CandidateTable`` (a table they keep), ``check_roles``, ``MEMORY_HEADROOM_DEFAULT`` and ``memory_kept_gib``.
 
 # Share of a solve's time limit the candidate table may take before it stops evaluating rows; the rest is
 # the solver's (the model, the best plan, the frontier, the runners-up) and the output's.
@@ -81,6 +86,12 @@ def candidate_table(
             field="catalog",
         )
     return build_table(job_context(problem, catalog), keep_rejected=True, until=until)
+
+
+def memory_kept_gib(problem: Problem, capacity_gib: float) -> float:
+    """The memory each GPU of ``capacity_gib`` GiB keeps free beyond a plan's peak under ``problem``'s
+    ``constraints.memory_headroom`` (else gpuplan's default), GiB."""
+    return headroom_gib(problem.constraints.memory_headroom, capacity_gib)
 
 
 def plan(

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from typer.models import OptionInfo
 
-from .physics.memory import MEMORY_HEADROOM_DEFAULT
+from .api import MEMORY_HEADROOM_DEFAULT
 from .present.exports import kinds_text
 
 

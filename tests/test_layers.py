@@ -97,6 +97,50 @@ def test_every_import_points_down_the_layers():
     assert not upward, "upward imports:\n" + "\n".join(upward)
 
 
+# The faces are thin clients of the library (issue 50): the command line and the service parse with ``inputs``,
+# ask ``api`` and show with ``present`` (``errors`` and ``results`` are the library's words for what went wrong
+# and what came back). What they need of the physics, the planning, the solver or the explanations comes
+# through ``api``; the CLI's own modules (its options, the ^C handling, the package root's version) and the
+# service it starts (``gpuplan serve``) are the faces' own.
+FACES = ("cli", "cli_options", "server")
+FACES_MAY_IMPORT = ("api", "inputs", "present", "errors", "results", "cli", "cli_options", "server", "stops", "launch")
+
+
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def _faces_reaching_past_the_api(graph: dict[str, list[tuple[str, int, bool]]]) -> list[str]:
+    return [
+        f"{module}:{line} imports {target}"
+        for module, imports in graph.items()
+        if _under(module, FACES)
+        for target, line, _ in imports
+        if not target.startswith("<") and not _under(target, FACES_MAY_IMPORT)
+    ]
+
+
+def test_the_faces_import_only_the_api_the_inputs_and_the_presentation():
+    reaching = _faces_reaching_past_the_api(_graph())
+    assert not reaching, "the faces reach past the API (add what they need to optimizer/api.py):\n" + "\n".join(
+        reaching
+    )
+
+
+def test_the_face_rule_sees_a_face_reaching_the_solver():
+    # The rule cannot pass vacuously: a service module importing the solver or the planning is caught, and a
+    # command importing the API, the inputs or the presentation is not (a made-up graph: no file is written).
+    graph = {
+        "server.probe": [("api", 1, True), ("solver.roles", 2, True)],
+        "cli.probe": [("planning.plans", 1, True), ("inputs.schema", 2, True), ("present.render", 3, True)],
+        "present.probe": [("solver.roles", 1, True)],
+    }
+    assert _faces_reaching_past_the_api(graph) == [
+        "server.probe:2 imports solver.roles",
+        "cli.probe:1 imports planning.plans",
+    ]
+
+
 # Imports made inside a function on purpose: the command's entry point installs its ^C handler before the
 # CLI's modules load (``optimizer/launch.py``); the Hugging Face Hub client (with httpx, 0.1 s to import)
 # loads only when a model is named by its Hub id (``optimizer/inputs/hub.py``), not on every command.

@@ -45,7 +45,6 @@ from ..errors import ArgumentError, GpuplanError
 from ..inputs import units
 from ..inputs.overrides import parse_measurement
 from ..inputs.requests import CheckRequest
-from ..planning.plans import headroom_gib
 from ..present import output, render, roles
 from ..present.plot import frontier_plot, memory_plot
 from ..present.report import html_report
@@ -157,7 +156,7 @@ def _exportable(result, export_kind: str | None, problem) -> None:
     if not result.fits:
         # a launcher config for a layout that runs out of memory would start and then fail
         m = result.plan.memory_gib
-        keep = headroom_gib(problem.constraints.memory_headroom, m.capacity)
+        keep = api.memory_kept_gib(problem, m.capacity)
         raise ArgumentError(
             f"this configuration does not fit ({m.total:,.1f} of {m.capacity:,.1f} GiB per GPU"
             f"{f', with {keep:,.1f} GiB of headroom to keep' if keep > 0 else ''}), so there is nothing to export; "

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import api
 from ..errors import ArgumentError, GpuplanError, JobError
 from ..inputs.roles import ROLE_NAMES, parse_role_flag, role_names
 from ..inputs.schema import Catalog, Problem
 from ..present import roles
 from ..present.exports import Launcher
 from ..present.exports.roles import ROLE_KINDS, export_roles, no_role_meaning
-from ..solver.roles import check_roles
 from .bodies import SOURCE
 
 EXAMPLE = '{"target": "3xRTX-PRO-6000", "drafter": "1xRTX-PRO-6000"}'
@@ -70,7 +70,7 @@ def _answered(problem: Problem, catalog: Catalog, split: dict[str, str] | None, 
         return roles.solved(problem, catalog)
     requests = role_split(split, field, problem.job.roles.workload if problem.job.roles else None)
     try:
-        result = check_roles(problem, requests, catalog=catalog)
+        result = api.check_roles(problem, requests, catalog=catalog)
     except GpuplanError as exc:
         # the split itself (no such GPU, the roles on two offers, no GPU for a role, more GPUs than a node), which
         # the library names as --role or not at all; an error of the job keeps its field

@@ -30,7 +30,6 @@ from ..inputs.overrides import FRAMEWORK_CHOICES
 from ..inputs.question import JOB_FLAGS, job_name_of, saved_document
 from ..inputs.requests import CheckRequest
 from ..inputs.schema import Catalog, Portfolio, Problem
-from ..planning.candidates import CandidateTable
 from ..present import render, report
 from ..present.answers import answer_data, model_rows
 from ..present.exports import LAUNCHERS, export, find_launcher, unknown_kind
@@ -273,7 +272,7 @@ class Service:
         self._begin_solving()
         return data, problem, options, name, cat
 
-    def table(self, problem: Problem, catalog: Catalog, name: str) -> CandidateTable:
+    def table(self, problem: Problem, catalog: Catalog, name: str) -> api.CandidateTable:
         """The problem's candidate table, kept for the ``tables_kept`` most recent problems: the same question
         again (the page re-asking, a script polling) costs the solver alone."""
         key = (name, problem.model_dump_json())
