@@ -105,7 +105,7 @@ def print_roles(result: RolesResult, console: Console, headroom: Any = None) -> 
     for note in result.notes:
         console.print(f"  {note}")
     if checked and result.optimum is not None and result.best is not None:
-        if result.optimum.plan == result.best.plan and result.optimum.offer == result.best.offer:
+        if result.optimum == result.best:  # the same split on the same offers
             console.print("  this is the best plan under the job's constraints")
         else:
             console.print(f"  the best plan under the job's constraints: {plan_line(result, result.optimum)}")
