@@ -165,6 +165,14 @@ def test_published_framework_comparisons_are_reproduced():
     assert "2 pairs: 2 reproduced" in stdout
 
 
+def test_a_newer_gpu_generation_is_credited_the_speed_up_it_was_published_with():
+    # Issue 48, "A100 vs H100 vs B200": one source family's job on two GPU generations, each row on its own
+    # published layout (bench/generation_pairs.py): 100 A100 -> H100 pairs (llm-foundry, ibm-fms), 7 H100 ->
+    # Blackwell (Megatron-Bridge, NeMo), median |error| 4.9 %, worst 1.47x (MPT-70B's A100-40GB row).
+    stdout = _bench("generation_pairs.py", "--max-median", "0.07", "--max-ratio", "1.5")
+    assert "ampere -> hopper: 100 pairs" in stdout and "hopper -> blackwell: 7 pairs" in stdout
+
+
 def test_fp8_is_credited_its_published_gain_on_every_published_pair():
     # Issue 48: FP8 against BF16 on one layout (bench/precision_pairs.py): 23 published pairs (llm-foundry,
     # torchtitan, torchao, NeMo/DGX Cloud, Megatron-Bridge, MaxText) at 1.00-1.62x, gpuplan 1.05-1.49x with a
