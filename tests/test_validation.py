@@ -165,12 +165,14 @@ def test_published_framework_comparisons_are_reproduced():
     assert "2 pairs: 2 reproduced" in stdout
 
 
-def test_a_newer_gpu_generation_is_credited_the_speed_up_it_was_published_with():
-    # Issue 48, "A100 vs H100 vs B200": one source family's job on two GPU generations, each row on its own
-    # published layout (bench/generation_pairs.py): 100 A100 -> H100 pairs (llm-foundry, ibm-fms), 7 H100 ->
-    # Blackwell (Megatron-Bridge, NeMo), median |error| 4.9 %, worst 1.47x (MPT-70B's A100-40GB row).
-    stdout = _bench("generation_pairs.py", "--max-median", "0.07", "--max-ratio", "1.5")
-    assert "ampere -> hopper: 100 pairs" in stdout and "hopper -> blackwell: 7 pairs" in stdout
+def test_predicted_speed_moves_as_published_speed_over_generations_widths_and_sequence_lengths():
+    # Issue 48, "predicted MFU moves as published MFU moves": pairs of one source family's rows that differ along
+    # one axis, each row on its own published layout (bench/sweeps.py). A100 -> H100 100 pairs (llm-foundry,
+    # ibm-fms), H100 -> Blackwell 7 (Megatron-Bridge, NeMo): median 4.7 %, worst 1.47x; widths 193 pairs,
+    # 4.3 %, 1.49x; sequence lengths 130 pairs, 3.0 %, 1.43x.
+    stdout = _bench("sweeps.py", "--quiet", "--max-median", "0.07", "--max-ratio", "1.5")
+    assert "generation ampere -> hopper: 100 pairs" in stdout and "generation hopper -> blackwell: 7 pairs" in stdout
+    assert "width: 193 pairs" in stdout and "sequence: 130 pairs" in stdout
 
 
 def test_fp8_is_credited_its_published_gain_on_every_published_pair():
