@@ -21,25 +21,17 @@ from ..cli_options import (
     Format,
     FormatOpt,
     FrameworkOpt,
-    GlobalBatchOpt,
     GpuTypesOpt,
     HeadroomOpt,
     JobArg,
-    LoraRankOpt,
     MaxNodesOpt,
-    MethodJobOpt,
     MinMemoryOpt,
-    ModelOpt,
     Objective,
     OffloadOpt,
-    OptimizerOpt,
     OutOpt,
-    PrecisionOpt,
     QuietOpt,
     SaveOpt,
-    SeqLenOpt,
     SpotOpt,
-    TokensOpt,
 )
 from ..errors import ArgumentError, GpuplanError
 from ..inputs import units
@@ -50,7 +42,16 @@ from ..present.plot import frontier_plot, memory_plot
 from ..present.report import html_report
 from .checks import check_export, check_flags, check_gpu_names, check_outputs, names
 from .handling import handled, state
-from .shared import answer, catalog_path, export_text, input_files, load_problem, question_of, spot_policy, write_files
+from .shared import (
+    answer,
+    catalog_path,
+    export_text,
+    input_files,
+    load_problem,
+    spot_policy,
+    with_job_flags,
+    write_files,
+)
 
 # The options of check and solve alone; those several commands take are in cli_options.
 SkuOpt = typer.Option(
@@ -173,16 +174,10 @@ def _exportable(result, export_kind: str | None, problem) -> None:
 
 
 @handled
+@with_job_flags
 def check(
     job: Path | None = JobArg,
-    model: str | None = ModelOpt,
-    method: str | None = MethodJobOpt,
-    tokens: str | None = TokensOpt,
-    seq_len: str | None = SeqLenOpt,
-    global_batch: str | None = GlobalBatchOpt,
-    precision: str | None = PrecisionOpt,
-    optimizer: str | None = OptimizerOpt,
-    lora_rank: int | None = LoraRankOpt,
+    question: dict | None = None,  # the job flags (shared.with_job_flags)
     save: Path | None = SaveOpt,
     headroom: str | None = HeadroomOpt,
     sku: str | None = SkuOpt,
@@ -246,7 +241,7 @@ def check(
     check_outputs([job, catalog_path(catalog)], plot_path=plot_path, out=out if export_kind else None, save=save)
     problem, cat = load_problem(
         job,
-        question_of(model, method, tokens, seq_len, global_batch, precision, optimizer, lora_rank),
+        question,
         save,
         catalog,
         deadline=deadline,
@@ -282,16 +277,10 @@ def _exportable_best(result, export_kind: str | None) -> None:
 
 
 @handled
+@with_job_flags
 def solve(
     job: Path | None = JobArg,
-    model: str | None = ModelOpt,
-    method: str | None = MethodJobOpt,
-    tokens: str | None = TokensOpt,
-    seq_len: str | None = SeqLenOpt,
-    global_batch: str | None = GlobalBatchOpt,
-    precision: str | None = PrecisionOpt,
-    optimizer: str | None = OptimizerOpt,
-    lora_rank: int | None = LoraRankOpt,
+    question: dict | None = None,  # the job flags (shared.with_job_flags)
     save: Path | None = SaveOpt,
     headroom: str | None = HeadroomOpt,
     objective: Objective | None = ObjectiveOpt,
@@ -333,7 +322,7 @@ def solve(
     )
     problem, cat = load_problem(
         job,
-        question_of(model, method, tokens, seq_len, global_batch, precision, optimizer, lora_rank),
+        question,
         save,
         catalog,
         objective=objective.value if objective else None,
@@ -372,16 +361,10 @@ def solve(
 
 
 @handled
+@with_job_flags
 def options(
     job: Path | None = JobArg,
-    model: str | None = ModelOpt,
-    method: str | None = MethodJobOpt,
-    tokens: str | None = TokensOpt,
-    seq_len: str | None = SeqLenOpt,
-    global_batch: str | None = GlobalBatchOpt,
-    precision: str | None = PrecisionOpt,
-    optimizer: str | None = OptimizerOpt,
-    lora_rank: int | None = LoraRankOpt,
+    question: dict | None = None,  # the job flags (shared.with_job_flags)
     save: Path | None = SaveOpt,
     deadline: str | None = DeadlineOpt,
     budget: str | None = BudgetOpt,
@@ -400,7 +383,7 @@ def options(
     check_flags(deadline=deadline, budget=budget, max_nodes=max_nodes, min_memory=min_memory)
     problem, cat = load_problem(
         job,
-        question_of(model, method, tokens, seq_len, global_batch, precision, optimizer, lora_rank),
+        question,
         save,
         catalog,
         deadline=deadline,

@@ -4,6 +4,7 @@ the format asked for (``emit``, ``answer``) and the launcher config an --export 
 from __future__ import annotations
 
 import functools
+import inspect
 import io
 import os
 from collections.abc import Callable
@@ -13,12 +14,22 @@ from typing import Any
 import typer
 import yaml
 
-from ..cli_options import Format
+from ..cli_options import (
+    Format,
+    GlobalBatchOpt,
+    LoraRankOpt,
+    MethodJobOpt,
+    ModelOpt,
+    OptimizerOpt,
+    PrecisionOpt,
+    SeqLenOpt,
+    TokensOpt,
+)
 from ..errors import ArgumentError, GpuplanError
 from ..inputs.catalog import vendor_in
 from ..inputs.files import load_job, problem_catalog
 from ..inputs.overrides import apply_overrides
-from ..inputs.question import JOB_FLAGS, job_document, problem_of, saved_document
+from ..inputs.question import job_document, problem_of, saved_document
 from ..inputs.schema import Constraints
 from ..present import answers, output, render
 from ..present.exports import export
@@ -92,9 +103,40 @@ def input_files(job: Path | None, problem, catalog) -> list[Path | None]:
     ]
 
 
-def question_of(*values) -> dict:
-    """The job flags' values, in ``question.JOB_FLAGS`` order, by field."""
-    return dict(zip(JOB_FLAGS, values, strict=True))
+# The job flags (``question.JOB_FLAGS``: a question without a file, or fields over the file's), each with its
+# type and option, declared once for every command that asks a question (``with_job_flags``).
+JOB_FLAG_OPTIONS: dict[str, tuple[str, Any]] = {
+    "model": ("str | None", ModelOpt),
+    "method": ("str | None", MethodJobOpt),
+    "tokens": ("str | None", TokensOpt),
+    "seq_len": ("str | None", SeqLenOpt),
+    "global_batch": ("str | None", GlobalBatchOpt),
+    "precision": ("str | None", PrecisionOpt),
+    "optimizer": ("str | None", OptimizerOpt),
+    "lora_rank": ("int | None", LoraRankOpt),
+}
+
+
+def with_job_flags(command: Callable) -> Callable:
+    """``command`` takes its job question as ``question`` (the job flags' values by field); the command typer
+    reads takes the job flags of ``JOB_FLAG_OPTIONS`` themselves in that parameter's place, named by field."""
+    signature = inspect.signature(command)
+    parameters = list(signature.parameters.values())
+    at = [p.name for p in parameters].index("question")
+    flags = [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=option, annotation=kind)
+        for name, (kind, option) in JOB_FLAG_OPTIONS.items()
+    ]
+
+    @functools.wraps(command)
+    def asked(**values: Any) -> Any:
+        question = {name: values.pop(name) for name in JOB_FLAG_OPTIONS}
+        return command(question=question, **values)
+
+    asked.__signature__ = signature.replace(parameters=[*parameters[:at], *flags, *parameters[at + 1 :]])  # type: ignore[attr-defined]
+    annotations = {name: kind for name, kind in command.__annotations__.items() if name != "question"}
+    asked.__annotations__ = {**annotations, **{name: kind for name, (kind, _) in JOB_FLAG_OPTIONS.items()}}
+    return asked
 
 
 def load_problem(

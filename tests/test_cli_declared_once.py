@@ -1,0 +1,68 @@
+"""What the command line declares once: the job flags (``--model``, ``--method``, ``--tokens``, ``--seq-len``,
+``--global-batch``, ``--precision``, ``--optimizer``, ``--lora-rank``) for check, solve and options
+(``cli.shared.JOB_FLAG_OPTIONS``), each reaching its own field of the job (they were eight positional values
+matched to fields by order); and the choices of its enums, which are the schema's own."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from optimizer.cli import app
+from optimizer.cli.shared import JOB_FLAG_OPTIONS
+from optimizer.cli_options import BasisOpt, MethodOpt, Objective, OffloadOpt
+from optimizer.inputs.question import JOB_FLAGS
+from optimizer.inputs.schema import Assumptions, JobSpec, Problem
+
+runner = CliRunner()
+
+FLAGS = {
+    "model": ("--model", "llama-3.1-8b"),
+    "method": ("--method", "lora"),
+    "tokens": ("--tokens", "2B"),
+    "seq_len": ("--seq-len", "8k"),
+    "global_batch": ("--global-batch", "64"),
+    "precision": ("--precision", "fp8"),
+    "optimizer": ("--optimizer", "sgd"),
+    "lora_rank": ("--lora-rank", "32"),
+}
+
+
+def test_the_job_flags_are_declared_once_for_the_question_fields():
+    assert tuple(JOB_FLAG_OPTIONS) == JOB_FLAGS
+    assert set(FLAGS) == set(JOB_FLAGS)
+    assert [option.param_decls[0] for _, option in JOB_FLAG_OPTIONS.values()] == [FLAGS[f][0] for f in JOB_FLAGS]
+
+
+@pytest.mark.parametrize("command", ["check", "solve", "options"])
+def test_every_planning_command_takes_every_job_flag(command):
+    r = runner.invoke(app, [command, "--help"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert all(flag in r.output for flag, _ in FLAGS.values()), r.output
+
+
+def test_each_job_flag_reaches_its_own_field(tmp_path):
+    saved = tmp_path / "question.yaml"
+    given = [word for flag, value in FLAGS.values() for word in (flag, value)]
+    r = runner.invoke(app, ["check", *given, "--sku", "H100", "--gpus", "8", "--save", str(saved), "-q"])
+    assert r.exit_code == 0, r.output
+    job = yaml.safe_load(saved.read_text())["job"]
+    assert job["model"] == "llama-3.1-8b" and job["method"] == "lora" and job["tokens"] == "2B"
+    assert job["seq_len"] == 8192 and job["global_batch"] == 64 and job["precision"] == "fp8"
+    assert job["optimizer"] == "sgd" and job["lora_rank"] == 32
+
+
+@pytest.mark.parametrize(
+    ("choices", "field"),
+    [
+        (MethodOpt, JobSpec.model_fields["method"]),
+        (OffloadOpt, JobSpec.model_fields["offload"]),
+        (Objective, Problem.model_fields["objective"]),
+        (BasisOpt, Assumptions.model_fields["memory_basis"]),
+    ],
+)
+def test_the_cli_choices_are_the_schema_choices(choices, field):
+    assert [c.value for c in choices] == list(get_args(field.annotation))
