@@ -51,6 +51,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from lofo_groups import print_groups  # noqa: E402
+
 from optimizer import CheckRequest, GpuplanError, check, load_catalog
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
@@ -770,6 +772,18 @@ def main() -> int:
         default=None,
         help="fail when a dense row held out by source family is off by more than this factor",
     )
+    ap.add_argument(
+        "--max-dense-group-median",
+        type=float,
+        default=None,
+        help="fail above this held-out dense median in any GPU generation or framework family",
+    )
+    ap.add_argument(
+        "--max-dense-group-worst",
+        type=float,
+        default=None,
+        help="fail when a held-out dense row of any GPU generation or framework family is off by more",
+    )
     args = ap.parse_args()
     catalog, rows, skipped = evaluate_all()
     print(
@@ -802,6 +816,7 @@ def main() -> int:
         print(f"  {name}: {why}")
     if args.fit:
         print_fit(rows, catalog, figures["lofo"])
+    by_group = print_groups(rows, lambda r: family(r, catalog))
     finetune_median, finetune_ratio = figures["finetune"]
     gb200_median, gb200_ratio = figures["held_out_hardware"]
     foundry_median, foundry_ratio = figures["held_out_family"]
@@ -821,6 +836,12 @@ def main() -> int:
         (args.max_lofo_median, lofo_median, "dense median |error| held out by family {v:.1%} exceeds {x:.0%}"),
         (args.max_lofo_worst, lofo_ratio, "a dense row held out by family is off by {v:.2f}x, beyond {x:.2f}x"),
     ]
+    for name, (group_median, group_ratio) in by_group.items():
+        if name.startswith("dense"):
+            limits.append((args.max_dense_group_median, group_median, f"{name}: median {{v:.1%}} exceeds {{x:.0%}}"))
+            limits.append(
+                (args.max_dense_group_worst, group_ratio, f"{name}: a row off by {{v:.2f}}x, beyond {{x:.2f}}x")
+            )
     failed = [text.format(v=value, x=limit) for limit, value, text in limits if limit is not None and value > limit]
     for line in failed:
         print(line)
