@@ -653,9 +653,10 @@ def shipping_rule(table: Figures, model: str) -> tuple[bool, str]:
     }
     worst = max(changes, key=lambda fam: changes[fam])
     met = median < constant and changes[worst] <= RULE_POINTS + 1e-12
+    each = ", ".join(f"{fam} {changes[fam] * 100:+.1f}" for fam in sorted(changes))
     words = (
         f"dense median {median:.1%} against the constant's {constant:.1%}; worst family {worst} "
-        f"{changes[worst] * 100:+.1f} points: " + ("met" if met else "not met")
+        f"{changes[worst] * 100:+.1f} points: " + ("met" if met else "not met") + f" (points per family: {each})"
     )
     return met, words
 
