@@ -523,7 +523,7 @@ def test_interleaving_splits_the_layers_as_the_frameworks_do():
     embedding and the loss hold a chunk each; torchtitan: 1 layer per stage, both counted); over PP 8 x 5 in
     Megatron's explicit layout only (no torchtitan layers_per_stage makes 40 stages of 126 or 128); DeepSeek-V3's 61
     over PP 4 x 8 in both (torchtitan: 2 per stage, NeMo AutoModel's published layout); 130 chunks in neither."""
-    from optimizer.planning.candidates import _virtual_stages
+    from optimizer.planning.layout_grid import _virtual_stages
     from optimizer.present.exports.megatron import pipeline_layout
     from optimizer.present.exports.torchtitan import layers_per_stage
 

@@ -8,13 +8,9 @@ from dataclasses import dataclass
 from ..inputs.catalog import find_sku
 from ..inputs.units import fmt_budget, fmt_bytes, fmt_duration
 from ..physics.constants import GIB
-from ..planning.candidates import (
-    Candidate,
-    CandidateTable,
-    blocking_rules,
-    row_rejection,
-)
+from ..planning.candidates import Candidate, CandidateTable, row_rejection
 from ..planning.context import HardwareRow, JobContext
+from ..planning.layout_grid import blocking_rules
 from ..results import Infeasibility
 
 

@@ -19,16 +19,10 @@ from ..physics.constants import (
 from ..physics.efficiency import COMPILED_RATIO, FITTED_BASE, family_of
 from ..physics.precision import LOW_PRECISIONS
 from ..planning.calibration import predict, resolve_row
-from ..planning.candidates import (
-    CONTEXT_PARALLEL_MIN_SEQ_LEN,
-    MICRO_BATCH_CHOICES,
-    PP_CHOICES,
-    VIRTUAL_STAGE_CHOICES,
-    CandidateTable,
-    not_rentable,
-)
+from ..planning.candidates import CandidateTable, not_rentable
 from ..planning.context import Calibration, JobContext
 from ..planning.frameworks import FRAMEWORKS
+from ..planning.layout_grid import CONTEXT_PARALLEL_MIN_SEQ_LEN, MICRO_BATCH_CHOICES, PP_CHOICES, VIRTUAL_STAGE_CHOICES
 from ..planning.plans import SPOT_SUFFIX, headroom_note
 from ..results import MeasuredComparison, Plan
 from ..solver.model import solver_rows

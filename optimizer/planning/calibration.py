@@ -23,8 +23,10 @@ from ..inputs.catalog import find_sku, offers_for
 from ..inputs.schema import Catalog, Offer, Problem
 from ..inputs.units import fmt_bytes
 from .anchors import Anchor
-from .candidates import best_layout, evaluate, not_rentable, strategy_grid
+from .candidates import not_rentable
 from .context import Calibration, HardwareRow, JobContext, build_context, capacity_bytes
+from .evaluation import best_layout, evaluate
+from .layout_grid import strategy_grid
 
 
 def job_context(problem: Problem, catalog: Catalog) -> JobContext:

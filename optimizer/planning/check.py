@@ -16,20 +16,19 @@ from ..errors import ArgumentError, GpuplanError, JobError
 from ..physics.layout import Recompute
 from ..results import MeasuredComparison, Plan
 from .calibration import predict_layout, resolve_row
-from .candidates import (
+from .context import HardwareRow, JobContext
+from .evaluation import best_layout, evaluate
+from .frameworks import PREFERENCE, why_not_runnable
+from .layout_grid import (
     CP_CHOICES,
     EP_CHOICES,
     GRID_FIELDS,
     TP_CHOICES,
     Requested,
-    best_layout,
     context_choices,
-    evaluate,
     fewest_broken_rules,
     strategy_grid,
 )
-from .context import HardwareRow, JobContext
-from .frameworks import PREFERENCE, why_not_runnable
 from .model_state import training_state
 from .plans import plan_from
 

@@ -13,8 +13,8 @@ from ..physics.cost import run_cost_usd
 from ..physics.memory import MEMORY_EDGE_SHARE, MEMORY_HEADROOM_DEFAULT, headroom_bytes
 from ..physics.precision import LOW_PRECISIONS
 from ..results import MemoryGiB, Plan, Quantiles
-from .candidates import Evaluation
 from .context import HardwareRow, JobContext, capacity_bytes
+from .evaluation import Evaluation
 from .uncertainty import p90_hours, sources
 
 

@@ -15,8 +15,9 @@ from dataclasses import fields, is_dataclass, replace
 
 import numpy as np
 
-from ...planning.candidates import CandidateTable, _run_hours_and_cost, retimed
+from ...planning.candidates import CandidateTable, retimed
 from ...planning.context import JobContext
+from ...planning.evaluation import _run_hours_and_cost
 
 # Layouts within this share of their row's shortest hours count as tied (``best_layout`` rounds hours to 1e-9 h).
 TIE = 1e-6
