@@ -46,7 +46,11 @@ class Plan(BaseModel):
     tokens_per_s: float
     mfu: float
     scaling_efficiency: float
-    bound: Literal["compute", "memory", "network"]
+    bound: Literal["compute", "memory", "network", "host"] = Field(
+        description="What takes the longest part of a step: the matmuls (compute), HBM traffic (memory), exposed "
+        "communication (network), or waits for the host's kernel launches (host: an MoE's launches, transformers' "
+        "eager experts loop), which a faster GPU does not shorten."
+    )
     step_s: float
     time_breakdown_s: dict[str, float]
     hours: Quantiles

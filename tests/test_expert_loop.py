@@ -59,3 +59,5 @@ def test_only_transformers_expert_modules_at_ep_1_run_the_loop_and_only_zero_3_f
     assert fetch_s == pytest.approx(steps * 3 * 48 * 128 * 3 * 4.1e-4, rel=1e-6)
     assert zero3.step_s > zero2.step_s > grouped.step_s
     assert math.isclose(zero3.step_s - grouped.step_s, zero3.time_breakdown_s["expert_loop"], rel_tol=0.05)
+    # the step waits for the host: a faster GPU would not shorten it, and the plan says so
+    assert zero3.bound == "host" and grouped.bound == "compute"

@@ -65,7 +65,9 @@ from .moe import (
 from .precision import Split, cast_bytes_per_token
 from .shapes import ModelShape, TrainingState
 
-_BOUNDS = ("compute", "memory", "network")  # what a step is bound by, in the order ties go
+# what a step is bound by, in the order ties go: host is the waits for the host (MoE kernel launches, the eager
+# experts loop), which a faster GPU does not shorten
+_BOUNDS = ("compute", "memory", "network", "host")
 
 
 @dataclass
@@ -100,16 +102,22 @@ class StepTime:
     def scaling_efficiency(self) -> np.ndarray:
         return self.ideal_s / self.step_s
 
+    @property
+    def host_s(self) -> np.ndarray | float:
+        """The step's waits for the host: the MoE layers' launches and transformers' eager experts loop."""
+        return self.moe_host_s + self.expert_loop_s
+
     def bound(self) -> np.ndarray:
-        """Whichever of compute, HBM bandwidth or exposed communication takes longest."""
-        terms = np.stack(np.broadcast_arrays(self.compute_s, self.memory_s, self.network_s))
+        """Whichever of compute, HBM bandwidth, exposed communication or the host's waits takes longest."""
+        terms = np.stack(np.broadcast_arrays(self.compute_s, self.memory_s, self.network_s, self.host_s))
         return np.array(_BOUNDS)[np.argmax(terms, axis=0)]
 
     def bound_at(self, i: int) -> str:
         """``bound()`` of row i alone: a plan reads one row of a table of thousands (the whole array per
         plan took 6 of the 8.5 s spent turning a 5,000-job schedule into plans)."""
         shape = np.shape(self.step_s)
-        terms = [float(np.broadcast_to(x, shape)[i]) for x in (self.compute_s, self.memory_s, self.network_s)]
+        parts = (self.compute_s, self.memory_s, self.network_s, self.host_s)
+        terms = [float(np.broadcast_to(x, shape)[i]) for x in parts]
         return _BOUNDS[int(np.argmax(terms))]  # the first of equal ones, as bound()
 
 

@@ -394,7 +394,10 @@ def versus_measured(ctx: JobContext, sku: str, gpus: int, nodes: int | None, pla
         "hbm_bandwidth": b.hbm_bandwidth_gb_per_s / a.hbm_bandwidth_gb_per_s,
         "intra_node_link": b.intra_node_bandwidth_gb_per_s / a.intra_node_bandwidth_gb_per_s,
     }
-    carried = {"compute": "dense_compute", "memory": "hbm_bandwidth", "network": "intra_node_link"}[base.bound]
+    if base.bound == "host":  # waits for the host's launches: a faster GPU does not shorten them
+        ratios["host"] = 1.0
+    carrying = {"compute": "dense_compute", "memory": "hbm_bandwidth", "network": "intra_node_link", "host": "host"}
+    carried = carrying[base.bound]
     mine, theirs = plan.strategy, base.strategy
     differences = [
         f"{label} {getattr(mine, name)}, measured {getattr(theirs, name)}"
