@@ -3,12 +3,17 @@ for growing catalogs (3, 6, 12 offers) and node limits (8, 32, 64). Prints a tab
 
     python bench/solver_bench.py            # full grid
     python bench/solver_bench.py --quick    # 3 offers x 8 nodes only
+    python bench/solver_bench.py --import-floor   # the README's solve against `gpuplan --help`, 7 paired runs
+
+Issue 53 asks the single solve of the README's job to take at most 2x its import floor: the command-line tool
+started and answering (``gpuplan --help``: Python, the package and its imports), timed in the same pairs.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -66,11 +71,29 @@ def timed(fn, repeat=3):
     return statistics.median(times), out
 
 
-def main() -> None:
+def import_floor(job: str, pairs: int = 7) -> int:
+    """The README's solve against the tool's import floor, ``pairs`` runs of each taken in turn; prints the
+    medians and their ratio, fails (1) above 2x."""
+    tool = [str(Path(sys.executable).parent / "gpuplan")]  # the installed command, as the README runs it
+    floors, solves = [], []
+    for _ in range(pairs):
+        for cmd, into in ((tool + ["--help"], floors), (tool + ["solve", job], solves)):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
+            into.append(time.perf_counter() - t0)
+    floor, solve = statistics.median(floors), statistics.median(solves)
+    print(f"import floor (gpuplan --help) {floor:.2f} s, solve {Path(job).name} {solve:.2f} s: {solve / floor:.2f}x")
+    return 0 if solve <= 2 * floor else 1
+
+
+def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--import-floor", action="store_true", help="time the solve against gpuplan --help (7 pairs)")
     ap.add_argument("--job", default=str(ROOT / "problems" / "llama-70b-within-5-days.yaml"))
     args = ap.parse_args()
+    if args.import_floor:
+        return import_floor(args.job)
     problem = load_job(args.job)
     grid = [(3, 8)] if args.quick else [(o, n) for o in (3, 6, 12) for n in (8, 32, 64)]
     print(f"job: {Path(args.job).name}; times are medians of 3 runs, seconds")
@@ -101,7 +124,8 @@ def main() -> None:
             f"{offers:>6} {nodes:>9} {len(table.rows):>6} {len(table.evaluation.row):>8} {t_table:>7.3f} "
             f"{t_best:>11.3f} {t_front:>8.3f} {len(points):>6} {t_bbest:>10.4f} {t_bfront:>11.4f} {'yes' if agree else 'NO':>5}"
         )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
