@@ -12,6 +12,7 @@ a split with a different GPU per role with each role's rate and what binds. A jo
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -259,7 +260,37 @@ def test_across_offers_dumps_only_where_the_job_asks_and_reads_back(tmp_path):
     assert type(asked).model_validate(asked.model_dump(by_alias=True)) == asked
 
 
-def test_a_split_across_offers_is_not_exported_as_if_on_one_node(tmp_path):
+def _exported(tmp_path, kind: str) -> str:
     job = _files(tmp_path, across_offers=True)  # the fastest: 8 B200 targets + 5 RTX PRO 6000 drafters
-    r = run("solve", job, "--export", "kubernetes")
-    assert r.exit_code == 2 and "across two offers' nodes is not written yet" in r.output, r.output
+    r = run("solve", job, "--export", kind)
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+def test_a_split_across_offers_is_exported_as_a_role_on_each_node_of_its_own_gpu(tmp_path):
+    (jobset,) = yaml.safe_load_all(_exported(tmp_path, "kubernetes"))
+    pods = {j["name"]: j["template"]["spec"]["template"]["spec"] for j in jobset["spec"]["replicatedJobs"]}
+    assert set(pods) == {"target", "drafter"}
+    for role, (sku, gpus) in {"target": ("B200", "8"), "drafter": ("RTX PRO 6000", "5")}.items():
+        pod = pods[role]
+        (container,) = pod["containers"]
+        assert container["resources"]["limits"] == {"nvidia.com/gpu": gpus}
+        # no pod affinity to the other role's node and nothing of a node shared: two nodes, the network between
+        assert "podAffinity" not in pod["affinity"] and "hostIPC" not in pod
+        (term,) = pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+        (expr,) = term["preference"]["matchExpressions"]
+        assert expr["key"] == "nvidia.com/gpu.product" and sku in expr["values"][0].replace("-", " "), expr
+
+
+def test_a_split_across_offers_is_a_hetjob_of_two_nodes_and_a_job_group_of_two_accelerators(tmp_path):
+    script = _exported(tmp_path, "slurm")
+    assert "#SBATCH hetjob" in script and "--gpus-per-node=8" in script and "--gpus-per-node=5" in script
+    # no check that both components landed on one node; both roles hand off to the drafter's node
+    assert "needs both roles on one node" not in script.split("#SBATCH hetjob")[-1]
+    assert script.count('HANDOFF_ADDR="$other"') == 2
+    assert "B200 GPUs" in script and "RTX-PRO-6000" in script
+    assert subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True).returncode == 0
+    head, *tasks = yaml.safe_load_all(_exported(tmp_path, "skypilot"))
+    accelerators = {t["name"]: t["resources"]["accelerators"] for t in tasks}
+    assert accelerators["target"].endswith(":8") and accelerators["drafter"].endswith(":5")
+    assert accelerators["target"].split(":")[0] != accelerators["drafter"].split(":")[0]

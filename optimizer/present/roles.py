@@ -301,14 +301,8 @@ def pipeline_export(done: Answered) -> PipelineExport:
             field="export",
         )
     chosen, p = result.best, result.best.plan
-    if chosen.consumer_offer is not None:
-        raise ArgumentError(
-            f"the plan puts {result.roles[0]} on {chosen.offer} and {result.roles[1]} on {chosen.consumer_offer}: a "
-            "launch per role across two offers' nodes is not written yet; export a split on one offer "
-            "(check --role with one GPU for both roles)",
-            field="export",
-        )
     offer = next((o for o in catalog.offers if o.name == chosen.offer), None)
+    consumer_sku = p.consumer_sku if chosen.consumer_offer is not None else None
     target, drafter = role_launches(roles.target.name, problem.job.model.name or roles.drafter.name,
                                     p.split.producers, p.split.consumers)  # fmt: skip
     return PipelineExport(
@@ -326,6 +320,9 @@ def pipeline_export(done: Answered) -> PipelineExport:
         binding={"producers": "targets", "consumers": "drafter", "link": "link"}[p.binding],
         batch_tokens=int(float(roles.batch_tokens or problem.job.seq_len)),
         bytes_per_token=roles.bytes_per_token,
+        consumer_sku=consumer_sku,
+        consumer_vendor=(vendor_in(catalog, consumer_sku) or vendor_of(consumer_sku)) if consumer_sku else None,
+        consumer_offer=chosen.consumer_offer,
     )
 
 

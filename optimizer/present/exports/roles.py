@@ -19,6 +19,11 @@ host memory). Each export launches each role as its own torchrun group on its ow
   Kubernetes cluster or zone, no node), so the hidden states cross the network: the header says the bandwidth
   the plan's rate needs there, and which exports keep the plan's link.
 
+A split across two offers (``job.roles.across_offers``: the drafter on another offer's node and SKU) has the
+``network`` link: the JobSet then puts each pod on a node of its own SKU (no pod affinity, no shared IPC), the
+heterogeneous job asks each component for its own GPU type and takes the drafter's node for the hand-off, and the
+Job Group gives each task its own accelerator.
+
 Each role's launch line is a placeholder the user fills (``TARGET_SCRIPT``: a forward-only hidden-state producer,
 ``DRAFTER_SCRIPT``: the drafter's trainer, SpecForge/DFlash-style; gpuplan ships neither), run under torchrun
 with the environment ``role_env`` names: the role, its GPUs, the link, the handoff address and the batch. The
@@ -97,10 +102,29 @@ class PipelineExport:
     binding: str
     batch_tokens: int
     bytes_per_token: float
+    # a split across offers: the drafter's SKU, its vendor and its offer, on a node of its own (link "network")
+    consumer_sku: str | None = None
+    consumer_vendor: str | None = None
+    consumer_offer: str | None = None
 
     @property
     def roles(self) -> tuple[RoleLaunch, RoleLaunch]:
         return (self.producer, self.consumer)
+
+    @property
+    def mixed(self) -> bool:
+        """The roles on two offers' nodes, the hidden states over the network between them."""
+        return self.consumer_sku is not None
+
+    def sku_of(self, role: RoleLaunch) -> str:
+        return self.consumer_sku if role is self.consumer and self.consumer_sku is not None else self.sku
+
+    def vendor_of(self, role: RoleLaunch) -> str:
+        return self.consumer_vendor if role is self.consumer and self.consumer_vendor is not None else self.vendor
+
+    def gpu_resource(self, role: RoleLaunch) -> str:
+        """The Kubernetes device plugin's resource for the role's GPUs."""
+        return "amd.com/gpu" if is_amd(self.vendor_of(role)) else "nvidia.com/gpu"
 
     @property
     def gpus(self) -> int:
@@ -145,15 +169,17 @@ def launch_args(role: RoleLaunch) -> list[str]:
 
 
 def _link_words(link: str) -> str:
-    return "NVLink peer copies" if link == "peer" else "through host memory (two PCIe hops)"
+    words = {"peer": "NVLink peer copies", "network": "over the network between the two nodes"}
+    return words.get(link, "through host memory (two PCIe hops)")
 
 
 def header_lines(p: PipelineExport) -> list[str]:
     """The plan, its figures and the placeholders, as every role export starts."""
     t, d = p.roles
+    where = f"on a node of {p.offer} and one of {p.consumer_offer}" if p.mixed else f"on one node of {p.offer}"
     return [
-        f"gpuplan {_version()}: {p.job}: {t.gpus} x {p.sku} {t.role} ({t.model}, forward) + {d.gpus} x {p.sku} "
-        f"{d.role} ({d.model}, train) on one node of {p.offer}, hidden states {_link_words(p.link)}",
+        f"gpuplan {_version()}: {p.job}: {t.gpus} x {p.sku_of(t)} {t.role} ({t.model}, forward) + {d.gpus} x "
+        f"{p.sku_of(d)} {d.role} ({d.model}, train) {where}, hidden states {_link_words(p.link)}",
         f"planned: {p.tokens_per_s:,.0f} target tokens/s, bound by the {p.binding}; {p.hours:,.1f} h, ${p.cost_usd:,.0f}",
         f"placeholders to fill: {TARGET_SCRIPT} (the target's forward pass, handing on its hidden states: a "
         f"SpecForge/DFlash-style producer), {DRAFTER_SCRIPT} (the drafter's trainer), {TARGET_MODEL}, {DATA}; "
@@ -168,8 +194,10 @@ def header_lines(p: PipelineExport) -> list[str]:
 # --------------------------------------------------------------------------- Kubernetes: a JobSet
 
 
-def _role_pod(p: PipelineExport, role: RoleLaunch, name: str, gpu: str) -> dict[str, Any]:
-    """One role's pod: its GPUs, the launch line, on the node of the other role's pod, the node's IPC shared."""
+def _role_pod(p: PipelineExport, role: RoleLaunch, name: str) -> dict[str, Any]:
+    """One role's pod: its GPUs, the launch line, on the node of the other role's pod, the node's IPC shared (a
+    split across offers: on a node of its own SKU, nothing shared)."""
+    gpu = p.gpu_resource(role)
     env = role_env(p, role, f"{name}-drafter-0-0.{name}")  # the drafter's pod by its JobSet hostname
     container: dict[str, Any] = {
         "name": role.role,
@@ -182,31 +210,35 @@ def _role_pod(p: PipelineExport, role: RoleLaunch, name: str, gpu: str) -> dict[
     if role.mode == "train":  # the drafter's rank 0 takes the hidden states
         container["ports"] = [{"name": "handoff", "containerPort": HANDOFF_PORT}]
     together = {"labelSelector": {"matchLabels": {JOBSET_NAME_LABEL: name}}, "topologyKey": HOSTNAME_TOPOLOGY}
-    affinity: dict[str, Any] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [together]}}
-    product = launch_names(p.sku).nvidia_device
-    if product and not is_amd(p.vendor):
+    affinity: dict[str, Any] = {}
+    if not p.mixed:
+        affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [together]}
+    product = launch_names(p.sku_of(role)).nvidia_device
+    if product and not is_amd(p.vendor_of(role)):
         prefer = {"key": "nvidia.com/gpu.product", "operator": "In", "values": [gfd_product(product)]}
         affinity["nodeAffinity"] = {
             "preferredDuringSchedulingIgnoredDuringExecution": [
                 {"weight": 100, "preference": {"matchExpressions": [prefer]}}
             ]
         }
-    return {
+    pod = {
         "restartPolicy": "Never",
         "hostIPC": True,  # CUDA IPC and /dev/shm between the two roles' pods (the node's, not an emptyDir)
         "affinity": affinity,
         "containers": [container],
         "tolerations": [{"key": gpu, "operator": "Exists", "effect": "NoSchedule"}],
     }
+    if p.mixed:  # two nodes: nothing to share, the hidden states cross the network
+        del pod["hostIPC"]
+    return pod
 
 
 def write_kubernetes(p: PipelineExport) -> str:
     """A JobSet: one replicatedJob per role, both pods on one node."""
     name = dns_label(p.job, limit=40)  # pod hostnames <name>-<role>-0-0 stay DNS labels (63)
-    gpu = "amd.com/gpu" if is_amd(p.vendor) else "nvidia.com/gpu"
     replicated = []
     for role in p.roles:
-        pod = _role_pod(p, role, name, gpu)
+        pod = _role_pod(p, role, name)
         job_spec = {"parallelism": 1, "completions": 1, "backoffLimit": 0, "template": {"spec": pod}}
         replicated.append({"name": role.role, "replicas": 1, "template": {"spec": job_spec}})
     jobset = {
@@ -222,15 +254,25 @@ def write_kubernetes(p: PipelineExport) -> str:
     t, d = p.roles
     lines = [
         f"kubectl apply -f this.yaml (JobSet controller installed): JobSet {name}, replicatedJob {t.role} "
-        f"({t.gpus} {gpu}) and {d.role} ({d.gpus} {gpu}), one pod each; set the image to yours",
-        f"one node: each pod requires the other's node (podAffinity on {JOBSET_NAME_LABEL}={name}, topology "
-        f"{HOSTNAME_TOPOLOGY}), as the plan's {p.link} link needs; hostIPC shares the node's IPC namespace and "
-        "/dev/shm for NCCL's P2P and SHM transports between the pods (where your policy forbids it, delete it: "
-        "NCCL then falls back to sockets, slower than the plan's link)",
+        f"({t.gpus} {p.gpu_resource(t)}) and {d.role} ({d.gpus} {p.gpu_resource(d)}), one pod each; set the image "
+        "to yours",
+        (
+            f"two nodes: the {t.role} on a {p.sku_of(t)} node ({p.offer}), the {d.role} on a {p.sku_of(d)} node "
+            f"({p.consumer_offer}); the hidden states cross the network to the {d.role}'s pod by its JobSet "
+            f"hostname, at {p.link_bytes_per_s / 1e9:,.2f} GB/s for the plan's rate"
+        )
+        if p.mixed
+        else (
+            f"one node: each pod requires the other's node (podAffinity on {JOBSET_NAME_LABEL}={name}, topology "
+            f"{HOSTNAME_TOPOLOGY}), as the plan's {p.link} link needs; hostIPC shares the node's IPC namespace and "
+            "/dev/shm for NCCL's P2P and SHM transports between the pods (where your policy forbids it, delete "
+            "it: NCCL then falls back to sockets, slower than the plan's link)"
+        ),
         f"the JobSet succeeds when the {d.role} has trained (successPolicy); the {t.role} pod stops with it",
     ]
-    if launch_names(p.sku).nvidia_device and not is_amd(p.vendor):
-        lines.append(f"node affinity: prefers nvidia.com/gpu.product for {p.sku} ({GFD_SOURCE})")
+    for sku in dict.fromkeys(p.sku_of(role) for role in p.roles if not is_amd(p.vendor_of(role))):
+        if launch_names(sku).nvidia_device:
+            lines.append(f"node affinity: prefers nvidia.com/gpu.product for {sku} ({GFD_SOURCE})")
     return comment(header_lines(p) + lines) + yaml_text(jobset)
 
 
@@ -238,7 +280,8 @@ def write_kubernetes(p: PipelineExport) -> str:
 
 
 def write_slurm(p: PipelineExport) -> str:
-    """An sbatch script of two components, one per role, checked to share one node, each started by srun."""
+    """An sbatch script of two components, one per role, checked to share one node (a split across offers: each
+    on a node of its own GPU), each started by srun."""
     name = _SLURM_NAME.sub("-", p.job).strip("-") or "gpuplan-job"
     time_limit = slurm_time(p.hours * (1.0 + TIME_MARGIN))
     components = []
@@ -254,18 +297,33 @@ def write_slurm(p: PipelineExport) -> str:
             f"{k}={shlex.quote(one_line(v))}" for k, v in role_env(p, role, "").items() if k != "HANDOFF_ADDR"
         )
         starts.append(
-            f'HANDOFF_ADDR="$node" {env} srun --het-group={i} --ntasks=1 torchrun '
+            f'HANDOFF_ADDR="$other" {env} srun --het-group={i} --ntasks=1 torchrun '
             + " ".join(shlex.quote(a) for a in launch_args(role))
             + f" &\n{role.role}_pid=$!\n"
         )
+    placement = (
+        f"the {t.role} needs {p.sku_of(t)} GPUs ({p.offer}) and the {d.role} {p.sku_of(d)} ({p.consumer_offer}): "
+        "give each component its GPU type as your site names it (--constraint, --partition or "
+        "--gpus-per-node=<type>:<count>); the hidden states cross the network to the drafter's node "
+        f"(HANDOFF_ADDR), {p.link_bytes_per_s / 1e9:,.2f} GB/s at the plan's rate"
+        if p.mixed
+        else f"Slurm allocates each component on its own: the plan's {p.link} link needs both on one node of "
+        f"{p.sku}, which the script checks before it starts (pin it with --nodelist=<node> on both components, or "
+        "a --constraint feature of those nodes)"
+    )
     lines = [
         f"sbatch this.sh: component 0 the {t.role} ({t.gpus} GPUs), component 1 the {d.role} ({d.gpus}); "
         f"time limit: the plan's {p.hours:,.1f} h plus {TIME_MARGIN:.0%}",
-        f"Slurm allocates each component on its own: the plan's {p.link} link needs both on one node of {p.sku}, "
-        "which the script checks before it starts (pin it with --nodelist=<node> on both components, or a "
-        "--constraint feature of those nodes)",
+        placement,
         f"the job ends when the {d.role} has trained; the {t.role} step ends with it",
     ]
+    same_node = (
+        'if [ "$node" != "$other" ]; then\n'
+        + f'  echo "the {p.link} link needs both roles on one node; Slurm gave $node and $other: pin a node with '
+        + '--nodelist on both components" >&2\n'
+        + "  exit 1\n"
+        + "fi\n"
+    )
     return (
         "#!/bin/bash\n"
         + comment(header_lines(p) + lines)
@@ -273,11 +331,7 @@ def write_slurm(p: PipelineExport) -> str:
         + "set -euo pipefail\n"
         + 'node=$(scontrol show hostnames "$SLURM_JOB_NODELIST_HET_GROUP_0" | head -n 1)\n'
         + 'other=$(scontrol show hostnames "$SLURM_JOB_NODELIST_HET_GROUP_1" | head -n 1)\n'
-        + 'if [ "$node" != "$other" ]; then\n'
-        + f'  echo "the {p.link} link needs both roles on one node; Slurm gave $node and $other: pin a node with '
-        + '--nodelist on both components" >&2\n'
-        + "  exit 1\n"
-        + "fi\n"
+        + ("" if p.mixed else same_node)
         + "".join(starts)
         + f'wait "${d.role}_pid"\n'
         + f'kill "${t.role}_pid" 2>/dev/null || true\n'
@@ -290,8 +344,6 @@ def write_slurm(p: PipelineExport) -> str:
 def write_skypilot(p: PipelineExport) -> str:
     """A SkyPilot Job Group: a header, then a task per role with SkyPilot's name for the SKU."""
     group = _sky_name(p.job)
-    names = launch_names(p.sku)
-    accelerator = skypilot_accelerator(p.sku)
     cloud = provider if (provider := (p.provider or "").lower()) in SKYPILOT_CLOUDS else None
     d = p.consumer
     head = {
@@ -305,7 +357,10 @@ def write_skypilot(p: PipelineExport) -> str:
         tasks.append(
             {
                 "name": role.role,
-                "resources": {**({"cloud": cloud} if cloud else {}), "accelerators": f"{accelerator}:{role.gpus}"},
+                "resources": {
+                    **({"cloud": cloud} if cloud else {}),
+                    "accelerators": f"{skypilot_accelerator(p.sku_of(role))}:{role.gpus}",
+                },
                 "workdir": ".",
                 "envs": {k: v for k, v in role_env(p, role, "").items() if k != "HANDOFF_ADDR"},
                 "setup": "set -e\nif [ -f requirements.txt ]; then pip install -r requirements.txt; fi\n",
@@ -328,10 +383,12 @@ def write_skypilot(p: PipelineExport) -> str:
     ]
     if cloud:
         lines.append(f"cloud: {cloud}, the provider whose price the plan used ({p.offer})")
-    if names.skypilot is None:
-        lines.append(f"note: SkyPilot may not list {p.sku}: set accelerators to your cloud's name (sky show-gpus)")
-    elif names.skypilot_note:
-        lines.append(f"note: {names.skypilot_note}")
+    for sku in dict.fromkeys(p.sku_of(role) for role in p.roles):
+        names = launch_names(sku)
+        if names.skypilot is None:
+            lines.append(f"note: SkyPilot may not list {sku}: set accelerators to your cloud's name (sky show-gpus)")
+        elif names.skypilot_note:
+            lines.append(f"note: {names.skypilot_note}")
     docs = [yaml_text(head), *(yaml_text(task) for task in tasks)]
     return comment(header_lines(p) + lines) + "---\n" + "---\n".join(docs)
 
