@@ -34,6 +34,7 @@ from optimizer import api, load_catalog  # noqa: E402
 from optimizer.inputs import units  # noqa: E402
 from optimizer.inputs.schema import Catalog, Offer, Portfolio  # noqa: E402
 from optimizer.solver.portfolio import data as pdata  # noqa: E402
+from optimizer.solver.portfolio import work as pwork  # noqa: E402
 from optimizer.solver.portfolio.greedy import capacity_arrays, earliest_start, greedy_schedule  # noqa: E402
 
 MODELS = [
@@ -421,7 +422,9 @@ def run_one(args: argparse.Namespace, n: int) -> dict:
         "first_s": first,
         "one_pct_s": one if one is not None else (wall if result.gap <= 0.01 else None),
         "wall_s": wall,
-        "status": result.status,
+        # "feasible (wall)": the wall clock's safety stop cut the work-budgeted search (the machine ran slower than
+        # the budget's reference), so another run may answer otherwise
+        "status": result.status + (" (wall)" if pwork.CUT_NOTE in result.notes else ""),
         "method": result.method,
         "gap": result.gap,
         "bound": result.bound_source,
@@ -528,7 +531,7 @@ def main() -> None:
 
         print(
             f"| {r['jobs']:,} | {r['offers']} | {r['gpus']} | {use} | {f(r['first_s'])} | {f(r['one_pct_s'])} | {r['wall_s']:.1f} | "
-            f"{r['status']} | {r['method']} | {r['gap']:.2%} | {r['bound']} | {r['required']} | {r['cost']:,.0f} | "
+            f"{r['status']} | {r['method']} | {r['gap']:.2%} | {r['bound']} | {r['required']} | {r['cost']:,.2f} | "
             f"{usd(r['known_cost'])} | {usd(r['cheapest'])} | "
             f"{r['greedy_required']} | {r['greedy_cost']:,.0f} | {r['saving']} | {r['peak_mb']:,.0f} |",
             flush=True,

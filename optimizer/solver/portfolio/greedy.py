@@ -271,7 +271,7 @@ def squeaky_wheel(
         )
         if best is None or score < best.score:
             best = Pass(placed, order, score)
-        if not dropped or work.now() >= deadline:
+        if not dropped or work.past(deadline):
             break
         first = set(dropped)
         order = dropped + [k for k in order if k not in first]
@@ -305,7 +305,7 @@ def reorder_search(
     cheapest = [min((usd_to_cents(o.cost_usd) for o in job.options), default=0) for job in jobs]
     best = start
     stale = 0
-    while work.now() < deadline and stale < REORDER_STALL:
+    while not work.past(deadline) and stale < REORDER_STALL:
         excess = sorted(
             (((usd_to_cents(jobs[k].options[p[0]].cost_usd) - cheapest[k]) * rng.random(), k))
             for k, p in enumerate(best.placed)

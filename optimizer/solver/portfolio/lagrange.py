@@ -274,7 +274,7 @@ class Ascent:
             if theta < min_theta:
                 out.converged = True
                 break
-            if work.now() >= deadline or (stop is not None and stop()):
+            if work.past(deadline) or (stop is not None and stop()):
                 break
             # Subgradient: each relaxed constraint's slack at the current choices.
             use = np.zeros((len(cap), horizon + 1))
@@ -339,12 +339,12 @@ class Ascent:
         receive, send = context.Pipe(duplex=False)
         stop = context.Event()
 
-        def work() -> None:
+        def ascend() -> None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the parent's to handle
             out = self.run(dropped_limit, deadline=deadline, target_cents=target_cents, stop=stop.is_set)
-            send.send((out, {name: getattr(self, name) for name in _STATE}))
+            send.send((out, {name: getattr(self, name) for name in _STATE}, work.cut()))
 
-        process = context.Process(target=work, daemon=True)
+        process = context.Process(target=ascend, daemon=True)
         process.start()
         send.close()
         return Apart(self, process, receive, stop)
@@ -364,7 +364,8 @@ class Apart:
         """Stop the ascent and take its answer, its Ascent's state with it; None (the Ascent as it was)
         when nothing came within ``wait_s`` seconds. Under a work budget (``work``) the ascent runs to its own
         deadline, counted in its work, so that what it sends is the same however fast it ran; the wall clock's
-        safety stop (it stops there too) bounds the wait."""
+        safety stop (it stops there too) bounds the wait, and where it stopped the ascent, or nothing came, the
+        budget is marked stopped (``work.stop``): the answer is then the wall clock's."""
         counting = work.counting()
         if not counting:
             self._stop.set()
@@ -380,9 +381,13 @@ class Apart:
             if self._process.is_alive():
                 self._process.kill()
                 self._process.join()
-        if got is None:
-            return None
-        out, state = got
+        if got is None or got[2]:
+            # what the ascent sent, or that nothing came, is the wall clock's doing: the answer says so
+            if counting:
+                work.stop()
+            if got is None:
+                return None
+        out, state, _ = got
         for name, value in state.items():
             setattr(self._ascent, name, value)
         return out

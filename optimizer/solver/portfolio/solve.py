@@ -5,7 +5,10 @@ Time runs in steps of ``time_step`` (default one hour) from the portfolio start.
 job weighs more than all optional ones together, so a schedule always exists and the greedy schedule is
 a complete warm start), then, with that weight fixed, the portfolio's objective. When CP-SAT finds
 nothing in time the greedy schedule is the answer, labelled. A required job still dropped makes the
-answer infeasible only when the first run proved it; otherwise the status is unknown.
+answer infeasible only when the first run proved it; otherwise the status is unknown. Small portfolios go to the
+whole model (``exact``); larger cost portfolios to the search here (``_search``), then, up to ``POLISH_JOBS``
+jobs, the whole model hinted with its schedule. Every phase's time is counted in work (``work.budget``), so two
+runs give the same answer; the time kept for the output is ``timing``'s.
 """
 
 from __future__ import annotations
@@ -15,21 +18,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ortools.sat.python import cp_model
-
 from ...inputs.schema import Catalog, Portfolio
-from ...physics.constants import CENTS_PER_USD, optimality_gap, usd_to_cents
+from ...physics.constants import CENTS_PER_USD
 from ...physics.constants import budget_cents as budget_cents_of
-from ...planning.plans import plan_from
 from ...results import PortfolioResult
 from . import work
-from .build import PortfolioModel, build, warm_start
-from .data import JobData, PoolSpec, Prepared, pool_specs, prepare, shortlist, whole_steps
+from .data import pool_specs, prepare, whole_steps
+from .ejection import ahead, missing, score
+from .exact import LARGE_MODEL_OPTIONS, Choices, PortfolioData, _cheapest_bound, _exact, _greedy_only, _polish
 from .extract import extract
 from .greedy import (
     Fit,
-    Placement,
-    greedy_schedule,
     guided_schedule,
     largest_first_order,
     reorder_search,
@@ -37,13 +36,10 @@ from .greedy import (
 )
 from .lagrange import Apart, Ascent, LagrangeBound
 from .lns import Search, search
-from .lp import drop_weights, fits_window, lp_bound
+from .lp import drop_weights, lp_bound
 from .progress import BestSoFar, cost_gap, options_progress, placed_line, say_at
 from .slots import PricedSlots, priced_slots
-
-# Past this many options, jobs keep a shortlist and presolve skips probing (measured: probing ate
-# 13 s of a 13 s limit at 1,000 jobs before search started).
-LARGE_MODEL_OPTIONS = 5_000
+from .timing import _extract_reserve, _plan_seconds, _unevaluated_note, _unproven_drops
 
 # Cost portfolios with more jobs than this go to greedy + LP + large-neighbourhood search; smaller
 # ones (and the makespan and lateness objectives) to the whole model in CP-SAT.
@@ -119,31 +115,6 @@ LP_PROOF_OPTIONS = 200_000
 # distinct jobs none is out; at 10,000 on the same pools 984 were, at 2-7 s each.
 RESCUE_SHARE = 0.1
 
-Choices = list[tuple[int | None, int]]  # per job: option index (None: dropped) and start step
-
-
-class _Progress(cp_model.CpSolverSolutionCallback):
-    """Prints the phase, the best objective, the bound and the gap while CP-SAT solves."""
-
-    def __init__(self, out: Callable[[str], None], started: float | None = None, lp_bound: float | None = None):
-        super().__init__()
-        self._out = out
-        self._t0 = time.perf_counter() if started is None else started
-        self.lp_bound = lp_bound  # cents, raises the cost phase's bound
-        self.phase = "jobs"  # "jobs": dropped weight; then the objective (cost in USD, or its own unit)
-
-    def on_solution_callback(self) -> None:
-        value, bound = self.objective_value, self.best_objective_bound
-        if self.phase == "cost":
-            bound = max(bound, self.lp_bound or 0.0)
-            gap = (value - bound) / value if value else 0.0
-            text = f"cp-sat   cost ${value / CENTS_PER_USD:,.2f}  bound ${bound / CENTS_PER_USD:,.2f}  gap {gap:.2%}"
-        elif self.phase == "jobs":
-            text = f"cp-sat   dropped weight {value:,.0f}  bound {bound:,.0f}"
-        else:
-            text = f"cp-sat   {self.phase} objective {value:,.0f}  bound {bound:,.0f}"
-        self._out(f"  {time.perf_counter() - self._t0:6.1f} s  {text}")
-
 
 @dataclass
 class PortfolioOutcome:
@@ -154,15 +125,6 @@ class PortfolioOutcome:
     model: PortfolioData
     dropped_proven: bool
     unevaluated: list[int] = field(default_factory=list)
-
-
-@dataclass
-class PortfolioData:
-    """What explanations need: the jobs with their options, the pools, the horizon in steps."""
-
-    jobs: list[JobData]
-    pools: list[PoolSpec]
-    horizon: int
 
 
 def solve_portfolio(
@@ -221,13 +183,21 @@ def solve_portfolio(
             share = 1 - POLISH_SHARE if polish else 1.0
             choices, dropped_proven = _search(pf, data, result, share * search_s, workers, say, 0.0)
         say(f"search   {clock.spent:.1f} s of work counted in {time.perf_counter() - started:.1f} s")
-        result.notes += [work.CUT_NOTE] if clock.cut else []
+        cut = clock.cut
         if polish and (result.gap > STOP_GAP or result.status != "optimal"):
-            choices, dropped_proven = _polish(
-                pf, data, result, choices, dropped_proven, deadline - reserve, workers, progress, started
-            )
+            # counted in work too, from where the search's work ended to the end of the search's time
+            with work.budget(clock.spent / work.SPEED, deadline - reserve) as polished:
+                choices, dropped_proven = _polish(
+                    pf, data, result, choices, dropped_proven, search_s, workers, progress, started
+                )
+            cut = cut or polished.cut
+        result.notes += [work.CUT_NOTE] if cut else []
     else:
-        choices, dropped_proven = _exact(pf, data, result, deadline - reserve, workers, progress, started, time_limit_s)
+        # CP-SAT's time counted in work (its deterministic time), so that two runs give the same answer
+        exact_s = time_limit_s - work.options_s(prepared.tables, workers) - _extract_reserve(len(jobs))
+        with work.budget(0.0, deadline - reserve) as clock:
+            choices, dropped_proven = _exact(pf, data, result, exact_s, workers, progress, started, time_limit_s)
+        result.notes += [work.CUT_NOTE] if clock.cut else []
     unproven = _unproven_drops(jobs, choices, horizon)
     if unproven and not dropped_proven and pf.objective == "cost":
         which = (
@@ -242,54 +212,6 @@ def solve_portfolio(
     extract(pf, jobs, choices, pools, result)
     result.solve_s = time.perf_counter() - started
     return PortfolioOutcome(result, data, dropped_proven, prepared.unevaluated)
-
-
-def _unevaluated_note(pf: Portfolio, prepared: Prepared, time_limit_s: float, read_s: float) -> str:
-    """What the time limit left unevaluated, and what would have helped: the time, and, only where many jobs
-    have a shape of their own, giving jobs of one shape the same spec (reading the files is said where it
-    took a good part of the limit)."""
-    done, total = len(prepared.jobs), len(pf.jobs)
-    text = (
-        f"the time limit ({time_limit_s:g} s) ran out while the jobs' options were evaluated: {done:,} of {total:,} "
-        f"jobs ({prepared.tables:,} of {prepared.shapes:,} distinct job shapes, each one evaluation) are scheduled "
-        f"from what was evaluated, the other {total - done:,} left out"
-    )
-    if read_s > 0.25 * time_limit_s:
-        text += f"; reading the files took {read_s:.1f} s of it"
-    fix = "raise --time-limit"
-    if prepared.shapes > 0.5 * total and total >= 10:
-        fix += (
-            ", or give jobs that may share one evaluation the same model, method, batch, assumptions and GPU "
-            "filter (jobs differing only in tokens share one too)"
-        )
-    return f"{text}; {fix}"
-
-
-# Each plan the search's schedule becomes costs about this many times its own construction in what follows
-# the search: the plan, the explanations and the command's output (measured at 5,000 jobs under load:
-# 0.82 ms a plan, the plans 3.5 s, the table 7.2 s, YAML 11.6 s: 3.1 times the plans with the table, 4.3
-# with YAML; 4.5 left a 20 s limit no time for the search where the table took 11 s of the 19 kept).
-OUTPUT_PER_PLAN = 3.5
-PLAN_SAMPLE = 40  # plans timed to measure the pace
-
-
-def _plan_seconds(jobs: list[JobData]) -> float | None:
-    """Seconds one plan takes to build (``plan_from``) on this machine now, from ``PLAN_SAMPLE`` jobs' first
-    options spread over the portfolio: the pace of turning the schedule into plans and writing them out."""
-    step = max(1, len(jobs) // PLAN_SAMPLE)
-    picked = [job for job in jobs[::step] if job.options][:PLAN_SAMPLE]
-    if not picked:
-        return None
-    t0 = time.perf_counter()
-    for job in picked:
-        opt = job.options[0]
-        plan_from(job.table.ctx, opt.row, job.table.evaluation, opt.index)
-    return (time.perf_counter() - t0) / len(picked)
-
-
-def _unproven_drops(jobs: list[JobData], choices: Choices, horizon: int) -> int:
-    """The optional jobs left out although an option of theirs fits their window."""
-    return sum(1 for job, (o, _) in zip(jobs, choices) if o is None and not job.required and fits_window(job, horizon))
 
 
 def _search(
@@ -309,7 +231,7 @@ def _search(
     pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
     budget_cents = None if pf.budget_usd is None else budget_cents_of(pf.budget_usd)
     weights = drop_weights(jobs)
-    left = deadline - reserve - work.now()
+    left = work.left(deadline - reserve)
     # Past CONTACT_JOBS jobs, a second first schedule, largest job first, each packed against its
     # neighbours (``contact_start``), and iterated greedy packs by contact too.
     fit: Fit = "contact" if len(jobs) >= CONTACT_JOBS else "earliest"
@@ -381,17 +303,17 @@ def _search(
         found = Search(jobs, pools, pool_of, horizon, budget_cents, placed, workers)
         found.move_each(until)
         for k in found.left_out():
-            if work.now() >= until:
+            if work.past(until):
                 break
             share = lag.shares[k]
             options = sorted(range(len(jobs[k].options)), key=lambda i: (-share.get(i, 0.0), found.cents[k][i]))
             found.insert(k, options, lag.mean_start[k])
         for k in found.left_out():  # still out: its cheapest option on each pool, where there may be room
-            if work.now() >= until:
+            if work.past(until):
                 break
             found.insert(k, sorted(found.cheapest_per_pool(k), key=lambda i: found.cents[k][i]), lag.mean_start[k])
         for k in found.required_dropped():  # required and still out: once more, with deeper ejection chains
-            if work.now() >= until:
+            if work.past(until):
                 break
             cheapest = sorted(found.cheapest_per_pool(k), key=lambda i: found.cents[k][i])
             found.insert(k, cheapest, lag.mean_start[k], ROUND_DEEP_INSERT_DEPTH)
@@ -408,9 +330,9 @@ def _search(
         for attempt in range(ROUND_TRIES):
             started_try = work.now()
             if attempt:
-                left_try = until - started_try
                 lag = ascent(
-                    started_try + 0.3 * left_try, target=state.cost_cents() * (1 + ROUND_TARGET_STEP * attempt)
+                    started_try + 0.3 * work.between(started_try, until),
+                    target=state.cost_cents() * (1 + ROUND_TARGET_STEP * attempt),
                 )
                 if lag.bound_cents is None:
                     break
@@ -425,11 +347,11 @@ def _search(
             # no time for another try and its repairs; the first with fallbacks needs time only for itself
             # (on the issue's own instance, one run: the first rounding lost after 5 of its 13 s and the one
             # with fallbacks, which beat the incumbent in the other runs, never came; 5.15 %)
-            if work.now() + (took if retry else 2 * took) > until:
+            if work.cut() or work.now() + (took if retry else 2 * took) > until:
                 break
         assert best_found is not None
         short = missing(best_found, state)
-        if short and work.now() < until:
+        if short and not work.past(until):
             # once more with the jobs it lacks placed before the others (squeaky wheel across roundings):
             # measured on evenly sized pools, a rounding that lacked one 8-GPU job whose window its pool
             # had filled (no insertion or repair step put it in, so the answer fell back to the incumbent,
@@ -439,7 +361,7 @@ def _search(
             if score(again) < score(best_found):
                 best_found = again
                 short = missing(best_found, state)
-        if short and work.now() < until:
+        if short and not work.past(until):
             search(best_found, until, slots=priced_at, place=short)
         return best_found
 
@@ -477,7 +399,7 @@ def _search(
             if score(priced) < score(state):
                 state = priced
             show("bound")
-            found = roundings(lag, slots, work.now() + ROUND_SHARE * max(0.0, deadline - reserve - work.now()))
+            found = roundings(lag, slots, work.share_of(ROUND_SHARE, deadline - reserve))
             # still without some job the incumbent places, but ahead of it (``ahead``): the search goes
             # on from it, with a share of the time to put those jobs in; if it cannot, the incumbent is the
             # schedule again (the answer ranks dropped weight first)
@@ -485,7 +407,7 @@ def _search(
                 incumbent, state, rounded_won = state, found, True
                 show("rounded")
                 if short := missing(state, incumbent):
-                    until = work.now() + REPAIR_SHARE * max(0.0, deadline - reserve - work.now())
+                    until = work.share_of(REPAIR_SHARE, deadline - reserve)
                     search(state, until, guide_cents=guide, report=show, slots=slots, place=short)
                     if score(incumbent) < score(state):
                         state, rounded_won = incumbent, False
@@ -513,7 +435,7 @@ def _search(
     # drops less than greedy did: its passes drop no less than the first one, which ejections beat.
     if first.score[0] <= state.dropped_weight():
         share = REORDER_SHARE_ROUNDED if rounded_won else REORDER_SHARE
-        reorder_until = work.now() + share * max(0.0, deadline - reserve - work.now())
+        reorder_until = work.share_of(share, deadline - reserve)
         reordered = reorder_search(
             jobs,
             pools,
@@ -534,7 +456,7 @@ def _search(
     # for as many drops as the schedule had when it was computed, are weaker than one for the final
     # drops, so a last ascent gets a share of the time.
     relaxed = "lagrangian_relaxation" in bounds
-    last = FINAL_BOUND_SHARE * max(0.0, deadline - reserve - work.now()) if relaxed and state.left_out() else 0
+    last = FINAL_BOUND_SHARE * work.left(deadline - reserve) if relaxed and state.left_out() else 0
 
     def refined(again: LagrangeBound | None) -> None:
         nonlocal guide, slots
@@ -549,8 +471,8 @@ def _search(
     # ``REFINE_SHARE`` of the time; with two workers it runs apart, on the second core, while the search
     # begins (``Ascent.run_apart``; the search's relocations use one core), otherwise before the search.
     apart: Apart | None = None
-    if relaxed and work.now() < deadline - reserve:
-        until = work.now() + REFINE_SHARE * max(0.0, deadline - reserve - work.now())
+    if relaxed and not work.past(deadline - reserve):
+        until = work.share_of(REFINE_SHARE, deadline - reserve)
         if workers >= 2:
             apart = relax.run_apart(state.dropped_weight(), deadline=until, target_cents=state.cost_cents())
         if apart is None:
@@ -610,216 +532,9 @@ def _rescue_required(state: Search, until: float) -> int:
     try:
         for depth in dict.fromkeys((1, ROUND_DEEP_INSERT_DEPTH)):
             for k in state.required_dropped():
-                if work.now() >= until:
+                if work.past(until):
                     return put
                 put += state.rescue(k, depth)
         return put
     finally:
         state.stop_at = float("inf")
-
-
-def _greedy_only(jobs: list[JobData], weights: list[int], placed: list[Placement], result: PortfolioResult) -> Choices:
-    """The answer when no time is left for the search: the greedy schedule, its gap against every placed job
-    at its cheapest option (and every required job, when none may be dropped), said as such."""
-    dropped = sum(w for w, p in zip(weights, placed) if p is None)
-    cost = sum(usd_to_cents(job.options[p[0]].cost_usd) for job, p in zip(jobs, placed) if p is not None)
-    bound = _cheapest_bound(jobs, weights, dropped)
-    result.method, result.status, result.bound_source = "greedy", "feasible", "cheapest_options"
-    result.bound_usd = round(bound / CENTS_PER_USD, 2)
-    result.gap = cost_gap(cost, bound)
-    result.notes.append(
-        "the time limit left no time for the search (reading the files and evaluating the options took it): "
-        "this is the greedy schedule (earliest deadline first, cheapest option that fits); gap against every "
-        "job at its cheapest option; raise --time-limit for the search"
-    )
-    return [(p[0], p[1]) if p else (None, 0) for p in placed]
-
-
-def _polish(
-    pf: Portfolio,
-    data: PortfolioData,
-    result: PortfolioResult,
-    choices: Choices,
-    dropped_proven: bool,
-    deadline: float,
-    workers: int,
-    progress: Callable[[str], None] | None,
-    started: float,
-) -> tuple[Choices, bool]:
-    """The whole model in CP-SAT (two phases, ``_two_phase``) hinted with the search's schedule; keeps
-    whichever schedule drops less weight, then costs less, and the higher of the two bounds. Both bounds
-    hold for the kept schedule: the search's is for as many drops as its own schedule or fewer, CP-SAT's
-    for as many as its phase 1 proved or found, never more than the hint's."""
-    jobs, pools, horizon = data.jobs, data.pools, data.horizon
-    pm = build(pf, jobs, pools, horizon)
-    placed: list[Placement] = [(o, s) if o is not None else None for o, s in choices]
-    warm_start(pm, placed)
-    solver, status, proven = _two_phase(pm, deadline, workers, progress, started, False, None)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return choices, dropped_proven
-    weights = drop_weights(jobs)
-
-    def score(ch: Choices) -> tuple[int, int]:
-        dropped = sum(w for w, (o, _) in zip(weights, ch) if o is None)
-        return dropped, sum(usd_to_cents(job.options[o].cost_usd) for job, (o, _) in zip(jobs, ch) if o is not None)
-
-    found: Choices = [(v.picked(solver), solver.value(start)) for v, start in zip(pm.jv, pm.starts)]
-    best = min(found, choices, key=score)
-    cost = score(best)[1]
-    bound = max(result.bound_usd * CENTS_PER_USD if result.bound_usd is not None else 0.0, solver.best_objective_bound)
-    if status == cp_model.OPTIMAL and best is found:
-        bound = float(cost)
-    raised = bound > (result.bound_usd or 0.0) * CENTS_PER_USD + 0.5
-    if raised:
-        result.bound_source = "cp_sat"
-    result.bound_usd = round(bound / CENTS_PER_USD, 2)
-    result.gap = cost_gap(cost, bound)
-    if status == cp_model.OPTIMAL and proven and best is found:
-        result.status = "optimal"  # the fewest drops proven, then the least cost for them
-    result.notes.append(
-        f"then the whole model in CP-SAT from that schedule ({'optimal' if status == cp_model.OPTIMAL else 'stopped'}"
-        f"{', a better schedule' if best is found and score(found) < score(choices) else ''})"
-        + ("; the gap is now against CP-SAT's bound" if raised else "")
-    )
-    return best, dropped_proven or proven
-
-
-def score(s: Search) -> tuple[int, int]:
-    """A schedule's rank, lexicographic: dropped weight, then cost."""
-    return s.dropped_weight(), s.cost_cents()
-
-
-def missing(s: Search, other: Search) -> list[int]:
-    """The jobs ``other`` places and ``s`` does not."""
-    return [k for k, (p, q) in enumerate(zip(s.placed, other.placed)) if p is None and q is not None]
-
-
-def ahead(s: Search, complete: Search) -> bool:
-    """Whether ``s`` costs less than ``complete`` even with the jobs it lacks at their cheapest option."""
-    return s.cost_cents() + sum(min(complete.cents[k]) for k in missing(s, complete)) < complete.cost_cents()
-
-
-def _cheapest_bound(jobs: list[JobData], weights: list[int], dropped_limit: int) -> float:
-    """Cents: every required job at its cheapest option, when dropping one would drop more than allowed."""
-    return float(
-        sum(
-            min(usd_to_cents(c.cost_usd) for c in job.options)
-            for job, w in zip(jobs, weights)
-            if job.options and w > dropped_limit
-        )
-    )
-
-
-def _extract_reserve(n_jobs: int, plan_s: float | None = None) -> float:
-    """Seconds kept for what follows the search: the schedule turned into plans and explanations, and the
-    command's output. Measured at 5,000 jobs (session 15): plans 1.5-1.8 s, the table 3.1 s, JSON 0.5 s,
-    YAML 3.8 s, the plot 0.5 s, about 1.2 ms per job at most (plans took 8.5 s before ``bound_at``): 2 ms a
-    job. ``plan_s``: a plan's time measured now (``_plan_seconds``), which raises it on a slower or busier
-    machine (issue 40: 5,000 jobs at a 20 s limit ran 29 s with YAML output, the plans and YAML alone 15 s)."""
-    floor = 0.3 + 0.002 * n_jobs
-    return floor if plan_s is None else max(floor, 0.3 + OUTPUT_PER_PLAN * plan_s * n_jobs)
-
-
-def _exact(
-    pf: Portfolio,
-    data: PortfolioData,
-    result: PortfolioResult,
-    deadline: float,
-    workers: int,
-    progress: Callable[[str], None] | None,
-    started: float,
-    time_limit_s: float,
-) -> tuple[Choices, bool]:
-    """The whole model in CP-SAT (two phases), warm-started from greedy; greedy when it finds nothing."""
-    jobs, pools, horizon = data.jobs, data.pools, data.horizon
-    large = sum(len(job.options) for job in jobs) > LARGE_MODEL_OPTIONS
-    if large:
-        total = sum(len(job.options) for job in jobs)
-        for job in jobs:
-            job.options, job.durations = shortlist(job.options, job.durations)
-        result.notes.append(
-            f"large portfolio: each job keeps its two cheapest and its fastest option per offer "
-            f"({sum(len(job.options) for job in jobs):,} of {total:,} options); the optimum is over that shortlist"
-        )
-    budget_cents = None if pf.budget_usd is None else budget_cents_of(pf.budget_usd)
-    if time.perf_counter() >= deadline:  # no time for the model (5,000 jobs: seconds to build): greedy at once
-        pool_of = {offer: k for k, p in enumerate(pools) for offer in p.offers}
-        placed = greedy_schedule(jobs, pools, pool_of, horizon, budget_cents)
-        return _greedy_only(jobs, drop_weights(jobs), placed, result), False
-    pm = build(pf, jobs, pools, horizon)
-    placed = greedy_schedule(jobs, pools, pm.pool_of, horizon, budget_cents)
-    greedy_cost = sum(usd_to_cents(job.options[p[0]].cost_usd) for job, p in zip(jobs, placed) if p)
-    say_at(progress, started)(f"greedy   cost ${greedy_cost / CENTS_PER_USD:,.2f}")
-    warm_start(pm, placed)
-    lp_cents = None
-    if pf.objective == "cost":
-        weights = drop_weights(jobs)
-        dropped = sum(w for w, p in zip(weights, placed) if p is None)
-        left = deadline - time.perf_counter()
-        lp = lp_bound(jobs, pools, pm.pool_of, horizon, budget_cents, dropped, time_limit_s=max(0.5, 0.2 * left))
-        lp_cents = lp.bound_cents
-    solver, status, dropped_proven = _two_phase(pm, deadline, workers, progress, started, large, lp_cents)
-    result.method = "cp_sat"
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        result.status = "optimal" if status == cp_model.OPTIMAL else "feasible"
-        bound, source = solver.best_objective_bound, "cp_sat"
-        if lp_cents is not None and lp_cents > bound and pf.objective == "cost":
-            # The LP bound holds for as few drops as the greedy schedule: valid if CP-SAT's is no better.
-            new_drop = sum(w for w, v in zip(drop_weights(jobs), pm.jv) if v.picked(solver) is None)
-            if new_drop >= sum(w for w, p in zip(drop_weights(jobs), placed) if p is None):
-                bound, source = lp_cents, "lp_relaxation"
-        if status == cp_model.OPTIMAL:
-            bound = solver.objective_value
-        result.gap = optimality_gap(solver.objective_value, bound, status == cp_model.OPTIMAL)
-        if pf.objective == "cost":
-            result.bound_usd = round(bound / CENTS_PER_USD, 2)
-            result.bound_source = source
-        choices: Choices = [(v.picked(solver), solver.value(start)) for v, start in zip(pm.jv, pm.starts)]
-    else:
-        result.status = "feasible"
-        result.method = "greedy"
-        choices = [(p[0], p[1]) if p else (None, 0) for p in placed]
-        result.gap = _greedy_gap(pm, choices)
-        result.bound_source = "cheapest_options"
-        result.notes.append(
-            f"CP-SAT found no schedule within {time_limit_s:g} s: this is the greedy schedule "
-            "(earliest deadline first, cheapest option); raise --time-limit or coarsen time_step"
-        )
-    return choices, dropped_proven
-
-
-def _two_phase(
-    pm: PortfolioModel, deadline: float, workers: int, progress, started: float, large: bool, lp_cents: float | None
-) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus, bool]:
-    """Minimise the dropped weight (a third of the time left), then, with it fixed, the objective."""
-    m = pm.pm.model
-    solver = pm.pm.solver(max(0.1, (deadline - time.perf_counter()) / 3), workers=workers)
-    if large:
-        solver.parameters.cp_model_probing_level = 0
-    callback = _Progress(progress, started, lp_cents) if progress else None
-    dropped = pm.dropped_weight()
-    m.minimize(dropped)
-    status = solver.solve(m, callback)
-    dropped_proven = status == cp_model.OPTIMAL
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        m.add(dropped <= round(solver.objective_value))
-        m.clear_hints()
-        for v in pm.jv:
-            for pick in v.picks:
-                m.add_hint(pick, solver.boolean_value(pick))
-        for start in pm.starts:
-            m.add_hint(start, solver.value(start))
-        solver.parameters.max_time_in_seconds = max(0.1, deadline - time.perf_counter())
-        m.minimize(pm.objective())
-        if callback:
-            callback.phase = pm.pf.objective
-        status = solver.solve(m, callback)
-    return solver, status, dropped_proven
-
-
-def _greedy_gap(pm: PortfolioModel, choices: Choices) -> float:
-    """The greedy schedule's gap against each scheduled job's cheapest option."""
-    picked = [(job, i) for job, (i, _) in zip(pm.jobs, choices) if i is not None]
-    cost = sum(job.options[i].cost_usd for job, i in picked)
-    floor = sum(min(c.cost_usd for c in job.options) for job, _ in picked)
-    return (cost - floor) / cost if cost else 0.0

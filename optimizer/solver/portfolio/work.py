@@ -8,6 +8,10 @@ phase's share of the time limit is then a share of that work, and where it stops
 only. The wall clock stays as a safety stop: past ``stop_at`` the clock reads infinity, every phase stops at its
 next check with the best schedule it has, and ``Clock.cut`` says the answer is the wall clock's. Outside ``budget``
 (tests of one phase, the options), ``now()`` is ``time.perf_counter()``.
+
+Small portfolios' whole model in CP-SAT (``exact``) runs under a budget too, its deterministic time the work. A
+deadline computed after the stop is infinite: phases compare with ``past`` and ``left``, never subtract the clock
+themselves (infinity less infinity is NaN, which no comparison stops).
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ ASCENT_CELL_S = 4e-9
 CPSAT_S = 6.0
 MODEL_JOB_S = 1.2e-2
 LP_PIVOT_S = 3e-8
+# Seconds of the reference machine per second of CP-SAT deterministic time on the whole model (``solve._two_phase``).
+CPSAT_MODEL_S = 3.0
+# Seconds to build the whole model in CP-SAT (``build``), per option (30-300 distinct jobs: 170-300 us).
+BUILD_OPTION_S = 2.5e-4
+# The least a neighbourhood step costs (its model and solver, when it frees no job or CP-SAT does nothing), so
+# that every turn of the search's loop moves its clock on.
+STEP_FLOOR_S = 1e-3
 # Work-seconds the options take per distinct job shape evaluated, on one of ``workers`` processes (1,000 distinct
 # jobs, 2 workers: 26-44 s for 997 tables). Charged whether a table was built or read from the on-disk cache, so
 # that the cache makes a run faster, never different.
@@ -90,6 +101,31 @@ def now() -> float:
     return time.perf_counter() if clock is None else clock.now()
 
 
+def left(deadline: float) -> float:
+    """Seconds of the search's time from now to ``deadline``: 0 once past it, and once the wall clock stopped the
+    budget, whatever ``deadline`` is. Never NaN: a deadline set after the stop is infinite (now plus a share of
+    nothing), and infinity less the clock's infinity is NaN, which no ``<`` stops (session 30: a repair search
+    given such a deadline ran 35 minutes)."""
+    return between(now(), deadline)
+
+
+def between(t: float, deadline: float) -> float:
+    """Seconds from time ``t`` to ``deadline``, 0 if none or either is infinite the same way (never NaN)."""
+    gap = deadline - t
+    return gap if gap > 0 else 0.0  # (NaN > 0 is false)
+
+
+def share_of(share: float, deadline: float) -> float:
+    """The time at which ``share`` of what is left to ``deadline`` will have passed (``left``)."""
+    t = now()
+    return t + share * between(t, deadline)
+
+
+def past(deadline: float) -> bool:
+    """Whether ``deadline`` has passed (always, once the wall clock stopped the budget)."""
+    return not now() < deadline
+
+
 def charge(seconds: float) -> None:
     """Count this much reference-machine work (nothing outside ``budget``)."""
     clock = _clock.get()
@@ -113,6 +149,13 @@ def wall_left() -> float:
     """Wall seconds to the safety stop (infinite outside ``budget``)."""
     clock = _clock.get()
     return math.inf if clock is None else max(0.0, clock.stop_at - time.perf_counter())
+
+
+def stop() -> None:
+    """Mark the running budget stopped by the wall clock (a run apart that it stopped: ``lagrange.Apart``)."""
+    clock = _clock.get()
+    if clock is not None:
+        clock.cut = True
 
 
 def cut() -> bool:
