@@ -37,14 +37,18 @@ def test_the_loop_constant_gives_back_the_table_it_was_derived_from():
     assert loop_s == pytest.approx((271.80 - 64.27) / 1e3, rel=0.01)
 
 
-def _check(framework: str, impl: str, **layout):
+def _checked(framework: str, impl: str, **layout):
     data = {
         "catalog": "default",
         "job": {"model": "qwen3-30b-a3b", "tokens": "1B", "seq_len": 4096, "global_batch": 64, "framework": framework},
         "assumptions": {"experts_implementation": impl},
     }
     problem = Problem.model_validate(expand_models(data))
-    return check(problem, CheckRequest("H100-SXM", 16, framework=framework, nodes=2, micro_batch=1, **layout)).plan
+    return check(problem, CheckRequest("H100-SXM", 16, framework=framework, nodes=2, micro_batch=1, **layout))
+
+
+def _check(framework: str, impl: str, **layout):
+    return _checked(framework, impl, **layout).plan
 
 
 def test_only_transformers_expert_modules_at_ep_1_run_the_loop_and_only_zero_3_fetches_them_one_by_one():
@@ -61,3 +65,12 @@ def test_only_transformers_expert_modules_at_ep_1_run_the_loop_and_only_zero_3_f
     assert math.isclose(zero3.step_s - grouped.step_s, zero3.time_breakdown_s["expert_loop"], rel_tol=0.05)
     # the step waits for the host: a faster GPU would not shorten it, and the plan says so
     assert zero3.bound == "host" and grouped.bound == "compute"
+
+
+def test_fsdp_runs_the_loop_but_fetches_whole_blocks_and_its_note_does_not_claim_per_expert_fetches():
+    plan = _check("fsdp", "eager", zero=3, tp=1, ep=1, recompute="full")
+    deepspeed = _check("deepspeed", "eager", zero=3, tp=1, ep=1, recompute="full")
+    assert 0 < plan.time_breakdown_s["expert_loop"] < deepspeed.time_breakdown_s["expert_loop"]
+    notes = {fw: _checked(fw, "eager", zero=3, tp=1, ep=1).notes for fw in ("fsdp", "deepspeed")}
+    assert not any("fetched one at a time" in n for n in notes["fsdp"])
+    assert any("fetched one at a time" in n for n in notes["deepspeed"])

@@ -130,6 +130,10 @@ def precision_notes(ctx: JobContext) -> list[str]:
     ]
 
 
+# transformers 4's expert loop, published: modelscope/ms-swift examples/train/megatron/moe/qwen3_moe.sh
+MS_SWIFT_LOOP = "ms-swift, Qwen3-30B-A3B on 16 A800: DeepSpeed ZeRO-3 91.2 s/it, Megatron 9.6 s/it"
+
+
 def moe_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
     """For a mixture of experts: how the experts are split and the share of the step their all-to-all takes,
     and where the plan's framework trains transformers' own expert modules (EP 1), which experts
@@ -137,24 +141,25 @@ def moe_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
     if plan is None or not ctx.shape.experts:
         return []
     s = plan.strategy
-    if not (FRAMEWORKS[s.framework].hf_experts and s.ep == 1):
+    framework = FRAMEWORKS[s.framework]
+    if not (framework.hf_experts and s.ep == 1):
         return _expert_split_notes(ctx, plan)
     loop_s = plan.time_breakdown_s.get("expert_loop", 0.0)
     if loop_s > 0:
+        fetched = framework.zero3_module_fetch and s.zero_stage >= 3  # physics/moe.py: DeepSpeed's hooks only
         note = (
             f"experts under {s.framework}: transformers 4's loop (assumptions.experts_implementation: eager), one "
-            f"expert after another with a host sync each"
-            + (", each expert's linears fetched one at a time by ZeRO-3" if s.zero_stage >= 3 else "")
-            + f": {loop_s:,.1f} s of each {plan.step_s:,.1f} s step. Published: ms-swift, Qwen3-30B-A3B on 16 A800, "
-            "DeepSpeed ZeRO-3 91.2 s/it against Megatron 9.6 s/it; transformers 5's grouped_mm or --framework "
-            "megatron / torchtitan remove it"
+            "expert after another with a host sync each"
+            + (", each expert's linears fetched one at a time by ZeRO-3" if fetched else "")
+            + f": {loop_s:,.1f} s of each {plan.step_s:,.1f} s step. Published: {MS_SWIFT_LOOP}; transformers 5's "
+            "grouped_mm or --framework megatron / torchtitan remove it"
         )
     else:
         note = (
             f"experts under {s.framework}: transformers' grouped_mm experts assumed (transformers 5's default, "
             "assumptions.experts_implementation); on transformers 4 they run as a loop, one expert after another "
-            "(published about 10x slower than Megatron-Core's grouped GEMMs: ms-swift, Qwen3-30B-A3B on 16 A800, "
-            "DeepSpeed ZeRO-3 91.2 s/it, Megatron 9.6 s/it): set experts_implementation: eager to time it"
+            f"(published about 10x slower than Megatron-Core's grouped GEMMs: {MS_SWIFT_LOOP}): set "
+            "experts_implementation: eager to time it"
         )
     return [note, *_expert_split_notes(ctx, plan)]
 

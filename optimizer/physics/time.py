@@ -194,8 +194,8 @@ class _MicroBatch:
 
     @property
     def busy_s(self) -> np.ndarray:
-        serial = self.moe_elementwise_s + self.moe_host_s + self.dequant_s + self.cast_s + self.adapter_s
-        serial = serial + self.expert_loop_s
+        host = self.moe_host_s + self.expert_loop_s  # the waits for the host (StepTime.host_s)
+        serial = self.moe_elementwise_s + host + self.dequant_s + self.cast_s + self.adapter_s
         return np.maximum(self.compute_s, self.memory_s) + serial
 
 
