@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import statistics
 
-STACKS = {"megatron": "Megatron-Core", "fsdp": "FSDP / torchtitan", "torchtitan": "FSDP / torchtitan"}
-STACKS["deepspeed"] = "DeepSpeed"
+STACKS = {
+    "megatron": "Megatron-Core",
+    "fsdp": "FSDP / torchtitan",
+    "torchtitan": "FSDP / torchtitan",
+    "deepspeed": "DeepSpeed",
+}
 
 
 def _errors(rows: list[dict]) -> tuple[float, float]:
