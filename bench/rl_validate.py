@@ -74,14 +74,23 @@ def rows() -> list[tuple[dict, dict]]:
 
 
 def main() -> int:
-    print(f"{'run':<40} {'pred tok/s/GPU':>14} {'published':>10} {'ratio':>6} {'pred step s':>11} {'published':>9}")
+    print(
+        f"{'run':<42} {'sku':<8} {'GPUs':>4} {'placement':<19} {'pred tok/s/GPU':>14} {'published':>9} {'ratio':>6} "
+        f"{'pred step s':>11} {'published':>9} {'ratio':>6}"
+    )
+    worst = 1.0
     for run, p in rows():
         ratio = p["tokens_per_s_per_gpu"] / run["published_tokens_per_s_per_gpu"]
+        step_ratio = run["published_step_s"] / p["step_s"]
+        worst = max(worst, ratio, 1.0 / ratio)
+        placement = run.get("placement", "colocated") + (" async" if run.get("async") else "")
         print(
-            f"{run['name']:<40} {p['tokens_per_s_per_gpu']:>14,.0f} {run['published_tokens_per_s_per_gpu']:>10,} "
-            f"{ratio:>6.2f} {p['step_s']:>11.1f} {run['published_step_s']:>9}"
+            f"{run['name']:<42} {run['sku']:<8} {run['gpus']:>4} {placement:<19} "
+            f"{p['tokens_per_s_per_gpu']:>14,.0f} {run['published_tokens_per_s_per_gpu']:>9,} {ratio:>6.2f} "
+            f"{p['step_s']:>11.1f} {run['published_step_s']:>9} {step_ratio:>6.2f}"
         )
         print("    " + ", ".join(f"{k} {v:.1f} s" for k, v in p["stages"].items()))
+    print(f"worst factor (tokens/s a GPU, either way): {worst:.2f}x")
     return 0
 
 

@@ -19,9 +19,18 @@ Yu et al. 2022, Orca, OSDI; Kwon et al. 2023, vLLM/PagedAttention, SOSP). Source
   2019, Megatron-LM, section 3) over the node's link, a ring moving 2 (tp - 1) / tp of them.
 - Prefill: the prompt's forward FLOPs at the same efficiency, once per prompt when its samples share the
   prefix (vLLM ``n`` samples per request share the prompt's KV blocks, Kwon et al. 2023, section 4.4).
-- The long tail: a synchronous step's generation lasts until its longest response is done, at least that many
-  sequential decode steps of one sequence (Kimi k1.5, arXiv:2501.12599, section 2.6.2: long responses hold a
-  rollout iteration; verl/HybridFlow generates a batch, then trains, Sheng et al. 2024).
+- The host's share of a decode step: between two steps the engine's CPU gathers the sampled tokens, processes
+  the outputs, schedules the next batch and prepares its inputs while the GPU waits, 5-13 ms of GPU idle a
+  step as vLLM's maintainers measured it ("GPU is often idle, waiting for CPU operations (5-13ms of GPU
+  bubble)", vllm-project/vllm#6854, the multi-step scheduling RFC) and about 5-6 ms between two decodes of
+  Llama-2-7B at batch 256 with the output processor already asynchronous (vllm-project/vllm#10634); gpuplan
+  takes the low end, 5 ms, on every step, which a RL rollout's engine pays (NeMo RL's and verl's rollouts run
+  vLLM without multi-step or asynchronous scheduling by default).
+- The long tail: a synchronous step's generation lasts until its longest response is done (Kimi k1.5,
+  arXiv:2501.12599, section 2.6.2: long responses hold a rollout iteration; verl/HybridFlow generates a batch,
+  then trains, Sheng et al. 2024). The batch's work takes its waves of full-batch steps; when the longest
+  response needs more steps than that, the batch has drained and the engine runs on for the rest of them with
+  that sequence nearly alone, each step paying the weights' read and the host's share again.
 """
 
 from __future__ import annotations
@@ -35,6 +44,9 @@ KV_VALUES_PER_TOKEN_AND_LAYER = 2.0  # a key and a value vector per layer
 # kernels (physics/constants.py CAST_HBM_EFFICIENCY: H100 78.6-86.5 % in pytorch/ao's benchmarks); a decode
 # step's weight and KV reads are such streams.
 DECODE_HBM_EFFICIENCY = CAST_HBM_EFFICIENCY
+# Seconds the GPU waits on the engine's host a decode step: the low end of vLLM's measured 5-13 ms bubble
+# (vllm-project/vllm#6854) and 5-6 ms gap between decodes (vllm-project/vllm#10634); see the module's sources.
+HOST_S_PER_DECODE_STEP = 5e-3
 
 
 def kv_bytes_per_token(layers: float, kv_width: float, bytes_per_value: float = 2.0) -> float:
@@ -71,11 +83,13 @@ class DecodeEngine:
     efficiency: float  # achieved share of the peak on the step's matmuls
     hbm_bytes_per_s: float
     link_bytes_per_s: float  # one direction of one GPU's link to the others of its engine
+    host_s_per_step: float = HOST_S_PER_DECODE_STEP  # the GPU idle between two steps (scheduling, outputs)
 
 
 def decode_step_s(engine: DecodeEngine, batch: float, context_tokens: float) -> float:
     """One decode step of ``batch`` sequences at ``context_tokens`` of context each: max(memory, compute) over
-    the engine's tp GPUs (roofline; Pope et al. 2022), plus two all-reduces a layer (Megatron-LM)."""
+    the engine's tp GPUs (roofline; Pope et al. 2022), plus two all-reduces a layer (Megatron-LM) and the
+    host's share of the step (vLLM's scheduling and output processing)."""
     e = engine
     memory_s = (e.weight_bytes + batch * context_tokens * e.kv_bytes_per_token) / e.tp / e.hbm_bytes_per_s
     memory_s /= DECODE_HBM_EFFICIENCY
@@ -84,7 +98,7 @@ def decode_step_s(engine: DecodeEngine, batch: float, context_tokens: float) -> 
     if e.tp > 1:
         activation_bytes = batch * e.hidden * 2.0  # bf16
         reduce_s = 2.0 * e.layers * 2.0 * (e.tp - 1) / e.tp * activation_bytes / e.link_bytes_per_s
-    return max(memory_s, compute_s) + reduce_s
+    return max(memory_s, compute_s) + reduce_s + e.host_s_per_step
 
 
 def prefill_s(engine: DecodeEngine, prompt_tokens: float) -> float:
@@ -119,12 +133,15 @@ def generate_s(
     """Time an engine takes to generate ``sequences`` responses of ``response_tokens`` on average: prefills of
     their prompts (one per ``samples_per_prompt`` samples) and waves of decode steps, each wave as many
     sequences as fit (``concurrent_sequences``) at the mean context (prompt + half the response); with
-    ``max_response_tokens``, at least that many steps of a single sequence (the long tail)."""
+    ``max_response_tokens``, the steps the longest response needs beyond the waves', each of a single
+    sequence (the drained batch's long tail)."""
     context = prompt_tokens + response_tokens / 2.0
     batch = concurrent_sequences(kv_tokens, prompt_tokens + response_tokens, max_num_seqs, sequences)
     if batch <= 0.0:
         return Generation(sequences, 0.0, float("inf"), False)
-    decode = sequences / batch * response_tokens * decode_step_s(engine, batch, context)
+    work_steps = sequences / batch * response_tokens
+    decode = work_steps * decode_step_s(engine, batch, context)
     work_s = prefill_s(engine, sequences / samples_per_prompt * prompt_tokens) + decode
-    tail_s = max_response_tokens * decode_step_s(engine, 1.0, prompt_tokens + max_response_tokens / 2.0)
-    return Generation(sequences, batch, max(work_s, tail_s), tail_s > work_s)
+    tail_steps = max(0.0, max_response_tokens - work_steps)
+    tail_s = tail_steps * decode_step_s(engine, 1.0, prompt_tokens + max_response_tokens - tail_steps / 2.0)
+    return Generation(sequences, batch, work_s + tail_s, tail_s > work_s)
