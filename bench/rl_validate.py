@@ -1,12 +1,14 @@
 """Predict published GRPO throughputs (validation/rl_runs.yaml) with gpuplan's defaults and print predicted
-against published, tokens/s a GPU and seconds a step, with each stage's share.
+against published, tokens/s a GPU and seconds a step (both ratios predicted / published in rate, published /
+predicted in time), with each stage's seconds.
 
-    python bench/rl_validate.py
+    python bench/rl_validate.py            # the trainer as gpuplan plans it (FSDP), as the planner answers
+    python bench/rl_validate.py --as-run   # each row's trainer as it ran (its Megatron-Core degrees)
 
-No constant is fitted on these rows: the H100's training efficiency is gpuplan's default for its class, the
-engines' settings are the rows' recipes', and what a recipe leaves unstated (the prompt length) is marked
-ASSUMPTION in the file. tests/test_roles_grpo.py holds each row within the factor it reaches.
-"""
+No constant is fitted on these rows: the GPUs' training efficiency is gpuplan's default for their class, the
+engines' settings are the rows' recipes', the decode step's host share is vLLM's measured bubble
+(physics/decode.py), and what a recipe leaves unstated (the prompt length) is marked ASSUMPTION in the file.
+tests/test_roles_grpo.py holds each row within the factor it reaches."""
 
 from __future__ import annotations
 
@@ -28,7 +30,24 @@ from optimizer.planning.roles import RoleHardware  # noqa: E402
 
 DATA = ROOT / "validation" / "rl_runs.yaml"
 CATALOG = ROOT / "catalogs" / "default.yaml"
+AS_RUN = "--as-run" in sys.argv  # each row's trainer as it ran (``trainer:``), not gpuplan's FSDP plan
 ADAM_MIXED_PRECISION = (2.0, 0.0, 2.0, 12.0)  # bf16 weights and gradients, fp32 master + two moments
+
+
+def trainer_of(run: dict) -> dict:
+    """gpuplan's FSDP plan of the trainer (what the planner answers), or with ``--as-run`` the row's trainer as
+    it ran (``trainer:`` in the file: its Megatron-Core degrees, packing and recompute)."""
+    t = run.get("trainer")
+    if not t or not AS_RUN:
+        return {}
+    return {
+        "train_tp": int(t.get("tp", 1)),
+        "train_pp": int(t.get("pp", 1)),
+        "train_ep": int(t.get("ep", 1)),
+        "megatron": t.get("backend") == "megatron",
+        "pack_tokens": float(t.get("pack_tokens", 0.0)),
+        "recompute": bool(t.get("recompute", True)),
+    }
 
 
 def job_of(run: dict) -> GrpoJob:
@@ -47,6 +66,7 @@ def job_of(run: dict) -> GrpoJob:
         memory_utilization=float(run.get("memory_utilization", 0.5)),
         placement=run.get("placement", "colocated"),
         asynchronous=bool(run.get("async", False)),
+        **trainer_of(run),
     )
     return GrpoJob(shape, train, recipe, tokens=recipe.tokens_per_step, weight_bytes=2.0 * shape.params)
 
@@ -63,7 +83,13 @@ def predict(run: dict, catalog) -> dict:
     return {
         "tokens_per_s_per_gpu": step.tokens_per_s / gpus,
         "step_s": step.step_s,
-        "stages": {"generate": step.generate_s, "forward": step.forward_s, "train": step.train_s, "sync": step.sync_s},
+        "stages": {
+            "generate": step.generate_s,
+            "forward": step.forward_s,
+            "train": step.train_s,
+            "sync": step.sync_s,
+            "switch": step.switch_s,
+        },
     }
 
 

@@ -14,6 +14,12 @@ on them (gpuplan's ``step_time``) and hands the new weights to the rollout engin
   another, so the step takes their sum (HybridFlow section 5, the 3D-HybridEngine's resharding).
 - Resharding: an all-gather of the weights over the GPUs that hold them, each rank receiving (n - 1) / n of the
   bytes (ring all-gather, Thakur, Rabenseifner & Gropp 2005; NCCL's ring algorithm).
+- Colocated, the switch between roles: the engine sleeps while the trainer runs and wakes for the rollout;
+  vLLM's sleep mode level 1 "offloads model weights" to CPU memory and discards the KV cache, and waking copies
+  them back (vLLM docs, Sleep Mode; NeMo RL and verl call it every step), and the trainer moves its optimizer
+  state out of GPU memory for the rollout and back for training (NeMo RL examples/configs/grpo_math_1B.yaml:
+  "colocated generation will always offload optimizer to cuda before refit"; verl's ``optimizer_offload``).
+  Each crosses the GPU's host link twice, one direction at a time (physics/roles.py: PCIe 5.0 x16).
 - Disaggregated (OpenRLHF, Hu et al. 2024, arXiv:2405.11143, section 3: vLLM engines on their own GPUs, the
   trained weights broadcast to them over NCCL after each update): synchronous, the rollout GPUs wait for the
   training and the training for the rollout, so the step is still the sum (on fewer GPUs each); asynchronous with
@@ -41,6 +47,11 @@ def all_gather_s(total_bytes: float, ranks: int, link_bytes_per_s: float) -> flo
     return (ranks - 1) / ranks * total_bytes / link_bytes_per_s
 
 
+def host_round_trip_s(bytes_per_gpu: float, host_link_bytes_per_s: float) -> float:
+    """``bytes_per_gpu`` out to host memory and back over each GPU's own host link, all GPUs at once."""
+    return 2.0 * bytes_per_gpu / host_link_bytes_per_s
+
+
 def broadcast_s(total_bytes: float, link_bytes_per_s: float) -> float:
     """A pipelined broadcast (NCCL's ring/tree in chunks): the bytes cross each receiver's link once."""
     return total_bytes / link_bytes_per_s
@@ -57,6 +68,7 @@ class RlStep:
     sync_s: float  # the trained weights into the rollout engines
     placement: Placement
     asynchronous: bool = False  # disaggregated only: rollout of step k + 1 overlaps training of step k
+    switch_s: float = 0.0  # colocated: the engine's weights and the trainer's optimizer state out and back
 
     @property
     def rollout_s(self) -> float:
@@ -72,14 +84,14 @@ class RlStep:
         """Seconds a step: the sum of its stages, or, disaggregated and asynchronous, the slower side."""
         if self.placement == "disaggregated" and self.asynchronous:
             return max(self.generate_s + self.sync_s, self.trainer_s)
-        return self.generate_s + self.trainer_s + self.sync_s
+        return self.generate_s + self.trainer_s + self.sync_s + self.switch_s
 
     @property
     def tokens_per_s(self) -> float:
         return self.tokens / self.step_s
 
     def stage_s(self, stage: str) -> float:
-        return {"rollout": self.generate_s, "train": self.trainer_s, "sync": self.sync_s}[stage]
+        return {"rollout": self.generate_s, "train": self.trainer_s, "sync": self.sync_s + self.switch_s}[stage]
 
     @property
     def binding(self) -> str:
@@ -106,7 +118,7 @@ class RlRate(PipelineRate):
         def rate(seconds: float) -> float:
             return step.tokens / seconds if seconds > 0 else float("inf")
 
-        return cls(rate(step.generate_s), rate(step.trainer_s), rate(step.sync_s), step)
+        return cls(rate(step.generate_s), rate(step.trainer_s), rate(step.sync_s + step.switch_s), step)
 
     @property
     def tokens_per_s(self) -> float:

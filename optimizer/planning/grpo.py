@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from ..errors import JobError
 from ..physics.decode import DecodeEngine, Generation, generate_s, kv_bytes_per_token, kv_capacity_tokens
 from ..physics.layout import Cluster, Layout, Recompute, RunSettings
-from ..physics.rl import Placement, RlStep, all_gather_s, broadcast_s
-from ..physics.roles import forward_flops_per_token
+from ..physics.rl import Placement, RlStep, all_gather_s, broadcast_s, host_round_trip_s
+from ..physics.roles import forward_flops_per_token, host_link_bytes_per_s
 from ..physics.shapes import ModelShape, TrainingState
 from ..physics.time import step_time
 from .role_hardware import DEFAULT_LINK_EFFICIENCY, DEFAULT_OVERLAP, RoleHardware
@@ -50,6 +50,17 @@ class GrpoRecipe:
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
     forward_passes: int = DEFAULT_FORWARD_PASSES
     micro_batch: int = 1  # sequences a training micro-batch
+    # The trainer as the run sets it (all 1 / False: gpuplan's FSDP plan). Megatron-Core (NeMo RL's, verl's and
+    # slime's Megatron backend): tensor, pipeline and expert parallel degrees, its distributed optimizer (the
+    # optimizer state sharded over the data-parallel ranks, ZeRO-1) and Transformer Engine's fused layers.
+    train_tp: int = 1
+    train_pp: int = 1
+    train_ep: int = 1
+    megatron: bool = False
+    # Sequence packing: a micro-batch holds this many tokens of whole sequences (NeMo RL's train_mb_tokens,
+    # max_total_sequence_length x train_micro_batch_size); 0: ``micro_batch`` sequences.
+    pack_tokens: float = 0.0
+    recompute: bool = True  # full activation recomputation (NeMo RL's activation_checkpointing)
     placement: Placement = "colocated"
     asynchronous: bool = False  # disaggregated only: one step of staleness
 
@@ -123,9 +134,36 @@ def generation(job: GrpoJob, hw: RoleHardware, rollout_gpus: int) -> Generation:
     )
 
 
+def _train_layout(recipe: GrpoRecipe, gpus: int) -> Layout:
+    """The trainer's layout on ``gpus``: FSDP over all of them (gpuplan's plan), or the run's Megatron-Core
+    degrees with the distributed optimizer over the data-parallel ranks; micro-batches of whole sequences, as
+    many as ``pack_tokens`` holds where sequences are packed."""
+    r = recipe
+    model_gpus = r.train_tp * r.train_pp
+    if gpus % model_gpus:
+        raise JobError(f"{gpus} training GPUs are not whole groups of TP {r.train_tp} x PP {r.train_pp}")
+    dp = gpus // model_gpus
+    micro = max(1, int(r.pack_tokens // r.seq_tokens)) if r.pack_tokens else r.micro_batch
+    accum = max(1, round(r.sequences / (dp * micro)))
+    recompute = Recompute.FULL if r.recompute else Recompute.NONE
+    if not r.megatron:
+        return Layout(dp=gpus, zero=3, shard=gpus, micro_batch=micro, grad_accum=accum, recompute=recompute)
+    return Layout(
+        tp=r.train_tp,
+        pp=r.train_pp,
+        dp=dp,
+        zero=1,
+        shard=dp,
+        micro_batch=micro,
+        grad_accum=accum,
+        recompute=recompute,
+        ep=r.train_ep,
+    )
+
+
 def train_s(job: GrpoJob, hw: RoleHardware, gpus: int) -> tuple[float, float]:
-    """(forward passes, training) seconds a step on ``gpus`` GPUs: fully sharded data parallel, activations
-    recomputed (verl's and NeMo RL's defaults), every sequence trained once (one PPO epoch)."""
+    """(forward passes, training) seconds a step on ``gpus`` GPUs: the trainer's layout (``_train_layout``),
+    every sequence trained once (one PPO epoch)."""
     r = job.recipe
     nodes = max(1, -(-gpus // hw.gpus_per_node))
     cluster = Cluster(
@@ -137,9 +175,15 @@ def train_s(job: GrpoJob, hw: RoleHardware, gpus: int) -> tuple[float, float]:
         compute_efficiency=hw.compute_efficiency,
         nodes=float(nodes),
     )
-    accum = max(1, round(r.sequences / (gpus * r.micro_batch)))
-    layout = Layout(dp=gpus, zero=3, shard=gpus, micro_batch=r.micro_batch, grad_accum=accum, recompute=Recompute.FULL)
-    settings = RunSettings(seq_len=r.seq_tokens, overlap=job.overlap, link_efficiency=job.link_efficiency)
+    layout = _train_layout(r, gpus)
+    settings = RunSettings(
+        seq_len=r.seq_tokens,
+        overlap=job.overlap,
+        link_efficiency=job.link_efficiency,
+        fused_kernels=r.megatron,
+        fused_framework=r.megatron,
+        sequence_parallel=r.train_tp > 1,
+    )
     step = step_time(job.policy, job.train, cluster, layout, settings)
     train = r.tokens_per_step / float(step.tokens_per_s)
     flops = r.forward_passes * job.flops_per_token(r.seq_tokens * CAUSAL_SPAN)
@@ -153,13 +197,17 @@ def grpo_step(job: GrpoJob, hw: RoleHardware, rollout_gpus: int, train_gpus: int
     r = job.recipe
     gen = generation(job, hw, rollout_gpus)
     forward, train = train_s(job, hw, train_gpus)
+    switch = 0.0
     if r.placement == "colocated":
         sync = all_gather_s(job.weight_bytes, rollout_gpus, _node_link(hw, rollout_gpus, job.link_efficiency))
+        optimizer_bytes = job.train.optimizer_bytes * job.train.trainable_params / train_gpus  # sharded over all
+        moved = job.weight_bytes / r.rollout_tp + optimizer_bytes
+        switch = host_round_trip_s(moved, host_link_bytes_per_s(job.link_efficiency))
     else:
         sync = broadcast_s(
             job.weight_bytes / r.rollout_tp, _node_link(hw, rollout_gpus + train_gpus, job.link_efficiency)
         )
-    return RlStep(r.tokens_per_step, gen.seconds, forward, train, sync, r.placement, r.asynchronous)
+    return RlStep(r.tokens_per_step, gen.seconds, forward, train, sync, r.placement, r.asynchronous, switch)
 
 
 def rollout_splits(job: GrpoJob, gpus: int) -> list[tuple[int, int]]:
