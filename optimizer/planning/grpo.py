@@ -8,6 +8,15 @@ sharded weights (FSDP, verl's and OpenRLHF's default trainer); the new weights t
 ``G - r`` train, synchronously (the step the sum) or asynchronously (the slower side), and every split with
 whole engines on the rollout side is tried (brute force: at most a node's GPUs). Rates are in tokens (prompt +
 response, every sample) a second, the unit RL frameworks report (NeMo RL's tokens/sec/GPU x GPUs).
+
+The log-probability passes (the reference's and the policy's own) are forward passes on the trainer's GPUs in
+the trainer's layout: the same sharded weights gathered for each micro-batch, the same pipeline, micro-batches
+no larger. gpuplan charges them at the training step's achieved hardware FLOP rate, not at the matmuls' peak
+share: a forward pass is no cheaper per FLOP than training. verl's published breakdown says so (and that it is
+dearer): Qwen2.5-Math-7B, colocated FSDP2 on 32 / 64 / 128 H20, ``old_log_prob`` 107.71 / 70.26 / 53.92 s
+against ``update_actor`` 269.80 / 133.41 / 113.81 s a step (volcengine/verl@b178a3cd docs/advance/fully_async.md,
+"colocate sync" rows), one forward pass at 0.40-0.53 of a training update whose FLOPs are three to four times
+a forward's.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from ..physics.layout import Cluster, Layout, Recompute, RunSettings
 from ..physics.rl import Placement, RlStep, all_gather_s, broadcast_s, host_round_trip_s
 from ..physics.roles import forward_flops_per_token, host_link_bytes_per_s
 from ..physics.shapes import ModelShape, TrainingState
-from ..physics.time import step_time
+from ..physics.time import flops_per_token, step_time
 from .role_hardware import DEFAULT_LINK_EFFICIENCY, DEFAULT_OVERLAP, RoleHardware
 
 # A causal query sees half its sequence on average.
@@ -186,8 +195,14 @@ def train_s(job: GrpoJob, hw: RoleHardware, gpus: int) -> tuple[float, float]:
     )
     step = step_time(job.policy, job.train, cluster, layout, settings)
     train = r.tokens_per_step / float(step.tokens_per_s)
+    # The log-probability passes run on the trainer's layout, its weights gathered and its micro-batches as
+    # small: at the training step's achieved hardware FLOP rate (module docstring).
+    _, hw_flops_per_token = flops_per_token(
+        job.policy, job.train, r.seq_tokens, layout.recompute, layout.recomputed_share(job.policy.layers)
+    )
+    achieved_flops_per_s = float(hw_flops_per_token) * float(step.tokens_per_s)
     flops = r.forward_passes * job.flops_per_token(r.seq_tokens * CAUSAL_SPAN)
-    forward = r.tokens_per_step * flops / (gpus * hw.peak_bf16_flops_per_s * hw.compute_efficiency)
+    forward = r.tokens_per_step * flops / achieved_flops_per_s
     return forward, train
 
 
