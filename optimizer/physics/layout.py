@@ -179,6 +179,7 @@ class RunSettings:
         12.0  # per token and vocabulary entry the loss takes (constants.LOGITS_BYTES_PER_VOCAB)
     )
     activation_offload: bool = False  # saved activations in pinned CPU memory between forward and backward
+    variable_lengths: bool = False  # unpacked samples of different lengths (job.variable_lengths)
     overlap: float = 0.0  # fraction of data-parallel traffic hidden behind compute
     moe_overlap: float = 0.0  # fraction of expert-parallel all-to-all hidden behind compute
     moe_dispatcher: str = "alltoall"  # "alltoall": a copy per routed expert; "deepep": one per rank / node

@@ -40,7 +40,12 @@ from .constants import (
     LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32,
 )
 from .layout import Layout, Recompute, RunSettings
-from .memory_terms import bnb_saved_input_bytes, deepspeed_held_block_params, kbit_upcast_bytes
+from .memory_terms import (
+    bnb_saved_input_bytes,
+    deepspeed_held_block_params,
+    kbit_upcast_bytes,
+    variable_length_fragmentation_bytes,
+)
 from .shapes import ModelShape, TrainingState
 
 
@@ -480,6 +485,8 @@ def memory_breakdown(
     else:
         acts = np.full_like(capacity, float(activation_reserve))
     fragmentation = allocator_fragmentation_bytes(shape, settings, layout) if shape.has_shapes else None
+    if fragmentation is not None:  # samples of many lengths: the length-dependent tensors once more
+        fragmentation = variable_length_fragmentation_bytes(fragmentation, acts, settings)
     allocated = weights + grads + optim + acts
     reserve = framework_reserve_bytes(settings.framework_overhead, capacity, fragmentation, allocated)
     shape_of = np.broadcast(weights, acts, capacity).shape

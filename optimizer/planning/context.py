@@ -316,6 +316,7 @@ class JobContext:
             eager_attention=self.job.attention == "eager",
             logits_bytes_per_vocab=LOGITS_BYTES_PER_VOCAB[self.job.loss],
             activation_offload=self.job.activation_offload,
+            variable_lengths=self.job.variable_lengths,
             overlap=a.overlap,
             moe_overlap=a.moe_overlap,
             moe_dispatcher=a.moe_dispatcher,

@@ -140,6 +140,13 @@ class JobSpec(_Model):
         "during backward, on a side stream (torchtune enable_activation_offloading, OffloadActivations; "
         "Megatron-Core cpu_offloading_activations). Costs PCIe time where the transfer outlasts the compute.",
     )
+    variable_lengths: bool = Field(
+        False,
+        description="Samples of different lengths fed unpacked (each batch padded to its longest, up to seq_len: "
+        "Hugging Face Trainer, ms-swift, LLaMA-Factory without packing), so PyTorch's caching allocator keeps the "
+        "segments it cut for earlier, shorter steps beside the longest step's (physics/memory_terms.py "
+        "variable_length_fragmentation_bytes). false: every step the same shape (packed or padded to seq_len).",
+    )
     measured: list[Measurement] = Field(default_factory=list, description="Short-run measurements to calibrate from.")
     roles: RolesSpec | None = Field(None, description="GPUs split between roles (docs/roles.md); unset: one model.")
 
