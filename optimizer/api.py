@@ -32,6 +32,7 @@ from .explain import (
 from .inputs import skypilot
 from .inputs.catalog import sku_for
 from .inputs.files import load_catalog, problem_catalog
+from .inputs.layout_fields import pinned
 from .inputs.requests import CheckRequest
 from .inputs.schema import Catalog, Portfolio, Problem
 from .physics.memory import MEMORY_HEADROOM_DEFAULT as MEMORY_HEADROOM_DEFAULT  # for the faces' help texts
@@ -173,27 +174,14 @@ def check(problem: Problem, request: CheckRequest, *, catalog: Catalog | None = 
     r = request
     sku, gpus, nodes, spot, recompute, zero = r.sku, r.gpus, r.nodes, r.spot, r.recompute, r.zero
     catalog = catalog or problem_catalog(problem)
-    job_updates: dict[str, object] = {
-        k: v for k, v in {"offload": r.offload, "framework": r.framework}.items() if v is not None
-    }
+    # the job fields the request pins (inputs/layout_fields.py: offload, framework)
+    job_updates: dict[str, object] = {k: getattr(r, k) for k in pinned("job") if getattr(r, k) is not None}
     if r.framework is not None and problem.job.framework == "auto":
         job_updates["framework_pinned"] = True  # costed as the auto question costs it (its comparison too)
     if job_updates:
         problem = problem.model_copy(update={"job": problem.job.model_copy(update=job_updates)})
     ctx = job_context(problem, catalog)
-    fixed = Fixed(
-        tp=r.tp,
-        pp=r.pp,
-        zero=zero,
-        micro_batch=r.micro_batch,
-        recompute=recompute,
-        shard_degree=r.shard_degree,
-        cp=r.cp,
-        ep=r.ep,
-        virtual_stages=r.virtual_stages,
-        expert_tp=r.expert_tp,
-        grad_accum=r.grad_accum,
-    )
+    fixed = Fixed.of(r)
     checked = check_row(ctx, sku, gpus, nodes, spot, fixed)
     plan_ = checked.plan
     result = CheckResult(

@@ -12,6 +12,7 @@ import typer
 from typer.models import OptionInfo
 
 from .api import MEMORY_HEADROOM_DEFAULT
+from .inputs.layout_fields import LAYOUT, LAYOUT_FIELDS, LayoutField
 from .present.exports import kinds_text
 
 
@@ -24,12 +25,6 @@ class Format(str, Enum):
 class Objective(str, Enum):
     cost = "cost"
     time = "time"
-
-
-class OffloadOpt(str, Enum):
-    none = "none"
-    optimizer = "optimizer"
-    auto = "auto"
 
 
 class MethodOpt(str, Enum):
@@ -74,11 +69,28 @@ CatalogOpt = typer.Option(
     "-c",
     help="Bundled catalog name (default, nodus-2026-11, ...) or a YAML path; overrides the job or portfolio file's.",
 )
-FrameworkOpt = typer.Option(
-    None,
-    "--framework",
-    help="Plan only layouts this framework runs: megatron, deepspeed, torchtitan, fsdp, or auto (any; the default).",
-)
+
+
+def choice_enum(field: LayoutField) -> Any:
+    """The choices of a layout field as a flag lists them (``--offload <none|optimizer|auto>``)."""
+    return Enum(field.name, [(choice, choice) for choice in field.choices or ()], type=str)
+
+
+def layout_option(field: LayoutField) -> tuple[Any, Any]:
+    """A layout field of ``gpuplan check`` (inputs/layout_fields.py) as its flag: its type and its option. Its range
+    is checked after parsing (``cli.checks.check_flags``), as the service checks it, so that an error states the
+    range and why; a closed range of its own (``--zero 0-3``) is the option's."""
+    kind: Any = field.kind
+    if field.choices and field.choices_on_flag:
+        kind = choice_enum(field)
+    low, high = field.bounds or (None, None)
+    return kind | None, typer.Option(None, field.flag, min=low, max=high, help=field.help)
+
+
+# The layout flags of check (the job's framework is solve's and options' too), each made from its declaration.
+LAYOUT_OPTIONS: dict[str, tuple[Any, Any]] = {field.name: layout_option(field) for field in LAYOUT_FIELDS}
+OffloadOpt: Any = choice_enum(LAYOUT["offload"])
+FrameworkOpt = LAYOUT_OPTIONS["framework"][1]
 CompileOpt = typer.Option(
     None,
     "--compile/--no-compile",

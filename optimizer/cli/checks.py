@@ -12,6 +12,7 @@ from ..cli_options import Format
 from ..errors import ArgumentError, GpuplanError
 from ..inputs import units
 from ..inputs.catalog import find_sku, offers_for
+from ..inputs.layout_fields import LAYOUT_RANGES
 from ..inputs.reader import resolved
 from ..present import output
 from ..present.exports import find_launcher, unknown_kind
@@ -20,7 +21,7 @@ from .handling import check_working_folder, flag_of
 
 # Flag (the API parameter it sets) -> its range in ``units.LIMITS``, and how its text reads as a number.
 _FLAG_RANGES = {
-    **units.LAYOUT_RANGES,
+    **LAYOUT_RANGES,  # check's layout flags (inputs/layout_fields.py)
     "max_nodes": "nodes",
     "max_gpus": "gpus",
     "deadline": "duration",

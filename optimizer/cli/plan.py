@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -27,7 +28,6 @@ from ..cli_options import (
     MaxNodesOpt,
     MinMemoryOpt,
     Objective,
-    OffloadOpt,
     OutOpt,
     QuietOpt,
     SaveOpt,
@@ -35,6 +35,7 @@ from ..cli_options import (
 )
 from ..errors import ArgumentError, GpuplanError
 from ..inputs import units
+from ..inputs.layout_fields import LAYOUT_FIELDS, LAYOUT_RANGES
 from ..inputs.overrides import parse_measurement
 from ..inputs.requests import CheckRequest
 from ..present import output, render, roles
@@ -50,6 +51,7 @@ from .shared import (
     load_problem,
     spot_policy,
     with_job_flags,
+    with_layout_flags,
     write_files,
 )
 
@@ -60,50 +62,7 @@ SkuOpt = typer.Option(
     help="GPU by name or alias (B200, h100, rtx-pro-6000-blackwell), or an offer by name (a plan's offer: "
     "nodus-b200, or 'nodus-b200 (spot)' for its spot price).",
 )
-GpusOpt = typer.Option(None, "--gpus", help="Total GPUs.")
 RoleOpt = typer.Option(None, "--role", help="A role job's split: target=3xRTX-PRO-6000 (repeat).")
-NodesOpt = typer.Option(None, "--nodes", help="Nodes; default the fewest that hold the GPUs.")
-TpOpt = typer.Option(None, "--tp", help="Tensor-parallel degree (inside a node).")
-PpOpt = typer.Option(None, "--pp", help="Pipeline-parallel degree.")
-ZeroOpt = typer.Option(
-    None, "--zero", min=0, max=3, help="ZeRO stage 0-3 over every data-parallel rank (FSDP no-shard .. full-shard)."
-)
-ShardDegreeOpt = typer.Option(
-    None, "--shard-degree", min=1, help="Hybrid shard: ZeRO-3 inside groups of N GPUs (HSDP, ZeRO++ hpZ)."
-)
-CpOpt = typer.Option(None, "--cp", min=1, help="Context parallelism: GPUs that split each sequence.")
-EpOpt = typer.Option(None, "--ep", min=1, help="Expert parallelism (MoE): GPUs that split the experts.")
-ExpertTpOpt = typer.Option(
-    None,
-    "--expert-tp",
-    min=1,
-    help="Tensor parallelism inside each expert when it differs from --tp (Megatron-Core parallel folding: "
-    "EP x expert TP over the TP x DP x CP GPUs).",
-)
-VirtualStagesOpt = typer.Option(
-    None, "--virtual-stages", min=1, help="Interleaved pipeline chunks per GPU (1 = plain 1F1B)."
-)
-MicroBatchOpt = typer.Option(None, "--micro-batch", min=1, help="Sequences per micro-batch (any).")
-GradAccumOpt = typer.Option(
-    None,
-    "--grad-accum",
-    min=1,
-    help="Micro-batches per optimizer step (gradient accumulation); with job.global_batch it must give that "
-    "batch (DP x micro-batch x accumulation), without it at most the batch cap gpuplan chooses within.",
-)
-RecomputeOpt = typer.Option(
-    None,
-    "--recompute",
-    help="Activation recompute: none, selective, full (every layer), op (per-op selective: torchtitan's SAC "
-    "saves every other matmul's output) or layers:N (full recompute of N layers of each pipeline stage, the "
-    "rest keep their activations; Megatron's block method, torchtune's every k-th layer); default: gpuplan "
-    "chooses, the fewest layers that fit where the framework recomputes some only.",
-)
-OffloadChoiceOpt = typer.Option(
-    None,
-    "--offload",
-    help="Optimizer state in CPU memory: none, optimizer, or auto (gpuplan decides); default: the job file's.",
-)
 CompareOpt = typer.Option(True, "--compare/--no-compare", help="Compare with the best plan under the same constraints.")
 SpotPriceOpt = typer.Option(False, "--spot", help="Use the offer's spot price (with expected preemptions).")
 MemoryPlotOpt = typer.Option(None, "--plot", help="Write the memory breakdown chart (PNG, SVG or PDF).")
@@ -124,23 +83,17 @@ FrontierPlotOpt = typer.Option(None, "--plot", help="Write the frontier chart (P
 ReportOpt = typer.Option(None, "--report", help="Write a self-contained HTML report.")
 
 
-def _recompute(text: str | None) -> str | None:
-    """--recompute read as a strategy's recompute (none, selective, full, layers:N); bad input names the flag."""
-    if text is None:
-        return None
-    try:
-        return units.parse_recompute(text, "--recompute")
-    except GpuplanError as exc:
-        raise ArgumentError(exc.reason, field="recompute") from None
-
-
-# The layout's numbers ``check_flags`` holds to their ranges, in the order it names the first one out of range.
-_LAYOUT_NUMBERS = ("gpus", "nodes", "tp", "pp", "cp", "ep", "expert_tp", "shard_degree", "micro_batch", "grad_accum")
-
-
-def _layout_numbers(request: CheckRequest) -> dict[str, int | None]:
-    """The request's layout numbers by flag, for ``check_flags``."""
-    return {name: getattr(request, name) for name in _LAYOUT_NUMBERS}
+def _parsed(layout: dict[str, Any]) -> dict[str, Any]:
+    """The layout flags given as text read as the planner takes them (--recompute layers:4); bad input names the
+    flag."""
+    parsed = {}
+    for field in LAYOUT_FIELDS:
+        if field.parse is not None and layout.get(field.name) is not None:
+            try:
+                parsed[field.name] = field.parse(layout[field.name], field.flag)
+            except GpuplanError as exc:
+                raise ArgumentError(exc.reason, field=field.name) from None
+    return parsed
 
 
 def _write_report(path: Path, problem, result, table) -> str:
@@ -175,29 +128,16 @@ def _exportable(result, export_kind: str | None, problem) -> None:
 
 @handled
 @with_job_flags
+@with_layout_flags
 def check(
     job: Path | None = JobArg,
     question: dict | None = None,  # the job flags (shared.with_job_flags)
     save: Path | None = SaveOpt,
     headroom: str | None = HeadroomOpt,
     sku: str | None = SkuOpt,
-    gpus: int | None = GpusOpt,
     role: list[str] | None = RoleOpt,
-    nodes: int | None = NodesOpt,
-    tp: int | None = TpOpt,
-    pp: int | None = PpOpt,
-    zero: int | None = ZeroOpt,
-    shard_degree: int | None = ShardDegreeOpt,
-    framework: str | None = FrameworkOpt,
+    layout: dict | None = None,  # --gpus, --nodes, --tp ... --framework (shared.with_layout_flags)
     compile_model: bool | None = CompileOpt,
-    cp: int | None = CpOpt,
-    ep: int | None = EpOpt,
-    expert_tp: int | None = ExpertTpOpt,
-    virtual_stages: int | None = VirtualStagesOpt,
-    micro_batch: int | None = MicroBatchOpt,
-    grad_accum: int | None = GradAccumOpt,
-    recompute: str | None = RecomputeOpt,
-    offload: OffloadOpt | None = OffloadChoiceOpt,
     deadline: str | None = DeadlineOpt,
     budget: str | None = BudgetOpt,
     deadline_quantile: str | None = DeadlineQuantileOpt,
@@ -213,30 +153,15 @@ def check(
 ) -> None:
     """Verdict on a hand-picked configuration: fits or not, memory breakdown, speed, cost, distance to the optimum."""
     state["quiet"] = state["quiet"] or quiet
+    layout = layout or {}
+    gpus = layout.get("gpus")
     if role or sku is None or gpus is None:  # a role job's split (docs/roles.md), or --sku and --gpus missing
         wanted = roles.Outputs(export_kind, check_export(export_kind, out, fmt), plot_path)
         return roles.answered(answer, roles.checked(job, role, sku, gpus, catalog, deadline, budget, wanted), fmt)
-    request = CheckRequest(
-        sku,
-        gpus,
-        nodes=nodes,
-        tp=tp,
-        pp=pp,
-        zero=zero,
-        micro_batch=micro_batch,
-        recompute=recompute,  # as typed, read once the files are (below)
-        offload=offload.value if offload else None,
-        compare=compare,
-        spot=spot,
-        shard_degree=shard_degree,
-        framework=framework,
-        cp=cp,
-        ep=ep,
-        expert_tp=expert_tp,
-        virtual_stages=virtual_stages,
-        grad_accum=grad_accum,
-    )
-    check_flags(**_layout_numbers(request), deadline=deadline, budget=budget, measured=measured)
+    # the layout as typed (--recompute's text read once the files are: below)
+    request = CheckRequest(sku, **layout, compare=compare, spot=spot)
+    numbers = {name: layout[name] for name in LAYOUT_RANGES}
+    check_flags(**numbers, deadline=deadline, budget=budget, measured=measured)
     out = check_export(export_kind, out, fmt)
     check_outputs([job, catalog_path(catalog)], plot_path=plot_path, out=out if export_kind else None, save=save)
     problem, cat = load_problem(
@@ -253,7 +178,7 @@ def check(
     )
     check_outputs(input_files(job, problem, cat), plot_path=plot_path, out=out if export_kind else None, save=save)
     roles.one_model(problem, "check")
-    request = dataclasses.replace(request, recompute=_recompute(recompute))
+    request = dataclasses.replace(request, **_parsed(layout))
     check_gpu_names(cat, "sku", [request.sku], offers=True)  # a plan's "<offer> (spot)" named as that offer
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     result = api.check(problem, request, catalog=cat)

@@ -8,6 +8,7 @@ import inspect
 import io
 import os
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import typer
 import yaml
 
 from ..cli_options import (
+    LAYOUT_OPTIONS,
     Format,
     GlobalBatchOpt,
     LoraRankOpt,
@@ -117,26 +119,42 @@ JOB_FLAG_OPTIONS: dict[str, tuple[str, Any]] = {
 }
 
 
-def with_job_flags(command: Callable) -> Callable:
-    """``command`` takes its job question as ``question`` (the job flags' values by field); the command typer
-    reads takes the job flags of ``JOB_FLAG_OPTIONS`` themselves in that parameter's place, named by field."""
-    signature = inspect.signature(command)
-    parameters = list(signature.parameters.values())
-    at = [p.name for p in parameters].index("question")
-    flags = [
-        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=option, annotation=kind)
-        for name, (kind, option) in JOB_FLAG_OPTIONS.items()
-    ]
+def with_options(placeholder: str, options: dict[str, tuple[Any, Any]]) -> Callable[[Callable], Callable]:
+    """A decorator: ``command`` takes the values of ``options`` as one dict, its parameter ``placeholder`` (by
+    name; an enum's choice as its text); the command typer reads takes each option itself in that parameter's
+    place, named by its key, with its type and option."""
 
-    @functools.wraps(command)
-    def asked(**values: Any) -> Any:
-        question = {name: values.pop(name) for name in JOB_FLAG_OPTIONS}
-        return command(question=question, **values)
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command)
+        parameters = list(signature.parameters.values())
+        at = [p.name for p in parameters].index(placeholder)
+        flags = [
+            inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=option, annotation=kind)
+            for name, (kind, option) in options.items()
+        ]
 
-    asked.__signature__ = signature.replace(parameters=[*parameters[:at], *flags, *parameters[at + 1 :]])  # type: ignore[attr-defined]
-    annotations = {name: kind for name, kind in command.__annotations__.items() if name != "question"}
-    asked.__annotations__ = {**annotations, **{name: kind for name, (kind, _) in JOB_FLAG_OPTIONS.items()}}
-    return asked
+        @functools.wraps(command)
+        def asked(**values: Any) -> Any:
+            given = {name: _plain(values.pop(name)) for name in options}
+            return command(**{placeholder: given}, **values)
+
+        asked.__signature__ = signature.replace(parameters=[*parameters[:at], *flags, *parameters[at + 1 :]])  # type: ignore[attr-defined]
+        annotations = {name: kind for name, kind in command.__annotations__.items() if name != placeholder}
+        asked.__annotations__ = {**annotations, **{name: kind for name, (kind, _) in options.items()}}
+        return asked
+
+    return decorate
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+# ``command`` takes its job question as ``question`` (the job flags' values by field); the command typer reads
+# takes the job flags of ``JOB_FLAG_OPTIONS`` themselves in that parameter's place, named by field.
+with_job_flags = with_options("question", JOB_FLAG_OPTIONS)
+# ``command`` takes check's layout flags as ``layout`` (inputs/layout_fields.py: their values by field).
+with_layout_flags = with_options("layout", LAYOUT_OPTIONS)
 
 
 def load_problem(

@@ -1,7 +1,9 @@
 """Typed requests: what a caller asks of the API beyond the job itself (docs/design.md section 13).
 
 The CLI and the server build these from flags and request bodies; ``api.check`` takes one instead of a long list
-of keyword arguments, so a new layout option is one field here and one line where it is read.
+of keyword arguments. ``CheckRequest``'s layout fields are the dimensions declared in inputs/layout_fields.py, by
+the same names (tests/test_layout_vocabulary.py holds them equal): a new one is a declaration there and a field
+here, which the faces fill by name.
 """
 
 from __future__ import annotations

@@ -395,19 +395,7 @@ LIMITS: dict[str, Limit] = {
     "workers": Limit(1, 64, "workers", "CP-SAT gains nothing past a few dozen workers", True),
 }
 
-# check's layout fields (the CLI's flags, the service's check fields) -> the range of ``LIMITS`` each must fall in
-LAYOUT_RANGES = {
-    "gpus": "gpus",
-    "nodes": "nodes",
-    "tp": "gpus_per_node",
-    "pp": "layers",
-    "micro_batch": "global_batch",
-    "grad_accum": "global_batch",
-    "shard_degree": "gpus",
-    "cp": "gpus",
-    "ep": "gpus",
-    "expert_tp": "gpus_per_node",
-}
+# check's layout fields' ranges are declared with each field (inputs/layout_fields.py: LAYOUT_RANGES).
 
 # The most time steps (horizon / time_step) a portfolio may have: each step is a point the scheduler
 # reasons about; 100,000 is 11 years of hours or 69 days of minutes.

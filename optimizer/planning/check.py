@@ -7,12 +7,13 @@ the fastest layout that fits among the rest is chosen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
 from ..errors import ArgumentError, GpuplanError, JobError
+from ..inputs.layout_fields import pinned, words
 from ..physics.layout import Recompute
 from ..results import MeasuredComparison, Plan
 from .calibration import predict_layout, resolve_row
@@ -35,7 +36,9 @@ from .plans import plan_from
 
 @dataclass(frozen=True)
 class Fixed:
-    """What the user fixed (None: gpuplan chooses). Names are the API's parameter names.
+    """What the user fixed (None: gpuplan chooses): the layout dimensions of inputs/layout_fields.py that pin the
+    layout (``pinned("layout")``), by the same names (tests/test_layout_vocabulary.py holds them equal; their
+    order here is the order a note lists what the user gave).
 
     ``zero`` alone means what ZeRO and FSDP mean by it: stages 1-3 shard over every data-parallel rank
     (ZeRO-0 over none); ``shard_degree`` asks for a hybrid shard (ZeRO-3 inside groups of that many
@@ -58,18 +61,13 @@ class Fixed:
         """What the layout grid must offer beyond solve's own choices."""
         # full recompute named: every layer (0) or N of each stage; otherwise the fewest that fit
         layers = None if self.recompute in (None, "none", "selective", "op") else Recompute.parse(self.recompute)[1]
-        return Requested(
-            self.cp,
-            self.ep,
-            self.virtual_stages,
-            self.expert_tp,
-            self.micro_batch,
-            self.grad_accum,
-            self.pp,
-            True,
-            recompute_layers=layers,
-            op_recompute=self.recompute == "op",
-        )
+        shared = {f.name: getattr(self, f.name) for f in fields(Requested) if f.name in _FIXED_NAMES}
+        return Requested(**shared, hand_picked=True, recompute_layers=layers, op_recompute=self.recompute == "op")
+
+    @classmethod
+    def of(cls, request: Any) -> Fixed:
+        """The layout a request (``CheckRequest``) pins: its fields of the same names."""
+        return cls(**{name: getattr(request, name) for name in pinned("layout")})
 
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
@@ -109,6 +107,9 @@ class Fixed:
         elif self.zero is not None:
             keep &= col["shard"] == np.where(col["zero"] >= 1, col["dp"] * col["cp"], 1)  # full sharding
         return keep
+
+
+_FIXED_NAMES = frozenset(f.name for f in fields(Fixed))
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ def check_row(ctx: JobContext, sku: str, gpus: int, nodes: int | None, spot: boo
 
 
 # The parallel dimensions a hand-picked configuration may leave open, with their labels.
-PARALLEL_DIMENSIONS = {"tp": "TP", "pp": "PP", "cp": "CP", "ep": "EP"}
+PARALLEL_DIMENSIONS = words("tp", "pp", "cp", "ep")
 
 
 def added_dimensions(
@@ -419,14 +420,4 @@ def versus_measured(ctx: JobContext, sku: str, gpus: int, nodes: int | None, pla
 
 
 # The layout choices that change the work per token or its overlap, as versus_measured names them.
-_LAYOUT_LABELS = {
-    "tp": "TP",
-    "pp": "PP",
-    "cp": "CP",
-    "ep": "EP",
-    "zero_stage": "ZeRO",
-    "recompute": "recompute",
-    "offload": "offload",
-    "virtual_stages": "chunks per GPU",
-    "micro_batch": "micro-batch",
-}
+_LAYOUT_LABELS = words("tp", "pp", "cp", "ep", "zero", "recompute", "offload", "virtual_stages", "micro_batch")

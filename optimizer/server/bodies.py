@@ -16,15 +16,17 @@ from __future__ import annotations
 import copy
 import math
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, create_model, field_validator
 
 from ..errors import ArgumentError, GpuplanError, JobError, printable
 from ..inputs import units
 from ..inputs.bundled import bundled_dir
 from ..inputs.files import expand_models, parse_model, validation_error
+from ..inputs.layout_fields import LAYOUT_FIELDS, LayoutField, layout_ranges
 from ..inputs.reader import load_json, load_yaml
 from ..inputs.schema import BIDI_CONTROLS, Portfolio, Problem, a_name
 from ..present.exports import kinds_text
@@ -182,60 +184,80 @@ def located(exc: GpuplanError, fields: dict[str, str] | None = None) -> GpuplanE
 # --------------------------------------------------------------------------- check and export
 
 
-# check's layout fields -> the range of ``units.LIMITS`` each must fall in (the CLI's flags' too)
-_CHECK_RANGES = {**units.LAYOUT_RANGES, "virtual_stages": "layers"}
+def _field_spec(field: LayoutField) -> tuple[Any, Any]:
+    """A layout field as the body takes it: a strict int (the JSON number as given, no "8" for 8), a choice
+    of its job field's Literal, or text; every one optional, with its help as its description."""
+    if field.kind is int:
+        low, high = field.bounds or (None, None)
+        return int | None, Field(None, strict=True, ge=low, le=high, description=field.help)
+    choices = field.choices
+    kind = Literal[choices] if choices else str  # type: ignore[valid-type]
+    return kind | None, Field(None, description=field.help)
 
 
-class CheckFields(BaseModel):
-    """The ``check:`` mapping of a ``POST /v1/check`` body: the flags of ``gpuplan check``."""
+def _parsed(field: LayoutField) -> Callable[[Any], Any]:
+    def read(value: str | None) -> str | None:
+        try:
+            return None if value is None or field.parse is None else field.parse(value)
+        except GpuplanError as exc:
+            raise ValueError(exc.reason) from None  # validation_error names the field
+
+    return read
+
+
+class _CheckHead(BaseModel):
+    """The ``check:`` mapping's first field, the GPU; its layout fields follow (``check_layout_model``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     sku: str | None = Field(
         None, description="GPU by name or alias, or an offer by name ('nodus-b200 (spot)': its spot price)."
     )
-    gpus: int | None = Field(None, strict=True, description="Total GPUs.")
+
+
+def check_layout_model(fields: Sequence[LayoutField] = LAYOUT_FIELDS) -> type[BaseModel]:
+    """The layout part of the ``check:`` mapping, made from the declarations (inputs/layout_fields.py): each
+    field as ``_field_spec`` types it, its text read by its ``parse`` and its number held to its range."""
+    ranges = layout_ranges(fields)
+
+    def in_range(value: int | None, info: ValidationInfo) -> int | None:
+        limit = units.LIMITS[ranges[info.field_name or ""]]
+        if value is not None and not limit.allows(float(value)):
+            raise ValueError(limit.text())  # validation_error adds "(got ...)", as the CLI's flag error says it
+        return value
+
+    validators: dict[str, Any] = {f"_parse_{f.name}": field_validator(f.name)(_parsed(f)) for f in fields if f.parse}
+    if ranges:
+        validators["_in_range"] = field_validator(*ranges)(in_range)
+    return create_model(  # type: ignore[call-overload]
+        "CheckLayout",
+        __base__=_CheckHead,
+        __validators__=validators,
+        **{f.name: _field_spec(f) for f in fields},
+    )
+
+
+if TYPE_CHECKING:
+    _CheckLayout = _CheckHead
+else:
+    _CheckLayout = check_layout_model()
+
+
+# its layout fields are the declared ones (inputs/layout_fields.py), made by check_layout_model
+class CheckFields(_CheckLayout):
+    """The ``check:`` mapping of a ``POST /v1/check`` body: the flags of ``gpuplan check``."""
+
     roles: dict[str, str] | None = Field(
         None,
         description="A job with roles (job.roles): each role's GPUs as GPUSxSKU, in place of sku and gpus, as "
         "gpuplan check --role takes them: {target: 3xRTX-PRO-6000, drafter: 1xRTX-PRO-6000}.",
     )
-    nodes: int | None = Field(None, strict=True, description="Nodes; default the fewest that hold the GPUs.")
-    tp: int | None = Field(None, strict=True)
-    pp: int | None = Field(None, strict=True)
-    zero: int | None = Field(None, strict=True, ge=0, le=3, description="ZeRO stage 0-3.")
-    shard_degree: int | None = Field(None, strict=True)
-    cp: int | None = Field(None, strict=True)
-    ep: int | None = Field(None, strict=True)
-    expert_tp: int | None = Field(None, strict=True)
-    virtual_stages: int | None = Field(None, strict=True)
-    micro_batch: int | None = Field(None, strict=True)
-    grad_accum: int | None = Field(None, strict=True)
-    recompute: str | None = Field(
-        None,
-        description="none, selective, full (every layer), op (per-op selective: torchtitan's SAC) or layers:N "
-        "(full recompute of N layers of each pipeline stage); default: gpuplan chooses.",
-    )
-    offload: Literal["none", "optimizer", "auto"] | None = None
-    framework: Literal["auto", "megatron", "deepspeed", "torchtitan", "fsdp"] | None = None
     spot: bool = Field(False, strict=True, description="Use the offer's spot price.")
     compare: bool = Field(True, strict=True, description="Compare with the best plan under the same constraints.")
 
-    @field_validator("recompute")
-    @classmethod
-    def _recompute(cls, value: str | None) -> str | None:
-        try:
-            return None if value is None else units.parse_recompute(value)
-        except GpuplanError as exc:
-            raise ValueError(exc.reason) from None  # validation_error names the field
+    if TYPE_CHECKING:  # the layout fields, made at import (check_layout_model)
 
-    @field_validator(*_CHECK_RANGES)
-    @classmethod
-    def _in_range(cls, value: int | None, info) -> int | None:
-        limit = units.LIMITS[_CHECK_RANGES[info.field_name]]
-        if value is not None and not limit.allows(float(value)):
-            raise ValueError(limit.text())  # validation_error adds "(got ...)", as the CLI's flag error says it
-        return value
+        def __getattr__(self, name: str) -> Any: ...
 
 
 def _kinds_described(schema: dict[str, Any]) -> None:
