@@ -10,8 +10,9 @@ its source publishes, by what that figure counts (the row's ``counts:``):
 - ``allocated`` (torch.cuda.max_memory_allocated, Megatron's mem-max-allocated-bytes): gpuplan's weights +
   gradients + optimizer state + activations, without its reserve;
 - ``reserved`` (torch.cuda.max_memory_reserved: torchtitan's logged memory): the allocated peak plus the caching
-  allocator's fragmentation (physics/memory.py ``allocator_fragmentation_bytes``), gpuplan's total less the fixed
-  part of its reserve that lies outside the allocator (the CUDA context and NCCL's own buffers,
+  allocator's fragmentation (physics/memory.py ``allocator_fragmentation_bytes``; for a row whose samples differ in
+  length, ``job.variable_lengths``, physics/memory_terms.py ``variable_length_fragmentation_bytes``), gpuplan's
+  total less the fixed part of its reserve that lies outside the allocator (the CUDA context and NCCL's own buffers,
   constants.FRAMEWORK_RESERVE_FIXED_BYTES: PyTorch's reserved memory is what its caching allocator manages);
 - ``device`` (nvidia-smi or an unstated reading): gpuplan's total, with the whole framework reserve
   (``framework_reserve_bytes``).
