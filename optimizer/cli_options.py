@@ -12,6 +12,7 @@ import typer
 from typer.models import OptionInfo
 
 from .api import MEMORY_HEADROOM_DEFAULT
+from .inputs import units
 from .inputs.layout_fields import LAYOUT, LAYOUT_FIELDS, LayoutField
 from .present.exports import kinds_text
 
@@ -84,7 +85,11 @@ def layout_option(field: LayoutField) -> tuple[Any, Any]:
     if field.choices and field.choices_on_flag:
         kind = choice_enum(field)
     low, high = field.bounds or (None, None)
-    return kind | None, typer.Option(None, field.flag, min=low, max=high, help=field.help)
+    text = field.help
+    if field.limit is not None:  # the range as click states a range it checks itself (--zero's [0<=x<=3])
+        limit = units.LIMITS[field.limit]
+        text += f"  [{int(limit.low):,}<=x<={int(limit.high):,}]"
+    return kind | None, typer.Option(None, field.flag, min=low, max=high, help=text)
 
 
 # The layout flags of check (the job's framework is solve's and options' too), each made from its declaration.

@@ -5,13 +5,17 @@ options and the range checks; a toy declaration shows up in the faces made from 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 
 import pytest
+import typer
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from optimizer.cli import app, checks
-from optimizer.cli.shared import with_options
+from optimizer.cli import app, checks, plan
+from optimizer.cli.handling import handled
+from optimizer.cli.shared import with_job_flags, with_options
 from optimizer.cli_options import LAYOUT_OPTIONS, layout_option
 from optimizer.inputs import units
 from optimizer.inputs.layout_fields import LAYOUT, LAYOUT_FIELDS, LAYOUT_RANGES, LayoutField, layout_ranges, pinned
@@ -100,7 +104,7 @@ def test_every_description_is_the_flags_help():
     properties = CheckFields.model_json_schema()["properties"]
     for f in LAYOUT_FIELDS:
         assert properties[f.name]["description"] == f.help
-        assert LAYOUT_OPTIONS[f.name][1].help == f.help
+        assert LAYOUT_OPTIONS[f.name][1].help.startswith(f.help)  # the flag's adds its range: [1<=x<=72]
 
 
 def test_the_help_is_readable_at_80_columns():
@@ -125,19 +129,24 @@ def test_a_toy_dimension_is_one_declaration():
         model.model_validate({"toy_degree": "4"})
 
 
-def test_a_toy_dimension_becomes_a_flag():
-    import typer
-
+def test_a_toy_dimension_becomes_a_flag_of_check():
+    """check's own function, given the declarations with the toy's, takes --toy-degree beside the others and
+    hands it over in ``layout``, by its name."""
+    raw = inspect.unwrap(plan.check)
     got: dict = {}
-    toy_app = typer.Typer()
 
-    @toy_app.command()
-    @with_options("layout", {"toy_degree": layout_option(TOY)})
-    def toy(layout: dict | None = None) -> None:
-        got.update(layout or {})
+    def spy(**values):
+        got.update(values["layout"])
+        raise typer.Exit(0)
 
-    r = runner.invoke(toy_app, ["--help"], terminal_width=200)
-    assert "--toy-degree" in r.output and "A toy parallel degree." in r.output, r.output
-    r = runner.invoke(toy_app, ["--toy-degree", "4"])
+    toy_app = typer.Typer(rich_markup_mode=None)
+    options = {**LAYOUT_OPTIONS, "toy_degree": layout_option(TOY)}
+    command = functools.wraps(raw)(spy)
+    toy_app.command("check")(handled(with_job_flags(with_options("layout", options)(command))))
+    toy_app.command("other")(lambda: None)  # two commands: typer keeps the command's name
+    r = runner.invoke(toy_app, ["check", "--help"], terminal_width=200)
     assert r.exit_code == 0, r.output
-    assert got == {"toy_degree": 4}
+    assert "--toy-degree" in r.output and "A toy parallel degree." in r.output and "--tp" in r.output, r.output
+    r = runner.invoke(toy_app, ["check", "--toy-degree", "4", "--tp", "2", "--offload", "optimizer"])
+    assert r.exit_code == 0, r.output
+    assert got == {**dict.fromkeys(NAMES), "tp": 2, "offload": "optimizer", "toy_degree": 4}
