@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import json
+from pathlib import Path
 
 import pytest
 import typer
@@ -17,6 +19,7 @@ from optimizer.cli import app, checks, plan
 from optimizer.cli.handling import handled
 from optimizer.cli.shared import with_job_flags, with_options
 from optimizer.cli_options import LAYOUT_OPTIONS, layout_option
+from optimizer.errors import GpuplanError
 from optimizer.inputs import units
 from optimizer.inputs.layout_fields import LAYOUT, LAYOUT_FIELDS, LAYOUT_RANGES, LayoutField, layout_ranges, pinned
 from optimizer.inputs.requests import CheckRequest
@@ -150,3 +153,30 @@ def test_a_toy_dimension_becomes_a_flag_of_check():
     r = runner.invoke(toy_app, ["check", "--toy-degree", "4", "--tp", "2", "--offload", "optimizer"])
     assert r.exit_code == 0, r.output
     assert got == {**dict.fromkeys(NAMES), "tp": 2, "offload": "optimizer", "toy_degree": 4}
+
+
+JOB = Path(__file__).resolve().parent.parent / "problems" / "seed-14b-full-finetune.yaml"
+
+
+@pytest.fixture(scope="module")
+def service():
+    from optimizer.server.service import Service
+
+    svc = Service()
+    yield svc
+    svc.close()
+
+
+@pytest.mark.parametrize("field", [f for f in LAYOUT_FIELDS if f.limit is not None], ids=lambda f: f.name)
+def test_the_flag_and_the_body_refuse_one_past_the_range_alike(service, field):
+    """``gpuplan check --tp 73`` and ``POST /v1/check`` with ``tp: 73`` give the same reason, naming the flag and
+    the field (both read the declared range)."""
+    high = int(units.LIMITS[field.limit].high)
+    flags = ["--sku", "B200", "--gpus", "8"] if field.name != "gpus" else ["--sku", "B200"]
+    printed = runner.invoke(app, ["check", str(JOB), *flags, field.flag, str(high + 1)])
+    assert printed.exit_code == 2, printed.output
+    body = {"sku": "B200", "gpus": 8, field.name: high + 1}
+    with pytest.raises(GpuplanError) as refused:
+        service.check((JOB.read_text() + f"\ncheck: {json.dumps(body)}\n").encode(), "application/yaml")
+    assert refused.value.field == f"check.{field.name}"
+    assert printed.stderr.strip() == f"error: command line, option '{field.flag}': {refused.value.reason}"
