@@ -15,6 +15,7 @@ from ..physics.constants import (
     FALLBACK_COMPUTE_EFFICIENCY,
     GIB,
     LOW_PRECISION_GEMM_CEILING_RATIO,
+    ZERO3_MODULE_FETCH_S,
 )
 from ..physics.efficiency import COMPILED_RATIO, FITTED_BASE, family_of
 from ..physics.precision import LOW_PRECISIONS
@@ -105,7 +106,23 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
     if offer is not None and (why := not_rentable(offer, plan.nodes, plan.gpus_per_node)):
         # a verdict on hardware the offer does not rent, which solve never plans (a cost below its optimum)
         notes.append(f"offer {offer.name} {why}: it cannot be rented there as it stands")
-    return notes + moe_notes(ctx, plan) + kernel_notes(ctx, plan)
+    return notes + moe_notes(ctx, plan) + kernel_notes(ctx, plan) + zero3_fetch_notes(plan)
+
+
+def zero3_fetch_notes(plan: Plan | None) -> list[str]:
+    """DeepSpeed ZeRO-3's per-module fetches when they take a noticeable share of the step (physics/zero3_hooks.py):
+    per module and micro-batch, so larger micro-batches, ZeRO-2 or FSDP's one gather per layer remove most."""
+    if plan is None or not plan.step_s:
+        return []
+    fetch_s = plan.time_breakdown_s.get("zero3_fetch", 0.0)
+    share = fetch_s / plan.step_s
+    if share < 0.05:
+        return []
+    return [
+        f"DeepSpeed ZeRO-3 fetches each module's parameters in a hook of its own, {ZERO3_MODULE_FETCH_S * 1e3:g} ms "
+        f"a module and pass (DeepSpeed PR 1188): {fetch_s:,.1f} s of the {plan.step_s:,.1f} s step ({share:.0%}) at micro-batch "
+        f"{plan.strategy.micro_batch}; a larger micro-batch, ZeRO-2 or FSDP (one gather per layer) shrink it"
+    ]
 
 
 def precision_notes(ctx: JobContext) -> list[str]:
@@ -369,7 +386,7 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
     notes += batch_notes(ctx, best)
     notes.append(spot_note(ctx.constraints.spot, "constraints.spot"))
     notes += measurement_notes(ctx) + precision_notes(ctx)
-    notes += moe_notes(ctx, best) + kernel_notes(ctx, best)
+    notes += moe_notes(ctx, best) + kernel_notes(ctx, best) + zero3_fetch_notes(best)
     if job.framework == "auto" and best is not None:
         notes.append(
             f"framework: any; the plan runs in {best.strategy.framework} (set job.framework or --framework to plan "

@@ -158,6 +158,16 @@ def tied_embeddings(cfg: dict) -> bool:
     return cfg.get("model_type") in TIED_BY_DEFAULT
 
 
+# Linear modules of a block where the architecture fuses projections (transformers 5.17 modeling_<type>.py; the
+# unfused q, k, v, o, gate, up, down are 7): QWenAttention c_attn, c_proj and QWenMLP w1, w2, c_proj (Qwen-1's
+# remote code); Phi3 qkv_proj, o_proj, gate_up_proj, down_proj; query_key_value, dense, dense_h_to_4h,
+# dense_4h_to_h (BLOOM, Falcon, GPT-NeoX, Persimmon); GPT-2 and GPTBigCode c_attn, c_proj, c_fc, c_proj; MPT
+# Wqkv, out_proj, up_proj, down_proj. DeepSpeed ZeRO-3 fetches each (physics/zero3_hooks.py).
+LINEAR_MODULES_BY_MODEL_TYPE = {
+    "qwen": 5, "phi3": 4, "bloom": 4, "falcon": 4, "gpt_neox": 4, "persimmon": 4, "gpt2": 4, "gpt_bigcode": 4,
+    "mpt": 4,
+}  # fmt: skip
+
 # transformers' Gemma2RMSNorm / Gemma3RMSNorm: a norm after attention and after the MLP as well as before,
 # each scaling by (1 + w) in fp32; GptOssRMSNorm multiplies its weight in fp32 before casting back.
 SANDWICH_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})

@@ -27,6 +27,7 @@ from .hf_architectures import (
     GATED_ACTIVATIONS,
     GATED_MLP_MODEL_TYPES,
     LEARNED_POSITIONS,
+    LINEAR_MODULES_BY_MODEL_TYPE,
     MLA_MODEL_TYPES,
     MOE_EXPERTS_KEY,
     PLAIN_MLP_MODEL_TYPES,
@@ -352,6 +353,8 @@ def model_fields(cfg: dict, name: str | None = None) -> dict[str, Any]:
         fields.pop("dense_layers", None)
     if tied_embeddings(cfg):
         fields["tied_embeddings"] = True
+    if cfg.get("model_type") in LINEAR_MODULES_BY_MODEL_TYPE:
+        fields["linear_modules"] = LINEAR_MODULES_BY_MODEL_TYPE[cfg["model_type"]]
     if cfg.get("model_type") in QK_NORM_MODEL_TYPES:
         fields["qk_norm"] = True
     if cfg.get("model_type") in SANDWICH_NORM_MODEL_TYPES:

@@ -340,6 +340,9 @@ LIMITS: dict[str, Limit] = {
     "vocab": Limit(1, 2**27, "tokens", "a hundred times the largest published vocabulary", True),
     "experts": Limit(1, 2**16, "experts", "a hundred times the most experts published", True),
     "shared_experts": Limit(0, 2**16, "experts", "a hundred times the most experts published", True),
+    "linear_modules": Limit(
+        1, 64, "linears", "a block of seven linear layers unfused; 64 is no transformer block", True
+    ),
     "activation_clamp": Limit(0, 1e6, "", "a clamp on pre-activation values (GPT-OSS: 7)", True),
     # the job
     "tokens": Limit(0, 1e16, "tokens", "10 quadrillion: hundreds of times the largest published training run"),

@@ -307,12 +307,18 @@ MOE_HOST_S_PER_LAYER = 3.5e-3
 HF_EXPERT_ITERATION_S = 2.15e-4
 # A DeepSpeed ZeRO-3 parameter fetch the GPU waits for: 0.41 ms per module. DeepSpeed PR 1188 (bing_bert 5.1B,
 # 64 pre-LN layers of 8 modules with weights, one p4d node of 8 A100 on NVLink): forward 270 ms under ZeRO-3
-# against 60 ms under ZeRO-2, (270 - 60) / 512 modules. It is exposed where ZeRO-3 cannot prefetch: the
+# against 60 ms under ZeRO-2, (270 - 60) / 512 modules: every fetched module of a dense model costs it
+# (physics/zero3_hooks.py). It is exposed the more where ZeRO-3 cannot prefetch: the
 # routed experts of a transformers 4.x MoE block, a module per expert's linear, whose order changes with the
 # routing and invalidates ZeRO-3's parameter trace (DeepSpeed issue 4808, tjruwase: "the parameter trace cache
 # is invalidated when the expert changes"), so every expert's linears are fetched one by one, forward,
 # recomputed forward and backward.
 ZERO3_MODULE_FETCH_S = 4.1e-4
+# Parameters below DeepSpeed's stage3_param_persistence_threshold stay whole on every rank, never fetched; the
+# Hugging Face integration sets it to 10 x hidden (transformers src/transformers/integrations/deepspeed.py,
+# HfTrainerDeepSpeedConfig.trainer_config_finalize: fill_only("zero_optimization.stage3_param_persistence_
+# threshold", 10 * hidden_size)), so norms persist and every linear is fetched (physics/zero3_hooks.py).
+ZERO3_PERSISTENCE_PER_HIDDEN = 10.0
 
 # FITTED (bench/throughput.py --fit, with the efficiency bases of physics/efficiency.py): the share of a
 # micro-batch's compute that hides its data-parallel traffic (ZeRO / FSDP gathers and reductions, the gradient

@@ -178,12 +178,13 @@ def expert_loop_s(shape, layout: Layout, tokens, stage_layers, loop, module_fetc
     (``loop``, per layout): each MoE layer of the stage iterates over the experts its ``tokens`` tokens picked,
     ``HF_EXPERT_ITERATION_S`` each, in forward, backward and the recomputed forward; and, under DeepSpeed
     ZeRO-3 (``module_fetch``), every expert's linears (2, 3 gated) fetched one module at a time in each of
-    those passes, ``ZERO3_MODULE_FETCH_S`` each (physics/constants.py)."""
+    those passes, ``ZERO3_MODULE_FETCH_S`` each (physics/constants.py; the rest of the model's modules are
+    physics/zero3_hooks.py's)."""
     if not shape.experts:
         return np.zeros(np.shape(np.asarray(tokens, float)))
     passes = 2.0 + layout.recomputed_share(shape.layers)
     moe_layers = np.asarray(stage_layers, float) * shape.moe_layer_share
     linears = 3.0 if shape.gated_mlp else 2.0
     iterations = np.where(loop, moe_layers * experts_hit(shape, tokens), 0.0)
-    fetches = np.where(module_fetch, moe_layers * shape.experts * linears, 0.0)
+    fetches = np.where(np.asarray(loop) & np.asarray(module_fetch), moe_layers * shape.experts * linears, 0.0)
     return passes * (iterations * HF_EXPERT_ITERATION_S + fetches * ZERO3_MODULE_FETCH_S)

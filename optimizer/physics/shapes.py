@@ -39,6 +39,7 @@ class ModelShape:
     window_layers: float = 0.0  # layers with the window
     qk_norm: bool = False  # per-head RMSNorm on queries and keys (Qwen3)
     sandwich_norms: bool = False  # RMSNorms after attention and the MLP too (Gemma 2 and 3)
+    linear_modules: float = 0.0  # linear modules of a dense block as the model's code has them (0: unfused default)
     norm_fp32_weight: bool = False  # the RMSNorm weight multiplies in fp32 (Gemma, GPT-OSS)
     clamped_swiglu: bool = False  # GPT-OSS's SwiGLU with clamps and (up + 1)
     mla_ranks: float = 0.0  # MLA q and kv compression ranks together (DeepSeek-V3: 1536 + 512)

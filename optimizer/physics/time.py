@@ -64,6 +64,7 @@ from .moe import (
 )
 from .precision import Split, cast_bytes_per_token
 from .shapes import ModelShape, TrainingState
+from .zero3_hooks import module_fetch_s
 
 # what a step is bound by, in the order ties go: host is the waits for the host (MoE kernel launches, the eager
 # experts loop), which a faster GPU does not shorten
@@ -86,6 +87,7 @@ class StepTime:
     cast_s: np.ndarray | float = 0.0  # a low precision's operand casts, whole step (part of ideal_s)
     adapter_s: np.ndarray | float = 0.0  # LoRA's low-rank branches, whole step (part of ideal_s)
     expert_loop_s: np.ndarray | float = 0.0  # transformers' eager experts loop, whole step (part of ideal_s)
+    module_fetch_s: np.ndarray | float = 0.0  # DeepSpeed ZeRO-3's per-module fetches, whole step (part of ideal_s)
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -95,7 +97,7 @@ class StepTime:
         """Every part of the step ``factor`` times faster (a measurement's correction: the whole step runs
         as measured, its parts in the proportions the model gives them)."""
         times = ("step_s", "ideal_s", "compute_s", "memory_s", "network_s", "bubble_s")
-        parts = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s", "adapter_s", "expert_loop_s")
+        parts = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s", "adapter_s", "expert_loop_s", "module_fetch_s")
         return replace(self, **{name: getattr(self, name) / factor for name in times + parts})
 
     @property
@@ -104,8 +106,9 @@ class StepTime:
 
     @property
     def host_s(self) -> np.ndarray | float:
-        """The step's waits for the host: the MoE layers' launches and transformers' eager experts loop."""
-        return self.moe_host_s + self.expert_loop_s
+        """The step's waits for the host: the MoE layers' launches, transformers' eager experts loop and
+        DeepSpeed ZeRO-3's per-module fetches."""
+        return self.moe_host_s + self.expert_loop_s + self.module_fetch_s
 
     def bound(self) -> np.ndarray:
         """Whichever of compute, HBM bandwidth, exposed communication or the host's waits takes longest."""
@@ -191,10 +194,11 @@ class _MicroBatch:
     cast_s: np.ndarray | float = 0.0  # a low precision's operand casts (physics/precision.py), not overlapped
     adapter_s: np.ndarray | float = 0.0  # LoRA's low-rank branches (physics/adapters.py), not overlapped
     expert_loop_s: np.ndarray | float = 0.0  # transformers' eager experts loop (physics/moe.py), not overlapped
+    module_fetch_s: np.ndarray | float = 0.0  # ZeRO-3's per-module fetches (physics/zero3_hooks.py), not overlapped
 
     @property
     def busy_s(self) -> np.ndarray:
-        host = self.moe_host_s + self.expert_loop_s  # the waits for the host (StepTime.host_s)
+        host = self.moe_host_s + self.expert_loop_s + self.module_fetch_s  # the waits for the host (StepTime.host_s)
         serial = self.moe_elementwise_s + host + self.dequant_s + self.cast_s + self.adapter_s
         return np.maximum(self.compute_s, self.memory_s) + serial
 
@@ -520,6 +524,9 @@ def step_time(
         stage_layers = np.ceil(shape.layers * mb.stage_share)
         loop = expert_loop_s(shape, layout, dispatched, stage_layers, settings.expert_loop, settings.zero3_module_fetch)
         mb = replace(mb, expert_loop_s=loop)
+    if np.any(settings.zero3_module_fetch):
+        stage_layers = np.ceil(shape.layers * mb.stage_share)
+        mb = replace(mb, module_fetch_s=module_fetch_s(shape, train, layout, stage_layers, settings.zero3_module_fetch))
     micro_s = mb.busy_s + _model_parallel_s(
         shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher
     )
@@ -565,4 +572,5 @@ def step_time(
         cast_s=slots * np.asarray(mb.cast_s, float),
         adapter_s=slots * np.asarray(mb.adapter_s, float),
         expert_loop_s=slots * np.asarray(mb.expert_loop_s, float),
+        module_fetch_s=slots * np.asarray(mb.module_fetch_s, float),
     )

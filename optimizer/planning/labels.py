@@ -70,18 +70,19 @@ def sequence_parallel(framework_codes, framework: str) -> np.ndarray:
 def expert_loop(framework_codes, framework: str, ep, zero, eager: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per layout, whether an MoE's experts run as transformers' eager loop (``eager``: assumptions.experts_
     implementation; a framework training transformers' modules at EP 1, ``Framework.hf_experts``), and whether
-    ZeRO-3 then fetches each expert's linears one module at a time (``Framework.zero3_module_fetch``)."""
+    ZeRO-3 fetches each module's parameters in a hook of its own (``Framework.zero3_module_fetch`` at ZeRO-3:
+    physics/zero3_hooks.py; the experts' linears too where they loop)."""
     codes = np.asarray(framework_codes)
-    if not eager:
-        return np.zeros(np.shape(codes), bool), np.zeros(np.shape(codes), bool)
     unlabelled = FRAMEWORKS[framework] if framework != "auto" else None
     index = np.where(codes >= 0, codes, len(PREFERENCE))
-    hf = np.array([FRAMEWORKS[n].hf_experts for n in PREFERENCE] + [bool(unlabelled and unlabelled.hf_experts)])
     fetch = [FRAMEWORKS[n].zero3_module_fetch for n in PREFERENCE] + [
         bool(unlabelled and unlabelled.zero3_module_fetch)
     ]
-    loop = hf[index] & (np.asarray(ep) == 1)
-    return loop, loop & np.array(fetch)[index] & (np.asarray(zero) >= 3)
+    fetched = np.array(fetch)[index] & (np.asarray(zero) >= 3)
+    if not eager:
+        return np.zeros(np.shape(codes), bool), fetched
+    hf = np.array([FRAMEWORKS[n].hf_experts for n in PREFERENCE] + [bool(unlabelled and unlabelled.hf_experts)])
+    return hf[index] & (np.asarray(ep) == 1), fetched
 
 
 def label_layouts(

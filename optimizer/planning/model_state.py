@@ -57,6 +57,7 @@ def model_shape(model: ModelSpec) -> ModelShape:
         moe_layers=moe_layers,
         qk_norm=model.qk_norm,
         sandwich_norms=model.sandwich_norms,
+        linear_modules=float(model.linear_modules or 0),
         norm_fp32_weight=model.norm_fp32_weight,
         clamped_swiglu=model.swiglu_limit is not None,
         mla_ranks=float((model.q_lora_rank or 0) + (model.kv_lora_rank or 0)),

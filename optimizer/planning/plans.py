@@ -66,6 +66,9 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         loop_s = _f(np.broadcast_to(timing.expert_loop_s, np.shape(timing.step_s))[i])
         if loop_s > 0:  # transformers' eager experts loop (assumptions.experts_implementation), busy time too
             breakdown["expert_loop"] = loop_s
+    fetch_s = _f(np.broadcast_to(timing.module_fetch_s, np.shape(timing.step_s))[i])
+    if fetch_s > 0:  # DeepSpeed ZeRO-3's per-module fetches (physics/zero3_hooks.py), busy time too
+        breakdown["zero3_fetch"] = fetch_s
     if ctx.train.quantized_base:  # QLoRA: the NF4 dequantisation kernels, a part of the busy time
         breakdown["dequant"] = _f(np.broadcast_to(timing.dequant_s, np.shape(timing.step_s))[i])
     if ctx.train.lora_targets:  # LoRA: its low-rank branches' kernels (physics/adapters.py), busy time too

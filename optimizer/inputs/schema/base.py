@@ -62,6 +62,7 @@ _RANGES: dict[str, str] = {
     "experts": "experts",
     "experts_per_token": "experts",
     "shared_experts": "shared_experts",
+    "linear_modules": "linear_modules",
     "swiglu_limit": "activation_clamp",
     # Measurement, JobSpec
     "Measurement.gpus": "gpus",

@@ -73,6 +73,13 @@ class ModelSpec(_Model):
     tied_embeddings: bool = Field(
         False, description="The LM head shares the input embedding's matrix (config.json tie_word_embeddings)."
     )
+    linear_modules: int | None = Field(
+        None,
+        ge=1,
+        description="Linear modules of a block as the model's code defines them: 7 in transformers' Llama-family "
+        "decoders (q, k, v, o, gate, up, down), fewer where projections are fused (Qwen-1: 5; Phi-3, GPT-NeoX, "
+        "Falcon, MPT: 4); DeepSpeed ZeRO-3 fetches each in a hook of its own. Default 7, or 6 ungated.",
+    )
     qk_norm: bool = Field(
         False, description="Per-head RMSNorm on queries and keys (Qwen3): more activations saved for backward."
     )
