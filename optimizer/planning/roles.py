@@ -127,6 +127,7 @@ class RolePlan:
     # set where the consumers sit on another offer's node (a split across offers): their SKU and price
     consumer_sku: str | None = None
     consumer_price_usd_per_gpu_hour: float | None = None
+    nodes: int = 1  # whole nodes of the offer a GRPO split spans (spans_nodes); every other plan sits on one
 
     @property
     def mixed(self) -> bool:
@@ -323,7 +324,16 @@ def _rl_plan(job: RoleJob, rl: GrpoJob, hw: RoleHardware, split: RoleSplit) -> R
     hours = job.tokens / rate.tokens_per_s / SECONDS_PER_HOUR
     price = hw.price_usd_per_gpu_hour
     kind: Literal["peer", "host"] = "peer" if hw.peer_to_peer else "host"
-    return RolePlan(hw.sku, split, rate, kind, hours, hours * split.gpus * price, price)
+    nodes = -(-split.gpus // hw.gpus_per_node)
+    return RolePlan(hw.sku, split, rate, kind, hours, hours * split.gpus * price, price, nodes=nodes)
+
+
+def spans_nodes(job: RoleJob, hw: RoleHardware, gpus: int) -> bool:
+    """Whether ``gpus`` GPUs run the job over several whole nodes: a GRPO job's stages take any GPU count
+    (planning/grpo.py: training's data-parallel traffic and the weight sync over the network beyond a node, each
+    rollout engine inside one), on whole nodes as multi-node offers rent them; the other role jobs' transfer
+    between roles is modelled inside one node only."""
+    return job.rl is not None and gpus > hw.gpus_per_node and gpus % hw.gpus_per_node == 0
 
 
 def _rl_split(rl: GrpoJob, producers: int, consumers: int) -> RoleSplit:
@@ -341,10 +351,11 @@ def evaluate_split(job: RoleJob, hw: RoleHardware, split: RoleSplit) -> RolePlan
             )
     if split.producers < 1 or split.consumers < 1:
         raise JobError(f"a role split needs a GPU per role (got {split.producers} + {split.consumers})")
-    if split.gpus > hw.gpus_per_node:
+    if split.gpus > hw.gpus_per_node and not spans_nodes(job, hw, split.gpus):
+        whole = "a GRPO job's GPUs over several nodes must fill them" if job.rl is not None else ""
         raise JobError(
             f"{split.producers} + {split.consumers} GPUs exceed one {hw.sku} node ({hw.gpus_per_node} GPUs); "
-            "roles spanning nodes are not modelled yet"
+            + (f"{whole} ({hw.gpus_per_node} a node)" if whole else "roles spanning nodes are modelled for GRPO only")
         )
     if job.rl is not None:
         return _rl_plan(job, job.rl, hw, split)
@@ -355,7 +366,7 @@ def best_split(job: RoleJob, hw: RoleHardware, gpus: int) -> RolePlan:
     """The fastest split of ``gpus`` GPUs, by bisection on the crossing of the rising and falling rates."""
     if gpus < 2:
         raise JobError(f"a role job needs at least 2 GPUs, one per role (got {gpus})")
-    if job.rl is not None:  # every split (a node's GPUs at most): the step's sum has no single crossing
+    if job.rl is not None:  # every split (of one node or of whole nodes): the step's sum has no single crossing
         rl = job.rl
         plans = [_rl_plan(job, rl, hw, _rl_split(rl, r, t)) for r, t in rollout_splits(rl, gpus)]
         if not plans:
@@ -420,7 +431,7 @@ def plan_roles(
             f"({hw.memory_bytes / 1e9:.1f} GB); producers split by tensor parallelism are not modelled yet"
         )
         return RoleAnswer(best=None, per_count=(), refused=reason)
-    counts = sorted({g for g in gpu_counts if 2 <= g <= hw.gpus_per_node})
+    counts = sorted({g for g in gpu_counts if 2 <= g <= hw.gpus_per_node or spans_nodes(job, hw, g)})
     if not counts:
         reason = f"no GPU count among {list(gpu_counts)} runs both roles within one {hw.sku} node"
         return RoleAnswer(best=None, per_count=(), refused=reason)

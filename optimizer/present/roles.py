@@ -301,6 +301,13 @@ def pipeline_export(done: Answered) -> PipelineExport:
             field="export",
         )
     chosen, p = result.best, result.best.plan
+    if p.nodes > 1:
+        raise ArgumentError(
+            f"the plan for {result.job} spans {p.nodes} {p.sku} nodes; a role job's launch is written for one node "
+            "per role today (docs/roles.md): export a plan of one node (--max-nodes 1), or launch this one with "
+            "the GRPO framework's own multi-node launcher",
+            field="export",
+        )
     offer = next((o for o in catalog.offers if o.name == chosen.offer), None)
     consumer_sku = p.consumer_sku if chosen.consumer_offer is not None else None
     target, drafter = role_launches(roles.target.name, problem.job.model.name or roles.drafter.name,

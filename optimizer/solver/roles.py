@@ -41,7 +41,8 @@ class OfferPlan:
         """The split and where it sits: '7 + 1 B200 on b200-3.4x', or each role's GPUs and offer."""
         s, p = self.plan.split, self.plan
         if self.consumer_offer is None:
-            return f"{s.producers} + {s.consumers} {p.sku} on {self.offer}"
+            nodes = f" ({p.nodes} nodes)" if p.nodes > 1 else ""
+            return f"{s.producers} + {s.consumers} {p.sku} on {self.offer}{nodes}"
         return (
             f"{s.producers} x {p.sku} on {self.offer} + {s.consumers} x {p.consumer_sku_name} on {self.consumer_offer}"
         )
@@ -118,6 +119,9 @@ def _solve(problem: Problem, catalog: Catalog, job: RoleJob) -> RolesResult:
     broken: list[tuple[OfferPlan, str]] = []  # plans that run but break the deadline or budget
     for offer in _offers(problem, catalog):
         counts = [g for g in offer.gpu_counts or range(2, offer.gpus_per_node + 1) if 2 <= g <= offer.gpus_per_node]
+        if job.rl is not None:  # a GRPO job also runs over whole nodes, as many as the offer and the job allow
+            most = min(offer.max_nodes, c.max_nodes or offer.max_nodes)
+            counts += [n * offer.gpus_per_node for n in range(2, most + 1)]
         if c.max_gpus is not None and counts and not [g for g in counts if g <= c.max_gpus]:
             refused.append(f"{offer.name}: max_gpus {c.max_gpus} leaves no count of 2 or more GPUs (one per role)")
             continue
