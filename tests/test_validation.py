@@ -138,6 +138,7 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     # FSDP / torchtitan 6.0 %, DeepSpeed 14.6 % (8 rows); worst 1.55x (torchtitan's 405B 3D row), held at 15 % and
     # 1.6x. MoE (reported, not held): 19-27 % per group.
     assert "dense on DeepSpeed" in stdout and "dense on blackwell" in stdout
+    assert "dense on Hugging Face (Trainer / accelerate)" in stdout  # issue 48's fourth framework family
     assert "53 dense rows" in stdout
     # the MoE host time ships at what the MoE rows fit (physics/constants.py MOE_HOST_S_PER_LAYER)
     assert f"MoE host time per layer fitted on the MoE rows: {MOE_HOST_S_PER_LAYER * 1e3:g} ms" in stdout
