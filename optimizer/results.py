@@ -49,7 +49,7 @@ class Plan(BaseModel):
     bound: Literal["compute", "memory", "network", "host"] = Field(
         description="What takes the longest part of a step: the matmuls (compute), HBM traffic (memory), exposed "
         "communication (network), or waits for the host's kernel launches (host: an MoE's launches, transformers' "
-        "eager experts loop), which a faster GPU does not shorten."
+        "eager experts loop, DeepSpeed ZeRO-3's per-module fetches), which a faster GPU does not shorten."
     )
     step_s: float
     time_breakdown_s: dict[str, float]
