@@ -16,7 +16,7 @@ from optimizer.cli import app
 from optimizer.errors import JobError
 from optimizer.planning.role_jobs import offer_hardware, role_job
 from optimizer.planning.roles import RoleSplit, best_split, evaluate_split
-from optimizer.solver.roles import solve_roles
+from optimizer.solver.roles import check_roles, solve_roles
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "problems" / "grpo-llama-3.1-8b.yaml"
@@ -81,7 +81,7 @@ def test_disaggregated_over_two_nodes_is_the_best_of_every_split(problem, catalo
 
 def test_part_of_a_node_beyond_one_is_refused(problem, catalog):
     hw = offer_hardware(catalog, _offer(catalog))
-    with pytest.raises(JobError, match="must fill them"):
+    with pytest.raises(JobError, match="12 GPUs, both roles on each, exceed .* must fill them"):
         evaluate_split(role_job(problem, catalog), hw, RoleSplit(12, 12, shared=True))
 
 
@@ -90,3 +90,13 @@ def test_a_plan_over_several_nodes_is_not_written_as_one_node(tmp_path):
     assert out.exit_code == 2, out.output
     assert "nodes" in out.output and "--max-nodes 1" in out.output
     assert not (tmp_path / "launch.sh").exists()
+
+
+def test_a_checked_split_beyond_the_offers_nodes_says_it_cannot_be_rented(problem, catalog):
+    offer = _offer(catalog)
+    gpus = (offer.max_nodes + 1) * offer.gpus_per_node
+    result = check_roles(problem, [("target", gpus, "H100"), ("drafter", gpus, "H100")], catalog=catalog)
+    assert result.best.plan.nodes == offer.max_nodes + 1
+    assert any(f"supplies at most {offer.max_nodes} nodes" in n and "cannot be rented" in n for n in result.notes)
+    inside = check_roles(problem, [("target", 16, "H100"), ("drafter", 16, "H100")], catalog=catalog)
+    assert not any("cannot be rented" in n for n in inside.notes)

@@ -353,8 +353,11 @@ def evaluate_split(job: RoleJob, hw: RoleHardware, split: RoleSplit) -> RolePlan
         raise JobError(f"a role split needs a GPU per role (got {split.producers} + {split.consumers})")
     if split.gpus > hw.gpus_per_node and not spans_nodes(job, hw, split.gpus):
         whole = "a GRPO job's GPUs over several nodes must fill them" if job.rl is not None else ""
+        gpus = (
+            f"{split.gpus} GPUs, both roles on each," if split.shared else f"{split.producers} + {split.consumers} GPUs"
+        )
         raise JobError(
-            f"{split.producers} + {split.consumers} GPUs exceed one {hw.sku} node ({hw.gpus_per_node} GPUs); "
+            f"{gpus} exceed one {hw.sku} node ({hw.gpus_per_node} GPUs); "
             + (f"{whole} ({hw.gpus_per_node} a node)" if whole else "roles spanning nodes are modelled for GRPO only")
         )
     if job.rl is not None:

@@ -21,6 +21,7 @@ from ..inputs.catalog import find_sku, passes_gpu_names, sku_key, usable_memory_
 from ..inputs.files import problem_catalog
 from ..inputs.roles import ROLE_NAMES
 from ..inputs.schema import Catalog, Offer, Problem
+from ..planning.candidates import not_rentable
 from ..planning.role_jobs import offer_hardware, role_job
 from ..planning.role_mixed import Seat, covered, mixed_plans, mixed_split, needs_nvlink_reason, network_binds
 from ..planning.roles import RoleJob, RolePlan, RoleSplit, evaluate_split, plan_roles
@@ -208,6 +209,9 @@ def check_roles(
     notes: tuple[str, ...] = ()
     if t_offer.name == d_offer.name:
         checked = OfferPlan(t_offer.name, evaluate_split(job, offer_hardware(catalog, t_offer), RoleSplit(t, d)))
+        nodes = checked.plan.nodes
+        if nodes > 1 and (why_not := not_rentable(t_offer, nodes, t_offer.gpus_per_node)):
+            notes = (f"offer {t_offer.name} {why_not}: it cannot be rented there as it stands",)
     else:
         a, b = Seat.of(catalog, t_offer), Seat.of(catalog, d_offer)
         checked = OfferPlan(t_offer.name, mixed_split(job, a, b, RoleSplit(t, d)), d_offer.name)
