@@ -85,10 +85,14 @@ def test_part_of_a_node_beyond_one_is_refused(problem, catalog):
         evaluate_split(role_job(problem, catalog), hw, RoleSplit(12, 12, shared=True))
 
 
-def test_a_plan_over_several_nodes_is_not_written_as_one_node(tmp_path):
-    out = CliRunner().invoke(app, ["solve", str(JOB), "--export", "slurm", "--out", str(tmp_path / "launch.sh")])
+@pytest.mark.parametrize("command", [["solve"], ["check", "--role", "rollout=8xH100", "--role", "policy=8xH100"]])
+def test_a_grpo_job_is_not_written_as_two_independent_launches(tmp_path, command):
+    # a colocated plan's two roles share the same GPUs: written as a drafter pipeline's two launches it asked a
+    # node for twice its GPUs (8 + 8 on an 8-GPU node); refused before any work, saying what to carry over
+    args = [command[0], str(JOB), *command[1:], "--export", "slurm", "--out", str(tmp_path / "launch.sh")]
+    out = CliRunner().invoke(app, args)
     assert out.exit_code == 2, out.output
-    assert "nodes" in out.output and "--max-nodes 1" in out.output
+    assert "GRPO job" in out.output and "cluster.num_nodes" in out.output
     assert not (tmp_path / "launch.sh").exists()
 
 
