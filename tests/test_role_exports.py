@@ -328,3 +328,17 @@ def test_role_exports_are_refused_where_they_cannot_be_written(tmp_path):
     refused("solve", JOB, "--budget", "100", "--export", "k8s", expect="nothing to export")
     refused("solve", JOB, "--export", "toy", expect="unknown export 'toy'")
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["slurm", "kubernetes", "skypilot"])
+def test_a_distill_launch_speaks_of_its_teacher_student_and_logits(kind):
+    # the same two launches as a drafter's (ROLE=target and ROLE=drafter: the slots the scripts read), in the
+    # distill job's words: its teacher's top-256 logits cross to the student, not a target's hidden states
+    distill = runner.invoke(app, ["solve", str(ROOT / "problems" / "distill-qwen3-32b-to-8b.yaml"), "--export", kind])
+    assert distill.exit_code == 0, distill.output
+    header = distill.output[: distill.output.index("placeholders to fill")]
+    assert "teacher (qwen3-32b, forward)" in header and "student (qwen3-8b, train)" in header
+    assert "top-256 logits" in header and "hidden states" not in distill.output
+    assert "teacher tokens/s" in distill.output and "ROLE=target and ROLE=drafter" in header
+    drafter = runner.invoke(app, ["solve", str(JOB), "--export", kind])
+    assert "hidden states" in drafter.output and "ROLE=target and" not in drafter.output

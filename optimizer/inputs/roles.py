@@ -125,6 +125,15 @@ class Passes(_Model):
             raise ValueError("give hidden_states: {layers: N}, top_k_logits: {k: 256} or bytes_per_token, one of them")
         return self
 
+    @property
+    def words(self) -> str:
+        """What crosses, as a sentence names it: 'hidden states', 'top-256 logits', 'a tensor'."""
+        if self.hidden_states is not None:
+            return "hidden states"
+        if self.top_k_logits is not None:
+            return f"top-{self.top_k_logits.k} logits"
+        return "its tensors"
+
 
 @dataclass(frozen=True)
 class _GrpoWithFrozen:

@@ -323,6 +323,8 @@ def pipeline_export(done: Answered) -> PipelineExport:
     if roles.workload == "grpo":
         raise ArgumentError(no_grpo_launch(problem), field="export")
     chosen, p = result.best, result.best.plan
+    first, consumers = role_names(roles.workload)
+    producers = "targets" if first == "target" else first  # as the answer says what binds
     offer = next((o for o in catalog.offers if o.name == chosen.offer), None)
     consumer_sku = p.consumer_sku if chosen.consumer_offer is not None else None
     target, drafter = role_launches(roles.target.name, problem.job.model.name or roles.drafter.name,
@@ -339,9 +341,11 @@ def pipeline_export(done: Answered) -> PipelineExport:
         tokens_per_s=p.tokens_per_s,
         hours=p.hours,
         cost_usd=p.cost_usd,
-        binding={"producers": "targets", "consumers": "drafter", "link": "link"}[p.binding],
+        binding={"producers": producers, "consumers": consumers, "link": "link"}[p.binding],
         batch_tokens=int(float(roles.batch_tokens or problem.job.seq_len)),
         bytes_per_token=roles.bytes_per_token,
+        handed=roles.passes.words,
+        names=role_names(roles.workload),
         consumer_sku=consumer_sku,
         consumer_vendor=(vendor_in(catalog, consumer_sku) or vendor_of(consumer_sku)) if consumer_sku else None,
         consumer_offer=chosen.consumer_offer,

@@ -102,6 +102,10 @@ class PipelineExport:
     binding: str
     batch_tokens: int
     bytes_per_token: float
+    # what crosses (job.roles.passes: "hidden states", "top-256 logits") and the workload's names for the roles
+    # ("target", "drafter"; a distill job's "teacher", "student"): the words; ROLE and the variables keep the slots'
+    handed: str = "hidden states"
+    names: tuple[str, str] = ("target", "drafter")
     # a split across offers: the drafter's SKU, its vendor and its offer, on a node of its own (link "network")
     consumer_sku: str | None = None
     consumer_vendor: str | None = None
@@ -176,17 +180,21 @@ def _link_words(link: str) -> str:
 def header_lines(p: PipelineExport) -> list[str]:
     """The plan, its figures and the placeholders, as every role export starts."""
     t, d = p.roles
+    first, second = p.names
     where = f"on a node of {p.offer} and one of {p.consumer_offer}" if p.mixed else f"on one node of {p.offer}"
+    slots = "" if p.names == (t.role, d.role) else f" (ROLE={t.role} and ROLE={d.role} below)"
+    style = "SpecForge/DFlash-style" if p.handed == "hidden states" else "distillation"
     return [
-        f"gpuplan {_version()}: {p.job}: {t.gpus} x {p.sku_of(t)} {t.role} ({t.model}, forward) + {d.gpus} x "
-        f"{p.sku_of(d)} {d.role} ({d.model}, train) {where}, hidden states {_link_words(p.link)}",
-        f"planned: {p.tokens_per_s:,.0f} target tokens/s, bound by the {p.binding}; {p.hours:,.1f} h, ${p.cost_usd:,.0f}",
-        f"placeholders to fill: {TARGET_SCRIPT} (the target's forward pass, handing on its hidden states: a "
-        f"SpecForge/DFlash-style producer), {DRAFTER_SCRIPT} (the drafter's trainer), {TARGET_MODEL}, {DATA}; "
+        f"gpuplan {_version()}: {p.job}: {t.gpus} x {p.sku_of(t)} {first} ({t.model}, forward) + {d.gpus} x "
+        f"{p.sku_of(d)} {second} ({d.model}, train) {where}, {p.handed} {_link_words(p.link)}{slots}",
+        f"planned: {p.tokens_per_s:,.0f} {first} tokens/s, bound by the {p.binding}; {p.hours:,.1f} h, "
+        f"${p.cost_usd:,.0f}",
+        f"placeholders to fill: {TARGET_SCRIPT} (the {first}'s forward pass, handing on its {p.handed}: a "
+        f"{style} producer), {DRAFTER_SCRIPT} (the {second}'s trainer), {TARGET_MODEL}, {DATA}; "
         "gpuplan ships neither script",
         "each role runs as its own torchrun group: its rank within the role is torchrun's RANK (WORLD_SIZE its "
         "GPUs); the scripts read ROLE, ROLE_MODEL, ROLE_MODE, ROLE_GPUS, TARGET_GPUS, DRAFTER_GPUS, LINK, "
-        "HANDOFF_ADDR:HANDOFF_PORT (the drafter's rank 0, which takes the hidden states), BATCH_TOKENS and "
+        f"HANDOFF_ADDR:HANDOFF_PORT (the {second}'s rank 0, which takes the {p.handed}), BATCH_TOKENS and "
         "BYTES_PER_TOKEN",
     ]
 
@@ -258,7 +266,7 @@ def write_kubernetes(p: PipelineExport) -> str:
         "to yours",
         (
             f"two nodes: the {t.role} on a {p.sku_of(t)} node ({p.offer}), the {d.role} on a {p.sku_of(d)} node "
-            f"({p.consumer_offer}); the hidden states cross the network to the {d.role}'s pod by its JobSet "
+            f"({p.consumer_offer}); the {p.handed} cross the network to the {d.role}'s pod by its JobSet "
             f"hostname, at {p.link_bytes_per_s / 1e9:,.2f} GB/s for the plan's rate"
         )
         if p.mixed
@@ -304,7 +312,7 @@ def write_slurm(p: PipelineExport) -> str:
     placement = (
         f"the {t.role} needs {p.sku_of(t)} GPUs ({p.offer}) and the {d.role} {p.sku_of(d)} ({p.consumer_offer}): "
         "give each component its GPU type as your site names it (--constraint, --partition or "
-        "--gpus-per-node=<type>:<count>); the hidden states cross the network to the drafter's node "
+        f"--gpus-per-node=<type>:<count>); the {p.handed} cross the network to the {p.names[1]}'s node "
         f"(HANDOFF_ADDR), {p.link_bytes_per_s / 1e9:,.2f} GB/s at the plan's rate"
         if p.mixed
         else f"Slurm allocates each component on its own: the plan's {p.link} link needs both on one node of "
@@ -376,7 +384,7 @@ def write_skypilot(p: PipelineExport) -> str:
         f"sky jobs launch this.yaml: a Job Group (SkyPilot's experimental execution: parallel), task "
         f"{p.producer.role} ({p.producer.gpus} GPUs) and {d.role} ({d.gpus}); the group ends when the {d.role} "
         f"has trained (primary_tasks), the {p.producer.role} {JOB_GROUP_TERMINATION_DELAY} later",
-        f"SkyPilot runs each task on its own cluster: the hidden states cross the network between them, not the "
+        f"SkyPilot runs each task on its own cluster: the {p.handed} cross the network between them, not the "
         f"plan's {p.link} link; the plan's rate needs {need_gb_per_s:,.2f} GB/s there "
         f"({p.tokens_per_s:,.0f} tokens/s x {p.bytes_per_token:,.0f} bytes). Tasks reach each other by hostname "
         "on Kubernetes only; for one node, use --export kubernetes (a JobSet) or slurm",
