@@ -4,6 +4,7 @@ chosen over every split, and published RL throughputs (validation/rl_runs.yaml) 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -25,9 +26,9 @@ from optimizer.physics.decode import (
 )
 from optimizer.physics.rl import RlStep, all_gather_s, host_round_trip_s
 from optimizer.physics.roles import host_link_bytes_per_s
-from optimizer.planning.grpo import GrpoRecipe, _train_layout, grpo_step
+from optimizer.planning.grpo import GrpoRecipe, _train_layout, grpo_step, trainer_bytes
 from optimizer.planning.role_jobs import offer_hardware, role_job
-from optimizer.planning.roles import RoleSplit, best_split, evaluate_split
+from optimizer.planning.roles import DoesNotFit, RoleSplit, best_split, evaluate_split
 from optimizer.solver.roles import check_roles, solve_roles
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,17 +172,40 @@ def test_colocated_counts_each_gpu_once(problem, catalog):
 def test_disaggregated_split_is_the_best_of_every_split(problem, catalog, asynchronous):
     job = role_job(_with(problem, placement="disaggregated", asynchronous=asynchronous), catalog)
     hw = _h100(catalog)
-    for gpus in range(2, 9):
-        every = [evaluate_split(job, hw, RoleSplit(r, gpus - r)) for r in range(1, gpus)]
+    for gpus in range(3, 9):  # the 8B policy trains on 2 H100 at the least (test_the_trainer_must_fit)
+        every = _fitting(job, hw, [RoleSplit(r, gpus - r) for r in range(1, gpus)])
         best = best_split(job, hw, gpus)
         assert best.tokens_per_s == max(p.tokens_per_s for p in every)
         assert not best.split.shared and best.split.gpus == gpus
     # asynchronous overlaps the two sides: never slower than synchronous on the same split
     sync = role_job(_with(problem, placement="disaggregated"), catalog)
-    for r in range(1, 8):
+    for r in range(1, 7):
         assert evaluate_split(job, hw, RoleSplit(r, 8 - r)).tokens_per_s >= evaluate_split(
             sync, hw, RoleSplit(r, 8 - r)
         ).tokens_per_s * (1 - 1e-12)
+
+
+def _fitting(job, hw, splits):
+    """The plans of the splits whose trainer fits its GPUs (evaluate_split refuses the others)."""
+    plans = []
+    for split in splits:
+        with contextlib.suppress(DoesNotFit):
+            plans.append(evaluate_split(job, hw, split))
+    return plans
+
+
+def test_the_trainer_must_fit(problem, catalog):
+    # Llama 3.1 8B's full training state (bf16 weights and gradients, fp32 master weights and AdamW moments:
+    # 16 bytes a parameter, 128 GB) sharded over its training GPUs, plus activations: not on one H100
+    job = role_job(_with(problem, placement="disaggregated"), catalog)
+    hw = _h100(catalog)
+    with pytest.raises(DoesNotFit, match="training the policy does not fit 1 x H100-SXM"):
+        evaluate_split(job, hw, RoleSplit(7, 1))
+    assert trainer_bytes(job.rl, hw, 1) > 16 * PARAMS > hw.memory_bytes
+    assert trainer_bytes(job.rl, hw, 2) < hw.memory_bytes  # what fits: sharded over two
+    with pytest.raises(DoesNotFit):
+        best_split(job, hw, 2)  # 1 + 1 leaves the trainer one GPU
+    assert best_split(job, hw, 3).split.consumers == 2
 
 
 def test_solve_plans_colocated_and_disaggregated(problem, catalog):

@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from optimizer import load_catalog, load_job
 from optimizer.cli import app
 from optimizer.errors import JobError
+from optimizer.inputs.schema import ModelSpec
 from optimizer.planning.role_jobs import offer_hardware, role_job
-from optimizer.planning.roles import RoleSplit, best_split, evaluate_split
+from optimizer.planning.roles import DoesNotFit, RoleSplit, best_split, evaluate_split
 from optimizer.solver.roles import check_roles, solve_roles
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +76,12 @@ def test_disaggregated_over_two_nodes_is_the_best_of_every_split(problem, catalo
     job = role_job(_with(problem, placement="disaggregated", asynchronous=True), catalog)
     hw = offer_hardware(catalog, _offer(catalog))
     best = best_split(job, hw, 16)
-    every = [evaluate_split(job, hw, RoleSplit(r, 16 - r)) for r in range(1, 16)]
+    every = []
+    for r in range(1, 16):
+        try:
+            every.append(evaluate_split(job, hw, RoleSplit(r, 16 - r)))
+        except DoesNotFit:  # the trainer on one GPU: its state does not fit an H100
+            assert r == 15
     assert best.tokens_per_s == max(p.tokens_per_s for p in every) and best.nodes == 2
 
 
@@ -104,3 +110,22 @@ def test_a_checked_split_beyond_the_offers_nodes_says_it_cannot_be_rented(proble
     assert any(f"supplies at most {offer.max_nodes} nodes" in n and "cannot be rented" in n for n in result.notes)
     inside = check_roles(problem, [("target", 16, "H100"), ("drafter", 16, "H100")], catalog=catalog)
     assert not any("cannot be rented" in n for n in inside.notes)
+
+
+def test_a_70b_policy_trains_on_as_many_nodes_as_its_state_needs(problem, catalog):
+    # Llama 3.1 70B's training state (16 bytes a parameter, 1.13 TB) does not fit one node of H100 under FSDP:
+    # its one-node counts are refused with the need, and the plan spans nodes (it was planned on 8 H100)
+    model = ModelSpec.model_validate(
+        {"name": "llama-3.1-70b", "params": "70.6B", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8,
+         "ffn_hidden": 28672, "vocab": 128256}
+    )  # fmt: skip
+    rollout = problem.job.roles.rollout.model_copy(update={"tp": 4})
+    big = _with(problem, rollout=rollout)
+    big = big.model_copy(update={"job": big.job.model_copy(update={"model": model})})
+    hw = offer_hardware(catalog, _offer(catalog))
+    with pytest.raises(DoesNotFit, match="training the policy does not fit 8 x H100-SXM"):
+        evaluate_split(role_job(big, catalog), hw, RoleSplit(8, 8, shared=True))
+    result = solve_roles(big.model_copy(update={"constraints": big.constraints.model_copy(
+        update={"gpu": big.constraints.gpu.model_copy(update={"types": ["H100-SXM"]})})}), catalog=catalog)  # fmt: skip
+    assert result.best is not None and result.best.plan.nodes > 1
+    assert [p for p in result.plans if p.offer == OFFER] and all(p.plan.nodes > 1 for p in result.plans)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from ..errors import JobError
 from ..physics.decode import DecodeEngine, Generation, generate_s, kv_bytes_per_token, kv_capacity_tokens
 from ..physics.layout import Cluster, Layout, Recompute, RunSettings
+from ..physics.memory import memory_breakdown
 from ..physics.rl import Placement, RlStep, all_gather_s, broadcast_s, host_round_trip_s
 from ..physics.roles import forward_flops_per_token, host_link_bytes_per_s
 from ..physics.shapes import ModelShape, TrainingState
@@ -170,6 +171,41 @@ def _train_layout(recipe: GrpoRecipe, gpus: int) -> Layout:
     )
 
 
+def _train_settings(job: GrpoJob) -> RunSettings:
+    r = job.recipe
+    return RunSettings(
+        seq_len=r.seq_tokens,
+        overlap=job.overlap,
+        link_efficiency=job.link_efficiency,
+        fused_kernels=r.megatron,
+        fused_framework=r.megatron,
+        sequence_parallel=r.train_tp > 1,
+    )
+
+
+def trainer_bytes(job: GrpoJob, hw: RoleHardware, gpus: int) -> float:
+    """The trainer's memory a GPU while it trains on ``gpus`` GPUs (its layout, ``_train_layout``): weights,
+    gradients, optimizer state, activations and the framework's reserve, as ``check`` counts a single model's
+    (physics/memory.py). Colocated, the engine has slept by then (its weights and KV cache off the GPU: the
+    switch in ``grpo_step``), so the trainer has the whole GPU."""
+    layout = _train_layout(job.recipe, gpus)
+    return float(memory_breakdown(job.policy, job.train, layout, _train_settings(job), hw.memory_bytes).total)
+
+
+def trainer_memory_reason(job: GrpoJob, hw: RoleHardware, gpus: int) -> str | None:
+    """Why the policy cannot train on ``gpus`` GPUs of ``hw`` (its state and activations exceed a GPU), or None."""
+    need = trainer_bytes(job, hw, gpus)
+    if need <= hw.memory_bytes:
+        return None
+    r = job.recipe
+    how = f"TP {r.train_tp} x PP {r.train_pp}, distributed optimizer" if r.megatron else "FSDP over them"
+    recompute = ", every layer recomputed" if r.recompute else ""
+    return (
+        f"training the policy does not fit {gpus} x {hw.sku}: {need / 1e9:,.1f} GB a GPU ({how}{recompute}) "
+        f"against {hw.memory_bytes / 1e9:,.1f} GB; give it more GPUs"
+    )
+
+
 def train_s(job: GrpoJob, hw: RoleHardware, gpus: int) -> tuple[float, float]:
     """(forward passes, training) seconds a step on ``gpus`` GPUs: the trainer's layout (``_train_layout``),
     every sequence trained once (one PPO epoch)."""
@@ -185,15 +221,7 @@ def train_s(job: GrpoJob, hw: RoleHardware, gpus: int) -> tuple[float, float]:
         nodes=float(nodes),
     )
     layout = _train_layout(r, gpus)
-    settings = RunSettings(
-        seq_len=r.seq_tokens,
-        overlap=job.overlap,
-        link_efficiency=job.link_efficiency,
-        fused_kernels=r.megatron,
-        fused_framework=r.megatron,
-        sequence_parallel=r.train_tp > 1,
-    )
-    step = step_time(job.policy, job.train, cluster, layout, settings)
+    step = step_time(job.policy, job.train, cluster, layout, _train_settings(job))
     train = r.tokens_per_step / float(step.tokens_per_s)
     # The log-probability passes run on the trainer's layout, its weights gathered and its micro-batches as
     # small: at the training step's achieved hardware FLOP rate (module docstring).

@@ -42,7 +42,7 @@ from ..physics.roles import (
     train_target_tokens_per_s,
 )
 from ..physics.shapes import ModelShape, TrainingState
-from .grpo import GrpoJob, grpo_step, rollout_splits
+from .grpo import GrpoJob, grpo_step, rollout_splits, trainer_memory_reason
 from .role_hardware import DEFAULT_LINK_EFFICIENCY, DEFAULT_OVERLAP, Peak, RoleHardware
 
 LinkKind = Literal["auto", "peer", "host"]
@@ -312,6 +312,8 @@ def all_splits(gpus: int) -> list[RoleSplit]:
 
 def _rl_plan(job: RoleJob, rl: GrpoJob, hw: RoleHardware, split: RoleSplit) -> RolePlan:
     """A GRPO split's step (planning/grpo.py) as a role plan: the step's stages as the pipeline's."""
+    if why := trainer_memory_reason(rl, hw, split.consumers):
+        raise DoesNotFit(why)
     step = grpo_step(rl, hw, split.producers, split.consumers)
     if step.generate_s == float("inf"):
         r = rl.recipe
@@ -371,9 +373,13 @@ def best_split(job: RoleJob, hw: RoleHardware, gpus: int) -> RolePlan:
         raise JobError(f"a role job needs at least 2 GPUs, one per role (got {gpus})")
     if job.rl is not None:  # every split (of one node or of whole nodes): the step's sum has no single crossing
         rl = job.rl
-        plans = [_rl_plan(job, rl, hw, _rl_split(rl, r, t)) for r, t in rollout_splits(rl, gpus)]
-        if not plans:
+        pairs = rollout_splits(rl, gpus)
+        if not pairs:
             raise JobError(f"{gpus} GPUs leave none to train beside a rollout engine of {rl.recipe.rollout_tp}")
+        fitting = [(r, t) for r, t in pairs if trainer_memory_reason(rl, hw, t) is None]
+        if not fitting:  # the most training GPUs of any split: the least memory a GPU
+            raise DoesNotFit(trainer_memory_reason(rl, hw, max(t for _, t in pairs)) or "")
+        plans = [_rl_plan(job, rl, hw, _rl_split(rl, r, t)) for r, t in fitting]
         return max(plans, key=lambda p: (p.tokens_per_s, -p.split.producers))
     rates = _Rates(job, hw)
     lo, hi = 1, gpus - 1  # the first t with rising(t) >= falling(t) lies in [lo, hi], or there is none (hi)
