@@ -129,3 +129,13 @@ def test_a_70b_policy_trains_on_as_many_nodes_as_its_state_needs(problem, catalo
         update={"gpu": big.constraints.gpu.model_copy(update={"types": ["H100-SXM"]})})}), catalog=catalog)  # fmt: skip
     assert result.best is not None and result.best.plan.nodes > 1
     assert [p for p in result.plans if p.offer == OFFER] and all(p.plan.nodes > 1 for p in result.plans)
+
+
+def test_a_plan_over_nodes_says_so_in_its_answer(problem, catalog):
+    hw = offer_hardware(catalog, _offer(catalog))
+    two = evaluate_split(role_job(problem, catalog), hw, RoleSplit(16, 16, shared=True))
+    one = evaluate_split(role_job(problem, catalog), hw, RoleSplit(8, 8, shared=True))
+    assert (two.nodes, two.link) == (2, "network") and (one.nodes, one.link) == (1, "peer")
+    out = CliRunner().invoke(app, ["solve", str(JOB), "--gpu-types", "H100", "--format", "json"])
+    best = __import__("json").loads(out.output)["best"]
+    assert best["nodes"] == best["gpus"] // 8 > 1 and best["link"]["kind"] == "network"

@@ -325,8 +325,9 @@ def _rl_plan(job: RoleJob, rl: GrpoJob, hw: RoleHardware, split: RoleSplit) -> R
     rate = RlRate.of(step)
     hours = job.tokens / rate.tokens_per_s / SECONDS_PER_HOUR
     price = hw.price_usd_per_gpu_hour
-    kind: Literal["peer", "host"] = "peer" if hw.peer_to_peer else "host"
     nodes = -(-split.gpus // hw.gpus_per_node)
+    # the weights' sync: NVLink peer copies (or host memory) inside a node, the network beyond it (grpo_step)
+    kind: Literal["peer", "host", "network"] = "network" if nodes > 1 else "peer" if hw.peer_to_peer else "host"
     return RolePlan(hw.sku, split, rate, kind, hours, hours * split.gpus * price, price, nodes=nodes)
 
 

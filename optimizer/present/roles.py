@@ -70,8 +70,9 @@ def plan_line(result: RolesResult, chosen: OfferPlan) -> str:
         if p.split.shared
         else f"{p.split.producers} x {p.sku} {producer} + {p.split.consumers} x {p.sku} {consumer}"
     )
+    where = f"{p.nodes} nodes of {chosen.offer}" if p.nodes > 1 else chosen.offer
     return (
-        f"{split} on {chosen.offer} ({p.link} link): {p.tokens_per_s:,.0f} tokens/s, {p.days:,.2f} days, "
+        f"{split} on {where} ({p.link} link): {p.tokens_per_s:,.0f} tokens/s, {p.days:,.2f} days, "
         f"${p.cost_usd:,.0f}; bound by the {_binding(result, p)}"
     )
 
@@ -155,6 +156,7 @@ def _plan_data(result: RolesResult, row: OfferPlan) -> dict:
         "offer": _both(row.offer, row.consumer_offer),
         "sku": _both(p.sku, p.consumer_sku),
         "gpus": p.split.gpus,
+        "nodes": p.nodes,  # whole nodes a GRPO split spans (1: one node, or one per role where mixed)
         "mixed": p.mixed,  # the roles on two offers' nodes, each its own SKU and price
         "roles": [
             {
