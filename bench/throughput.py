@@ -363,11 +363,10 @@ class Fit(NamedTuple):
 FIT_TIE_SHARE = 0.002
 
 
-def fit_model(rows: list[dict], catalog, without: str | None, families, keep: Fit | None = None) -> Fit:
+def fit_model(rows: list[dict], catalog, without: str | None, families) -> Fit:
     """For each data-parallel overlap and fused ratio of the grids the bases and c that fit the rows' points best
-    (physics/efficiency.py fit_bases), the pair with the least total absolute log error winning, unless ``keep``'s
-    grid point ties it (FIT_TIE_SHARE; its bases refitted at its c). The rows' e* at each overlap are in
-    ``_implied_at`` (evaluate_all)."""
+    (physics/efficiency.py fit_bases), the pair with the least total absolute log error winning. The rows' e* at
+    each overlap are in ``_implied_at`` (evaluate_all)."""
     best = None
     for overlap in OVERLAP_GRID:
         for ratio in FUSED_RATIO_GRID:
@@ -376,14 +375,23 @@ def fit_model(rows: list[dict], catalog, without: str | None, families, keep: Fi
             cost = fit_cost(points, bases, c)
             if bases and (best is None or cost < best[0] - 1e-12):
                 best = (cost, Fit(bases, c, ratio, overlap))
-    if best is None:
-        return Fit({}, 0.0, 1.0, FITTED_OVERLAP)
-    if keep is not None:
-        points = fit_points(rows, catalog, without, keep.fused, keep.overlap)
-        bases, _ = fit_bases(points, families, grid=(keep.c,))
-        if bases and fit_cost(points, bases, keep.c) <= best[0] * (1.0 + FIT_TIE_SHARE):
-            return Fit(bases, keep.c, keep.fused, keep.overlap)
-    return best[1]
+    return Fit({}, 0.0, 1.0, FITTED_OVERLAP) if best is None else best[1]
+
+
+def tied_with(least: Fit, keep: Fit, rows: list[dict], catalog, families) -> Fit:
+    """``keep``'s grid point (its bases refitted at its c) where it ties ``least``, the fit on every row
+    (FIT_TIE_SHARE); else ``least``."""
+
+    def cost(fit: Fit) -> tuple[float, dict]:
+        points = fit_points(rows, catalog, None, fit.fused, fit.overlap)
+        bases = fit.bases if fit is least else fit_bases(points, families, grid=(fit.c,))[0]
+        return fit_cost(points, bases, fit.c), bases
+
+    least_cost, _ = cost(least)
+    keep_cost, bases = cost(keep)
+    if bases and keep_cost <= least_cost * (1.0 + FIT_TIE_SHARE):
+        return Fit(bases, keep.c, keep.fused, keep.overlap)
+    return least
 
 
 # The GPU families whose base gpuplan ships (physics/efficiency.py: FITTED_BASE); "gpuplan" held out refits
@@ -705,7 +713,8 @@ def print_fit(rows: list[dict], catalog, table: Figures) -> None:
     """``--fit``: the efficiency model fitted on every dense row, each parameter with the rows and source
     families that support it, whether it ships, and the shipping rule held out by family."""
     shipped = Fit(FITTED_BASE, FITTED_HALF_PER_RIDGE, FITTED_FUSED_RATIO, FITTED_OVERLAP)
-    fit, fit_every = fit_model(rows, catalog, None, SHIPPED, shipped), fit_model(rows, catalog, None, None)
+    least, fit_every = fit_model(rows, catalog, None, SHIPPED), fit_model(rows, catalog, None, None)
+    fit = tied_with(least, shipped, rows, catalog, SHIPPED)
     bases, c, k = fit.bases, fit.c, fit.fused
     every, c_every, k_every = fit_every.bases, fit_every.c, fit_every.fused
     points = fit_points(rows, catalog, fused_ratio=k, overlap=fit.overlap)
@@ -722,7 +731,6 @@ def print_fit(rows: list[dict], catalog, table: Figures) -> None:
         f"{len(shipped_rows)} rows of {len({p[4] for p in shipped_rows})} source families; every family's base "
         f"fitted: c = {c_every:g}"
     )
-    least = fit_model(rows, catalog, None, SHIPPED)
     if least != fit:
         print(
             f"  (the shipped grid point ties the least cost, within {FIT_TIE_SHARE:.1%}: c = {least.c:g}, fused "

@@ -217,3 +217,12 @@ def test_a_bad_roles_section_is_422_at_its_field_as_the_cli_says(client, tmp_pat
     path.write_text(yaml.safe_dump(data | {"catalog": str(ROOT / "catalogs" / "seed-003-roles.yaml")}))
     printed = runner.invoke(cli_app, ["solve", str(path)])
     assert printed.exit_code == 2 and r.json()["reason"] in printed.stderr
+
+
+def test_a_grpo_jobs_export_is_refused_as_the_cli_refuses_it(client):
+    # a GRPO job runs as one RL framework's launch, not a drafter's two (tests/test_roles_grpo.py, the CLI's side)
+    data = yaml.safe_load((ROOT / "problems" / "grpo-llama-3.1-8b.yaml").read_text())
+    assert data["catalog"] == "../catalogs/default.yaml"
+    r = post(client, "/v1/export", data | {"catalog": "default", "export": {"kind": "slurm"}})
+    assert 400 <= r.status_code < 500, r.text
+    assert "GRPO job" in r.text and "cluster.num_nodes" in r.text and "Traceback" not in r.text

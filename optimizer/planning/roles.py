@@ -355,14 +355,13 @@ def evaluate_split(job: RoleJob, hw: RoleHardware, split: RoleSplit) -> RolePlan
     if split.producers < 1 or split.consumers < 1:
         raise JobError(f"a role split needs a GPU per role (got {split.producers} + {split.consumers})")
     if split.gpus > hw.gpus_per_node and not spans_nodes(job, hw, split.gpus):
-        whole = "a GRPO job's GPUs over several nodes must fill them" if job.rl is not None else ""
         gpus = (
             f"{split.gpus} GPUs, both roles on each," if split.shared else f"{split.producers} + {split.consumers} GPUs"
         )
-        raise JobError(
-            f"{gpus} exceed one {hw.sku} node ({hw.gpus_per_node} GPUs); "
-            + (f"{whole} ({hw.gpus_per_node} a node)" if whole else "roles spanning nodes are modelled for GRPO only")
-        )
+        why = "roles spanning nodes are modelled for GRPO only"
+        if job.rl is not None:
+            why = f"a GRPO job's GPUs over several nodes must fill them ({hw.gpus_per_node} a node)"
+        raise JobError(f"{gpus} exceed one {hw.sku} node ({hw.gpus_per_node} GPUs); {why}")
     if job.rl is not None:
         return _rl_plan(job, job.rl, hw, split)
     return _Rates(job, hw).plan(split)
@@ -377,10 +376,14 @@ def best_split(job: RoleJob, hw: RoleHardware, gpus: int) -> RolePlan:
         pairs = rollout_splits(rl, gpus)
         if not pairs:
             raise JobError(f"{gpus} GPUs leave none to train beside a rollout engine of {rl.recipe.rollout_tp}")
-        fitting = [(r, t) for r, t in pairs if trainer_memory_reason(rl, hw, t) is None]
-        if not fitting:  # the most training GPUs of any split: the least memory a GPU
-            raise DoesNotFit(trainer_memory_reason(rl, hw, max(t for _, t in pairs)) or "")
-        plans = [_rl_plan(job, rl, hw, _rl_split(rl, r, t)) for r, t in fitting]
+        plans, refused = [], []
+        for r, t in pairs:  # a split whose trainer does not fit its GPUs is left out
+            try:
+                plans.append(_rl_plan(job, rl, hw, _rl_split(rl, r, t)))
+            except DoesNotFit as exc:
+                refused.append(exc)
+        if not plans:  # the first split (the fewest rollout GPUs) trains on the most: the least memory a GPU
+            raise refused[0]
         return max(plans, key=lambda p: (p.tokens_per_s, -p.split.producers))
     rates = _Rates(job, hw)
     lo, hi = 1, gpus - 1  # the first t with rising(t) >= falling(t) lies in [lo, hi], or there is none (hi)

@@ -239,7 +239,8 @@ def checked(
             field="role",
         )
     requests = [parse_role_flag(text, problem.job.roles.workload) for text in role]  # its workload's role names
-    _exportable(problem, outputs)
+    if outputs.export_kind is not None:
+        refuse_grpo_export(problem)
     cat = problem_catalog(problem, catalog)
     if outputs.export_kind and outputs.out is not None:  # no input overwritten by the launch file
         output.check_destination(outputs.out, "out", inputs=[job, *cat.source_files], what="launcher config")
@@ -290,26 +291,24 @@ def _checked_outputs(outputs: Outputs | None) -> Outputs:
 def solved(problem: Problem, catalog: Catalog, outputs: Outputs | None = None) -> Answered:
     """``gpuplan solve`` on a job with roles: the API's answer (``solve_roles``)."""
     outputs = _checked_outputs(outputs)
-    _exportable(problem, outputs)
+    if outputs.export_kind is not None:
+        refuse_grpo_export(problem)
     return Answered(solve_roles(problem, catalog=catalog), problem, catalog, outputs)
 
 
-def no_grpo_launch(problem: Problem) -> str:
-    """The paragraph refusing a GRPO job's export: its launch is one RL framework's, which gpuplan does not write."""
-    return (
+def refuse_grpo_export(problem: Problem) -> None:
+    """A GRPO job's launch is one RL framework's, which gpuplan does not write: its export is refused before any
+    work (the CLI's --export, the service's POST /v1/export), saying what to carry over."""
+    if problem.job.roles is None or problem.job.roles.workload != "grpo":
+        return
+    raise ArgumentError(
         f"{problem.job.name} is a GRPO job: it runs as one RL framework's launch (NeMo RL, verl, OpenRLHF: the "
         "rollout engine and the trainer in one Ray job, colocated on the same GPUs or on separate ones), not as "
         "two independent launches, and gpuplan does not write that launch yet. Take the plan's GPUs, nodes, "
         "placement and rollout/train split from the answer (--format yaml) into the framework's config "
-        "(NeMo RL: cluster.num_nodes, cluster.gpus_per_node, policy.generation.colocated); drop --export"
+        "(NeMo RL: cluster.num_nodes, cluster.gpus_per_node, policy.generation.colocated); drop --export",
+        field="export",
     )
-
-
-def _exportable(problem: Problem, outputs: Outputs) -> None:
-    """Refuses before any work an export that would misstate the job's launch (a GRPO job's: no_grpo_launch)."""
-    roles = problem.job.roles
-    if outputs.export_kind is not None and roles is not None and roles.workload == "grpo":
-        raise ArgumentError(no_grpo_launch(problem), field="export")
 
 
 def pipeline_export(done: Answered) -> PipelineExport:
@@ -322,8 +321,6 @@ def pipeline_export(done: Answered) -> PipelineExport:
             + "; ".join(result.refused or ("no split runs",)),
             field="export",
         )
-    if roles.workload == "grpo":
-        raise ArgumentError(no_grpo_launch(problem), field="export")
     chosen, p = result.best, result.best.plan
     first, consumers = role_names(roles.workload)
     producers = "targets" if first == "target" else first  # as the answer says what binds

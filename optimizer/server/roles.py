@@ -121,6 +121,10 @@ def export(problem: Problem, catalog: Catalog, launcher: Launcher, given: Any) -
             f"or give export.roles: {EXAMPLE}",
             "export.plan",
         )
+    try:
+        roles.refuse_grpo_export(problem)
+    except GpuplanError as exc:
+        raise _refused(exc.reason, "export") from None
     done = _answered(problem, catalog, given.roles, "export.roles")
     try:
         text = export_roles(roles.pipeline_export(done), launcher.kind)
