@@ -411,3 +411,24 @@ def test_a_plan_over_nodes_says_so_in_its_answer(problem, catalog):
     out = CliRunner().invoke(app, ["solve", str(JOB), "--gpu-types", "H100", "--format", "json"])
     best = json.loads(out.output)["best"]
     assert best["nodes"] == best["gpus"] // 8 > 1 and best["link"]["kind"] == "network"
+
+
+def test_an_engine_too_small_for_its_weights_names_the_size_that_fits(problem, catalog):
+    # Llama 3.1 70B in bf16 is 141 GB: one H100 engine at 60 % of 85.5 GB (51 GB) cannot hold it, two (102 GB)
+    # neither, four (205 GB, 35 GB a GPU) leave 16 GB a GPU of KV cache, far more than one 4,096-token sequence
+    # needs (80 layers x 2 x 1,024 values x 2 bytes = 328 kB a token, 1.3 GB): the refusal names tp 4, and it
+    # was "producers split by tensor parallelism are not modelled yet" although rollout.tp is
+    model = ModelSpec.model_validate(
+        {"name": "llama-3.1-70b", "params": "70.6B", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8,
+         "ffn_hidden": 28672, "vocab": 128256}
+    )  # fmt: skip
+    share = problem.job.roles.rollout.memory_utilization * H100_MEMORY
+    weights = 2 * 70.6e9
+    assert weights / 2 > share > weights / 4 + 4096 * 80 * 2 * 1024 * 2 / 4
+    big = problem.model_copy(update={"job": problem.job.model_copy(update={"model": model})})
+    hw = _h100(catalog)
+    with pytest.raises(JobError, match=r"an engine of 4 GPUs does: set job.roles.rollout.tp: 4"):
+        evaluate_split(role_job(big, catalog), hw, RoleSplit(16, 16, shared=True))
+    result = solve_roles(big, catalog=catalog)
+    assert any(r.startswith(OFFER) and "job.roles.rollout.tp: 4" in r for r in result.refused), result.refused
+    assert not any("not modelled yet" in r for r in result.refused)

@@ -144,6 +144,44 @@ def generation(job: GrpoJob, hw: RoleHardware, rollout_gpus: int) -> Generation:
     )
 
 
+def fitting_rollout_tp(job: GrpoJob, hw: RoleHardware) -> int | None:
+    """The smallest engine tensor parallel (a power of two within a node) whose share of the policy's weights
+    leaves KV cache for one whole sequence (the prompt and the longest response) in ``memory_utilization`` of
+    each GPU: vLLM refuses to start an engine whose KV cache cannot hold one request of its max_model_len
+    (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory). None where no engine within one node does."""
+    r = job.recipe
+    sequence_tokens = r.prompt_tokens + max(r.response_tokens, r.max_response_tokens)
+    kv_bytes = kv_bytes_per_token(job.policy.layers, job.policy.kv_width)
+    tp = 1
+    while tp <= hw.gpus_per_node:
+        if kv_capacity_tokens(hw.memory_bytes, r.memory_utilization, job.weight_bytes, tp, kv_bytes) >= sequence_tokens:
+            return tp
+        tp *= 2
+    return None
+
+
+def engine_fit_reason(job: GrpoJob, hw: RoleHardware) -> str | None:
+    """Why the job's rollout engines cannot generate on ``hw`` (their weights leave no KV cache for a sequence),
+    naming the engine size that would; None where they can."""
+    r = job.recipe
+    fits = fitting_rollout_tp(job, hw)
+    if fits is not None and fits <= r.rollout_tp:
+        return None
+    share = f"{r.memory_utilization:.0%} of a {hw.sku}'s memory"
+    weights = (
+        f"the policy's weights ({job.weight_bytes / 1e9:,.1f} GB over {r.rollout_tp} GPU{'s' * (r.rollout_tp > 1)})"
+    )
+    if fits is None:
+        return (
+            f"{weights} leave no KV cache for one sequence in {share}, even over the {hw.gpus_per_node} GPUs of a "
+            "node; raise job.roles.rollout.memory_utilization or plan on GPUs with more memory"
+        )
+    return (
+        f"{weights} leave no KV cache for one sequence in {share}; an engine of {fits} GPUs does: set "
+        f"job.roles.rollout.tp: {fits} (or raise job.roles.rollout.memory_utilization)"
+    )
+
+
 def _train_layout(recipe: GrpoRecipe, gpus: int) -> Layout:
     """The trainer's layout on ``gpus``: FSDP over all of them (gpuplan's plan), or the run's Megatron-Core
     degrees with the distributed optimizer over the data-parallel ranks; micro-batches of whole sequences, as

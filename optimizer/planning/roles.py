@@ -42,7 +42,7 @@ from ..physics.roles import (
     train_target_tokens_per_s,
 )
 from ..physics.shapes import ModelShape, TrainingState
-from .grpo import GrpoJob, grpo_step, rollout_splits, trainer_memory_reason
+from .grpo import GrpoJob, engine_fit_reason, grpo_step, rollout_splits, trainer_memory_reason
 from .role_hardware import DEFAULT_LINK_EFFICIENCY, DEFAULT_OVERLAP, Peak, RoleHardware
 
 LinkKind = Literal["auto", "peer", "host"]
@@ -314,14 +314,9 @@ def _rl_plan(job: RoleJob, rl: GrpoJob, hw: RoleHardware, split: RoleSplit) -> R
     """A GRPO split's step (planning/grpo.py) as a role plan: the step's stages as the pipeline's."""
     if why := trainer_memory_reason(rl, hw, split.consumers):
         raise DoesNotFit(why)
+    if why := engine_fit_reason(rl, hw):
+        raise JobError(why)
     step = grpo_step(rl, hw, split.producers, split.consumers)
-    if step.generate_s == float("inf"):
-        r = rl.recipe
-        raise JobError(
-            f"the policy's weights ({rl.weight_bytes / 1e9:.1f} GB over {r.rollout_tp} GPUs) leave no KV cache in "
-            f"{r.memory_utilization:.0%} of a {hw.sku}'s memory; raise job.roles.rollout.memory_utilization or "
-            "job.roles.rollout.tp"
-        )
     rate = RlRate.of(step)
     hours = job.tokens / rate.tokens_per_s / SECONDS_PER_HOUR
     price = hw.price_usd_per_gpu_hour
@@ -437,8 +432,9 @@ def plan_roles(
 ) -> RoleAnswer:
     """The best split for each GPU count, and the best of those by ``objective``. A producer whose weights do
     not fit one GPU is refused: splitting it with tensor parallelism is not modelled yet."""
-    tp = job.rl.recipe.rollout_tp if job.rl is not None else 1
-    if job.producer.weight_bytes / tp > hw.memory_bytes:
+    if job.rl is not None and (why := engine_fit_reason(job.rl, hw)):
+        return RoleAnswer(best=None, per_count=(), refused=why)
+    if job.rl is None and job.producer.weight_bytes > hw.memory_bytes:
         reason = (
             f"{job.producer.name}'s weights ({job.producer.weight_bytes / 1e9:.1f} GB) exceed one {hw.sku} "
             f"({hw.memory_bytes / 1e9:.1f} GB); producers split by tensor parallelism are not modelled yet"
