@@ -94,7 +94,7 @@ def _override(key: str, value, constraints: dict, gpu: dict) -> None:
 
 def parse_measurement(text: str) -> Measurement:
     """``4xRTX-PRO-6000:14.8k tok/s`` or ``16xB200@2:45k tok/s,150GiB`` (GPUs x SKU [@nodes]: rate [, peak])."""
-    match = re.fullmatch(rf"\s*{units.GPUS_X_SKU}\s*(?:@\s*(\d+))?\s*:\s*([^,]+?)\s*(?:,\s*(.+))?", text)
+    match = re.fullmatch(rf"\s*{units.GPUS_X_SKU}\s*(?:@\s*([0-9]{{1,30}}))?\s*:\s*([^,]+?)\s*(?:,\s*(.+))?", text)
     if not match:
         raise ArgumentError(
             f"cannot read {text!r}; write it like '4xRTX-PRO-6000:14.8k tok/s' or "

@@ -25,13 +25,15 @@ from .schema import Problem
 # job fields a flag sets (the flag is --name-with-dashes): what users commonly set on a job
 JOB_FLAGS = ("model", "method", "tokens", "seq_len", "global_batch", "precision", "optimizer", "lora_rank")
 # a context length in thousands counts in 1,024s (an 8k context is 8,192 tokens, Llama 3.1's 128k 131,072)
-_CONTEXT = re.compile(r"^\s*(\d+)\s*[kK]\s*$")
+_CONTEXT = re.compile(r"^\s*([0-9]+)\s*[kK]\s*$")
 
 
 def seq_len_value(text: str) -> int:
     """``--seq-len``: a token count, or N k as context lengths are named (8k = 8,192)."""
     match = _CONTEXT.match(text)
     try:
+        if not text.isascii():  # int() reads other scripts' digits ('١٢'), which no other quantity takes
+            raise ValueError(text)
         value = int(match.group(1)) * 1024 if match else int(text.replace(",", "").replace("_", ""))
     except ValueError:
         raise ArgumentError(

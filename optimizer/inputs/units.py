@@ -66,7 +66,8 @@ _COUNT_SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
 
 # "16xB200", "4 * RTX-PRO-6000": a GPU count and a SKU or offer name, as --measured and --role write them (two groups)
-GPUS_X_SKU = r"(\d+)\s*[xX*]\s*([A-Za-z0-9._-]+)"
+# (ASCII digits, as _NUMBER reads them; at most 30, as a file's integers: int() refuses 4,300)
+GPUS_X_SKU = r"([0-9]{1,30})\s*[xX*]\s*([A-Za-z0-9._-]+)"
 
 
 def _finite(number: float, value: object, what: str) -> float:
@@ -78,6 +79,13 @@ def _finite(number: float, value: object, what: str) -> float:
             "overflows, and .inf / .nan are not quantities)"
         )
     return number
+
+
+def _ascii(value: object) -> bool:
+    """Whether ``value`` is a number or text of ASCII characters only: Python's ``int()`` and ``float()`` read
+    other scripts' digits ('١٢' as 12) and ``str.isdigit`` takes '²', while every unit here reads 0-9 only
+    (``_NUMBER``), so a flag that used them took what the others refused, and '²' ended in a ValueError."""
+    return not isinstance(value, str) or value.isascii()
 
 
 def _without_thousands(text: str, value: object, what: str) -> str:
@@ -134,7 +142,7 @@ def parse_bytes_or_fraction(value: str | int | float, what: str = "a size") -> f
     is (``activation_reserve: 0.2``, ``--reserve 0.2``)."""
     if not isinstance(value, bool):
         try:
-            number = float(value)
+            number = float(value) if _ascii(value) else math.nan
         except (TypeError, ValueError):
             number = math.nan
         if 0 <= number < 1:
@@ -174,7 +182,7 @@ def parse_duration_s(value: str | int | float, what: str = "a duration") -> floa
 def parse_time_limit_s(value: str | int | float, what: str = "a time limit") -> float:
     """A solver time limit: a bare number is seconds (``--time-limit 60``), or a duration with its unit
     (``90s``, ``2m``)."""
-    if not isinstance(value, bool):
+    if not isinstance(value, bool) and _ascii(value):
         try:
             return _finite(float(value), value, what)
         except (TypeError, ValueError):
@@ -215,6 +223,8 @@ def parse_price_per_hour(value: str | int | float, what: str = "a price per GPU-
         raise UnitError(f"cannot read {value!r} as {what}; write it like $5.50/h")
     amount = _without_thousands(amount, value, what)
     try:
+        if not _ascii(amount):
+            raise ValueError(amount)
         usd = float(amount)
     except ValueError:
         raise UnitError(f"cannot read {value!r} as {what}; write it like $5.50/h") from None
@@ -261,7 +271,7 @@ def parse_recompute(value: object, what: str = "a recompute") -> str:
     if text in RECOMPUTE_CHOICES:
         return text
     kind, colon, count = text.partition(":")
-    if kind.strip() == "layers" and colon and count.strip().isdigit():
+    if kind.strip() == "layers" and colon and re.fullmatch(r"[0-9]{1,9}", count.strip()):
         n = int(count.strip())
         if 1 <= n <= RECOMPUTE_LAYERS_MAX:
             return f"layers:{n}"
@@ -307,8 +317,12 @@ class Limit:
     scale: float = 1.0
 
     def allows(self, value: float) -> bool:
-        above = value >= self.low if self.low_inclusive else value > self.low
-        return math.isfinite(value) and above and value <= self.high
+        try:
+            number = float(value)
+        except OverflowError:  # an integer past a float's range (a 400-digit flag or body): past every high end
+            return False
+        above = number >= self.low if self.low_inclusive else number > self.low
+        return math.isfinite(number) and above and number <= self.high
 
     def text(self) -> str:
         def show(x: float) -> str:
@@ -416,8 +430,9 @@ def check_range(value: float, kind: str, given: object = None) -> float:
     """``value`` if it falls in ``LIMITS[kind]``, else a ``UnitError`` stating the range and why
     (and ``given``, the text the value was read from, if not the value itself)."""
     limit = LIMITS[kind]
-    if isinstance(value, bool) or not limit.allows(float(value)):
-        raise UnitError(f"{limit.text()} (got {value if given is None else given!r})")
+    if isinstance(value, bool) or not limit.allows(value):
+        shown = repr(value if given is None else given)
+        raise UnitError(f"{limit.text()} (got {shown if len(shown) <= 60 else shown[:40] + '...'})")
     return value
 
 

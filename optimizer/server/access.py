@@ -26,6 +26,7 @@ import hmac
 import ipaddress
 import json
 import os
+import re
 import secrets
 import socket
 import time
@@ -128,7 +129,8 @@ def split_host(header: str) -> tuple[str | None, int | None]:
         port_text = rest[1:] if rest.startswith(":") else ("" if not rest else "x")
     else:
         name, _, port_text = text.partition(":")
-    if not name or any(c in name for c in "/\\@ ") or (port_text and not port_text.isdigit()):
+    # a port is 1-5 ASCII digits: '²' passed str.isdigit and failed int(), 5,000 digits failed int() (a 500)
+    if not name or any(c in name for c in "/\\@ ") or (port_text and not re.fullmatch(r"[0-9]{1,5}", port_text)):
         return None, None
     return name, int(port_text) if port_text else None
 

@@ -222,7 +222,7 @@ def check_layout_model(fields: Sequence[LayoutField] = LAYOUT_FIELDS) -> type[Ba
 
     def in_range(value: int | None, info: ValidationInfo) -> int | None:
         limit = units.LIMITS[ranges[info.field_name or ""]]
-        if value is not None and not limit.allows(float(value)):
+        if value is not None and not limit.allows(value):
             raise ValueError(limit.text())  # validation_error adds "(got ...)", as the CLI's flag error says it
         return value
 

@@ -73,8 +73,12 @@ async def read_body(request: Request, limits: Limits) -> tuple[bytes, str | None
     Content-Type."""
     length = request.headers.get("content-length")
     if length is not None:
-        if not length.isdigit():
+        # ASCII digits ('²' is a digit to str.isdigit, not to int()); past 18 of them (int() refuses 4,300)
+        # the length is more than any limit, said without reading it
+        if not (length.isascii() and length.isdigit()):
             raise GpuplanError(f"Content-Length {printable(length)!r} is not a byte count", source="request")
+        if len(length.lstrip("0")) > 18:
+            raise TooLarge(limits.max_body_bytes, True)
         if int(length) > limits.max_body_bytes:
             raise TooLarge(int(length), False)
     chunks: list[bytes] = []

@@ -52,7 +52,7 @@ def _cost_tolerance(value: Any) -> str | float:
         return "auto"
     if isinstance(value, str) and value.strip().endswith("%"):
         try:
-            percent = float(value.strip()[:-1].replace(",", ""))
+            percent = float(value.strip()[:-1].replace(",", "")) if value.isascii() else math.nan
         except ValueError:
             percent = math.nan
         if not 0 <= percent <= 100:
@@ -78,7 +78,7 @@ def memory_headroom(value: Any) -> str | float:
     text = value.strip() if isinstance(value, str) else None
     if text is not None and text.endswith("%"):
         try:
-            percent = float(text[:-1].replace(",", ""))
+            percent = float(text[:-1].replace(",", "")) if text.isascii() else math.nan  # not '١٠%'
         except ValueError:
             percent = math.nan
         if not 0 <= percent < 100:
