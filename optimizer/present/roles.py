@@ -5,12 +5,14 @@ The first line is the headline (``--quiet`` prints it alone): the chosen plan, o
 reads ``gpuplan check``'s role flags into the API's request (the CLI layer holds no role code but the two
 calls: cli/plan.py's check and solve), ``SHOWN`` is the printer and the data the CLI's answer takes. ``--export``
 (``Outputs``) writes the chosen or checked split's launch per role (exports/roles.py: a JobSet, a Slurm
-heterogeneous job, a SkyPilot Job Group), to ``--out`` or in place of the answer (``answered``).
+heterogeneous job, a SkyPilot Job Group; a GRPO job's NeMo RL launch, exports/nemo_rl.py, ``launch_text``), to
+``--out`` or in place of the answer (``answered``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +24,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import ArgumentError
-from ..inputs.catalog import vendor_in
+from ..inputs.catalog import find_sku, vendor_in
 from ..inputs.files import load_job, problem_catalog
+from ..inputs.hub import is_repo_id
 from ..inputs.launch_names import vendor_of
 from ..inputs.overrides import apply_overrides
 from ..inputs.roles import parse_role_flag, role_names
@@ -32,7 +35,9 @@ from ..planning.roles import RolePlan
 from ..solver.roles import OfferPlan, RolesResult, check_roles, one_model_only, solve_roles
 from . import output
 from .exports import find_launcher, unknown_kind
-from .exports.roles import ROLE_KINDS, PipelineExport, export_roles, no_role_meaning, role_launches
+from .exports.nemo_rl import GrpoExport, GrpoPlacement, GrpoRecipe, gpus_per_host, write_nemo_rl
+from .exports.roles import GRPO_KINDS, ROLE_KINDS, PipelineExport, export_roles, no_role_meaning, role_launches
+from .exports.run import torchtitan_model
 
 
 def _binding(result: RolesResult, plan: RolePlan) -> str:
@@ -240,7 +245,7 @@ def checked(
         )
     requests = [parse_role_flag(text, problem.job.roles.workload) for text in role]  # its workload's role names
     if outputs.export_kind is not None:
-        refuse_grpo_export(problem)
+        refuse_grpo_export(problem, outputs.export_kind)
     cat = problem_catalog(problem, catalog)
     if outputs.export_kind and outputs.out is not None:  # no input overwritten by the launch file
         output.check_destination(outputs.out, "out", inputs=[job, *cat.source_files], what="launcher config")
@@ -283,7 +288,7 @@ def _checked_outputs(outputs: Outputs | None) -> Outputs:
         launcher = find_launcher(outputs.export_kind)
         if launcher is None:
             raise ArgumentError(unknown_kind(outputs.export_kind), field="export")
-        if launcher.kind not in ROLE_KINDS:
+        if launcher.kind not in ROLE_KINDS + GRPO_KINDS:
             raise ArgumentError(no_role_meaning(outputs.export_kind), field="export")
     return outputs
 
@@ -292,23 +297,113 @@ def solved(problem: Problem, catalog: Catalog, outputs: Outputs | None = None) -
     """``gpuplan solve`` on a job with roles: the API's answer (``solve_roles``)."""
     outputs = _checked_outputs(outputs)
     if outputs.export_kind is not None:
-        refuse_grpo_export(problem)
+        refuse_grpo_export(problem, outputs.export_kind)
     return Answered(solve_roles(problem, catalog=catalog), problem, catalog, outputs)
 
 
-def refuse_grpo_export(problem: Problem) -> None:
-    """A GRPO job's launch is one RL framework's, which gpuplan does not write: its export is refused before any
-    work (the CLI's --export, the service's POST /v1/export), saying what to carry over."""
-    if problem.job.roles is None or problem.job.roles.workload != "grpo":
+def refuse_grpo_export(problem: Problem, kind: str) -> None:
+    """An export kind the job's workload has not, refused before any work (the CLI's --export, the service's POST
+    /v1/export): a GRPO job runs as one RL framework's launch (``GRPO_KINDS``: nemo-rl), not a launch per role, and
+    the other jobs with roles have no RL framework's launch."""
+    roles = problem.job.roles
+    launcher = find_launcher(kind)
+    if roles is None or launcher is None:
         return
-    raise ArgumentError(
-        f"{problem.job.name} is a GRPO job: it runs as one RL framework's launch (NeMo RL, verl, OpenRLHF: the "
-        "rollout engine and the trainer in one Ray job, colocated on the same GPUs or on separate ones), not as "
-        "two independent launches, and gpuplan does not write that launch yet. Take the plan's GPUs, nodes, "
-        "placement and rollout/train split from the answer (--format yaml) into the framework's config "
-        "(NeMo RL: cluster.num_nodes, cluster.gpus_per_node, policy.generation.colocated); drop --export",
+    grpo = roles.workload == "grpo"
+    if grpo and launcher.kind not in GRPO_KINDS:
+        raise ArgumentError(
+            f"{problem.job.name} is a GRPO job: it runs as one RL framework's launch (NeMo RL, verl, OpenRLHF: the "
+            "rollout engine and the trainer in one Ray job, colocated on the same GPUs or on separate ones), not as "
+            f"two independent launches, which --export {kind} writes. --export nemo-rl writes NeMo RL's GRPO launch "
+            "with the plan's GPUs, nodes and rollout/train split (cluster.num_nodes, cluster.gpus_per_node, "
+            "policy.generation.colocated) and its batch; choose it, or drop --export",
+            field="export",
+        )
+    if not grpo and launcher.kind in GRPO_KINDS:
+        raise ArgumentError(
+            f"--export {kind} writes a GRPO job's launch (job.roles.workload: grpo), and {problem.job.name} is a "
+            f"{roles.workload} job, whose roles run as two launches: choose kubernetes (a JobSet), slurm (a "
+            "heterogeneous job) or skypilot (a Job Group) (docs/roles.md)",
+            field="export",
+        )
+
+
+def _nothing_to_export(result: RolesResult) -> ArgumentError:
+    return ArgumentError(
+        f"no plan for {result.job}, so there is nothing to export: " + "; ".join(result.refused or ("no split runs",)),
         field="export",
     )
+
+
+def _hub_id(problem: Problem) -> str | None:
+    """The policy's Hugging Face model: the job's Hub id, or its preset's (exports/run.py's table); None: unknown."""
+    model = problem.job.model
+    if model.name and is_repo_id(model.name):
+        return model.name
+    known = torchtitan_model(model)
+    return known.hub if known is not None else None
+
+
+def grpo_export(done: Answered) -> GrpoExport:
+    """The chosen (solve) or checked (check) GRPO split as the nemo-rl export takes it: its hosts (a GB200 rack's
+    trays), the rollout's and the policy's GPUs, and the job's recipe."""
+    result, problem, catalog = done.result, done.problem, done.catalog
+    roles = problem.job.roles
+    if result.best is None or roles is None or roles.rollout is None:
+        raise _nothing_to_export(result)
+    chosen, p = result.best, result.best.plan
+    offer = next(o for o in catalog.offers if o.name == chosen.offer)
+    host = gpus_per_host(offer.gpus_per_node, find_sku(catalog, p.sku).gpus_per_host)
+    gpus = p.split.gpus
+    colocated = p.split.shared
+    placement = GrpoPlacement(
+        hosts=max(1, gpus // host) if gpus > host else 1,
+        gpus_per_host=host if gpus > host else gpus,
+        rollout_gpus=p.split.producers,
+        policy_gpus=p.split.consumers,
+        colocated=colocated,
+        asynchronous=roles.asynchronous and not colocated,
+    )
+    r, job = roles.rollout, problem.job
+    seq_tokens = float(r.prompt_tokens) + float(r.response_tokens)
+    sequences = r.prompts_per_step * r.samples_per_prompt
+    longest = float(r.prompt_tokens) + float(r.max_response_tokens) if r.max_response_tokens else float(job.seq_len)
+    recipe = GrpoRecipe(
+        model_name=_hub_id(problem),
+        params=float(job.model.params),
+        prompts_per_step=r.prompts_per_step,
+        samples_per_prompt=r.samples_per_prompt,
+        max_total_sequence_length=math.ceil(longest),
+        max_new_tokens=math.ceil(float(r.max_response_tokens)) if r.max_response_tokens else None,
+        rollout_tp=r.tp,
+        memory_utilization=r.memory_utilization,
+        max_num_seqs=r.max_num_seqs,
+        micro_batch=roles.micro_batch,
+        forward_passes=roles.forward_passes,
+        steps=r.steps or math.ceil(float(job.total_tokens) / (sequences * seq_tokens)),
+        precision=job.precision,
+        method=job.method,
+        optimizer=job.optimizer,
+    )
+    return GrpoExport(
+        job=result.job,
+        sku=p.sku,
+        offer=chosen.offer,
+        placement=placement,
+        recipe=recipe,
+        tokens_per_s=p.tokens_per_s,
+        hours=p.hours,
+        cost_usd=p.cost_usd,
+        binding={"producers": "rollout", "consumers": "policy's training", "link": "weight sync"}[p.binding],
+    )
+
+
+def launch_text(done: Answered, kind: str) -> str:
+    """The launch ``kind`` (a launcher's kind, aliases resolved) writes for the answer: a GRPO job's NeMo RL launch
+    (``GRPO_KINDS``), or a launch per role (exports/roles.py)."""
+    if kind in GRPO_KINDS:
+        return write_nemo_rl(grpo_export(done))
+    return export_roles(pipeline_export(done), kind)
 
 
 def pipeline_export(done: Answered) -> PipelineExport:
@@ -316,11 +411,7 @@ def pipeline_export(done: Answered) -> PipelineExport:
     result, problem, catalog = done.result, done.problem, done.catalog
     roles = problem.job.roles
     if result.best is None or roles is None:
-        raise ArgumentError(
-            f"no plan for {result.job}, so there is nothing to export: "
-            + "; ".join(result.refused or ("no split runs",)),
-            field="export",
-        )
+        raise _nothing_to_export(result)
     chosen, p = result.best, result.best.plan
     first, consumers = role_names(roles.workload)
     producers = "targets" if first == "target" else first  # as the answer says what binds
@@ -359,7 +450,7 @@ def answered(answer: Callable[..., None], done: Answered, fmt: Any) -> None:
         return answer(done.result, done.problem, fmt, *SHOWN)
     launcher = find_launcher(kind)
     assert launcher is not None  # _checked_outputs refused any other
-    text = export_roles(pipeline_export(done), launcher.kind)
+    text = launch_text(done, launcher.kind)
     if done.outputs.out is None:
         typer.echo(text, nl=False)
         return None

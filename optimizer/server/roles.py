@@ -5,8 +5,9 @@ to the calls the CLI makes for the same file, and nothing computed here.
 prints for a role job); ``POST /v1/check`` takes the split as ``check.roles`` (``{"target": "3xRTX-PRO-6000",
 "drafter": "1xRTX-PRO-6000"}``, each entry read by ``--role``'s parser, ``inputs.roles.parse_role_flag``) and
 answers ``check_roles``' result; ``POST /v1/export`` writes the chosen split's launch per role
-(``present.exports.roles``: kubernetes, slurm, skypilot; ``export.roles`` exports a hand-picked split), other
-kinds refused with the CLI's reason. Bad input: a ``JobError`` naming the body's field (422).
+(``present.exports.roles``: kubernetes, slurm, skypilot; ``export.roles`` exports a hand-picked split), a GRPO job's
+NeMo RL launch (``present.exports.nemo_rl``: nemo-rl), other kinds refused with the CLI's reason. Bad input: a
+``JobError`` naming the body's field (422).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..inputs.roles import ROLE_NAMES, parse_role_flag, role_names
 from ..inputs.schema import Catalog, Problem
 from ..present import roles
 from ..present.exports import Launcher
-from ..present.exports.roles import ROLE_KINDS, export_roles, no_role_meaning
+from ..present.exports.roles import GRPO_KINDS, ROLE_KINDS, no_role_meaning
 from .bodies import SOURCE
 
 EXAMPLE = '{"target": "3xRTX-PRO-6000", "drafter": "1xRTX-PRO-6000"}'
@@ -113,7 +114,7 @@ def one_model_refused(problem: Problem, route: str) -> None:
 def export(problem: Problem, catalog: Catalog, launcher: Launcher, given: Any) -> tuple[str, str]:
     """The launch per role of the job's best split, or of ``export.roles``' split, as ``gpuplan solve (check
     --role ...) JOB --export KIND`` writes it; and its file name (the kind's suffix)."""
-    if launcher.kind not in ROLE_KINDS:
+    if launcher.kind not in ROLE_KINDS + GRPO_KINDS:
         raise _refused(no_role_meaning(given.kind), "export.kind")
     if given.plan is not None:
         raise _refused(
@@ -122,12 +123,12 @@ def export(problem: Problem, catalog: Catalog, launcher: Launcher, given: Any) -
             "export.plan",
         )
     try:
-        roles.refuse_grpo_export(problem)
+        roles.refuse_grpo_export(problem, launcher.kind)
     except GpuplanError as exc:
         raise _refused(exc.reason, "export") from None
     done = _answered(problem, catalog, given.roles, "export.roles")
     try:
-        text = export_roles(roles.pipeline_export(done), launcher.kind)
+        text = roles.launch_text(done, launcher.kind)
     except GpuplanError as exc:  # no plan runs: nothing to export
         raise _refused(exc.reason, "export") from None
     return text, f"{problem.job.name}-{launcher.kind}.{launcher.suffix}"

@@ -22,7 +22,9 @@ The registry: each launcher module declares ``LAUNCHER = Launcher(kind, write, .
 file suffix and summary; a tenth launcher is one new module and one ``register`` line below. Every list of
 the kinds reads ``LAUNCHERS`` when it is shown: the CLI's ``--export`` help (``kinds_text``), the service's
 export body schema and ``GET /v1/info``, its downloads' file names (the suffix) and the refusal of an unknown
-kind (``unknown_kind``).
+kind (``unknown_kind``). ``register(..., roles_only=True)`` keeps a kind only a job with roles has apart
+(``ROLE_LAUNCHERS``: ``nemo-rl``, a GRPO job's NeMo RL launch, ``nemo_rl``): ``find_launcher`` finds it and
+``kinds_text`` names it after the others, and its ``write`` refuses a one-model plan.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 from ...errors import ArgumentError
 from ...inputs.schema import JobSpec, ModelSpec
 from ...results import Plan
-from . import accelerate, deepspeed, kubernetes, megatron, nodus, skypilot, slurm, torchrun, torchtitan
+from . import accelerate, deepspeed, kubernetes, megatron, nemo_rl, nodus, skypilot, slurm, torchrun, torchtitan
 from .common import (
     DEFAULT_SEQ_LEN,
     PRECISIONS,
@@ -57,6 +59,7 @@ __all__ = [
     "LAUNCHERS",
     "MASTER_PORT",
     "PRECISIONS",
+    "ROLE_LAUNCHERS",
     "ExportJob",
     "Launcher",
     "describe",
@@ -75,14 +78,19 @@ __all__ = [
 ]
 
 LAUNCHERS: dict[str, Launcher] = {}
+# Kinds only a job with roles has (``roles_only``): a GRPO job's RL framework launch (exports/nemo_rl.py), which
+# ``find_launcher`` finds and ``kinds_text`` names, apart from the kinds every plan has
+ROLE_LAUNCHERS: dict[str, Launcher] = {}
 
 
-def register(launcher: Launcher) -> Launcher:
-    """Add an export kind (its module's ``LAUNCHER``); a kind or alias already taken is a ValueError."""
-    taken = {name for known in LAUNCHERS.values() for name in (known.kind, *known.aliases)}
+def register(launcher: Launcher, roles_only: bool = False) -> Launcher:
+    """Add an export kind (its module's ``LAUNCHER``; ``roles_only``: a kind of jobs with roles alone); a kind or
+    alias already taken is a ValueError."""
+    known_launchers = [*LAUNCHERS.values(), *ROLE_LAUNCHERS.values()]
+    taken = {name for known in known_launchers for name in (known.kind, *known.aliases)}
     if clash := taken & {launcher.kind, *launcher.aliases}:
         raise ValueError(f"export kind {', '.join(sorted(clash))} is registered already")
-    LAUNCHERS[launcher.kind] = launcher
+    (ROLE_LAUNCHERS if roles_only else LAUNCHERS)[launcher.kind] = launcher
     return launcher
 
 
@@ -95,6 +103,7 @@ register(torchtitan.LAUNCHER)
 register(accelerate.LAUNCHER)
 register(torchrun.LAUNCHER)
 register(slurm.LAUNCHER)
+register(nemo_rl.LAUNCHER, roles_only=True)
 
 KINDS = tuple(LAUNCHERS)
 
@@ -109,7 +118,8 @@ def _facts(job: JobSpec | ExportJob | None, **given: Any) -> ExportJob:
 def find_launcher(kind: str) -> Launcher | None:
     """The launcher of an export kind or one of its aliases, in any case; None for a kind none has."""
     kind = kind.lower()
-    return next((lc for lc in LAUNCHERS.values() if kind == lc.kind or kind in lc.aliases), None)
+    every = [*LAUNCHERS.values(), *ROLE_LAUNCHERS.values()]
+    return next((lc for lc in every if kind == lc.kind or kind in lc.aliases), None)
 
 
 def kinds_text() -> str:
@@ -122,7 +132,9 @@ def kinds_text() -> str:
         return f"{launcher.kind} ({said})" if said else launcher.kind
 
     named = [one(launcher) for launcher in LAUNCHERS.values()]
-    return ", ".join(named[:-1]) + f" or {named[-1]}" if len(named) > 1 else "".join(named)
+    text = ", ".join(named[:-1]) + f" or {named[-1]}" if len(named) > 1 else "".join(named)
+    roles_only = ", ".join(one(launcher) for launcher in ROLE_LAUNCHERS.values())
+    return f"{text}; for a GRPO job: {roles_only}" if roles_only else text
 
 
 def unknown_kind(kind: str) -> str:
