@@ -6,6 +6,8 @@ and fixed where the rule lives (units' parsers and ranges, the service's header 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -13,6 +15,7 @@ from optimizer import cli
 from optimizer.inputs import units
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parent.parent
 
 CHECK = ["check", "--model", "llama-3.1-8b", "--tokens", "1B", "--sku", "B200", "--gpus", "8", "--no-compare"]
 SOLVE = ["solve", "--model", "llama-3.1-8b", "--tokens", "1B", "--time-limit", "2"]
@@ -174,3 +177,89 @@ def test_odd_digits_in_headers_are_refused_not_a_500(client, headers, status, sa
     r = client.post("/v1/solve", content=b'{"job": {}}', headers={"Content-Type": "application/json", **headers})
     assert r.status_code == status, r.text
     assert said in r.json()["detail"], r.text
+
+
+# --------------------------------------------------------------------------- 4. numbers of a job's roles: section
+
+ROLE_FILES = {
+    "drafter": "problems/seed-003-drafter-roles.yaml",
+    "grpo": "problems/grpo-llama-3.1-8b.yaml",
+    "distill": "problems/distill-qwen3-32b-to-8b.yaml",
+}
+
+
+def role_job(tmp_path, workload: str, path: tuple, value) -> str:
+    """The bundled ``workload`` job with ``value`` at ``path`` (its catalog made absolute), written to tmp_path."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / ROLE_FILES[workload]).read_text())
+    data["catalog"] = str((ROOT / ROLE_FILES[workload]).parent / data["catalog"])
+    node = data
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(data))
+    return str(tmp_path / "job.yaml")
+
+
+# each answered a plan before: anchors and block at 1e9 one of 10 trillion days, rollout.steps at 1e12 one of 379
+# million days, a million tapped layers one of 3,281 days, a mean response of 860 beside a longest of 1 a step
+# that waited for one token
+ROLE_NUMBERS = [
+    ("drafter", ("job", "roles", "drafter", "anchors"), 10**9, "job.roles.drafter.anchors"),
+    ("drafter", ("job", "roles", "drafter", "block"), 10**9, "job.roles.drafter.block"),
+    ("drafter", ("job", "roles", "passes"), {"hidden_states": {"layers": 10**6}}, "passes.hidden_states.layers"),
+    ("drafter", ("job", "roles", "passes"), {"bytes_per_token": "1e12"}, "job.roles.passes.bytes_per_token"),
+    ("drafter", ("job", "roles", "target", "attention_layers"), 10**6, "job.roles.target.attention_layers"),
+    ("drafter", ("job", "roles", "target", "params"), "1e30", "job.roles.target.params"),
+    ("drafter", ("job", "roles", "batch_tokens"), "1e30", "job.roles.batch_tokens"),
+    ("grpo", ("job", "roles", "rollout", "steps"), 10**12, "job.roles.rollout.steps"),
+    ("grpo", ("job", "roles", "rollout", "prompts_per_step"), 10**9, "job.roles.rollout"),
+    ("grpo", ("job", "roles", "rollout", "response_tokens"), 10**9, "job.roles.rollout.response_tokens"),
+    ("grpo", ("job", "roles", "rollout", "max_response_tokens"), 1, "max_response_tokens"),
+    ("grpo", ("job", "roles", "rollout", "tp"), 128, "job.roles.rollout.tp"),
+    ("grpo", ("job", "roles", "rollout", "max_num_seqs"), 10**12, "job.roles.rollout.max_num_seqs"),
+    ("grpo", ("job", "roles", "forward_passes"), 10**9, "job.roles.forward_passes"),
+    ("distill", ("job", "roles", "passes"), {"top_k_logits": {"k": 10**9}}, "passes.top_k_logits.k"),
+    ("distill", ("job", "roles", "passes"), {"top_k_logits": {"value_bytes": 1e-300}}, "value_bytes"),
+    ("distill", ("job", "roles", "student"), {"grad_accum": 10**12}, "student.grad_accum"),
+]
+
+
+@pytest.mark.parametrize(
+    ("workload", "path", "value", "field"), ROLE_NUMBERS, ids=[f"{w}:{'.'.join(p[2:])}" for w, p, _, _ in ROLE_NUMBERS]
+)
+def test_a_role_number_past_its_range_is_refused_naming_the_field(tmp_path, workload, path, value, field):
+    text = refused(["solve", role_job(tmp_path, workload, path, value), "--time-limit", "2"], "job.yaml", field)
+    assert "must be" in text or "more than" in text, text
+
+
+def test_every_numeric_field_of_roles_has_a_range():
+    """As tests/test_hostile.py holds for the schema's own models: each numeric field of ``job.roles`` is
+    bounded in units.LIMITS (this module's models are not that base's, so its check missed them)."""
+    import typing
+
+    from optimizer.inputs import roles
+
+    def numeric(annotation: typing.Any) -> bool:
+        if annotation in (int, float):
+            return True
+        return any(numeric(arg) for arg in typing.get_args(annotation))
+
+    models = [m for m in vars(roles).values() if isinstance(m, type) and issubclass(m, roles._Model)]
+    missing = [
+        f"{m.__name__}.{name}"
+        for m in models
+        if m is not roles._Model
+        for name, info in m.model_fields.items()
+        if numeric(info.annotation) and info.annotation is not bool and f"{m.__name__}.{name}" not in roles._RANGES
+    ]
+    assert not missing, missing
+    assert set(roles._RANGES.values()) <= set(units.LIMITS)
+    assert all(k.split(".")[0] in {m.__name__ for m in models} for k in roles._RANGES), "a range names no model"
+
+
+@pytest.mark.parametrize("workload", sorted(ROLE_FILES))
+def test_the_bundled_role_jobs_still_plan(workload):
+    result = runner.invoke(cli.app, ["solve", str(ROOT / ROLE_FILES[workload]), "--time-limit", "5", "-q"])
+    assert result.exit_code == 0, result.output[-2000:]

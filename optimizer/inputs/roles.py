@@ -26,7 +26,10 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -53,8 +56,52 @@ WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0}
 DEFAULT_TOP_K = 256
 
 
+# Every numeric field of ``job.roles`` -> its range in ``units.LIMITS``, as schema/base.py's ``_RANGES`` holds the
+# job's own (this module's models are not that base's, so its table missed them: a drafter's anchors and block
+# at 1e9 planned a 10-trillion-day run, rollout.steps at 1e12 one of 379 million days).
+_RANGES: dict[str, str] = {
+    "MeasuredMfu.value": "fraction",
+    "TargetSpec.params": "params",
+    "TargetSpec.hidden": "width",
+    "TargetSpec.attention_layers": "dense_layers",
+    "TargetSpec.attention_width": "attention_width",
+    "DrafterSpec.anchors": "seq_len",
+    "DrafterSpec.block": "seq_len",
+    "DrafterSpec.micro_batch": "global_batch",
+    "DrafterSpec.grad_accum": "global_batch",
+    "StudentSpec.micro_batch": "global_batch",
+    "StudentSpec.grad_accum": "global_batch",
+    "HiddenStates.layers": "layers",
+    "TopKLogits.k": "vocab",
+    "TopKLogits.value_bytes": "element_bytes",
+    "TopKLogits.index_bytes": "element_bytes",
+    "Passes.bytes_per_token": "bytes_per_token",
+    "RolloutSpec.prompts_per_step": "global_batch",
+    "RolloutSpec.samples_per_prompt": "global_batch",
+    "RolloutSpec.prompt_tokens": "seq_len",
+    "RolloutSpec.response_tokens": "seq_len",
+    "RolloutSpec.max_response_tokens": "seq_len",
+    "RolloutSpec.tp": "gpus_per_node",
+    "RolloutSpec.memory_utilization": "fraction",
+    "RolloutSpec.max_num_seqs": "global_batch",
+    "RolloutSpec.steps": "rl_steps",
+    "RolesSpec.batch_tokens": "tokens",
+    "RolesSpec.forward_passes": "forward_passes",
+    "RolesSpec.micro_batch": "global_batch",
+}
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _in_range(cls, value: Any, info: ValidationInfo) -> Any:
+        """A numeric field within its ``units.LIMITS`` range (``_RANGES``), the message stating the range and why."""
+        kind = _RANGES.get(f"{cls.__name__}.{info.field_name}")
+        if kind is not None and isinstance(value, (int, float)) and not units.LIMITS[kind].allows(value):
+            raise ValueError(units.LIMITS[kind].text())
+        return value
 
 
 class MeasuredMfu(_Model):
@@ -177,6 +224,20 @@ class RolloutSpec(_Model):
     )
     steps: int | None = Field(None, ge=1, description="GRPO steps; unset: job.dataset_tokens x epochs of tokens.")
 
+    @model_validator(mode="after")
+    def _mean_within_longest(self) -> RolloutSpec:
+        """The mean response no longer than the longest (a max of 1 beside a mean of 860 planned a step that
+        waited for one token), and a step's sequences within a global batch's range."""
+        if self.max_response_tokens is not None and self.response_tokens > self.max_response_tokens:
+            raise ValueError(
+                f"response_tokens (the mean, {self.response_tokens:,.0f}) is more than max_response_tokens (the "
+                f"longest, {self.max_response_tokens:,.0f}); raise max_response_tokens or lower the mean"
+            )
+        limit = units.LIMITS["global_batch"]
+        if not limit.allows(self.prompts_per_step * self.samples_per_prompt):
+            raise ValueError(f"prompts_per_step x samples_per_prompt, the sequences of a step, {limit.text()}")
+        return self
+
 
 class StudentSpec(_Model):
     """How the student (the job's model) trains: on every teacher token, data-parallel."""
@@ -204,7 +265,8 @@ def _grpo_slots(data: Any) -> Any:
     if "rollout" not in data:
         raise ValueError("a grpo job needs rollout: {prompts_per_step, samples_per_prompt, prompt_tokens, ...}")
     out = dict(data)
-    out["target"] = {"name": "rollout", "params": 1, "hidden": 1}  # names the slot; shapes from job.model
+    # names the slot (the least parameters a model may have); shapes from job.model
+    out["target"] = {"name": "rollout", "params": units.LIMITS["params"].low, "hidden": 1}
     out["drafter"] = {"name": "policy"}
     out["passes"] = {"bytes_per_token": 1}  # unused: the weights cross once a step
     return out
@@ -222,7 +284,14 @@ def _distill_names(data: Any) -> Any:
         raise ValueError("a distill job needs teacher: the frozen model run forward (name, params, hidden, ...)")
     teacher = data["teacher"]
     out["target"] = {"name": "teacher", **teacher} if isinstance(teacher, dict) else teacher
-    student = StudentSpec.model_validate(data.get("student") or {})
+    try:
+        student = StudentSpec.model_validate(data.get("student") or {})
+    except ValidationError as exc:  # named from job.roles: 'student.grad_accum', not 'grad_accum' alone
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in ("student", *first["loc"]))
+        raise ValueError(
+            f"{where}: {first['msg'].removeprefix('Value error, ')} (got {first.get('input')!r})"
+        ) from None
     out["drafter"] = {"name": student.name, "micro_batch": student.micro_batch, "grad_accum": student.grad_accum}
     return out
 

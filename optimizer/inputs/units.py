@@ -368,6 +368,16 @@ LIMITS: dict[str, Limit] = {
         0.1, 1024, "bytes", "training state takes 2 to 20 bytes per parameter, 4-bit weights 0.5", True
     ),
     "rate": Limit(0, 1e12, "tokens/s", "a thousand times the throughput of the largest published cluster"),
+    # job.roles (inputs/roles.py)
+    "attention_width": Limit(
+        0, 2**20, "", "heads x head_dim: twenty times the widest published model; 0 for none", True
+    ),
+    "element_bytes": Limit(0.5, 16, "bytes", "a tensor element: 4-bit (0.5) to 128-bit (16)", True),
+    "bytes_per_token": Limit(
+        0, 1e9, "bytes", "a GB a token: ten thousand times the hidden states a DFlash drafter takes (51 KB)"
+    ),
+    "rl_steps": Limit(1, 1e6, "steps", "published GRPO runs take hundreds to a few thousand steps", True),
+    "forward_passes": Limit(0, 64, "passes", "GRPO runs two (reference and old log-probs) besides training", True),
     "reserve": Limit(0, 1e14, "GB", "100 TB: hundreds of times any GPU's memory", True, scale=1e9),
     # hardware and offers
     "memory": Limit(0, 1e14, "GB", "100 TB: hundreds of times any GPU's or node's memory", scale=1e9),
