@@ -263,3 +263,83 @@ def test_every_numeric_field_of_roles_has_a_range():
 def test_the_bundled_role_jobs_still_plan(workload):
     result = runner.invoke(cli.app, ["solve", str(ROOT / ROLE_FILES[workload]), "--time-limit", "5", "-q"])
     assert result.exit_code == 0, result.output[-2000:]
+
+
+# --------------------------------------------------------------------------- 5. settings a job with roles does not read
+
+# each was answered as if absent: --spot (spot only) on a catalog with no spot price priced the split on demand,
+# --headroom 99% left 27B target weights on B200s as before; check --role dropped --save (no file written), --tp,
+# --spot and --measured without a word
+UNREAD_BY_SOLVE = [
+    (["--spot"], "--spot"),
+    (["--headroom", "99%"], "--headroom"),
+    (["--framework", "deepspeed"], "--framework"),
+    (["--compile"], "--compile"),
+    (["--deadline-quantile", "p90", "--deadline", "5d"], "--deadline-quantile"),
+]
+
+
+@pytest.mark.parametrize(("extra", "flag"), UNREAD_BY_SOLVE, ids=[f for _, f in UNREAD_BY_SOLVE])
+def test_a_flag_a_role_job_is_not_planned_with_is_refused(extra, flag):
+    text = refused(["solve", str(ROOT / ROLE_FILES["drafter"]), "--time-limit", "2", *extra], flag, "roles")
+    assert text.count("\n") == 1, text
+
+
+UNREAD_FIELDS = [
+    (("constraints", "spot"), "only", "constraints.spot"),
+    (("constraints", "memory_headroom"), "99%", "constraints.memory_headroom"),
+    (("constraints", "deadline_quantile"), "p90", "constraints.deadline_quantile"),
+    (("job", "framework"), "megatron", "job.framework"),
+    (("job", "compile"), True, "job.compile"),
+]
+
+
+@pytest.mark.parametrize("workload", sorted(ROLE_FILES))
+@pytest.mark.parametrize(("path", "value", "field"), UNREAD_FIELDS, ids=[f for _, _, f in UNREAD_FIELDS])
+def test_a_field_a_role_job_is_not_planned_with_is_refused(tmp_path, workload, path, value, field):
+    refused(["solve", role_job(tmp_path, workload, path, value), "--time-limit", "2"], "job.yaml", field, "roles")
+
+
+def test_the_settings_a_role_job_reads_by_default_are_accepted(tmp_path):
+    """The refusal is of a setting given, not of its default: spot never, a zero headroom and p50 plan."""
+    for path, value in [(("constraints", "spot"), "never"), (("constraints", "memory_headroom"), 0)]:
+        args = ["solve", role_job(tmp_path, "drafter", path, value), "--time-limit", "2", "-q"]
+        result = runner.invoke(cli.app, args)
+        assert result.exit_code == 0, result.output
+
+
+SPLIT = [
+    "check",
+    str(ROOT / ROLE_FILES["drafter"]),
+    "--role",
+    "target=3xRTX-PRO-6000",
+    "--role",
+    "drafter=1xRTX-PRO-6000",
+]
+UNREAD_BY_CHECK = [
+    ["--save", "{tmp}/saved.yaml"],
+    ["--spot"],
+    ["--tp", "2"],
+    ["--nodes", "2"],
+    ["--micro-batch", "4"],
+    ["--recompute", "full"],
+    ["--framework", "deepspeed"],
+    ["--compile"],
+    ["--headroom", "10%"],
+    ["--measured", "4xRTX-PRO-6000:14.8k tok/s"],
+    ["--method", "lora"],
+    ["--seq-len", "8k"],
+    ["--deadline-quantile", "p90"],
+    ["--no-compare"],
+]
+
+
+@pytest.mark.parametrize("extra", UNREAD_BY_CHECK, ids=[e[0] for e in UNREAD_BY_CHECK])
+def test_check_role_refuses_a_flag_it_does_not_read(tmp_path, extra):
+    refused([*SPLIT, *[e.replace("{tmp}", str(tmp_path)) for e in extra]], extra[0], "--role")
+    assert not (tmp_path / "saved.yaml").exists()
+
+
+def test_check_role_still_reads_its_own_flags():
+    result = runner.invoke(cli.app, [*SPLIT, "--deadline", "30d", "--budget", "$5k", "-f", "json"])
+    assert result.exit_code == 0, result.output

@@ -38,11 +38,12 @@ from ..inputs import units
 from ..inputs.layout_fields import LAYOUT_FIELDS, LAYOUT_RANGES
 from ..inputs.overrides import parse_measurement
 from ..inputs.requests import CheckRequest
+from ..inputs.schema.problem import Problem, unread_by_roles
 from ..present import output, render, roles
 from ..present.plot import frontier_plot, memory_plot
 from ..present.report import html_report
 from .checks import check_export, check_flags, check_gpu_names, check_outputs, names
-from .handling import handled, state
+from .handling import flag_of, handled, state
 from .shared import (
     answer,
     catalog_path,
@@ -156,6 +157,10 @@ def check(
     layout = layout or {}
     gpus = layout.get("gpus")
     if role or sku is None or gpus is None:  # a role job's split (docs/roles.md), or --sku and --gpus missing
+        if role:
+            flags = {**(question or {}), **layout, "save": save, "headroom": headroom, "compile": compile_model}
+            flags.update(deadline_quantile=deadline_quantile, measured=measured, spot=spot or None)
+            _read_by_a_split(flags, compare)
         wanted = roles.Outputs(export_kind, check_export(export_kind, out, fmt), plot_path)
         return roles.answered(answer, roles.checked(job, role, sku, gpus, catalog, deadline, budget, wanted), fmt)
     # the layout as typed (--recompute's text read once the files are: below)
@@ -189,6 +194,29 @@ def check(
         typer.echo(config, nl=False)
         return
     answer(result, problem, fmt, render.print_check, render.check_data)
+
+
+def _read_by_a_split(flags: dict[str, Any], compare: bool) -> None:
+    """``check --role`` checks the split of the job file's roles as the file gives them, reading the catalog, the
+    deadline, the budget and the outputs: any other flag given is refused, naming it (each was dropped without a
+    word: --save wrote nothing, --spot priced on demand, --tp 2 and --measured changed nothing)."""
+    if not compare:
+        flags = {**flags, "no_compare": True}
+    for name, value in flags.items():
+        if value is not None and name != "gpus":  # --gpus beside --role has its own message
+            raise ArgumentError(
+                f"check --role checks the split of the job file's roles as the file gives them, and reads no "
+                f"{flag_of(name)}: drop it, or give the job's settings in its file (docs/roles.md)",
+                field=name,
+            )
+
+
+def _roles_read_the_flags(problem: Problem) -> None:
+    """A job with roles planned with none of the settings its planning does not read (``ROLE_UNREAD``): one that
+    a flag set is refused naming the flag (the file's own are refused as it is read)."""
+    unread = unread_by_roles(problem)
+    if unread is not None:
+        raise ArgumentError(unread[2], field=unread[1])
 
 
 def _exportable_best(result, export_kind: str | None) -> None:
@@ -270,6 +298,7 @@ def solve(
     check_gpu_names(cat, "gpu_types", names(gpu_types), offers=True)
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     if problem.job.roles is not None:  # GPUs split between roles (docs/roles.md)
+        _roles_read_the_flags(problem)
         wanted = roles.Outputs(export_kind, out, plot_path or report)
         return roles.answered(answer, roles.solved(problem, cat, wanted), fmt)
     limit_s = units.parse_time_limit_s(time_limit)

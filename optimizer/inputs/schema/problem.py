@@ -4,6 +4,7 @@ Kubernetes-style ``spec.resources.gpu`` block read as GPU filters that must agre
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import (
@@ -19,6 +20,54 @@ from .job import JobSpec
 from .types import (
     sku_key,
 )
+
+# One-model settings that a job with roles is not planned with (planning/role_jobs.py, solver/roles.py read none:
+# each role's GPUs at on-demand prices, its memory against the usable capacity, the expected time): answered as if
+# absent, they planned what the user had excluded (spot: only, on a catalog without spot prices, priced the split
+# on demand; a 99% memory headroom left 27B target weights on B200s as before). Each: (field, the flag that sets
+# it, whether the problem gives it, why it is refused).
+ROLE_UNREAD: tuple[tuple[str, str, Callable[[Problem], bool], str], ...] = (
+    (
+        "constraints.spot",
+        "spot",
+        lambda p: p.constraints.spot == "only",
+        "a job with roles is priced on demand: spot capacity is not weighed for its roles yet",
+    ),
+    (
+        "constraints.memory_headroom",
+        "headroom",
+        lambda p: p.constraints.memory_headroom not in (None, 0, 0.0, "0%"),
+        "a job with roles holds each role's memory to the GPU's usable capacity, with no headroom yet",
+    ),
+    (
+        "constraints.deadline_quantile",
+        "deadline_quantile",
+        lambda p: p.constraints.deadline_quantile != "p50",
+        "a job with roles is answered at its expected time, with no p90 yet",
+    ),
+    (
+        "job.framework",
+        "framework",
+        lambda p: p.job.framework != "auto",
+        "a job with roles is planned role by role (docs/roles.md), not as one framework's layouts",
+    ),
+    (
+        "job.compile",
+        "compile",
+        lambda p: p.job.compile,
+        "a job with roles is not planned under torch.compile yet",
+    ),
+)
+
+
+def unread_by_roles(problem: Problem) -> tuple[str, str, str] | None:
+    """The first setting a job with roles gives that its planning does not read: (field, flag parameter, why)."""
+    if problem.job.roles is None:
+        return None
+    for field, flag, given, why in ROLE_UNREAD:
+        if given(problem):
+            return field, flag, f"{why}; drop it, or plan the job without roles: (docs/roles.md)"
+    return None
 
 
 class Problem(_Model):
@@ -71,6 +120,14 @@ class Problem(_Model):
         constraints["gpu"] = filters
         data["constraints"] = constraints
         return data
+
+    @model_validator(mode="after")
+    def _roles_read_it(self) -> Problem:
+        """A job with roles gives none of the settings its planning does not read (``ROLE_UNREAD``)."""
+        unread = unread_by_roles(self)
+        if unread is not None:
+            raise JobError(unread[2], field=unread[0])
+        return self
 
 
 def _same_filter(spec_value: Any, filters: dict, key: str, spec_key: str, agree) -> bool:
