@@ -29,6 +29,7 @@ JOB = ROOT / "problems" / "grpo-llama-3.1-8b.yaml"
 DRAFTER_JOB = ROOT / "problems" / "seed-003-drafter-roles.yaml"
 ONE_MODEL_JOB = ROOT / "problems" / "llama-70b-within-5-days.yaml"
 NEMO_RL = ROOT / "tests" / "data" / "nemo_rl"  # NVIDIA-NeMo/RL v0.7.0 (81aa43d) examples/configs
+VERL = ROOT / "tests" / "data" / "verl"  # volcengine/verl v0.7.0 (f9c855f): the trainer's config and the recipe's
 runner = CliRunner()
 
 
@@ -48,12 +49,12 @@ def _with(problem, **roles):
     return problem.model_copy(update={"job": job.model_copy(update={"roles": job.roles.model_copy(update=roles)})})
 
 
-def exported(problem, catalog, rollout: str, policy: str) -> tuple[str, object]:
-    """The nemo-rl export of a checked split, and the checked plan."""
+def exported(problem, catalog, rollout: str, policy: str, kind: str = "nemo-rl") -> tuple[str, object]:
+    """The ``kind`` export of a checked split, and the checked plan."""
     split = [parse_role_flag(f"rollout={rollout}", "grpo"), parse_role_flag(f"policy={policy}", "grpo")]
     result = check_roles(problem, split, catalog=catalog)
-    done = present_roles.Answered(result, problem, catalog, present_roles.Outputs("nemo-rl"))
-    return present_roles.launch_text(done, "nemo-rl"), result.best.plan
+    done = present_roles.Answered(result, problem, catalog, present_roles.Outputs(kind))
+    return present_roles.launch_text(done, kind), result.best.plan
 
 
 def launched(script: str, tmp_path: Path) -> tuple[list[str], list[str]]:
@@ -64,12 +65,15 @@ def launched(script: str, tmp_path: Path) -> tuple[list[str], list[str]]:
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
     stubs = (
         'uv() { printf "UV\\0"; printf "%s\\0" "$@"; }\n'
+        'python3() { printf "PYTHON3\\0"; printf "%s\\0" "$@"; }\n'
         'sbatch() { printf "SBATCH\\0"; printf "%s\\0" "$@"; bash -c "$(declare -f uv); $COMMAND"; }\n'
         "export -f uv\n"
         f"CONTAINER=image source {path}\n"
     )
     out = subprocess.run(["bash", "-c", stubs], capture_output=True, text=True, cwd=tmp_path, check=True).stdout
     words = out.split("\0")[:-1]
+    if words[0] == "PYTHON3":  # verl's line: python3 -m MODULE OVERRIDES
+        return ["python3", *words[1:]], []
     sbatch = words[1 : words.index("UV")] if words[0] == "SBATCH" else []
     return ["uv", *words[words.index("UV") + 1 :]], sbatch
 
@@ -87,8 +91,6 @@ def nemo_rl_config(config: str, overrides: list[str]) -> dict:
     """The config run_grpo.py trains with: nemo_rl/utils/config.py load_config (``defaults:`` inheritance) and
     parse_hydra_overrides (struct mode, Hydra's parser and override applier), resolved as run_grpo.py resolves it."""
     pytest.importorskip("hydra", reason="hydra-core (the integrations extra) reads NeMo RL's overrides")
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import DictConfig, OmegaConf
 
     def load(path: Path) -> DictConfig:  # load_config_with_inheritance, single inheritance as the configs use it
@@ -99,14 +101,52 @@ def nemo_rl_config(config: str, overrides: list[str]) -> dict:
         return cfg
 
     assert config.startswith("examples/configs/"), config
-    cfg = load(NEMO_RL / Path(config).name)
-    OmegaConf.set_struct(cfg, True)
-    parsed = OverridesParser.create().parse_overrides(overrides=overrides)
-    ConfigLoaderImpl._apply_overrides_to_config(overrides=parsed, cfg=cfg)
     for name, fn in {"mul": lambda a, b: a * b, "div": lambda a, b: a / b, "max": max}.items():
         if not OmegaConf.has_resolver(name):  # register_omegaconf_resolvers
             OmegaConf.register_new_resolver(name, fn)
+    return apply_overrides(load(NEMO_RL / Path(config).name), overrides)
+
+
+def apply_overrides(cfg, overrides: list[str]) -> dict:
+    """Hydra's override parser and applier on ``cfg`` in struct mode (as NeMo RL's parse_hydra_overrides and a
+    @hydra.main composition apply them), resolved."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    OmegaConf.set_struct(cfg, True)
+    parsed = OverridesParser.create().parse_overrides(overrides=overrides)
+    ConfigLoaderImpl._apply_overrides_to_config(overrides=parsed, cfg=cfg)
     return OmegaConf.to_container(cfg, resolve=True)
+
+
+def verl_config(argv: list[str]) -> tuple[str, dict]:
+    """What verl trains with: Hydra's command line (``@hydra.main``'s parser) read off ``python3 -m MODULE ...``, the
+    overrides applied on the trainer's config, the one-step-off recipe's merged over it (its ``defaults:
+    [ppo_trainer, _self_]``)."""
+    pytest.importorskip("hydra", reason="hydra-core (the integrations extra) reads verl's overrides")
+    from hydra._internal.utils import get_args_parser
+    from omegaconf import OmegaConf
+
+    assert argv[:2] == ["python3", "-m"], argv
+    module, overrides = argv[2], get_args_parser().parse_args(argv[3:]).overrides
+    cfg = OmegaConf.load(VERL / "_generated_ppo_trainer.yaml")
+    if module == "recipe.one_step_off_policy.main_ppo":
+        recipe = OmegaConf.load(VERL / "one_step_off_ppo_trainer.yaml")
+        cfg = OmegaConf.merge(cfg, {k: v for k, v in recipe.items() if k not in ("defaults", "hydra")})
+    else:
+        assert module == "verl.trainer.main_ppo", module
+    # verl's own interpolations (oc.select) resolve in OmegaConf; its config's ??? (rollout.name) must be set
+    return module, apply_overrides(cfg, overrides)
+
+
+def verl_gpus(cfg: dict) -> tuple[int, int]:
+    """(rollout GPUs, actor GPUs) as verl's resource pools take them: the trainer's for both on the hybrid engine,
+    else the rollout's own pool (recipe/one_step_off_policy)."""
+    trainer = cfg["trainer"]["nnodes"] * cfg["trainer"]["n_gpus_per_node"]
+    if cfg["actor_rollout_ref"]["hybrid_engine"]:
+        return trainer, trainer
+    return cfg["rollout"]["nnodes"] * cfg["rollout"]["n_gpus_per_node"], trainer
 
 
 def read_back(script: str, tmp_path: Path) -> tuple[dict, list[str]]:
@@ -239,6 +279,7 @@ def test_the_cli_writes_it_for_check_and_solve(tmp_path):
     [
         (JOB, "slurm", "--export nemo-rl writes NeMo RL's GRPO launch"),
         (DRAFTER_JOB, "nemo-rl", "is a drafter job, whose roles run as two launches"),
+        (DRAFTER_JOB, "verl", "is a drafter job, whose roles run as two launches"),
         (ONE_MODEL_JOB, "nemo-rl", "trains one model on all its GPUs"),
     ],
 )
@@ -251,6 +292,7 @@ def test_a_kind_the_workload_has_not_is_refused(tmp_path, job, kind, says):
 
 def test_the_kind_is_listed_for_a_grpo_job():
     assert find_launcher("NeMo-RL").kind == "nemo-rl" and "for a GRPO job: nemo-rl (" in kinds_text()
+    assert find_launcher("verl").kind == "verl" and ", verl (a GRPO job's verl launch" in kinds_text()
 
 
 def test_the_service_exports_it_as_the_cli_does():
@@ -278,3 +320,49 @@ def test_the_service_exports_it_as_the_cli_does():
             assert r.status_code == 422 and "--export nemo-rl" in r.text and "Traceback" not in r.text
     finally:
         service.close()
+
+
+# --------------------------------------------------------------------------- verl
+
+
+def test_verl_runs_a_colocated_plan_on_its_hybrid_engine(problem, catalog, tmp_path):
+    text, plan = exported(problem, catalog, "8xH100", "8xH100", "verl")
+    module, cfg = verl_config(launched(text, tmp_path)[0])
+    assert module == "verl.trainer.main_ppo" and verl_gpus(cfg) == (8, 8) == (plan.split.producers, plan.split.gpus)
+    data, actor, rollout = cfg["data"], cfg["actor_rollout_ref"]["actor"], cfg["actor_rollout_ref"]["rollout"]
+    assert cfg["algorithm"]["adv_estimator"] == "grpo" and (data["train_batch_size"], rollout["n"]) == (64, 32)
+    # one optimizer step a GRPO step: the mini-batch is the step's prompts, verl multiplying it by n (fsdp_workers.py)
+    assert actor["ppo_mini_batch_size"] * rollout["n"] == 2048 and actor["ppo_epochs"] == 1
+    assert (data["max_prompt_length"], data["max_response_length"]) == (200, 3896)
+    assert rollout["prompt_length"] + rollout["response_length"] == problem.job.seq_len  # verl's own interpolation
+    assert (rollout["name"], rollout["tensor_model_parallel_size"], rollout["max_num_seqs"]) == ("vllm", 1, 256)
+    assert rollout["gpu_memory_utilization"] == 0.6 and actor["strategy"] == "fsdp" and actor["use_kl_loss"]
+    assert cfg["actor_rollout_ref"]["model"]["path"] == "meta-llama/Llama-3.1-8B"
+    assert cfg["actor_rollout_ref"]["model"]["enable_gradient_checkpointing"]
+    assert cfg["trainer"]["total_training_steps"] == 500
+
+
+def test_verl_runs_an_asynchronous_split_one_step_off(problem, catalog, tmp_path):
+    split = _with(problem, placement="disaggregated", asynchronous=True)
+    text, _ = exported(split, catalog, "4xH100", "4xH100", "verl")
+    module, cfg = verl_config(launched(text, tmp_path)[0])
+    assert module == "recipe.one_step_off_policy.main_ppo" and verl_gpus(cfg) == (4, 4)
+    assert cfg["algorithm"]["rollout_correction"]["bypass_mode"]  # the recipe's: one pass fewer, said so
+    assert "one forward pass fewer than planned" in text
+    text, _ = exported(_with(split.model_copy(), placement="disaggregated"), catalog, "8xH100", "8xH100", "verl")
+    module, cfg = verl_config(launched(text, tmp_path)[0])
+    assert (cfg["rollout"]["nnodes"], cfg["trainer"]["nnodes"], cfg["trainer"]["n_gpus_per_node"]) == (1, 1, 8)
+    with pytest.raises(Exception, match="verl runs the rollout on GPUs of its own only one step off-policy"):
+        exported(_with(problem, placement="disaggregated"), catalog, "4xH100", "4xH100", "verl")
+
+
+def test_verl_refuses_what_its_pools_cannot_hold(problem, catalog, tmp_path):
+    split = _with(problem, placement="disaggregated", asynchronous=True)
+    # 20 + 4 over 3 hosts of 8: neither whole hosts each nor the same share of each (its README's two layouts)
+    with pytest.raises(Exception, match="20 rollout \\+ 4 policy GPUs over 3 hosts of 8 are neither"):
+        exported(split, catalog, "20xH100", "4xH100", "verl")
+    text, _ = exported(split, catalog, "12xH100", "4xH100", "verl")  # 6 + 2 on each host of 2
+    _, cfg = verl_config(launched(text, tmp_path)[0])
+    assert (cfg["rollout"]["nnodes"], cfg["rollout"]["n_gpus_per_node"]) == (2, 6) and verl_gpus(cfg) == (12, 4)
+    with pytest.raises(Exception, match="2048 is not a multiple of 6"):
+        exported(split, catalog, "2xH100", "6xH100", "verl")

@@ -5,8 +5,8 @@ The first line is the headline (``--quiet`` prints it alone): the chosen plan, o
 reads ``gpuplan check``'s role flags into the API's request (the CLI layer holds no role code but the two
 calls: cli/plan.py's check and solve), ``SHOWN`` is the printer and the data the CLI's answer takes. ``--export``
 (``Outputs``) writes the chosen or checked split's launch per role (exports/roles.py: a JobSet, a Slurm
-heterogeneous job, a SkyPilot Job Group; a GRPO job's NeMo RL launch, exports/nemo_rl.py, ``launch_text``), to
-``--out`` or in place of the answer (``answered``).
+heterogeneous job, a SkyPilot Job Group; a GRPO job's NeMo RL or verl launch, exports/nemo_rl.py and verl.py,
+``launch_text``), to ``--out`` or in place of the answer (``answered``).
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ from ..planning.roles import RolePlan
 from ..solver.roles import OfferPlan, RolesResult, check_roles, one_model_only, solve_roles
 from . import output
 from .exports import find_launcher, unknown_kind
-from .exports.nemo_rl import GrpoExport, GrpoPlacement, GrpoRecipe, gpus_per_host, write_nemo_rl
+from .exports.grpo import GrpoExport, GrpoPlacement, GrpoSettings, gpus_per_host
+from .exports.nemo_rl import write_nemo_rl
 from .exports.roles import GRPO_KINDS, ROLE_KINDS, PipelineExport, export_roles, no_role_meaning, role_launches
 from .exports.run import torchtitan_model
+from .exports.verl import write_verl
 
 
 def _binding(result: RolesResult, plan: RolePlan) -> str:
@@ -316,7 +318,8 @@ def refuse_grpo_export(problem: Problem, kind: str) -> None:
             "rollout engine and the trainer in one Ray job, colocated on the same GPUs or on separate ones), not as "
             f"two independent launches, which --export {kind} writes. --export nemo-rl writes NeMo RL's GRPO launch "
             "with the plan's GPUs, nodes and rollout/train split (cluster.num_nodes, cluster.gpus_per_node, "
-            "policy.generation.colocated) and its batch; choose it, or drop --export",
+            "policy.generation.colocated) and its batch, --export verl verl's (trainer.nnodes, "
+            "trainer.n_gpus_per_node, its hybrid engine or one-step-off rollout); choose one, or drop --export",
             field="export",
         )
     if not grpo and launcher.kind in GRPO_KINDS:
@@ -368,7 +371,7 @@ def grpo_export(done: Answered) -> GrpoExport:
     seq_tokens = float(r.prompt_tokens) + float(r.response_tokens)
     sequences = r.prompts_per_step * r.samples_per_prompt
     longest = float(r.prompt_tokens) + float(r.max_response_tokens) if r.max_response_tokens else float(job.seq_len)
-    recipe = GrpoRecipe(
+    recipe = GrpoSettings(
         model_name=_hub_id(problem),
         params=float(job.model.params),
         prompts_per_step=r.prompts_per_step,
@@ -402,7 +405,7 @@ def launch_text(done: Answered, kind: str) -> str:
     """The launch ``kind`` (a launcher's kind, aliases resolved) writes for the answer: a GRPO job's NeMo RL launch
     (``GRPO_KINDS``), or a launch per role (exports/roles.py)."""
     if kind in GRPO_KINDS:
-        return write_nemo_rl(grpo_export(done))
+        return {"nemo-rl": write_nemo_rl, "verl": write_verl}[kind](grpo_export(done))
     return export_roles(pipeline_export(done), kind)
 
 

@@ -6,8 +6,8 @@ prints for a role job); ``POST /v1/check`` takes the split as ``check.roles`` (`
 "drafter": "1xRTX-PRO-6000"}``, each entry read by ``--role``'s parser, ``inputs.roles.parse_role_flag``) and
 answers ``check_roles``' result; ``POST /v1/export`` writes the chosen split's launch per role
 (``present.exports.roles``: kubernetes, slurm, skypilot; ``export.roles`` exports a hand-picked split), a GRPO job's
-NeMo RL launch (``present.exports.nemo_rl``: nemo-rl), other kinds refused with the CLI's reason. Bad input: a
-``JobError`` naming the body's field (422).
+NeMo RL or verl launch (``present.exports.nemo_rl`` and ``verl``), other kinds refused with the CLI's reason. Bad
+input: a ``JobError`` naming the body's field (422).
 """
 
 from __future__ import annotations

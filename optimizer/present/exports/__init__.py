@@ -23,7 +23,7 @@ file suffix and summary; a tenth launcher is one new module and one ``register``
 the kinds reads ``LAUNCHERS`` when it is shown: the CLI's ``--export`` help (``kinds_text``), the service's
 export body schema and ``GET /v1/info``, its downloads' file names (the suffix) and the refusal of an unknown
 kind (``unknown_kind``). ``register(..., roles_only=True)`` keeps a kind only a job with roles has apart
-(``ROLE_LAUNCHERS``: ``nemo-rl``, a GRPO job's NeMo RL launch, ``nemo_rl``): ``find_launcher`` finds it and
+(``ROLE_LAUNCHERS``: ``nemo-rl`` and ``verl``, a GRPO job's NeMo RL or verl launch, ``nemo_rl`` and ``verl``): ``find_launcher`` finds it and
 ``kinds_text`` names it after the others, and its ``write`` refuses a one-model plan.
 """
 
@@ -35,7 +35,7 @@ from typing import Any
 from ...errors import ArgumentError
 from ...inputs.schema import JobSpec, ModelSpec
 from ...results import Plan
-from . import accelerate, deepspeed, kubernetes, megatron, nemo_rl, nodus, skypilot, slurm, torchrun, torchtitan
+from . import accelerate, deepspeed, kubernetes, megatron, nemo_rl, nodus, skypilot, slurm, torchrun, torchtitan, verl
 from .common import (
     DEFAULT_SEQ_LEN,
     PRECISIONS,
@@ -104,6 +104,7 @@ register(accelerate.LAUNCHER)
 register(torchrun.LAUNCHER)
 register(slurm.LAUNCHER)
 register(nemo_rl.LAUNCHER, roles_only=True)
+register(verl.LAUNCHER, roles_only=True)
 
 KINDS = tuple(LAUNCHERS)
 

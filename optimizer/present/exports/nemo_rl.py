@@ -44,11 +44,20 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass
 
-from ...errors import ArgumentError
-from ...results import Plan
-from .common import ExportJob, Launcher, _version, comment
+from .common import Launcher, comment
+from .grpo import (
+    POLICY_MODEL,
+    GrpoExport,
+    GrpoPlacement,
+    continued,
+    job_gaps,
+    one_model_refused,
+    plan_lines,
+    refuse,
+    shard_gaps,
+    whole_hosts_gaps,
+)
 from .slurm import TIME_MARGIN, slurm_time
 
 NEMO_RL_COMMIT = "81aa43dda4765b0429cf31dab44441e4e4383911"  # NVIDIA-NeMo/RL v0.7.0
@@ -60,75 +69,8 @@ BASE_CONFIGS: tuple[tuple[float, str], ...] = (
     (1.54e9, "examples/configs/grpo_math_1B.yaml"),
     (8.03e9, "examples/configs/grpo_math_8B.yaml"),
 )
-POLICY_MODEL = "/path/to/POLICY_MODEL"  # the placeholder where the job names no Hub model
-# NeMo RL's names of job.precision (policy.precision: "bfloat16" in every published config)
-PRECISIONS = {"bf16": "bfloat16"}
 MOST_FORWARD_PASSES = 2  # the reference's log-probs and the old policy's: what NeMo RL's GRPO step computes
-
-
-@dataclass(frozen=True)
-class GrpoPlacement:
-    """Where the plan runs, as NeMo RL's cluster sees it: ``hosts`` (Ray nodes) of ``gpus_per_host`` GPUs;
-    ``rollout_gpus`` generate and ``policy_gpus`` train (both all of them where ``colocated``)."""
-
-    hosts: int
-    gpus_per_host: int
-    rollout_gpus: int
-    policy_gpus: int
-    colocated: bool
-    asynchronous: bool  # disaggregated only: the rollout one step ahead of training
-
-    @property
-    def gpus(self) -> int:
-        return self.rollout_gpus if self.colocated else self.rollout_gpus + self.policy_gpus
-
-
-@dataclass(frozen=True)
-class GrpoRecipe:
-    """A step's batch, its engines and the policy, as the job gives them (job.roles.rollout and the job)."""
-
-    model_name: str | None  # a Hub id; None: the export writes POLICY_MODEL
-    params: float
-    prompts_per_step: int
-    samples_per_prompt: int
-    max_total_sequence_length: int
-    max_new_tokens: int | None
-    rollout_tp: int
-    memory_utilization: float
-    max_num_seqs: int
-    micro_batch: int
-    forward_passes: int
-    steps: int
-    precision: str
-    method: str
-    optimizer: str
-
-    @property
-    def sequences(self) -> int:
-        return self.prompts_per_step * self.samples_per_prompt
-
-
-@dataclass(frozen=True)
-class GrpoExport:
-    """A GRPO plan as its launch needs it: the job's name, the SKU and offer, where it runs, the recipe and what
-    the plan gives (tokens/s, hours, cost, what binds)."""
-
-    job: str
-    sku: str
-    offer: str
-    placement: GrpoPlacement
-    recipe: GrpoRecipe
-    tokens_per_s: float
-    hours: float
-    cost_usd: float
-    binding: str
-
-
-def gpus_per_host(gpus_per_node: int, sku_gpus_per_host: int | None) -> int:
-    """GPUs an operating-system host runs: the SKU's (NVL72: a tray of 4), else the node's; the largest divisor of
-    the node's GPUs at most that (as planning.context.JobContext.gpus_per_host counts them)."""
-    most = min(sku_gpus_per_host or gpus_per_node, gpus_per_node)
-    return max(d for d in range(1, most + 1) if gpus_per_node % d == 0)
+CLUSTER_KEYS = "cluster.num_nodes x cluster.gpus_per_node"
 
 
 def base_config(params: float) -> str:
@@ -137,11 +79,8 @@ def base_config(params: float) -> str:
 
 
 def _placement_gaps(p: GrpoPlacement) -> list[str]:
-    if p.gpus != p.hosts * p.gpus_per_host:
-        return [
-            f"NeMo RL's cluster is hosts of the same GPU count (cluster.num_nodes x cluster.gpus_per_node), and the "
-            f"plan's {p.gpus} GPUs are not whole hosts of {p.gpus_per_host}: check a count of whole hosts"
-        ]
+    if gaps := whole_hosts_gaps(p, "NeMo RL", CLUSTER_KEYS):
+        return gaps
     if p.colocated or p.hosts == 1:
         return []
     if p.rollout_gpus % p.gpus_per_host or p.policy_gpus % p.gpus_per_host:
@@ -157,38 +96,17 @@ def _placement_gaps(p: GrpoPlacement) -> list[str]:
 
 def nemo_rl_gaps(g: GrpoExport) -> list[str]:
     """What NeMo RL cannot run as the plan has it, each naming the job's field or the split and the fix."""
-    r, p = g.recipe, g.placement
-    gaps = _placement_gaps(p)
-    ranks = p.policy_gpus * r.micro_batch
-    if r.sequences % ranks:
-        gaps.append(
-            f"NeMo RL shards a step's {r.sequences} sequences ({r.prompts_per_step} prompts x {r.samples_per_prompt}) "
-            f"evenly over its {p.policy_gpus} policy ranks, each in micro-batches of {r.micro_batch} "
-            "(nemo_rl/distributed/batched_data_dict.py shard_by_batch_size asserts it; the DTensor worker drops a "
-            f"remainder), and {r.sequences} is not a multiple of {ranks}: check a policy GPU count that divides it "
-            "(--role policy=NxSKU), or change job.roles.rollout.prompts_per_step or job.roles.micro_batch"
-        )
+    r = g.recipe
+    source = (
+        "nemo_rl/distributed/batched_data_dict.py shard_by_batch_size asserts it; the DTensor worker drops a remainder"
+    )
+    gaps = _placement_gaps(g.placement) + shard_gaps(g, "NeMo RL", source)
     if r.forward_passes > MOST_FORWARD_PASSES:
         gaps.append(
             f"job.roles.forward_passes is {r.forward_passes}, and NeMo RL's GRPO step runs at most "
             f"{MOST_FORWARD_PASSES} (the reference's and the old policy's log-probs): set it to 2 or fewer"
         )
-    if r.precision not in PRECISIONS:
-        gaps.append(
-            f"job.precision is {r.precision}, and gpuplan's GRPO plan holds the policy's weights in bf16 (what the "
-            "engines load and the weight sync moves): set job.precision: bf16"
-        )
-    if r.method != "full":
-        gaps.append(
-            f"job.method is {r.method}: the launch trains the whole policy (NeMo RL's LoRA, "
-            "policy.dtensor_cfg.lora_cfg, is not written from a GRPO plan yet); set job.method: full"
-        )
-    if r.optimizer != "adamw":
-        gaps.append(
-            f"job.optimizer is {r.optimizer}, and the NeMo RL configs train with torch.optim.AdamW "
-            "(policy.optimizer.name), whose state the plan must size: set job.optimizer: adamw"
-        )
-    return gaps
+    return gaps + job_gaps(r, "NeMo RL", "policy.optimizer.name: torch.optim.AdamW")
 
 
 def nemo_rl_overrides(g: GrpoExport) -> list[str]:
@@ -209,7 +127,7 @@ def nemo_rl_overrides(g: GrpoExport) -> list[str]:
         out.append("loss_fn.force_on_policy_ratio=true")
     out += [
         f"policy.model_name={r.model_name or POLICY_MODEL}",
-        f"policy.precision={PRECISIONS.get(r.precision, r.precision)}",
+        "policy.precision=bfloat16",
         f"policy.train_global_batch_size={r.sequences}",
         f"policy.train_micro_batch_size={r.micro_batch}",
         f"policy.logprob_batch_size={r.micro_batch}",
@@ -248,42 +166,24 @@ def launch_args(g: GrpoExport) -> list[str]:
     return ["uv", "run", "python", NEMO_RL_SCRIPT, "--config", base_config(g.recipe.params), *nemo_rl_overrides(g)]
 
 
-def _split_words(g: GrpoExport) -> str:
-    p = g.placement
-    where = f"on {p.hosts} hosts of {p.gpus_per_host} ({g.offer})" if p.hosts > 1 else f"on one host ({g.offer})"
-    if p.colocated:
-        return f"{p.rollout_gpus} x {g.sku}, rollout and policy colocated, {where}"
-    mode = "asynchronous (one step stale)" if p.asynchronous else "synchronous"
-    return f"{p.rollout_gpus} x {g.sku} rollout + {p.policy_gpus} x {g.sku} policy, {mode}, {where}"
-
-
 def header_lines(g: GrpoExport) -> list[str]:
-    r = g.recipe
-    lines = [
-        f"gpuplan {_version()}: {g.job}: {_split_words(g)}",
-        f"planned: {g.tokens_per_s:,.0f} tokens/s, bound by the {g.binding}; {g.hours:,.1f} h, ${g.cost_usd:,.0f}",
-        f"NeMo RL v0.7.0 ({NEMO_RL_COMMIT[:7]}): run from its checkout; {base_config(r.params)} is the base (its "
-        "learning rate and schedule), the plan's settings its overrides",
+    return [
+        *plan_lines(g),
+        f"NeMo RL v0.7.0 ({NEMO_RL_COMMIT[:7]}): run from its checkout; {base_config(g.recipe.params)} is the base "
+        "(its learning rate and schedule), the plan's settings its overrides",
         "the trainer as planned: FSDP over the policy's GPUs (DTensor), every layer recomputed, every sequence of a "
         "step in one optimizer step",
         "sequence packing is off: the plan's micro-batches are whole sequences (packing runs faster than planned)",
     ]
-    if r.model_name is None:
-        lines.append(f"placeholder to fill: {POLICY_MODEL} (the policy's Hugging Face model: the job names no Hub id)")
-    return lines
 
 
 def write_nemo_rl(g: GrpoExport) -> str:
     """The launch script: the header, then the command (under NeMo RL's ray.sub beyond one host)."""
-    if gaps := nemo_rl_gaps(g):
-        raise ArgumentError(
-            f"the nemo-rl export cannot run this plan as planned ({_split_words(g)}): {'; '.join(gaps)}",
-            field="export",
-        )
+    refuse(g, "nemo-rl", nemo_rl_gaps(g))
     p = g.placement
     lines = header_lines(g)
     if p.hosts == 1:
-        return "#!/bin/bash\n" + comment(lines) + "set -euo pipefail\n" + _continued(launch_args(g))
+        return "#!/bin/bash\n" + comment(lines) + "set -euo pipefail\n" + continued(launch_args(g), head=6)
     command = " ".join(shlex.quote(arg) for arg in launch_args(g))
     time_limit = slurm_time(g.hours * (1.0 + TIME_MARGIN))
     lines.append(
@@ -301,25 +201,9 @@ def write_nemo_rl(g: GrpoExport) -> str:
     )
 
 
-def _continued(args: list[str]) -> str:
-    """The command one argument a line (the overrides after ``--config BASE``), continued with backslashes."""
-    head = " ".join(shlex.quote(a) for a in args[:6])
-    return " \\\n  ".join([head, *(shlex.quote(a) for a in args[6:])]) + "\n"
-
-
-def one_model_refused(plan: Plan, job: ExportJob) -> str:
-    """A one-model plan has no rollout: the nemo-rl export writes a GRPO job's launch only."""
-    raise ArgumentError(
-        f"--export nemo-rl writes a GRPO job's launch (job.roles.workload: grpo: NeMo RL's run_grpo.py with the plan's "
-        f"rollout and training), and {job.name} trains one model on all its GPUs: choose skypilot, kubernetes, slurm, "
-        "torchrun or a framework's export (deepspeed, megatron, torchtitan, accelerate) for it",
-        field="export",
-    )
-
-
 LAUNCHER = Launcher(
     "nemo-rl",
-    one_model_refused,
+    one_model_refused("nemo-rl", "NeMo RL's run_grpo.py with the plan's rollout and training"),
     suffix="sh",
     summary="a GRPO job's NeMo RL launch: run_grpo.py with the plan as Hydra overrides",
 )

@@ -55,7 +55,7 @@ DRAFTER_SCRIPT = "/path/to/DRAFTER_TRAIN_SCRIPT.py"  # the drafter's trainer, fe
 TARGET_MODEL = "/path/to/TARGET_MODEL"  # the frozen target's Hugging Face folder
 HANDOFF_PORT = 29600  # where the drafter's rank 0 takes the hidden states (the scripts may meet elsewhere)
 ROLE_KINDS = ("kubernetes", "slurm", "skypilot")  # the export kinds a role job has (``Launcher.kind``)
-GRPO_KINDS = ("nemo-rl",)  # a GRPO job's: one RL framework's launch (exports/nemo_rl.py), not a launch per role
+GRPO_KINDS = ("nemo-rl", "verl")  # a GRPO job's: one RL framework's launch (exports/nemo_rl.py, verl.py)
 # the JobSet's own label on both roles' pods, which the pod affinity selects (jobset_types.go JobSetNameKey)
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 HOSTNAME_TOPOLOGY = "kubernetes.io/hostname"
