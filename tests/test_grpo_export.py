@@ -259,6 +259,12 @@ def test_fewer_forward_passes_drop_the_reference_and_the_old_log_probs(
     assert cfg["loss_fn"]["reference_policy_kl_penalty"] == kl and cfg["loss_fn"]["force_on_policy_ratio"] is on_policy
     with pytest.raises(Exception, match="forward_passes is 3"):
         exported(_with(problem, forward_passes=3), catalog, "8xH100", "8xH100")
+    # verl: the reference where it loads one (use_kl_loss), the old log-probs unless taken from the rollout
+    text, _ = exported(_with(problem, forward_passes=passes), catalog, "8xH100", "8xH100", "verl")
+    _, cfg = verl_config(launched(text, tmp_path)[0])
+    assert not cfg["actor_rollout_ref"]["actor"]["use_kl_loss"]
+    assert cfg["algorithm"]["rollout_correction"]["bypass_mode"] is on_policy
+    assert cfg["actor_rollout_ref"]["rollout"]["calculate_log_probs"] is on_policy
 
 
 def test_the_cli_writes_it_for_check_and_solve(tmp_path):
@@ -292,7 +298,7 @@ def test_a_kind_the_workload_has_not_is_refused(tmp_path, job, kind, says):
 
 def test_the_kind_is_listed_for_a_grpo_job():
     assert find_launcher("NeMo-RL").kind == "nemo-rl" and "for a GRPO job: nemo-rl (" in kinds_text()
-    assert find_launcher("verl").kind == "verl" and ", verl (a GRPO job's verl launch" in kinds_text()
+    assert find_launcher("verl").kind == "verl" and ", verl (verl's main_ppo" in kinds_text()
 
 
 def test_the_service_exports_it_as_the_cli_does():
@@ -349,7 +355,7 @@ def test_verl_runs_an_asynchronous_split_one_step_off(problem, catalog, tmp_path
     assert module == "recipe.one_step_off_policy.main_ppo" and verl_gpus(cfg) == (4, 4)
     assert cfg["algorithm"]["rollout_correction"]["bypass_mode"]  # the recipe's: one pass fewer, said so
     assert "one forward pass fewer than planned" in text
-    text, _ = exported(_with(split.model_copy(), placement="disaggregated"), catalog, "8xH100", "8xH100", "verl")
+    text, _ = exported(split, catalog, "8xH100", "8xH100", "verl")
     module, cfg = verl_config(launched(text, tmp_path)[0])
     assert (cfg["rollout"]["nnodes"], cfg["trainer"]["nnodes"], cfg["trainer"]["n_gpus_per_node"]) == (1, 1, 8)
     with pytest.raises(Exception, match="verl runs the rollout on GPUs of its own only one step off-policy"):

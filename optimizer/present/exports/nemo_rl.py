@@ -205,5 +205,5 @@ LAUNCHER = Launcher(
     "nemo-rl",
     one_model_refused("nemo-rl", "NeMo RL's run_grpo.py with the plan's rollout and training"),
     suffix="sh",
-    summary="a GRPO job's NeMo RL launch: run_grpo.py with the plan as Hydra overrides",
+    summary="NeMo RL's run_grpo.py with the plan as Hydra overrides",
 )

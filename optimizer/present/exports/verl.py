@@ -177,5 +177,5 @@ LAUNCHER = Launcher(
     "verl",
     one_model_refused("verl", "verl's main_ppo with the plan's rollout and training"),
     suffix="sh",
-    summary="a GRPO job's verl launch: main_ppo with the plan as Hydra overrides",
+    summary="verl's main_ppo with the plan as Hydra overrides",
 )
