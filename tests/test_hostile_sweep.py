@@ -343,3 +343,39 @@ def test_check_role_refuses_a_flag_it_does_not_read(tmp_path, extra):
 def test_check_role_still_reads_its_own_flags():
     result = runner.invoke(cli.app, [*SPLIT, "--deadline", "30d", "--budget", "$5k", "-f", "json"])
     assert result.exit_code == 0, result.output
+
+
+# --------------------------------------------------------------------------- 6. a catalog named blank or wrongly
+
+SMALL_JOB = "catalog: {catalog}\njob:\n  name: h\n  model: {{params: 14B}}\n  tokens: 1B\n  activation_reserve: 0\n"
+PORTFOLIO = str(ROOT / "problems" / "portfolio-q1-finetunes.yaml")
+
+
+@pytest.mark.parametrize("name", ["", "nope"], ids=["blank", "unknown"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["solve", str(ROOT / "problems" / "llama-8b-lora.yaml"), "--time-limit", "2"],
+        ["check", "--model", "llama-3.1-8b", "--tokens", "1B", "--sku", "B200", "--gpus", "8"],
+        ["capacity", "--sku", "B200", "--gpus", "8"],
+        ["portfolio", PORTFOLIO, "--time-limit", "2"],
+    ],
+    ids=["solve", "check", "capacity", "portfolio"],
+)
+def test_a_catalog_flag_that_names_no_catalog_is_refused_naming_it(args, name):
+    """``--catalog ''`` was read as no flag (the file's catalog, or default, planned on); capacity and portfolio
+    said 'unknown catalog' without naming the flag."""
+    refused([*args, "--catalog", name], "option '--catalog'", f"unknown catalog {name!r}")
+
+
+def test_a_job_file_s_blank_catalog_is_refused_naming_the_field(tmp_path):
+    (tmp_path / "job.yaml").write_text(SMALL_JOB.format(catalog="''"))
+    refused(["solve", str(tmp_path / "job.yaml"), "--time-limit", "2"], "job.yaml", "catalog", "unknown catalog ''")
+
+
+@pytest.mark.parametrize("key", ["99999999", "4097", "0"])
+def test_a_scaling_efficiency_at_a_node_count_no_plan_reaches_is_refused(tmp_path, key):
+    """{99999999: 0.5} was accepted and never read: a typo for a node count said nothing."""
+    text = SMALL_JOB.format(catalog="nodus-2026-11") + f"assumptions:\n  scaling_efficiency: {{{key}: 0.5}}\n"
+    (tmp_path / "job.yaml").write_text(text)
+    refused(["solve", str(tmp_path / "job.yaml"), "--time-limit", "2"], "job.yaml", "scaling_efficiency", "4,096")

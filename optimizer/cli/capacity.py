@@ -9,11 +9,11 @@ import typer
 from .. import api
 from ..cli_options import BasisOpt, Format, FormatOpt, MethodOpt, QuietOpt
 from ..errors import ArgumentError
-from ..inputs.files import load_catalog, load_job, problem_catalog
+from ..inputs.files import load_job, problem_catalog
 from ..present import render
 from .checks import check_flags, check_gpu_names
 from .handling import flag_of, handled, state
-from .shared import emit
+from .shared import catalog_flag, emit
 
 
 @handled
@@ -73,7 +73,11 @@ def capacity(
             field="nodes",
         )
     problem = load_job(job) if job is not None else None
-    cat = problem_catalog(problem, catalog) if problem is not None else load_catalog(catalog or "default")
+    cat = (
+        problem_catalog(problem, catalog)
+        if problem is not None
+        else catalog_flag("default" if catalog is None else catalog)
+    )
     check_gpu_names(cat, "sku", [sku], offers=True)
     result = api.capacity(
         sku,

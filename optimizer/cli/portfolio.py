@@ -13,12 +13,12 @@ import typer
 from .. import api
 from ..cli_options import CatalogOpt, Format, FormatOpt, QuietOpt, SpotOpt
 from ..inputs import units
-from ..inputs.files import load_catalog, load_portfolio
+from ..inputs.files import load_portfolio
 from ..present import output, render
 from ..present.plot import portfolio_plot
 from .checks import check_flags, check_outputs
 from .handling import handled, say, state
-from .shared import catalog_path, emit, spot_policy
+from .shared import catalog_flag, catalog_path, emit, spot_policy
 
 
 @handled
@@ -42,7 +42,7 @@ def portfolio_cmd(
     pf = load_portfolio(file)
     if spot is not None:
         pf = pf.model_copy(update={"spot": spot_policy(spot)})
-    cat = load_catalog(catalog) if catalog else None
+    cat = catalog_flag(catalog) if catalog is not None else None  # '' is refused, not read as the file's
     progress = _progress_printer() if fmt == Format.table else None
     result = api.portfolio(
         pf,

@@ -27,9 +27,9 @@ from ..cli_options import (
     SeqLenOpt,
     TokensOpt,
 )
-from ..errors import ArgumentError, GpuplanError
+from ..errors import ArgumentError, CatalogError, GpuplanError
 from ..inputs.catalog import vendor_in
-from ..inputs.files import load_job, problem_catalog
+from ..inputs.files import load_catalog, load_job, problem_catalog
 from ..inputs.overrides import apply_overrides
 from ..inputs.question import job_document, problem_of, saved_document
 from ..inputs.schema import Constraints
@@ -155,6 +155,17 @@ def _plain(value: Any) -> Any:
 with_job_flags = with_options("question", JOB_FLAG_OPTIONS)
 # ``command`` takes check's layout flags as ``layout`` (inputs/layout_fields.py: their values by field).
 with_layout_flags = with_options("layout", LAYOUT_OPTIONS)
+
+
+def catalog_flag(name: str):
+    """``--catalog NAME`` read as solve reads it: a name that names no catalog ('', 'nope') is refused naming the
+    flag (capacity and portfolio said 'unknown catalog' alone, and read '' as none given)."""
+    try:
+        return load_catalog(name)
+    except CatalogError as exc:
+        if exc.source is None:
+            raise ArgumentError(exc.reason, field="catalog") from None
+        raise
 
 
 def load_problem(

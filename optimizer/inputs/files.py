@@ -474,12 +474,15 @@ def expand_models(data: Any, base: Path | None = None, source: str | None = None
 
 def problem_catalog(problem: Problem | Portfolio, override: str | None = None) -> Catalog:
     """The catalog a job or portfolio file names (relative to the file), a command-line override, or the default."""
-    name = override or problem.catalog or "default"
-    base = Path(problem.source_path).parent if problem.source_path and not override else None
+    # a name given blank ('--catalog ""', 'catalog: ""') names no catalog: refused as unknown, not read as none given
+    name = next((n for n in (override, problem.catalog) if n is not None), "default")
+    base = Path(problem.source_path).parent if problem.source_path and override is None else None
     try:
         return load_catalog(name, relative_to=base)
     except CatalogError as exc:
-        if override and exc.source is None:  # the name itself is wrong; an error inside the file names the file
+        if (
+            override is not None and exc.source is None
+        ):  # the name itself is wrong; an error inside the file names the file
             raise ArgumentError(exc.reason, field="catalog") from None
         raise exc.located(problem.source_path, "catalog") from None
 

@@ -129,10 +129,12 @@ class Assumptions(_Model):
         for name, value in (("mfu", self.mfu), ("matmul_efficiency", self.matmul_efficiency)):
             if isinstance(value, float) and not fraction.allows(value):
                 raise ValueError(f"{name} {value} {fraction.text()}: it is a fraction of dense peak")
+        nodes_limit = units.LIMITS["nodes"]  # a node count no plan reaches (99999999) would be dropped unread
         for nodes, eff in self.scaling_efficiency.items():
-            if nodes < 1 or not fraction.allows(eff):
+            if not nodes_limit.allows(nodes) or not fraction.allows(eff):
                 raise ValueError(
-                    f"scaling_efficiency {{{nodes}: {eff}}} needs nodes >= 1 and an efficiency that {fraction.text()}"
+                    f"scaling_efficiency {{{nodes}: {eff}}} needs a node count that {nodes_limit.text()}, and an "
+                    f"efficiency that {fraction.text()}"
                 )
         return self
 
