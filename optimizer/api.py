@@ -294,6 +294,13 @@ def capacity(
     """Largest parameter count that fits on ``gpus`` GPUs of ``sku``: training state alone (adapters ignored
     for LoRA), or, given a job, the deepest version of its model whose best layout fits (check's verdict)."""
     if problem is not None:
+        if problem.job.roles is not None:  # as check and options refuse one (solver/roles.py one_model_only)
+            raise ArgumentError(
+                "this job has roles (job.roles: its GPUs split between two models), and capacity finds the deepest "
+                "version of one model on all of them, an answer for the trained model alone; gpuplan solve "
+                "answers with the split, check --role checks one (docs/roles.md)",
+                field="job",
+            )
         catalog = catalog or problem_catalog(problem)
         return capacity_planning.job_capacity(job_context(problem, catalog), sku, gpus, nodes)
     return capacity_planning.capacity(

@@ -379,3 +379,22 @@ def test_a_scaling_efficiency_at_a_node_count_no_plan_reaches_is_refused(tmp_pat
     text = SMALL_JOB.format(catalog="nodus-2026-11") + f"assumptions:\n  scaling_efficiency: {{{key}: 0.5}}\n"
     (tmp_path / "job.yaml").write_text(text)
     refused(["solve", str(tmp_path / "job.yaml"), "--time-limit", "2"], "job.yaml", "scaling_efficiency", "4,096")
+
+
+# --------------------------------------------------------------------------- 7. capacity of a role job, serve's token
+
+
+@pytest.mark.parametrize("workload", sorted(ROLE_FILES))
+def test_capacity_of_a_job_with_roles_is_refused_as_check_and_options_refuse_it(workload):
+    """capacity answered for the trained model alone ('186 layers of this model ... the job itself fits' for a
+    5-layer drafter whose 27B target it never counted)."""
+    refused(["capacity", str(ROOT / ROLE_FILES[workload]), "--sku", "B200", "--gpus", "8"], "'JOB'", "roles")
+
+
+@pytest.mark.parametrize(
+    "token", ["", " " * 20, "abcdefghijklmnop\x01", "abcdefgh ijklmnopq", "abcdefghijklmnopé"], ids=repr
+)
+def test_a_token_no_request_could_carry_is_refused_naming_the_flag(token):
+    """--token '' was read as no token; a token with a space or a control character could never be sent back
+    (the check strips what it is sent), so every POST would have been refused."""
+    refused(["serve", "--token", token, "--port", "0"], "option '--token'")

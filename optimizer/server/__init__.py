@@ -43,7 +43,9 @@ def serve(
     from .app import Access, run
 
     try:
-        access = Access(allowed_hosts=tuple(allowed_hosts), cors_origins=tuple(cors_origins), token=token or None)
+        access = Access(
+            allowed_hosts=tuple(allowed_hosts), cors_origins=tuple(cors_origins), token=token
+        )  # --token "" is refused, not read as none
     except ValueError as exc:
         # named as the flags that give them (--token, --allowed-host, --cors), which cli.handling.flag_of derives
         field = "token" if "token" in str(exc) else "allowed_host" if "allowed host" in str(exc) else "cors"

@@ -84,6 +84,13 @@ class Access:
                 )
         if self.token is not None and len(self.token) < 16:
             raise ValueError("the token is shorter than 16 characters: give a longer one, or none to have one made")
+        if self.token is not None and not (self.token.isascii() and self.token.isprintable() and " " not in self.token):
+            # a header carries no control character, and the check strips the spaces it is sent with: no request
+            # could have carried this token, and the service would have refused every POST
+            raise ValueError(
+                "the token has spaces, control or non-ASCII characters, which no request header carries: give "
+                "one of letters, digits and punctuation, or none to have one made"
+            )
 
     @property
     def loopback(self) -> bool:
