@@ -398,3 +398,34 @@ def test_a_token_no_request_could_carry_is_refused_naming_the_flag(token):
     """--token '' was read as no token; a token with a space or a control character could never be sent back
     (the check strips what it is sent), so every POST would have been refused."""
     refused(["serve", "--token", token, "--port", "0"], "option '--token'")
+
+
+# --------------------------------------------------------------------------- 8. a job with roles in a portfolio
+
+
+@pytest.mark.parametrize("workload", sorted(ROLE_FILES))
+@pytest.mark.parametrize("given", ["file", "inline"])
+def test_a_portfolio_job_with_roles_is_refused_naming_its_entry(tmp_path, workload, given):
+    """A portfolio scheduled a job with roles as one model: the GRPO job ran 1 h for $0.00 on 2 GPUs, the
+    drafter's 27B target never counted."""
+    import yaml
+
+    path = ROOT / ROLE_FILES[workload]
+    entry = (
+        {"name": "r", "file": str(path)}
+        if given == "file"
+        else {"name": "r", "job": yaml.safe_load(path.read_text())["job"]}
+    )
+    portfolio = {
+        "catalog": "default",
+        "horizon": "30d",
+        "budget": "$50k",
+        "pools": [{"offer": "nodus-b200", "gpus": 8}],
+        "jobs": [
+            {"name": "plain", "job": {"model": {"params": "1B"}, "tokens": "100M", "activation_reserve": 0}},
+            entry,
+        ],
+    }
+    (tmp_path / "pf.yaml").write_text(yaml.safe_dump(portfolio))
+    field = "jobs[1].file" if given == "file" else "jobs[1].job.roles"
+    refused(["portfolio", str(tmp_path / "pf.yaml"), "--time-limit", "3"], "pf.yaml", field, "roles")

@@ -519,6 +519,14 @@ def portfolio_job_problem(portfolio, index: int) -> Problem:
     else:
         problem = Problem(job=entry.job, assumptions=entry.assumptions or Assumptions())
         problem.source_path = portfolio.source_path
+    if problem.job.roles is not None:  # scheduled as one model, a GRPO job ran 1 h for $0.00 on 2 GPUs
+        raise JobError(
+            f"job {entry.name!r} has roles (job.roles: its GPUs split between two models), and a portfolio schedules "
+            "each job as one model on its GPUs, an answer to another question: plan it with gpuplan solve "
+            "(docs/roles.md), or give the portfolio a job without roles",
+            source=portfolio.source_path,
+            field=f"jobs[{index}].file" if entry.file is not None else f"jobs[{index}].job.roles",
+        )
     updates = {}
     if entry.gpu is not None:
         updates["gpu"] = entry.gpu
