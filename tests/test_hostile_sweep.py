@@ -429,3 +429,44 @@ def test_a_portfolio_job_with_roles_is_refused_naming_its_entry(tmp_path, worklo
     (tmp_path / "pf.yaml").write_text(yaml.safe_dump(portfolio))
     field = "jobs[1].file" if given == "file" else "jobs[1].job.roles"
     refused(["portfolio", str(tmp_path / "pf.yaml"), "--time-limit", "3"], "pf.yaml", field, "roles")
+
+
+# --------------------------------------------------------------------------- 9. the service's query parameters
+
+SERVICE_JOB = (
+    b'{"catalog": "nodus-2026-11", "job": {"name": "s", "model": "llama-3.1-8b", "method": "lora", "tokens": "200M"}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("route", "query", "name", "said"),
+    [
+        ("/v1/solve", "catalgo=default", "catalgo", "takes async, catalog, time_limit"),
+        ("/v1/solve", "catalog=default&catalog=nodus-2026-11", "catalog", "given twice"),
+        ("/v1/check", "time_limit=2", "time_limit", "takes catalog"),
+        ("/v1/options", "async=true", "async", "takes catalog"),
+    ],
+    ids=["typo", "twice", "check-time-limit", "options-async"],
+)
+def test_a_query_parameter_a_route_does_not_take_is_refused(client, route, query, name, said):
+    """'?catalgo=x' was dropped without a word (the body's catalog planned on); of '?catalog=a&catalog=b' one
+    was kept."""
+    r = client.post(f"{route}?{query}", content=SERVICE_JOB, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == name and said in r.json()["detail"], r.text
+
+
+def test_the_query_parameters_a_route_takes_are_read(client):
+    r = client.post(
+        "/v1/solve?catalog=nodus-2026-11&time_limit=5&async=false",
+        content=SERVICE_JOB,
+        headers={"Content-Type": "application/json"},
+    )
+    assert r.status_code == 200 and r.json()["best"]["offer"].startswith("nodus-"), r.text
+
+
+@pytest.mark.parametrize("value", ["1e400", "inf", "nan"])
+def test_a_time_limit_past_a_float_says_so(value):
+    """--time-limit 1e400 said 'cannot read it; write it like 5d' (the non-finite number fell to the duration
+    reader)."""
+    refused([*SOLVE[:-2], "--time-limit", value], "--time-limit", "finite")

@@ -184,9 +184,10 @@ def parse_time_limit_s(value: str | int | float, what: str = "a time limit") -> 
     (``90s``, ``2m``)."""
     if not isinstance(value, bool) and _ascii(value):
         try:
-            return _finite(float(value), value, what)
+            number = float(value)
         except (TypeError, ValueError):
-            pass
+            return parse_duration_s(value, what)
+        return _finite(number, value, what)  # '1e400' is a number past range, not a duration misread
     return parse_duration_s(value, what)
 
 

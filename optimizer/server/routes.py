@@ -25,7 +25,7 @@ from ..present.jsonschema import json_schema
 from ..results import CheckResult, OptionsResult, PortfolioResult, SolveResult
 from .bodies import CheckFields, ExportFields
 from .replies import ErrorBody, JobView, error_reply, json_reply, read_body, solved
-from .service import Query, Service, error_payload
+from .service import Query, QueryError, Service, error_payload
 
 STATIC = Path(__file__).resolve().parent / "static"
 STATIC_FILES = {"app.js": "text/javascript", "app.css": "text/css"}
@@ -40,9 +40,35 @@ PAGE_HEADERS = {
 
 
 async def the_service(request: Request) -> Service:
-    """The app's service (``app.state.service``), which every route calls."""
+    """The app's service (``app.state.service``), which every route calls, once its query holds only the
+    parameters the route takes, each once (``_query_taken``)."""
+    _query_taken(request)
     service: Service = request.app.state.service
     return service
+
+
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters a route's dependant (FastAPI's ``Dependant``) and those it depends on take."""
+    return {p.alias for p in dependant.query_params}.union(*(_query_names(d) for d in dependant.dependencies))
+
+
+def _query_taken(request: Request) -> None:
+    """A query parameter a POST route does not take, or one given twice, is refused (422) as a body's unknown
+    field is: '?catalgo=x' was dropped without a word and the body's catalog planned on, and of '?catalog=a&catalog=b'
+    one was kept."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None or request.method != "POST":  # a GET reads nothing a parameter could change
+        return
+    taken = sorted(_query_names(dependant))
+    seen: set[str] = set()
+    for name, _ in request.query_params.multi_items():
+        if name not in taken:
+            takes = f"takes {', '.join(taken)}" if taken else "takes none"
+            raise QueryError(f"not one of this route's: it {takes} (check the spelling)", field=name)
+        if name in seen:
+            raise QueryError("given twice; give it once", field=name)
+        seen.add(name)
 
 
 Served = Annotated[Service, Depends(the_service)]
