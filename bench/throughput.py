@@ -136,6 +136,8 @@ def problem_for(run: dict, efficiency: float | None, host_ms: float | None = Non
             # DeepSpeed's ZeRO-3 fetches each module in a hook of its own (physics/zero3_hooks.py)
             "framework": run["framework"] if pinned or run["framework"] in PINNED_FRAMEWORKS else "auto",
             **{key: run[key] for key in FINETUNE_KEYS if key in run},
+            # Megatron-Core's --recompute-modules where the recipe names them (physics/recompute_modules.py)
+            **({"recompute_modules": run["recompute_modules"]} if run.get("recompute_modules") else {}),
         },
         "assumptions": {
             # the rows' matmul efficiency; attention at its kernels' own (physics/attention.py)
@@ -214,7 +216,10 @@ def layout_arguments(run: dict) -> dict:
     shard = layout.get("fsdp_degree") if fsdp else None
     dp = run["gpus"] // ((layout.get("tp") or 1) * (layout.get("pp") or 1) * (layout.get("cp") or 1))
     stated = str(layout.get("recompute") or "")
-    recompute = {"none": "none", "selective": "none", "op": "op", "full": "full"}.get(stated)
+    # selective recompute of the attention core keeps what FlashAttention keeps; of Megatron-Core's other modules
+    # (the row's recompute_modules), less
+    selective = "selective" if run.get("recompute_modules") else "none"
+    recompute = {"none": "none", "selective": selective, "op": "op", "full": "full"}.get(stated)
     if stated.startswith("layers:"):  # a share of the blocks checkpointed, as check's --recompute layers:N
         recompute = stated
     micro_batch = run.get("micro_batch")

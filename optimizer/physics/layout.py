@@ -180,6 +180,8 @@ class RunSettings:
     )
     activation_offload: bool = False  # saved activations in pinned CPU memory between forward and backward
     variable_lengths: bool = False  # unpacked samples of different lengths (job.variable_lengths)
+    # what selective recompute re-runs (Megatron-Core's --recompute-modules; physics/recompute_modules.py)
+    recompute_modules: frozenset[str] = frozenset({"core_attn"})
     overlap: float = 0.0  # fraction of data-parallel traffic hidden behind compute
     moe_overlap: float = 0.0  # fraction of expert-parallel all-to-all hidden behind compute
     moe_dispatcher: str = "alltoall"  # "alltoall": a copy per routed expert; "deepep": one per rank / node

@@ -46,6 +46,7 @@ from .memory_terms import (
     kbit_upcast_bytes,
     variable_length_fragmentation_bytes,
 )
+from .recompute_modules import freed_bytes_per_token
 from .shapes import ModelShape, TrainingState
 
 
@@ -324,7 +325,9 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
     full_layer = layer_activation_bytes(shape, s, b, settings.eager_attention, fused, fp8)
     # Selective recompute (or FlashAttention) drops the s^2 attention term (Korthikanti section 5).
     flash_layer = layer_activation_bytes(shape, s, b, False, fused, fp8)
-    kept_layer = np.where(rc == Recompute.SELECTIVE, flash_layer, full_layer)  # a layer not fully recomputed
+    # selective recompute by module (Megatron-Core's --recompute-modules): what the named modules free as well
+    freed = s * b * freed_bytes_per_token(shape, settings.recompute_modules, fused, fp8)
+    kept_layer = np.where(rc == Recompute.SELECTIVE, flash_layer - freed, full_layer)  # a layer not fully recomputed
     in_flight = np.minimum(pp, np.asarray(layout.grad_accum, float))
     # Full recompute of r of the stage's layers (layout.recomputed_share: all, or Megatron's block method, the
     # first r): each of those keeps only its input (2 sbh), the others all their tensors. A recomputed layer's

@@ -63,6 +63,7 @@ from .moe import (
     moe_elementwise_bytes_per_token,
 )
 from .precision import Split, cast_bytes_per_token
+from .recompute_modules import DEFAULT_RECOMPUTE_MODULES, rerun_bytes_per_token, rerun_flops_per_token
 from .shapes import ModelShape, TrainingState
 from .zero3_hooks import module_fetch_s
 
@@ -125,7 +126,12 @@ class StepTime:
 
 
 def flops_per_token(
-    shape: ModelShape, train: TrainingState, seq_len: float, recompute=Recompute.NONE, recomputed_share=None
+    shape: ModelShape,
+    train: TrainingState,
+    seq_len: float,
+    recompute=Recompute.NONE,
+    recomputed_share=None,
+    recompute_modules: frozenset[str] = DEFAULT_RECOMPUTE_MODULES,
 ) -> tuple[float, np.ndarray]:
     """(model FLOPs, hardware FLOPs) per token; model FLOPs define MFU, hardware FLOPs take time.
 
@@ -144,7 +150,12 @@ def flops_per_token(
     # Full recompute of a share of the layers (``recomputed_share``; None: all) re-runs that share's forward.
     share = np.where(rc == Recompute.FULL, 1.0, 0.0) if recomputed_share is None else np.asarray(recomputed_share)
     extra = share * (2.0 * shape.active_params + attention / 3.0)
-    extra = extra + np.where(rc == Recompute.SELECTIVE, attention / 3.0, 0.0)
+    # selective recompute re-runs its modules' forward (physics/recompute_modules.py; Megatron-Core's default: the
+    # attention core)
+    selective = (attention / 3.0 if "core_attn" in recompute_modules else 0.0) + rerun_flops_per_token(
+        shape, recompute_modules
+    )
+    extra = extra + np.where(rc == Recompute.SELECTIVE, selective, 0.0)
     extra = extra + np.where(rc == Recompute.OP, op_recompute_flops_per_token(shape), 0.0)
     return model, model + extra
 
@@ -215,6 +226,7 @@ def _micro_batch(
     dispatcher: str = "alltoall",
     host_s_per_layer: float = 0.0,
     ep_spans=False,
+    recompute_modules: frozenset[str] = DEFAULT_RECOMPUTE_MODULES,
 ) -> _MicroBatch:
     """Roofline of one micro-batch: max(FLOPs / (peak x efficiency), HBM bytes / bandwidth), attention apart."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
@@ -227,7 +239,7 @@ def _micro_batch(
     tokens = b * seq_len * stage_share / tp / cp
     # FlashAttention's score and value matmuls run in 16-bit even in FP8 training (Transformer Engine's
     # default; torchtitan's float8 converts linear layers only), so they take the 16-bit peak.
-    attention = _attention_hw_flops(shape, seq_len, layout)
+    attention = _attention_hw_flops(shape, seq_len, layout, "core_attn" in recompute_modules)
     peak16 = _peak16(hw)
     linear = hw_flops_per_token - attention
     expert = linear * active_expert_share(shape)
@@ -274,7 +286,7 @@ def _micro_batch(
     # Trained weights are read forward, for the data gradient and for the weight gradient; frozen ones
     # twice (no weight gradient); a teacher once (forward only).
     weight_reads = (2.0 if train.lora else 3.0) * (weight_bytes - teacher_bytes) + teacher_bytes
-    acts = 0.0 if acts is None else np.asarray(acts, float)
+    acts = (0.0 if acts is None else np.asarray(acts, float)) + _rerun_bytes(shape, layout, tokens, recompute_modules)
     memory_s = (weight_reads + 2.0 * grad_bytes + 2.0 * acts) / hw.hbm_bytes_per_s
     moe_bytes = by_dispatcher(dispatcher, ep_spans, lambda d: moe_elementwise_bytes_per_token(shape, d))
     moe_s = tokens * moe_bytes / np.asarray(hw.hbm_bytes_per_s, float)
@@ -364,11 +376,19 @@ def _context_parallel_s(
     return np.where(cp > 1, np.maximum(0.0, exchange_s - attention_share * mb.compute_s), 0.0)
 
 
-def _attention_hw_flops(shape, seq_len: float, layout: Layout) -> np.ndarray:
+def _rerun_bytes(shape, layout: Layout, tokens, modules: frozenset[str]) -> np.ndarray:
+    """Half the HBM traffic of the element-wise kernels selective recompute re-runs (norms, the experts'
+    activation: physics/recompute_modules.py), counted with the activations' (written and read: 2 x) under the
+    roofline."""
+    selective = np.asarray(layout.recompute) == Recompute.SELECTIVE
+    return np.where(selective, tokens * rerun_bytes_per_token(shape, modules) / 2.0, 0.0)
+
+
+def _attention_hw_flops(shape, seq_len: float, layout: Layout, core_attn: bool = True) -> np.ndarray:
     """Attention score and value FLOPs per token as ``flops_per_token`` counts them: 12 L h s, plus a third
     more where the forward attention is recomputed (selective recompute, or the fully recomputed layers)."""
     attention = attention_flops_per_token(shape, seq_len)
-    selective = np.asarray(layout.recompute) == Recompute.SELECTIVE
+    selective = (np.asarray(layout.recompute) == Recompute.SELECTIVE) & core_attn
     return attention * (1.0 + np.where(selective, 1.0, layout.recomputed_share(shape.layers)) / 3.0)
 
 
@@ -493,9 +513,8 @@ def step_time(
 ) -> StepTime:
     """Time of one optimizer step. ``explicit_efficiency`` (nan = none) replaces the derived one."""
     s = float(settings.seq_len)
-    model_fpt, hw_fpt = flops_per_token(
-        shape, train, s, np.asarray(layout.recompute), layout.recomputed_share(shape.layers)
-    )
+    recompute = (np.asarray(layout.recompute), layout.recomputed_share(shape.layers), settings.recompute_modules)
+    model_fpt, hw_fpt = flops_per_token(shape, train, s, *recompute)
     links = Links.of(hw, settings.link_efficiency)
     # Transformer Engine's fused layers where the layout's framework runs them, else torch.compile's fusion (a
     # ratio of 1 where the job does not compile)
@@ -518,6 +537,7 @@ def step_time(
         settings.moe_dispatcher,
         settings.moe_host_s_per_layer,
         ep_spans_nodes(layout, links, np.asarray(hw.gpus_per_node, float)),
+        settings.recompute_modules,
     )
     if shape.experts and (np.any(settings.expert_loop) or np.any(settings.zero3_module_fetch)):
         dispatched = expert_tokens(layout, np.asarray(layout.micro_batch, float) * s / np.asarray(layout.cp, float))

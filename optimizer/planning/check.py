@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import ArgumentError, GpuplanError, JobError
 from ..inputs.layout_fields import pinned, words
 from ..physics.layout import Recompute
+from ..physics.recompute_modules import frees_beyond_flash
 from ..results import MeasuredComparison, Plan
 from .calibration import predict_layout, resolve_row
 from .context import HardwareRow, JobContext
@@ -72,7 +73,7 @@ class Fixed:
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
         rc = None if self.recompute is None else int(Recompute.parse(self.recompute)[0])
-        if rc == Recompute.SELECTIVE and ctx.job.attention == "flash":
+        if rc == Recompute.SELECTIVE and ctx.job.attention == "flash" and not frees_beyond_flash(ctx.modules):
             rc = int(Recompute.NONE)  # FlashAttention already drops the s^2 tensors selective recompute would
         if ctx.activation_reserve != "auto":
             rc = None  # with a fixed activation reserve, recompute changes nothing but time

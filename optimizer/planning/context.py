@@ -27,6 +27,7 @@ from ..physics.constants import (
 )
 from ..physics.efficiency import COMPILED_RATIO, FITTED_FUSED_RATIO, family_of, matmul_efficiency, ridge
 from ..physics.layout import RunSettings
+from ..physics.recompute_modules import DEFAULT_RECOMPUTE_MODULES
 from ..physics.shapes import ModelShape, TrainingState
 from . import anchors as anchoring
 from .anchors import Anchor
@@ -307,6 +308,12 @@ class JobContext:
         return self.assumptions.scaling_efficiency.get(nodes)
 
     @property
+    def modules(self) -> frozenset[str]:
+        """What selective recompute re-runs (job.recompute_modules; Megatron-Core's default, the attention core)."""
+        modules = self.job.recompute_modules
+        return DEFAULT_RECOMPUTE_MODULES if modules is None else frozenset(modules)
+
+    @property
     def settings(self) -> RunSettings:
         """Job-wide run settings; the kernels (fused or eager) are each layout's framework's, set where the
         layouts are evaluated (candidates.evaluate)."""
@@ -317,6 +324,7 @@ class JobContext:
             logits_bytes_per_vocab=LOGITS_BYTES_PER_VOCAB[self.job.loss],
             activation_offload=self.job.activation_offload,
             variable_lengths=self.job.variable_lengths,
+            recompute_modules=self.modules,
             overlap=a.overlap,
             moe_overlap=a.moe_overlap,
             moe_dispatcher=a.moe_dispatcher,

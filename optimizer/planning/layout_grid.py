@@ -16,6 +16,7 @@ from ..physics.constants import (
     FREE_BATCH_MICRO_BATCHES_PER_STAGE,
 )
 from ..physics.layout import RECOMPUTE_LEAST, Layout, Offload, Recompute
+from ..physics.recompute_modules import frees_beyond_flash
 from .context import HardwareRow, JobContext
 from .frameworks import FRAMEWORKS, METHOD_CODES, OPTIMIZER_CODES, PRECISION_CODES, PREFERENCE
 from .labels import (
@@ -147,9 +148,10 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: R
     if ctx.shape.has_shapes:
         tps = [t for t in tps if model.heads % t == 0 and (model.kv_heads or model.heads) % t == 0]
     pps = [p for p in pipeline_choices(requested.pp) if ctx.shape.has_shapes and 2 * p <= (model.layers or 0)] or [1]
-    # Under FlashAttention selective recompute keeps the same tensors as none (docs/design.md section 4.4).
+    # Under FlashAttention selective recompute of the attention core keeps the same tensors as none (docs/design.md
+    # section 4.4); of Megatron-Core's other modules (job.recompute_modules), less
     recomputes = [Recompute.NONE, Recompute.FULL]
-    if ctx.job.attention != "flash":
+    if ctx.job.attention != "flash" or frees_beyond_flash(ctx.modules):
         recomputes.insert(1, Recompute.SELECTIVE)
     if ctx.job.framework == "torchtitan" or requested.op_recompute:
         # torchtitan's own (the other frameworks' rules refuse it); not offered under auto, where its element-wise

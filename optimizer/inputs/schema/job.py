@@ -110,6 +110,14 @@ class JobSpec(_Model):
         "kernels: auto. Megatron-Core layouts keep Transformer Engine's fused kernels. Default false, as the "
         "frameworks ship it (torchtitan CompileConfig.enable = False).",
     )
+    recompute_modules: list[Literal["core_attn", "layernorm", "moe_act", "mlp"]] | None = Field(
+        None,
+        description="What selective recompute re-runs, as Megatron-Core's --recompute-modules names it (with "
+        "recompute selective): core_attn (the attention core), layernorm and moe_act (output-discarding: the "
+        "norms' outputs, the routed experts' activation output), mlp (a dense MLP layer). Counted where Transformer "
+        "Engine's layers run (framework megatron); unset: [core_attn], Megatron-Core's default and gpuplan's "
+        "selective.",
+    )
     framework: Literal["auto", "megatron", "deepspeed", "torchtitan", "fsdp"] = Field(
         "auto",
         description="The framework the team runs: only layouts it can run are planned (auto: the best over all, "
@@ -149,6 +157,15 @@ class JobSpec(_Model):
     )
     measured: list[Measurement] = Field(default_factory=list, description="Short-run measurements to calibrate from.")
     roles: RolesSpec | None = Field(None, description="GPUs split between roles (docs/roles.md); unset: one model.")
+
+    @model_validator(mode="after")
+    def _recompute_modules_are_megatrons(self) -> JobSpec:
+        if self.recompute_modules is not None and self.framework not in ("auto", "megatron"):
+            raise ValueError(
+                f"job.recompute_modules is Megatron-Core's --recompute-modules, which {self.framework} does not run: "
+                "set job.framework: megatron (or auto), or drop job.recompute_modules"
+            )
+        return self
 
     @model_validator(mode="after")
     def _tokens_given_once(self) -> JobSpec:
