@@ -291,10 +291,38 @@ def grpo_step(job: GrpoJob, hw: RoleHardware, rollout_gpus: int, train_gpus: int
     return RlStep(r.tokens_per_step, gen.seconds, forward, train, sync, r.placement, r.asynchronous, switch)
 
 
-def rollout_splits(job: GrpoJob, gpus: int) -> list[tuple[int, int]]:
+def launch_reason(job: GrpoJob, hw: RoleHardware, rollout_gpus: int, train_gpus: int) -> str | None:
+    """Why the RL frameworks gpuplan writes the launch of (NeMo RL, verl: present/exports/grpo.py) could not run
+    this split as planned; None where they can. A step's sequences split evenly over the policy's GPUs and their
+    micro-batches (NeMo RL's BatchedDataDict.shard_by_batch_size and verl's DataProto.chunk assert it); beyond one
+    host each role of a disaggregated split takes whole hosts (NeMo RL's generation resources take
+    cluster.gpus_per_node GPUs a node: nemo_rl/algorithms/grpo.py setup; verl's resource pools n_gpus_per_node on
+    each of nnodes)."""
+    r = job.recipe
+    ranks = train_gpus * r.micro_batch
+    if r.sequences % ranks:
+        return (
+            f"a step's {r.sequences} sequences ({r.prompts_per_step} prompts x {r.samples_per_prompt}) do not split "
+            f"evenly over {train_gpus} policy GPUs in micro-batches of {r.micro_batch}, as NeMo RL and verl shard "
+            "them: take a policy GPU count that divides them, or change job.roles.rollout.prompts_per_step"
+        )
+    host = hw.host_gpus
+    beyond_host = (rollout_gpus if r.placement == "colocated" else rollout_gpus + train_gpus) > host
+    if r.placement != "colocated" and beyond_host and (rollout_gpus % host or train_gpus % host):
+        return (
+            f"beyond one host NeMo RL and verl give each role whole hosts of {host} {hw.sku}, and "
+            f"{rollout_gpus} + {train_gpus} splits one: take multiples of {host} for each role"
+        )
+    return None
+
+
+def rollout_splits(job: GrpoJob, gpus: int, hw: RoleHardware | None = None) -> list[tuple[int, int]]:
     """(rollout, train) GPUs of every split of ``gpus``: colocated, all of them doing both; disaggregated,
-    whole engines generating and at least one GPU training."""
+    whole engines generating and at least one GPU training; on ``hw``, only the splits the RL frameworks launch
+    (``launch_reason``)."""
     r = job.recipe
     if r.placement == "colocated":
-        return [(gpus, gpus)]
-    return [(g, gpus - g) for g in range(r.rollout_tp, gpus, r.rollout_tp)]
+        pairs = [(gpus, gpus)]
+    else:
+        pairs = [(g, gpus - g) for g in range(r.rollout_tp, gpus, r.rollout_tp)]
+    return pairs if hw is None else [(g, t) for g, t in pairs if launch_reason(job, hw, g, t) is None]

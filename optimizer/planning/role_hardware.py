@@ -33,6 +33,7 @@ class RoleHardware:
     compute_efficiency: float  # the training role's share of the 16-bit peak (docs/design.md section 5.10)
     price_usd_per_gpu_hour: float
     network_bytes_per_s: float = 0.0  # one direction of a GPU's network beyond its node (roles spanning nodes)
+    gpus_per_host: int = 0  # an operating-system host's GPUs (NVL72: a tray of 4); 0: the node's
 
     @classmethod
     def from_sku(cls, sku: Sku, price_usd_per_gpu_hour: float, compute_efficiency: float | None = None) -> RoleHardware:
@@ -51,7 +52,15 @@ class RoleHardware:
             compute_efficiency=compute_efficiency if compute_efficiency is not None else default,
             price_usd_per_gpu_hour=price_usd_per_gpu_hour,
             network_bytes_per_s=(sku.network_gb_per_s_per_gpu or 0.0) * 1e9,
+            gpus_per_host=sku.gpus_per_host or 0,
         )
+
+    @property
+    def host_gpus(self) -> int:
+        """GPUs per operating-system host (a Ray node): the SKU's (NVL72: a compute tray of 4), or the largest
+        divisor of the node's GPUs below it; the node's where the SKU names none (planning/context.py alike)."""
+        most = min(self.gpus_per_host or self.gpus_per_node, self.gpus_per_node)
+        return max(d for d in range(1, most + 1) if self.gpus_per_node % d == 0)
 
     def peak_flops_per_s(self, peak: Peak) -> float:
         if peak == "fp8":

@@ -42,7 +42,7 @@ from ..physics.roles import (
     train_target_tokens_per_s,
 )
 from ..physics.shapes import ModelShape, TrainingState
-from .grpo import GrpoJob, engine_fit_reason, grpo_step, rollout_splits, trainer_memory_reason
+from .grpo import GrpoJob, engine_fit_reason, grpo_step, launch_reason, rollout_splits, trainer_memory_reason
 from .role_hardware import DEFAULT_LINK_EFFICIENCY, DEFAULT_OVERLAP, Peak, RoleHardware
 
 LinkKind = Literal["auto", "peer", "host"]
@@ -194,6 +194,10 @@ class DoesNotFit(JobError):
     """The trained role's state and activations exceed its GPUs' memory on every layout it may take."""
 
 
+class NotLaunchable(JobError):
+    """No split of a GPU count is one the RL frameworks launch as planned (grpo.launch_reason)."""
+
+
 def _consumer_layouts(role: TrainRole, consumers: int) -> list[Layout]:
     """The trained role's layouts on ``consumers`` GPUs, least memory last: plain data parallelism, ZeRO-3 over
     the consumers (FSDP), that with every layer recomputed."""
@@ -334,6 +338,14 @@ def spans_nodes(job: RoleJob, hw: RoleHardware, gpus: int) -> bool:
     return job.rl is not None and gpus > hw.gpus_per_node and gpus % hw.gpus_per_node == 0
 
 
+def launch_note(job: RoleJob, hw: RoleHardware, split: RoleSplit) -> str | None:
+    """A GRPO split the RL frameworks cannot launch as planned (``check``'s note; solve does not weigh it)."""
+    if job.rl is None:
+        return None
+    why = launch_reason(job.rl, hw, split.producers, split.consumers)
+    return None if why is None else f"NeMo RL and verl cannot launch it as planned: {why}; solve does not weigh it"
+
+
 def _rl_split(rl: GrpoJob, producers: int, consumers: int) -> RoleSplit:
     return RoleSplit(producers, consumers, shared=rl.recipe.placement == "colocated")
 
@@ -368,9 +380,12 @@ def best_split(job: RoleJob, hw: RoleHardware, gpus: int) -> RolePlan:
         raise JobError(f"a role job needs at least 2 GPUs, one per role (got {gpus})")
     if job.rl is not None:  # every split (of one node or of whole nodes): the step's sum has no single crossing
         rl = job.rl
-        pairs = rollout_splits(rl, gpus)
-        if not pairs:
+        every = rollout_splits(rl, gpus)
+        if not every:
             raise JobError(f"{gpus} GPUs leave none to train beside a rollout engine of {rl.recipe.rollout_tp}")
+        pairs = rollout_splits(rl, gpus, hw)
+        if not pairs:  # the reason of the split that trains on the most GPUs
+            raise NotLaunchable(f"on {gpus} GPUs: {launch_reason(rl, hw, *every[0])}")
         plans, refused = [], []
         for r, t in pairs:  # a split whose trainer does not fit its GPUs is left out
             try:
@@ -448,7 +463,7 @@ def plan_roles(
     for g in counts:
         try:
             plans.append(best_split(job, hw, g))
-        except DoesNotFit as exc:  # too few GPUs for the trained role: a larger count may hold it
+        except (DoesNotFit, NotLaunchable) as exc:  # too few GPUs for the trained role, or no launchable split
             reasons.append(exc.reason)
     if not plans:
         return RoleAnswer(best=None, per_count=(), refused=reasons[-1])

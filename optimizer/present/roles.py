@@ -119,7 +119,10 @@ def print_roles(result: RolesResult, console: Console, headroom: Any = None) -> 
             console.print(f"  the best plan under the job's constraints: {plan_line(result, result.optimum)}")
     if not checked and result.plans:
         producer, consumer = result.roles
-        table = Table(title="Each offer and GPU count's best split (in target tokens/s)", title_justify="left")
+        # the pipeline's rate in the tokens the workload counts: a drafter's and a distillation's, those the
+        # target (teacher) reads; a GRPO step's, prompt + response of every sample
+        unit = "tokens/s: prompt + response, every sample" if result.workload == "grpo" else "target tokens/s"
+        table = Table(title=f"Each offer and GPU count's best split (in {unit})", title_justify="left")
         columns = ("GPUs", f"{producer} GPUs", f"{consumer} GPUs", "tokens/s", f"{producer} rate", f"{consumer} rate")
         for column in ("offer", "GPU", *columns, "link rate"):
             table.add_column(column, justify="left" if column in ("offer", "GPU") else "right")

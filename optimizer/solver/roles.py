@@ -24,7 +24,7 @@ from ..inputs.schema import Catalog, Offer, Problem
 from ..planning.candidates import not_rentable
 from ..planning.role_jobs import offer_hardware, role_job
 from ..planning.role_mixed import Seat, covered, mixed_plans, mixed_split, needs_nvlink_reason, network_binds
-from ..planning.roles import RoleJob, RolePlan, RoleSplit, evaluate_split, plan_roles
+from ..planning.roles import RoleJob, RolePlan, RoleSplit, evaluate_split, launch_note, plan_roles
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -208,10 +208,13 @@ def check_roles(
     job = role_job(problem, catalog)
     notes: tuple[str, ...] = ()
     if t_offer.name == d_offer.name:
-        checked = OfferPlan(t_offer.name, evaluate_split(job, offer_hardware(catalog, t_offer), RoleSplit(t, d)))
+        hw = offer_hardware(catalog, t_offer)
+        checked = OfferPlan(t_offer.name, evaluate_split(job, hw, RoleSplit(t, d)))
         nodes = checked.plan.nodes
         if nodes > 1 and (why_not := not_rentable(t_offer, nodes, t_offer.gpus_per_node)):
             notes = (f"offer {t_offer.name} {why_not}: it cannot be rented there as it stands",)
+        if launch := launch_note(job, hw, checked.plan.split):
+            notes += (launch,)
     else:
         a, b = Seat.of(catalog, t_offer), Seat.of(catalog, d_offer)
         checked = OfferPlan(t_offer.name, mixed_split(job, a, b, RoleSplit(t, d)), d_offer.name)
