@@ -438,3 +438,22 @@ def test_an_engine_too_small_for_its_weights_names_the_size_that_fits(problem, c
     result = solve_roles(big, catalog=catalog)
     assert any(r.startswith(OFFER) and "job.roles.rollout.tp: 4" in r for r in result.refused), result.refused
     assert not any("not modelled yet" in r for r in result.refused)
+
+
+def test_an_engine_size_left_open_is_the_smallest_that_holds_the_policy_on_each_gpu(problem, catalog):
+    # rollout.tp unset: on H100 (60 % of 85.5 GB a GPU) Llama 3.1 70B's 141 GB need an engine of 4 GPUs (two hold
+    # 103 GB), on a B300 (288 GB) one GPU holds them with room for the KV cache; the plan says which it took
+    model = ModelSpec.model_validate(
+        {"name": "llama-3.1-70b", "params": "70.6B", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8,
+         "ffn_hidden": 28672, "vocab": 128256}
+    )  # fmt: skip
+    rollout = problem.job.roles.rollout.model_copy(update={"tp": None})
+    big = _with(problem, rollout=rollout)
+    big = big.model_copy(update={"job": big.job.model_copy(update={"model": model})})
+    plan = evaluate_split(role_job(big, catalog), _h100(catalog), RoleSplit(16, 16, shared=True))
+    assert plan.rollout_tp == 4
+    b300 = next(o for o in catalog.offers if o.sku == "B300")
+    plan = evaluate_split(role_job(big, catalog), offer_hardware(catalog, b300), RoleSplit(16, 16, shared=True))
+    assert plan.rollout_tp == 1
+    # the 8B's own file sets tp: 1, and an 8B fits one GPU anyway: unchanged
+    assert evaluate_split(role_job(problem, catalog), _h100(catalog), RoleSplit(8, 8, shared=True)).rollout_tp == 1

@@ -215,7 +215,12 @@ class RolloutSpec(_Model):
     max_response_tokens: Count | None = Field(
         None, gt=0, description="The longest response a step waits for (rollout.response_length); unset: none."
     )
-    tp: int = Field(1, ge=1, description="Tensor parallel GPUs an engine (rollout.tensor_model_parallel_size).")
+    tp: int | None = Field(
+        None,
+        ge=1,
+        description="Tensor parallel GPUs an engine (rollout.tensor_model_parallel_size); unset: on each GPU the "
+        "smallest power of two within a node whose share of the weights leaves KV cache for one whole sequence.",
+    )
     memory_utilization: float = Field(
         0.5, gt=0, le=1, description="Share of a GPU's memory the engine takes (gpu_memory_utilization; verl: 0.5)."
     )

@@ -21,7 +21,7 @@ a forward's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import JobError
 from ..physics.decode import DecodeEngine, Generation, generate_s, kv_bytes_per_token, kv_capacity_tokens
@@ -56,6 +56,8 @@ class GrpoRecipe:
     response_tokens: float  # mean response length
     max_response_tokens: float = 0.0  # the longest response a step waits for (0: the mean's waves only)
     rollout_tp: int = 1
+    # the job left the engine's size open: on each GPU the smallest that holds the policy (fitting_rollout_tp)
+    rollout_tp_auto: bool = False
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
     forward_passes: int = DEFAULT_FORWARD_PASSES
@@ -160,6 +162,16 @@ def fitting_rollout_tp(job: GrpoJob, hw: RoleHardware) -> int | None:
     return None
 
 
+def on_hardware(job: GrpoJob, hw: RoleHardware) -> GrpoJob:
+    """The job on ``hw``: an engine size the job left open set to the smallest that holds the policy there."""
+    if not job.recipe.rollout_tp_auto:
+        return job
+    tp = fitting_rollout_tp(job, hw)
+    if tp is None or tp == job.recipe.rollout_tp:
+        return job
+    return replace(job, recipe=replace(job.recipe, rollout_tp=tp))
+
+
 def engine_fit_reason(job: GrpoJob, hw: RoleHardware) -> str | None:
     """Why the job's rollout engines cannot generate on ``hw`` (their weights leave no KV cache for a sequence),
     naming the engine size that would; None where they can."""
@@ -168,9 +180,8 @@ def engine_fit_reason(job: GrpoJob, hw: RoleHardware) -> str | None:
     if fits is not None and fits <= r.rollout_tp:
         return None
     share = f"{r.memory_utilization:.0%} of a {hw.sku}'s memory"
-    weights = (
-        f"the policy's weights ({job.weight_bytes / 1e9:,.1f} GB over {r.rollout_tp} GPU{'s' * (r.rollout_tp > 1)})"
-    )
+    over = "" if r.rollout_tp_auto else f" over {r.rollout_tp} GPU{'s' * (r.rollout_tp > 1)}"
+    weights = f"the policy's weights ({job.weight_bytes / 1e9:,.1f} GB{over})"
     if fits is None:
         return (
             f"{weights} leave no KV cache for one sequence in {share}, even over the {hw.gpus_per_node} GPUs of a "

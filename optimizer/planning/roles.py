@@ -42,7 +42,15 @@ from ..physics.roles import (
     train_target_tokens_per_s,
 )
 from ..physics.shapes import ModelShape, TrainingState
-from .grpo import GrpoJob, engine_fit_reason, grpo_step, launch_reason, rollout_splits, trainer_memory_reason
+from .grpo import (
+    GrpoJob,
+    engine_fit_reason,
+    grpo_step,
+    launch_reason,
+    on_hardware,
+    rollout_splits,
+    trainer_memory_reason,
+)
 from .role_hardware import DEFAULT_LINK_EFFICIENCY, DEFAULT_OVERLAP, Peak, RoleHardware
 
 LinkKind = Literal["auto", "peer", "host"]
@@ -128,6 +136,7 @@ class RolePlan:
     consumer_sku: str | None = None
     consumer_price_usd_per_gpu_hour: float | None = None
     nodes: int = 1  # whole nodes of the offer a GRPO split spans (spans_nodes); every other plan sits on one
+    rollout_tp: int | None = None  # a GRPO plan's GPUs an engine (the job's, or the smallest that holds the policy)
 
     @property
     def mixed(self) -> bool:
@@ -327,7 +336,17 @@ def _rl_plan(job: RoleJob, rl: GrpoJob, hw: RoleHardware, split: RoleSplit) -> R
     nodes = -(-split.gpus // hw.gpus_per_node)
     # the weights' sync: NVLink peer copies (or host memory) inside a node, the network beyond it (grpo_step)
     kind: Literal["peer", "host", "network"] = "network" if nodes > 1 else "peer" if hw.peer_to_peer else "host"
-    return RolePlan(hw.sku, split, rate, kind, hours, hours * split.gpus * price, price, nodes=nodes)
+    return RolePlan(
+        hw.sku,
+        split,
+        rate,
+        kind,
+        hours,
+        hours * split.gpus * price,
+        price,
+        nodes=nodes,
+        rollout_tp=rl.recipe.rollout_tp,
+    )
 
 
 def spans_nodes(job: RoleJob, hw: RoleHardware, gpus: int) -> bool:
@@ -346,12 +365,18 @@ def launch_note(job: RoleJob, hw: RoleHardware, split: RoleSplit) -> str | None:
     return None if why is None else f"NeMo RL and verl cannot launch it as planned: {why}; solve does not weigh it"
 
 
+def _on_hardware(job: RoleJob, hw: RoleHardware) -> RoleJob:
+    """The job as it runs on ``hw`` (a GRPO engine size left open, set there: grpo.on_hardware)."""
+    return job if job.rl is None else replace(job, rl=on_hardware(job.rl, hw))
+
+
 def _rl_split(rl: GrpoJob, producers: int, consumers: int) -> RoleSplit:
     return RoleSplit(producers, consumers, shared=rl.recipe.placement == "colocated")
 
 
 def evaluate_split(job: RoleJob, hw: RoleHardware, split: RoleSplit) -> RolePlan:
     """One hand-picked split (``check``'s question): its rates, what binds, hours and cost."""
+    job = _on_hardware(job, hw)
     if job.rl is not None:
         split = _rl_split(job.rl, split.producers, split.consumers)
         if split.shared and split.producers != split.consumers:
@@ -378,6 +403,7 @@ def best_split(job: RoleJob, hw: RoleHardware, gpus: int) -> RolePlan:
     """The fastest split of ``gpus`` GPUs, by bisection on the crossing of the rising and falling rates."""
     if gpus < 2:
         raise JobError(f"a role job needs at least 2 GPUs, one per role (got {gpus})")
+    job = _on_hardware(job, hw)
     if job.rl is not None:  # every split (of one node or of whole nodes): the step's sum has no single crossing
         rl = job.rl
         every = rollout_splits(rl, gpus)
@@ -447,6 +473,7 @@ def plan_roles(
 ) -> RoleAnswer:
     """The best split for each GPU count, and the best of those by ``objective``. A producer whose weights do
     not fit one GPU is refused: splitting it with tensor parallelism is not modelled yet."""
+    job = _on_hardware(job, hw)
     if job.rl is not None and (why := engine_fit_reason(job.rl, hw)):
         return RoleAnswer(best=None, per_count=(), refused=why)
     if job.rl is None and job.producer.weight_bytes > hw.memory_bytes:

@@ -72,6 +72,8 @@ def plan_line(result: RolesResult, chosen: OfferPlan) -> str:
             f"{split} ({p.link} link): {p.tokens_per_s:,.0f} tokens/s, {p.days:,.2f} days, ${p.cost_usd:,.0f}; "
             f"bound by the {_binding(result, p)}"
         )
+    if p.rollout_tp is not None and p.rollout_tp > 1:  # a GRPO rollout's engines span GPUs (tensor parallel)
+        producer = f"{producer} (engines of {p.rollout_tp} GPUs)"
     split = (
         f"{p.split.gpus} x {p.sku}, {producer} and {consumer} colocated"
         if p.split.shared
@@ -178,6 +180,9 @@ def _plan_data(result: RolesResult, row: OfferPlan) -> dict:
                 "offer": row.offer,
                 "sku": p.sku,
                 "price_usd_per_gpu_hour": p.price_usd_per_gpu_hour,
+                # a GRPO rollout's GPUs an engine (its tensor parallel size: the job's, or the smallest that holds
+                # the policy on this GPU); null for a drafter's or a teacher's forward role
+                "engine_gpus": p.rollout_tp,
             },
             {
                 "role": consumer,
@@ -381,7 +386,7 @@ def grpo_export(done: Answered) -> GrpoExport:
         samples_per_prompt=r.samples_per_prompt,
         max_total_sequence_length=math.ceil(longest),
         max_new_tokens=math.ceil(float(r.max_response_tokens)) if r.max_response_tokens else None,
-        rollout_tp=r.tp,
+        rollout_tp=p.rollout_tp or r.tp or 1,  # the plan's engine size (the job's, or the smallest that holds it)
         memory_utilization=r.memory_utilization,
         max_num_seqs=r.max_num_seqs,
         micro_batch=roles.micro_batch,
