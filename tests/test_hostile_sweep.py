@@ -470,3 +470,22 @@ def test_a_time_limit_past_a_float_says_so(value):
     """--time-limit 1e400 said 'cannot read it; write it like 5d' (the non-finite number fell to the duration
     reader)."""
     refused([*SOLVE[:-2], "--time-limit", value], "--time-limit", "finite")
+
+
+# --------------------------------------------------------------------------- 10. a split's error names --role
+
+SPLIT_ERRORS = [
+    ("drafter", ["target=8xRTX-PRO-6000", "drafter=1xRTX-PRO-6000"], "exceed one RTX-PRO-6000 node"),
+    ("grpo", ["rollout=3xB200", "policy=5xB200"], "give both roles the same count"),
+    ("grpo", ["rollout=4xB200", "policy=4xH100-SXM"], "sit on one offer's node"),
+    ("distill", ["teacher=1xRTX-PRO-6000", "student=1xRTX-PRO-6000"], "does not fit 1 x RTX-PRO-6000"),
+]
+
+
+@pytest.mark.parametrize(("workload", "split", "said"), SPLIT_ERRORS, ids=[s for _, _, s in SPLIT_ERRORS])
+def test_an_error_of_the_split_names_the_role_flag(workload, split, said):
+    """Each said 'error: 8 + 1 GPUs exceed one RTX-PRO-6000 node ...' naming no flag, or 'field 'role'' as if
+    of a file; the service named them check.roles already."""
+    args = ["check", str(ROOT / ROLE_FILES[workload]), *[a for s in split for a in ("--role", s)]]
+    text = refused(args, "command line, option '--role'", said)
+    assert text.count("\n") == 1, text

@@ -162,7 +162,7 @@ def check(
             flags.update(deadline_quantile=deadline_quantile, measured=measured, spot=spot or None)
             _read_by_a_split(flags, compare)
         wanted = roles.Outputs(export_kind, check_export(export_kind, out, fmt), plot_path)
-        return roles.answered(answer, roles.checked(job, role, sku, gpus, catalog, deadline, budget, wanted), fmt)
+        return roles.answered(answer, _split_checked(job, role, sku, gpus, catalog, deadline, budget, wanted), fmt)
     # the layout as typed (--recompute's text read once the files are: below)
     request = CheckRequest(sku, **layout, compare=compare, spot=spot)
     numbers = {name: layout[name] for name in LAYOUT_RANGES}
@@ -194,6 +194,18 @@ def check(
         typer.echo(config, nl=False)
         return
     answer(result, problem, fmt, render.print_check, render.check_data)
+
+
+def _split_checked(*args: Any) -> Any:
+    """``roles.checked``, an error of the split itself (more GPUs than a node, a colocated GRPO job's two counts,
+    a role that does not fit its GPUs: raised naming nothing) named as --role, as the service names it check.roles
+    (server/roles.py); an error of the job file keeps its file and field."""
+    try:
+        return roles.checked(*args)
+    except GpuplanError as exc:
+        if not isinstance(exc, ArgumentError) and exc.source is None and exc.field is None:
+            raise ArgumentError(exc.reason, field="role") from None
+        raise
 
 
 def _read_by_a_split(flags: dict[str, Any], compare: bool) -> None:

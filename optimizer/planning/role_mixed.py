@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import JobError
+from ..errors import ArgumentError, JobError
 from ..inputs.schema import Catalog, Offer
 from ..inputs.units import GB
 from ..physics.roles import PipelineRate, network_link_bytes_per_s, network_tokens_per_s
@@ -162,8 +162,8 @@ def mixed_split(job: RoleJob, a: Seat, b: Seat, split: RoleSplit) -> RolePlan:
     does not fit its memory is refused (``DoesNotFit``); a transfer the network does not carry is answered,
     bound by the link (``check`` notes it needs NVLink; ``solve`` does not propose it)."""
     why = one_node_reason(job)
-    if why is not None:
-        raise JobError(why, field="role")
+    if why is not None:  # the split as --role (check.roles) gave it, as every other error of a split is named
+        raise ArgumentError(why, field="role")
     if split.producers < 1 or split.consumers < 1:
         raise JobError(f"a role split needs a GPU per role (got {split.producers} + {split.consumers})")
     for seat, gpus in ((a, split.producers), (b, split.consumers)):
