@@ -489,3 +489,30 @@ def test_an_error_of_the_split_names_the_role_flag(workload, split, said):
     args = ["check", str(ROOT / ROLE_FILES[workload]), *[a for s in split for a in ("--role", s)]]
     text = refused(args, "command line, option '--role'", said)
     assert text.count("\n") == 1, text
+
+
+# --------------------------------------------------------------------------- 11. an offer named as another GPU
+
+OFFER_NAMED_H200 = "name: c\nhardware: hardware\noffers:\n  - {name: H200, sku: B200, price: 5}\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["catalog", "{cat}"],
+        ["check", "--model", "llama-3.1-8b", "--tokens", "1B", "--sku", "H200", "--gpus", "8", "-c", "{cat}"],
+        ["solve", "--model", "llama-3.1-8b", "--tokens", "1B", "--gpu-types", "H200", "-c", "{cat}"],
+    ],
+    ids=["catalog", "check-sku", "solve-gpu-types"],
+)
+def test_an_offer_named_as_another_gpu_is_refused(tmp_path, args):
+    """'--sku H200' checked 8 B200 of the offer named H200, and '--gpu-types H200' planned B200s, as an alias
+    naming another GPU did before it was refused (tests/test_hostile.py)."""
+    (tmp_path / "cat.yaml").write_text(OFFER_NAMED_H200)
+    argv = [a.replace("{cat}", str(tmp_path / "cat.yaml")) for a in args]
+    refused(argv, "cat.yaml", "offers[0].name", "is the GPU H200, while this offer is a B200")
+
+
+def test_an_offer_named_as_its_own_gpu_is_accepted(tmp_path):
+    (tmp_path / "cat.yaml").write_text(OFFER_NAMED_H200.replace("sku: B200", "sku: H200"))
+    assert runner.invoke(cli.app, ["catalog", str(tmp_path / "cat.yaml")]).exit_code == 0

@@ -225,12 +225,22 @@ def _a_type(value: Any) -> str:
 
 
 def _aliases_select_their_own(offers: list, origins: list[tuple[str, str]], first: dict[str, int], skus: list) -> None:
-    """An offer alias may not be another offer's name, nor a GPU other than the offer's own: a name selects
-    offers (``--sku``, ``--gpu-types``, a pool's ``offer``), and such an alias made ``--sku H200`` pick a
-    B200 offer, or one name select two offers."""
+    """An offer's name or alias may not be a GPU other than the offer's own, nor an alias another offer's name: a
+    name selects offers (``--sku``, ``--gpu-types``, a pool's ``offer``), and such a name made ``--sku H200``
+    pick a B200 offer, or one name select two offers."""
     sku_of = {sku_key(n): sku.name for sku in skus for n in (sku.name, *sku.aliases)}
     for k, offer in enumerate(offers):
         own = sku_of.get(sku_key(offer.sku))
+        named = sku_of.get(sku_key(offer.name))
+        if named is not None and named != own:  # an offer named H200 selected as --sku H200, a B200 planned
+            file, field = origins[k]
+            raise CatalogError(
+                f"offer name {offer.name!r} is the GPU {named}, while this offer is a {own or offer.sku}; a name "
+                "selects this offer wherever it is given (--sku, --gpu-types, a pool's offer), so it must not name "
+                "another GPU: rename it",
+                source=file,
+                field=f"{field}.name",
+            )
         for a, alias in enumerate(offer.aliases):
             key = sku_key(alias)
             clash = None
