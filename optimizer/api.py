@@ -32,7 +32,7 @@ from .explain import (
 from .inputs import skypilot
 from .inputs.catalog import sku_for
 from .inputs.files import load_catalog, problem_catalog
-from .inputs.layout_fields import pinned
+from .inputs.layout_fields import LAYOUT, pinned
 from .inputs.requests import CheckRequest
 from .inputs.schema import Catalog, Portfolio, Problem
 from .physics.memory import MEMORY_HEADROOM_DEFAULT as MEMORY_HEADROOM_DEFAULT  # for the faces' help texts
@@ -168,6 +168,17 @@ def options(problem: Problem, *, catalog: Catalog | None = None, table: Candidat
     return result
 
 
+def _choice(name: str, value: object) -> object:
+    """A job field a check request pins (--framework, --offload), one of its choices in any case, as a job file's
+    is read: set on the job unchecked, '--framework nope' was a KeyError deep in the planner (exit 1)."""
+    choices = LAYOUT[name].choices
+    if choices is None or value in choices:
+        return value
+    if isinstance(value, str) and value.strip().lower() in choices:
+        return value.strip().lower()
+    raise ArgumentError(f"must be one of {', '.join(choices)} (got {value!r})", field=name)
+
+
 def check(problem: Problem, request: CheckRequest, *, catalog: Catalog | None = None) -> CheckResult:
     """Does this configuration fit, how fast and how dear is it, and how far from the best plan?"""
     one_model_only(problem, "check")
@@ -175,7 +186,7 @@ def check(problem: Problem, request: CheckRequest, *, catalog: Catalog | None = 
     sku, gpus, nodes, spot, recompute, zero = r.sku, r.gpus, r.nodes, r.spot, r.recompute, r.zero
     catalog = catalog or problem_catalog(problem)
     # the job fields the request pins (inputs/layout_fields.py: offload, framework)
-    job_updates: dict[str, object] = {k: getattr(r, k) for k in pinned("job") if getattr(r, k) is not None}
+    job_updates: dict[str, object] = {k: _choice(k, getattr(r, k)) for k in pinned("job") if getattr(r, k) is not None}
     if r.framework is not None and problem.job.framework == "auto":
         job_updates["framework_pinned"] = True  # costed as the auto question costs it (its comparison too)
     if job_updates:

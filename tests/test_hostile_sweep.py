@@ -516,3 +516,28 @@ def test_an_offer_named_as_another_gpu_is_refused(tmp_path, args):
 def test_an_offer_named_as_its_own_gpu_is_accepted(tmp_path):
     (tmp_path / "cat.yaml").write_text(OFFER_NAMED_H200.replace("sku: B200", "sku: H200"))
     assert runner.invoke(cli.app, ["catalog", str(tmp_path / "cat.yaml")]).exit_code == 0
+
+
+# --------------------------------------------------------------------------- 12. a job field a check pins
+
+CHECK8 = ["check", "--model", "llama-3.1-8b", "--tokens", "1B", "--sku", "B200", "--gpus", "8", "--no-compare"]
+
+
+@pytest.mark.parametrize("value", ["nope", "", "megatron-lm"])
+def test_check_refuses_a_framework_that_is_none_naming_the_flag(value):
+    """check --framework nope set the job's framework unchecked: a KeyError in the planner (exit 1)."""
+    refused([*CHECK8, "--framework", value], "option '--framework'", "must be one of auto, megatron")
+
+
+@pytest.mark.parametrize("command", [CHECK8, [*SOLVE, "-q"]], ids=["check", "solve"])
+def test_a_framework_is_read_in_any_case_as_a_job_file_reads_it(command):
+    """A job file's framework: MEGATRON is megatron (schema/base.py); the flags said 'must be one of' or exit 1."""
+    result = runner.invoke(cli.app, [*command, "--framework", "MEGATRON"])
+    assert result.exit_code == 0, result.output
+    assert "megatron" in result.output, result.output
+
+
+def test_the_service_refuses_a_framework_that_is_none(client):
+    body = SERVICE_JOB[:-1] + b', "check": {"sku": "B200", "gpus": 8, "framework": "nope"}}'
+    r = client.post("/v1/check", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422 and r.json()["field"] == "check.framework", r.text

@@ -39,9 +39,11 @@ SPOT_CHOICES: tuple[str, ...] = get_args(Constraints.model_fields["spot"].annota
 
 
 def _one_of(key: str, value: str, choices: tuple[str, ...]) -> str:
-    if value not in choices:
+    """``value`` as one of ``choices``, in any case as a job file's choice is read (--framework MEGATRON)."""
+    chosen = value.strip().lower() if isinstance(value, str) else value
+    if chosen not in choices:
         raise ArgumentError(f"must be one of {', '.join(choices)} (got {value!r})", field=key)
-    return value
+    return chosen
 
 
 def apply_overrides(problem: Problem, **overrides) -> Problem:
