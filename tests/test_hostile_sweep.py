@@ -541,3 +541,22 @@ def test_the_service_refuses_a_framework_that_is_none(client):
     body = SERVICE_JOB[:-1] + b', "check": {"sku": "B200", "gpus": 8, "framework": "nope"}}'
     r = client.post("/v1/check", content=body, headers={"Content-Type": "application/json"})
     assert r.status_code == 422 and r.json()["field"] == "check.framework", r.text
+
+
+# --------------------------------------------------------------------------- 13. a rule across the job's fields a flag broke
+
+ACROSS_FIELDS = [
+    ([str(ROOT / ROLE_FILES["drafter"]), "--tokens", "1B"], "--tokens", "job.dataset_tokens"),
+    (
+        [str(ROOT / "problems" / "llama-8b-lora.yaml"), "--global-batch", "1073741824"],
+        "--global-batch",
+        "one optimizer step",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "flag", "said"), ACROSS_FIELDS, ids=[f for _, f, _ in ACROSS_FIELDS])
+def test_a_rule_across_the_job_s_fields_that_a_flag_broke_names_the_flag(args, flag, said):
+    """--tokens over a file's dataset_tokens said 'problems/seed-003-drafter-roles.yaml, field 'job'', blaming the
+    file for what the flag set."""
+    refused(["solve", *args, "--time-limit", "2"], f"command line, option '{flag}'", said)

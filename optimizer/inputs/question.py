@@ -223,6 +223,13 @@ def job_name_of(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", model.rsplit("/", 1)[-1]).strip("-.") or "job"
 
 
+def _names_field(reason: str, key: str) -> bool:
+    """Whether a job-level error's sentence names the field ``key`` (``job.tokens``, or ``global_batch`` as a
+    word): --tokens over a file's dataset_tokens, or --global-batch past the tokens, was blamed on the file's
+    'job' though the flag set it."""
+    return f"job.{key}" in reason or ("_" in key and re.search(rf"\b{key}\b", reason) is not None)
+
+
 def problem_of(data: dict, path: Path | None, flags: dict[str, Any]) -> Problem:
     """The problem a job document states (a copy: the document is left as the user wrote it, for --save); an
     error in a value a flag gave names the flag."""
@@ -234,6 +241,8 @@ def problem_of(data: dict, path: Path | None, flags: dict[str, Any]) -> Problem:
     except GpuplanError as exc:
         field = exc.field or ""
         flag = next((k for k in given if field == f"job.{k}" or field.startswith(f"job.{k}.")), None)
+        if flag is None and field == "job":  # a rule across the job's fields: the flag its sentence names
+            flag = next((k for k in given if _names_field(exc.reason, k)), None)
         if flag is not None:
             raise ArgumentError(exc.reason, field=flag) from None
         raise
