@@ -560,3 +560,33 @@ def test_a_rule_across_the_job_s_fields_that_a_flag_broke_names_the_flag(args, f
     """--tokens over a file's dataset_tokens said 'problems/seed-003-drafter-roles.yaml, field 'job'', blaming the
     file for what the flag set."""
     refused(["solve", *args, "--time-limit", "2"], f"command line, option '{flag}'", said)
+
+
+# --------------------------------------------------------------------------- 14. the work a measurement costs
+
+
+def test_a_calibration_fit_stops_once_a_double_cannot_move(monkeypatch):
+    """Sixteen --measured flags (the most taken) ran 16 x 80 bisection steps, past the ~53 that can move a double
+    (8.9 s under --time-limit 1); the fit now stops at 1e-12 of the factor, and each measurement still predicts
+    itself."""
+    import math
+
+    from optimizer import load_job
+    from optimizer.inputs.files import problem_catalog
+    from optimizer.planning import calibration
+
+    steps = {"n": 0}
+    real = calibration.predict
+
+    def counted(ctx, row):
+        steps["n"] += 1
+        return real(ctx, row)
+
+    monkeypatch.setattr(calibration, "predict", counted)
+    problem = load_job(ROOT / "problems" / "llama-8b-lora.yaml")
+    ctx = calibration.job_context(problem, problem_catalog(problem))
+    row = calibration.resolve_row(ctx, "B200", 8, 1)
+    factor = calibration._fit(ctx, row, "compute", 20_000.0)
+    bracket = math.log(1e3) - math.log(1e-3)
+    assert steps["n"] <= math.ceil(math.log2(bracket / calibration.FIT_LOG_RESOLUTION)), steps
+    assert math.isclose(real(calibration._scaled(ctx, "compute", factor), row)[0], 20_000.0, rel_tol=1e-6)

@@ -109,10 +109,15 @@ def _scaled(ctx: JobContext, resource: str, factor: float) -> JobContext:
     return replace(ctx, calibration=replace(ctx.calibration, **fields))
 
 
+# Where the bisection of ``_fit`` stops: the factor known to 1e-12 of itself, past any figure gpuplan prints (a
+# double's own resolution near the top of the bracket, ln 1000, is 1e-15).
+FIT_LOG_RESOLUTION = 1e-12
+
+
 def _fit(ctx: JobContext, row: HardwareRow, resource: str, target: float) -> float:
     """The factor on ``resource`` that makes the predicted throughput equal ``target`` (bisection in log)."""
     lo, hi = math.log(1e-3), math.log(1e3)
-    for _ in range(80):
+    while hi - lo > FIT_LOG_RESOLUTION:  # 44 halvings; the 80 it ran past ~53 could not move a double
         mid = (lo + hi) / 2
         if predict(_scaled(ctx, resource, getattr(ctx.calibration, resource) * math.exp(mid)), row)[0] < target:
             lo = mid
