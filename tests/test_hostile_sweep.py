@@ -590,3 +590,52 @@ def test_a_calibration_fit_stops_once_a_double_cannot_move(monkeypatch):
     bracket = math.log(1e3) - math.log(1e-3)
     assert steps["n"] <= math.ceil(math.log2(bracket / calibration.FIT_LOG_RESOLUTION)), steps
     assert math.isclose(real(calibration._scaled(ctx, "compute", factor), row)[0], 20_000.0, rel_tol=1e-6)
+
+
+# --------------------------------------------------------------------------- 15. a SkyPilot vms.csv read as written
+
+SKY_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,SpotPrice,Region,GpuInfo\n"
+SKY_GOOD = "ok1,A100-80GB,8,1,1,20,,us-east-1,\n"
+
+
+def sky_import(tmp_path, text: str):
+    (tmp_path / "sky" / "aws").mkdir(parents=True)
+    (tmp_path / "sky" / "aws" / "vms.csv").write_text(text)
+    out = tmp_path / "imported.yaml"
+    args = ["catalog", "import", "skypilot", "--from", str(tmp_path / "sky"), "--out", str(out)]
+    return runner.invoke(cli.app, args), out
+
+
+@pytest.mark.parametrize(
+    ("row", "why"),
+    [
+        ("p5,H100,8,192,2048,٩٨,,us-east-1,", "no on-demand price"),  # float() read it as $98
+        (",H100,8,192,2048,98,,us-east-1,", "no instance type"),  # written as an offer named 'aws'
+        ("p5,H100,8,192,2048,98,-1,us-east-1,", "a spot price that is no price"),  # dropped without a word
+        ("p5,H100,8,192,2048,98,nan,us-east-1,", "a spot price that is no price"),
+    ],
+    ids=["other-script-price", "no-instance-type", "negative-spot", "nan-spot"],
+)
+def test_a_skypilot_row_read_as_nothing_is_left_out_with_why(tmp_path, row, why):
+    result, out = sky_import(tmp_path, SKY_HEADER + row + "\n" + SKY_GOOD)
+    assert result.exit_code == 0, result.output
+    assert why in result.output, result.output
+    offers = load_catalog_offers(out)
+    assert "aws" not in offers and all("spot_price" not in o for o in offers.values()), offers
+    if "spot" in why:  # the row's on-demand price stands, its spot price is left out
+        assert offers["aws-p5"]["price"] == 12.25, offers
+    else:
+        assert set(offers) == {"aws-ok1"}, offers
+
+
+def load_catalog_offers(path) -> dict:
+    import yaml
+
+    return {o["name"]: o for o in yaml.safe_load(path.read_text())["offers"]}
+
+
+def test_a_vms_csv_with_a_column_given_twice_is_refused_naming_it(tmp_path):
+    """csv.DictReader kept the last Price column: the offer was priced from a column no one chose."""
+    result, out = sky_import(tmp_path, SKY_HEADER.strip() + ",Price\np5,H100,8,192,2048,10,,us-east-1,,99\n")
+    assert result.exit_code == 2 and "vms.csv" in result.output and "Price is given twice" in result.output
+    assert not out.exists()

@@ -135,8 +135,10 @@ def read_csv_text(path: Path, out: Imported) -> str:
 
 
 def _number(text: str | None) -> float | None:
+    """A number of the CSV, or None: blank, not a number, not finite, or in another script's digits (float()
+    read '٩٨' as a $98 price; every other quantity gpuplan reads is 0-9, units._NUMBER)."""
     try:
-        value = float(text) if text not in (None, "") else None
+        value = float(text) if text not in (None, "") and str(text).isascii() else None
     except ValueError:
         return None
     return value if value is not None and math.isfinite(value) else None
@@ -158,6 +160,13 @@ def _rows(cloud: str, path: Path, regions: list[str] | None, out: Imported):
         reader = csv.DictReader(handle)
         try:
             fieldnames = reader.fieldnames or []
+            repeated = sorted({c for c in fieldnames if fieldnames.count(c) > 1})
+            if repeated:  # csv.DictReader keeps the last of a repeated column: a second Price column priced it
+                raise CatalogError(
+                    f"not a SkyPilot vms.csv: the column {printable(', '.join(repeated))[:200]} is given twice, and "
+                    "which one holds the prices cannot be told; keep one",
+                    source=str(path),
+                )
             missing = [c for c in REQUIRED if c not in fieldnames]
             if missing:
                 raise CatalogError(
@@ -193,11 +202,16 @@ def _usable(cloud: str, row: dict, line: int, regions: list[str] | None, out: Im
         why = f"{accelerator}: a fractional or missing GPU count ({row.get('AcceleratorCount')!r})"
     elif price is None or price <= 0:
         why = f"{accelerator}: no on-demand price"
+    elif not instance:  # its offer was named after the cloud alone ('aws')
+        why = f"{accelerator}: no instance type"
     if why or count is None or price is None or sku is None:
         _leave_out(out, why or accelerator)
         return None
     spot = _number(row.get("SpotPrice"))
-    return instance, sku, int(count), str(row.get("Region") or ""), price, spot if spot and spot > 0 else None, line
+    if str(row.get("SpotPrice") or "").strip() and not (spot and spot > 0):  # '-1', 'nan': dropped unsaid
+        _leave_out(out, f"{instance}: a spot price that is no price ({row.get('SpotPrice')!r}; spot left out)")
+        spot = None
+    return instance, sku, int(count), str(row.get("Region") or ""), price, spot, line
 
 
 def _checked(path: Path) -> dt.date | None:
