@@ -639,3 +639,34 @@ def test_a_vms_csv_with_a_column_given_twice_is_refused_naming_it(tmp_path):
     result, out = sky_import(tmp_path, SKY_HEADER.strip() + ",Price\np5,H100,8,192,2048,10,,us-east-1,,99\n")
     assert result.exit_code == 2 and "vms.csv" in result.output and "Price is given twice" in result.output
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------- what the sweep found outside its files
+def test_spot_required_where_no_offer_sells_it_says_so(tmp_path):
+    # it said "the catalog has no priced offers" (solve) and "no option fits this job (memory or GPU filters)"
+    # (portfolio) on a catalog of priced offers none of which has a spot price
+    args = ["solve", "--model", "llama-3.1-8b", "--method", "lora", "--tokens", "200M", "-c", "nodus-2026-11"]
+    result = runner.invoke(cli.app, [*args, "--spot"])
+    assert "Infeasible (spot)" in result.output and "has a spot price" in result.output, result.output
+    portfolio = tmp_path / "pf.yaml"
+    portfolio.write_text(
+        "catalog: nodus-2026-11\nhorizon: 21d\npools: [{offer: nodus-b200, gpus: 8}]\n"
+        "jobs: [{name: a, job: {name: a, model: llama-3.1-8b, method: lora, tokens: 200M}}]\n"
+    )
+    result = runner.invoke(cli.app, ["portfolio", str(portfolio), "--spot"])
+    assert "Infeasible (spot)" in result.output and "memory or GPU filters" not in result.output, result.output
+
+
+def test_a_role_jobs_report_is_refused_naming_report(tmp_path):
+    # it named --plot
+    text = refused(["solve", "problems/seed-003-drafter-roles.yaml", "--report", str(tmp_path / "r.html")], "--report")
+    assert "drop --plot" not in text
+
+
+def test_a_rollout_engine_that_does_not_split_the_heads_is_refused(tmp_path):
+    # vLLM refuses an engine whose tensor parallel size does not divide the attention heads; 3 of 32 was planned
+    job = (ROOT / "problems" / "grpo-llama-3.1-8b.yaml").read_text().replace("      tp: 1\n", "      tp: 3\n")
+    job = job.replace("catalog: ../catalogs/default.yaml", "catalog: default")
+    path = tmp_path / "grpo.yaml"
+    path.write_text(job)
+    refused(["solve", str(path)], "job.roles.rollout.tp", "32 attention heads")

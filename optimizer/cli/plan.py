@@ -161,7 +161,7 @@ def check(
             flags = {**(question or {}), **layout, "save": save, "headroom": headroom, "compile": compile_model}
             flags.update(deadline_quantile=deadline_quantile, measured=measured, spot=spot or None)
             _read_by_a_split(flags, compare)
-        wanted = roles.Outputs(export_kind, check_export(export_kind, out, fmt), plot_path)
+        wanted = roles.Outputs(export_kind, check_export(export_kind, out, fmt), "plot" if plot_path else None)
         return roles.answered(answer, _split_checked(job, role, sku, gpus, catalog, deadline, budget, wanted), fmt)
     # the layout as typed (--recompute's text read once the files are: below)
     request = CheckRequest(sku, **layout, compare=compare, spot=spot)
@@ -311,7 +311,7 @@ def solve(
     check_gpu_names(cat, "measured", [parse_measurement(m).sku for m in measured or []])
     if problem.job.roles is not None:  # GPUs split between roles (docs/roles.md)
         _roles_read_the_flags(problem)
-        wanted = roles.Outputs(export_kind, out, plot_path or report)
+        wanted = roles.Outputs(export_kind, out, "plot" if plot_path else "report" if report else None)
         return roles.answered(answer, roles.solved(problem, cat, wanted), fmt)
     limit_s = units.parse_time_limit_s(time_limit)
     table = api.candidate_table(problem, cat, time_limit_s=limit_s, started=started)

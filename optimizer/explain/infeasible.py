@@ -29,6 +29,19 @@ class _Rows:
         return cls(rows, allowed, [c for c in allowed if c.fits])
 
 
+def no_rows(ctx: JobContext) -> Infeasibility:
+    """No hardware row at all: spot capacity required where no offer sells it, or no offer priced."""
+    offers = ctx.catalog.offers
+    if ctx.constraints.spot == "only" and offers and not any(o.spot_price_usd_per_gpu_hour for o in offers):
+        return Infeasibility(
+            constraint="spot",
+            detail=f"spot capacity is required (constraints.spot: only, --spot) and none of the catalog's "
+            f"{len(offers)} offers has a spot price: drop --spot (or set spot: allow), or plan on a catalog with "
+            "spot prices",
+        )
+    return Infeasibility(constraint="catalog", detail="the catalog has no priced offers")
+
+
 def _where(c: Candidate) -> str:
     return f"{c.row.nodes} x {c.row.gpus_per_node} {c.row.sku.name}"
 
@@ -43,7 +56,7 @@ def infeasibility(table: CandidateTable, binding: list[str]) -> list[Infeasibili
         blocked = [c for c in table.candidates if c.rejected_by == "framework" and c.row.offer is not None]
         if blocked:
             return [_framework(table.ctx, blocked[0])]
-        return [Infeasibility(constraint="catalog", detail="the catalog has no priced offers")]
+        return [no_rows(table.ctx)]
     ctx = table.ctx
     out = []
     if "filter" in binding or all(c.rejected_by == "filter" for c in r.rows):

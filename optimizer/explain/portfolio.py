@@ -11,7 +11,7 @@ from ..planning.candidates import (
 )
 from ..results import Infeasibility, PortfolioResult
 from ..solver.portfolio.data import JobData, PoolSpec, whole_steps
-from .infeasible import TOGETHER, filter_infeasibility, infeasibility
+from .infeasible import TOGETHER, filter_infeasibility, infeasibility, no_rows
 
 
 def no_option(job: JobData) -> list[Infeasibility]:
@@ -21,6 +21,8 @@ def no_option(job: JobData) -> list[Infeasibility]:
     if not job.table.candidates:  # a portfolio's tables keep no row that the filters or supply limits reject
         ctx = job.table.ctx
         why = {row_rejection(ctx, row) for row in offer_rows(ctx)}
+        if not why:  # no row at all: no offer priced, or spot required where none sells it
+            return [no_rows(ctx)]
         return [filter_infeasibility(ctx)] if why == {"filter"} else fallback
     rejected = sorted({c.rejected_by for c in job.table.candidates if c.rejected_by})
     items = [i for i in infeasibility(job.table, rejected) if i.detail != TOGETHER]

@@ -156,10 +156,18 @@ def fitting_rollout_tp(job: GrpoJob, hw: RoleHardware) -> int | None:
     kv_bytes = kv_bytes_per_token(job.policy.layers, job.policy.kv_width)
     tp = 1
     while tp <= hw.gpus_per_node:
-        if kv_capacity_tokens(hw.memory_bytes, r.memory_utilization, job.weight_bytes, tp, kv_bytes) >= sequence_tokens:
+        if splits_heads(job.policy, tp) and (
+            kv_capacity_tokens(hw.memory_bytes, r.memory_utilization, job.weight_bytes, tp, kv_bytes) >= sequence_tokens
+        ):
             return tp
         tp *= 2
     return None
+
+
+def splits_heads(policy: ModelShape, tp: int) -> bool:
+    """Whether an engine of ``tp`` GPUs splits the policy's attention heads evenly, as vLLM requires ("Total number
+    of attention heads must be divisible by tensor parallel size": vllm/config ModelConfig.verify_with_parallel_config)."""
+    return policy.heads <= 0 or policy.heads % tp == 0
 
 
 def on_hardware(job: GrpoJob, hw: RoleHardware) -> GrpoJob:

@@ -21,7 +21,7 @@ from ..errors import GpuplanError, JobError
 from ..inputs.catalog import find_sku, sku_key
 from ..inputs.schema import Catalog, Offer, Problem
 from ..physics.shapes import ModelShape, TrainingState
-from .grpo import DEFAULT_FORWARD_PASSES, GrpoJob, GrpoRecipe
+from .grpo import DEFAULT_FORWARD_PASSES, GrpoJob, GrpoRecipe, splits_heads
 from .model_state import model_shape, optimizer_bytes_per_param, training_state
 from .roles import ForwardRole, RoleHardware, RoleJob, RoleSplit, TrainRole, calibrated_producer, plan_roles
 
@@ -123,6 +123,12 @@ def _grpo(problem: Problem) -> RoleJob:
             "a grpo job decodes job.model, whose shapes it needs for the KV cache: give job.model.layers, hidden, "
             "heads, kv_heads, ffn_hidden and vocab (its config.json)",
             field="job.model",
+        )
+    if r.tp is not None and not splits_heads(shape, r.tp):
+        raise JobError(
+            f"an engine of {r.tp} GPUs does not split the policy's {shape.heads:.0f} attention heads evenly, which "
+            "vLLM requires: give a tensor parallel size that divides them, or leave it unset for gpuplan to choose",
+            field="job.roles.rollout.tp",
         )
     recipe = GrpoRecipe(
         prompts_per_step=r.prompts_per_step,

@@ -270,7 +270,7 @@ class Outputs:
 
     export_kind: str | None = None
     out: Path | None = None
-    other: object = None
+    other: str | None = None  # the flag of a chart or report asked for ("plot", "report")
 
 
 @dataclass(frozen=True)
@@ -290,9 +290,9 @@ def _checked_outputs(outputs: Outputs | None) -> Outputs:
     if outputs.other:
         raise ArgumentError(
             "a job with roles is answered as text, JSON or YAML, or written as a launch per role (--export "
-            "kubernetes, slurm or skypilot): its charts and reports are not drawn yet (docs/roles.md); drop --plot "
-            "and --report",
-            field="plot",
+            "kubernetes, slurm or skypilot; a GRPO job's nemo-rl or verl): its charts and reports are not drawn yet "
+            f"(docs/roles.md); drop --{outputs.other}",
+            field=outputs.other,
         )
     if outputs.export_kind is not None:
         launcher = find_launcher(outputs.export_kind)
