@@ -4,6 +4,7 @@ memory they ran in, and the MLP's recompute costs what Megatron-Bridge measured.
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,8 @@ from typer.testing import CliRunner
 from optimizer import CheckRequest, check
 from optimizer.cli import app
 from optimizer.inputs.files import expand_models, load_catalog
-from optimizer.inputs.schema import Problem
-from optimizer.physics.recompute_modules import freed_bytes_per_token, rerun_flops_per_token
+from optimizer.inputs.schema import JobSpec, Problem
+from optimizer.physics.recompute_modules import RECOMPUTE_MODULES, freed_bytes_per_token, rerun_flops_per_token
 from optimizer.physics.shapes import ModelShape
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +52,12 @@ def test_what_each_module_frees_by_hand():
     assert freed_bytes_per_token(LLAMA_70B, frozenset({"mlp"}), True, False) == pytest.approx(2 * 8192 + 6 * 28672)
     # and its forward re-runs: 2 x its 3 h f parameters a token, every layer
     assert rerun_flops_per_token(LLAMA_70B, frozenset({"mlp"})) == pytest.approx(2 * 3 * 8192 * 28672 * 80)
+
+
+def test_the_job_field_names_the_modules_the_physics_models():
+    annotation = JobSpec.model_fields["recompute_modules"].annotation
+    (listed,) = [a for a in typing.get_args(annotation) if typing.get_origin(a) is list]
+    assert typing.get_args(typing.get_args(listed)[0]) == RECOMPUTE_MODULES
 
 
 def _unseen(name: str) -> dict:

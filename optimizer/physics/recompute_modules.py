@@ -31,6 +31,7 @@ from .shapes import ModelShape
 
 # Megatron-Core's default (TransformerConfig.recompute_modules)
 DEFAULT_RECOMPUTE_MODULES: frozenset[str] = frozenset({"core_attn"})
+# the modules modelled here (job.recompute_modules' Literal names the same: tests/test_recompute_modules.py)
 RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act", "mlp")
 
 
@@ -70,9 +71,7 @@ def freed_bytes_per_token(shape: ModelShape, modules: frozenset[str], fused, fp8
     if "mlp" in modules:
         f = _dense_width(shape)
         internal = (6.0 if shape.gated_mlp else 4.0) * f - np.where(fp8, f, 0.0)
-        norm_output = np.where(fp8, h, 2.0 * h)
-        if "layernorm" in modules:  # already freed
-            norm_output = 0.0 * norm_output
+        norm_output = 0.0 if "layernorm" in modules else np.where(fp8, h, 2.0 * h)  # or freed above already
         freed = freed + (1.0 - moe_share) * (internal + norm_output)
     return np.where(fused, freed, 0.0)
 
