@@ -471,8 +471,9 @@ def plan_roles(
     gpu_counts: Sequence[int],
     objective: Objective = "time",
 ) -> RoleAnswer:
-    """The best split for each GPU count, and the best of those by ``objective``. A producer whose weights do
-    not fit one GPU is refused: splitting it with tensor parallelism is not modelled yet."""
+    """The best split for each GPU count, and the best of those by ``objective``. A drafter's or a teacher's
+    producer whose weights do not fit one GPU is refused (splitting it with tensor parallelism is not modelled);
+    a GRPO rollout's engines split the policy as ``grpo.engine_fit_reason`` sizes them."""
     job = _on_hardware(job, hw)
     if job.rl is not None and (why := engine_fit_reason(job.rl, hw)):
         return RoleAnswer(best=None, per_count=(), refused=why)
