@@ -670,3 +670,9 @@ def test_a_rollout_engine_that_does_not_split_the_heads_is_refused(tmp_path):
     path = tmp_path / "grpo.yaml"
     path.write_text(job)
     refused(["solve", str(path)], "job.roles.rollout.tp", "32 attention heads")
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--precision", "fp8"), ("--method", "lora")])
+def test_a_drafter_refuses_the_training_settings_it_does_not_read(flag, value):
+    # a drafter is trained whole in bf16 beside its frozen head: these gave the same plan as without them
+    refused(["solve", "problems/seed-003-drafter-roles.yaml", flag, value], flag)

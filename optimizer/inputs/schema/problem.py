@@ -57,6 +57,19 @@ ROLE_UNREAD: tuple[tuple[str, str, Callable[[Problem], bool], str], ...] = (
         lambda p: p.job.compile,
         "a job with roles is not planned under torch.compile yet",
     ),
+    (
+        "job.method",
+        "method",
+        lambda p: p.job.roles is not None and p.job.roles.workload == "drafter" and p.job.method != "full",
+        "a drafter is trained whole beside its frozen LM head (EAGLE-3 / DFlash: planning/role_jobs.py), not by "
+        "LoRA or QLoRA",
+    ),
+    (
+        "job.precision",
+        "precision",
+        lambda p: p.job.roles is not None and p.job.roles.workload == "drafter" and p.job.precision != "bf16",
+        "a drafter's training is planned in bf16 (its weights, gradients and matmuls), not in a low precision yet",
+    ),
 )
 
 
