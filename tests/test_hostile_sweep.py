@@ -676,3 +676,17 @@ def test_a_rollout_engine_that_does_not_split_the_heads_is_refused(tmp_path):
 def test_a_drafter_refuses_the_training_settings_it_does_not_read(flag, value):
     # a drafter is trained whole in bf16 beside its frozen head: these gave the same plan as without them
     refused(["solve", "problems/seed-003-drafter-roles.yaml", flag, value], flag)
+
+
+def test_a_measurement_calibrates_in_a_few_predictions(monkeypatch):
+    # the fit took 44 bisection steps a measurement (16 measurements: 5.8 s under --time-limit 1); regula falsi
+    # with the Illinois rule lands within a dozen predictions and the same factor
+    from optimizer.planning import calibration
+
+    calls = []
+    predict = calibration.predict
+    monkeypatch.setattr(calibration, "predict", lambda ctx, row: calls.append(1) or predict(ctx, row))
+    result = runner.invoke(cli.app, [*CHECK, "--measured", "8xB200:30k tok/s"])
+    assert result.exit_code == 0, result.output
+    assert "30,000" in result.output or "30.0k" in result.output, result.output
+    assert len(calls) < 30, len(calls)
