@@ -690,3 +690,11 @@ def test_a_measurement_calibrates_in_a_few_predictions(monkeypatch):
     assert result.exit_code == 0, result.output
     assert "30,000" in result.output or "30.0k" in result.output, result.output
     assert len(calls) < 30, len(calls)
+
+
+def test_a_teachers_top_k_beyond_the_vocabulary_is_refused(tmp_path):
+    # Qwen3's vocabulary is 151,936 entries: a teacher cannot pass more logits a token than that
+    job = (ROOT / "problems" / "distill-qwen3-32b-to-8b.yaml").read_text().replace("{k: 256}", "{k: 999999}")
+    path = tmp_path / "distill.yaml"
+    path.write_text(job.replace("catalog: ../catalogs/seed-003-roles.yaml", "catalog: seed-003-roles"))
+    refused(["solve", str(path)], "job.roles.passes.top_k_logits.k", "151,936")

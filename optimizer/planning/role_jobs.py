@@ -168,6 +168,14 @@ def role_job(problem: Problem, catalog: Catalog) -> RoleJob:
             raise JobError("a grpo job is not calibrated yet: plan it without job.measured", field="job.measured")
         return _grpo(problem)
     target = roles.target
+    top_k = roles.passes.top_k_logits if roles.passes is not None else None
+    vocab = problem.job.model.vocab
+    if top_k is not None and vocab and top_k.k > vocab:
+        raise JobError(
+            f"the teacher's top {top_k.k:,} logits a token are more than the {vocab:,} entries of the vocabulary "
+            "(job.model.vocab): give k at most the vocabulary (Gemma 3's recipe: 256)",
+            field="job.roles.passes.top_k_logits.k",
+        )
     mfu = target.mfu
     measured_on: RoleHardware | None = None
     if mfu is not None and mfu.sku is not None:
