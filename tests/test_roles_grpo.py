@@ -63,6 +63,16 @@ def _with(problem, **roles):
     return problem.model_copy(update={"job": problem.job.model_copy(update={"roles": r})})
 
 
+def _llama_70b(problem, **rollout):
+    """The job with Llama 3.1 70B (config.json) as its policy, its rollout section changed by ``rollout``."""
+    model = ModelSpec.model_validate(
+        {"name": "llama-3.1-70b", "params": "70.6B", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8,
+         "ffn_hidden": 28672, "vocab": 128256}
+    )  # fmt: skip
+    big = _with(problem, rollout=problem.job.roles.rollout.model_copy(update=rollout))
+    return big.model_copy(update={"job": big.job.model_copy(update={"model": model})})
+
+
 OFFER = "lambda-h100-sxm"
 
 
@@ -393,13 +403,7 @@ def test_a_checked_split_beyond_the_offers_nodes_says_it_cannot_be_rented(proble
 def test_a_70b_policy_trains_on_as_many_nodes_as_its_state_needs(problem, catalog):
     # Llama 3.1 70B's training state (16 bytes a parameter, 1.13 TB) does not fit one node of H100 under FSDP:
     # its one-node counts are refused with the need, and the plan spans nodes (it was planned on 8 H100)
-    model = ModelSpec.model_validate(
-        {"name": "llama-3.1-70b", "params": "70.6B", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8,
-         "ffn_hidden": 28672, "vocab": 128256}
-    )  # fmt: skip
-    rollout = problem.job.roles.rollout.model_copy(update={"tp": 4})
-    big = _with(problem, rollout=rollout)
-    big = big.model_copy(update={"job": big.job.model_copy(update={"model": model})})
+    big = _llama_70b(problem, tp=4)
     hw = _h100(catalog)
     with pytest.raises(DoesNotFit, match="training the policy does not fit 8 x H100-SXM"):
         evaluate_split(role_job(big, catalog), hw, RoleSplit(8, 8, shared=True))
@@ -424,14 +428,10 @@ def test_an_engine_too_small_for_its_weights_names_the_size_that_fits(problem, c
     # neither, four (205 GB, 35 GB a GPU) leave 16 GB a GPU of KV cache, far more than one 4,096-token sequence
     # needs (80 layers x 2 x 1,024 values x 2 bytes = 328 kB a token, 1.3 GB): the refusal names tp 4, and it
     # was "producers split by tensor parallelism are not modelled yet" although rollout.tp is
-    model = ModelSpec.model_validate(
-        {"name": "llama-3.1-70b", "params": "70.6B", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8,
-         "ffn_hidden": 28672, "vocab": 128256}
-    )  # fmt: skip
     share = problem.job.roles.rollout.memory_utilization * H100_MEMORY
     weights = 2 * 70.6e9
     assert weights / 2 > share > weights / 4 + 4096 * 80 * 2 * 1024 * 2 / 4
-    big = problem.model_copy(update={"job": problem.job.model_copy(update={"model": model})})
+    big = _llama_70b(problem)  # the file's tp: 1
     hw = _h100(catalog)
     with pytest.raises(JobError, match=r"an engine of 4 GPUs does: set job.roles.rollout.tp: 4"):
         evaluate_split(role_job(big, catalog), hw, RoleSplit(16, 16, shared=True))
@@ -443,13 +443,7 @@ def test_an_engine_too_small_for_its_weights_names_the_size_that_fits(problem, c
 def test_an_engine_size_left_open_is_the_smallest_that_holds_the_policy_on_each_gpu(problem, catalog):
     # rollout.tp unset: on H100 (60 % of 85.5 GB a GPU) Llama 3.1 70B's 141 GB need an engine of 4 GPUs (two hold
     # 103 GB), on a B300 (288 GB) one GPU holds them with room for the KV cache; the plan says which it took
-    model = ModelSpec.model_validate(
-        {"name": "llama-3.1-70b", "params": "70.6B", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8,
-         "ffn_hidden": 28672, "vocab": 128256}
-    )  # fmt: skip
-    rollout = problem.job.roles.rollout.model_copy(update={"tp": None})
-    big = _with(problem, rollout=rollout)
-    big = big.model_copy(update={"job": big.job.model_copy(update={"model": model})})
+    big = _llama_70b(problem, tp=None)
     plan = evaluate_split(role_job(big, catalog), _h100(catalog), RoleSplit(16, 16, shared=True))
     assert plan.rollout_tp == 4
     b300 = next(o for o in catalog.offers if o.sku == "B300")

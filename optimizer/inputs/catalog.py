@@ -52,6 +52,13 @@ def sku_for(catalog: Catalog, name: str) -> Sku:
     return find_sku(catalog, offers[0].sku if offers else name)
 
 
+def host_gpus(gpus_per_node: int, sku_gpus_per_host: int | None) -> int:
+    """GPUs an operating-system host (a Ray node, a Slurm node) runs: the SKU's (an NVL72 rack's compute tray of 4),
+    else the node's; the largest divisor of the node's GPUs at most that."""
+    most = min(sku_gpus_per_host or gpus_per_node, gpus_per_node)
+    return max(d for d in range(1, most + 1) if gpus_per_node % d == 0)
+
+
 def usable_memory_bytes(sku: Sku, offer: Offer | None) -> tuple[float, str]:
     """The memory per GPU a plan counts on by default, and its basis: what the offer delivers where it says
     so, else what the device reports (nvidia-smi), else the label."""

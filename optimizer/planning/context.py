@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import GpuplanError, JobError
 from ..inputs import units
-from ..inputs.catalog import offers_for, usable_memory_bytes
+from ..inputs.catalog import host_gpus, offers_for, usable_memory_bytes
 from ..inputs.schema import Catalog, Offer, Problem, Sku
 from ..physics.attention import attention_efficiency
 from ..physics.constants import (
@@ -63,8 +63,7 @@ class HardwareRow:
     def gpus_per_host(self) -> int:
         """GPUs per operating-system host: the SKU's (NVL72: a compute tray of 4), or the largest divisor of the
         GPUs per node below it; the whole node where NVLink does not span hosts."""
-        most = self.sku.gpus_per_host or self.gpus_per_node
-        return max(d for d in range(1, min(most, self.gpus_per_node) + 1) if self.gpus_per_node % d == 0)
+        return host_gpus(self.gpus_per_node, self.sku.gpus_per_host)
 
     @property
     def billed_gpus(self) -> int:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import JobError
+from ..inputs.catalog import host_gpus
 from ..inputs.schema import Assumptions, Sku
 from ..physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY
 
@@ -57,10 +58,8 @@ class RoleHardware:
 
     @property
     def host_gpus(self) -> int:
-        """GPUs per operating-system host (a Ray node): the SKU's (NVL72: a compute tray of 4), or the largest
-        divisor of the node's GPUs below it; the node's where the SKU names none (planning/context.py alike)."""
-        most = min(self.gpus_per_host or self.gpus_per_node, self.gpus_per_node)
-        return max(d for d in range(1, most + 1) if self.gpus_per_node % d == 0)
+        """GPUs per operating-system host (a Ray node): inputs/catalog.host_gpus of this node and SKU."""
+        return host_gpus(self.gpus_per_node, self.gpus_per_host or None)
 
     def peak_flops_per_s(self, peak: Peak) -> float:
         if peak == "fp8":

@@ -327,8 +327,6 @@ def _rl_plan(job: RoleJob, rl: GrpoJob, hw: RoleHardware, split: RoleSplit) -> R
     """A GRPO split's step (planning/grpo.py) as a role plan: the step's stages as the pipeline's."""
     if why := trainer_memory_reason(rl, hw, split.consumers):
         raise DoesNotFit(why)
-    if why := engine_fit_reason(rl, hw):
-        raise JobError(why)
     step = grpo_step(rl, hw, split.producers, split.consumers)
     rate = RlRate.of(step)
     hours = job.tokens / rate.tokens_per_s / SECONDS_PER_HOUR
@@ -366,8 +364,14 @@ def launch_note(job: RoleJob, hw: RoleHardware, split: RoleSplit) -> str | None:
 
 
 def _on_hardware(job: RoleJob, hw: RoleHardware) -> RoleJob:
-    """The job as it runs on ``hw`` (a GRPO engine size left open, set there: grpo.on_hardware)."""
-    return job if job.rl is None else replace(job, rl=on_hardware(job.rl, hw))
+    """The job as it runs on ``hw`` (a GRPO engine size left open, set there: grpo.on_hardware); refused where its
+    engines cannot hold the policy there (grpo.engine_fit_reason)."""
+    if job.rl is None:
+        return job
+    rl = on_hardware(job.rl, hw)
+    if why := engine_fit_reason(rl, hw):
+        raise JobError(why)
+    return replace(job, rl=rl)
 
 
 def _rl_split(rl: GrpoJob, producers: int, consumers: int) -> RoleSplit:
@@ -474,9 +478,10 @@ def plan_roles(
     """The best split for each GPU count, and the best of those by ``objective``. A drafter's or a teacher's
     producer whose weights do not fit one GPU is refused (splitting it with tensor parallelism is not modelled);
     a GRPO rollout's engines split the policy as ``grpo.engine_fit_reason`` sizes them."""
-    job = _on_hardware(job, hw)
-    if job.rl is not None and (why := engine_fit_reason(job.rl, hw)):
-        return RoleAnswer(best=None, per_count=(), refused=why)
+    try:
+        job = _on_hardware(job, hw)
+    except JobError as exc:  # a GRPO engine that cannot hold the policy on this GPU
+        return RoleAnswer(best=None, per_count=(), refused=exc.reason)
     if job.rl is None and job.producer.weight_bytes > hw.memory_bytes:
         reason = (
             f"{job.producer.name}'s weights ({job.producer.weight_bytes / 1e9:.1f} GB) exceed one {hw.sku} "

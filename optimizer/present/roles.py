@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import ArgumentError
-from ..inputs.catalog import find_sku, vendor_in
+from ..inputs.catalog import find_sku, host_gpus, vendor_in
 from ..inputs.files import load_job, problem_catalog
 from ..inputs.hub import is_repo_id
 from ..inputs.launch_names import vendor_of
@@ -35,7 +35,7 @@ from ..planning.roles import RolePlan
 from ..solver.roles import OfferPlan, RolesResult, check_roles, one_model_only, solve_roles
 from . import output
 from .exports import find_launcher, unknown_kind
-from .exports.grpo import GrpoExport, GrpoPlacement, GrpoSettings, gpus_per_host
+from .exports.grpo import GrpoExport, GrpoPlacement, GrpoSettings
 from .exports.nemo_rl import write_nemo_rl
 from .exports.roles import GRPO_KINDS, ROLE_KINDS, PipelineExport, export_roles, no_role_meaning, role_launches
 from .exports.run import torchtitan_model
@@ -364,7 +364,7 @@ def grpo_export(done: Answered) -> GrpoExport:
         raise _nothing_to_export(result)
     chosen, p = result.best, result.best.plan
     offer = next(o for o in catalog.offers if o.name == chosen.offer)
-    host = gpus_per_host(offer.gpus_per_node, find_sku(catalog, p.sku).gpus_per_host)
+    host = host_gpus(offer.gpus_per_node, find_sku(catalog, p.sku).gpus_per_host)
     gpus = p.split.gpus
     colocated = p.split.shared
     placement = GrpoPlacement(
@@ -386,7 +386,7 @@ def grpo_export(done: Answered) -> GrpoExport:
         samples_per_prompt=r.samples_per_prompt,
         max_total_sequence_length=math.ceil(longest),
         max_new_tokens=math.ceil(float(r.max_response_tokens)) if r.max_response_tokens else None,
-        rollout_tp=p.rollout_tp or r.tp or 1,  # the plan's engine size (the job's, or the smallest that holds it)
+        rollout_tp=p.rollout_tp or 1,  # the plan's engine size (the job's, or the smallest that holds it)
         memory_utilization=r.memory_utilization,
         max_num_seqs=r.max_num_seqs,
         micro_batch=roles.micro_batch,

@@ -85,13 +85,6 @@ class GrpoExport:
     binding: str
 
 
-def gpus_per_host(gpus_per_node: int, sku_gpus_per_host: int | None) -> int:
-    """GPUs an operating-system host runs: the SKU's (NVL72: a tray of 4), else the node's; the largest divisor of
-    the node's GPUs at most that (as planning.context.JobContext.gpus_per_host counts them)."""
-    most = min(sku_gpus_per_host or gpus_per_node, gpus_per_node)
-    return max(d for d in range(1, most + 1) if gpus_per_node % d == 0)
-
-
 def whole_hosts_gaps(p: GrpoPlacement, framework: str, keys: str) -> list[str]:
     """A plan whose GPUs are not whole hosts beyond one host: the framework's cluster (``keys``) cannot hold it."""
     if p.gpus == p.hosts * p.gpus_per_host:
