@@ -1,0 +1,203 @@
+"""First-seen throughput and peak memory of source families gpuplan never fitted on (issue 48, "validation that cannot
+flatter, widened toward where users stand"): validation/unseen_families_2.yaml.
+
+    python bench/unseen.py          # per-row tables, then median |error| and worst ratio per family and group
+
+Throughput rows go through bench/throughput.py's ``checked`` (the published layout pinned, every fitted term as
+shipped); memory rows through bench/memory.py's ``predict`` (the figure of the kind the source counts). Nothing here
+is fitted, so each figure is the family's held-out score. A row gpuplan refuses is listed with its reason and not
+scored; a memory row marked ``expressible: false`` is predicted on the nearest layout and listed apart.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import memory  # noqa: E402
+import throughput  # noqa: E402
+from lofo_groups import groups  # noqa: E402
+
+from optimizer import GpuplanError, load_catalog  # noqa: E402
+
+DATA = ROOT / "validation" / "unseen_families_2.yaml"
+HARDWARE = ROOT / "validation" / "hardware.yaml"
+MISS_RATIO = 1.5  # issue 48: "every row within 1.5x"
+
+
+@dataclass
+class Speed:
+    """One throughput row: gpuplan's tokens/s per GPU on the published layout (None: refused, ``reason``)."""
+
+    row: dict
+    predicted: float | None
+    reason: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return (self.predicted or 0.0) / self.row["tokens_per_s_per_gpu"]
+
+
+def load(path: Path = DATA) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def ratio_error(ratio: float) -> float:
+    return abs(ratio - 1.0)
+
+
+def worst(ratios: list[float]) -> float:
+    """The ratio farthest from 1 (as a factor: 0.5 and 2.0 are equally far)."""
+    return max(ratios, key=lambda r: max(r, 1.0 / r))
+
+
+def figures(ratios: list[float]) -> tuple[int, float, float]:
+    """(rows, median |error|, worst ratio) of predicted / published ratios."""
+    return len(ratios), statistics.median(ratio_error(r) for r in ratios), worst(ratios)
+
+
+def speeds(data: dict) -> list[Speed]:
+    catalog = load_catalog(str(HARDWARE))
+    out = []
+    for row in data["runs"]:
+        try:
+            plan = throughput.checked(row, catalog).plan
+        except GpuplanError as exc:
+            out.append(Speed(row, None, str(exc).splitlines()[0]))
+            continue
+        out.append(Speed(row, plan.tokens_per_s / row["gpus"]))
+    return out
+
+
+def memories(data: dict) -> list[tuple[dict, memory.Scored | None, str]]:
+    """Each memory row scored by bench/memory.py (None and the reason where gpuplan refuses its layout)."""
+    catalog = memory.catalog_with(data.get("extra_skus", []))
+    out: list[tuple[dict, memory.Scored | None, str]] = []
+    for row in data["memory_rows"]:
+        try:
+            out.append((row, memory.predict(row, catalog), ""))
+        except GpuplanError as exc:
+            out.append((row, None, str(exc).splitlines()[0]))
+    return out
+
+
+def scored_memories(data: dict) -> list[memory.Scored]:
+    """The memory rows that count: predicted and expressible."""
+    return [s for _, s, _ in memories(data) if s is not None and s.row.get("expressible", True)]
+
+
+def speed_groups(rows: list[Speed]) -> dict[str, list[float]]:
+    """Ratios by source family and by bench/lofo_groups.py's groups (GPU generation, framework; dense / MoE)."""
+    catalog = load_catalog(str(HARDWARE))
+    scored = [s for s in rows if s.predicted is not None]
+    out: dict[str, list[float]] = {}
+    for s in scored:
+        out.setdefault(f"family {s.row['family']}", []).append(s.ratio)
+    # lofo_groups reads the held-out prediction from _lofo: here the first-seen one
+    tagged = [{**s.row, "_lofo": s.predicted} for s in scored]
+    for name, members in groups(tagged, lambda r: throughput.family(r, catalog)).items():
+        out[name] = [m["_lofo"] / m["tokens_per_s_per_gpu"] for m in members]
+    return out
+
+
+def memory_groups(scored: list[memory.Scored]) -> dict[str, list[float]]:
+    """Memory ratios by source family, GPU and framework."""
+    out: dict[str, list[float]] = {}
+    for s in scored:
+        out.setdefault(f"family {s.row['family']}", []).append(s.ratio)
+        out.setdefault(f"on {s.row['published']['gpu']}", []).append(s.ratio)
+        out.setdefault(f"framework {s.row['job'].get('framework', 'auto')}", []).append(s.ratio)
+    return out
+
+
+def speed_lines(rows: list[Speed]) -> list[str]:
+    lines = [
+        "| row | GPUs | layout (tp/pp/zero, mbs x ga) | published tok/s/GPU | predicted | ratio |",
+        "| --- | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for s in rows:
+        lay = s.row["layout"]
+        shape = (
+            f"{lay.get('tp', 1)}/{lay.get('pp', 1)}/{lay.get('zero', '-')}, {s.row['micro_batch']} x {lay.get('ga')}"
+        )
+        predicted = f"{s.predicted:,.0f}" if s.predicted is not None else f"refused: {s.reason}"
+        ratio = f"{s.ratio:.2f}" if s.predicted is not None else "-"
+        lines.append(
+            f"| {s.row['name']} | {s.row['gpus']} | {shape} | {s.row['tokens_per_s_per_gpu']:,} | {predicted} | {ratio} |"
+        )
+    return lines
+
+
+def memory_lines(data: dict) -> list[str]:
+    lines = [
+        "| row | counts | GPU x n | published GiB | predicted GiB | ratio | as reserved |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for row, s, reason in memories(data):
+        p = row["published"]
+        if s is None:
+            lines.append(
+                f"| {row['name']} | {row['counts']} | {p['gpu']} x {p['gpus']} | - | refused: {reason} | - | - |"
+            )
+            continue
+        apart = "" if row.get("expressible", True) else " (not scored)"
+        lines.append(
+            f"| {row['name']}{apart} | {row['counts']} | {p['gpu']} x {p['gpus']} | {s.published_gib:.1f} | "
+            f"{s.predicted_gib:.1f} | {s.ratio:.2f} | {reserved_ratio(s):.2f} |"
+        )
+    return lines
+
+
+def reserved_ratio(scored: memory.Scored) -> float:
+    """The ratio had the published figure been torch's reserved peak: gpuplan's total less the part of its reserve
+    held outside the allocator (bench/memory.py's ``reserved``), over the same published figure."""
+    outside_gib = memory.FRAMEWORK_RESERVE_FIXED_BYTES / memory.GIB
+    state = sum(scored.terms[k] for k in ("weights", "gradients", "optimizer", "activations"))
+    return (state + scored.terms["reserve"] - outside_gib) / scored.published_gib
+
+
+def summary_lines(label: str, grouped: dict[str, list[float]]) -> list[str]:
+    out = []
+    for name, ratios in sorted(grouped.items()):
+        n, median, far = figures(ratios)
+        out.append(f"{label} {name}: {n} rows, median |error| {median:.1%}, worst ratio {far:.2f}")
+    return out
+
+
+def misses(rows: list[Speed], scored: list[memory.Scored]) -> list[str]:
+    """Rows beyond issue 48's 1.5x, throughput and memory."""
+    out = [
+        f"throughput {s.row['name']}: {s.ratio:.2f}"
+        for s in rows
+        if s.predicted is not None and max(s.ratio, 1 / s.ratio) > MISS_RATIO
+    ]
+    out += [f"memory {s.row['name']}: {s.ratio:.2f}" for s in scored if max(s.ratio, 1 / s.ratio) > MISS_RATIO]
+    return out
+
+
+def main() -> int:
+    data = load()
+    rows = speeds(data)
+    scored = scored_memories(data)
+    print("\n".join(speed_lines(rows)))
+    print()
+    print("\n".join(memory_lines(data)))
+    print()
+    print("\n".join(summary_lines("throughput", speed_groups(rows))))
+    print("\n".join(summary_lines("memory", memory_groups(scored))))
+    print("beyond 1.5x: " + ("; ".join(misses(rows, scored)) or "none"))
+    refused = [f"{s.row['name']} ({s.reason})" for s in rows if s.predicted is None]
+    print("refused: " + ("; ".join(refused) or "none"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

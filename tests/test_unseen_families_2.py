@@ -1,0 +1,214 @@
+"""Published throughput and peak memory of two more source families gpuplan never fitted on
+(validation/unseen_families_2.yaml; issue 48: "We also measure on published families you have not seen; the same
+thresholds hold there").
+
+Each row is predicted as gpuplan ships (bench/unseen.py: bench/throughput.py's ``checked`` and bench/memory.py's
+``predict``, nothing refitted), so the figures pinned below are first-seen errors, held as a record: each threshold
+sits a little above today's figure, so a change that worsens them fails here and has to say why.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import throughput  # noqa: E402
+import unseen  # noqa: E402
+
+DATA = unseen.load()
+RUNS, MEMORY = DATA["runs"], DATA["memory_rows"]
+NANOTRON_VOCAB, NANOTRON_SEQ = 131072, 4096  # scripts/scaling_benchmarks.py: VOCAB_SIZES, SEQUENCE_LENGTHS
+NANOTRON_GLOBAL_SEQUENCES = 512 * 2048 // NANOTRON_SEQ  # its GBS "512 * 2048 # 1M" tokens, in sequences
+H100_DENSE_BF16_FLOPS = 989.4e12  # the peak the rows' MFU is read against (the file's header: an assumption)
+GPUS_PER_NODE = 8
+A800_NODE_GPUS = 8  # the gist: "a machine with A800 x 8"
+
+
+def _nanotron_params(layers: int, hidden: int, ffn: int, tied: bool) -> int:
+    """nanotron scripts/scaling_benchmarks.py estimate_num_params with kv heads = heads: 2 V h (V h tied) +
+    L (3 h H + 4 h^2)."""
+    return (1 if tied else 2) * NANOTRON_VOCAB * hidden + layers * (3 * hidden * ffn + 4 * hidden * hidden)
+
+
+def _nanotron_flops_per_token(layers: int, hidden: int, ffn: int) -> float:
+    """nanotron models/llama.py get_flops (kv heads = heads) over seq_len tokens: 3 x (QKV 6 L h^2 + scores and values
+    4 L s h + out-projection 2 L h^2 + MLP 6 L h H + LM head 2 h V)."""
+    s = NANOTRON_SEQ
+    forward = 8 * layers * hidden**2 + 4 * layers * s * hidden + 6 * layers * hidden * ffn + 2 * hidden * NANOTRON_VOCAB
+    return 3.0 * forward
+
+
+def _groups(pattern: str, text: str) -> tuple[str, ...]:
+    match = re.fullmatch(pattern, text)
+    assert match, (pattern, text)
+    return match.groups()
+
+
+def _nanotron_cell(quote: str) -> dict:
+    """The SVG labels of one cell as the row quotes them: '<size>B x <n> nodes: MFU <m> | <g>GB | DP: .. TP: .. PP: ..
+    | GAS: .. MBS: .. | ZeRO-<z>'."""
+    head, mem, parallel, batch, zero = (c.strip() for c in quote.split("|"))
+    size, nodes, mfu = _groups(r"([\d.]+)B x (\d+) nodes: MFU ([\d.]+)", head)
+    dp, tp, pp = (int(x) for x in _groups(r"DP: (\d+) TP: (\d+) PP: (\d+)", parallel))
+    gas, mbs = (int(x) for x in _groups(r"GAS: (\d+) MBS: (\d+)", batch))
+    return {
+        "size": size,
+        "nodes": int(nodes),
+        "mfu": float(mfu),
+        "memory_gb": float(mem.removesuffix("GB")),
+        "dp": dp,
+        "tp": tp,
+        "pp": pp,
+        "gas": gas,
+        "mbs": mbs,
+        "zero": int(zero.removeprefix("ZeRO-")),
+    }
+
+
+def _speed(family: str, nodes: tuple[int, int] = (1, 64)) -> list[float]:
+    return [
+        s.ratio
+        for s in unseen.speeds(DATA)
+        if s.predicted is not None and s.row["family"] == family and nodes[0] <= s.row["nodes"] <= nodes[1]
+    ]
+
+
+def _memory(family: str) -> list[float]:
+    return [s.ratio for s in unseen.scored_memories(DATA) if s.row["family"] == family]
+
+
+def _factor(ratio: float) -> float:
+    return max(ratio, 1.0 / ratio)
+
+
+def test_the_families_are_new_and_listed():
+    # neither family is registered in validation/families.yaml nor names a row of any other file of validation/
+    registered = set(yaml.safe_load((ROOT / "validation" / "families.yaml").read_text())["families"])
+    ours = set(DATA["families"])
+    assert ours == {"nanotron", "deepspeed-a800-gist"}
+    assert {r["family"] for r in RUNS + MEMORY} == ours
+    assert not ours & registered
+    for path in (ROOT / "validation").glob("*.yaml"):
+        if path.name == "unseen_families_2.yaml":
+            continue
+        text = path.read_text()
+        for family in ours:
+            assert not re.search(rf"family: {re.escape(family)}\b", text), (path.name, family)
+    fitted = {r.get("family") for path in throughput.DATA_FILES for r in yaml.safe_load(path.read_text())["runs"]}
+    assert not ours & fitted
+    assert len(RUNS) == 26 and len(MEMORY) == 37
+    assert len({r["name"] for r in RUNS + MEMORY}) == len(RUNS) + len(MEMORY)
+
+
+def test_nanotron_shapes_are_the_sizes_the_svg_names():
+    # estimate_num_params of scripts/scaling_benchmarks.py's four shapes rounds to the SVG's axis labels
+    labels = {"nanotron_1b": "1.34", "nanotron_3b": "3.57", "nanotron_8b": "8.86", "nanotron_80b": "80.0"}
+    for key, label in labels.items():
+        shape = DATA["shapes"][key]
+        params = _nanotron_params(shape["layers"], shape["hidden"], shape["ffn_hidden"], shape["tied_embeddings"])
+        assert shape["params"] == params
+        assert f"{params / 1e9:.{len(label.split('.')[1])}f}" == label
+        assert shape["kv_heads"] == shape["heads"] and shape["head_dim"] * shape["heads"] == shape["hidden"]
+        # the script ties the embeddings below an intermediate size of 10,000
+        assert shape["tied_embeddings"] == (shape["ffn_hidden"] < 10_000) and shape["vocab"] == NANOTRON_VOCAB
+
+
+def test_each_nanotron_cell_gives_the_row_entered():
+    memory_rows = {r["name"].removesuffix("-memory"): r for r in MEMORY if r["family"] == "nanotron"}
+    assert len(memory_rows) == 26
+    for row in RUNS:
+        cell = _nanotron_cell(row["quote"])
+        layout = row["layout"]
+        assert cell["dp"] * cell["tp"] * cell["pp"] == cell["nodes"] * GPUS_PER_NODE == row["gpus"], row["name"]
+        assert (row["nodes"], row["micro_batch"], row["seq_len"]) == (cell["nodes"], cell["mbs"], NANOTRON_SEQ)
+        assert (layout["tp"], layout["pp"], layout["zero"], layout["ga"]) == (
+            cell["tp"],
+            cell["pp"],
+            cell["zero"],
+            cell["gas"],
+        )
+        assert row["global_batch"] == cell["dp"] * cell["gas"] * cell["mbs"] == NANOTRON_GLOBAL_SEQUENCES
+        assert row["mfu_percent"] == cell["mfu"]
+        shape = row["model"]
+        decimals = len(cell["size"].split(".")[1])
+        assert f"{shape['params'] / 1e9:.{decimals}f}" == cell["size"], row["name"]
+        flops = _nanotron_flops_per_token(shape["layers"], shape["hidden"], shape["ffn_hidden"])
+        assert row["tokens_per_s_per_gpu"] == round(cell["mfu"] / 100 * H100_DENSE_BF16_FLOPS / flops), row["name"]
+        memory_row = memory_rows[row["name"]]
+        assert memory_row["quote"] == row["quote"] and memory_row["job"]["model"] == shape
+        assert memory_row["published"] == {"gpu": "H100-SXM", "gpus": row["gpus"], "peak_gib": cell["memory_gb"]}
+        mem_layout = memory_row["layout"]
+        assert (mem_layout["tp"], mem_layout["pp"], mem_layout["zero"]) == (cell["tp"], cell["pp"], cell["zero"])
+        assert (mem_layout["micro_batch"], mem_layout["grad_accum"]) == (cell["mbs"], cell["gas"])
+
+
+def test_each_gist_line_gives_the_row_entered():
+    # | Zero Stage | Ckpt. | Optim. Off. | Param. Off. | Zero++ | BS (per device / global) | CPU Mem. | GPU Mem. | Th.put |
+    rows = [r for r in MEMORY if r["family"] == "deepspeed-a800-gist"]
+    assert len(rows) == 11
+    for row in rows:
+        stage, ckpt, optim_off, param_off, zeropp, bs, _, gpu_mem, _ = (
+            c.strip() for c in row["quote"].strip().strip("|").split("|")
+        )
+        per_device, global_batch = (int(x) for x in bs.split("/"))
+        layout = row["layout"]
+        assert layout["zero"] == int(stage) and layout["micro_batch"] == per_device, row["name"]
+        assert layout["grad_accum"] * per_device * A800_NODE_GPUS == global_batch, row["name"]
+        assert layout["recompute"] == ("full" if ckpt == "√" else "none"), row["name"]
+        assert layout.get("offload", "none") == ("optimizer" if optim_off == "√" else "none"), row["name"]
+        # torch.cuda.memory_allocated() / torch.cuda.max_memory_allocated(): the peak is the second figure
+        assert row["published"]["peak_gib"] == float(gpu_mem.split("/")[1]), row["name"]
+        # the parameter offload (and ZeRO++ beside it) is what gpuplan cannot say: those rows alone are not scored
+        assert row.get("expressible", True) == (param_off == "×" and zeropp == "×"), row["name"]
+
+
+def test_nanotron_throughput_first_seen():
+    # 25 of 26 cells predicted (the 80B cell at 64 nodes runs TP 16 across two nodes, which gpuplan refuses: TP runs
+    # inside a node). Median |error| 27.4 %, worst 4.39x, every cell too fast. On 1-4 nodes (10 cells) median 18.6 %,
+    # worst 3.45x (80B over TP 8 x PP 4 on 4 nodes, published MFU 14.8 %; without it 1.07-1.22x); on 8-64 nodes (15
+    # cells) median 51.9 %, worst 4.39x (1.34B on 512 GPUs at 2 sequences each, published MFU 5.3 %), where the
+    # published MFU falls with the node count at a fixed global batch of 256 sequences and gpuplan's barely moves.
+    refused = [s.row["name"] for s in unseen.speeds(DATA) if s.predicted is None]
+    assert refused == ["nanotron-80b-64n-dp32-tp16-pp1"]
+    ratios = _speed("nanotron")
+    assert len(ratios) == 25
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.30
+    assert max(_factor(r) for r in ratios) <= 4.6
+    assert all(r > 1 for r in ratios)  # every cell predicted faster than published
+    small = _speed("nanotron", (1, 4))
+    assert len(small) == 10
+    assert statistics.median(abs(r - 1) for r in small) <= 0.20
+    assert max(_factor(r) for r in small) <= 3.6
+    large = _speed("nanotron", (8, 64))
+    assert len(large) == 15
+    assert statistics.median(abs(r - 1) for r in large) <= 0.55
+
+
+def test_nanotron_memory_first_seen():
+    # 25 cells (the TP 16 cell refused), read as torch's allocated peak: median |error| 25.5 %, worst 0.54 (1.34B on
+    # 16 GPUs, 10.4 of 19.4 GiB). Every cell predicted below the published figure: nanotron keeps an fp32 gradient
+    # accumulation buffer (accumulate_grad_in_fp32) beside the bf16 gradients, unsharded under ZeRO-1, which gpuplan's
+    # gradient term does not count; read as the reserved peak the ratios rise by 0-0.23 and stay below 1 but one.
+    ratios = _memory("nanotron")
+    assert len(ratios) == 25
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.28
+    assert max(_factor(r) for r in ratios) <= 1.95
+    assert all(r < 1 for r in ratios)
+
+
+def test_deepspeed_gist_memory_first_seen():
+    # 9 expressible rows of LLaMA-7B at 4096 tokens on 8 A800 under ZeRO-2/3: median |error| 9.1 %, worst 0.63
+    # (ZeRO-3 with checkpointing at 8 per device and 2 accumulation steps: 63.9 GiB published against 39.1 GiB for
+    # the same run without accumulation; gpuplan gives both 40.1 GiB). The two parameter-offload rows are not scored
+    # (predicted 1.89x on the nearest layout: gpuplan keeps the 16-bit weight shards on the GPU).
+    ratios = _memory("deepspeed-a800-gist")
+    assert len(ratios) == 9
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.11
+    assert max(_factor(r) for r in ratios) <= 1.7
