@@ -27,6 +27,7 @@ import throughput  # noqa: E402
 from lofo_groups import groups  # noqa: E402
 
 from optimizer import GpuplanError, load_catalog  # noqa: E402
+from optimizer.physics.efficiency import FITTED_BASE, FITTED_HALF_PER_RIDGE  # noqa: E402
 
 DATA = ROOT / "validation" / "unseen_families_2.yaml"
 HARDWARE = ROOT / "validation" / "hardware.yaml"
@@ -40,6 +41,7 @@ class Speed:
     row: dict
     predicted: float | None
     reason: str = ""
+    fits: bool = True
 
     @property
     def ratio(self) -> float:
@@ -73,7 +75,22 @@ def speeds(data: dict) -> list[Speed]:
         except GpuplanError as exc:
             out.append(Speed(row, None, str(exc).splitlines()[0]))
             continue
-        out.append(Speed(row, plan.tokens_per_s / row["gpus"]))
+        out.append(Speed(row, plan.tokens_per_s / row["gpus"], fits=plan.fits))
+    return out
+
+
+def eager_ratios(rows: list[Speed]) -> dict[str, list[float]]:
+    """Diagnosis, per source family: the rows gpuplan costs at the fused-kernel ratio (bench/throughput.py
+    ``is_fused``: a Megatron layout on a GPU with an FP8 rate) predicted at its eager-kernel efficiency instead (the
+    fitted model with the ratio 1, passed as the row's matmul efficiency), as predicted / published."""
+    catalog = load_catalog(str(HARDWARE))
+    out: dict[str, list[float]] = {}
+    for s in rows:
+        if s.predicted is None or not throughput.is_fused(s.row, catalog):
+            continue
+        eager = throughput.fitted_efficiency(s.row, catalog, FITTED_BASE, FITTED_HALF_PER_RIDGE, fused_ratio=1.0)
+        predicted = throughput.predict(s.row, catalog, eager)
+        out.setdefault(f"family {s.row['family']}", []).append(predicted / s.row["tokens_per_s_per_gpu"])
     return out
 
 
@@ -98,7 +115,7 @@ def speed_groups(rows: list[Speed]) -> dict[str, list[float]]:
     """Ratios by source family and by bench/lofo_groups.py's groups (GPU generation, framework; dense / MoE)."""
     catalog = load_catalog(str(HARDWARE))
     scored = [s for s in rows if s.predicted is not None]
-    out: dict[str, list[float]] = {}
+    out: dict[str, list[float]] = {"all families": [s.ratio for s in scored]}
     for s in scored:
         out.setdefault(f"family {s.row['family']}", []).append(s.ratio)
     # lofo_groups reads the held-out prediction from _lofo: here the first-seen one
@@ -110,7 +127,7 @@ def speed_groups(rows: list[Speed]) -> dict[str, list[float]]:
 
 def memory_groups(scored: list[memory.Scored]) -> dict[str, list[float]]:
     """Memory ratios by source family, GPU and framework."""
-    out: dict[str, list[float]] = {}
+    out: dict[str, list[float]] = {"all families": [s.ratio for s in scored]}
     for s in scored:
         out.setdefault(f"family {s.row['family']}", []).append(s.ratio)
         out.setdefault(f"on {s.row['published']['gpu']}", []).append(s.ratio)
@@ -193,6 +210,9 @@ def main() -> int:
     print()
     print("\n".join(summary_lines("throughput", speed_groups(rows))))
     print("\n".join(summary_lines("memory", memory_groups(scored))))
+    print("\n".join(summary_lines("diagnosis, at gpuplan's eager-kernel efficiency:", eager_ratios(rows))))
+    unfit = [f"{s.row['name']}" for s in rows if s.predicted is not None and not s.fits]
+    print("throughput rows gpuplan says do not fit on the GPU they ran on: " + (", ".join(unfit) or "none"))
     print("beyond 1.5x: " + ("; ".join(misses(rows, scored)) or "none"))
     refused = [f"{s.row['name']} ({s.reason})" for s in rows if s.predicted is None]
     print("refused: " + ("; ".join(refused) or "none"))

@@ -28,6 +28,12 @@ NANOTRON_VOCAB, NANOTRON_SEQ = 131072, 4096  # scripts/scaling_benchmarks.py: VO
 NANOTRON_GLOBAL_SEQUENCES = 512 * 2048 // NANOTRON_SEQ  # its GBS "512 * 2048 # 1M" tokens, in sequences
 H100_DENSE_BF16_FLOPS = 989.4e12  # the peak the rows' MFU is read against (the file's header: an assumption)
 GPUS_PER_NODE = 8
+# flash-attention training/configs/experiment/pile/*-flash.yaml @ 4a6eaa9f: datamodule.batch_size as its expression of
+# train.gpu_mem gives it on an A100 80GB (nvidia-smi memory.total 81920 MiB / 1000, rounded: 82), and the model width
+FLASH_MICRO_BATCH = {"125M": 32, "355M": 32, "760M": 16, "1.3B": 8, "2.7B": 4}
+FLASH_HIDDEN = {"125M": 768, "355M": 1024, "760M": 1536, "1.3B": 2048, "2.7B": 2560}
+FLASH_NODE_GPUS = 8  # "one node with 8 x A100 80GB SXM4 80GB (400W) with NVLink"
+MIB_TOKENS = 2**20  # the table's batch column: 0.5M = 256 x 2048 tokens
 A800_NODE_GPUS = 8  # the gist: "a machine with A800 x 8"
 
 
@@ -92,7 +98,7 @@ def test_the_families_are_new_and_listed():
     # neither family is registered in validation/families.yaml nor names a row of any other file of validation/
     registered = set(yaml.safe_load((ROOT / "validation" / "families.yaml").read_text())["families"])
     ours = set(DATA["families"])
-    assert ours == {"nanotron", "deepspeed-a800-gist"}
+    assert ours == {"nanotron", "flash-attention-training", "deepspeed-a800-gist"}
     assert {r["family"] for r in RUNS + MEMORY} == ours
     assert not ours & registered
     for path in (ROOT / "validation").glob("*.yaml"):
@@ -103,7 +109,7 @@ def test_the_families_are_new_and_listed():
             assert not re.search(rf"family: {re.escape(family)}\b", text), (path.name, family)
     fitted = {r.get("family") for path in throughput.DATA_FILES for r in yaml.safe_load(path.read_text())["runs"]}
     assert not ours & fitted
-    assert len(RUNS) == 26 and len(MEMORY) == 37
+    assert len(RUNS) == 31 and len(MEMORY) == 37
     assert len({r["name"] for r in RUNS + MEMORY}) == len(RUNS) + len(MEMORY)
 
 
@@ -123,7 +129,7 @@ def test_nanotron_shapes_are_the_sizes_the_svg_names():
 def test_each_nanotron_cell_gives_the_row_entered():
     memory_rows = {r["name"].removesuffix("-memory"): r for r in MEMORY if r["family"] == "nanotron"}
     assert len(memory_rows) == 26
-    for row in RUNS:
+    for row in (r for r in RUNS if r["family"] == "nanotron"):
         cell = _nanotron_cell(row["quote"])
         layout = row["layout"]
         assert cell["dp"] * cell["tp"] * cell["pp"] == cell["nodes"] * GPUS_PER_NODE == row["gpus"], row["name"]
@@ -147,6 +153,27 @@ def test_each_nanotron_cell_gives_the_row_entered():
         mem_layout = memory_row["layout"]
         assert (mem_layout["tp"], mem_layout["pp"], mem_layout["zero"]) == (cell["tp"], cell["pp"], cell["zero"])
         assert (mem_layout["micro_batch"], mem_layout["grad_accum"]) == (cell["mbs"], cell["gas"])
+
+
+def test_each_flash_attention_line_gives_the_row_entered():
+    # | Model | Batch size (tokens) | Through put (tokens/sec) | Hours / 1B tokens |: the node's throughput
+    rows = [r for r in RUNS if r["family"] == "flash-attention-training"]
+    assert len(rows) == 5
+    for row in rows:
+        model, batch, speed, hours = (c.strip() for c in row["quote"].strip().strip("|").split("|"))
+        size = model.removeprefix("GPT3-")
+        node_tokens_per_s = float(speed.removesuffix("k")) * 1e3
+        assert row["tokens_per_s_per_gpu"] == round(node_tokens_per_s / FLASH_NODE_GPUS), row["name"]
+        # the table's own hours per billion tokens agree with its throughput
+        assert abs(1e9 / node_tokens_per_s / 3600 - float(hours)) < 0.006, row["name"]
+        assert row["global_batch"] * row["seq_len"] == float(batch.removesuffix("M")) * MIB_TOKENS, row["name"]
+        assert row["micro_batch"] == FLASH_MICRO_BATCH[size] and row["model"]["hidden"] == FLASH_HIDDEN[size]
+        assert row["layout"]["ga"] * row["micro_batch"] * FLASH_NODE_GPUS == row["global_batch"], row["name"]
+        # GPT-2 shapes: 4h MLP, tied embeddings, learned positions over 2048; the count within 3 % of the name
+        m = row["model"]
+        scale = 1e9 if size.endswith("B") else 1e6
+        assert abs(m["params"] / (float(size[:-1]) * scale) - 1) < 0.03, (row["name"], m["params"])
+        assert m["ffn_hidden"] == 4 * m["hidden"] and not m["gated_mlp"] and m["tied_embeddings"]
 
 
 def test_each_gist_line_gives_the_row_entered():
@@ -189,6 +216,30 @@ def test_nanotron_throughput_first_seen():
     large = _speed("nanotron", (8, 64))
     assert len(large) == 15
     assert statistics.median(abs(r - 1) for r in large) <= 0.55
+
+
+def test_nanotron_throughput_at_the_eager_kernel_efficiency():
+    # Diagnosis of the bias above: nanotron's layouts (TP with sequence parallelism, PP, ZeRO-1) are expressible only
+    # under gpuplan's Megatron rules, which cost them at the fused-kernel ratio (FITTED_FUSED_RATIO 1.25, Transformer
+    # Engine's layers) on Hopper; job.kernels eager moves the activations kept, not the efficiency. At gpuplan's own
+    # eager-kernel efficiency the 25 cells are 8.9 % off (median), the 1-4 node cells 2.7 %.
+    eager = unseen.eager_ratios(unseen.speeds(DATA))["family nanotron"]
+    assert len(eager) == 25
+    assert statistics.median(abs(r - 1) for r in eager) <= 0.10
+    shipped = _speed("nanotron")
+    assert statistics.median(abs(r - 1) for r in eager) < statistics.median(abs(r - 1) for r in shipped) / 2
+
+
+def test_flash_attention_throughput_first_seen():
+    # GPT-3 125M-2.7B on 8 A100 80GB (5 rows): median |error| 5.9 %, worst 0.87 (125M at 32 x 2048 tokens a GPU,
+    # predicted 14 % slow). The 355M row ran at 32 sequences a GPU, which gpuplan says does not fit (91.6 of 79.6 GiB):
+    # a memory miss of the fused stack's activations, recorded here so that it cannot pass unnoticed.
+    ratios = _speed("flash-attention-training")
+    assert len(ratios) == 5
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.07
+    assert max(_factor(r) for r in ratios) <= 1.2
+    unfit = [s.row["name"] for s in unseen.speeds(DATA) if s.predicted is not None and not s.fits]
+    assert unfit == ["flashattn-gpt3-355m-a100x8"]
 
 
 def test_nanotron_memory_first_seen():
