@@ -314,13 +314,16 @@ def is_fused(run: dict, catalog) -> bool:
     layers (planning/frameworks.py fused_kernels) or the row states them (kernels: fused without compile), on a
     GPU with an FP8 rate (planning/context.py fused_efficiency_ratio)."""
     stated = run.get("kernels") == "fused" and not run.get("compile")
-    return (FRAMEWORKS[run["framework"]].fused_kernels or stated) and bool(sku_of(run, catalog).dense_fp8_tflops)
+    framework = FRAMEWORKS[run["framework"]].fused_kernels and run.get("kernels") != "eager"
+    return (framework or stated) and bool(sku_of(run, catalog).dense_fp8_tflops)
 
 
 def is_compiled(run: dict, catalog) -> bool:
     """Whether gpuplan costs the row at the compiled ratio: it ran under torch.compile (the row's ``compile``)
     in a framework without Transformer Engine's fused layers (physics/time.py step_time)."""
-    return bool(run.get("compile")) and not FRAMEWORKS[run["framework"]].fused_kernels
+    return bool(run.get("compile")) and (
+        not FRAMEWORKS[run["framework"]].fused_kernels or run.get("kernels") == "eager"
+    )
 
 
 def kernel_ratio(run: dict, catalog, fused_ratio: float, without: str | None = None) -> float:

@@ -27,7 +27,6 @@ import throughput  # noqa: E402
 from lofo_groups import groups  # noqa: E402
 
 from optimizer import GpuplanError, load_catalog  # noqa: E402
-from optimizer.physics.efficiency import FITTED_BASE, FITTED_HALF_PER_RIDGE  # noqa: E402
 
 DATA = ROOT / "validation" / "unseen_families_2.yaml"
 HARDWARE = ROOT / "validation" / "hardware.yaml"
@@ -76,21 +75,6 @@ def speeds(data: dict) -> list[Speed]:
             out.append(Speed(row, None, str(exc).splitlines()[0]))
             continue
         out.append(Speed(row, plan.tokens_per_s / row["gpus"], fits=plan.fits))
-    return out
-
-
-def eager_ratios(rows: list[Speed]) -> dict[str, list[float]]:
-    """Diagnosis, per source family: the rows gpuplan costs at the fused-kernel ratio (bench/throughput.py
-    ``is_fused``: a Megatron layout on a GPU with an FP8 rate) predicted at its eager-kernel efficiency instead (the
-    fitted model with the ratio 1, passed as the row's matmul efficiency), as predicted / published."""
-    catalog = load_catalog(str(HARDWARE))
-    out: dict[str, list[float]] = {}
-    for s in rows:
-        if s.predicted is None or not throughput.is_fused(s.row, catalog):
-            continue
-        eager = throughput.fitted_efficiency(s.row, catalog, FITTED_BASE, FITTED_HALF_PER_RIDGE, fused_ratio=1.0)
-        predicted = throughput.predict(s.row, catalog, eager)
-        out.setdefault(f"family {s.row['family']}", []).append(predicted / s.row["tokens_per_s_per_gpu"])
     return out
 
 
@@ -210,7 +194,6 @@ def main() -> int:
     print()
     print("\n".join(summary_lines("throughput", speed_groups(rows))))
     print("\n".join(summary_lines("memory", memory_groups(scored))))
-    print("\n".join(summary_lines("diagnosis, at gpuplan's eager-kernel efficiency:", eager_ratios(rows))))
     unfit = [f"{s.row['name']}" for s in rows if s.predicted is not None and not s.fits]
     print("throughput rows gpuplan says do not fit on the GPU they ran on: " + (", ".join(unfit) or "none"))
     print("beyond 1.5x: " + ("; ".join(misses(rows, scored)) or "none"))

@@ -207,13 +207,22 @@ class JobContext:
         runs in the simplest framework that holds it and every layout is costed at the eager kernels'
         efficiency (a faster framework's copy of a layout would otherwise lose to a slower one that fits, and
         win once a measured peak moves the reserve). It applies where a layout's framework runs Transformer
-        Engine's layers (planning/frameworks.py fused_kernels); ``job.kernels`` sets the activations kept, not
-        this."""
+        Engine's layers (planning/frameworks.py fused_kernels) and the job does not state eager kernels
+        (``kernel_speed``)."""
         stated = self.stated_efficiency(sku)
         # measured on Hopper and Blackwell rows only: GPUs with an FP8 rate, Transformer Engine's generation
         measured_on = bool(sku.dense_fp8_tflops)
         fused = self.framework_named or self.kernels_stated_fused
         return FITTED_FUSED_RATIO if fused and measured_on and not stated else 1.0
+
+    @property
+    def kernel_speed(self) -> str:
+        """Whose kernels' speed every layout is costed at: 'fused' (Transformer Engine's: kernels_stated_fused),
+        'eager' (job.kernels eager: an eager PyTorch stack even on a Megatron-style layout, nanotron's for one)
+        or 'auto' (each layout's framework's; planning/labels.py fused_kernels)."""
+        if self.kernels_stated_fused:
+            return "fused"
+        return "eager" if self.job.kernels == "eager" else "auto"
 
     @property
     def kernels_stated_fused(self) -> bool:

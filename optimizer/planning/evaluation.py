@@ -189,7 +189,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         fused_kernels=fused,
         fp8_saved_inputs=fused & (ctx.job.precision == "fp8"),
         sequence_parallel=sequence_parallel(codes, ctx.job.framework),
-        fused_framework=fused_kernels(codes, "fused" if ctx.kernels_stated_fused else "auto", ctx.job.framework),
+        fused_framework=fused_kernels(codes, ctx.kernel_speed, ctx.job.framework),
         logits_bytes_per_vocab=loss_bytes_per_vocab(codes, ctx.job.loss, ctx.job.framework),
     )
     eager_experts = bool(ctx.shape.experts) and ctx.assumptions.experts_implementation == "eager"

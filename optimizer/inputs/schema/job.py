@@ -100,6 +100,7 @@ class JobSpec(_Model):
         "auto",
         description="Kernels: fused (Transformer Engine's norms and SwiGLU, Megatron-Core's or a PyTorch stack's) keep "
         "fewer activations than eager PyTorch (Hugging Face, torchtitan) and, without compile, run at its speed; "
+        "eager: eager PyTorch's activations and speed for every layout, a Megatron-style one included (nanotron); "
         "auto: the framework's each layout is labelled with (fused for megatron or under compile, else eager).",
     )
     compile: bool = Field(
