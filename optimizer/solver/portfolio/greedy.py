@@ -70,7 +70,7 @@ def contact_start(free: np.ndarray, gpus: int, dur: int, ready: int, last: int) 
     """The feasible start in [ready, last] whose neighbours are busiest: the fewest GPUs free in the step
     just before it plus the step just after it (the horizon's edges count as busy), earliest on a tie.
     Packing a job against its neighbours leaves fewer gaps too short for the jobs still to come (what it
-    gains and where it does not pay: ``solve.CONTACT_JOBS``)."""
+    gains and where it does not pay: ``phases.CONTACT_JOBS``)."""
     starts = feasible_starts(free, gpus, dur, ready, last)
     if len(starts) == 0:
         return None

@@ -110,6 +110,16 @@ class _Options:
     jobs_with: np.ndarray  # the jobs that have options
 
 
+@dataclass
+class _Relaxed:
+    """What one run of the ascent relaxes: the options, the jobs it may drop, and the weight it may drop (less
+    the jobs with no option, dropped in every schedule)."""
+
+    opts: _Options
+    may_drop: np.ndarray
+    limit: float
+
+
 def _options(jobs, pool_of: dict[str, int], horizon: int) -> _Options:
     rows: list[tuple[int, int, int, int, int, int, int, int]] = []
     for j, job in enumerate(jobs):
@@ -199,7 +209,16 @@ class Ascent:
         t0 = time.perf_counter()
         if dropped_limit != self.limit:  # the best bound was for another limit: this one climbs on its own
             self.limit, self.best, self.best_out = dropped_limit, -np.inf, None
-        jobs, horizon, budget_cents, weights, cap = self.jobs, self.horizon, self.budget_cents, self.weights, self.cap
+        out, relaxed = self._relaxed(dropped_limit)
+        if relaxed is None:
+            return out
+        self._climb(relaxed, out, deadline, target_cents, stop)
+        return self._summary(out, relaxed.opts, t0)
+
+    def _relaxed(self, dropped_limit: int | None) -> tuple[LagrangeBound, _Relaxed | None]:
+        """The run's answer to fill in, and what its ascent relaxes under ``dropped_limit``: None where the
+        answer is known without one (no job, nothing fits anywhere, or a job that must run fits nowhere)."""
+        jobs, weights = self.jobs, self.weights
         n_jobs = len(jobs)
         must = np.array(
             [dropped_limit is None or weights[j] > dropped_limit for j in range(n_jobs)] if n_jobs else [],
@@ -208,21 +227,26 @@ class Ascent:
         out = LagrangeBound(None, [0.0] * n_jobs, shares=[{} for _ in jobs], mean_start=[0.0] * n_jobs)
         if n_jobs == 0:
             out.bound_cents = 0.0
-            return out
+            return out, None
         if self.opts is None:  # nothing fits anywhere: every schedule is empty
             out.bound_cents = 0.0 if not np.any(must & np.array([bool(job.options) for job in jobs])) else None
-            return out
+            return out, None
         opts = self.opts
         has = np.zeros(n_jobs, dtype=bool)
         has[opts.jobs_with] = True
         if np.any(must & ~has & np.array([bool(job.options) for job in jobs])):
-            return out  # a job that must run fits nowhere in its window: no schedule exists
+            return out, None  # a job that must run fits nowhere in its window: no schedule exists
         must &= has  # jobs without any option are dropped in every schedule (counted in the limit)
         limit = 0.0 if dropped_limit is None else float(dropped_limit) - float(weights[~has].sum())
         if limit < 0:
-            return out
-        may_drop = ~must & has
-        resumed = self.best_at  # from the best multipliers found, whatever their limit
+            return out, None
+        return out, _Relaxed(opts, ~must & has, limit)
+
+    def _resume(self, relaxed: _Relaxed) -> tuple[bool, int, float]:
+        """Set the multipliers the climb starts from: the best found, whatever their limit (then the patient
+        step rule), or the drop multiplier's first value; whether resumed, and the stall and stop rule."""
+        opts, weights, may_drop = relaxed.opts, self.weights, relaxed.may_drop
+        resumed = self.best_at
         stall_iterations, min_theta = STALL_ITERATIONS, MIN_THETA
         if resumed is not None:
             self.lam, self.mu, self.nu = resumed[0].copy(), resumed[1], resumed[2]
@@ -233,40 +257,38 @@ class Ascent:
             cheapest = np.minimum.reduceat(opts.cents, opts.first)
             droppable = may_drop[opts.jobs_with]
             self.nu = float(np.median(cheapest[droppable] / weights[opts.jobs_with][droppable]))
+        return resumed is not None, stall_iterations, min_theta
+
+    def _climb(
+        self,
+        relaxed: _Relaxed,
+        out: LagrangeBound,
+        deadline: float,
+        target_cents: float | None,
+        stop: Callable[[], bool] | None,
+    ) -> None:
+        """The subgradient iterations with the Polyak step, until the step factor is spent, the relaxed choices
+        fit, ``deadline`` or ``stop()``; leaves the multipliers and the best bound on the Ascent."""
+        resumed, stall_iterations, min_theta = self._resume(relaxed)
+        opts, may_drop, limit = relaxed.opts, relaxed.may_drop, relaxed.limit
+        horizon, budget_cents, weights, cap = self.horizon, self.budget_cents, self.weights, self.cap
         lam, mu, nu, theta = self.lam, self.mu, self.nu or 0.0, self.theta
         stall = 0
         pair_pool = np.array([k for k, _ in opts.pairs])
         pair_dur = np.array([d for _, d in opts.pairs])
-        mass, start_mass = self.mass, self.start_mass
         direction: np.ndarray | None = None
         # an iteration's work: its rows, and the sparse tables of ``_range_min`` (pairs x steps x levels)
         levels = int(np.log2(max(1, int((opts.hi - opts.lo).max()) + 1))) + 1
         per_iteration = work.ASCENT_ROW_S * len(opts.cents) + work.ASCENT_CELL_S * len(opts.pairs) * horizon * levels
-
-        def record(choice_row: np.ndarray, starts: np.ndarray, keep: float) -> None:
-            """Decay the averages by ``keep`` and count this iteration's choices in."""
-            picked = choice_row >= 0
-            mass[:] *= keep
-            start_mass[:] *= keep
-            np.add.at(mass, choice_row[picked], 1.0)
-            np.add.at(start_mass, choice_row[picked], starts[picked])
-
         while True:
             value, choice_row, starts = _evaluate(opts, lam, mu, nu, weights, may_drop, horizon, pair_pool, pair_dur)
             value -= float((lam * cap).sum()) + (mu * budget_cents if budget_cents is not None else 0.0) + nu * limit
             out.iterations += 1
             work.charge(per_iteration)
-            record(choice_row, starts, SHARE_DECAY)
+            self._record(choice_row, starts, SHARE_DECAY)
             if value > self.best + 1e-9:
-                self.best, stall = value, 0
-                self.best_at = (lam.copy(), mu, nu)
-                # float sums over up to millions of terms: shave their rounding so the bound stays below
-                best_out = LagrangeBound(max(0.0, value - 1e-9 * abs(value)), [0.0] * n_jobs)
-                best_out.prices = [lam[k].copy() for k in range(len(lam))]
-                for j, r in zip(opts.jobs_with, choice_row):
-                    if r >= 0:
-                        best_out.choice_cents[j] = float(opts.cents[r])
-                self.best_out = best_out
+                stall = 0
+                self._keep_best(value, (lam, mu, nu), choice_row, len(self.jobs))
             else:
                 stall += 1
                 if stall >= stall_iterations:
@@ -276,26 +298,13 @@ class Ascent:
                 break
             if work.past(deadline) or (stop is not None and stop()):
                 break
-            # Subgradient: each relaxed constraint's slack at the current choices.
-            use = np.zeros((len(cap), horizon + 1))
-            chosen = choice_row[choice_row >= 0]
-            np.add.at(use, (opts.pool[chosen], starts[choice_row >= 0]), opts.gpus[chosen])
-            np.add.at(use, (opts.pool[chosen], starts[choice_row >= 0] + opts.dur[chosen]), -opts.gpus[chosen])
-            g_cap = np.cumsum(use, axis=1)[:, :horizon] - cap
-            g_cap[(lam <= 0) & (g_cap < 0)] = 0.0  # projected: a zero price with slack cannot go lower
-            g_mu = float(opts.cents[chosen].sum()) - budget_cents if budget_cents is not None else 0.0
-            if budget_cents is not None and mu <= 0 and g_mu < 0:
-                g_mu = 0.0
-            dropped = may_drop[opts.jobs_with] & (choice_row < 0)
-            g_nu = float(weights[opts.jobs_with][dropped].sum()) - limit if np.any(may_drop) else 0.0
-            if nu <= 0 and g_nu < 0:
-                g_nu = 0.0
+            g_cap, g_mu, g_nu = self._subgradient(relaxed, choice_row, starts, lam, mu, nu)
             if float((g_cap**2).sum()) + g_mu**2 + g_nu**2 <= 1e-12:
                 out.converged = True
                 # the relaxed choices are a feasible schedule: the bound is the optimum, and they its solution
-                record(choice_row, starts, 0.0)
+                self._record(choice_row, starts, 0.0)
                 break
-            if resumed is not None and direction is not None and (dot := float((g_cap * direction).sum())) < 0:
+            if resumed and direction is not None and (dot := float((g_cap * direction).sum())) < 0:
                 # deflected (Camerini, Fratta and Maffioli 1975): take out of the capacity subgradient
                 # part of its turn back against the last direction, which damps the zigzag
                 g_cap = g_cap - DEFLECTION * dot / float((direction**2).sum()) * direction
@@ -309,7 +318,54 @@ class Ascent:
             mu = max(0.0, mu + step * g_mu)
             nu = max(0.0, nu + step * g_nu)
         self.lam, self.mu, self.nu, self.theta = lam, mu, nu, theta
-        return self._summary(out, opts, t0)
+
+    def _record(self, choice_row: np.ndarray, starts: np.ndarray, keep: float) -> None:
+        """Decay the averages by ``keep`` and count this iteration's choices in."""
+        mass, start_mass = self.mass, self.start_mass
+        picked = choice_row >= 0
+        mass[:] *= keep
+        start_mass[:] *= keep
+        np.add.at(mass, choice_row[picked], 1.0)
+        np.add.at(start_mass, choice_row[picked], starts[picked])
+
+    def _keep_best(
+        self, value: float, multipliers: tuple[np.ndarray, float, float], choice_row: np.ndarray, n_jobs: int
+    ) -> None:
+        """A better bound: it, its multipliers, its capacity prices and each job's relaxed choice kept."""
+        lam, mu, nu = multipliers
+        opts = self.opts
+        assert opts is not None
+        self.best = value
+        self.best_at = (lam.copy(), mu, nu)
+        # float sums over up to millions of terms: shave their rounding so the bound stays below
+        best_out = LagrangeBound(max(0.0, value - 1e-9 * abs(value)), [0.0] * n_jobs)
+        best_out.prices = [lam[k].copy() for k in range(len(lam))]
+        for j, r in zip(opts.jobs_with, choice_row):
+            if r >= 0:
+                best_out.choice_cents[j] = float(opts.cents[r])
+        self.best_out = best_out
+
+    def _subgradient(
+        self, relaxed: _Relaxed, choice_row: np.ndarray, starts: np.ndarray, lam: np.ndarray, mu: float, nu: float
+    ) -> tuple[np.ndarray, float, float]:
+        """Each relaxed constraint's slack at the current choices (capacity per pool and step, budget, dropped
+        weight), projected where a zero multiplier with slack cannot go lower."""
+        opts, may_drop, limit = relaxed.opts, relaxed.may_drop, relaxed.limit
+        cap, budget_cents, horizon, weights = self.cap, self.budget_cents, self.horizon, self.weights
+        use = np.zeros((len(cap), horizon + 1))
+        chosen = choice_row[choice_row >= 0]
+        np.add.at(use, (opts.pool[chosen], starts[choice_row >= 0]), opts.gpus[chosen])
+        np.add.at(use, (opts.pool[chosen], starts[choice_row >= 0] + opts.dur[chosen]), -opts.gpus[chosen])
+        g_cap = np.cumsum(use, axis=1)[:, :horizon] - cap
+        g_cap[(lam <= 0) & (g_cap < 0)] = 0.0  # projected: a zero price with slack cannot go lower
+        g_mu = float(opts.cents[chosen].sum()) - budget_cents if budget_cents is not None else 0.0
+        if budget_cents is not None and mu <= 0 and g_mu < 0:
+            g_mu = 0.0
+        dropped = may_drop[opts.jobs_with] & (choice_row < 0)
+        g_nu = float(weights[opts.jobs_with][dropped].sum()) - limit if np.any(may_drop) else 0.0
+        if nu <= 0 and g_nu < 0:
+            g_nu = 0.0
+        return g_cap, g_mu, g_nu
 
     def _summary(self, out: LagrangeBound, opts, t0: float) -> LagrangeBound:
         """A run's answer: the best bound found for its limit, and each job's averaged choices and start."""

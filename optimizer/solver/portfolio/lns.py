@@ -62,6 +62,23 @@ class _StopBelow(cp_model.CpSolverSolutionCallback):
 
 
 @dataclass
+class _Neighbourhood:
+    """A neighbourhood's CP-SAT model and its variables, per freed job: its picks (option index, boolean), start,
+    end and done; per pool its intervals (with their GPUs) and the steps they may cover; the objective's terms."""
+
+    m: cp_model.CpModel
+    big: int  # the weight of a dropped unit of priority: more than every freed job's dearest option together
+    picks: dict[int, list[tuple[int, cp_model.IntVar]]] = field(default_factory=dict)
+    starts: dict[int, cp_model.IntVar] = field(default_factory=dict)
+    ends: dict[int, cp_model.IntVar] = field(default_factory=dict)
+    dones: dict[int, cp_model.IntVar] = field(default_factory=dict)
+    by_pool: dict[int, list[tuple[cp_model.IntervalVar, int]]] = field(default_factory=dict)
+    spans: dict[int, list[int]] = field(default_factory=dict)
+    objective: list[tuple[cp_model.IntVar, int]] = field(default_factory=list)  # (done, weight)
+    cost_terms: list[tuple[cp_model.IntVar, int]] = field(default_factory=list)  # (pick, cents)
+
+
+@dataclass
 class Search(Placements):
     """The incumbent and what the search needs to move it: its placements and their moves (``Placements``), and
     the CP-SAT neighbourhoods."""
@@ -91,7 +108,7 @@ class Search(Placements):
     run_end: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     run_gpus: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     by_cost: list[list[int]] = field(default_factory=list)  # per job, its options cheapest first
-    stop_at: float = float("inf")  # a perf_counter time: insertions stop looking then (``solve._rescue_required``)
+    stop_at: float = float("inf")  # a perf_counter time: insertions stop looking then (``phases._rescue_required``)
     # the threads that solve a pair of neighbourhoods side by side: one pool for a whole search (``search`` closes
     # it), not one per step
     threads: ThreadPoolExecutor | None = field(default=None, repr=False, compare=False)
@@ -204,78 +221,7 @@ class Search(Placements):
     ) -> tuple[list[Placement] | None, bool, float]:
         """The subset re-optimised (None: none found), whether optimally, CP-SAT's deterministic time (``wall_s``:
         under a work budget, the wall seconds left; ``time_limit_s`` is then scaled to deterministic time)."""
-        m = cp_model.CpModel()
-        horizon = self.horizon
-        picks: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
-        starts, ends, dones = {}, {}, {}
-        by_pool: dict[int, list[tuple[cp_model.IntervalVar, int]]] = {}
-        spans: dict[int, list[int]] = {}
-        big = sum(max(self.cents[k], default=0) for k in subset) + 1
-        objective = []
-        cost_terms = []
-        for k in subset:
-            job, cur = self.jobs[k], self.placed[k]
-            r, lim = window(job, horizon)
-            forced = False
-            blocked = False
-            for dep in job.after:
-                d = self.index[dep]
-                if d in chosen:
-                    continue
-                if self.placed[d] is None:
-                    blocked = True
-                else:
-                    r = max(r, self._end(d))
-            for s in self.successors[k]:
-                succ = self.placed[s]
-                if s not in chosen and succ is not None:
-                    forced = True
-                    lim = min(lim, succ[1])
-            start = m.new_int_var(min(r, horizon), max(min(r, horizon), lim), f"s{k}")
-            end = m.new_int_var(0, horizon, f"e{k}")
-            done = m.new_bool_var(f"d{k}")
-            opts = []
-            for i, (opt, d) in enumerate(zip(job.options, job.durations)):
-                if blocked or d > lim - r:
-                    continue
-                if self.allowed is not None and cur is not None and i not in self.allowed[k] and cur[0] != i:
-                    continue  # an unplaced job keeps every option: the repair step must find room for it
-                pool = self.pool_of[opt.row.offer_name]
-                pick = m.new_bool_var(f"p{k}_{i}")
-                opts.append((i, pick))
-                m.add(start + d <= lim).only_enforce_if(pick)
-                by_pool.setdefault(pool, []).append(
-                    (m.new_optional_fixed_size_interval_var(start, d, pick, f"i{k}_{i}"), opt.row.gpus)
-                )
-                spans.setdefault(pool, []).extend((r, lim))
-                cost_terms.append((pick, self.cents[k][i]))
-            m.add(sum(p for _, p in opts) == done)
-            m.add(end == start + sum(job.durations[i] * p for i, p in opts))
-            if forced or k == must:
-                m.add(done == 1)
-            objective.append((done, self.weights[k]))
-            picks[k], starts[k], ends[k], dones[k] = opts, start, end, done
-            m.add_hint(done, cur is not None)
-            m.add_hint(start, cur[1] if cur is not None else min(r, horizon))
-            m.add_hint(end, cur[1] + job.durations[cur[0]] if cur is not None else min(r, horizon))
-            for i, p in opts:
-                m.add_hint(p, cur is not None and cur[0] == i)
-        for k in subset:
-            for dep in self.jobs[k].after:
-                d = self.index[dep]
-                if d in chosen:
-                    m.add(starts[k] >= ends[d]).only_enforce_if(dones[k])
-                    m.add(dones[k] <= dones[d])
-        add_pool_capacity(m, by_pool, spans, self.free)
-        if self.budget_cents is not None:
-            left = self.budget_cents - sum(
-                self.cents[k][p[0]] for k, p in enumerate(self.placed) if p is not None and k not in chosen
-            )
-            m.add(sum(c * p for p, c in cost_terms) <= left)
-        m.minimize(
-            sum(big * w * (1 - d) for d, w in objective)
-            + cp_model.LinearExpr.weighted_sum([p for p, _ in cost_terms], [c for _, c in cost_terms])
-        )
+        hood = self._model(subset, chosen, must)
         solver = new_solver(max(0.05, time_limit_s) if wall_s is None else max(0.01, wall_s), workers, seed=seed)
         if wall_s is not None:
             solver.parameters.max_deterministic_time = max(0.05, time_limit_s) * work.SPEED / work.CPSAT_S
@@ -284,16 +230,93 @@ class Search(Placements):
             # a repair stops at its first schedule better than the current one: it exists to place the
             # job, and the other neighbourhoods lower the cost from there
             dropped = sum(self.weights[k] for k in subset if self.placed[k] is None)
-            stop = _StopBelow(big * dropped + self._cost(subset, self.placed))
-        status = solver.solve(m, stop)
+            stop = _StopBelow(hood.big * dropped + self._cost(subset, self.placed))
+        status = solver.solve(hood.m, stop)
         spent = solver.deterministic_time
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None, False, spent
         new: list[Placement] = []
         for k in subset:
-            option = next((i for i, p in picks[k] if solver.boolean_value(p)), None)
-            new.append(None if option is None else (option, solver.value(starts[k])))
+            option = next((i for i, p in hood.picks[k] if solver.boolean_value(p)), None)
+            new.append(None if option is None else (option, solver.value(hood.starts[k])))
         return new, status == cp_model.OPTIMAL, spent
+
+    def _model(self, subset: list[int], chosen: set[int], must: int | None) -> _Neighbourhood:
+        """The neighbourhood's CP-SAT model: each freed job (``_add_job``), the dependencies among them, the
+        pools' GPUs and the budget the fixed jobs leave, and the objective (dropped weight, then cost)."""
+        hood = _Neighbourhood(cp_model.CpModel(), big=sum(max(self.cents[k], default=0) for k in subset) + 1)
+        m = hood.m
+        for k in subset:
+            self._add_job(hood, k, chosen, must)
+        for k in subset:
+            for dep in self.jobs[k].after:
+                d = self.index[dep]
+                if d in chosen:
+                    m.add(hood.starts[k] >= hood.ends[d]).only_enforce_if(hood.dones[k])
+                    m.add(hood.dones[k] <= hood.dones[d])
+        add_pool_capacity(m, hood.by_pool, hood.spans, self.free)
+        cost_terms = hood.cost_terms
+        if self.budget_cents is not None:
+            left = self.budget_cents - sum(
+                self.cents[k][p[0]] for k, p in enumerate(self.placed) if p is not None and k not in chosen
+            )
+            m.add(sum(c * p for p, c in cost_terms) <= left)
+        m.minimize(
+            sum(hood.big * w * (1 - d) for d, w in hood.objective)
+            + cp_model.LinearExpr.weighted_sum([p for p, _ in cost_terms], [c for _, c in cost_terms])
+        )
+        return hood
+
+    def _add_job(self, hood: _Neighbourhood, k: int, chosen: set[int], must: int | None) -> None:
+        """Job k freed: its start, end and done variables, one pick and interval per option that fits the window
+        the fixed jobs it waits for and the fixed jobs waiting for it leave, and its current placement as hint."""
+        m, horizon = hood.m, self.horizon
+        job, cur = self.jobs[k], self.placed[k]
+        r, lim = window(job, horizon)
+        forced = False
+        blocked = False
+        for dep in job.after:
+            d = self.index[dep]
+            if d in chosen:
+                continue
+            if self.placed[d] is None:
+                blocked = True
+            else:
+                r = max(r, self._end(d))
+        for s in self.successors[k]:
+            succ = self.placed[s]
+            if s not in chosen and succ is not None:
+                forced = True
+                lim = min(lim, succ[1])
+        start = m.new_int_var(min(r, horizon), max(min(r, horizon), lim), f"s{k}")
+        end = m.new_int_var(0, horizon, f"e{k}")
+        done = m.new_bool_var(f"d{k}")
+        opts = []
+        for i, (opt, d) in enumerate(zip(job.options, job.durations)):
+            if blocked or d > lim - r:
+                continue
+            if self.allowed is not None and cur is not None and i not in self.allowed[k] and cur[0] != i:
+                continue  # an unplaced job keeps every option: the repair step must find room for it
+            pool = self.pool_of[opt.row.offer_name]
+            pick = m.new_bool_var(f"p{k}_{i}")
+            opts.append((i, pick))
+            m.add(start + d <= lim).only_enforce_if(pick)
+            hood.by_pool.setdefault(pool, []).append(
+                (m.new_optional_fixed_size_interval_var(start, d, pick, f"i{k}_{i}"), opt.row.gpus)
+            )
+            hood.spans.setdefault(pool, []).extend((r, lim))
+            hood.cost_terms.append((pick, self.cents[k][i]))
+        m.add(sum(p for _, p in opts) == done)
+        m.add(end == start + sum(job.durations[i] * p for i, p in opts))
+        if forced or k == must:
+            m.add(done == 1)
+        hood.objective.append((done, self.weights[k]))
+        hood.picks[k], hood.starts[k], hood.ends[k], hood.dones[k] = opts, start, end, done
+        m.add_hint(done, cur is not None)
+        m.add_hint(start, cur[1] if cur is not None else min(r, horizon))
+        m.add_hint(end, cur[1] + job.durations[cur[0]] if cur is not None else min(r, horizon))
+        for i, p in opts:
+            m.add_hint(p, cur is not None and cur[0] == i)
 
     # --- neighbourhoods ------------------------------------------------------------------------
 
@@ -416,104 +439,146 @@ def search(
     if slots is not None:
         kinds += ["priced"]
         state.allowed = freed_options(state, slots)
-    turn = 0
-    repair_turn = 0
-    tried: set[int] = set()
-    repairs: dict[int, int] = {}  # repair neighbourhoods spent on each left-out job
-
-    def waiting() -> list[int]:
-        """The left-out jobs (an option fits their window) the search must place: required ones and ``place``."""
-        must = set(state.required_dropped()) | set(place or [])
-        return [k for k in state.left_out() if k in must]
-
-    for _ in range(5):  # single-job moves first: cheap, and they leave the CP-SAT steps the hard part
-        t0 = work.now()
-        if not state.move_each(deadline):
-            break
-        if report is not None:
-            report("moves")
-        now = work.now()
-        if not now < deadline or now - t0 > 0.1 * max(0.0, deadline - t0):
-            break
+    steps = Steps(state, deadline, pick, kinds, report, target_cents, place)
+    steps.moves()
     # none in a search that starts with a job it must place left out (a repair search: its time is for
     # that). Measured on evenly sized pools: relocating there too ended at 3.5 % in 4 of 7 runs and at
     # 1.9-2.2 % in the others; without, at 2.2-2.3 % in 4 of 4
-    if slots is not None and len(state.jobs) >= RELOCATE_JOBS and not waiting():
+    if slots is not None and len(state.jobs) >= RELOCATE_JOBS and not steps.waiting():
         before = state.cost_cents()
         relocate_far(state, slots, work.share_of(RELOCATE_SHARE, deadline))
         if report is not None and state.cost_cents() < before:
             report("relocate")
     try:  # (the threads of the pairs of neighbourhoods stopped however it ends)
-        while True:
-            left = work.left(deadline)  # (0 once the wall clock stopped the budget, whatever the deadline)
-            if left < 0.2:
-                return
-            if (
-                target_cents is not None
-                and not state.required_dropped()
-                and state.cost_cents() <= target_cents
-                and state.dropped_weight() == 0
-            ):
-                return
-            # the jobs to repair: those with an option that fits their window, required ones and ``place`` first,
-            # then the other left-out jobs, each a few times (the objective ranks drops first)
-            missing = waiting() or [k for k in state.left_out() if repairs.get(k, 0) < OPTIONAL_REPAIRS]
-            if missing and turn % 2 == 0:
-                k = missing[repair_turn % len(missing)]
-                repair_turn += 1
-                job = state.jobs[k]
-                r, lim = window(job, state.horizon)
-                if k not in tried:  # first by ejecting the jobs in its way: cheap, and often enough
-                    tried.add(k)
-                    if state.rescue(k) if job.required else state.insert(k, state.by_cost[k], (r + lim) / 2):
-                        if report is not None:
-                            report("repair")
-                        continue
-                attempt = repairs.get(k, 0)
-                repairs[k] = attempt + 1
-                if attempt % 2 == 0:  # with the jobs it waits for (they may have to end sooner), then those near
-                    subset = state.around(
-                        (r + lim) // 2, pick.size, {p for p, _ in state.where[k]}, [k, *state.predecessors(k)]
-                    )
-                else:  # every job on one of its pools in its window, its pools in turn, cheapest first
-                    ranked = list(dict.fromkeys(state.where[k][i][0] for i in state.by_cost[k]))
-                    subset = state.crossing(k, ranked[(attempt // 2) % len(ranked)], REPAIR_JOBS)
-                kind = "repair"
-            else:
-                if not kinds:
-                    return
-                kind = kinds[turn % len(kinds)]
-                picked = pick(kind)
-                if picked is None:
-                    kinds.remove(kind)
-                    continue
-                if not picked:  # no job there to free: the next kind, the pick's work charged (the loop moves on)
-                    work.charge(work.STEP_FLOOR_S)
-                    turn += 1
-                    continue
-                subset = picked
-            turn += 1
-            limit = min(left - 0.1, REPAIR_S if kind == "repair" else STEP_S)
-            if limit <= 0.05:
-                return
-            subsets = [subset]
-            if kind != "repair" and state.workers >= 2:
-                # a second neighbourhood of the same kind elsewhere in time, solved at the same time (one
-                # CP-SAT worker each): measured at 1,000 jobs, one worker per step gains as much per step
-                for _ in range(PAIR_TRIES):
-                    other = pick(kind)
-                    if other and state.independent([subset, other]):
-                        subsets.append(other)
-                        break
-            t0 = work.now()
-            answers = state.reoptimise_many(subsets, limit, must=subset[0] if kind == "repair" else None)
-            improved, optimal = any(i for i, _ in answers), all(o for _, o in answers)
-            took = work.now() - t0
-            if optimal and took < limit / 2:
-                pick.size = min(len(state.jobs), 200, pick.size + max(2, pick.size // 5))
-            elif not optimal:
-                pick.size = max(8, pick.size - max(2, pick.size // 5))
-            if improved and report is not None:
-                report(kind)
+        while steps.step():
+            pass
     finally:
         state.close()
+
+
+@dataclass
+class Steps:
+    """The turns of ``search``'s loop and what they carry from one to the next: the kinds of neighbourhood left,
+    the turn (repairs take every other one), and the repairs spent on each left-out job."""
+
+    state: Search
+    deadline: float
+    pick: Picks
+    kinds: list[str]
+    report: Callable[[str], None] | None
+    target_cents: float | None
+    place: list[int] | None
+    turn: int = 0
+    repair_turn: int = 0
+    tried: set[int] = field(default_factory=set)  # left-out jobs already tried by ejection
+    repairs: dict[int, int] = field(default_factory=dict)  # repair neighbourhoods spent on each left-out job
+
+    def waiting(self) -> list[int]:
+        """The left-out jobs (an option fits their window) the search must place: required ones and ``place``."""
+        must = set(self.state.required_dropped()) | set(self.place or [])
+        return [k for k in self.state.left_out() if k in must]
+
+    def moves(self) -> None:
+        """Single-job moves first, up to five rounds while they pay: cheap, and they leave the CP-SAT steps the
+        hard part."""
+        for _ in range(5):
+            t0 = work.now()
+            if not self.state.move_each(self.deadline):
+                break
+            if self.report is not None:
+                self.report("moves")
+            now = work.now()
+            if not now < self.deadline or now - t0 > 0.1 * max(0.0, self.deadline - t0):
+                break
+
+    def step(self) -> bool:
+        """One turn: a repair of a left-out job (every other turn while there is one) or a neighbourhood of the
+        next kind, re-optimised; False once the search ends (its time, its target, or no kind left)."""
+        state = self.state
+        left = work.left(self.deadline)  # (0 once the wall clock stopped the budget, whatever the deadline)
+        if left < 0.2:
+            return False
+        if (
+            self.target_cents is not None
+            and not state.required_dropped()
+            and state.cost_cents() <= self.target_cents
+            and state.dropped_weight() == 0
+        ):
+            return False
+        # the jobs to repair: those with an option that fits their window, required ones and ``place`` first,
+        # then the other left-out jobs, each a few times (the objective ranks drops first)
+        missing = self.waiting() or [k for k in state.left_out() if self.repairs.get(k, 0) < OPTIONAL_REPAIRS]
+        if missing and self.turn % 2 == 0:
+            repair = self.repair(missing)
+            if repair is None:
+                return True
+            kind, subset = "repair", repair
+        else:
+            if not self.kinds:
+                return False
+            kind = self.kinds[self.turn % len(self.kinds)]
+            picked = self.pick(kind)
+            if picked is None:
+                self.kinds.remove(kind)
+                return True
+            if not picked:  # no job there to free: the next kind, the pick's work charged (the loop moves on)
+                work.charge(work.STEP_FLOOR_S)
+                self.turn += 1
+                return True
+            subset = picked
+        self.turn += 1
+        limit = min(left - 0.1, REPAIR_S if kind == "repair" else STEP_S)
+        if limit <= 0.05:
+            return False
+        self.reoptimise(kind, subset, limit)
+        return True
+
+    def repair(self, missing: list[int]) -> list[int] | None:
+        """The next left-out job in turn: put in by ejecting the jobs in its way the first time (None when that
+        placed it), else the neighbourhood to free with it, alternately its predecessors and the jobs near it,
+        and every job on one of its pools in its window."""
+        state = self.state
+        k = missing[self.repair_turn % len(missing)]
+        self.repair_turn += 1
+        job = state.jobs[k]
+        r, lim = window(job, state.horizon)
+        if k not in self.tried:  # first by ejecting the jobs in its way: cheap, and often enough
+            self.tried.add(k)
+            if state.rescue(k) if job.required else state.insert(k, state.by_cost[k], (r + lim) / 2):
+                if self.report is not None:
+                    self.report("repair")
+                return None
+        attempt = self.repairs.get(k, 0)
+        self.repairs[k] = attempt + 1
+        if attempt % 2 == 0:  # with the jobs it waits for (they may have to end sooner), then those near
+            return state.around(
+                (r + lim) // 2, self.pick.size, {p for p, _ in state.where[k]}, [k, *state.predecessors(k)]
+            )
+        # every job on one of its pools in its window, its pools in turn, cheapest first
+        ranked = list(dict.fromkeys(state.where[k][i][0] for i in state.by_cost[k]))
+        return state.crossing(k, ranked[(attempt // 2) % len(ranked)], REPAIR_JOBS)
+
+    def reoptimise(self, kind: str, subset: list[int], limit: float) -> None:
+        """The subset re-optimised for up to ``limit`` seconds, with a second neighbourhood of the same kind
+        elsewhere in time beside it on two workers; the neighbourhoods grow when they prove their optimum in
+        half the time and shrink when they do not prove it."""
+        state, pick = self.state, self.pick
+        subsets = [subset]
+        if kind != "repair" and state.workers >= 2:
+            # a second neighbourhood of the same kind elsewhere in time, solved at the same time (one
+            # CP-SAT worker each): measured at 1,000 jobs, one worker per step gains as much per step
+            for _ in range(PAIR_TRIES):
+                other = pick(kind)
+                if other and state.independent([subset, other]):
+                    subsets.append(other)
+                    break
+        t0 = work.now()
+        answers = state.reoptimise_many(subsets, limit, must=subset[0] if kind == "repair" else None)
+        improved, optimal = any(i for i, _ in answers), all(o for _, o in answers)
+        took = work.now() - t0
+        if optimal and took < limit / 2:
+            pick.size = min(len(state.jobs), 200, pick.size + max(2, pick.size // 5))
+        elif not optimal:
+            pick.size = max(8, pick.size - max(2, pick.size // 5))
+        if improved and self.report is not None:
+            self.report(kind)
