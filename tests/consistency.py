@@ -1,7 +1,7 @@
 """Self-consistency of gpuplan's commands on one job: what ``solve`` answers, ``check`` pinned to the same
 plan, ``options`` on the same row and every export must agree (docs/design.md section 9.5).
 
-Shared by the hypothesis test (tests/test_consistency.py, a CI-sized sample) and the benchmark
+Shared by the hypothesis test (tests/solver/test_consistency.py, a CI-sized sample) and the benchmark
 (bench/consistency.py, 500 jobs and more). ``violations`` returns what disagrees, in words; an empty list
 is a consistent answer.
 """
