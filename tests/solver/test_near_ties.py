@@ -3,8 +3,8 @@ constraints.cost_tolerance more than the cheapest (auto: 1 % of its cost or $1, 
 running faster is chosen, as a second objective in CP-SAT; the answer names the plan it passed over, and the
 frontier is the same.
 
-Seed 003's question, asked with the free batch the issue was found under: 1 B200 for 7.1 days at $909.08 had
-won over 4 B200 for 42.6 h at $909.40.
+Seed 003's question with the free batch: 1 B200 for 7.1 days at $909.08 against 4 B200 for 42.6 h at $909.40,
+a near-tie the faster plan wins.
 """
 
 from __future__ import annotations

@@ -620,10 +620,9 @@ def test_a_job_files_own_spot_policy_holds_where_the_portfolio_sets_none(problem
 
 
 def test_progress_names_each_phase_from_the_first_line_and_never_reports_a_worse_best():
-    # Issue 53: the first progress line came at 58 s of a 60 s run (the options were evaluated in silence),
-    # and iterated greedy's lines printed each pass's cost, which read as regressions. Now: the options
+    # Issue 53: progress from the first line, not after the options are evaluated in silence: the options
     # counted from the first job's, then construction, then the best schedule so far on every line with its
-    # placed count.
+    # placed count (never a pass's own cost, which reads as a regression).
     pf, catalog = _binding_supply_instance(40, 5)
     lines: list[str] = []
     portfolio(pf, catalog=catalog, time_limit_s=4, workers=1, progress=lines.append)

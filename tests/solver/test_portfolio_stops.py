@@ -1,8 +1,7 @@
 """Issue 53: the work-budgeted portfolio search ends at its wall-clock stop whatever the load, and every turn of
-its loops moves its clock on. Session 30's hang: once the wall clock had stopped the budget, the clock read
-infinity, a phase's deadline set from it then (now plus a share of what was left) was infinite too, and the
-repair search's ``deadline - now`` was NaN, which no ``left < 0.2`` stops: it ran 35 minutes of neighbourhoods
-of a few milliseconds each."""
+its loops moves its clock on. Once the wall clock has stopped the budget the clock reads infinity: a phase's
+deadline set from it (now plus a share of what is left) must not be infinite too, nor the repair search's
+``deadline - now`` NaN, which no ``left < 0.2`` stops (neighbourhoods of a few milliseconds each, without end)."""
 
 from __future__ import annotations
 
@@ -93,8 +92,8 @@ def test_a_clock_whose_work_never_advances_stops_at_the_wall_clock(instance, mon
 
 @pytest.mark.parametrize("reads", [300, 5_000, 14_100])
 def test_a_budget_stopped_anywhere_ends_the_whole_solve_promptly(monkeypatch, reads):
-    # the wall clock's stop at the clock's ``reads``-th read, wherever the machine's pace: in the first ascent (the
-    # hang: a rounding left short of jobs won, and its repair search's deadline was infinite), in the roundings,
+    # the wall clock's stop at the clock's ``reads``-th read, wherever the machine's pace: in the first ascent (where
+    # a rounding left short of jobs wins and its repair search needs a finite deadline), in the roundings,
     # in the neighbourhoods (200 jobs: 525 reads to the first bound, 14,021 to the rounding, about 14,400 in all).
     # Every phase after it ends at its first check, and the answer says the wall clock stopped it. More than
     # solve.POLISH_JOBS jobs: no CP-SAT polish after the search (the wall clock times that on its own).

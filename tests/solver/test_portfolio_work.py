@@ -23,9 +23,9 @@ SPEED = 0.25
 
 def test_a_search_cut_by_its_budget_gives_the_same_answer_on_a_slowed_machine(monkeypatch):
     # calibrated for a machine four times as fast as this one: the budget ends well before the wall clock's stop
-    # (15 s in) even with the interpreter shared and a clock running fast. Measured on a 2-core machine that other
-    # processes kept busy (load 2.5-3): 3.6 s the first run, 5.5 s the second. (Session 30's hang here: the wall
-    # clock stopped the second run, and a deadline set after that was infinite; tests/solver/test_portfolio_stops.py.)
+    # (15 s in) even with the interpreter shared and a clock running fast: a 2-core machine that other processes
+    # keep busy (load 2.5-3) takes 3.6 to 5.5 s a run. A wall clock that stops a run leaves no later deadline
+    # infinite: tests/solver/test_portfolio_stops.py.
     monkeypatch.setattr(work, "SPEED", SPEED)
     pf, catalog = _constructed(JOBS, 0)
     lines: list[str] = []

@@ -225,8 +225,7 @@ def test_time_limit_result_carries_status_and_gap(problems):
 def test_an_fp8_job_plans_on_the_gpus_with_an_fp8_rate():
     # The bundled catalog lists A100s, which have no FP8 tensor cores: an FP8 job cannot be timed on them.
     # Their rows are kept only to explain the rejection, and every plan (best and frontier) is on a GPU with
-    # an FP8 rate (this used to end in an internal error: the A100 rows' undefined times reached the
-    # layout choice).
+    # an FP8 rate (the A100 rows' undefined times must not reach the layout choice: an internal error).
     job = {
         "name": "fp8",
         "model": "llama-3.1-8b",
