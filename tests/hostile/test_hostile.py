@@ -879,7 +879,7 @@ def test_disk_full_keeps_the_old_file(tmp_path, monkeypatch, flag, name, extra):
 
 def test_disk_full_at_a_later_file_keeps_every_old_file(tmp_path, monkeypatch):
     """solve writes the launcher config, then the report: the disk filling at the report must leave the
-    old config too (it had been renamed into place already, and the command said nothing was written)."""
+    old config too: no file is renamed into place before every one is written, so the refusal says nothing was."""
     paths = files(tmp_path, job_yaml=job_text())
     config, report = tmp_path / "sky.yaml", tmp_path / "r.html"
     config.write_text("the old config")
@@ -1902,7 +1902,7 @@ MESSAGES = [
         ["--measured"],
     ),
     (
-        # found in calibration, after the flag joined the job's measurements: it was blamed on the job file
+        # the flag's measurement joins the job's, and its refusal names the flag, not the job file
         "measured-flag-past-peak",
         {},
         ["check", "{job.yaml}", "--sku", "B200", "--gpus", "8", "--measured", "8xB200:1e12"],
@@ -1953,7 +1953,7 @@ MESSAGES = [
     # the catalog's filter listed everything for an empty --types, where solve's refuses it
     ("catalog-types-empty", {}, ["catalog", "--types", ""], ["option '--types'", "names no GPU"], []),
     (
-        # a dense model has no experts to split: the flag was silently ignored (--ep was refused)
+        # a dense model has no experts to split: refused as --ep is, never silently ignored
         "expert-tp-on-a-dense-model",
         {"job.yaml": job_text(model="{preset: llama-3.1-8b}")},
         ["check", "{job.yaml}", "--sku", "B200", "--gpus", "8", "--expert-tp", "2"],
@@ -2022,9 +2022,9 @@ def test_a_gpu_so_slow_that_plans_run_for_aeons_is_bad_input(tmp_path):
 
 
 def test_the_cheapest_plan_is_the_cheapest_within_the_years_a_rental_is_planned_for(problems):
-    """Llama 70B on 4e13 tokens: the cheapest plan runs 17 years, and the cost question was refused ('the best
-    plan runs 17 years') while --objective time answered with an 8-year plan. A plan past the 10 years is no
-    plan to rent, so the cheapest is now the cheapest within them."""
+    """Llama 70B on 4e13 tokens: the cheapest plan of all runs 17 years, and --objective time answers with an
+    8-year plan. A plan past the 10 years is no plan to rent, so the cost question answers the cheapest within
+    them, on the frontier too."""
     from optimizer import load_job, plan
 
     problem = load_job(problems / "llama-70b-within-5-days.yaml")
@@ -2037,7 +2037,7 @@ def test_the_cheapest_plan_is_the_cheapest_within_the_years_a_rental_is_planned_
 
 def test_the_slowest_memory_allowed_gives_a_memory_bound_plan(tmp_path):
     """At the lowest HBM bandwidth the range allows (1 MB/s) the plan takes 6 years, within the 10 a rental
-    may be planned for: an answer (it was refused only because cost x time overflowed the tie-break). (The free
+    may be planned for: an answer, with no overflow of cost x time in the tie-break. (The free
     batch: at a fine-tune's recipe batch the weights are read 40 times as often, and the plan takes 48 years.)"""
     free = job_text(catalog="cat.yaml", job_extra="  global_batch: free\n")
     paths = files(tmp_path, cat_yaml=skus_text(hbm="0.001"), job_yaml=free)
@@ -2062,11 +2062,11 @@ def test_a_plan_past_ten_years_left_out_is_said_in_solve_and_check():
     assert slow.plan.hours.p50 > 10 * 365 * 24 and any("past the 10 years" in n for n in slow.notes)
 
 
-# =========================================================================== audit of session 20: inputs
+# =========================================================================== inputs no hardware or unit allows
 
 
 def test_an_offer_cannot_put_more_gpus_on_a_node_than_its_sku_holds(tmp_path):
-    # 64 B200 on one node was planned as such (an HGX B200 node holds 8; NVL72 is another SKU)
+    # an HGX B200 node holds 8 (NVL72 is another SKU): 64 B200 on one node is no offer to plan on
     paths = files(tmp_path, cat_yaml=catalog_text(gpus_per_node="64"), job_yaml=job_text(catalog="cat.yaml"))
     refused(tmp_path, ["solve", paths["job_yaml"]], "gpus_per_node", "a B200 node holds 8")
 
@@ -2097,7 +2097,7 @@ def test_numbers_that_read_as_something_else_say_what(tmp_path, args, expect):
 
 
 def test_a_time_limit_takes_a_unit(tmp_path):
-    # every other duration takes units; '--time-limit 2m' was refused as not a number
+    # every other duration takes units, and so does --time-limit
     result = invoke(["-q", "solve", "problems/llama-8b-lora.yaml", "--time-limit", "1m"])
     assert result.exit_code == 0 and result.output.startswith(("Cheapest plan", "Best plan (")), result.output
     refused(
@@ -2134,14 +2134,14 @@ def test_catalog_takes_quiet_after_the_command():
 
 
 def test_a_model_folder_whose_config_is_a_fifo_names_the_fifo(tmp_path):
-    # it was called 'a directory without a config.json in it'
+    # named for what it is, not as a folder without a config.json in it
     folder = tmp_path / "m"
     folder.mkdir()
     os.mkfifo(folder / "config.json")
     refused(tmp_path, ["model", folder], "named pipe")
 
 
-# =========================================================================== audit of session 21: GB200, spot
+# =========================================================================== GB200, spot
 
 
 def test_spot_only_without_a_spot_price_is_not_blamed_on_the_gpu_filters(problems):
@@ -2214,7 +2214,7 @@ def test_spot_only_with_a_gpu_count_filter_still_names_the_missing_spot_price(tm
 
 @pytest.mark.parametrize(("field", "written", "read"), [("precision", "NVFP4", "nvfp4"), ("method", "LoRA", "lora")])
 def test_a_choice_is_read_in_any_case(tmp_path, field, written, read):
-    # SKU and model names match in any case; `precision: NVFP4` was refused ("Input should be 'bf16', ...")
+    # SKU and model names match in any case, and so do the choices (`precision: NVFP4`)
     path = tmp_path / "job.yaml"
     path.write_text(f"job: {{model: llama-3.1-8b, tokens: 1B, seq_len: 4096, {field}: {written}}}\n")
     assert getattr(load_job(path).job, field) == read
@@ -2528,7 +2528,7 @@ def _own_file_cases() -> list:
 @pytest.mark.parametrize(("flag", "target"), _own_file_cases())
 @pytest.mark.parametrize("through_a_link", [False, True], ids=["named", "through-a-link"])
 def test_no_output_overwrites_gpuplan_s_own_files(tmp_path, flag, target, through_a_link):
-    """--out onto a bundled catalog or models.yaml was allowed, after which every use of it was exit 1."""
+    """--out onto a bundled catalog or models.yaml would break every later use of it (exit 1): refused."""
     job = files(tmp_path, job_yaml=job_text())["job_yaml"]
     before = target.read_bytes() if target.exists() else None
     dest = target
@@ -2538,7 +2538,7 @@ def test_no_output_overwrites_gpuplan_s_own_files(tmp_path, flag, target, throug
     extra = ["--export", "skypilot"] if flag == "--out" else []
     try:
         refused(tmp_path, ["solve", job, "--time-limit", "2", flag, dest, *extra], flag, "gpuplan's own files")
-    finally:  # the code before the fix wrote there: put gpuplan back as it was
+    finally:  # a command that wrote there anyway must not leave gpuplan changed: put it back as it was
         if before is None:
             target.unlink(missing_ok=True)
         elif target.read_bytes() != before:

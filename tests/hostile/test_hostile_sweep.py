@@ -1,7 +1,7 @@
 """A sweep of hostile and careless inputs, a class per test (what tests/hostile/test_hostile.py and test_range_ends.py do
 not hold already): every case is bad input (exit 2, one paragraph naming the flag, file or field) or a
-correct answer, never exit 1, a traceback or a 500. Each class was found by a driver that ran many such inputs
-and fixed where the rule lives (units' parsers and ranges, the service's header checks), not for one value.
+correct answer, never exit 1, a traceback or a 500. Each class is held where its rule lives (units' parsers and
+ranges, the service's header checks), not for one value.
 """
 
 from __future__ import annotations
@@ -504,8 +504,8 @@ OFFER_NAMED_H200 = "name: c\nhardware: hardware\noffers:\n  - {name: H200, sku: 
     ids=["catalog", "check-sku", "solve-gpu-types"],
 )
 def test_an_offer_named_as_another_gpu_is_refused(tmp_path, args):
-    """'--sku H200' checked 8 B200 of the offer named H200, and '--gpu-types H200' planned B200s, as an alias
-    naming another GPU did before it was refused (tests/hostile/test_hostile.py)."""
+    """An offer named as another GPU would have '--sku H200' check 8 B200 and '--gpu-types H200' plan B200s,
+    as an alias naming another GPU would (refused too: tests/hostile/test_hostile.py)."""
     (tmp_path / "cat.yaml").write_text(OFFER_NAMED_H200)
     argv = [a.replace("{cat}", str(tmp_path / "cat.yaml")) for a in args]
     refused(argv, "cat.yaml", "offers[0].name", "is the GPU H200, while this offer is a B200")
@@ -639,10 +639,10 @@ def test_a_vms_csv_with_a_column_given_twice_is_refused_naming_it(tmp_path):
     assert not out.exists()
 
 
-# --------------------------------------------------------------------------- what the sweep found outside its files
+# --------------------------------------------------------------------------- beyond the files' fields
 def test_spot_required_where_no_offer_sells_it_says_so(tmp_path):
-    # it said "the catalog has no priced offers" (solve) and "no option fits this job (memory or GPU filters)"
-    # (portfolio) on a catalog of priced offers none of which has a spot price
+    # a catalog of priced offers none of which has a spot price: spot is what leaves them out, not the prices
+    # (solve) nor the memory or GPU filters (portfolio)
     args = ["solve", "--model", "llama-3.1-8b", "--method", "lora", "--tokens", "200M", "-c", "nodus-2026-11"]
     result = runner.invoke(cli.app, [*args, "--spot"])
     assert "Infeasible (spot)" in result.output and "has a spot price" in result.output, result.output
@@ -656,13 +656,13 @@ def test_spot_required_where_no_offer_sells_it_says_so(tmp_path):
 
 
 def test_a_role_jobs_report_is_refused_naming_report(tmp_path):
-    # it named --plot
+    # naming --report, the flag given, not --plot
     text = refused(["solve", "problems/seed-003-drafter-roles.yaml", "--report", str(tmp_path / "r.html")], "--report")
     assert "drop --plot" not in text
 
 
 def test_a_rollout_engine_that_does_not_split_the_heads_is_refused(tmp_path):
-    # vLLM refuses an engine whose tensor parallel size does not divide the attention heads; 3 of 32 was planned
+    # vLLM refuses an engine whose tensor parallel size does not divide the attention heads (3 of 32)
     job = (ROOT / "problems" / "grpo-llama-3.1-8b.yaml").read_text().replace("      tp: 1\n", "      tp: 3\n")
     job = job.replace("catalog: ../catalogs/default.yaml", "catalog: default")
     path = tmp_path / "grpo.yaml"

@@ -1,8 +1,8 @@
 """Every numeric input field at the two ends of its range (``units.LIMITS``): the smallest value the range
 lets in (5e-324, the smallest double, where it is open at 0) and its largest. Whatever the physics makes
 of such a value, the command answers (exit 0) or refuses it as bad input (exit 2, one paragraph): never an
-internal error, nor a numpy overflow on the way. This sweep found a denormal efficiency, bandwidth or
-TFLOPS dividing by zero, and a start-up of 30 days drawing the frontier chart past its edge.
+internal error, nor a numpy overflow on the way: a denormal efficiency, bandwidth or TFLOPS must not divide by
+zero, nor a start-up of 30 days draw the frontier chart past its edge.
 """
 
 from __future__ import annotations
