@@ -81,9 +81,9 @@ def test_the_supply_explanation_names_a_plan_the_limit_excludes(problems, limit,
     [("36h", "$13.5k", {"deadline", "budget"}), ("2h", "$5k", {"deadline", "budget"}), ("5d", "$5k", {"budget"})],
 )
 def test_every_constraint_that_binds_is_named_by_how_much(problems, deadline, budget, named):
-    """36 h and $13.5k each hold alone (fastest 35.6 h, cheapest $13,317) but not together: the deadline was
-    "-1.5e+03 s over". 2 h and $5k each fail alone, and only the budget was named, so raising it left the
-    user infeasible still."""
+    """36 h and $13.5k each hold alone (fastest 35.6 h, cheapest $13,317) but not together: each is named by
+    how much it is over, never a negative "-1.5e+03 s over". 2 h and $5k each fail alone: both are named, or
+    raising the one named would leave the user infeasible still."""
     job = apply_overrides(load_job(problems / "llama-70b-within-5-days.yaml"), deadline=deadline, budget=budget)
     answer = plan(job, runners_up=False)
     assert answer.best is None
