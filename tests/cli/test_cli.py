@@ -126,7 +126,7 @@ def test_infeasible_is_an_answer_with_exit_0(problems):
 @pytest.mark.parametrize("deadline", ["1h", "6h"])
 def test_a_deadline_left_of_every_plan_is_drawn_at_the_chart_s_left_edge(problems, deadline):
     """Every plan is later than the deadline: the chart's x axis starts at the deadline, so its '|' is the
-    first column of every row (it used to wrap to the right edge, or past it: an IndexError)."""
+    first column of every row, never wrapped to the right edge or past it (an IndexError)."""
     r = run("solve", problems / "llama-70b-within-5-days.yaml", "--deadline", deadline)
     assert r.exit_code == 0, r.output
     rows = [line for line in r.output.splitlines() if line.startswith(" " * 13 + "│") or " ┤" in line]
@@ -180,7 +180,7 @@ def test_capacity_command():
 )
 def test_capacity_with_a_job_refuses_the_flags_it_would_ignore(flags):
     """With a job file the answer is check's memory model over the job's own settings: --reserve 100GB
-    or --method qlora changed nothing, and the header still said full and delivered."""
+    or --method qlora would change nothing while the header said full and delivered, so they are refused."""
     bad("capacity", "problems/llama-70b-within-5-days.yaml", "--sku", "B200", "--gpus", "8", *flags, expect=[flags[0]])
 
 
@@ -382,9 +382,9 @@ def test_options_says_why_hardware_has_no_row():
 
 
 def test_piped_tables_keep_each_row_on_one_line(problems):
-    """Piped output was 160 columns wide: the portfolio's schedule table (195 columns) squeezed its cells and
-    wrapped a strategy such as 'megatron: TP 2, PP 4, ZeRO-1 DP 2, ...' over two lines, so a line of the
-    output no longer held one job for grep or a script."""
+    """Piped output is as wide as its tables: at a fixed width (160 columns) the portfolio's schedule table
+    (195 columns) would squeeze its cells and wrap a strategy such as 'megatron: TP 2, PP 4, ZeRO-1 DP 2, ...'
+    over two lines, and a line of the output would no longer hold one job for grep or a script."""
     r = run("portfolio", problems / "portfolio-q1-finetunes.yaml", "--time-limit", "5")
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
@@ -432,7 +432,7 @@ def test_the_frontier_chart_holds_a_chosen_plan_the_frontier_does_not_reach(prob
     ],
 )
 def test_quiet_after_the_command_as_before_it(args):
-    """'gpuplan solve job.yaml -q' was refused ('No such option: -q'): only 'gpuplan -q solve' worked."""
+    """'gpuplan solve job.yaml -q' answers as 'gpuplan -q solve job.yaml' does."""
     before = runner.invoke(app, ["-q", *args])
     after = runner.invoke(app, [*args, "-q"])
     assert before.exit_code == after.exit_code == 0, after.output
