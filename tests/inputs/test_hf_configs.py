@@ -316,8 +316,8 @@ def test_preset_and_hf_config_together_ask_for_one_of_them(tmp_path):
     ids=["kv-heads-not-dividing", "experts-without-top-k", "heads-wider-than-hidden", "name-not-text"],
 )
 def test_a_config_error_names_the_config_and_its_key_not_the_job(changes, keys, tmp_path):
-    """These were found once the job was validated, and named job.yaml and gpuplan's fields (kv_heads,
-    experts_per_token, head_dim, name): the user has to fix the config.json, under its own keys."""
+    """Checked while the config is read, not once the job is validated (which would name job.yaml and gpuplan's
+    fields: kv_heads, experts_per_token, head_dim, name): the user has to fix the config.json, under its own keys."""
     (tmp_path / "cfg.json").write_text(llama(**changes))
     (tmp_path / "job.yaml").write_text(job_text("{hf_config: cfg.json}"))
     refused(["solve", tmp_path / "job.yaml"], "cfg.json", *keys, absent=("job.yaml",))

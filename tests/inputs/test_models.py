@@ -143,7 +143,7 @@ def test_a_config_without_tie_word_embeddings_takes_its_architectures_default(co
 
 
 def test_a_config_is_named_for_its_folder_or_its_file(tmp_path):
-    """tests/data/qwen3-30b-a3b-config.json was named "data", its folder's name."""
+    """A config file that is not a folder's config.json is named for its file, not its folder ("data")."""
     assert ModelSpec.model_validate(resolve({"hf_config": str(DATA / "qwen3-30b-a3b-config.json")})).name == (
         "qwen3-30b-a3b-config"
     )

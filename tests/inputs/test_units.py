@@ -125,7 +125,7 @@ def test_a_comma_that_does_not_group_thousands_is_refused(parse, bad):
 
 @pytest.mark.parametrize("text", ["$5.50/parsec", "$5.50/gpu-hours-extra", "$5.50/hourly-ish", "$5.50/gpu-hx"])
 def test_unreadable_price(text):
-    """A unit is read whole: '$5.50/gpu-hours-extra' had been read as $5.50/h for starting 'gpu-hour'."""
+    """A unit is read whole: '$5.50/gpu-hours-extra' is not $5.50/h for starting 'gpu-hour'."""
     with pytest.raises(UnitError, match=r"\$5.50/h"):
         parse_price_per_hour(text)
 
