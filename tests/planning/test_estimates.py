@@ -201,8 +201,8 @@ def test_measurements_on_different_bounds_each_reproduce_their_own_configuration
 
 def test_a_measurement_no_efficiency_reaches_is_refused_the_right_way_round():
     """20k tokens/s on 8 B200 with the optimizer offloaded: the offloaded step bounds it, so no compute factor
-    reaches it; the refusal says how many times faster than the prediction the measurement is (it once said
-    '0.839 times slower')."""
+    reaches it; the refusal says how many times faster than the prediction the measurement is, the right way
+    round (not '0.839 times slower')."""
     from optimizer import GpuplanError
 
     with pytest.raises(GpuplanError, match=r"1\.2 times faster than gpuplan predicts \(16,730 tokens/s\)"):
@@ -210,7 +210,7 @@ def test_a_measurement_no_efficiency_reaches_is_refused_the_right_way_round():
 
 
 def test_an_answer_calibrated_from_a_measurement_says_so_and_by_how_much(problems):
-    # --measured changed every number with nothing in the answer saying so
+    # --measured changes every number: the answer says so, and by how much
     job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
     bare = job.model_copy(update={"job": job.job.model_copy(update={"measured": []})})
     model_alone = check(bare, CheckRequest("RTX-PRO-6000", 4, compare=False)).plan.tokens_per_s

@@ -468,7 +468,7 @@ def test_plans_split_the_sequence_as_each_framework_requires(seq_len):
 
 
 def test_torchtitan_counts_the_sequence_divisor_gpuplan_uses():
-    # the rule above, against torchtitan's own ParallelDims (0.3.0) for the layout it once planned
+    # the rule above, against torchtitan's own ParallelDims (0.3.0) at a sequence length it refuses and one it takes
     pytest.importorskip("torchtitan")
     from torchtitan.distributed.parallel_dims import ParallelDims
 

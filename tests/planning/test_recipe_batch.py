@@ -40,11 +40,11 @@ def test_a_fine_tune_takes_the_recipe_batch_on_every_plan(fields, sequences):
 
 def test_the_issues_70b_lora_costs_975_33_on_8_b200_at_the_recipe_batch():
     answer = plan(apply_overrides(_job(), deadline="2d", spot="never"), runners_up=False)
-    # the chosen plan: 4 B200 (at the edge of memory) were cheaper since the framework
-    # reserve stopped growing with capacity, and passed over within the near-tie rule for the twice-as-fast 8
+    # the chosen plan: 4 B200 (at the edge of memory, under a framework reserve that does not grow with capacity)
+    # are cheaper, and passed over within the near-tie rule for the twice-as-fast 8
     cheapest = answer.best
     assert (cheapest.sku, cheapest.gpus) == ("B200", 8)
-    # (PEFT's branch kernels are in its step since session 30: 0.54 s of 5.4, physics/adapters.py)
+    # (PEFT's branch kernels are in its step: 0.54 s of 5.4, physics/adapters.py)
     assert cheapest.cost_usd.p50 == pytest.approx(975.33, abs=0.01)
     assert cheapest.hours.p50 == pytest.approx(22.2, abs=0.05)
 

@@ -129,9 +129,10 @@ def test_breakeven_efficiency_reported_for_the_users_job(problems):
 
 
 def test_breakevens_are_claimed_only_where_they_would_win(problems):
-    """A runner-up that lost on time, or on the deadline, was given the price and efficiency at which it
-    would cost what the best plan costs: "wins below $6.67" beside its price of $5.50, "wins above 79 %"
-    beside its 96 %. Under the time objective no price wins; an efficiency that would is above its own."""
+    """A breakeven is claimed only where it would win: a runner-up that lost on time or on the deadline gets no
+    price at which it would cost what the best plan costs (not "wins below $6.67" beside its price of $5.50), and
+    an efficiency only above its own (not "wins above 79 %" beside its 96 %). Under the time objective no price
+    wins."""
     job = load_job(problems / "llama-70b-within-5-days.yaml")
     fastest = plan(job.model_copy(update={"objective": "time"}))
     for r in fastest.runners_up:
