@@ -153,7 +153,7 @@ def test_auto_costs_a_layout_under_the_framework_that_fits_it():
     # Llama 3.1 70B LoRA at 8k tokens on 8 H100, TP 4, PP 2, 8 interleaved chunks, no recompute: torchtitan and
     # Megatron both run the layout, and it fits only with Megatron's fused kernels (fewer saved activations).
     # Under framework: auto a layout runs in the simplest framework that runs it and holds it, so this one is
-    # Megatron's (it had been labelled torchtitan, found not to fit, and the cheaper plan lost); with full
+    # Megatron's (labelled torchtitan, it would not fit, and the cheaper plan would be lost); with full
     # recompute torchtitan holds it too, and keeps it.
     job = problem(model="llama-3.1-70b", method="lora", seq_len=8192, global_batch=16)
     layout = {"tp": 4, "pp": 2, "virtual_stages": 8, "micro_batch": 1, "compare": False}
