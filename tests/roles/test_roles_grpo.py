@@ -401,7 +401,7 @@ def test_a_checked_split_beyond_the_offers_nodes_says_it_cannot_be_rented(proble
 
 def test_a_70b_policy_trains_on_as_many_nodes_as_its_state_needs(problem, catalog):
     # Llama 3.1 70B's training state (16 bytes a parameter, 1.13 TB) does not fit one node of H100 under FSDP:
-    # its one-node counts are refused with the need, and the plan spans nodes (it was planned on 8 H100)
+    # its one-node counts are refused with the need, and the plan spans nodes (never 8 H100)
     big = _llama_70b(problem, tp=4)
     hw = _h100(catalog)
     with pytest.raises(DoesNotFit, match="training the policy does not fit 8 x H100-SXM"):
