@@ -2,8 +2,8 @@
 whatever else was measured, and the rows around it lean on the nearest one.
 
 Seed 000's advice is to measure short runs on both cards and decide: 1,000 B200 GPU-hours (8 GPUs x 125 h)
-cost $5,500; on a B300 1.5x faster, $4,628.67. Two measurements that say exactly that were blended into one
-compute factor (both cards at 5,443 tokens/s) and the answer picked the B200.
+cost $5,500; on a B300 1.5x faster, $4,628.67. Two measurements that say exactly that answer the B300: each
+card keeps its own speed, not one compute factor blended from both (both cards at 5,443 tokens/s).
 """
 
 from __future__ import annotations
