@@ -262,8 +262,8 @@ def test_an_optional_job_left_out_is_said_to_make_room_only_where_fewer_drops_we
 
 
 def test_a_portfolio_without_its_required_jobs_states_no_bound(problems, tmp_path):
-    """Where a required job is left out, the schedule's bound was for schedules without it: no bound or
-    gap is claimed for the problem asked (it printed "gap 0.00%" beside "infeasible")."""
+    """Where a required job is left out, the schedule's bound is for schedules without it: no bound or
+    gap is claimed for the problem asked (no "gap 0.00%" beside "infeasible")."""
     result = portfolio(variant(problems, tmp_path, ("budget: $15,000", "budget: $14,000")), workers=1)
     assert result.status in ("infeasible", "unknown") and result.dropped
     assert result.bound_usd is None and result.gap == 1.0

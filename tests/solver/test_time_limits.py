@@ -65,8 +65,8 @@ def _stopped(monkeypatch) -> None:
 
 
 def test_a_thousand_one_node_offers_answer_a_plan_within_a_short_time_limit():
-    """1,000 offers (4,000 rows, all feasible) ended "stopped before it found a plan" at --time-limit 5:
-    CP-SAT found no solution of the 4,000-row model in time. Now the answer is a plan, whatever CP-SAT got to."""
+    """1,000 offers (4,000 rows, all feasible) at --time-limit 5: CP-SAT may find no solution of the 4,000-row
+    model in time, and the answer is still a plan, whatever CP-SAT got to, never "stopped before it found a plan"."""
     catalog = _offers(1000)
     answer = plan(_problem(QLORA_70B), catalog=catalog, time_limit_s=3)
     assert answer.best is not None and answer.status in ("optimal", "feasible"), answer.notes
@@ -179,9 +179,9 @@ def test_a_time_limit_counts_from_the_commands_start():
 
 
 def test_an_offer_of_1024_nodes_evaluates_the_rows_its_global_batch_fits():
-    """``max_nodes: 1024`` (the documented limit) took 26 s and 1.7 GB: 997 of its node counts fit no layout
-    of the global batch and were each evaluated without it (2.1 million layouts) only to be shown as rejected.
-    Now only the first of them are, up to SHOWN_UNBATCHED_LAYOUTS; every row is still in the table."""
+    """``max_nodes: 1024`` (the documented limit): 997 of its node counts fit no layout of the global batch, and
+    evaluating each without it (2.1 million layouts) only to show it rejected costs 26 s and 1.7 GB. Only the
+    first of them are, up to SHOWN_UNBATCHED_LAYOUTS; every row is still in the table."""
     offer = Offer(name="big-b200", sku="B200", price=5.5, gpus_per_node=8, max_nodes=1024)
     catalog = Catalog(name="big", skus=HARDWARE, offers=[offer])
     job = {"name": "sft", "model": {"preset": "llama-3.1-70b"}, "tokens": "20B", "seq_len": 4096, "global_batch": 256}
@@ -227,9 +227,9 @@ def _portfolio(n: int, *, shapes: int = 1, required: bool = False) -> Portfolio:
 
 
 def test_identical_jobs_are_scheduled_when_reading_the_files_took_the_time_limit():
-    """10,000 identical optional jobs, a 10 s limit spent reading the file: the answer was "the first 0 of
-    10,000 jobs" evaluated, nothing scheduled, and advice to give jobs of one shape the same model, which
-    they had. Now their one table is built and greedy's schedule is the answer, said to be greedy's."""
+    """10,000 identical optional jobs, a 10 s limit spent reading the file: their one table is built and
+    greedy's schedule is the answer, said to be greedy's, not "the first 0 of 10,000 jobs" evaluated with
+    nothing scheduled and advice to give jobs of one shape the same model, which they have."""
     pf = _portfolio(600)
     started = time.perf_counter() - 5.0  # the files took the whole limit
     result = portfolio(pf, catalog=load_catalog("default"), time_limit_s=5, workers=1, started=started)
@@ -266,8 +266,8 @@ def test_required_jobs_left_unevaluated_make_it_unknown_never_infeasible():
 
 
 def test_a_slower_machine_keeps_more_of_the_time_limit_for_the_output():
-    """The time kept after the search for the plans and the output was 2 ms a job whatever the machine's pace;
-    5,000 jobs at a 20 s limit ran 29 s with YAML output. It now grows with the pace measured in the run."""
+    """The time kept after the search for the plans and the output grows with the pace measured in the run: at a
+    fixed 2 ms a job, 5,000 jobs at a 20 s limit ran 29 s with YAML output."""
     floor = _extract_reserve(5000)
     assert _extract_reserve(5000, plan_s=0.0001) == floor  # a fast machine: the measured floor
     assert _extract_reserve(5000, plan_s=0.002) > 2 * floor  # 2 ms a plan: the output takes ~9 ms a job
