@@ -459,8 +459,8 @@ def test_a_check_that_host_memory_fails_says_so(tmp_path):
 
 
 def test_a_portfolio_writes_progress_to_a_piped_stderr(problems, monkeypatch):
-    """portfolio printed nothing until it ended when stderr was not a terminal (a 7-minute run in a CI log was
-    silent): it now writes a progress line at most every few seconds, and the first at once."""
+    """portfolio writes progress where stderr is not a terminal (a CI log), a line at most every few seconds and
+    the first at once, so that a long run is never silent until it ends."""
     from optimizer.cli import portfolio
 
     monkeypatch.setattr(portfolio, "PIPED_PROGRESS_EVERY_S", 0.0)  # every line, so the test need not wait
