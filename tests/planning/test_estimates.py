@@ -173,7 +173,7 @@ def test_a_measurement_on_a_configuration_that_cannot_fit_is_said(problems):
 
 def test_recompute_on_a_fixed_activation_reserve_is_said_to_change_nothing(problems):
     """Seed 003 fixes activation_reserve (20 GB), so the activations are not computed and recompute has nothing
-    to drop: --recompute full was dropped without a word (the plan printed without it, at the measured
+    to drop: --recompute full is said to change nothing, not dropped without a word (the plan at the measured
     14.8k tokens/s, where a full recompute would add a forward pass)."""
     job = load_job(problems / "seed-rtx-pro-vs-b200.yaml")
     result = check(job, CheckRequest("RTX-PRO-6000", 4, recompute="full", compare=False))

@@ -20,8 +20,7 @@ from optimizer.planning.plans import at_the_edge, headroom_gib
 
 runner = CliRunner()
 SFT_70B = "problems/llama-70b-within-5-days.yaml"
-# 8 B200, FSDP ZeRO-3, micro-batch 1, full recompute: 150.4 of 167.6 GiB per GPU (17.2 GiB, 10.3 % free; 156.9 and
-# 10.8 GiB while the framework reserve was 5 % of capacity + 1.5 GiB)
+# 8 B200, FSDP ZeRO-3, micro-batch 1, full recompute: 150.4 of 167.6 GiB per GPU (17.2 GiB, 10.3 % free)
 TIGHT = {"zero": 3, "tp": 1, "framework": "fsdp", "micro_batch": 1, "recompute": "full", "compare": False}
 TIGHT_FLAGS = ["--sku", "B200", "--gpus", "8", "--zero", "3", "--tp", "1", "--framework", "fsdp"]
 TIGHT_FLAGS += ["--micro-batch", "1", "--recompute", "full", "--no-compare"]
