@@ -903,8 +903,8 @@ def test_disk_full_at_a_later_file_keeps_every_old_file(tmp_path, monkeypatch):
 
 
 def test_an_output_through_a_symlink_replaces_the_file_it_points_at(tmp_path):
-    """Renaming over a symbolic link replaces the link: the file it points at kept its old text while the
-    command said it wrote the config."""
+    """Renaming over a symbolic link would replace the link and leave the file it points at with its old text
+    while the command said it wrote the config: the file it points at gets the new text, and the link stays."""
     paths = files(tmp_path, job_yaml=job_text())
     target, link = tmp_path / "target.yaml", tmp_path / "link.yaml"
     target.write_text("old")
@@ -916,8 +916,8 @@ def test_an_output_through_a_symlink_replaces_the_file_it_points_at(tmp_path):
 
 
 def test_a_job_file_the_portfolio_names_is_never_overwritten(tmp_path):
-    """The portfolio's own file and --catalog were protected, not the job files its entries name: --plot
-    onto one replaced a job file with a chart."""
+    """The job files a portfolio's entries name are protected as its own file and --catalog are: --plot onto
+    one would replace a job file with a chart."""
     job = tmp_path / "job.svg"  # a job file, whatever its name
     job.write_text(job_text())
     before = job.read_text()
@@ -1917,7 +1917,7 @@ MESSAGES = [
         ["job.measured"],
     ),
     (
-        # averaged, 100k and 10k gave 31.6k tok/s "measured on this configuration"
+        # two measurements of one configuration that disagree are refused, not averaged (100k and 10k: 31.6k)
         "measured-twice-contradicting",
         {
             "job.yaml": job_text(

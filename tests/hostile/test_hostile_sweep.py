@@ -361,8 +361,8 @@ PORTFOLIO = str(ROOT / "problems" / "portfolio-q1-finetunes.yaml")
     ids=["solve", "check", "capacity", "portfolio"],
 )
 def test_a_catalog_flag_that_names_no_catalog_is_refused_naming_it(args, name):
-    """``--catalog ''`` was read as no flag (the file's catalog, or default, planned on); capacity and portfolio
-    said 'unknown catalog' without naming the flag."""
+    """``--catalog ''`` is not read as no flag (the file's catalog, or default, planned on), and every command
+    names the flag with 'unknown catalog', capacity and portfolio too."""
     refused([*args, "--catalog", name], "option '--catalog'", f"unknown catalog {name!r}")
 
 
@@ -393,8 +393,8 @@ def test_capacity_of_a_job_with_roles_is_refused_as_check_and_options_refuse_it(
     "token", ["", " " * 20, "abcdefghijklmnop\x01", "abcdefgh ijklmnopq", "abcdefghijklmnopé"], ids=repr
 )
 def test_a_token_no_request_could_carry_is_refused_naming_the_flag(token):
-    """--token '' was read as no token; a token with a space or a control character could never be sent back
-    (the check strips what it is sent), so every POST would have been refused."""
+    """--token '' is not read as no token; a token with a space or a control character could never be sent back
+    (the check strips what it is sent), so every POST would be refused."""
     refused(["serve", "--token", token, "--port", "0"], "option '--token'")
 
 
@@ -447,8 +447,8 @@ SERVICE_JOB = (
     ids=["typo", "twice", "check-time-limit", "options-async"],
 )
 def test_a_query_parameter_a_route_does_not_take_is_refused(client, route, query, name, said):
-    """'?catalgo=x' was dropped without a word (the body's catalog planned on); of '?catalog=a&catalog=b' one
-    was kept."""
+    """'?catalgo=x' is not dropped without a word (the body's catalog planned on), nor one of
+    '?catalog=a&catalog=b' kept."""
     r = client.post(f"{route}?{query}", content=SERVICE_JOB, headers={"Content-Type": "application/json"})
     assert r.status_code == 422, r.text
     assert r.json()["field"] == name and said in r.json()["detail"], r.text
@@ -677,8 +677,8 @@ def test_a_drafter_refuses_the_training_settings_it_does_not_read(flag, value):
 
 
 def test_a_measurement_calibrates_in_a_few_predictions(monkeypatch):
-    # the fit took 44 bisection steps a measurement (16 measurements: 5.8 s under --time-limit 1); regula falsi
-    # with the Illinois rule lands within a dozen predictions and the same factor
+    # regula falsi with the Illinois rule lands within a dozen predictions a measurement and on the factor
+    # bisection finds (which takes 44)
     from optimizer.planning import calibration
 
     calls = []
