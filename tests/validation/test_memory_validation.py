@@ -51,8 +51,7 @@ def test_every_row_names_a_family_a_source_and_what_it_counts(row):
 def test_rows_span_at_least_four_scored_families():
     scored = [r for r in ROWS if r.get("expressible", True)]
     assert len({r["family"] for r in scored}) >= 4
-    assert 20 <= len(ROWS) <= 100  # (40 until LitGPT's 13 rows, 80 until ms-swift's and Answer.AI's 29: a bound on
-    # a file one reads, not on evidence)
+    assert 20 <= len(ROWS) <= 100  # a bound on a file one reads, not on evidence
     assert len({r["name"] for r in ROWS}) == len(ROWS)
 
 
