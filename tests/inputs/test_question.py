@@ -105,7 +105,7 @@ def test_global_batch_flag_takes_tokens_only_with_their_unit():
 
 @pytest.mark.parametrize("given", ["1e3", "1,000", "1000.0"])
 def test_global_batch_flag_plans_the_batch_a_job_file_gives(tmp_path, given):
-    # a job file's global_batch: 1000 is 1,000 sequences; the flag's 1e3 was read as 1e3 tokens (a batch of 1)
+    # a job file's global_batch: 1000 is 1,000 sequences, and so is the flag's 1e3 (not 1e3 tokens, a batch of 1)
     job = tmp_path / "job.yaml"
     job.write_text("job: {name: b, model: llama-3.1-8b, method: lora, tokens: 200M, global_batch: 1000}\n")
     flags = ["--model", "llama-3.1-8b", "--method", "lora", "--tokens", "200M", "--global-batch", given]

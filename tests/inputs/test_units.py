@@ -91,7 +91,7 @@ def test_a_reserve_is_a_fraction_below_one_else_a_size(value, expected):
 
 @pytest.mark.parametrize("bad", ["5 fortnights", "soon", "1.2.3h", "x5h", "5h garbage", "5 h 5", "1d12", "5h!"])
 def test_unreadable_durations(bad):
-    """Stray text is a typo, never part of the number: "1.2.3h" was read as 1.5 h, "5 h 5" as 10 h."""
+    """Stray text is a typo, never part of the number: "1.2.3h" is not 1.5 h, nor "5 h 5" 10 h."""
     with pytest.raises(UnitError):
         parse_duration_s(bad)
 
@@ -118,7 +118,7 @@ def test_commas_group_thousands(text, usd):
     ],
 )
 def test_a_comma_that_does_not_group_thousands_is_refused(parse, bad):
-    """A decimal comma is refused, not dropped: "$5,50/h" was read as $550 per hour."""
+    """A decimal comma is refused, not dropped: "$5,50/h" is not $550 per hour."""
     with pytest.raises(UnitError, match="comma only groups thousands"):
         parse(bad)
 
