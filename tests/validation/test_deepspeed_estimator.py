@@ -72,8 +72,8 @@ def test_zero2_states_equal_deepspeeds_estimator(gpus, offload):
 
 
 def test_the_issues_70b_on_8_gpus_is_162_9_gb_under_deepspeed_and_fsdp_keeps_its_block():
-    # issue 49: estimate_zero3_model_states_mem_needs_all_cold(70.55e9, 1.05e9, 8) prints 162.9 GB per GPU; the old
-    # model gave 144.5 GB (16 B/param + 4 x one block), which FSDP, which gathers whole blocks, keeps.
+    # issue 49: estimate_zero3_model_states_mem_needs_all_cold(70.55e9, 1.05e9, 8) prints 162.9 GB per GPU; FSDP,
+    # which gathers whole blocks, keeps 144.5 GB (16 B/param + 4 x one block).
     problem, shape, _ = _job()
     deepspeed = check(problem, CheckRequest("B200", 8, tp=1, zero=3, framework="deepspeed", compare=False)).plan
     fsdp = check(problem, CheckRequest("B200", 8, tp=1, zero=3, framework="fsdp", compare=False)).plan
