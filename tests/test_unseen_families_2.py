@@ -253,15 +253,15 @@ def test_flash_attention_throughput_first_seen():
 
 
 def test_nanotron_memory_first_seen():
-    # 25 cells (the TP 16 cell refused), read as torch's allocated peak: median |error| 25.5 %, worst 0.54 (1.34B on
-    # 16 GPUs, 10.4 of 19.4 GiB). Every cell predicted below the published figure: nanotron keeps an fp32 gradient
-    # accumulation buffer (accumulate_grad_in_fp32) beside the bf16 gradients, unsharded under ZeRO-1, which gpuplan's
-    # gradient term does not count; read as the reserved peak the ratios rise by 0-0.23 and stay below 1 but one.
+    # 25 cells (the TP 16 cell refused), read as torch's allocated peak, with nanotron's fp32 gradient accumulation
+    # (accumulate_grad_in_fp32 in its scaling benchmarks: job gradient_dtype fp32, 4 bytes a gradient, unsharded under
+    # ZeRO-1): median |error| 19.5 %, worst 0.60 (1.34B on 16 GPUs); 24 of 25 cells below the published figure
+    # (25.5 %, worst 0.54 with 2-byte gradients). The rest is activations, worst on the 1.34B model over PP 2.
     ratios = _memory("nanotron")
     assert len(ratios) == 25
-    assert statistics.median(abs(r - 1) for r in ratios) <= 0.28
-    assert max(_factor(r) for r in ratios) <= 1.95
-    assert all(r < 1 for r in ratios)
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.21
+    assert max(_factor(r) for r in ratios) <= 1.75
+    assert sum(r < 1 for r in ratios) >= 24
 
 
 def test_deepspeed_gist_memory_first_seen():

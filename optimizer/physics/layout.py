@@ -173,6 +173,9 @@ class RunSettings:
     fp8_saved_inputs: bool | np.ndarray = False  # Transformer Engine keeps FP8 linear inputs for the weight gradient
     # per layout, whether its framework runs Transformer Engine's layers (Cluster.fused_efficiency_ratio applies)
     fused_framework: bool | np.ndarray = False
+    # the gradient buffer's bytes per 16-bit gradient byte: 2 where gradients accumulate and reduce in fp32
+    # (job.gradient_dtype: Megatron-Core's fp32 main_grad, nanotron's accumulate_grad_in_fp32)
+    main_grad: Floats = 1.0
     # TP splits the norms and residuals along the sequence too (Megatron's sequence parallelism; per layout)
     sequence_parallel: bool | np.ndarray = True
     logits_bytes_per_vocab: Floats = (

@@ -76,10 +76,17 @@ class MemoryBreakdown:
 # on, ZeRO-3 2 bytes (stage3.py initialize_optimizer_states: one fp32 gradient buffer of the largest sub-group).
 # Per byte of 16-bit gradient, so a stated bytes_per_param scales them too.
 DEEPSPEED_FP32_GRAD_BYTES_PER_GRAD_BYTE = {2: 2.0, 3: 1.0}
+# An fp32 gradient (IEEE 754 binary32, 4 bytes) per byte of a 16-bit one (bf16, 2 bytes): job.gradient_dtype fp32.
+FP32_GRAD_BYTES_PER_GRAD_BYTE = 2.0
 
 
 def state_bytes(
-    shape: ModelShape, train: TrainingState, layout: Layout, zero3_per_step=False, deepspeed=False
+    shape: ModelShape,
+    train: TrainingState,
+    layout: Layout,
+    zero3_per_step=False,
+    deepspeed=False,
+    main_grad=1.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Weights, gradients and optimizer state per GPU (ZeRO paper section 5.1, Figure 1).
 
@@ -94,7 +101,9 @@ def state_bytes(
     weights unsharded from the first forward to the last backward, and each trainable parameter's unsharded
     gradient accumulated in fp32 between micro-batches (FSDP_UNSHARDED_GRAD_BYTES): the memory side of
     gathering once per step. ``deepspeed`` (per layout): DeepSpeed's ZeRO-2/3, as its estimators count them
-    (``deepspeed_fp32_grad_bytes``, ``deepspeed_gathered_params``)."""
+    (``deepspeed_fp32_grad_bytes``, ``deepspeed_gathered_params``). ``main_grad`` (per layout): the gradient
+    buffer's bytes per 16-bit gradient byte, 2 where gradients accumulate in fp32 (job.gradient_dtype: Megatron-
+    Core's fp32 main_grad buffer, whole on every rank under its distributed optimizer as the 16-bit one is)."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
     zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
     ep = np.asarray(layout.ep, float)
@@ -120,7 +129,7 @@ def state_bytes(
     gathered = np.where(deepspeed, deepspeed_gathered_params(shape, tp, expert_split), gathered)
     weights = weights + np.where(zero >= 3, zero3_gather_bytes_per_param(train) * gathered, 0.0)
     grad_total = train.grad_bytes * train.trainable_params
-    grads = per_gpu(grad_total, grad_total * trainable_share, zero >= 2)
+    grads = per_gpu(grad_total, grad_total * trainable_share, zero >= 2) * np.asarray(main_grad, float)
     if np.any(deepspeed):
         fp32_total = deepspeed_fp32_grad_bytes(train, zero) * train.trainable_params
         fp32_grads = per_gpu(fp32_total, fp32_total * trainable_share, True)
@@ -471,7 +480,7 @@ def memory_breakdown(
 ) -> MemoryBreakdown:
     """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1); ``deepspeed``
     (per layout) counts ZeRO-2/3 states as DeepSpeed's estimators do."""
-    weights, grads, optim = state_bytes(shape, train, layout, zero3_per_step, deepspeed)
+    weights, grads, optim = state_bytes(shape, train, layout, zero3_per_step, deepspeed, settings.main_grad)
     weights = weights + kbit_upcast_bytes(train, layout)  # PEFT's fp32 copy of a QLoRA base's 16-bit parameters
     if np.any(deepspeed) and shape.has_shapes:  # ZeRO-3 keeps the running block gathered (reuse distance)
         weights = weights + np.where(np.asarray(deepspeed, bool), deepspeed_held_block_bytes(shape, train, layout), 0.0)

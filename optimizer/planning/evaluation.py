@@ -18,6 +18,7 @@ from ..physics.constants import (
 from ..physics.cost import run_cost_usd
 from ..physics.layout import RECOMPUTE_LEAST, Cluster, Layout, Offload, Recompute
 from ..physics.memory import (
+    FP32_GRAD_BYTES_PER_GRAD_BYTE,
     MemoryBreakdown,
     activation_bytes,
     headroom_bytes,
@@ -189,6 +190,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         fused_kernels=fused,
         fp8_saved_inputs=fused & (ctx.job.precision == "fp8"),
         sequence_parallel=sequence_parallel(codes, ctx.job.framework),
+        main_grad=FP32_GRAD_BYTES_PER_GRAD_BYTE if ctx.job.gradient_dtype == "fp32" else 1.0,
         fused_framework=fused_kernels(codes, ctx.kernel_speed, ctx.job.framework),
         logits_bytes_per_vocab=loss_bytes_per_vocab(codes, ctx.job.loss, ctx.job.framework),
     )

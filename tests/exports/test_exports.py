@@ -591,7 +591,7 @@ def _megatron_parser() -> tuple[argparse.ArgumentParser, dict[str, set[str]]]:
     """Megatron-LM's parser builds its model-parallel, transformer, DDP and optimizer flags from megatron-core's
     dataclasses (megatron/training/argument_utils.py: ArgumentGroupFactory, '--' + field name with dashes, or the
     field's argparse_meta arg_names); megatron.training itself is not on PyPI, so mirror that from the installed
-    megatron-core, plus the six megatron/training flags the export uses (arguments.py, training_config.py)."""
+    megatron-core, plus the seven megatron/training flags the export uses (arguments.py, training_config.py)."""
     pytest.importorskip("megatron.core")
     from megatron.core.distributed import DistributedDataParallelConfig
     from megatron.core.optimizer import OptimizerConfig
@@ -619,6 +619,8 @@ def _megatron_parser() -> tuple[argparse.ArgumentParser, dict[str, set[str]]]:
     parser.add_argument("--decoder-first-pipeline-num-layers", dest="num_layers_in_first_pipeline_stage", type=int)
     parser.add_argument("--decoder-last-pipeline-num-layers", dest="num_layers_in_last_pipeline_stage", type=int)
     parser.add_argument("--ckpt-format", choices=["torch", "torch_dist", "zarr", "torch_dcp", "fsdp_dtensor"])
+    # arguments.py: under --bf16 it turns accumulate_allreduce_grads_in_fp32 off (gradients reduced in bf16)
+    parser.add_argument("--grad-reduce-in-bf16", action="store_true")
     return parser, owners
 
 

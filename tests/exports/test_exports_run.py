@@ -139,6 +139,7 @@ MEGATRON_FLAGS: dict[str, type | None] = {
     "--use-precision-aware-optimizer": None, "--cpu-offloading-num-layers": int, "--micro-batch-size": int,
     "--global-batch-size": int, "--seq-length": int, "--recompute-granularity": str, "--recompute-method": str,
     "--recompute-num-layers": int, "--fp16": None, "--bf16": None, "--fp8-format": str, "--fp4-format": str,
+    "--grad-reduce-in-bf16": None,
     # the model (megatron_run.model_args)
     "--num-layers": int, "--hidden-size": int, "--ffn-hidden-size": int, "--num-attention-heads": int,
     "--group-query-attention": None, "--num-query-groups": int, "--kv-channels": int,

@@ -137,6 +137,13 @@ class JobSpec(_Model):
         "optimizer.early_step_in_backward; PyTorch tutorial 'How to save memory by fusing the optimizer step into "
         "the backward pass'). No gradient accumulation and no pipeline parallelism with it.",
     )
+    gradient_dtype: Literal["bf16", "fp32"] = Field(
+        "bf16",
+        description="The dtype gradients accumulate and reduce in: bf16 (2 bytes a gradient; the Megatron export "
+        "writes --grad-reduce-in-bf16, as NeMo's performance recipes set grad_reduce_in_fp32 false) or fp32 (4 "
+        "bytes a gradient and twice the data-parallel reduce traffic: Megatron-LM's default under --bf16, NeMo's "
+        "bf16 DDP config, nanotron's accumulate_grad_in_fp32).",
+    )
     master_weights: bool = Field(
         True,
         description="Mixed precision with an fp32 master copy (AdamW 12 B/param of state: Megatron, DeepSpeed, "

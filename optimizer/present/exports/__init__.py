@@ -168,13 +168,15 @@ def export(
     moe_dispatcher: str | None = None,
     vendor: str | None = None,
     compile: bool | None = None,
+    gradient_dtype: str | None = None,
 ) -> str:
     """The launcher config ``kind`` (one of ``KINDS``, or a kind registered since) for ``plan``, as text to
     write to a file.
 
     ``job``: the plan's job (a JobSpec, or its ``ExportJob`` facts), which says what a Plan does not: the
     name, sequence length, precision, layer count, method and optimizer, and the run's tokens, model,
-    checkpoint size, fine-tune or not, MoE dispatcher, the SKU's vendor and torch.compile (``ExportJob``). Without it, the keywords give them
+    checkpoint size, fine-tune or not, MoE dispatcher, the SKU's vendor, torch.compile and the gradients' dtype
+    (``ExportJob``). Without it, the keywords give them
     one by one (each defaulting as ``ExportJob`` does); with it, a keyword given replaces the job's fact."""
     facts = _facts(
         job,
@@ -191,6 +193,7 @@ def export(
         moe_dispatcher=moe_dispatcher,
         vendor=vendor,
         compile=compile,
+        gradient_dtype=gradient_dtype,
     )
     if facts.precision not in PRECISIONS:
         raise ArgumentError(

@@ -49,7 +49,8 @@ class ExportJob:
     ``finetune`` (a pretrained model trained further: the exports load its weights) and ``moe_dispatcher``
     (the token dispatcher the plan's time assumed; gpuplan's default where only the job is given). ``vendor``:
     the plan's SKU's (``Sku.vendor``) as the caller's catalog gives it; None: the bundled hardware file's.
-    ``compile``: job.compile, the run under torch.compile the plan's speed assumed."""
+    ``compile``: job.compile, the run under torch.compile the plan's speed assumed. ``gradient_dtype``:
+    job.gradient_dtype, the gradients' dtype the plan's memory and reduce traffic assumed."""
 
     name: str = "gpuplan-job"
     seq_len: int | None = None
@@ -64,6 +65,7 @@ class ExportJob:
     moe_dispatcher: str = MOE_DISPATCHER
     vendor: str | None = None
     compile: bool = False
+    gradient_dtype: str = "bf16"
 
 
 def _checkpoint_bytes(job: JobSpec) -> float | None:
@@ -101,6 +103,7 @@ def job_facts(job: JobSpec) -> ExportJob:
         checkpoint_bytes=_checkpoint_bytes(job),
         finetune=is_finetune(job),
         compile=job.compile,
+        gradient_dtype=job.gradient_dtype,
     )
 
 

@@ -87,6 +87,7 @@ def megatron_args(
     precision: str = "bf16",
     num_layers: int | None = None,
     optimizer: str = "adamw",
+    gradient_dtype: str = "bf16",
 ) -> list[str]:
     """The parallelism, batch, recompute, activation offload and precision arguments of Megatron-LM's
     ``pretrain_gpt.py``.
@@ -141,6 +142,8 @@ def megatron_args(
         args.append("--fp8-format hybrid")
     elif precision == "nvfp4":
         args.append("--fp4-format e2m1")
+    if gradient_dtype == "bf16" and precision != "fp16":  # else Megatron-LM accumulates and reduces in fp32
+        args.append("--grad-reduce-in-bf16")
     return args
 
 
@@ -217,7 +220,7 @@ def command(plan: Plan, job: ExportJob) -> Command:
     s = plan.strategy
     target = [
         "pretrain_gpt.py",
-        *megatron_args(plan, job.seq_len, job.precision, job.num_layers, job.optimizer),
+        *megatron_args(plan, job.seq_len, job.precision, job.num_layers, job.optimizer, job.gradient_dtype),
         *model_args(job.model, job.seq_len),
         *moe_args(job.model, plan_dispatcher(job.moe_dispatcher, plan)),
         *run_args(plan, job),
