@@ -12,12 +12,11 @@ from __future__ import annotations
 import re
 import statistics
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import throughput  # noqa: E402
