@@ -672,8 +672,8 @@ def test_megatron_writes_the_uneven_interleaved_layout_published_runs_use(layers
 
 
 def test_a_published_uneven_interleaved_megatron_layout_is_checked_not_refused():
-    # Issue 48: validation/throughput_runs.yaml's 405B layouts (126 layers, PP 8 x VP 8, TP 8) were "not
-    # runnable": the interleaving rule asked for an even split Megatron-Core no longer needs.
+    # Issue 48: validation/throughput_runs.yaml's 405B layouts (126 layers, PP 8 x VP 8, TP 8) are runnable:
+    # Megatron-Core's interleaving needs no even split of the layers.
     problem = Problem.model_validate(
         expand_models(
             {
