@@ -27,7 +27,7 @@ from ortools.sat.python import cp_model  # noqa: E402
 from portfolio_bench import constructed  # noqa: E402
 
 from optimizer import api  # noqa: E402
-from optimizer.physics.constants import usd_to_cents  # noqa: E402
+from optimizer.money import usd_to_cents  # noqa: E402
 from optimizer.solver.model import new_solver  # noqa: E402
 from optimizer.solver.portfolio import data as pdata  # noqa: E402
 from optimizer.solver.portfolio.build import build, warm_start  # noqa: E402

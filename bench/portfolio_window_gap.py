@@ -32,7 +32,7 @@ from portfolio_bench import constructed  # noqa: E402
 from portfolio_gap import placements  # noqa: E402
 
 from optimizer import api  # noqa: E402
-from optimizer.physics.constants import usd_to_cents  # noqa: E402
+from optimizer.money import usd_to_cents  # noqa: E402
 from optimizer.solver.portfolio.data import pool_specs, prepare_jobs, whole_steps  # noqa: E402
 from optimizer.solver.portfolio.greedy import capacity_arrays  # noqa: E402
 from optimizer.solver.portfolio.lp import window  # noqa: E402

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "optimizer"
 
 # Lowest first. A module's layer is the first prefix that matches its dotted name.
 LAYERS = [
-    ("errors", "physics.constants"),
+    ("errors", "physics.constants", "money"),
     ("inputs",),
     ("physics",),
     ("results",),

@@ -36,7 +36,7 @@ from ortools.sat.python import cp_model
 
 from ..errors import JobError
 from ..inputs import units
-from ..physics.constants import budget_cents, usd_to_cents
+from ..money import budget_cents, usd_to_cents
 from ..planning.candidates import Candidate, CandidateTable
 from ..planning.plans import meets_deadline
 from ..planning.uncertainty import p90_hours

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from ..inputs import units
-from ..physics.constants import budget_cents, optimality_gap, usd_to_cents
+from ..money import budget_cents, usd_to_cents
 from ..planning.candidates import Candidate, CandidateTable
 from ..planning.context import JobContext
 from ..planning.plans import plan_from
@@ -38,6 +38,11 @@ SOLVED = (cp_model.OPTIMAL, cp_model.FEASIBLE)
 # H100 offers, 4 rows each): with presolve 0.4 s at 400 rows, 1.6 s at 800, 4.6 s at 1,600 and no solution
 # in 10 s at 4,000 (probing adds 200,000 clauses); without, 0.5, 0.8, 1.2 and 0.3-0.5 s, the same optimum.
 PRESOLVE_ROWS = 500
+
+
+def optimality_gap(objective: float, bound: float, proven: bool) -> float:
+    """Relative distance between a solution and the solver's bound: |obj - bound| / |obj| (0 when proven)."""
+    return 0.0 if proven or objective == 0 else abs(objective - bound) / abs(objective)
 
 
 def _model(table: CandidateTable, *, deadline: bool = True, budget: bool = True) -> tuple[PlanModel, JobVars]:

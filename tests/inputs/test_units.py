@@ -15,7 +15,7 @@ from optimizer.inputs.units import (
     parse_rate,
     parse_usd,
 )
-from optimizer.physics.constants import CENTS_PER_USD, usd_to_cents
+from optimizer.money import CENTS_PER_USD, usd_to_cents
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from test_portfolio_scale import _constructed, _setup
 from optimizer import portfolio
 from optimizer.explain import earliest_ends
 from optimizer.inputs.schema import Catalog, Portfolio
-from optimizer.physics.constants import usd_to_cents
+from optimizer.money import usd_to_cents
 from optimizer.results import PortfolioResult
 from optimizer.solver.portfolio.greedy import capacity_arrays, earliest_start
 

@@ -16,7 +16,7 @@ from test_portfolio import brute_force, check_schedule, small_portfolios
 from optimizer import load_catalog, portfolio
 from optimizer.inputs.files import portfolio_job_problem
 from optimizer.inputs.schema import Catalog, JobSpec, ModelSpec, Offer, Portfolio, Problem
-from optimizer.physics.constants import usd_to_cents
+from optimizer.money import usd_to_cents
 from optimizer.planning.calibration import job_context
 from optimizer.planning.candidates import build_table, retimed
 from optimizer.planning.plans import plan_from

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from test_portfolio import small_portfolios
 from test_portfolio_scale import CONTESTED, POOL_OF, TWO_POOLS, _constructed, _setup
 
-from optimizer.physics.constants import usd_to_cents
+from optimizer.money import usd_to_cents
 from optimizer.solver.portfolio.greedy import greedy_schedule
 from optimizer.solver.portfolio.lagrange import Ascent
 from optimizer.solver.portfolio.lns import Search, search

@@ -12,14 +12,12 @@ from pydantic import (
     model_validator,
 )
 
+from ...money import NEAR_TIE_FRACTION, NEAR_TIE_MIN_USD, budget_cents
 from ...physics.constants import (
     FAILURES_PER_GPU_HOUR,
     FITTED_OVERLAP,
     HOST_LINK_GB_PER_S_PER_GPU,
     HOST_MEMORY_GB_PER_S_PER_GPU,
-    NEAR_TIE_FRACTION,
-    NEAR_TIE_MIN_USD,
-    budget_cents,
 )
 from .. import units
 from .base import _Model

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from ...inputs.schema import Portfolio
-from ...physics.constants import CENTS_PER_USD, optimality_gap, usd_to_cents
-from ...physics.constants import budget_cents as budget_cents_of
+from ...money import CENTS_PER_USD, usd_to_cents
+from ...money import budget_cents as budget_cents_of
 from ...results import PortfolioResult
+from ..single import optimality_gap
 from . import work
 from .build import PortfolioModel, build, warm_start
 from .data import JobData, PoolSpec, shortlist

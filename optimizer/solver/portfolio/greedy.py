@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from ...physics.constants import usd_to_cents
+from ...money import usd_to_cents
 from . import work
 
 Placement = tuple[int, int] | None  # (option index, start step) or None: not placed

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...physics.constants import usd_to_cents
+from ...money import usd_to_cents
 from . import work
 from .greedy import capacity_arrays
 from .lp import drop_weights, window

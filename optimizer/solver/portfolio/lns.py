@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ...physics.constants import usd_to_cents
+from ...money import usd_to_cents
 from ..model import new_solver
 from . import work
 from .ejection import RELOCATE_JOBS, RELOCATE_SHARE, Placements, relocate_far

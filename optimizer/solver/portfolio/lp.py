@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ortools.linear_solver import pywraplp
 
-from ...physics.constants import usd_to_cents
+from ...money import usd_to_cents
 from . import work
 from .greedy import capacity_arrays
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...inputs.schema import Portfolio
-from ...physics.constants import CENTS_PER_USD
-from ...physics.constants import budget_cents as budget_cents_of
+from ...money import CENTS_PER_USD
+from ...money import budget_cents as budget_cents_of
 from ...results import PortfolioResult
 from . import work
 from .data import JobData, PoolSpec

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ...physics.constants import CENTS_PER_USD
+from ...money import CENTS_PER_USD
 from .data import JobData
 from .greedy import Pass
 from .lns import Search

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...physics.constants import usd_to_cents
+from ...money import usd_to_cents
 from .lp import window
 
 
