@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializeAsAny
 
 from .inputs.schema import Strategy
 
@@ -33,7 +33,7 @@ class Plan(BaseModel):
     nodes: int
     gpus_per_node: int
     gpus: int
-    strategy: Strategy
+    strategy: SerializeAsAny[Strategy]  # a Strategy with more declared dimensions writes them too
     memory_gib: MemoryGiB
     fits: bool
     gpus_per_host: int | None = Field(

@@ -19,8 +19,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from pydantic import Field, create_model
+
 from . import units
-from .schema import JobSpec
+from .schema import JobSpec, Strategy
 
 # Where a pinned value goes: the hardware row (``check_row``'s GPU and node counts), the job (a field of
 # ``JobSpec`` the request overrides) or the fixed layout (``planning.check.Fixed``).
@@ -150,6 +152,19 @@ def layout_ranges(fields: Iterable[LayoutField] = LAYOUT_FIELDS) -> dict[str, st
 
 # check's layout fields (the CLI's flags, the service's check fields) -> the range of ``LIMITS`` each must fall in
 LAYOUT_RANGES = layout_ranges()
+
+
+def strategy_model(fields: Iterable[LayoutField] = LAYOUT_FIELDS) -> type[Strategy]:
+    """``Strategy`` with a field for each layout dimension ``fields`` declare that it does not hold yet (None: not
+    set), described by the declaration's help, so a new dimension reaches the plan and its JSON from its
+    declaration. Over gpuplan's own declarations it is ``Strategy`` itself: each names a field Strategy has
+    (tests/cli/test_layout_vocabulary.py)."""
+    missing = {
+        f.strategy: (f.kind | None, Field(None, description=f.help))
+        for f in fields
+        if f.pins == "layout" and f.strategy and f.strategy not in Strategy.model_fields
+    }
+    return create_model("Strategy", __base__=Strategy, **missing) if missing else Strategy  # type: ignore[call-overload]
 
 
 def pinned(pins: Pins, fields: Iterable[LayoutField] = LAYOUT_FIELDS) -> tuple[str, ...]:
