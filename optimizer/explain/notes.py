@@ -82,7 +82,7 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
         notes.append("activations are the fixed job.activation_reserve, not computed from shapes")
     if ctx.recipe_batch_sequences is not None:  # (a batch it rounded up to the GPUs, said)
         notes += batch_notes(ctx, plan)
-    notes += measurement_notes(ctx) + precision_notes(ctx)
+    notes += measurement_notes(ctx) + precision_notes(ctx) + gradient_notes(ctx, plan)
     if plan.hours.p50 * 3600.0 > units.LIMITS["duration"].high:
         notes.append(
             f"this configuration runs {_years(plan.hours.p50 * 3600.0)}, past the {LIMIT_YEARS} any GPU rental is "
@@ -107,6 +107,18 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
         # a verdict on hardware the offer does not rent, which solve never plans (a cost below its optimum)
         notes.append(f"offer {offer.name} {why}: it cannot be rented there as it stands")
     return notes + moe_notes(ctx, plan) + kernel_notes(ctx, plan) + zero3_fetch_notes(plan)
+
+
+def gradient_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
+    """What a Megatron plan assumed of its gradients' dtype (job.gradient_dtype), where Megatron-LM's own default
+    differs: bf16, as the export launches it, against fp32 accumulation and reduce under --bf16."""
+    if plan is None or plan.strategy.framework != "megatron" or ctx.job.gradient_dtype != "bf16":
+        return []
+    return [
+        "gradients: bf16, as the Megatron export launches it (--grad-reduce-in-bf16); Megatron-LM's own default "
+        f"under --bf16 accumulates and reduces them in fp32: {plan.memory_gib.gradients:,.1f} GiB more per GPU and "
+        "twice the data-parallel reduce (job.gradient_dtype: fp32 plans that)"
+    ]
 
 
 def zero3_fetch_notes(plan: Plan | None) -> list[str]:
@@ -386,7 +398,7 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
     notes += batch_notes(ctx, best)
     notes.append(spot_note(ctx.constraints.spot, "constraints.spot"))
     notes += measurement_notes(ctx) + precision_notes(ctx)
-    notes += moe_notes(ctx, best) + kernel_notes(ctx, best) + zero3_fetch_notes(best)
+    notes += moe_notes(ctx, best) + kernel_notes(ctx, best) + zero3_fetch_notes(best) + gradient_notes(ctx, best)
     if job.framework == "auto" and best is not None:
         notes.append(
             f"framework: any; the plan runs in {best.strategy.framework} (set job.framework or --framework to plan "

@@ -62,3 +62,13 @@ def test_the_megatron_export_launches_the_gradients_the_plan_assumed():
 
     assert "--grad-reduce-in-bf16" in args(None)
     assert "--grad-reduce-in-bf16" not in args("fp32")
+
+
+def test_a_megatron_answer_says_which_gradients_it_assumed():
+    def notes(dtype: str | None) -> list[str]:
+        problem = _problem(dtype)
+        return check(problem, CheckRequest("H100-SXM", 8, tp=2, pp=1, zero=1, micro_batch=1, compare=False)).notes
+
+    said = [n for n in notes(None) if n.startswith("gradients: bf16")]
+    assert len(said) == 1 and "--grad-reduce-in-bf16" in said[0] and "gradient_dtype: fp32" in said[0]
+    assert not any(n.startswith("gradients:") for n in notes("fp32"))
