@@ -43,6 +43,7 @@ from .layout import Layout, Recompute, RunSettings
 from .memory_terms import (
     bnb_saved_input_bytes,
     deepspeed_held_block_params,
+    heaviest_stage_share,
     kbit_upcast_bytes,
     variable_length_fragmentation_bytes,
 )
@@ -116,8 +117,12 @@ def state_bytes(
     # state over all tp x shard ranks, as the dense weights are.
     expert_split = ep * layout.expert_tp
 
+    stage = heaviest_stage_share(
+        shape, pp, layout.virtual_stages
+    )  # the first and last stages hold an embedding-sized matrix each
+
     def per_gpu(total, expert_total, sharded) -> np.ndarray:
-        dense = (total - expert_total) / np.where(sharded, shard, 1.0) / model_parallel
+        dense = (total - expert_total) / np.where(sharded, shard, 1.0) * stage / tp
         experts = expert_total / np.where(sharded, np.maximum(shard * tp, expert_split), expert_split) / pp
         return dense + experts
 

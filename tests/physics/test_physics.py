@@ -10,6 +10,7 @@ from optimizer.inputs.hf_models import model_fields, presets
 from optimizer.inputs.schema import JobSpec, ModelSpec
 from optimizer.physics.layout import Cluster, Layout, Recompute, RunSettings
 from optimizer.physics.memory import activation_bytes, layer_activation_bytes, state_bytes
+from optimizer.physics.memory_terms import heaviest_stage_share
 from optimizer.physics.shapes import ModelShape, lora_adapter_params
 from optimizer.physics.time import StepTime, flops_per_token, step_time
 from optimizer.planning.model_state import model_shape, training_state
@@ -243,3 +244,20 @@ def test_explicit_scaling_efficiency_replaces_the_derived_one():
     train = training_state(_job(ModelSpec(params=1e9)), shape)
     t = _step(shape, train, _hw(), nodes=2, gpus_per_node=8, dp=16, explicit_efficiency=0.79)
     assert float(t.scaling_efficiency) == pytest.approx(0.79)
+
+
+def test_the_first_and_last_pipeline_stages_hold_the_embeddings():
+    # Megatron-LM's functional-test GPT (validation/memory_runs.yaml mlm-gpt-tp1-pp4-local: 12 layers, hidden 512,
+    # vocabulary 50,304 tied, 64.0M parameters) over PP 4: its last stage holds 3 layers (9.4M parameters with the
+    # learned positions and final norm spread over the stages here) beside its copy of the 25.8M tied embeddings.
+    gpt = ModelShape(params=64.0e6, active_params=64.0e6, layers=12, hidden=512, vocab=50304, tied_embeddings=True)
+    assert heaviest_stage_share(gpt, 4) * 64.0e6 == pytest.approx(25.76e6 + 9.56e6, rel=1e-3)
+    assert heaviest_stage_share(gpt, 1) == 1.0
+    # untied over 2 stages: the embedding on one, the LM head on the other, each stage half the model
+    untied = ModelShape(params=8.03e9, active_params=8.03e9, layers=32, hidden=4096, vocab=128256)
+    assert heaviest_stage_share(untied, 2) == pytest.approx(0.5)
+    embedding = 128256 * 4096
+    assert heaviest_stage_share(untied, 4) == pytest.approx(((8.03e9 - 2 * embedding) / 4 + embedding) / 8.03e9)
+    # where the chunks do not split the layers evenly the end stages take fewer layers (the Megatron export's
+    # first/last stage counts and layouts, the embedding and the loss as slots): the even share
+    assert heaviest_stage_share(untied, 4, virtual_stages=3) == pytest.approx(0.25)
