@@ -8,7 +8,7 @@ predicted in time), with each stage's seconds.
 No constant is fitted on these rows: the GPUs' training efficiency is gpuplan's default for their class, the
 engines' settings are the rows' recipes', the decode step's host share is vLLM's measured bubble
 (physics/decode.py), and what a recipe leaves unstated (the prompt length) is marked ASSUMPTION in the file.
-tests/test_roles_grpo.py holds each row within the factor it reaches."""
+tests/roles/test_roles_grpo.py holds each row within the factor it reaches."""
 
 from __future__ import annotations
 

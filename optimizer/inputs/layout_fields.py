@@ -8,7 +8,7 @@ its help text. Derived from it: ``LAYOUT_RANGES`` (the CLI's flag check and the 
 the ``check`` command's options (``cli_options.layout_option``), the ``check:`` body model
 (``server.bodies.check_layout_model``) and ``api.check``'s mapping of a ``CheckRequest`` onto the job and the
 fixed layout. ``CheckRequest`` and ``planning.check.Fixed`` keep their typed fields (a type checker reads
-them); tests/test_layout_vocabulary.py holds them to this list.
+them); tests/cli/test_layout_vocabulary.py holds them to this list.
 
 A new layout dimension is one declaration here, its field in ``CheckRequest`` and ``Fixed``, and its physics.
 """

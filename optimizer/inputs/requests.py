@@ -2,7 +2,7 @@
 
 The CLI and the server build these from flags and request bodies; ``api.check`` takes one instead of a long list
 of keyword arguments. ``CheckRequest``'s layout fields are the dimensions declared in inputs/layout_fields.py, by
-the same names (tests/test_layout_vocabulary.py holds them equal): a new one is a declaration there and a field
+the same names (tests/cli/test_layout_vocabulary.py holds them equal): a new one is a declaration there and a field
 here, which the faces fill by name.
 """
 

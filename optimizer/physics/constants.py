@@ -106,7 +106,7 @@ LOSS_FP32_COPY_MIN_BYTES_PER_VOCAB = 6.0  # at or above: the loss holds an fp32 
 # held): PyTorch's cross-entropy over the upcast logits (torchtitan's cross_entropy_loss, transformers'
 # ForCausalLMLoss) keeps log_softmax's fp32 output (4) and, in backward, the fp32 gradient from nll_loss (4) and
 # the one log_softmax's backward writes (4): 12, measured with a live-tensor count over forward and backward
-# (tests/test_torch_accounting.py; 14 while the bf16 logits stay referenced); torchtune's chunked loss
+# (tests/validation/test_torch_accounting.py; 14 while the bf16 logits stay referenced); torchtune's chunked loss
 # (CEWithChunkedOutputLoss) keeps the bf16 logits and upcasts one chunk at a time (2); Liger Kernel's fused
 # linear cross-entropy (Hsu et al. 2024, section 3.4) never materialises the full logits (0; its chunk's working
 # set is within the reserve); flash-attn's Triton cross-entropy (flash_attn/losses/cross_entropy.py, llm-foundry's

@@ -11,7 +11,7 @@ Sources, term by term:
   states equal its estimators. Optimizer in backward keeps one tensor's gradient instead of all of them.
 - Activations: Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
   Models", section 4.1), re-derived for the real widths by counting what PyTorch's autograd keeps
-  (``saved_tensors_hooks`` on the bundled presets, tests/test_torch_accounting.py); the terms are in
+  (``saved_tensors_hooks`` on the bundled presets, tests/validation/test_torch_accounting.py); the terms are in
   ``layer_activation_bytes`` and ``activation_bytes`` (TP with and without sequence parallelism, recompute,
   1F1B's min(p, m) micro-batches in flight, logits 6 s b V / t, activation offload).
 - Reserve: the CUDA context and NCCL's buffers outside PyTorch's caching allocator (fixed) plus the allocator's

@@ -15,7 +15,7 @@ At 16 bits s = 1 and no cast runs: the time is the one the efficiency was fitted
 training runs 1.2-1.5x faster where its peak is 2x: NVIDIA's Megatron-Bridge performance guide ("typically
 1.2-1.5x"), torchtitan's Llama 3 70B on 256 H100 (597 -> 829 tokens/s per GPU, 1.39x), torchtitan's Llama 3
 8B with torch.compile (1.28x, Table 1 of benchmarks/llama3_h100_202412_torchtitan.md), torchao's float8
-tensorwise Llama 3 8B on 8 H100 (+25 %). tests/test_precision.py holds the split to them.
+tensorwise Llama 3 8B on 8 H100 (+25 %). tests/physics/test_precision.py holds the split to them.
 """
 
 from __future__ import annotations

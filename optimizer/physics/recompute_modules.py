@@ -31,7 +31,7 @@ from .shapes import ModelShape
 
 # Megatron-Core's default (TransformerConfig.recompute_modules)
 DEFAULT_RECOMPUTE_MODULES: frozenset[str] = frozenset({"core_attn"})
-# the modules modelled here (job.recompute_modules' Literal names the same: tests/test_recompute_modules.py)
+# the modules modelled here (job.recompute_modules' Literal names the same: tests/physics/test_recompute_modules.py)
 RECOMPUTE_MODULES = ("core_attn", "layernorm", "moe_act", "mlp")
 
 

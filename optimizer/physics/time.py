@@ -138,7 +138,7 @@ def flops_per_token(
     The attention term is 12 L (heads x head_dim) s: the score and value matmuls run at the attention
     width, not the hidden size (Qwen3-30B-A3B: 32 x 128 = 4096 vs hidden 2048; Gemma 2 9B: 16 x 256 =
     4096 vs 3584), as torchtitan's ``get_dense_model_nparams_and_flops`` counts it. FlopCounterMode over
-    forward + backward (tests/test_torch_accounting.py) counts 14 L q s for SDPA's flash kernel (its
+    forward + backward (tests/validation/test_torch_accounting.py) counts 14 L q s for SDPA's flash kernel (its
     backward re-computes the scores), which the model-FLOPs convention leaves out."""
     attention = attention_flops_per_token(shape, seq_len)
     if train.lora:

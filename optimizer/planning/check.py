@@ -38,7 +38,7 @@ from .plans import plan_from
 @dataclass(frozen=True)
 class Fixed:
     """What the user fixed (None: gpuplan chooses): the layout dimensions of inputs/layout_fields.py that pin the
-    layout (``pinned("layout")``), by the same names (tests/test_layout_vocabulary.py holds them equal; their
+    layout (``pinned("layout")``), by the same names (tests/cli/test_layout_vocabulary.py holds them equal; their
     order here is the order a note lists what the user gave).
 
     ``zero`` alone means what ZeRO and FSDP mean by it: stages 1-3 shard over every data-parallel rank

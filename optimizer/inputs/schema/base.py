@@ -19,7 +19,7 @@ from ...errors import UnitError
 from .. import units
 
 # Every numeric input field -> its range in ``units.LIMITS`` (by attribute name, or ``Class.attribute``
-# where one name means different things). tests/test_hostile.py checks that none is missing.
+# where one name means different things). tests/hostile/test_hostile.py checks that none is missing.
 _RANGES: dict[str, str] = {
     # Sku, Offer
     "memory_label_bytes": "memory",

@@ -6,9 +6,9 @@ accelerate's nearest setting needs no more GPU memory than planned (SHARD_GRAD_O
 offload for optimizer offload), it is written with a ``note:`` line saying so. ``gaps``: TP, PP, CP, EP, a
 hybrid shard over other than one node, and the fine-tune memory options FSDP's config cannot carry. Read back
 by accelerate's own loaders (``ClusterConfig.from_yaml_file``, ``accelerate launch``'s parser and
-``prepare_multi_gpu_env``): tests/test_exports.py test_accelerate_config_loads_with_accelerate,
+``prepare_multi_gpu_env``): tests/exports/test_exports.py test_accelerate_config_loads_with_accelerate,
 test_accelerate_launch_line_rendezvouses_on_node_0, test_accelerate_refuses_tensor_and_pipeline_parallelism
-and test_an_adapter_plan_says_what_the_script_must_add; tests/test_ecosystem.py.
+and test_an_adapter_plan_says_what_the_script_must_add; tests/exports/test_ecosystem.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ the megatron export, torchtitan's trainer on the torchtitan export's TOML), so t
 starts the same run. Where that framework has no export with a command (DeepSpeed, FSDP), or its export
 cannot write the plan, ``train.py`` reads the layout from the environment (``torchrun.layout_env``).
 ``write_files`` writes a command's files from the launcher's script (a quoted here-document, which expands
-nothing), ``export_env`` its environment. Read back by tests/test_exports_run.py (the Slurm and SkyPilot
+nothing), ``export_env`` its environment. Read back by tests/exports/test_exports_run.py (the Slurm and SkyPilot
 tests).
 """
 

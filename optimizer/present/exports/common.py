@@ -9,7 +9,7 @@ The numbers: GPUs = nodes x GPUs per node = TP x PP x CP x DP, and the global ba
 optimizer step) = DP x micro-batch x gradient accumulation; ``check_layout`` refuses a plan where they do not
 add up. Every export starts with ``header``: the plan (``describe``), the gpuplan version, the batch and GPU
 arithmetic, in the format's comment syntax (``comment``; DeepSpeed's JSON: a top-level ``_comment`` key,
-which DeepSpeed's config reader ignores). Read back by tests/test_exports.py
+which DeepSpeed's config reader ignores). Read back by tests/exports/test_exports.py
 test_every_export_starts_with_a_header_naming_the_plan and test_the_header_reads_like_the_issue.
 """
 

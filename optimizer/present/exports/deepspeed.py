@@ -4,9 +4,9 @@
 (with ZeRO++ hierarchical partitioning for a hybrid shard), optimizer offload, AutoTP for TP and the pipeline
 stages for PP. ``gaps``: what DeepSpeed's config and engine cannot run (context parallelism, interleaved
 stages, ZeRO-2/3 with PP, TP beside PP, AutoTP above ZeRO-2). Read back by DeepSpeed's config reader
-(``deepspeed.runtime.config.DeepSpeedConfig``, its batch assertion against the DP size): tests/test_exports.py
+(``deepspeed.runtime.config.DeepSpeedConfig``, its batch assertion against the DP size): tests/exports/test_exports.py
 test_deepspeed_config_passes_deepspeeds_batch_assertion and test_deepspeed_refuses_what_it_cannot_run_and_
-names_what_can; tests/test_ecosystem.py and tests/test_offload.py (json).
+names_what_can; tests/exports/test_ecosystem.py and tests/physics/test_offload.py (json).
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ An export whose ``Launcher`` has ``gaps`` (deepspeed, megatron, torchtitan, acce
 fine-tune memory options its config cannot carry); every rule by which gpuplan's planner says the framework
 of that name refuses the layout (``frameworks.why_not_runnable``); and the LoRA plans it does not write
 (``frameworks.LORA_EXPORT_GAPS``). ``refuse`` raises ``ArgumentError(field="export")`` naming the other
-exports that can write the plan. Read back by tests/test_exports.py (``exported`` checks every refusal,
+exports that can write the plan. Read back by tests/exports/test_exports.py (``exported`` checks every refusal,
 test_deepspeed_refuses_what_it_cannot_run_and_names_what_can, test_accelerate_refuses_tensor_and_pipeline_
-parallelism, test_torchtitan_needs_the_layer_count_for_more_than_two_virtual_stages), tests/test_frameworks.py
-and tests/test_finetune_memory.py.
+parallelism, test_torchtitan_needs_the_layer_count_for_more_than_two_virtual_stages), tests/planning/test_frameworks.py
+and tests/physics/test_finetune_memory.py.
 """
 
 from __future__ import annotations

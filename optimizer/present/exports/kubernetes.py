@@ -5,7 +5,7 @@ completion index; the pods ask for the GPUs by their device plugin's resource (n
 and for nodes whose GPUs hold the plan by GPU Feature Discovery's labels (``node_affinity``). Names are
 DNS labels (``dns_label``, which the nodus export uses too). A multi-node plan's pods ask for RDMA and the
 Job is queued in Kueue, which admits its pods together (``multi_node``). Read back by the official client
-(``kubernetes.client.ApiClient`` deserializing V1Service and V1Job): tests/test_exports.py
+(``kubernetes.client.ApiClient`` deserializing V1Service and V1Job): tests/exports/test_exports.py
 test_kubernetes_indexed_job_deserializes_with_the_official_client,
 test_kubernetes_asks_for_gpus_that_hold_the_plan_on_every_sku,
 test_a_b200_plan_needing_166_gib_a_gpu_cannot_land_on_h200_or_h100_nodes,

@@ -7,9 +7,9 @@ steps, checkpoints, tokenizer and data placeholders). ``CUDA_DEVICE_MAX_CONNECTI
 exported where TP or CP is above 1. ``gaps``: the fine-tune memory options it cannot carry (the framework's
 own rules are the planner's, which ``gaps.export_gaps`` adds). Read back by the flags megatron-core's
 dataclasses generate (``TransformerConfig``, ``DistributedDataParallelConfig``, ``OptimizerConfig``, mirrored
-as argparse): tests/test_exports.py test_megatron_arguments_build_megatron_core_configs,
+as argparse): tests/exports/test_exports.py test_megatron_arguments_build_megatron_core_configs,
 test_megatron_takes_the_uneven_pipeline_split_it_is_given, test_megatron_export_runs_the_optimizer_the_plan_
-counted and test_megatron_takes_the_jobs_sequence_length_and_precision; tests/test_frameworks.py (LoRA).
+counted and test_megatron_takes_the_jobs_sequence_length_and_precision; tests/planning/test_frameworks.py (LoRA).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ the flags it generates from megatron/core/transformer/transformer_config.py (--n
 --moe-token-dispatcher-type, --moe-flex-dispatcher-backend, --moe-router-dtype, --moe-ffn-hidden-size,
 --moe-shared-expert-intermediate-size) and from megatron/training/config/training_config.py (--train-iters,
 --save, --load, --save-interval, --pretrained-checkpoint, --exit-signal-handler, --tokenizer-type, --tokenizer-model). Read back by
-tests/test_exports_run.py with an argparse parser of those names.
+tests/exports/test_exports_run.py with an argparse parser of those names.
 """
 
 from __future__ import annotations

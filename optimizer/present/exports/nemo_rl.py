@@ -35,7 +35,7 @@ Beyond one host the same command runs under NeMo RL's ``ray.sub`` (``COMMAND=...
 ray.sub``, its README's multi-node form). What NeMo RL cannot run as planned is refused, one paragraph naming it
 (``nemo_rl_gaps``; what every GRPO export shares is exports/grpo.py's): a disaggregated split of part of a host
 beyond one host, a step's sequences that do not shard evenly over the policy's ranks and micro-batches, more than
-two forward passes, a precision, method or optimizer the plan assumed that the launch does not carry. Read back by tests/test_grpo_export.py: bash runs the script with
+two forward passes, a precision, method or optimizer the plan assumed that the launch does not carry. Read back by tests/exports/test_grpo_export.py: bash runs the script with
 ``uv`` and ``sbatch`` stubbed, run_grpo.py's argparse splits the line, and Hydra's parser and override applier set
 the overrides on NeMo RL's own configs (tests/data/nemo_rl, vendored at the commit above), a key they lack failing.
 """

@@ -4,10 +4,10 @@ A provider format, not a Kubernetes object: Nodus reads ``spec.resources.gpu`` (
 the planned GPU's memory, floored to whole GiB), ``parallelism`` and ``completions`` (one per node). The seed
 applies it with ``nodus apply --dry-run=server`` to a Kubernetes-style server for a ``batch/v1`` Job, so the
 name is a DNS label as the kubernetes export writes it (``kubernetes.dns_label``, up to 63 characters). Read
-back by tests/test_exports.py test_the_nodus_job_is_named_as_an_api_server_takes_a_job_name and
+back by tests/exports/test_exports.py test_the_nodus_job_is_named_as_an_api_server_takes_a_job_name and
 test_the_old_kubernetes_form_is_rejected_by_the_client_and_kept_as_nodus (YAML, then the official Kubernetes
 client, which takes no ``spec.resources``), test_every_text_export_parses_whatever_the_job_name, and
-tests/test_ecosystem.py test_kubernetes_spec_is_the_seeds_format.
+tests/exports/test_ecosystem.py test_kubernetes_spec_is_the_seeds_format.
 """
 
 from __future__ import annotations

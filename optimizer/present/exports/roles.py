@@ -29,7 +29,7 @@ Each role's launch line is a placeholder the user fills (``TARGET_SCRIPT``: a fo
 with the environment ``role_env`` names: the role, its GPUs, the link, the handoff address and the batch. The
 rank within a role is torchrun's ``RANK`` (0 to the role's GPUs - 1; ``WORLD_SIZE`` its GPU count). The kinds
 with no per-role meaning (a framework's config for one model on all the GPUs) are refused (``export_roles``).
-Read back by tests/test_role_exports.py (yaml.safe_load and the JobSet's fields, bash -n and the #SBATCH lines).
+Read back by tests/exports/test_role_exports.py (yaml.safe_load and the JobSet's fields, bash -n and the #SBATCH lines).
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ where the name may not be what the user wants), the cloud pinned to the plan's p
 (``SKYPILOT_CLOUDS``), the layout as the task's envs, a ``disk_size`` that holds the run's checkpoints
 (``run.checkpoint_disk_gb``), for a spot plan a managed job (``sky jobs launch``, ``JOB_RECOVERY``), and the
 plan's framework command (``command.framework_command``; ``train.py`` reading the envs where there is none). Read back by SkyPilot itself (``sky.Task.from_yaml``,
-``from_yaml_config`` and its catalog's accelerator names): tests/test_exports.py
+``from_yaml_config`` and its catalog's accelerator names): tests/exports/test_exports.py
 test_skypilot_task_loads_with_skypilot, test_skypilot_asks_for_every_sku_by_skypilots_name,
 test_skypilot_asks_for_an_h100_sxm_plan_as_h100, test_skypilot_pins_the_cloud_whose_price_the_plan_used and
-test_a_plan_on_an_imported_skypilot_catalog_exports_a_task_skypilot_accepts; tests/test_ecosystem.py.
+test_a_plan_on_an_imported_skypilot_catalog_exports_a_task_skypilot_accepts; tests/exports/test_ecosystem.py.
 """
 
 from __future__ import annotations

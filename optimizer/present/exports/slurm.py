@@ -9,9 +9,9 @@ training" with Slurm: no node rank to pass). It runs the command of the plan's f
 script writes in a quoted here-document), or ``train.py`` with the layout as environment variables
 (``torchrun.layout_env``) where that export has no command or cannot write the plan. Output goes to
 ``<job>-<id>.out``; on spot capacity the job requeues (``--requeue``, output appended) and is signalled ahead
-of its time limit (``--signal``) to save. Read back by tests/test_exports.py: ``bash -n`` parses it, and every
+of its time limit (``--signal``) to save. Read back by tests/exports/test_exports.py: ``bash -n`` parses it, and every
 ``#SBATCH`` line is an sbatch option with a value of its documented form, all before the first command
-(sbatch stops reading directives there); tests/test_exports_run.py (Megatron's parser on its command, the
+(sbatch stops reading directives there); tests/exports/test_exports_run.py (Megatron's parser on its command, the
 here-document, spot).
 """
 

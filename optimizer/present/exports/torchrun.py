@@ -4,8 +4,8 @@
 parallelism; skypilot and kubernetes set the same variables), then ``torchrun ... train.py`` over the plan's
 hosts. ``torchrun_args`` / ``torchrun_line``: torchrun's arguments, which skypilot, kubernetes, megatron and
 torchtitan launch with; ``MASTER_PORT``, the rendezvous port (accelerate's main_process_port too). Read back
-by tests/test_exports.py test_torchrun_and_layout_environment and test_an_nvl72_rack_launches_on_its_hosts_of_
-four (shlex, as a shell splits it) and tests/test_ecosystem.py test_torchrun_command.
+by tests/exports/test_exports.py test_torchrun_and_layout_environment and test_an_nvl72_rack_launches_on_its_hosts_of_
+four (shlex, as a shell splits it) and tests/exports/test_ecosystem.py test_torchrun_command.
 """
 
 from __future__ import annotations

@@ -4,13 +4,13 @@
 PP with its schedule and layers per stage, CP, EP, activation checkpointing, Float8), keys checked against
 ``TORCHTITAN_TOML_SOURCE``; ``torchtitan_flags``: the same values as torchtitan 0.3.0 command-line flags
 (``TORCHTITAN_FLAGS_SOURCE``; 0.3.0 reads no TOML). ``with_run`` adds the run (``run_sections``: the model's
-torchtitan name and flavour, ``training.steps``, ``[checkpoint]``; tests/test_exports_run.py). ``gaps``: what it cannot run (activation offload,
+torchtitan name and flavour, ``training.steps``, ``[checkpoint]``; tests/exports/test_exports_run.py). ``gaps``: what it cannot run (activation offload,
 a hybrid shard CP does not divide, more than 2 virtual stages without the layer count). Read back by
-``tomllib`` and torchtitan's own ``ConfigManager`` (0.2.2's TOML, 0.3.0's flags): tests/test_exports.py
+``tomllib`` and torchtitan's own ``ConfigManager`` (0.2.2's TOML, 0.3.0's flags): tests/exports/test_exports.py
 test_torchtitan_config_parses_with_torchtitan, test_torchtitan_takes_an_expert_parallel_plan_with_its_moe_
 config, test_torchtitan_030_flags_carry_no_optimizer_step_in_backward, test_torchtitan_needs_the_layer_count_
 for_more_than_two_virtual_stages and test_torchtitan_toml_says_0_2_2_refuses_ddp_beside_tp;
-tests/test_finetune_memory.py.
+tests/physics/test_finetune_memory.py.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ Refused (``verl_gaps``): a synchronous disaggregated plan (verl separates the ro
 a split its resource pools cannot hold, a step's sequences that do not shard evenly over the actor's ranks (verl's
 DataProto.chunk asserts it), and the job's settings every GRPO export refuses (exports/grpo.py). Beyond one host,
 Ray runs over the hosts first (``ray start --head`` on one, ``ray start --address`` on the others: verl's
-docs/start/multinode.rst) and the line runs on the head. Read back by tests/test_grpo_export.py: bash runs the script
+docs/start/multinode.rst) and the line runs on the head. Read back by tests/exports/test_grpo_export.py: bash runs the script
 with ``python3`` stubbed, Hydra's own command-line parser (``hydra._internal.utils.get_args_parser``, what
 ``@hydra.main`` reads) splits it, and Hydra's override parser and applier set the overrides in struct mode on verl's
 flattened trainer config (verl/trainer/config/_generated_ppo_trainer.yaml, which its CI keeps equal to the composed

@@ -34,7 +34,7 @@ def _take(value, idx: np.ndarray, n: int):
 
 def compact(table: CandidateTable) -> CandidateTable:
     """``table`` with its evaluation cut to the layouts that can be a row's best at any token count: the same
-    candidates, and the same ones again from ``retimed`` (tested in tests/test_portfolio_scale.py)."""
+    candidates, and the same ones again from ``retimed`` (tested in tests/solver/test_portfolio_scale.py)."""
     ev = table.evaluation
     n = len(ev.row)
     if n == 0:

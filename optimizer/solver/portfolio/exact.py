@@ -33,7 +33,7 @@ LARGE_MODEL_OPTIONS = 5_000
 
 # CP-SAT's interleaved search (``_deterministic``) checks its deterministic limit between batches, and ends past it:
 # measured on 30 jobs, at 2.0-3.8 times a limit of 0.5-2.26 s; it is given the limit over this (2.5: one of two
-# 30-job instances of tests/test_portfolio_determinism.py's without deadlines ran into the wall clock at 10 s).
+# 30-job instances of tests/solver/test_portfolio_determinism.py's without deadlines ran into the wall clock at 10 s).
 INTERLEAVE_OVERRUN = 3.0
 
 
