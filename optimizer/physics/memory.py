@@ -43,10 +43,10 @@ from .layout import Layout, Recompute, RunSettings
 from .memory_terms import (
     bnb_saved_input_bytes,
     deepspeed_held_block_params,
-    heaviest_stage_share,
     kbit_upcast_bytes,
     variable_length_fragmentation_bytes,
 )
+from .pipeline import heaviest_stage_share, in_flight, interleaved_in_flight_factor
 from .recompute_modules import freed_bytes_per_token
 from .shapes import ModelShape, TrainingState
 
@@ -342,7 +342,7 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
     # selective recompute by module (Megatron-Core's --recompute-modules): what the named modules free as well
     freed = s * b * freed_bytes_per_token(shape, settings.recompute_modules, fused, fp8)
     kept_layer = np.where(rc == Recompute.SELECTIVE, flash_layer - freed, full_layer)  # a layer not fully recomputed
-    in_flight = np.minimum(pp, np.asarray(layout.grad_accum, float))
+    flight = in_flight(pp, layout.grad_accum)
     # Full recompute of r of the stage's layers (layout.recomputed_share: all, or Megatron's block method, the
     # first r): each of those keeps only its input (2 sbh), the others all their tensors. A recomputed layer's
     # working set (one layer's tensors) is live when its backward re-runs it, after the layers above it have freed
@@ -351,8 +351,8 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
     op = rc == Recompute.OP
     share = np.where(op, 1.0, layout.recomputed_share(shape.layers))
     recomputing = share > 0
-    held = layout.stage_layers(shape.layers) * in_flight  # layer-micro-batches whose tensors wait for backward
-    last_held = layout.stage_layers(shape.layers) + 0.0 * in_flight
+    held = layout.stage_layers(shape.layers) * flight  # layer-micro-batches whose tensors wait for backward
+    last_held = layout.stage_layers(shape.layers) + 0.0 * flight
     if settings.activation_offload:
         # Saved tensors go to pinned CPU memory as they are made and come back one layer ahead of backward
         # (torchtune OffloadActivations): only the layers in transfer stay on the GPU.
@@ -379,7 +379,7 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
 
     logits = settings.logits_bytes_per_vocab * s * b * shape.vocab
     v = np.asarray(layout.virtual_stages, float)
-    first_stage = (stored(held) / tp + unsplit(held)) * np.where(v > 1, 1.0 + (pp - 1.0) / (pp * v), 1.0)
+    first_stage = (stored(held) / tp + unsplit(held)) * interleaved_in_flight_factor(pp, v)
     last_stage = (stored(last_held) + logits) / tp + unsplit(last_held)
     return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits / tp)
 

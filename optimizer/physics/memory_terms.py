@@ -10,6 +10,7 @@ import numpy as np
 
 from .constants import ACTIVATION_OFFLOAD_RESIDENT_LAYERS
 from .layout import Layout, Recompute, RunSettings
+from .pipeline import in_flight
 from .shapes import ModelShape, TrainingState
 
 
@@ -45,8 +46,7 @@ def bnb_saved_input_bytes(shape: ModelShape, settings: RunSettings, layout: Layo
     tokens = float(settings.seq_len) * np.asarray(layout.micro_batch, float)
     rc = np.asarray(layout.recompute)
     share = np.where(rc == Recompute.OP, 1.0, layout.recomputed_share(shape.layers))
-    in_flight = np.minimum(pp, np.asarray(layout.grad_accum, float))
-    held = layout.stage_layers(shape.layers) * in_flight * (1.0 - share)
+    held = layout.stage_layers(shape.layers) * in_flight(pp, layout.grad_accum) * (1.0 - share)
     if settings.activation_offload:
         held = np.minimum(held, ACTIVATION_OFFLOAD_RESIDENT_LAYERS)
     layers = np.where(share > 0, np.maximum(held, 1.0), held)
@@ -108,23 +108,3 @@ def variable_length_fragmentation_bytes(fragmentation_bytes, activation_bytes, s
     if not settings.variable_lengths:
         return fixed
     return np.maximum(fixed, np.asarray(activation_bytes, float))
-
-
-def heaviest_stage_share(shape: ModelShape, pp, virtual_stages=1.0) -> np.ndarray:
-    """Share of the model's parameters outside the routed experts on its heaviest pipeline stage. Where the pp x v
-    chunks split the layers evenly (Megatron-Core's default: no layout of its own), the input embedding sits on the
-    first stage beside its layers and the LM head on the last, a copy of the embedding there where the two are tied
-    (Megatron-Core's GPTModel: pre_process builds the embedding, post_process the output layer, tied weights kept in
-    sync across the two), so each end stage holds (P - E) / pp + V h, E the model's embedding parameters. Where they
-    do not, the end stages take fewer layers (the Megatron export's first/last stage counts and pipeline layouts,
-    with the embedding and the loss as slots of their own: --account-for-embedding/loss-in-pipeline-split), and
-    the heaviest stage is the even share. One stage: 1."""
-    pp = np.asarray(pp, float)
-    dense = shape.params * (1.0 - shape.expert_share)
-    if dense <= 0 or not shape.vocab or not shape.hidden or not shape.layers:
-        return 1.0 / pp
-    blocks = max(dense - shape.embedding_params, 0.0)
-    chunks = pp * np.asarray(virtual_stages, float)
-    even = np.isclose(np.mod(shape.layers, chunks), 0.0)
-    end_stage = (blocks / pp + shape.vocab * shape.hidden) / dense
-    return np.where(pp > 1, np.where(even, end_stage, 1.0 / pp), 1.0)

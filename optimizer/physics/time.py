@@ -62,6 +62,7 @@ from .moe import (
     grouped_gemm_factor,
     moe_elementwise_bytes_per_token,
 )
+from .pipeline import bubble_slots
 from .precision import Split, cast_bytes_per_token
 from .recompute_modules import DEFAULT_RECOMPUTE_MODULES, rerun_bytes_per_token, rerun_flops_per_token
 from .shapes import ModelShape, TrainingState
@@ -559,8 +560,7 @@ def step_time(
 
     pp, m = np.asarray(layout.pp, float), np.asarray(layout.grad_accum, float)
     v = np.asarray(layout.virtual_stages, float)
-    # 1F1B takes (m + p - 1) micro-batch slots; interleaving v chunks per GPU shrinks the bubble to (p - 1) / v
-    bubble = (pp - 1.0) / v
+    bubble = bubble_slots(pp, v)  # 1F1B's m + (p - 1) / v micro-batch slots (physics/pipeline.py)
     slots = m + bubble
     bubble_s = bubble * mb.busy_s
     step_s = slots * micro_s + update_s + exposed

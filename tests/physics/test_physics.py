@@ -10,7 +10,7 @@ from optimizer.inputs.hf_models import model_fields, presets
 from optimizer.inputs.schema import JobSpec, ModelSpec
 from optimizer.physics.layout import Cluster, Layout, Recompute, RunSettings
 from optimizer.physics.memory import activation_bytes, layer_activation_bytes, state_bytes
-from optimizer.physics.memory_terms import heaviest_stage_share
+from optimizer.physics.pipeline import heaviest_stage_share
 from optimizer.physics.shapes import ModelShape, lora_adapter_params
 from optimizer.physics.time import StepTime, flops_per_token, step_time
 from optimizer.planning.model_state import model_shape, training_state
