@@ -1275,11 +1275,20 @@ def test_sigint_during_a_single_solve_exits_130(tmp_path):
     )
     job = files(tmp_path, job_yaml=job_text(catalog="cat.yaml"))["job_yaml"]
     outcome = _interrupt_after(["solve", job, *many, "-f", "json"], 2.5)
-    if outcome is None:
+    if outcome is None or _whole_json(outcome[1]):
+        # the solve finished first (on a loaded machine the signal can land after the whole answer was written,
+        # while the process exits): nothing was cut short
         pytest.skip("the solve finished before the signal")
     code, out, err, took = outcome
     assert code == 130 and "interrupted" in err and "Traceback" not in err, (code, err[-500:])
     assert "status" not in out and took < 10
+
+
+def _whole_json(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 @pytest.mark.parametrize(
