@@ -113,12 +113,18 @@ def predict(row: dict, catalog: Catalog) -> Scored:
         pinned.pop("zero", None)  # nothing to shard over (FSDP shards over the data-parallel x context-parallel ranks)
     result = check(problem, CheckRequest(published["gpu"], gpus, compare=False, **pinned), catalog=catalog)
     m = result.plan.memory_gib
-    state = m.weights + m.gradients + m.optimizer + m.activations
-    outside_allocator = FRAMEWORK_RESERVE_FIXED_BYTES / GIB  # CUDA context and NCCL: not in torch's reserved figure
-    predicted = {"allocated": state, "reserved": m.total - outside_allocator, "device": m.total}[row["counts"]]
     terms = {"weights": m.weights, "gradients": m.gradients, "optimizer": m.optimizer}
     terms |= {"activations": m.activations, "reserve": m.reserve}
-    return Scored(row, predicted, published_gib(published), result.fits, m.capacity, terms)
+    return Scored(row, counted_gib(terms, row["counts"]), published_gib(published), result.fits, m.capacity, terms)
+
+
+def counted_gib(terms: dict[str, float], counts: str) -> float:
+    """gpuplan's figure of the kind a source counts: ``allocated`` (torch.cuda.max_memory_allocated) the state and
+    activations, ``reserved`` (torch's reserved peak) the total less the reserve's part outside the allocator (the
+    CUDA context and NCCL), ``device`` (nvidia-smi) the total."""
+    state = terms["weights"] + terms["gradients"] + terms["optimizer"] + terms["activations"]
+    total = state + terms["reserve"]
+    return {"allocated": state, "reserved": total - FRAMEWORK_RESERVE_FIXED_BYTES / GIB, "device": total}[counts]
 
 
 def evaluate_all(table: dict) -> list[Scored]:

@@ -90,9 +90,9 @@ def memories(data: dict) -> list[tuple[dict, memory.Scored | None, str]]:
     return out
 
 
-def scored_memories(data: dict) -> list[memory.Scored]:
+def scored_memories(memory_rows: list[tuple[dict, memory.Scored | None, str]]) -> list[memory.Scored]:
     """The memory rows that count: predicted and expressible."""
-    return [s for _, s, _ in memories(data) if s is not None and s.row.get("expressible", True)]
+    return [s for _, s, _ in memory_rows if s is not None and s.row.get("expressible", True)]
 
 
 def speed_groups(rows: list[Speed]) -> dict[str, list[float]]:
@@ -137,12 +137,12 @@ def speed_lines(rows: list[Speed]) -> list[str]:
     return lines
 
 
-def memory_lines(data: dict) -> list[str]:
+def memory_lines(memory_rows: list[tuple[dict, memory.Scored | None, str]]) -> list[str]:
     lines = [
         "| row | counts | GPU x n | published GiB | predicted GiB | ratio | as reserved |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    for row, s, reason in memories(data):
+    for row, s, reason in memory_rows:
         p = row["published"]
         if s is None:
             lines.append(
@@ -158,11 +158,8 @@ def memory_lines(data: dict) -> list[str]:
 
 
 def reserved_ratio(scored: memory.Scored) -> float:
-    """The ratio had the published figure been torch's reserved peak: gpuplan's total less the part of its reserve
-    held outside the allocator (bench/memory.py's ``reserved``), over the same published figure."""
-    outside_gib = memory.FRAMEWORK_RESERVE_FIXED_BYTES / memory.GIB
-    state = sum(scored.terms[k] for k in ("weights", "gradients", "optimizer", "activations"))
-    return (state + scored.terms["reserve"] - outside_gib) / scored.published_gib
+    """The ratio had the published figure been torch's reserved peak (bench/memory.py's ``counted_gib``)."""
+    return memory.counted_gib(scored.terms, "reserved") / scored.published_gib
 
 
 def summary_lines(label: str, grouped: dict[str, list[float]]) -> list[str]:
@@ -187,10 +184,11 @@ def misses(rows: list[Speed], scored: list[memory.Scored]) -> list[str]:
 def main() -> int:
     data = load()
     rows = speeds(data)
-    scored = scored_memories(data)
+    memory_rows = memories(data)  # each row predicted once, for the table and the figures
+    scored = scored_memories(memory_rows)
     print("\n".join(speed_lines(rows)))
     print()
-    print("\n".join(memory_lines(data)))
+    print("\n".join(memory_lines(memory_rows)))
     print()
     print("\n".join(summary_lines("throughput", speed_groups(rows))))
     print("\n".join(summary_lines("memory", memory_groups(scored))))

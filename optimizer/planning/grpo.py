@@ -310,6 +310,12 @@ def grpo_step(job: GrpoJob, hw: RoleHardware, rollout_gpus: int, train_gpus: int
     return RlStep(r.tokens_per_step, gen.seconds, forward, train, sync, r.placement, r.asynchronous, switch)
 
 
+def shards_evenly(sequences: int, policy_gpus: int, micro_batch: int) -> bool:
+    """Whether a step's sequences split evenly over the policy's GPUs and their micro-batches, as NeMo RL's
+    BatchedDataDict.shard_by_batch_size and verl's DataProto.chunk assert."""
+    return sequences % (policy_gpus * micro_batch) == 0
+
+
 def launch_reason(job: GrpoJob, hw: RoleHardware, rollout_gpus: int, train_gpus: int) -> str | None:
     """Why the RL frameworks gpuplan writes the launch of (NeMo RL, verl: present/exports/grpo.py) could not run
     this split as planned; None where they can. A step's sequences split evenly over the policy's GPUs and their
@@ -318,8 +324,7 @@ def launch_reason(job: GrpoJob, hw: RoleHardware, rollout_gpus: int, train_gpus:
     cluster.gpus_per_node GPUs a node: nemo_rl/algorithms/grpo.py setup; verl's resource pools n_gpus_per_node on
     each of nnodes)."""
     r = job.recipe
-    ranks = train_gpus * r.micro_batch
-    if r.sequences % ranks:
+    if not shards_evenly(r.sequences, train_gpus, r.micro_batch):
         return (
             f"a step's {r.sequences} sequences ({r.prompts_per_step} prompts x {r.samples_per_prompt}) do not split "
             f"evenly over {train_gpus} policy GPUs in micro-batches of {r.micro_batch}, as NeMo RL and verl shard "

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from paths import DATA, ROOT
+from role_edits import with_roles
 from typer.testing import CliRunner
 
 from optimizer import load_catalog, load_job
@@ -41,12 +42,6 @@ def problem():
 @pytest.fixture(scope="module")
 def catalog(problem):
     return load_catalog((JOB.parent / problem.catalog).resolve())
-
-
-def _with(problem, **roles):
-    """The job with its roles section changed (placement, asynchronous, forward_passes, micro_batch)."""
-    job = problem.job
-    return problem.model_copy(update={"job": job.model_copy(update={"roles": job.roles.model_copy(update=roles)})})
 
 
 def exported(problem, catalog, rollout: str, policy: str, kind: str = "nemo-rl") -> tuple[str, object]:
@@ -204,7 +199,7 @@ def test_a_key_nemo_rl_does_not_have_fails_the_read_back(tmp_path):
 
 
 def test_disaggregated_async_on_one_host(problem, catalog, tmp_path):
-    split = _with(problem, placement="disaggregated", asynchronous=True)
+    split = with_roles(problem, placement="disaggregated", asynchronous=True)
     text, plan = exported(split, catalog, "4xH100", "4xH100")
     cfg, sbatch = read_back(text, tmp_path)
     assert sbatch == [] and not plan.split.shared
@@ -213,14 +208,14 @@ def test_disaggregated_async_on_one_host(problem, catalog, tmp_path):
     # what async_grpo_train asserts (nemo_rl/algorithms/grpo.py v0.7.0)
     assert cfg["loss_fn"]["use_importance_sampling_correction"]
     assert cfg["policy"]["generation"]["vllm_cfg"]["async_engine"]
-    sync, _ = exported(_with(problem, placement="disaggregated"), catalog, "4xH100", "4xH100")
+    sync, _ = exported(with_roles(problem, placement="disaggregated"), catalog, "4xH100", "4xH100")
     assert "async_grpo" not in sync and "asynchronous" not in sync.splitlines()[1]
 
 
 def test_a_step_that_does_not_shard_over_the_policy_is_refused(problem, catalog):
     # 2,048 sequences over 6 policy ranks: NeMo RL's shard_by_batch_size asserts an even split
     with pytest.raises(Exception, match="2048 is not a multiple of 6") as refused:
-        exported(_with(problem, placement="disaggregated"), catalog, "2xH100", "6xH100")
+        exported(with_roles(problem, placement="disaggregated"), catalog, "2xH100", "6xH100")
     assert refused.value.field == "export" and "job.roles.rollout.prompts_per_step" in str(refused.value)
 
 
@@ -229,7 +224,7 @@ def test_a_step_that_does_not_shard_over_the_policy_is_refused(problem, catalog)
     [("colocated", "16xH100", "16xH100", 16, 16), ("disaggregated", "8xH100", "8xH100", 8, 8)],
 )
 def test_two_nodes_run_under_ray_sub(problem, catalog, tmp_path, placement, rollout, policy, generating, training):
-    text, plan = exported(_with(problem, placement=placement), catalog, rollout, policy)
+    text, plan = exported(with_roles(problem, placement=placement), catalog, rollout, policy)
     cfg, sbatch = read_back(text, tmp_path)
     assert plan.nodes == 2 and (cfg["cluster"]["num_nodes"], cfg["cluster"]["gpus_per_node"]) == (2, 8)
     assert sbatch[:2] == ["--nodes=2", "--gres=gpu:8"] and sbatch[-1] == "ray.sub"
@@ -238,7 +233,7 @@ def test_two_nodes_run_under_ray_sub(problem, catalog, tmp_path, placement, roll
 
 def test_part_of_a_host_beyond_one_host_is_refused(problem, catalog):
     with pytest.raises(Exception, match="whole hosts of 8") as refused:
-        exported(_with(problem, placement="disaggregated"), catalog, "4xH100", "12xH100")
+        exported(with_roles(problem, placement="disaggregated"), catalog, "4xH100", "12xH100")
     assert "4 rollout + 12 policy GPUs over 2 hosts" in str(refused.value)
 
 
@@ -254,13 +249,13 @@ def test_a_gb200_rack_runs_as_its_trays(problem, catalog, tmp_path):
 def test_fewer_forward_passes_drop_the_reference_and_the_old_log_probs(
     problem, catalog, tmp_path, passes, kl, on_policy
 ):
-    text, _ = exported(_with(problem, forward_passes=passes), catalog, "8xH100", "8xH100")
+    text, _ = exported(with_roles(problem, forward_passes=passes), catalog, "8xH100", "8xH100")
     cfg, _ = read_back(text, tmp_path)
     assert cfg["loss_fn"]["reference_policy_kl_penalty"] == kl and cfg["loss_fn"]["force_on_policy_ratio"] is on_policy
     with pytest.raises(Exception, match="forward_passes is 3"):
-        exported(_with(problem, forward_passes=3), catalog, "8xH100", "8xH100")
+        exported(with_roles(problem, forward_passes=3), catalog, "8xH100", "8xH100")
     # verl: the reference where it loads one (use_kl_loss), the old log-probs unless taken from the rollout
-    text, _ = exported(_with(problem, forward_passes=passes), catalog, "8xH100", "8xH100", "verl")
+    text, _ = exported(with_roles(problem, forward_passes=passes), catalog, "8xH100", "8xH100", "verl")
     _, cfg = verl_config(launched(text, tmp_path)[0])
     assert not cfg["actor_rollout_ref"]["actor"]["use_kl_loss"]
     assert cfg["algorithm"]["rollout_correction"]["bypass_mode"] is on_policy
@@ -349,7 +344,7 @@ def test_verl_runs_a_colocated_plan_on_its_hybrid_engine(problem, catalog, tmp_p
 
 
 def test_verl_runs_an_asynchronous_split_one_step_off(problem, catalog, tmp_path):
-    split = _with(problem, placement="disaggregated", asynchronous=True)
+    split = with_roles(problem, placement="disaggregated", asynchronous=True)
     text, _ = exported(split, catalog, "4xH100", "4xH100", "verl")
     module, cfg = verl_config(launched(text, tmp_path)[0])
     assert module == "recipe.one_step_off_policy.main_ppo" and verl_gpus(cfg) == (4, 4)
@@ -359,11 +354,11 @@ def test_verl_runs_an_asynchronous_split_one_step_off(problem, catalog, tmp_path
     module, cfg = verl_config(launched(text, tmp_path)[0])
     assert (cfg["rollout"]["nnodes"], cfg["trainer"]["nnodes"], cfg["trainer"]["n_gpus_per_node"]) == (1, 1, 8)
     with pytest.raises(Exception, match="verl runs the rollout on GPUs of its own only one step off-policy"):
-        exported(_with(problem, placement="disaggregated"), catalog, "4xH100", "4xH100", "verl")
+        exported(with_roles(problem, placement="disaggregated"), catalog, "4xH100", "4xH100", "verl")
 
 
 def test_verl_refuses_what_its_pools_cannot_hold(problem, catalog, tmp_path):
-    split = _with(problem, placement="disaggregated", asynchronous=True)
+    split = with_roles(problem, placement="disaggregated", asynchronous=True)
     # 20 + 4 over 3 hosts of 8: neither whole hosts each nor the same share of each (its README's two layouts)
     with pytest.raises(Exception, match="20 rollout \\+ 4 policy GPUs over 3 hosts of 8 are neither"):
         exported(split, catalog, "20xH100", "4xH100", "verl")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from paths import ROOT
+from role_edits import load_with_roles
 
 from optimizer import load_catalog, load_job
 from optimizer.errors import ArgumentError, GpuplanError
@@ -209,15 +210,8 @@ def test_calibration_sets_the_teachers_mfu(problem, catalog):
     ],
 )
 def test_bad_distill_roles_name_the_field(tmp_path, roles, expect):
-    import yaml
-
-    data = yaml.safe_load(JOB.read_text())
-    data["catalog"] = str((JOB.parent / data["catalog"]).resolve())
-    data["job"]["roles"] = roles
-    path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump(data))
     with pytest.raises(GpuplanError) as info:
-        load_job(path)
+        load_with_roles(JOB, roles, tmp_path)
     assert "job.roles" in str(info.value) and expect in str(info.value)
 
 

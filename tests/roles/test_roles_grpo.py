@@ -10,8 +10,8 @@ import sys
 from dataclasses import replace
 
 import pytest
-import yaml
 from paths import ROOT
+from role_edits import load_with_roles, with_roles
 from typer.testing import CliRunner
 
 from optimizer import load_catalog, load_job
@@ -57,18 +57,13 @@ def catalog(problem):
     return load_catalog((JOB.parent / problem.catalog).resolve())
 
 
-def _with(problem, **roles):
-    r = problem.job.roles.model_copy(update=roles)
-    return problem.model_copy(update={"job": problem.job.model_copy(update={"roles": r})})
-
-
 def _llama_70b(problem, **rollout):
     """The job with Llama 3.1 70B (config.json) as its policy, its rollout section changed by ``rollout``."""
     model = ModelSpec.model_validate(
         {"name": "llama-3.1-70b", "params": "70.6B", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8,
          "ffn_hidden": 28672, "vocab": 128256}
     )  # fmt: skip
-    big = _with(problem, rollout=problem.job.roles.rollout.model_copy(update=rollout))
+    big = with_roles(problem, rollout=problem.job.roles.rollout.model_copy(update=rollout))
     return big.model_copy(update={"job": big.job.model_copy(update={"model": model})})
 
 
@@ -190,7 +185,7 @@ def test_colocated_counts_each_gpu_once(problem, catalog):
 
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_disaggregated_split_is_the_best_of_every_split(problem, catalog, asynchronous):
-    job = role_job(_with(problem, placement="disaggregated", asynchronous=asynchronous), catalog)
+    job = role_job(with_roles(problem, placement="disaggregated", asynchronous=asynchronous), catalog)
     hw = _h100(catalog)
     sequences = 64 * 32  # a step's: NeMo RL and verl shard them evenly over the policy's GPUs (micro-batch 1)
     for gpus in range(3, 9):  # the 8B policy trains on 2 H100 at the least (test_the_trainer_must_fit)
@@ -201,7 +196,7 @@ def test_disaggregated_split_is_the_best_of_every_split(problem, catalog, asynch
         assert not best.split.shared and best.split.gpus == gpus
         assert sequences % best.split.consumers == 0
     # asynchronous overlaps the two sides: never slower than synchronous on the same split
-    sync = role_job(_with(problem, placement="disaggregated"), catalog)
+    sync = role_job(with_roles(problem, placement="disaggregated"), catalog)
     for r in range(1, 7):
         assert evaluate_split(job, hw, RoleSplit(r, 8 - r)).tokens_per_s >= evaluate_split(
             sync, hw, RoleSplit(r, 8 - r)
@@ -220,7 +215,7 @@ def _fitting(job, hw, splits):
 def test_the_trainer_must_fit(problem, catalog):
     # Llama 3.1 8B's full training state (bf16 weights and gradients, fp32 master weights and AdamW moments:
     # 16 bytes a parameter, 128 GB) sharded over its training GPUs, plus activations: not on one H100
-    job = role_job(_with(problem, placement="disaggregated"), catalog)
+    job = role_job(with_roles(problem, placement="disaggregated"), catalog)
     hw = _h100(catalog)
     with pytest.raises(DoesNotFit, match="training the policy does not fit 1 x H100-SXM"):
         evaluate_split(job, hw, RoleSplit(7, 1))
@@ -233,12 +228,12 @@ def test_the_trainer_must_fit(problem, catalog):
 
 def test_solve_plans_colocated_and_disaggregated(problem, catalog):
     for placement, asynchronous in (("colocated", False), ("disaggregated", True)):
-        result = solve_roles(_with(problem, placement=placement, asynchronous=asynchronous), catalog=catalog)
+        result = solve_roles(with_roles(problem, placement=placement, asynchronous=asynchronous), catalog=catalog)
         assert result.best is not None and result.roles == ("rollout", "policy")
         assert all(p.plan.split.shared == (placement == "colocated") for p in result.plans)
     split = [parse_role_flag("rollout=6xH100", "grpo"), parse_role_flag("policy=2xH100", "grpo")]
     assert split == [("target", 6, "H100"), ("drafter", 2, "H100")]
-    checked = check_roles(_with(problem, placement="disaggregated", asynchronous=True), split, catalog=catalog)
+    checked = check_roles(with_roles(problem, placement="disaggregated", asynchronous=True), split, catalog=catalog)
     assert checked.best.plan.split == RoleSplit(6, 2)
 
 
@@ -250,12 +245,12 @@ def test_a_colocated_check_needs_one_count(problem, catalog):
 
 def test_weights_that_leave_no_kv_cache_are_refused(problem, catalog):
     tight = problem.job.roles.rollout.model_copy(update={"memory_utilization": 0.1})
-    job = role_job(_with(problem, rollout=tight), catalog)
+    job = role_job(with_roles(problem, rollout=tight), catalog)
     a100 = next(o for o in catalog.offers if o.sku.lower().startswith("a100-40"))
     with pytest.raises(JobError, match="leave no KV cache"):
         best_split(job, offer_hardware(catalog, a100), 8)
     # solve lists the offer as refused with that reason
-    result = solve_roles(_with(problem, rollout=tight), catalog=catalog)
+    result = solve_roles(with_roles(problem, rollout=tight), catalog=catalog)
     assert any(r.startswith(a100.name) and "leave no KV cache" in r for r in result.refused)
 
 
@@ -289,13 +284,8 @@ def test_weights_that_leave_no_kv_cache_are_refused(problem, catalog):
     ],
 )
 def test_bad_grpo_roles_name_the_field(tmp_path, roles, expect):
-    data = yaml.safe_load(JOB.read_text())
-    data["catalog"] = str((JOB.parent / data["catalog"]).resolve())
-    data["job"]["roles"] = roles
-    path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump(data))
     with pytest.raises(GpuplanError) as info:
-        load_job(path)
+        load_with_roles(JOB, roles, tmp_path)
     assert "job.roles" in str(info.value) and expect in str(info.value)
 
 
@@ -360,7 +350,7 @@ def test_sixteen_h100_run_at_the_published_rows_prediction(problem, catalog):
 
 
 def test_disaggregated_over_two_nodes_is_the_best_of_every_split(problem, catalog):
-    job = role_job(_with(problem, placement="disaggregated", asynchronous=True), catalog)
+    job = role_job(with_roles(problem, placement="disaggregated", asynchronous=True), catalog)
     hw = _h100(catalog)
     best = best_split(job, hw, 16)
     every = []

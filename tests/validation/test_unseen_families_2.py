@@ -92,7 +92,7 @@ def _speed(family: str, nodes: tuple[int, int] = (1, 64)) -> list[float]:
 
 
 def _memory(family: str) -> list[float]:
-    return [s.ratio for s in unseen.scored_memories(DATA) if s.row["family"] == family]
+    return [s.ratio for s in unseen.scored_memories(unseen.memories(DATA)) if s.row["family"] == family]
 
 
 def _factor(ratio: float) -> float:

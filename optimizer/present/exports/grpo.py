@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...errors import ArgumentError
+from ...planning.grpo import shards_evenly
 from ...results import Plan
 from .common import ExportJob, _version
 
@@ -99,9 +100,9 @@ def shard_gaps(g: GrpoExport, framework: str, source: str) -> list[str]:
     """A step's sequences that do not split evenly over the policy's ranks and their micro-batches (``source``:
     where the framework asserts it)."""
     r, p = g.recipe, g.placement
-    ranks = p.policy_gpus * r.micro_batch
-    if r.sequences % ranks == 0:
+    if shards_evenly(r.sequences, p.policy_gpus, r.micro_batch):
         return []
+    ranks = p.policy_gpus * r.micro_batch
     count = "--role rollout=NxSKU --role policy=NxSKU" if p.colocated else "--role policy=NxSKU"
     return [
         f"{framework} shards a step's {r.sequences} sequences ({r.prompts_per_step} prompts x {r.samples_per_prompt}) "
