@@ -139,6 +139,13 @@ GlobalBatchOpt = typer.Option(
 PrecisionOpt = typer.Option(None, "--precision", help="bf16, fp16, fp8 or nvfp4 (default bf16).")
 OptimizerOpt = typer.Option(None, "--optimizer", help="adamw (default), adamw8bit, paged_adamw, sgd, adafactor...")
 LoraRankOpt = typer.Option(None, "--lora-rank", min=1, help="LoRA rank (default 16).")
+GradientDtypeOpt = typer.Option(
+    None,
+    "--gradient-dtype",
+    help="bf16 or fp32: the dtype gradients accumulate and reduce in. Default: the job file's job.gradient_dtype, "
+    "else bf16 (2 bytes a gradient). fp32 (Megatron-LM's default under --bf16) holds 4 bytes a gradient and "
+    "doubles the data-parallel reduce traffic.",
+)
 HeadroomOpt = typer.Option(
     None,
     "--headroom",

@@ -19,6 +19,7 @@ from ..cli_options import (
     LAYOUT_OPTIONS,
     Format,
     GlobalBatchOpt,
+    GradientDtypeOpt,
     LoraRankOpt,
     MethodJobOpt,
     ModelOpt,
@@ -116,6 +117,7 @@ JOB_FLAG_OPTIONS: dict[str, tuple[str, Any]] = {
     "precision": ("str | None", PrecisionOpt),
     "optimizer": ("str | None", OptimizerOpt),
     "lora_rank": ("int | None", LoraRankOpt),
+    "gradient_dtype": ("str | None", GradientDtypeOpt),
 }
 
 

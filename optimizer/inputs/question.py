@@ -23,7 +23,17 @@ from .reader import link_problem
 from .schema import Problem
 
 # job fields a flag sets (the flag is --name-with-dashes): what users commonly set on a job
-JOB_FLAGS = ("model", "method", "tokens", "seq_len", "global_batch", "precision", "optimizer", "lora_rank")
+JOB_FLAGS = (
+    "model",
+    "method",
+    "tokens",
+    "seq_len",
+    "global_batch",
+    "precision",
+    "optimizer",
+    "lora_rank",
+    "gradient_dtype",
+)
 # a context length in thousands counts in 1,024s (an 8k context is 8,192 tokens, Llama 3.1's 128k 131,072)
 _CONTEXT = re.compile(r"^\s*([0-9]+)\s*[kK]\s*$")
 

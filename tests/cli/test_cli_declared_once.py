@@ -1,6 +1,6 @@
 """What the command line declares once: the job flags (``--model``, ``--method``, ``--tokens``, ``--seq-len``,
-``--global-batch``, ``--precision``, ``--optimizer``, ``--lora-rank``) for check, solve and options
-(``cli.shared.JOB_FLAG_OPTIONS``), each reaching its own field of the job (they were eight positional values
+``--global-batch``, ``--precision``, ``--optimizer``, ``--lora-rank``, ``--gradient-dtype``) for check, solve and
+options (``cli.shared.JOB_FLAG_OPTIONS``), each reaching its own field of the job (they were eight positional values
 matched to fields by order); and the choices of its enums, which are the schema's own."""
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ FLAGS = {
     "precision": ("--precision", "fp8"),
     "optimizer": ("--optimizer", "sgd"),
     "lora_rank": ("--lora-rank", "32"),
+    "gradient_dtype": ("--gradient-dtype", "fp32"),
 }
 
 
@@ -52,7 +53,7 @@ def test_each_job_flag_reaches_its_own_field(tmp_path):
     job = yaml.safe_load(saved.read_text())["job"]
     assert job["model"] == "llama-3.1-8b" and job["method"] == "lora" and job["tokens"] == "2B"
     assert job["seq_len"] == 8192 and job["global_batch"] == 64 and job["precision"] == "fp8"
-    assert job["optimizer"] == "sgd" and job["lora_rank"] == 32
+    assert job["optimizer"] == "sgd" and job["lora_rank"] == 32 and job["gradient_dtype"] == "fp32"
 
 
 @pytest.mark.parametrize(

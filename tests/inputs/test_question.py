@@ -138,6 +138,7 @@ ROUND_TRIPS = {
     "precision": {"--precision": "fp8"},
     "optimizer": {"--optimizer": "adamw8bit"},
     "lora-rank": {"--lora-rank": "64"},
+    "gradient-dtype": {"--gradient-dtype": "fp32", "--method": "full"},
     "objective": {"--objective": "time"},
     "deadline": {"--deadline": "6h"},
     "budget": {"--budget": "$5"},
