@@ -1,12 +1,14 @@
 """First-seen throughput and peak memory of source families gpuplan never fitted on (issue 48, "validation that cannot
-flatter, widened toward where users stand"): validation/unseen_families_2.yaml.
+flatter, widened toward where users stand"): validation/unseen_families_2.yaml and unseen_families_3.yaml.
 
-    python bench/unseen.py          # per-row tables, then median |error| and worst ratio per family and group
+    python bench/unseen.py          # per file: per-row tables, then median |error| and worst ratio per family and group
+    python bench/unseen.py validation/unseen_families_3.yaml    # one file
 
 Throughput rows go through bench/throughput.py's ``checked`` (the published layout pinned, every fitted term as
 shipped); memory rows through bench/memory.py's ``predict`` (the figure of the kind the source counts). Nothing here
 is fitted, so each figure is the family's held-out score. A row gpuplan refuses is listed with its reason and not
-scored; a memory row marked ``expressible: false`` is predicted on the nearest layout and listed apart.
+scored; a row (throughput or memory) marked ``expressible: false`` is predicted on the nearest layout and listed
+apart, not scored. File 2's output comes first and reads as it did before file 3 was added.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from lofo_groups import groups  # noqa: E402
 from optimizer import GpuplanError, load_catalog  # noqa: E402
 
 DATA = ROOT / "validation" / "unseen_families_2.yaml"
+DATA_3 = ROOT / "validation" / "unseen_families_3.yaml"
+DATA_FILES = (DATA, DATA_3)
 HARDWARE = ROOT / "validation" / "hardware.yaml"
 MISS_RATIO = 1.5  # issue 48: "every row within 1.5x"
 
@@ -41,6 +45,11 @@ class Speed:
     predicted: float | None
     reason: str = ""
     fits: bool = True
+
+    @property
+    def scored(self) -> bool:
+        """Predicted, and of a layout gpuplan can express (a row marked ``expressible: false`` is listed apart)."""
+        return self.predicted is not None and self.row.get("expressible", True)
 
     @property
     def ratio(self) -> float:
@@ -82,7 +91,7 @@ def memories(data: dict) -> list[tuple[dict, memory.Scored | None, str]]:
     """Each memory row scored by bench/memory.py (None and the reason where gpuplan refuses its layout)."""
     catalog = memory.catalog_with(data.get("extra_skus", []))
     out: list[tuple[dict, memory.Scored | None, str]] = []
-    for row in data["memory_rows"]:
+    for row in data.get("memory_rows") or []:
         try:
             out.append((row, memory.predict(row, catalog), ""))
         except GpuplanError as exc:
@@ -98,7 +107,7 @@ def scored_memories(memory_rows: list[tuple[dict, memory.Scored | None, str]]) -
 def speed_groups(rows: list[Speed]) -> dict[str, list[float]]:
     """Ratios by source family and by bench/lofo_groups.py's groups (GPU generation, framework; dense / MoE)."""
     catalog = load_catalog(str(HARDWARE))
-    scored = [s for s in rows if s.predicted is not None]
+    scored = [s for s in rows if s.scored]
     out: dict[str, list[float]] = {"all families": [s.ratio for s in scored]}
     for s in scored:
         out.setdefault(f"family {s.row['family']}", []).append(s.ratio)
@@ -131,8 +140,9 @@ def speed_lines(rows: list[Speed]) -> list[str]:
         )
         predicted = f"{s.predicted:,.0f}" if s.predicted is not None else f"refused: {s.reason}"
         ratio = f"{s.ratio:.2f}" if s.predicted is not None else "-"
+        apart = "" if s.row.get("expressible", True) else " (not scored)"
         lines.append(
-            f"| {s.row['name']} | {s.row['gpus']} | {shape} | {s.row['tokens_per_s_per_gpu']:,} | {predicted} | {ratio} |"
+            f"| {s.row['name']}{apart} | {s.row['gpus']} | {shape} | {s.row['tokens_per_s_per_gpu']:,} | {predicted} | {ratio} |"
         )
     return lines
 
@@ -165,6 +175,8 @@ def reserved_ratio(scored: memory.Scored) -> float:
 def summary_lines(label: str, grouped: dict[str, list[float]]) -> list[str]:
     out = []
     for name, ratios in sorted(grouped.items()):
+        if not ratios:
+            continue
         n, median, far = figures(ratios)
         out.append(f"{label} {name}: {n} rows, median |error| {median:.1%}, worst ratio {far:.2f}")
     return out
@@ -175,28 +187,39 @@ def misses(rows: list[Speed], scored: list[memory.Scored]) -> list[str]:
     out = [
         f"throughput {s.row['name']}: {s.ratio:.2f}"
         for s in rows
-        if s.predicted is not None and max(s.ratio, 1 / s.ratio) > MISS_RATIO
+        if s.scored and max(s.ratio, 1 / s.ratio) > MISS_RATIO
     ]
     out += [f"memory {s.row['name']}: {s.ratio:.2f}" for s in scored if max(s.ratio, 1 / s.ratio) > MISS_RATIO]
     return out
 
 
-def main() -> int:
-    data = load()
+def report(data: dict) -> list[str]:
+    """One data file's tables and figures, as printed."""
     rows = speeds(data)
     memory_rows = memories(data)  # each row predicted once, for the table and the figures
     scored = scored_memories(memory_rows)
-    print("\n".join(speed_lines(rows)))
-    print()
-    print("\n".join(memory_lines(memory_rows)))
-    print()
-    print("\n".join(summary_lines("throughput", speed_groups(rows))))
-    print("\n".join(summary_lines("memory", memory_groups(scored))))
+    lines = speed_lines(rows) + [""]
+    if memory_rows:
+        lines += memory_lines(memory_rows) + [""]
+    lines += summary_lines("throughput", speed_groups(rows))
+    lines += summary_lines("memory", memory_groups(scored))
     unfit = [f"{s.row['name']}" for s in rows if s.predicted is not None and not s.fits]
-    print("throughput rows gpuplan says do not fit on the GPU they ran on: " + (", ".join(unfit) or "none"))
-    print("beyond 1.5x: " + ("; ".join(misses(rows, scored)) or "none"))
+    lines.append("throughput rows gpuplan says do not fit on the GPU they ran on: " + (", ".join(unfit) or "none"))
+    lines.append("beyond 1.5x: " + ("; ".join(misses(rows, scored)) or "none"))
+    apart = [f"{s.row['name']} ({s.ratio:.2f})" for s in rows if s.predicted is not None and not s.scored]
+    if apart:
+        lines.append("throughput rows not scored (not expressible, nearest layout): " + "; ".join(apart))
     refused = [f"{s.row['name']} ({s.reason})" for s in rows if s.predicted is None]
-    print("refused: " + ("; ".join(refused) or "none"))
+    lines.append("refused: " + ("; ".join(refused) or "none"))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    paths = [Path(a) for a in (sys.argv[1:] if argv is None else argv)] or list(DATA_FILES)
+    for i, path in enumerate(paths):
+        if i:
+            print(f"\n## {path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path}\n")
+        print("\n".join(report(load(path))))
     return 0
 
 
