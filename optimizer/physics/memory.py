@@ -42,6 +42,8 @@ from .constants import (
 from .layout import Layout, Recompute, RunSettings
 from .memory_terms import (
     bnb_saved_input_bytes,
+    compute_split_stage_layers,
+    compute_split_stage_share,
     deepspeed_held_block_params,
     kbit_upcast_bytes,
     variable_length_fragmentation_bytes,
@@ -120,6 +122,9 @@ def state_bytes(
     stage = heaviest_stage_share(
         shape, pp, layout.virtual_stages
     )  # the first and last stages hold an embedding-sized matrix each
+    if train.pipeline_split == "compute":  # stages by compute (nanotron): the first takes more layers
+        interleaved = np.asarray(layout.virtual_stages, float) > 1
+        stage = np.where(interleaved, stage, compute_split_stage_share(shape, pp))
 
     def per_gpu(total, expert_total, sharded) -> np.ndarray:
         dense = (total - expert_total) / np.where(sharded, shard, 1.0) * stage / tp
@@ -325,9 +330,22 @@ def op_saved_bytes_per_token(shape: ModelShape) -> float:
     return attention + share * moe + (1.0 - share) * dense
 
 
-def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -> np.ndarray:
+def stage_layer_counts(shape: ModelShape, layout: Layout, split: str = "layers") -> tuple[np.ndarray, np.ndarray]:
+    """Layers of the first and of the last pipeline stage: ceil(L / p) each where the layers split evenly
+    (``Layout.stage_layers``), the compute split's counts under ``split`` "compute" (nanotron, one chunk a GPU:
+    ``memory_terms.compute_split_stage_layers``)."""
+    even = layout.stage_layers(shape.layers)
+    if split != "compute":
+        return even, even
+    first, last = compute_split_stage_layers(shape, layout.pp)
+    interleaved = np.asarray(layout.virtual_stages, float) > 1
+    return np.where(interleaved, even, first), np.where(interleaved, even, last)
+
+
+def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout, split: str = "layers") -> np.ndarray:
     """Activation memory of the busiest pipeline stage; with TP > 1 split by TP throughout under sequence
     parallelism (``settings.sequence_parallel``: Megatron, torchtitan), else the norms and layer inputs whole.
+    ``split``: how the stages divide the layers (``TrainingState.pipeline_split``, ``stage_layer_counts``).
 
     Interleaving v > 1 chunks per GPU keeps more micro-batches in flight: x (1 + (p - 1) / (p v))
     (Korthikanti et al. 2022, section 4.2.3; Megatron-LM's interleaved-schedule memory penalty)."""
@@ -351,8 +369,9 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
     op = rc == Recompute.OP
     share = np.where(op, 1.0, layout.recomputed_share(shape.layers))
     recomputing = share > 0
-    held = layout.stage_layers(shape.layers) * flight  # layer-micro-batches whose tensors wait for backward
-    last_held = layout.stage_layers(shape.layers) + 0.0 * flight
+    first_layers, last_layers = stage_layer_counts(shape, layout, split)
+    held = first_layers * flight  # layer-micro-batches whose tensors wait for backward
+    last_held = last_layers + 0.0 * flight
     if settings.activation_offload:
         # Saved tensors go to pinned CPU memory as they are made and come back one layer ahead of backward
         # (torchtune OffloadActivations): only the layers in transfer stay on the GPU.
@@ -385,7 +404,7 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -
 
 
 def least_recomputed_layers(
-    shape: ModelShape, settings: RunSettings, layout: Layout, activation_budget_bytes, chunks=1
+    shape: ModelShape, settings: RunSettings, layout: Layout, activation_budget_bytes, chunks=1, split="layers"
 ) -> np.ndarray:
     """Per layout, the fewest layers of each pipeline stage (a multiple of ``chunks``: the same count in each of a
     rank's chunks) whose full recompute keeps the stage's activations per context-parallel rank within
@@ -403,7 +422,7 @@ def least_recomputed_layers(
         trial = replace(
             layout, recompute=Recompute.FULL, recompute_layers=np.maximum(np.minimum(mid * step, per_stage), 1)
         )
-        fits = activation_bytes(shape, settings, trial) / cp <= budget
+        fits = activation_bytes(shape, settings, trial, split) / cp <= budget
         hi = np.where(open_ & fits, mid, hi)
         lo = np.where(open_ & ~fits, mid, lo)
     count = np.minimum(hi * step, per_stage)
@@ -494,7 +513,7 @@ def memory_breakdown(
     if activation_reserve == "auto":
         # Context parallelism splits every sequence cp ways; with FlashAttention every activation term is
         # linear in the sequence, so each rank keeps 1 / cp of them (Megatron-Core context parallelism).
-        acts = activation_bytes(shape, settings, layout) / np.asarray(layout.cp, float)
+        acts = activation_bytes(shape, settings, layout, train.pipeline_split) / np.asarray(layout.cp, float)
         if train.bnb_saved_inputs and shape.has_shapes:
             acts = acts + bnb_saved_input_bytes(shape, settings, layout)  # bitsandbytes' 4-bit linears' inputs
     elif activation_reserve < 1.0:

@@ -108,3 +108,48 @@ def variable_length_fragmentation_bytes(fragmentation_bytes, activation_bytes, s
     if not settings.variable_lengths:
         return fixed
     return np.maximum(fixed, np.asarray(activation_bytes, float))
+
+
+def block_matmul_params(shape: ModelShape) -> float:
+    """One block's matmul parameters, the cost nanotron balances its pipeline stages by (src/nanotron/models/llama.py
+    ``get_block_compute_costs``: 4 x heads x d_qkv x h for the attention's QKV and output projections, 3 x d_ff x h
+    for the gated MLP; the norms cost nothing): h (q + 2k) + q h + (3 or 2) h f, nanotron's count under full
+    multi-head attention."""
+    h, q, k, f = shape.hidden, shape.q_width, shape.kv_width, shape.ffn_active
+    return h * (q + 2.0 * k) + q * h + (3.0 if shape.gated_mlp else 2.0) * h * f
+
+
+def compute_split_stage_layers(shape: ModelShape, pp) -> tuple[np.ndarray, np.ndarray]:
+    """Layers of the first and of the last pipeline stage where the stages divide the model by compute
+    (``TrainingState.pipeline_split`` "compute"): nanotron's ``build_model`` (src/nanotron/models/base.py @ c2528430)
+    walks the pipeline blocks in order (the embedding, cost 0; the L blocks, ``block_matmul_params`` each; the final
+    norm, 0; the LM head, V x h; the loss, 0), places each on the current rank and moves to the next rank once the
+    cumulative cost passes (r + 1) / p of the total, so rank r ends with the block that crosses its threshold. The
+    first stage takes the k blocks with k c > T / p, k = floor(T / (p c)) + 1 (T = L c + V h), the last what the
+    ranks before it leave: L - (floor(T (p - 1) / (p c)) + 1). nanotron's 1.34B (16 blocks, V h = 4 blocks) at PP 2:
+    11 and 5 layers where an even split gives 8 and 8."""
+    pp = np.asarray(pp, float)
+    layers = shape.layers
+    cost = block_matmul_params(shape)
+    if layers <= 0 or cost <= 0:
+        even = np.ceil(layers / pp)
+        return even, even
+    total = layers * cost + shape.vocab * shape.hidden
+    first = np.minimum(np.floor(total / (pp * cost)) + 1.0, layers)
+    before_last = np.minimum(np.floor(total * (pp - 1.0) / (pp * cost)) + 1.0, layers)
+    last = np.maximum(layers - before_last, 0.0)
+    return np.where(pp > 1, first, layers), np.where(pp > 1, last, layers)
+
+
+def compute_split_stage_share(shape: ModelShape, pp) -> np.ndarray:
+    """Share of the parameters outside the routed experts on the heaviest stage under the compute split
+    (``compute_split_stage_layers``): the first stage's blocks and the input embedding (V h), or the last stage's
+    blocks and the LM head (V h; a copy where tied), whichever is larger; 1 on one stage."""
+    pp = np.asarray(pp, float)
+    dense = shape.params * (1.0 - shape.expert_share)
+    if dense <= 0 or not shape.layers:
+        return 1.0 / pp
+    per_block = max(dense - shape.embedding_params, 0.0) / shape.layers
+    first, last = compute_split_stage_layers(shape, pp)
+    heaviest = np.maximum(first, last) * per_block + shape.vocab * shape.hidden
+    return np.where(pp > 1, np.minimum(heaviest / dense, 1.0), 1.0)

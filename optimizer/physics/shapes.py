@@ -117,6 +117,9 @@ class TrainingState:
     # the linears LoRA adapts ("all_linear", "attention" or "qkv"; "" where no adapter runs or the shapes are unknown):
     # their low-rank branches' HBM traffic (physics/adapters.py)
     lora_targets: str = ""
+    # how the pipeline stages divide the layers (job.pipeline_split): "layers" evenly, "compute" by cumulative matmul
+    # cost with the LM head as a block (nanotron; physics/memory_terms.py compute_split_stage_layers)
+    pipeline_split: str = "layers"
 
     def optimizer_bytes_at(self, zero) -> np.ndarray:
         """Optimizer bytes per trainable parameter at ZeRO stage ``zero`` (flattened shards from stage 1)."""

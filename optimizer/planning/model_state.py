@@ -85,6 +85,7 @@ def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = True) 
         teacher_params=float(job.teacher_params or 0.0),
         paged_optimizer=job.optimizer in PAGED_OPTIMIZERS,
         optimizer_in_backward=job.optimizer_in_backward,
+        pipeline_split=job.pipeline_split,
         # (a stated bytes_per_param stands as given)
         flat_optimizer_extra_bytes=(
             ADAFACTOR_FLAT_SECOND_MOMENT_BYTES[job.master_weights]

@@ -144,6 +144,13 @@ class JobSpec(_Model):
         "bytes a gradient and twice the data-parallel reduce traffic: Megatron-LM's default under --bf16, NeMo's "
         "bf16 DDP config, nanotron's accumulate_grad_in_fp32).",
     )
+    pipeline_split: Literal["layers", "compute"] = Field(
+        "layers",
+        description="How pipeline stages divide the model: layers (L / PP layers a stage, the embedding on the first "
+        "and the LM head on the last: Megatron-Core's default) or compute (contiguous blocks by cumulative matmul "
+        "cost, the LM head weighing its V x h parameters, so the first stage takes more layers: nanotron's build_model "
+        "with get_block_compute_costs).",
+    )
     master_weights: bool = Field(
         True,
         description="Mixed precision with an fp32 master copy (AdamW 12 B/param of state: Megatron, DeepSpeed, "
