@@ -41,6 +41,7 @@ from .constants import (
 )
 from .layout import Layout, Recompute, RunSettings
 from .memory_terms import (
+    after_backward_gradient_bytes,
     bnb_saved_input_bytes,
     compute_split_stage_layers,
     compute_split_stage_share,
@@ -493,6 +494,16 @@ def headroom_bytes(setting: str | float | None, capacity_bytes) -> np.ndarray:
     return np.full_like(capacity, float(setting))
 
 
+def _after_backward_bytes(shape: ModelShape, train: TrainingState, layout: Layout, settings: RunSettings) -> np.ndarray:
+    """``memory_terms.after_backward_gradient_bytes`` for a layout: the stage's 16-bit gradients unsharded (ZeRO-1 leaves
+    them whole) against one micro-batch's activations of the busiest stage."""
+    whole = replace(layout, zero=np.minimum(np.asarray(layout.zero), 1))
+    half = state_bytes(shape, train, whole)[1]
+    one = replace(layout, grad_accum=1, virtual_stages=1)
+    micro = activation_bytes(shape, settings, one, train.pipeline_split) / np.asarray(layout.cp, float)
+    return after_backward_gradient_bytes(half, micro, layout)
+
+
 def memory_breakdown(
     shape: ModelShape,
     train: TrainingState,
@@ -523,6 +534,8 @@ def memory_breakdown(
     fragmentation = allocator_fragmentation_bytes(shape, settings, layout) if shape.has_shapes else None
     if fragmentation is not None:  # samples of many lengths: the length-dependent tensors once more
         fragmentation = variable_length_fragmentation_bytes(fragmentation, acts, settings)
+    if train.gradient_accumulator == "after_backward" and shape.has_shapes:  # nanotron's FP32GradientAccumulator
+        grads = grads + _after_backward_bytes(shape, train, layout, settings)
     allocated = weights + grads + optim + acts
     reserve = framework_reserve_bytes(settings.framework_overhead, capacity, fragmentation, allocated)
     shape_of = np.broadcast(weights, acts, capacity).shape

@@ -153,3 +153,25 @@ def compute_split_stage_share(shape: ModelShape, pp) -> np.ndarray:
     first, last = compute_split_stage_layers(shape, pp)
     heaviest = np.maximum(first, last) * per_block + shape.vocab * shape.hidden
     return np.where(pp > 1, np.minimum(heaviest / dense, 1.0), 1.0)
+
+
+def after_backward_gradient_bytes(half_grad_bytes, one_micro_batch_bytes, layout: Layout) -> np.ndarray:
+    """Per GPU, what a run whose accumulator adds the gradients after backward (``TrainingState.gradient_accumulator``
+    "after_backward") holds beyond its fp32 gradient buffer, given the stage's 16-bit gradients ``half_grad_bytes``
+    (unsharded) and one micro-batch's activations of the stage ``one_micro_batch_bytes``.
+
+    nanotron's ``FP32GradientAccumulator`` (src/nanotron/optim/gradient_accumulator.py @ c2528430): ``backward`` runs
+    ``loss.backward()``, which writes a 16-bit ``.grad`` for every parameter of the stage, and only then adds each into
+    the fp32 buffer (``fp32_grad.add_(half_param.grad)``) and frees it (``half_param.grad = None``); the fp32 buffer
+    covers every parameter even under ZeRO-1 ("we need to accumulate grads for all parameters", ``build_grad_buffers``),
+    the fp32 master copy only the rank's slice (what gradient_dtype fp32 and ZeRO-1 already count). The micro-batch's
+    saved activations are freed as its backward produces the gradients, so at its end the stage holds the other
+    micro-batches in flight and the gradients: the peak is (in flight - 1) A + max(A, G), max(G - A, 0) above the
+    activations counted. Without ZeRO and with DP > 1 nanotron wraps the model in torch DDP (trainer.py ``make_ddp``:
+    ``data_parallel_size > 1 and not (accumulate_grad_in_fp32 and zero_stage > 0)``, default
+    ``gradient_as_bucket_view`` False), whose Reducer keeps a 16-bit bucket copy of every gradient (PyTorch's DDP
+    documentation, ``gradient_as_bucket_view``: views into the buckets save "the total gradients size")."""
+    half = np.asarray(half_grad_bytes, float)
+    held = np.maximum(half - np.asarray(one_micro_batch_bytes, float), 0.0)
+    ddp = (np.asarray(layout.zero) == 0) & (np.asarray(layout.dp, float) > 1)
+    return held + np.where(ddp, half, 0.0)

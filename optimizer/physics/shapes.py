@@ -120,6 +120,9 @@ class TrainingState:
     # how the pipeline stages divide the layers (job.pipeline_split): "layers" evenly, "compute" by cumulative matmul
     # cost with the LM head as a block (nanotron; physics/memory_terms.py compute_split_stage_layers)
     pipeline_split: str = "layers"
+    # where backward writes the gradients (job.gradient_accumulator): "in_place" into the counted buffer, or
+    # "after_backward" (nanotron's FP32GradientAccumulator; physics/memory_terms.py after_backward_gradient_bytes)
+    gradient_accumulator: str = "in_place"
 
     def optimizer_bytes_at(self, zero) -> np.ndarray:
         """Optimizer bytes per trainable parameter at ZeRO stage ``zero`` (flattened shards from stage 1)."""

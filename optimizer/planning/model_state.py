@@ -86,6 +86,7 @@ def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = True) 
         paged_optimizer=job.optimizer in PAGED_OPTIMIZERS,
         optimizer_in_backward=job.optimizer_in_backward,
         pipeline_split=job.pipeline_split,
+        gradient_accumulator=job.gradient_accumulator,
         # (a stated bytes_per_param stands as given)
         flat_optimizer_extra_bytes=(
             ADAFACTOR_FLAT_SECOND_MOMENT_BYTES[job.master_weights]

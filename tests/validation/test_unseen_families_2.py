@@ -252,17 +252,20 @@ def test_flash_attention_throughput_first_seen():
 
 
 def test_nanotron_memory_first_seen():
-    # 25 cells (the TP 16 cell refused), read as torch's allocated peak, with nanotron's fp32 gradient accumulation
-    # (accumulate_grad_in_fp32 in its scaling benchmarks: job gradient_dtype fp32, 4 bytes a gradient, unsharded under
-    # ZeRO-1) and its pipeline stages divided by compute (job pipeline_split compute: nanotron's build_model gives the
-    # first stage 11 of the 1.34B's 16 layers at PP 2, where an even split gives 8): median |error| 10.6 %, worst 0.71
-    # (8.86B at TP 8, micro-batch 8, PP 1); 23 of 25 cells below the published figure. With the even split: 19.1 %,
-    # worst 0.65 (1.34B on 16 GPUs over PP 2), 24 of 25 below; with 2-byte gradients as well 25.5 %, worst 0.54. What
-    # is left is the PP 1 cells under TP (0.71-0.85), short by more as the micro-batch grows.
+    # 25 cells (the TP 16 cell refused), read as torch's allocated peak, as nanotron runs them: fp32 gradient
+    # accumulation (accumulate_grad_in_fp32 in its scaling benchmarks: job gradient_dtype fp32, 4 bytes a gradient,
+    # unsharded under ZeRO-1), the 16-bit gradients added to it after each backward and reduced through torch DDP's
+    # bucket copy without ZeRO (gradient_accumulator after_backward: FP32GradientAccumulator, make_ddp), and the
+    # pipeline stages divided by compute (pipeline_split compute: build_model gives the first stage 11 of the 1.34B's 16
+    # layers at PP 2, where an even split gives 8). Median |error| 10.1 %, worst 0.74 (8.86B at TP 8, micro-batch 8,
+    # PP 1); 23 of 25 cells below the published figure. With the accumulator in place: 10.6 %, worst 0.71; with the
+    # even split as well: 19.1 %, worst 0.65 (1.34B on 16 GPUs over PP 2), 24 of 25 below; with 2-byte gradients too
+    # 25.5 %, worst 0.54. What is left is the 9 PP 1 cells under TP (0.74-0.97, median 17 %), short by more as the
+    # micro-batch grows.
     ratios = _memory("nanotron")
     assert len(ratios) == 25
-    assert statistics.median(abs(r - 1) for r in ratios) <= 0.11
-    assert max(_factor(r) for r in ratios) <= 1.45
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.105
+    assert max(_factor(r) for r in ratios) <= 1.36
     assert sum(r < 1 for r in ratios) >= 23
     pipelined = [
         s.ratio

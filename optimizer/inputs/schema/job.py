@@ -151,6 +151,13 @@ class JobSpec(_Model):
         "cost, the LM head weighing its V x h parameters, so the first stage takes more layers: nanotron's build_model "
         "with get_block_compute_costs).",
     )
+    gradient_accumulator: Literal["in_place", "after_backward"] = Field(
+        "in_place",
+        description="Where backward writes the gradients: in_place (default: into the buffer gpuplan counts, "
+        "Megatron-Core's main_grad, PyTorch's .grad, FSDP's and DeepSpeed's partitions) or after_backward (fresh 16-bit "
+        "gradients of every parameter of the stage each micro-batch, added to the fp32 buffer when its backward ends, "
+        "and reduced through torch DDP's bucket copy without ZeRO: nanotron's FP32GradientAccumulator).",
+    )
     master_weights: bool = Field(
         True,
         description="Mixed precision with an fp32 master copy (AdamW 12 B/param of state: Megatron, DeepSpeed, "
