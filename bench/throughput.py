@@ -19,7 +19,8 @@ Every row names its source family (``family:``, validation/families.yaml: one fr
 tables, one paper). Predictions per row (docs/design.md section 5.10):
 
 - gpuplan as shipped, the recipe pinned: its defaults were not chosen on these rows; its one term fitted on
-  them is the MoE host time per layer (physics/constants.py: MOE_HOST_S_PER_LAYER, fitted on the MoE rows).
+  them is the MoE host time, per layer and per local expert (physics/constants.py: MOE_HOST_S_PER_LAYER and
+  MOE_HOST_S_PER_LOCAL_EXPERT, fitted together on the MoE rows).
 - leave one family out (LOFO): every fitted term refitted without the row's whole family, i.e. the MoE host
   time for gpuplan, and the efficiency model of physics/efficiency.py (log e = log base[GPU family,
   precision class] + log size(hidden), fitted on the implied efficiencies e* of the other families' dense
@@ -38,6 +39,7 @@ Errors are of the predicted tokens/s per GPU; the thresholds apply to gpuplan as
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import statistics
 import sys
@@ -74,6 +76,9 @@ from optimizer.physics.efficiency import (
     supported,
 )
 from optimizer.planning.frameworks import FRAMEWORKS
+
+# The MoE host time as fitted: (ms per MoE layer and micro-batch, ms per local expert)
+HostMs = tuple[float, float]
 
 DATA = ROOT / "validation" / "throughput_runs.yaml"
 FINETUNE_DATA = ROOT / "validation" / "finetune_runs.yaml"
@@ -113,7 +118,7 @@ def modelled(run: dict, skus: set[str]) -> str | None:
 PINNED_FRAMEWORKS = frozenset({"megatron", "deepspeed"})
 
 
-def problem_for(run: dict, efficiency: float | None, host_ms: float | None = None, pinned: bool = False) -> Problem:
+def problem_for(run: dict, efficiency: float | None, host_ms: HostMs | None = None, pinned: bool = False) -> Problem:
     """The row as a job; ``pinned``: under the row's own framework (else Megatron's rows under it, the rest auto)."""
     method = {"pretrain": "full", "full_finetune": "full", "lora": "lora", "qlora": "qlora"}[run["task"]]
     precision = "fp8" if run["precision"] in ("fp8", "mxfp8") else run["precision"]
@@ -144,7 +149,11 @@ def problem_for(run: dict, efficiency: float | None, host_ms: float | None = Non
         "assumptions": {
             # the rows' matmul efficiency; attention at its kernels' own (physics/attention.py)
             **({"matmul_efficiency": efficiency} if efficiency is not None else {}),
-            **({"moe_host_ms_per_layer": host_ms} if host_ms is not None else {}),
+            **(
+                {"moe_host_ms_per_layer": host_ms[0], "moe_host_ms_per_local_expert": host_ms[1]}
+                if host_ms is not None
+                else {}
+            ),
             **moe_assumptions(run),
             # the published recipe's FSDP schedule under gradient accumulation (the row's zero3_gathers_source)
             **({"zero3_gathers": run["zero3_gathers"]} if run.get("zero3_gathers") else {}),
@@ -168,8 +177,8 @@ def moe_assumptions(run: dict) -> dict:
     return out
 
 
-def predict(run: dict, catalog, efficiency: float | None, host_ms: float | None = None) -> float:
-    """tokens/s per GPU of the published layout with the given matmul efficiency and MoE host time per layer
+def predict(run: dict, catalog, efficiency: float | None, host_ms: HostMs | None = None) -> float:
+    """tokens/s per GPU of the published layout with the given matmul efficiency and MoE host time
     (None: gpuplan's own)."""
     return checked(run, catalog, efficiency, host_ms).plan.tokens_per_s / run["gpus"]
 
@@ -184,7 +193,7 @@ def ratio(first: str, second: str) -> tuple[float, float]:
     return published, predict(a, catalog, None) / predict(b, catalog, None)
 
 
-def checked(run: dict, catalog, efficiency: float | None = None, host_ms: float | None = None, pinned: bool = False):
+def checked(run: dict, catalog, efficiency: float | None = None, host_ms: HostMs | None = None, pinned: bool = False):
     """``check`` of the row's published layout (``table_only(run)``: of what its table prints)."""
     return check(
         problem_for(run, efficiency, host_ms, pinned),
@@ -429,10 +438,14 @@ def constant_efficiency(run: dict, catalog) -> float:
     return sku.default_mfu or DEFAULT_COMPUTE_EFFICIENCY.get(sku.form_factor, FALLBACK_COMPUTE_EFFICIENCY)
 
 
-HOST_MS_GRID = (0.0, 1.0, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0)
+# The MoE host time's two parts (physics/constants.py): ms per MoE layer and micro-batch, and ms per local expert
+# where the layout's framework loops over them (Transformer Engine's GroupedLinear); fitted together on this grid.
+HOST_LAYER_MS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 3.5, 4.0)
+HOST_EXPERT_MS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
+HOST_MS_GRID: tuple[HostMs, ...] = tuple(itertools.product(HOST_LAYER_MS, HOST_EXPERT_MS))
 
 
-def host_errors(rows: list[dict], catalog, efficiency=None) -> tuple[list[dict], dict[float, list[float]]]:
+def host_errors(rows: list[dict], catalog, efficiency=None) -> tuple[list[dict], dict[HostMs, list[float]]]:
     """The MoE rows the host time is fitted on, and per grid value their log errors, each row predicted at
     ``efficiency(row)`` (None: gpuplan's own)."""
     moe = [r for r in rows if group(r) == "moe"]
@@ -445,7 +458,7 @@ def host_errors(rows: list[dict], catalog, efficiency=None) -> tuple[list[dict],
     }
 
 
-def best_host_ms(errors: dict[float, list[float]], keep: list[bool]) -> float | None:
+def best_host_ms(errors: dict[HostMs, list[float]], keep: list[bool]) -> HostMs | None:
     """The grid value with the least mean |log error| over the kept MoE rows (None: no row kept): least absolute
     deviations, as the efficiency fit; the median of a dozen rows jumps as single rows cross it."""
     if not any(keep):
@@ -453,17 +466,17 @@ def best_host_ms(errors: dict[float, list[float]], keep: list[bool]) -> float | 
     return min(HOST_MS_GRID, key=lambda c: statistics.fmean(abs(e) for e, k in zip(errors[c], keep) if k))
 
 
-def host_overhead_held_out(rows: list[dict], catalog) -> tuple[float, float, float]:
-    """The MoE host time per layer (physics/constants.py: MOE_HOST_S_PER_LAYER) fitted leave-one-out: for each
+def host_overhead_held_out(rows: list[dict], catalog) -> tuple[HostMs, float, float]:
+    """The MoE host time (physics/constants.py: MOE_HOST_S_PER_LAYER, _PER_LOCAL_EXPERT) fitted leave-one-out: for each
     MoE row, the grid value with the least median |log error| on the other MoE rows predicts it. Returns the
     value fitted on all rows and the held-out (median |error|, worst ratio)."""
     moe, errors = host_errors(rows, catalog)
     if not moe:
-        return 0.0, 0.0, 1.0
+        return (0.0, 0.0), 0.0, 1.0
     n = len(moe)
-    held_out = [errors[best_host_ms(errors, [k != i for k in range(n)]) or 0.0][i] for i in range(n)]
+    held_out = [errors[best_host_ms(errors, [k != i for k in range(n)]) or (0.0, 0.0)][i] for i in range(n)]
     median = statistics.median(abs(math.exp(e) - 1) for e in held_out)
-    return best_host_ms(errors, [True] * n) or 0.0, median, math.exp(max(abs(e) for e in held_out))
+    return best_host_ms(errors, [True] * n) or (0.0, 0.0), median, math.exp(max(abs(e) for e in held_out))
 
 
 def leave_one_family_out(rows: list[dict], catalog) -> None:
@@ -534,7 +547,7 @@ def stats(rows: list[dict], key: str) -> tuple[float, float, float]:
     """(median |error|, worst |error|, worst ratio) of the prediction ``key`` over rows that have it."""
     errors = [r[key] / r["tokens_per_s_per_gpu"] - 1 for r in rows if r.get(key) is not None]
     if not errors:
-        return 0.0, 0.0, 1.0
+        return (0.0, 0.0), 0.0, 1.0
     ratio = max(max(1 + e, 1 / (1 + e)) for e in errors)
     return statistics.median(abs(e) for e in errors), max(abs(e) for e in errors), ratio
 
@@ -700,6 +713,11 @@ def shipping_rule(table: Figures, model: str) -> tuple[bool, str]:
     return met, words
 
 
+def host_words(host_ms: HostMs) -> str:
+    """The MoE host time's two parts as printed (physics/constants.py MOE_HOST_S_PER_LAYER, _PER_LOCAL_EXPERT)."""
+    return f"{host_ms[0]:g} ms per layer + {host_ms[1]:g} ms per local expert"
+
+
 def summaries(rows: list[dict], catalog) -> dict:
     """Prints the per-group summaries, the MoE host time held out and the leave-one-family-out table;
     returns (median, worst ratio) per group, "moe_held_out" for the host time's leave-one-out figures, and
@@ -707,11 +725,12 @@ def summaries(rows: list[dict], catalog) -> dict:
     out: dict = {kind: summary([r for r in rows if group(r) == kind], label) for kind, label in KINDS}
     host_ms, host_median, host_ratio = host_overhead_held_out(rows, catalog)
     print(
-        f"MoE host time per layer fitted on the MoE rows: {host_ms:g} ms (grid {HOST_MS_GRID[0]:g}..{HOST_MS_GRID[-1]:g}); "
-        f"held out (leave-one-out): median {host_median:.1%}, worst within {host_ratio:.2f}x"
+        f"MoE host time fitted on the MoE rows: {host_words(host_ms)} (grid {HOST_LAYER_MS[0]:g}..{HOST_LAYER_MS[-1]:g} "
+        f"x {HOST_EXPERT_MS[0]:g}..{HOST_EXPERT_MS[-1]:g} ms); held out (leave-one-out): median {host_median:.1%}, "
+        f"worst within {host_ratio:.2f}x"
     )
     lofo_host = sorted({(r["family"], r["_lofo_host_ms"]) for r in rows if r["_lofo_host_ms"] is not None})
-    print("  refitted without each family's MoE rows: " + ", ".join(f"{fam} {ms:g} ms" for fam, ms in lofo_host))
+    print("  refitted without each family's MoE rows: " + ", ".join(f"{f} {host_words(ms)}" for f, ms in lofo_host))
     lofo_overlap = sorted({(r["family"], r["_lofo_fit"].overlap) for r in rows})
     print("Data-parallel overlap refitted without each family: " + ", ".join(f"{f} {o:g}" for f, o in lofo_overlap))
     out["moe_held_out"] = (host_median, host_ratio)

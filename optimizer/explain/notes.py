@@ -221,11 +221,19 @@ def _host_note(ctx: JobContext, plan: Plan) -> list[str]:
     share = host_s / plan.step_s if plan.step_s else 0.0
     if share < 0.05:
         return []
-    per_layer_ms = ctx.settings.moe_host_s_per_layer * 1e3
+    s = ctx.settings
+    per_layer = f"{s.moe_host_s_per_layer * 1e3:g} ms per MoE layer and micro-batch of {plan.strategy.micro_batch}"
+    framework = FRAMEWORKS.get(plan.strategy.framework)
+    if framework is not None and framework.grouped_gemm_per_expert and s.moe_host_s_per_local_expert > 0:
+        local = int(ctx.shape.experts or 0) // plan.strategy.ep
+        per_layer += (
+            f" plus {s.moe_host_s_per_local_expert * 1e3:g} ms for each of its {local} local experts (Transformer "
+            f"Engine's GroupedLinear loops over them under {plan.strategy.framework}: fewer with more EP)"
+        )
     return [
-        f"MoE host time: {host_s:.2f} s of the step ({share:.0%}) waiting for kernel launches, {per_layer_ms:g} ms per "
-        f"MoE layer and micro-batch of {plan.strategy.micro_batch} (docs/design.md 5.11); with full-iteration CUDA "
-        "graphs set assumptions.moe_host_ms_per_layer: 0"
+        f"MoE host time: {host_s:.2f} s of the step ({share:.0%}) waiting for kernel launches, {per_layer} "
+        "(docs/design.md 5.11); with full-iteration CUDA graphs set assumptions.moe_host_ms_per_layer: 0 and "
+        "moe_host_ms_per_local_expert: 0"
     ]
 
 

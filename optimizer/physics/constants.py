@@ -252,18 +252,26 @@ MOE_PERMUTE_FORWARD_H = {"alltoall": 7.0, "deepep": 3.0, "hybridep": 0.0}
 # gradient, twice the forward traffic (Korthikanti et al. 2022, section 4: backward = 2x forward).
 MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
 
-# FITTED (bench/throughput.py, on the 13 MoE rows; BENCHMARKS.md reports its leave-one-out error): host
-# time per MoE layer and micro-batch, forward + backward, that the GPU waits for. Megatron-Core's alltoall
-# and flex dispatchers copy the token counts per expert to the host to size their all-to-alls and grouped
-# GEMMs (a host-device sync each way), after which the GPU idles while Python launches the layer's next few
-# dozen kernels; NVIDIA names "small expert GEMMs + host overhead" the compute-efficiency wall of MoE
-# training (Megatron Bridge, "MoE Training Optimization", after "Scalable Training of MoE Models with
-# Megatron Core"). It is per micro-batch, not per token, so it weighs most at micro-batch 1 (the published
-# rows at micro-batch 1 were over-predicted by 34-58 % without it). ``assumptions.moe_host_ms_per_layer``
-# replaces it (0 with full-iteration CUDA graphs). Charged with or without EP: TE's grouped GEMM also takes
-# its split sizes on the host, and eager MoE layers index experts from host-side counts; the published rows
-# all run EP > 1, so without EP it is an extrapolation.
-MOE_HOST_S_PER_LAYER = 3.5e-3
+# FITTED together (bench/throughput.py, on the 13 MoE rows; BENCHMARKS.md reports them held out by family): the
+# host time per MoE layer and micro-batch, forward + backward, that the GPU waits for, in two parts.
+# - Per layer: Megatron-Core's alltoall and flex dispatchers and DeepEP's normal kernels copy the token counts
+#   per expert to the host to size their all-to-alls and grouped GEMMs (a host-device sync each way), after
+#   which the GPU idles while Python launches the layer's next kernels; NVIDIA names "small expert GEMMs + host
+#   overhead" the compute-efficiency wall of MoE training (Megatron Bridge, "MoE Training Optimization", after
+#   "Scalable Training of MoE Models with Megatron Core"). Charged with or without EP.
+# - Per local expert, where the layout's framework runs Transformer Engine's GroupedLinear
+#   (planning/frameworks.py grouped_gemm_per_expert: Megatron-Core's TEGroupedMLP): it loops over its
+#   num_gemms = experts / EP local experts on the host, forward and backward (one cuBLASLt GEMM launched per
+#   expert on TE's multi-stream workspaces, TransformerEngine PR 853; per-expert weights, quantizers, biases,
+#   main_grad and split bookkeeping in NVIDIA/TransformerEngine @ 3ea13561
+#   transformer_engine/pytorch/module/grouped_linear.py; "the CPU overheads of PyTorch ops, such as
+#   torch.split() and torch.empty() (2 x num_gemms calls)", TransformerEngine issue 1499). torchtitan's
+#   torch._grouped_mm and AutoModel's grouped GEMM launch one kernel for all the experts.
+# Both per micro-batch, not per token, so they weigh most at micro-batch 1 (the published rows at micro-batch 1
+# were over-predicted by 34-58 % without them). ``assumptions.moe_host_ms_per_layer`` and
+# ``moe_host_ms_per_local_expert`` replace them (0 with full-iteration CUDA graphs and sync-free grouped MLPs).
+MOE_HOST_S_PER_LAYER = 0.25e-3
+MOE_HOST_S_PER_LOCAL_EXPERT = 0.2e-3
 
 # Host time of one iteration of transformers' eager experts loop (transformers 4.x's MoE blocks; 5.x's
 # experts_implementation="eager"), forward: per routed expert a token has picked, a ``torch.where`` on its

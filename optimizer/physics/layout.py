@@ -189,6 +189,9 @@ class RunSettings:
     moe_overlap: float = 0.0  # fraction of expert-parallel all-to-all hidden behind compute
     moe_dispatcher: str = "alltoall"  # "alltoall": a copy per routed expert; "deepep": one per rank / node
     moe_host_s_per_layer: float = 0.0  # host launch time per MoE layer and micro-batch the GPU waits for
+    moe_host_s_per_local_expert: float = 0.0  # and per local expert, where Transformer Engine's GroupedLinear runs
+    # per layout: its framework's experts run Transformer Engine's GroupedLinear, a host loop over local experts
+    grouped_gemm_per_expert: bool | np.ndarray = False
     # per layout: the experts run as transformers' eager loop (physics/moe.py expert_loop_s), and under
     # DeepSpeed ZeRO-3 with each expert's linears fetched one module at a time
     expert_loop: bool | np.ndarray = False

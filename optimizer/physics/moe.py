@@ -17,7 +17,7 @@ from .constants import (
     MOE_PERMUTE_FORWARD_H,
     ZERO3_MODULE_FETCH_S,
 )
-from .layout import Cluster, Layout
+from .layout import Cluster, Layout, RunSettings
 from .links import Links
 
 
@@ -54,6 +54,15 @@ def by_dispatcher(dispatcher: str, spans, value):
     if dispatcher != "auto":
         return value(dispatcher)
     return np.where(spans, value(AUTO_CROSS_NODE_DISPATCHER), value("alltoall"))
+
+
+def host_s_per_moe_layer(shape, layout: Layout, settings: RunSettings):
+    """Host time per MoE layer and micro-batch the GPU waits for (physics/constants.py MOE_HOST_S_PER_LAYER):
+    the layer's own, plus each of its experts / EP local experts' where the layout's framework loops over them
+    on the host (Transformer Engine's GroupedLinear: ``settings.grouped_gemm_per_expert``)."""
+    local_experts = shape.experts / np.asarray(layout.ep, float) if shape.experts else 0.0
+    per_expert = np.where(settings.grouped_gemm_per_expert, settings.moe_host_s_per_local_expert, 0.0)
+    return settings.moe_host_s_per_layer + per_expert * local_experts
 
 
 def exposed_all_to_all_s(a2a_s, moe_overlap: float, compute_s) -> np.ndarray:

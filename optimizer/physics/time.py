@@ -60,6 +60,7 @@ from .moe import (
     expert_tokens,
     exposed_all_to_all_s,
     grouped_gemm_factor,
+    host_s_per_moe_layer,
     moe_elementwise_bytes_per_token,
 )
 from .pipeline import bubble_slots
@@ -536,7 +537,7 @@ def step_time(
         activation_bytes_per_micro,
         attention,
         settings.moe_dispatcher,
-        settings.moe_host_s_per_layer,
+        host_s_per_moe_layer(shape, layout, settings),
         ep_spans_nodes(layout, links, np.asarray(hw.gpus_per_node, float)),
         settings.recompute_modules,
     )

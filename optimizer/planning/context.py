@@ -22,6 +22,7 @@ from ..physics.constants import (
     FREE_BATCH_MAX_OVER_OPTIMAL,
     LOGITS_BYTES_PER_VOCAB,
     MOE_HOST_S_PER_LAYER,
+    MOE_HOST_S_PER_LOCAL_EXPERT,
     OPTIMAL_BATCH_COEFFICIENT,
     OPTIMAL_BATCH_EXPONENT,
 )
@@ -339,6 +340,9 @@ class JobContext:
             moe_host_s_per_layer=MOE_HOST_S_PER_LAYER
             if a.moe_host_ms_per_layer is None
             else a.moe_host_ms_per_layer / 1e3,
+            moe_host_s_per_local_expert=MOE_HOST_S_PER_LOCAL_EXPERT
+            if a.moe_host_ms_per_local_expert is None
+            else a.moe_host_ms_per_local_expert / 1e3,
             link_efficiency=a.link_efficiency * self.calibration.network,
             activation_reserve=self.activation_reserve,
             framework_overhead=self.framework_overhead,

@@ -97,6 +97,9 @@ class Framework:
     hf_experts: bool = False
     zero3_module_fetch: bool = False
     hf_experts_source: str = "its own MoE layers: grouped GEMMs over the experts"
+    # Whether its grouped expert GEMMs loop over the local experts on the host (Transformer Engine's GroupedLinear:
+    # physics/constants.py MOE_HOST_S_PER_LOCAL_EXPERT), rather than launch one kernel for all of them
+    grouped_gemm_per_expert: bool = False
     # With TP, whether the norms and the residual stream are split along the sequence too (Megatron's sequence
     # parallelism): the activations outside the TP-split linears are then divided by TP as well, else every TP
     # rank keeps them whole (physics/memory.py activation_bytes)
@@ -519,6 +522,10 @@ FRAMEWORKS: dict[str, Framework] = {
         fused_kernels=True,
         kernels_source="Megatron-Core's transformer layers run Transformer Engine's fused LayerNormLinear and "
         "LayerNormMLP modules (megatron/core/models/gpt/gpt_layer_specs.py, get_gpt_layer_with_transformer_engine_spec)",
+        grouped_gemm_per_expert=True,
+        hf_experts_source="Megatron-Core's MoE layers with --moe-grouped-gemm run TEGroupedMLP "
+        "(megatron/core/transformer/moe/experts.py): Transformer Engine's GroupedLinear, one cuBLASLt GEMM per local "
+        "expert launched from a host loop (transformer_engine/pytorch/module/grouped_linear.py)",
         expert_folding=True,
         folding_source=_MEGATRON_ARGS + ": --expert-tensor-parallel-size (Megatron-Core MoE, 'MoE Parallel Folding')",
         standard_loss_bytes_per_vocab=MEGATRON_CROSS_ENTROPY_BYTES_PER_VOCAB,

@@ -67,6 +67,16 @@ def sequence_parallel(framework_codes, framework: str) -> np.ndarray:
     return split[np.where(codes >= 0, codes, len(PREFERENCE))]
 
 
+def grouped_gemm_per_expert(framework_codes, framework: str) -> np.ndarray:
+    """Per layout, whether its framework's grouped expert GEMMs loop over the local experts on the host
+    (``Framework.grouped_gemm_per_expert``; a layout no framework runs takes the job's framework's, none under
+    auto)."""
+    codes = np.asarray(framework_codes)
+    unlabelled = FRAMEWORKS[framework].grouped_gemm_per_expert if framework != "auto" else False
+    looped = np.array([FRAMEWORKS[name].grouped_gemm_per_expert for name in PREFERENCE] + [unlabelled])
+    return looped[np.where(codes >= 0, codes, len(PREFERENCE))]
+
+
 def expert_loop(framework_codes, framework: str, ep, zero, eager: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per layout, whether an MoE's experts run as transformers' eager loop (``eager``: assumptions.experts_
     implementation; a framework training transformers' modules at EP 1, ``Framework.hf_experts``), and whether

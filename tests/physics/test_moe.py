@@ -8,7 +8,7 @@ from optimizer import CheckRequest, GpuplanError, check, plan
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.hf_models import count_params, model_fields, presets
 from optimizer.inputs.schema import ModelSpec, Problem
-from optimizer.physics.constants import GEMM_K_HALF_FP8, MOE_HOST_S_PER_LAYER
+from optimizer.physics.constants import GEMM_K_HALF_FP8, MOE_HOST_S_PER_LAYER, MOE_HOST_S_PER_LOCAL_EXPERT
 from optimizer.physics.layout import Cluster, Layout
 from optimizer.physics.moe import expert_k_factor, exposed_all_to_all_s, moe_elementwise_bytes_per_token
 from optimizer.planning.frameworks import why_not_runnable
@@ -124,15 +124,37 @@ def test_each_moe_layer_waits_for_the_host_once_per_micro_batch():
 
 
 def test_check_reports_the_host_time_share_where_it_weighs():
-    # Megatron-Bridge's Qwen3-30B-A3B H100 layout (EP 16 over 2 nodes, micro-batch 1): 48 MoE layers wait
-    # 3.5 ms each (MOE_HOST_S_PER_LAYER) per micro-batch, 64 micro-batches per step: 10.75 s, reported with its
-    # share and the fix.
-    assert MOE_HOST_S_PER_LAYER == 3.5e-3
+    # Megatron-Bridge's Qwen3-30B-A3B H100 layout (EP 16 over 2 nodes, micro-batch 1): 48 MoE layers each wait
+    # 0.25 ms (MOE_HOST_S_PER_LAYER) plus 0.2 ms for each of their 128 / 16 = 8 local experts (Transformer
+    # Engine's GroupedLinear loops over them: MOE_HOST_S_PER_LOCAL_EXPERT) per micro-batch, 64 micro-batches per
+    # step: 5.68 s, reported with its share and the fix.
+    assert (MOE_HOST_S_PER_LAYER, MOE_HOST_S_PER_LOCAL_EXPERT) == (0.25e-3, 0.2e-3)
     problem = _problem("qwen3-30b-a3b", "fp8")
     problem.job.global_batch = 1024
+    problem.job.framework = "megatron"
     result = check(problem, CheckRequest("H100-SXM", 16, tp=1, pp=1, ep=16, micro_batch=1, compare=False))
-    assert result.plan.time_breakdown_s["moe_host"] == pytest.approx(48 * 3.5e-3 * 64)
-    assert any(n.startswith("MoE host time: 10.75 s") and "moe_host_ms_per_layer: 0" in n for n in result.notes)
+    assert result.plan.time_breakdown_s["moe_host"] == pytest.approx(48 * (0.25e-3 + 8 * 0.2e-3) * 64)
+    note = next(n for n in result.notes if n.startswith("MoE host time: 5.68 s"))
+    assert (
+        "8 local experts" in note and "moe_host_ms_per_layer: 0" in note and "moe_host_ms_per_local_expert: 0" in note
+    )
+
+
+def test_the_per_expert_host_loop_is_transformer_engines_and_shrinks_with_ep():
+    # Transformer Engine's GroupedLinear (Megatron-Core's TEGroupedMLP) loops over the rank's experts / EP local
+    # experts on the host; torchtitan's torch._grouped_mm launches one kernel for all of them. On one layout both
+    # run (EP 8 inside the FSDP shard group), Megatron's host time per MoE layer and micro-batch is the per-layer
+    # part plus 16 local experts' (128 / 8); torchtitan's the per-layer part alone. Doubling EP halves the loop.
+    def host_s(framework: str, gpus: int, ep: int) -> float:
+        problem = _problem("qwen3-30b-a3b")
+        problem.job.framework = framework
+        request = CheckRequest("H100-SXM", gpus, tp=1, pp=1, ep=ep, zero=3, micro_batch=1, compare=False)
+        plan = check(problem, request).plan
+        return plan.time_breakdown_s["moe_host"] / (48 * plan.strategy.grad_accum)
+
+    assert host_s("torchtitan", 8, 8) == pytest.approx(MOE_HOST_S_PER_LAYER)
+    assert host_s("megatron", 8, 8) == pytest.approx(MOE_HOST_S_PER_LAYER + 16 * MOE_HOST_S_PER_LOCAL_EXPERT)
+    assert host_s("megatron", 16, 16) == pytest.approx(MOE_HOST_S_PER_LAYER + 8 * MOE_HOST_S_PER_LOCAL_EXPERT)
 
 
 def test_k_half_reproduces_deepgemm_fp8_table():

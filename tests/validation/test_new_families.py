@@ -120,14 +120,17 @@ def test_internevo_first_seen_within_the_dense_thresholds():
 
 
 def test_modelzoo_moe_first_seen_on_hopper():
-    # Qwen3-235B-A22B on 256 H100 (5 layouts), first seen: median |error| 6.6 % (issue 48: 15 %). The worst row is
-    # beyond issue 48's 1.5x: Megatron-FSDP with EP 8 and full recompute, predicted 36 % slow (1.56x); held here
-    # at 1.6x so that it cannot grow unseen. Every published layout fits gpuplan's memory as it fitted the H100s
-    # (73.3 and 76.6 GiB of 79.6 with the rows' --recompute-modules layernorm moe_act, job.recompute_modules;
-    # 81.8 and 86.0 without).
+    # Qwen3-235B-A22B on 256 H100 (5 layouts), first seen: median |error| 10.5 % (issue 48: 15 %). It was 6.6 %
+    # with the MoE host time one 3.5 ms a layer; split into 0.25 ms a layer and 0.2 ms per local expert
+    # (physics/constants.py), the DeepEP PP 8 row moved -24 % -> -10 % and the same layout with the all-to-all
+    # overlapped +18 % (-6 % before: the flat host time had hidden that gpuplan credits the overlap in full,
+    # where the published gain is 12 %). The worst row is beyond issue 48's 1.5x: Megatron-FSDP with EP 8 and
+    # full recompute, predicted 36 % slow (1.56x); held here at 1.6x so that it cannot grow unseen. Every
+    # published layout fits gpuplan's memory as it fitted the H100s (73.3 and 76.6 GiB of 79.6 with the rows'
+    # --recompute-modules layernorm moe_act, job.recompute_modules; 81.8 and 86.0 without).
     errors = _first_seen("megatron-moe-modelzoo", ("H100-SXM",))
     assert len(errors) == 5
-    assert statistics.median(abs(e) for e in errors) <= 0.08
+    assert statistics.median(abs(e) for e in errors) <= 0.11
     assert max(max(1 + e, 1 / (1 + e)) for e in errors) <= 1.6
     catalog = load_catalog(str(ROOT / "validation" / "hardware.yaml"))
     for row in ROWS:
@@ -137,12 +140,13 @@ def test_modelzoo_moe_first_seen_on_hopper():
 
 
 def test_modelzoo_moe_first_seen_on_blackwell_misses_issue_48():
-    # The same model on GB200 / GB300 NVL72 (4 rows, TFLOPS converted): -25 % (GB200 BF16, MBS 1: 3.5 ms of MoE host
-    # time a layer and micro-batch, 32 % of the predicted step, where the run graphs attention and the router),
-    # +12 % (GB200 MXFP8 with activation offloading, which gpuplan cannot express: 281 of 185 GiB), -17 % (GB300
-    # MXFP8), -42 % (GB300 at 131,072 tokens with CP 4: the predicted compute alone, 1,031 s, is 1.5x the published
-    # 670 s step). Median 21 %, worst 1.73x: beyond issue 48's 15 % and 1.5x; held here so that it cannot worsen.
+    # The same model on GB200 / GB300 NVL72 (4 rows, TFLOPS converted): -25 % (GB200 BF16, MBS 1, where the run
+    # graphs attention and the router), +34 % (GB200 MXFP8 with activation offloading, which gpuplan cannot
+    # express: 281 of 185 GiB), -1 % (GB300 MXFP8), -41 % (GB300 at 131,072 tokens with CP 4: the predicted
+    # compute alone, 1,031 s, is 1.5x the published 670 s step). Median 29 %, worst 1.69x: beyond issue 48's 15 %
+    # and 1.5x; held here so that it cannot worsen. With the host time one 3.5 ms a layer (before it was split
+    # per local expert) the median was 21 %: GB300 MXFP8 -17 % -> -1 %, the offloaded GB200 MXFP8 +12 % -> +34 %.
     errors = _first_seen("megatron-moe-modelzoo", ("GB200", "GB300"))
     assert len(errors) == 4
-    assert statistics.median(abs(e) for e in errors) <= 0.25
+    assert statistics.median(abs(e) for e in errors) <= 0.30
     assert max(max(1 + e, 1 / (1 + e)) for e in errors) <= 1.8

@@ -62,6 +62,12 @@ class Assumptions(_Model):
         "launches after the dispatcher's host-device sync of the token counts. None = gpuplan's default "
         "(docs/design.md 5.11); 0 where full-iteration CUDA graphs remove it.",
     )
+    moe_host_ms_per_local_expert: float | None = Field(
+        None,
+        description="Host time per MoE layer, micro-batch and local expert (experts / EP; ms) where the framework's "
+        "grouped GEMMs loop over the experts on the host (Megatron-Core's Transformer Engine GroupedLinear). None = "
+        "gpuplan's default (docs/design.md 5.11); 0 with a grouped GEMM launched once for every expert.",
+    )
     experts_implementation: Literal["grouped_mm", "eager"] = Field(
         "grouped_mm",
         description="How an MoE's experts run under the frameworks that train transformers' modeling code (DeepSpeed, "

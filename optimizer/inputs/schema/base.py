@@ -85,6 +85,7 @@ _RANGES: dict[str, str] = {
     "overlap": "share",
     "moe_overlap": "share",
     "moe_host_ms_per_layer": "host_ms",
+    "moe_host_ms_per_local_expert": "host_ms",
     "link_efficiency": "fraction",
     "framework_overhead": "reserve",
     "startup_s": "overhead",
