@@ -267,7 +267,8 @@ def _least_recompute(
     rows = np.flatnonzero(auto & (kinds != "none") & (mem.activations <= budget))
     if len(rows) and ctx.shape.has_shapes:
         some, some_settings = take(layout, rows, n), take(settings, rows, n)
-        least = least_recomputed_layers(ctx.shape, some_settings, some, budget[rows], some.virtual_stages)
+        split = ctx.train.pipeline_split
+        least = least_recomputed_layers(ctx.shape, some_settings, some, budget[rows], some.virtual_stages, split)
         counted = np.zeros(len(rows), dtype=np.int64)
         for kind in ("block", "every_k"):
             runs = recompute_count(kind, least, ctx.shape.layers, some.pp, some.virtual_stages)
@@ -279,7 +280,8 @@ def _least_recompute(
         return layout, mem
     some = take(layout, partial, n)
     activations = np.array(mem.activations, dtype=float)
-    activations[partial] = activation_bytes(ctx.shape, take(settings, partial, n), some) / np.asarray(some.cp, float)
+    acts = activation_bytes(ctx.shape, take(settings, partial, n), some, ctx.train.pipeline_split)
+    activations[partial] = acts / np.asarray(some.cp, float)
     return layout, replace(mem, activations=activations)
 
 

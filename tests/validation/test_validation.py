@@ -118,14 +118,14 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     # The figure that counts is the one held out by source family: every family's 303 dense rows, 7.2 % within
     # 1.54x (the constant: 14.3 %), held at 8 % and 1.6x. The 23 small fine-tunes: 5.6 %, within 1.44x (Qwen's 7B
     # full fine-tune on 2 A100 under DeepSpeed ZeRO-3, whose step time is flat in the sequence length), held at 8 %
-    # and 1.5x. The 13 MoE rows (13.7 % median, 1.39x worst as shipped; 13.3 % and 1.39x with the host time fitted
-    # without each row; issue 48 asks for 15 % and 1.5x) are held at 15 % and 1.45x: the rows whose recipes recompute modules
+    # and 1.5x. The 13 MoE rows (13.0 % median, 1.25x worst as shipped; 13.3 % and 1.25x with the host time fitted
+    # without each row; issue 48 asks for 15 % and 1.5x) are held at 15 % and 1.3x: the rows whose recipes recompute modules
     # gpuplan does not model (recompute_modules mla_up_proj, moe_act, layernorm: no stated recompute in the rows)
     # are costed with the fewest layers recomputed that fit.
     stdout = _bench(
         "throughput.py",
         "--fit",
-        *("--max-median", "0.08", "--max-worst", "1.50", "--max-moe-median", "0.15", "--max-moe-worst", "1.45"),
+        *("--max-median", "0.08", "--max-worst", "1.50", "--max-moe-median", "0.15", "--max-moe-worst", "1.30"),
         *("--max-finetune-median", "0.08", "--max-finetune-worst", "1.50"),
         *("--max-gb200-median", "0.09", "--max-gb200-worst", "1.20"),
         *("--max-llm-foundry-median", "0.06", "--max-llm-foundry-worst", "1.50"),
