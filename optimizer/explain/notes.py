@@ -106,7 +106,21 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
     if offer is not None and (why := not_rentable(offer, plan.nodes, plan.gpus_per_node)):
         # a verdict on hardware the offer does not rent, which solve never plans (a cost below its optimum)
         notes.append(f"offer {offer.name} {why}: it cannot be rented there as it stands")
-    return notes + moe_notes(ctx, plan) + kernel_notes(ctx, plan) + zero3_fetch_notes(plan)
+    return (
+        notes + _tp_across_nodes_notes(plan) + moe_notes(ctx, plan) + kernel_notes(ctx, plan) + zero3_fetch_notes(plan)
+    )
+
+
+def _tp_across_nodes_notes(plan: Plan) -> list[str]:
+    """A hand-picked TP wider than a node: its per-layer collectives leave NVLink (solve keeps TP in a node)."""
+    tp, g = plan.strategy.tp, plan.gpus_per_node
+    if tp <= g:
+        return []
+    return [
+        f"TP {tp} spans {tp // g} nodes of {g} GPUs: its all-reduces (4 per layer and micro-batch, 6 with full "
+        "recompute) cross the network, at the nodes' network bandwidth rather than NVLink's; solve keeps TP "
+        "inside a node"
+    ]
 
 
 def gradient_notes(ctx: JobContext, plan: Plan | None) -> list[str]:

@@ -44,8 +44,13 @@ AUTO_CROSS_NODE_DISPATCHER = "deepep"
 def ep_spans_nodes(layout: Layout, links: Links, g) -> np.ndarray:
     """Whether each layout's expert-parallel group reaches beyond a node (the all-to-all goes over the NIC)."""
     ep = np.asarray(layout.ep, float)
-    in_node = np.minimum(ep, np.where(links.multi_node, np.asarray(g, float) / layout.expert_tp, ep))
+    in_node = np.minimum(ep, np.where(links.multi_node, experts_ranks_in_node(layout, g), ep))
     return ep > in_node
+
+
+def experts_ranks_in_node(layout: Layout, g) -> np.ndarray:
+    """Expert-parallel peers that share a node: g / etp, at least the rank itself (a TP wider than a node)."""
+    return np.maximum(1.0, np.asarray(g, float) / layout.expert_tp)
 
 
 def by_dispatcher(dispatcher: str, spans, value):
@@ -91,7 +96,7 @@ def all_to_all_s(shape, layout: Layout, tokens, layers, links: Links, g, dispatc
     volume = 4.0 * tokens * shape.hidden * 2.0  # per copy: dispatch and combine, forward and backward, bf16
     # Of the ep destinations, those in the same node are reached over NVLink, the others over the NIC, at
     # the same time (NCCL's all-to-all posts every peer at once): the slower of the two sets the pace.
-    in_node = np.minimum(ep, np.where(links.multi_node, g / layout.expert_tp, ep))
+    in_node = np.minimum(ep, np.where(links.multi_node, experts_ranks_in_node(layout, g), ep))
     k = shape.experts_per_token
     if dispatcher in ("deepep", "hybridep"):
         rank_hit = holds_one_of_k(shape.experts, shape.experts / ep, k)

@@ -336,9 +336,8 @@ def _model_parallel_s(
     tokens = b * seq_len / cp  # per rank: context parallelism splits each sequence
     recomputed = layout.recomputed_share(shape.layers)  # a recomputed layer's forward all-reduces again
     tp_bytes = (4.0 + 2.0 * recomputed) * 2.0 * ring(tp) * tokens * shape.hidden * 2.0
-    layers = shape.layers * mb.stage_share
-    tp_s = layers * tp_bytes / links.intra
-    g = np.asarray(hw.gpus_per_node, float)
+    layers, g = shape.layers * mb.stage_share, np.asarray(hw.gpus_per_node, float)
+    tp_s = layers * tp_bytes / links.spanning(tp, g)  # NVLink, or the network where a hand-picked TP spans nodes
     stage_spans_nodes = links.multi_node & (tp * cp * dp >= g)
     pp_bw = np.where(stage_spans_nodes, links.net, links.intra)
     v = np.asarray(layout.virtual_stages, float)

@@ -241,10 +241,12 @@ def _with_job(ctx: JobContext, **updates) -> JobContext:
 
 def _check_arguments(row: HardwareRow, fixed: Fixed) -> None:
     """Flags that contradict each other or the hardware: bad input, not a verdict."""
-    if fixed.tp is not None and fixed.tp > row.gpus_per_node:
+    g = row.gpus_per_node
+    if fixed.tp is not None and fixed.tp > g and (fixed.tp % g or row.gpus % fixed.tp):
         raise ArgumentError(
-            f"tensor parallelism {fixed.tp} is larger than the {row.gpus_per_node} GPUs per node; "
-            "TP runs inside a node: lower TP or use more GPUs per node",
+            f"tensor parallelism {fixed.tp} is larger than the {g} GPUs per node and is not whole nodes of "
+            f"{row.gpus} GPUs: TP runs inside a node, or over whole nodes (a multiple of {g} that divides the GPUs; "
+            "its collectives then cross the network)",
             field="tp",
         )
 
@@ -268,9 +270,10 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
     """The error for a hand-picked configuration no layout satisfies, naming the choice that rules it out."""
     model = ctx.job.model
     tp, pp = fixed.get("tp"), fixed.get("pp")
+    across = tp is not None and tp > row.gpus_per_node and tp % row.gpus_per_node == 0  # whole nodes
     if tp is not None and (
-        tp not in TP_CHOICES
-        or row.gpus_per_node % tp
+        (tp not in TP_CHOICES and not across)
+        or (row.gpus_per_node % tp and not across)
         or (model.heads and (model.heads % tp or (model.kv_heads or model.heads) % tp))
     ):
         return ArgumentError(

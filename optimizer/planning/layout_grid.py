@@ -53,13 +53,14 @@ def _offload_choices(setting: str, zero: int, dp: int) -> tuple[Offload, ...]:
 @dataclass(frozen=True)
 class Requested:
     """Layout values a hand-picked configuration (``check``) asks for beyond the grid solve searches: any
-    context-parallel degree, EP, chunk count, expert TP, micro-batch, gradient accumulation or pipeline
+    context-parallel degree, EP, chunk count, expert TP, TP over whole nodes, micro-batch, gradient accumulation or pipeline
     degree (None: the grid's own choices)."""
 
     cp: int | None = None
     ep: int | None = None
     virtual_stages: int | None = None
     expert_tp: int | None = None
+    tp: int | None = None  # a TP of whole nodes (wider than a node: its collectives over the network)
     micro_batch: int | None = None
     grad_accum: int | None = None
     pp: int | None = None
@@ -145,6 +146,8 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: R
     model = ctx.job.model
     g, gpus = row.gpus_per_node, row.gpus
     tps = _divisors(g, TP_CHOICES) if ctx.shape.has_shapes else [1]
+    if ctx.shape.has_shapes and requested.tp and requested.tp > g and requested.tp % g == 0:
+        tps = [requested.tp]  # a hand-picked TP of whole nodes (nanotron's 80B at TP 16); solve keeps TP in a node
     if ctx.shape.has_shapes:
         tps = [t for t in tps if model.heads % t == 0 and (model.kv_heads or model.heads) % t == 0]
     pps = [p for p in pipeline_choices(requested.pp) if ctx.shape.has_shapes and 2 * p <= (model.layers or 0)] or [1]

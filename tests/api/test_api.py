@@ -94,15 +94,21 @@ def test_every_constraint_that_binds_is_named_by_how_much(problems, deadline, bu
 def test_a_gb200_nvl72_rack_is_one_nvlink_node_and_an_oci_instance_is_one_tray(problems):
     """GB200 NVL72 joins its 72 GPUs with NVLink (catalogs/hardware.yaml): 8 GPUs are one node, and TP 8
     runs at NVLink speed. OCI rents 4-GPU bare-metal trays (BM.GPU.GB200.4) whose NVLink reach on-demand
-    does not promise, so there 8 GPUs are two nodes and TP 8 would cross them."""
+    does not promise, so there 8 GPUs are two nodes: TP 8 crosses them (a hand-picked TP of whole nodes, said
+    and timed over the network), and TP 6 is no whole number of trays."""
     job = load_job(problems / "llama-70b-within-5-days.yaml")
     rack = check(job, CheckRequest("GB200", 8, tp=8, compare=False), catalog=optimizer.load_catalog("hardware"))
     assert (rack.plan.nodes, rack.plan.gpus_per_node, rack.plan.strategy.tp) == (1, 8, 8)
     trays = check(job, CheckRequest("oci-gb200", 8, compare=False))
     assert (trays.plan.nodes, trays.plan.gpus_per_node) == (2, 4)
     assert trays.plan.strategy.tp <= 4
-    with pytest.raises(optimizer.GpuplanError, match="larger than the 4 GPUs per node"):
-        check(job, CheckRequest("oci-gb200", 8, tp=8, compare=False))
+    across = check(job, CheckRequest("oci-gb200", 8, tp=8, compare=False))
+    assert (across.plan.nodes, across.plan.strategy.tp) == (2, 8)
+    assert any(n.startswith("TP 8 spans 2 nodes of 4 GPUs") for n in across.notes), across.notes
+    in_tray = check(job, CheckRequest("oci-gb200", 8, tp=4, zero=across.plan.strategy.zero_stage, compare=False))
+    assert across.plan.time_breakdown_s["network"] > in_tray.plan.time_breakdown_s["network"]
+    with pytest.raises(optimizer.GpuplanError, match="larger than the 4 GPUs per node and is not whole nodes"):
+        check(job, CheckRequest("oci-gb200", 8, tp=6, compare=False))
 
 
 def test_an_fp8_plan_says_what_its_gain_rests_on(problems):

@@ -202,17 +202,17 @@ def test_each_gist_line_gives_the_row_entered():
 
 
 def test_nanotron_throughput_first_seen():
-    # 25 of 26 cells predicted (the 80B cell at 64 nodes runs TP 16 across two nodes, which gpuplan refuses: TP runs
-    # inside a node), as nanotron runs them: Megatron's layout rules (TP with sequence parallelism, PP, ZeRO-1) on
-    # eager PyTorch layers (job.kernels eager: no fused-kernel ratio). Median |error| 9.4 %, worst 3.48x. On 1-4
+    # All 26 cells predicted, as nanotron runs them: Megatron's layout rules (TP with sequence parallelism, PP,
+    # ZeRO-1) on eager PyTorch layers (job.kernels eager: no fused-kernel ratio); the 80B cell at 64 nodes runs TP 16
+    # over two whole nodes, its TP collectives over the network (check takes a TP of whole nodes; it was refused
+    # until 2026-12-07: 540 predicted against 348 published, 1.55x). Median |error| 10.1 %, worst 3.48x. On 1-4
     # nodes (10 cells) 8.7 %, worst 2.85x (80B over TP 8 x PP 4 on 4 nodes, published MFU 14.8 % where the other
-    # 80B cells reach 30-34 %); on 8-64 nodes (15 cells) 22.5 %, worst 3.48x (1.34B on 512 GPUs at 2 sequences
+    # 80B cells reach 30-34 %); on 8-64 nodes (16 cells) 22.3 %, worst 3.48x (1.34B on 512 GPUs at 2 sequences
     # each, published MFU 5.3 %): the published MFU falls with the node count at a fixed global batch of 256
     # sequences and gpuplan's barely moves.
-    refused = [s.row["name"] for s in unseen.speeds(DATA) if s.predicted is None]
-    assert refused == ["nanotron-80b-64n-dp32-tp16-pp1"]
+    assert all(s.predicted is not None for s in unseen.speeds(DATA))
     ratios = _speed("nanotron")
-    assert len(ratios) == 25
+    assert len(ratios) == 26
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.11
     assert max(_factor(r) for r in ratios) <= 3.7
     small = _speed("nanotron", (1, 4))
@@ -220,7 +220,7 @@ def test_nanotron_throughput_first_seen():
     assert statistics.median(abs(r - 1) for r in small) <= 0.10
     assert max(_factor(r) for r in small) <= 3.0
     large = _speed("nanotron", (8, 64))
-    assert len(large) == 15
+    assert len(large) == 16
     assert statistics.median(abs(r - 1) for r in large) <= 0.25
 
 
@@ -252,21 +252,22 @@ def test_flash_attention_throughput_first_seen():
 
 
 def test_nanotron_memory_first_seen():
-    # 25 cells (the TP 16 cell refused), read as torch's allocated peak, as nanotron runs them: fp32 gradient
+    # 26 cells, read as torch's allocated peak, as nanotron runs them: fp32 gradient
     # accumulation (accumulate_grad_in_fp32 in its scaling benchmarks: job gradient_dtype fp32, 4 bytes a gradient,
     # unsharded under ZeRO-1), the 16-bit gradients added to it after each backward and reduced through torch DDP's
     # bucket copy without ZeRO (gradient_accumulator after_backward: FP32GradientAccumulator, make_ddp), and the
     # pipeline stages divided by compute (pipeline_split compute: build_model gives the first stage 11 of the 1.34B's 16
     # layers at PP 2, where an even split gives 8). Median |error| 10.1 %, worst 0.74 (8.86B at TP 8, micro-batch 8,
-    # PP 1); 23 of 25 cells below the published figure. With the accumulator in place: 10.6 %, worst 0.71; with the
+    # PP 1); 23 of 25 cells below the published figure (with the TP 16 cell over two nodes, accepted since
+    # 2026-12-07 at 0.87: 26 cells, 10.8 %, 24 below). With the accumulator in place: 10.6 %, worst 0.71; with the
     # even split as well: 19.1 %, worst 0.65 (1.34B on 16 GPUs over PP 2), 24 of 25 below; with 2-byte gradients too
     # 25.5 %, worst 0.54. What is left is the 9 PP 1 cells under TP (0.74-0.97, median 17 %), short by more as the
     # micro-batch grows.
     ratios = _memory("nanotron")
-    assert len(ratios) == 25
-    assert statistics.median(abs(r - 1) for r in ratios) <= 0.105
+    assert len(ratios) == 26
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.11
     assert max(_factor(r) for r in ratios) <= 1.36
-    assert sum(r < 1 for r in ratios) >= 23
+    assert sum(r < 1 for r in ratios) >= 24
     pipelined = [
         s.ratio
         for s in unseen.scored_memories(unseen.memories(DATA))
