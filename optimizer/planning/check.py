@@ -266,22 +266,24 @@ def _broken_rules(ctx: JobContext, plan: Plan) -> list[str]:
     ]
 
 
+def _tp_impossible(tp: int, g: int, model) -> str | None:
+    """Why a hand-picked TP cannot split this model on nodes of ``g`` GPUs (None: it can)."""
+    if not model.heads:
+        return "a model given by its parameter count alone has no TP (give its shapes or a preset)"
+    kv = model.kv_heads or model.heads
+    if model.heads % tp or kv % tp:
+        return f"it must divide the {model.heads} attention heads and the {kv} key/value heads"
+    if tp <= g and (tp not in TP_CHOICES or g % tp):
+        return f"inside a node it must be one of {', '.join(map(str, TP_CHOICES))} dividing the {g} GPUs per node"
+    return None
+
+
 def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
     """The error for a hand-picked configuration no layout satisfies, naming the choice that rules it out."""
     model = ctx.job.model
     tp, pp = fixed.get("tp"), fixed.get("pp")
-    across = tp is not None and tp > row.gpus_per_node and tp % row.gpus_per_node == 0  # whole nodes
-    if tp is not None and (
-        (tp not in TP_CHOICES and not across)
-        or (row.gpus_per_node % tp and not across)
-        or (model.heads and (model.heads % tp or (model.kv_heads or model.heads) % tp))
-    ):
-        return ArgumentError(
-            f"TP {tp} is not possible here: it must be one of {', '.join(map(str, TP_CHOICES))}, divide the "
-            f"{row.gpus_per_node} GPUs per node"
-            + (" and the attention (and key/value) heads" if model.heads else " (and a params-only model has no TP)"),
-            field="tp",
-        )
+    if tp is not None and (why := _tp_impossible(tp, row.gpus_per_node, model)):
+        return ArgumentError(f"TP {tp} is not possible here: {why}", field="tp")
     if pp is not None and pp > 1 and (not model.layers or 2 * pp > model.layers or row.gpus % (pp * (tp or 1))):
         if not model.layers:
             return ArgumentError(

@@ -111,6 +111,14 @@ def test_a_gb200_nvl72_rack_is_one_nvlink_node_and_an_oci_instance_is_one_tray(p
         check(job, CheckRequest("oci-gb200", 8, tp=6, compare=False))
 
 
+def test_a_tp_of_whole_nodes_must_still_split_the_heads(problems):
+    """A TP over two nodes is a layout check takes; Llama 3.1 70B's 8 key/value heads cannot split 16 ways, and
+    the refusal says that (not that TP stays in a node)."""
+    job = load_job(problems / "llama-70b-within-5-days.yaml")
+    with pytest.raises(optimizer.GpuplanError, match="divide the 64 attention heads and the 8 key/value heads"):
+        check(job, CheckRequest("H100-SXM", 32, tp=16, compare=False), catalog=optimizer.load_catalog("hardware"))
+
+
 def test_an_fp8_plan_says_what_its_gain_rests_on(problems):
     """Issue 48: FP8 speeds up the GEMM kernels only (physics/precision.py); an FP8 answer says so and how far
     published pairs bear it out, a BF16 one does not."""
