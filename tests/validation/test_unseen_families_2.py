@@ -14,7 +14,7 @@ import statistics
 import sys
 
 import pytest
-import yaml
+from first_seen import assert_families_new
 from paths import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -101,21 +101,12 @@ def _factor(ratio: float) -> float:
 
 def test_the_families_are_new_and_listed():
     # neither family is registered in validation/families.yaml nor names a row of any other file of validation/
-    registered = set(yaml.safe_load((ROOT / "validation" / "families.yaml").read_text())["families"])
-    ours = set(DATA["families"])
-    assert ours == {"nanotron", "flash-attention-training", "deepspeed-a800-gist"}
-    assert {r["family"] for r in RUNS + MEMORY} == ours
-    assert not ours & registered
-    for path in (ROOT / "validation").glob("*.yaml"):
-        if path.name == "unseen_families_2.yaml":
-            continue
-        text = path.read_text()
-        for family in ours:
-            assert not re.search(rf"family: {re.escape(family)}\b", text), (path.name, family)
-    fitted = {r.get("family") for path in throughput.DATA_FILES for r in yaml.safe_load(path.read_text())["runs"]}
-    assert not ours & fitted
+    assert assert_families_new("unseen_families_2.yaml", DATA) == {
+        "nanotron",
+        "flash-attention-training",
+        "deepspeed-a800-gist",
+    }
     assert len(RUNS) == 31 and len(MEMORY) == 37
-    assert len({r["name"] for r in RUNS + MEMORY}) == len(RUNS) + len(MEMORY)
 
 
 def test_nanotron_shapes_are_the_sizes_the_svg_names():

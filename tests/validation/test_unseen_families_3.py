@@ -15,7 +15,7 @@ import re
 import statistics
 import sys
 
-import yaml
+from first_seen import assert_families_new
 from paths import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -49,21 +49,12 @@ def _scored(family: str) -> list[float]:
 
 def test_the_families_are_new_and_listed():
     # neither family is registered in validation/families.yaml nor names a row of any other file of validation/
-    registered = set(yaml.safe_load((ROOT / "validation" / "families.yaml").read_text())["families"])
-    ours = set(DATA["families"])
-    assert ours == {"xtuner-megatron-moe", "xtuner-sequence-parallel", "universal-llm-trainer"}
-    assert {r["family"] for r in RUNS + MEMORY} == ours
-    assert not ours & registered
-    for path in (ROOT / "validation").glob("*.yaml"):
-        if path.name == unseen.DATA_3.name:
-            continue
-        text = path.read_text()
-        for family in ours:
-            assert not re.search(rf"family: {re.escape(family)}\b", text), (path.name, family)
-    fitted = {r.get("family") for path in throughput.DATA_FILES for r in yaml.safe_load(path.read_text())["runs"]}
-    assert not ours & fitted
+    assert assert_families_new(unseen.DATA_3.name, DATA) == {
+        "xtuner-megatron-moe",
+        "xtuner-sequence-parallel",
+        "universal-llm-trainer",
+    }
     assert len(RUNS) == 58 and len(MEMORY) == 34
-    assert len({r["name"] for r in RUNS + MEMORY}) == len(RUNS) + len(MEMORY)
 
 
 def test_each_moe_line_gives_the_row_entered():

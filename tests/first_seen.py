@@ -1,0 +1,35 @@
+"""The rule every first-seen data file of validation/ keeps (unseen_families_2.yaml, unseen_families_3.yaml): its
+families are its own, registered in its own ``families:`` and nowhere else, so that nothing fitted ever reads them."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import yaml
+from paths import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+import throughput  # noqa: E402
+
+
+def assert_families_new(file_name: str, data: dict) -> set[str]:
+    """The file's families (its ``families:`` keys), after checking that they are exactly its rows' families, that
+    validation/families.yaml does not register them, that no other file of validation/ names them on a row, that
+    no fitted row is theirs, and that every row name is unique."""
+    registered = set(yaml.safe_load((ROOT / "validation" / "families.yaml").read_text())["families"])
+    ours = set(data["families"])
+    rows = data["runs"] + data["memory_rows"]
+    assert {r["family"] for r in rows} == ours
+    assert not ours & registered
+    for path in (ROOT / "validation").glob("*.yaml"):
+        if path.name == file_name:
+            continue
+        text = path.read_text()
+        for family in ours:
+            assert not re.search(rf"family: {re.escape(family)}\b", text), (path.name, family)
+    fitted = {r.get("family") for path in throughput.DATA_FILES for r in yaml.safe_load(path.read_text())["runs"]}
+    assert not ours & fitted
+    assert len({r["name"] for r in rows}) == len(rows)
+    return ours
