@@ -238,11 +238,16 @@ def _host_note(ctx: JobContext, plan: Plan) -> list[str]:
     s = ctx.settings
     per_layer = f"{s.moe_host_s_per_layer * 1e3:g} ms per MoE layer and micro-batch of {plan.strategy.micro_batch}"
     framework = FRAMEWORKS.get(plan.strategy.framework)
-    if framework is not None and framework.grouped_gemm_per_expert and s.moe_host_s_per_local_expert > 0:
+    looped = (
+        framework is not None
+        and framework.grouped_gemm_per_expert
+        and (plan.strategy.ep > 1 or not framework.hf_experts)
+    )
+    if looped and s.moe_host_s_per_local_expert > 0:
         local = int(ctx.shape.experts or 0) // plan.strategy.ep
         per_layer += (
-            f" plus {s.moe_host_s_per_local_expert * 1e3:g} ms for each of its {local} local experts (Transformer "
-            f"Engine's GroupedLinear loops over them under {plan.strategy.framework}: fewer with more EP)"
+            f" plus {s.moe_host_s_per_local_expert * 1e3:g} ms for each of its {local} local experts (under "
+            f"{plan.strategy.framework} the expert GEMMs loop over them on the host: fewer with more EP)"
         )
     return [
         f"MoE host time: {host_s:.2f} s of the step ({share:.0%}) waiting for kernel launches, {per_layer} "

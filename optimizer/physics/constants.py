@@ -265,8 +265,9 @@ MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
 #   expert on TE's multi-stream workspaces, TransformerEngine PR 853; per-expert weights, quantizers, biases,
 #   main_grad and split bookkeeping in NVIDIA/TransformerEngine @ 3ea13561
 #   transformer_engine/pytorch/module/grouped_linear.py; "the CPU overheads of PyTorch ops, such as
-#   torch.split() and torch.empty() (2 x num_gemms calls)", TransformerEngine issue 1499). torchtitan's
-#   torch._grouped_mm and AutoModel's grouped GEMM launch one kernel for all the experts.
+#   torch.split() and torch.empty() (2 x num_gemms calls)", TransformerEngine issue 1499); DeepSpeed-MoE's
+#   Experts.forward runs one module per local expert in a Python loop (deepspeed/moe/experts.py), charged alike.
+#   torchtitan's torch._grouped_mm and AutoModel's grouped GEMM launch one kernel for all the experts.
 # Both per micro-batch, not per token, so they weigh most at micro-batch 1 (the published rows at micro-batch 1
 # were over-predicted by 34-58 % without them). ``assumptions.moe_host_ms_per_layer`` and
 # ``moe_host_ms_per_local_expert`` replace them (0 with full-iteration CUDA graphs and sync-free grouped MLPs).

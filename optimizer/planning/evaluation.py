@@ -191,7 +191,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         fused_kernels=fused,
         fp8_saved_inputs=fused & (ctx.job.precision == "fp8"),
         sequence_parallel=sequence_parallel(codes, ctx.job.framework),
-        grouped_gemm_per_expert=grouped_gemm_per_expert(codes, ctx.job.framework),
+        grouped_gemm_per_expert=grouped_gemm_per_expert(codes, ctx.job.framework, layout.ep),
         main_grad=FP32_GRAD_BYTES_PER_GRAD_BYTE if ctx.job.gradient_dtype == "fp32" else 1.0,
         fused_framework=fused_kernels(codes, ctx.kernel_speed, ctx.job.framework),
         logits_bytes_per_vocab=loss_bytes_per_vocab(codes, ctx.job.loss, ctx.job.framework),

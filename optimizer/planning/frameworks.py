@@ -97,8 +97,10 @@ class Framework:
     hf_experts: bool = False
     zero3_module_fetch: bool = False
     hf_experts_source: str = "its own MoE layers: grouped GEMMs over the experts"
-    # Whether its grouped expert GEMMs loop over the local experts on the host (Transformer Engine's GroupedLinear:
-    # physics/constants.py MOE_HOST_S_PER_LOCAL_EXPERT), rather than launch one kernel for all of them
+    # Whether its expert GEMMs loop over the local experts on the host (physics/constants.py
+    # MOE_HOST_S_PER_LOCAL_EXPERT): Transformer Engine's GroupedLinear (Megatron), DeepSpeed-MoE's Experts (a Python
+    # loop of one module per expert, deepspeed/moe/experts.py Experts.forward), rather than one kernel for all of
+    # them; under ``hf_experts`` at EP 1 transformers' own experts run instead (``expert_loop``)
     grouped_gemm_per_expert: bool = False
     # With TP, whether the norms and the residual stream are split along the sequence too (Megatron's sequence
     # parallelism): the activations outside the TP-split linears are then divided by TP as well, else every TP
@@ -406,6 +408,7 @@ FRAMEWORKS: dict[str, Framework] = {
         "gradients every micro-batch",
         hf_experts=True,
         zero3_module_fetch=True,
+        grouped_gemm_per_expert=True,
         hf_experts_source="HF Trainer and accelerate's DeepSpeed integration train transformers' modeling code (native "
         "DeepSpeed-MoE layers only with ep > 1); ZeRO-3 fetches each submodule's weights in its forward and backward "
         "hooks (DeepSpeed issue 5047: 'DS wrapping very small nn.Modules such as nn.Linear')",

@@ -67,14 +67,19 @@ def sequence_parallel(framework_codes, framework: str) -> np.ndarray:
     return split[np.where(codes >= 0, codes, len(PREFERENCE))]
 
 
-def grouped_gemm_per_expert(framework_codes, framework: str) -> np.ndarray:
-    """Per layout, whether its framework's grouped expert GEMMs loop over the local experts on the host
+def grouped_gemm_per_expert(framework_codes, framework: str, ep) -> np.ndarray:
+    """Per layout, whether its framework's expert GEMMs loop over the local experts on the host
     (``Framework.grouped_gemm_per_expert``; a layout no framework runs takes the job's framework's, none under
-    auto)."""
+    auto): not at EP 1 under a framework that then trains transformers' own experts (``Framework.hf_experts``:
+    DeepSpeed-MoE's layers come with EP)."""
     codes = np.asarray(framework_codes)
-    unlabelled = FRAMEWORKS[framework].grouped_gemm_per_expert if framework != "auto" else False
-    looped = np.array([FRAMEWORKS[name].grouped_gemm_per_expert for name in PREFERENCE] + [unlabelled])
-    return looped[np.where(codes >= 0, codes, len(PREFERENCE))]
+    named = FRAMEWORKS[framework] if framework != "auto" else None
+    index = np.where(codes >= 0, codes, len(PREFERENCE))
+    looped = np.array(
+        [FRAMEWORKS[n].grouped_gemm_per_expert for n in PREFERENCE] + [bool(named and named.grouped_gemm_per_expert)]
+    )
+    hf = np.array([FRAMEWORKS[n].hf_experts for n in PREFERENCE] + [bool(named and named.hf_experts)])
+    return looped[index] & ~(hf[index] & (np.asarray(ep) == 1))
 
 
 def expert_loop(framework_codes, framework: str, ep, zero, eager: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -157,6 +157,22 @@ def test_the_per_expert_host_loop_is_transformer_engines_and_shrinks_with_ep():
     assert host_s("megatron", 16, 16) == pytest.approx(MOE_HOST_S_PER_LAYER + 8 * MOE_HOST_S_PER_LOCAL_EXPERT)
 
 
+def test_deepspeed_moe_loops_over_its_local_experts_and_transformers_experts_do_not():
+    # DeepSpeed-MoE's Experts.forward runs one module per local expert in a Python loop (deepspeed/moe/experts.py):
+    # at EP 8 under DeepSpeed (ZeRO-2: its MoE layers refuse ZeRO-3) the host time per MoE layer and micro-batch
+    # carries 16 local experts' loop; at EP 1 DeepSpeed trains transformers' own experts (grouped_mm by default),
+    # one launch for all of them.
+    def host_s(gpus: int, ep: int) -> float:
+        problem = _problem("qwen3-30b-a3b")
+        problem.job.framework = "deepspeed"
+        request = CheckRequest("H100-SXM", gpus, tp=1, pp=1, ep=ep, zero=2, micro_batch=1, compare=False)
+        plan = check(problem, request).plan
+        return plan.time_breakdown_s.get("moe_host", 0.0) / (48 * plan.strategy.grad_accum)
+
+    assert host_s(8, 8) == pytest.approx(MOE_HOST_S_PER_LAYER + 16 * MOE_HOST_S_PER_LOCAL_EXPERT)
+    assert host_s(8, 1) == pytest.approx(MOE_HOST_S_PER_LAYER)
+
+
 def test_k_half_reproduces_deepgemm_fp8_table():
     # DeepGEMM README (H800, FP8, M = 4096): TFLOPS at K = 512, 1536, 2048, 7168, 16384.
     table = {512: 590, 1536: 990, 2048: 1025, 7168: 1304, 16384: 1358}
