@@ -139,6 +139,18 @@ GlobalBatchOpt = typer.Option(
 PrecisionOpt = typer.Option(None, "--precision", help="bf16, fp16, fp8 or nvfp4 (default bf16).")
 OptimizerOpt = typer.Option(None, "--optimizer", help="adamw (default), adamw8bit, paged_adamw, sgd, adafactor...")
 LoraRankOpt = typer.Option(None, "--lora-rank", min=1, help="LoRA rank (default 16).")
+LoraTargetsOpt = typer.Option(
+    None,
+    "--lora-targets",
+    help="The linears LoRA adapts: all_linear (default: attention and MLP), attention (q, k, v, o) or qkv.",
+)
+MasterWeightsOpt = typer.Option(
+    None,
+    "--master-weights/--no-master-weights",
+    help="An fp32 master copy beside 16-bit weights (AdamW: 12 bytes a parameter). Default: the job file's "
+    "job.master_weights, else on. "
+    "--no-master-weights: pure bf16 training (torchtune's dtype bf16), AdamW's moments in bf16, 4 bytes.",
+)
 GradientDtypeOpt = typer.Option(
     None,
     "--gradient-dtype",

@@ -21,6 +21,8 @@ from ..cli_options import (
     GlobalBatchOpt,
     GradientDtypeOpt,
     LoraRankOpt,
+    LoraTargetsOpt,
+    MasterWeightsOpt,
     MethodJobOpt,
     ModelOpt,
     OptimizerOpt,
@@ -117,6 +119,8 @@ JOB_FLAG_OPTIONS: dict[str, tuple[str, Any]] = {
     "precision": ("str | None", PrecisionOpt),
     "optimizer": ("str | None", OptimizerOpt),
     "lora_rank": ("int | None", LoraRankOpt),
+    "lora_targets": ("str | None", LoraTargetsOpt),
+    "master_weights": ("bool | None", MasterWeightsOpt),
     "gradient_dtype": ("str | None", GradientDtypeOpt),
 }
 

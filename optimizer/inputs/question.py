@@ -32,6 +32,8 @@ JOB_FLAGS = (
     "precision",
     "optimizer",
     "lora_rank",
+    "lora_targets",
+    "master_weights",
     "gradient_dtype",
 )
 # a context length in thousands counts in 1,024s (an 8k context is 8,192 tokens, Llama 3.1's 128k 131,072)

@@ -1,7 +1,8 @@
 """What the command line declares once: the job flags (``--model``, ``--method``, ``--tokens``, ``--seq-len``,
-``--global-batch``, ``--precision``, ``--optimizer``, ``--lora-rank``, ``--gradient-dtype``) for check, solve and
-options (``cli.shared.JOB_FLAG_OPTIONS``), each reaching its own field of the job (they were eight positional values
-matched to fields by order); and the choices of its enums, which are the schema's own."""
+``--global-batch``, ``--precision``, ``--optimizer``, ``--lora-rank``, ``--lora-targets``,
+``--master-weights/--no-master-weights``, ``--gradient-dtype``) for check, solve and options
+(``cli.shared.JOB_FLAG_OPTIONS``), each reaching its own field of the job (they were eight positional values matched
+to fields by order); and the choices of its enums, which are the schema's own."""
 
 from __future__ import annotations
 
@@ -19,16 +20,19 @@ from optimizer.inputs.schema import Assumptions, JobSpec, Problem
 
 runner = CliRunner()
 
+# per job field: its option's declaration, and the words that give it a value other than the default
 FLAGS = {
-    "model": ("--model", "llama-3.1-8b"),
-    "method": ("--method", "lora"),
-    "tokens": ("--tokens", "2B"),
-    "seq_len": ("--seq-len", "8k"),
-    "global_batch": ("--global-batch", "64"),
-    "precision": ("--precision", "fp8"),
-    "optimizer": ("--optimizer", "sgd"),
-    "lora_rank": ("--lora-rank", "32"),
-    "gradient_dtype": ("--gradient-dtype", "fp32"),
+    "model": ("--model", ["--model", "llama-3.1-8b"]),
+    "method": ("--method", ["--method", "lora"]),
+    "tokens": ("--tokens", ["--tokens", "2B"]),
+    "seq_len": ("--seq-len", ["--seq-len", "8k"]),
+    "global_batch": ("--global-batch", ["--global-batch", "64"]),
+    "precision": ("--precision", ["--precision", "fp8"]),
+    "optimizer": ("--optimizer", ["--optimizer", "sgd"]),
+    "lora_rank": ("--lora-rank", ["--lora-rank", "32"]),
+    "lora_targets": ("--lora-targets", ["--lora-targets", "attention"]),
+    "master_weights": ("--master-weights/--no-master-weights", ["--no-master-weights"]),
+    "gradient_dtype": ("--gradient-dtype", ["--gradient-dtype", "fp32"]),
 }
 
 
@@ -42,18 +46,19 @@ def test_the_job_flags_are_declared_once_for_the_question_fields():
 def test_every_planning_command_takes_every_job_flag(command):
     r = runner.invoke(app, [command, "--help"], terminal_width=200)
     assert r.exit_code == 0, r.output
-    assert all(flag in r.output for flag, _ in FLAGS.values()), r.output
+    assert all(words[0] in r.output for _, words in FLAGS.values()), r.output
 
 
 def test_each_job_flag_reaches_its_own_field(tmp_path):
     saved = tmp_path / "question.yaml"
-    given = [word for flag, value in FLAGS.values() for word in (flag, value)]
+    given = [word for _, words in FLAGS.values() for word in words]
     r = runner.invoke(app, ["check", *given, "--sku", "H100", "--gpus", "8", "--save", str(saved), "-q"])
     assert r.exit_code == 0, r.output
     job = yaml.safe_load(saved.read_text())["job"]
     assert job["model"] == "llama-3.1-8b" and job["method"] == "lora" and job["tokens"] == "2B"
     assert job["seq_len"] == 8192 and job["global_batch"] == 64 and job["precision"] == "fp8"
     assert job["optimizer"] == "sgd" and job["lora_rank"] == 32 and job["gradient_dtype"] == "fp32"
+    assert job["lora_targets"] == "attention" and job["master_weights"] is False
 
 
 @pytest.mark.parametrize(

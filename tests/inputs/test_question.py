@@ -139,6 +139,8 @@ ROUND_TRIPS = {
     "optimizer": {"--optimizer": "adamw8bit"},
     "lora-rank": {"--lora-rank": "64"},
     "gradient-dtype": {"--gradient-dtype": "fp32", "--method": "full"},
+    "lora-targets": {"--lora-targets": "attention"},
+    "master-weights": {"--no-master-weights": None, "--method": "full"},
     "objective": {"--objective": "time"},
     "deadline": {"--deadline": "6h"},
     "budget": {"--budget": "$5"},
