@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from ..inputs import units
 from ..inputs.catalog import find_sku
 from ..inputs.schema import Sku, Strategy
@@ -22,7 +24,8 @@ from ..physics.precision import LOW_PRECISIONS
 from ..planning.calibration import predict, resolve_row
 from ..planning.candidates import CandidateTable, not_rentable
 from ..planning.context import Calibration, JobContext
-from ..planning.frameworks import FRAMEWORKS
+from ..planning.frameworks import CODES, FRAMEWORKS
+from ..planning.labels import grouped_gemm_per_expert
 from ..planning.layout_grid import CONTEXT_PARALLEL_MIN_SEQ_LEN, MICRO_BATCH_CHOICES, PP_CHOICES, VIRTUAL_STAGE_CHOICES
 from ..planning.plans import SPOT_SUFFIX, headroom_note
 from ..results import MeasuredComparison, Plan
@@ -237,12 +240,8 @@ def _host_note(ctx: JobContext, plan: Plan) -> list[str]:
         return []
     s = ctx.settings
     per_layer = f"{s.moe_host_s_per_layer * 1e3:g} ms per MoE layer and micro-batch of {plan.strategy.micro_batch}"
-    framework = FRAMEWORKS.get(plan.strategy.framework)
-    looped = (
-        framework is not None
-        and framework.grouped_gemm_per_expert
-        and (plan.strategy.ep > 1 or not framework.hf_experts)
-    )
+    code = np.array([CODES.get(plan.strategy.framework, -1)])  # the physics' own per-layout rule
+    looped = bool(grouped_gemm_per_expert(code, ctx.job.framework, np.array([plan.strategy.ep]))[0])
     if looped and s.moe_host_s_per_local_expert > 0:
         local = int(ctx.shape.experts or 0) // plan.strategy.ep
         per_layer += (

@@ -30,6 +30,7 @@ from .layout_grid import (
     context_choices,
     fewest_broken_rules,
     strategy_grid,
+    tp_over_whole_nodes,
 )
 from .model_state import training_state
 from .plans import plan_from
@@ -242,7 +243,7 @@ def _with_job(ctx: JobContext, **updates) -> JobContext:
 def _check_arguments(row: HardwareRow, fixed: Fixed) -> None:
     """Flags that contradict each other or the hardware: bad input, not a verdict."""
     g = row.gpus_per_node
-    if fixed.tp is not None and fixed.tp > g and (fixed.tp % g or row.gpus % fixed.tp):
+    if fixed.tp is not None and fixed.tp > g and (not tp_over_whole_nodes(fixed.tp, g) or row.gpus % fixed.tp):
         raise ArgumentError(
             f"tensor parallelism {fixed.tp} is larger than the {g} GPUs per node and is not whole nodes of "
             f"{row.gpus} GPUs: TP runs inside a node, or over whole nodes (a multiple of {g} that divides the GPUs; "

@@ -22,49 +22,46 @@ def zero3_per_step(framework_codes, pp, policy: str = "auto") -> np.ndarray:
     return held[np.where(codes >= 0, codes, len(PREFERENCE))] & (pp > 1)
 
 
+def _by_framework(framework_codes, attribute: str, framework: str, auto_value):
+    """Per layout, ``Framework.<attribute>`` of the framework it is labelled with; a layout no framework runs
+    (code -1) takes the job's framework's, ``auto_value`` under auto."""
+    codes = np.asarray(framework_codes)
+    unlabelled = getattr(FRAMEWORKS[framework], attribute) if framework != "auto" else auto_value
+    table = np.array([getattr(FRAMEWORKS[name], attribute) for name in PREFERENCE] + [unlabelled])
+    return table[np.where(codes >= 0, codes, len(PREFERENCE))]
+
+
 def fused_kernels(framework_codes, kernels: str, framework: str, compiled: bool = False) -> np.ndarray:
     """Per layout, whether its activations are those of fused kernels: job.kernels 'fused' or 'eager' for
     every layout, or under 'auto' the kernels of the framework each layout is labelled with (so a plan
     labelled megatron is costed with the kernels Megatron runs), fused for every layout under torch.compile
     (``compiled``: job.compile; Inductor fuses the element-wise chains and saves what the fused kernels keep);
     a layout no framework runs takes the job's framework's."""
-    codes = np.asarray(framework_codes)
     if kernels != "auto" or compiled:
-        return np.full(np.shape(codes), kernels == "fused" or (kernels == "auto" and compiled))
-    unlabelled = framework != "auto" and FRAMEWORKS[framework].fused_kernels
-    fused = np.array([FRAMEWORKS[name].fused_kernels for name in PREFERENCE] + [unlabelled])
-    return fused[np.where(codes >= 0, codes, len(PREFERENCE))]
+        return np.full(np.shape(framework_codes), kernels == "fused" or (kernels == "auto" and compiled))
+    return _by_framework(framework_codes, "fused_kernels", framework, False)
 
 
 def loss_bytes_per_vocab(framework_codes, loss: str, framework: str) -> np.ndarray:
     """Per layout, the loss's memory per token and vocabulary entry: job.loss chunked or fused for every layout,
     standard as the framework each layout is labelled with computes it (a layout no framework runs takes the job's
     framework's, PyTorch's under auto)."""
-    codes = np.asarray(framework_codes)
     if loss != "standard":
-        return np.full(np.shape(codes), LOGITS_BYTES_PER_VOCAB[loss])
-    unlabelled = FRAMEWORKS[framework].standard_loss_bytes_per_vocab if framework != "auto" else None
-    per = [FRAMEWORKS[name].standard_loss_bytes_per_vocab for name in PREFERENCE]
-    table = np.array(per + [unlabelled or LOGITS_BYTES_PER_VOCAB["standard"]])
-    return table[np.where(codes >= 0, codes, len(PREFERENCE))]
+        return np.full(np.shape(framework_codes), LOGITS_BYTES_PER_VOCAB[loss])
+    auto = LOGITS_BYTES_PER_VOCAB["standard"]
+    return _by_framework(framework_codes, "standard_loss_bytes_per_vocab", framework, auto)
 
 
 def partial_recompute(framework_codes, framework: str) -> np.ndarray:
     """Per layout, its framework's partial recompute (``Framework.partial_recompute``; a layout no framework runs
     takes the job's framework's, none under auto)."""
-    codes = np.asarray(framework_codes)
-    unlabelled = FRAMEWORKS[framework].partial_recompute if framework != "auto" else "none"
-    kinds = np.array([FRAMEWORKS[name].partial_recompute for name in PREFERENCE] + [unlabelled])
-    return kinds[np.where(codes >= 0, codes, len(PREFERENCE))]
+    return _by_framework(framework_codes, "partial_recompute", framework, "none")
 
 
 def sequence_parallel(framework_codes, framework: str) -> np.ndarray:
     """Per layout, whether TP splits the sequence through the norms and residuals too: its framework's rule
     (a layout no framework runs takes the job's framework's, Megatron's under auto)."""
-    codes = np.asarray(framework_codes)
-    unlabelled = FRAMEWORKS[framework].sequence_parallel if framework != "auto" else True
-    split = np.array([FRAMEWORKS[name].sequence_parallel for name in PREFERENCE] + [unlabelled])
-    return split[np.where(codes >= 0, codes, len(PREFERENCE))]
+    return _by_framework(framework_codes, "sequence_parallel", framework, True)
 
 
 def grouped_gemm_per_expert(framework_codes, framework: str, ep) -> np.ndarray:
@@ -72,14 +69,9 @@ def grouped_gemm_per_expert(framework_codes, framework: str, ep) -> np.ndarray:
     (``Framework.grouped_gemm_per_expert``; a layout no framework runs takes the job's framework's, none under
     auto): not at EP 1 under a framework that then trains transformers' own experts (``Framework.hf_experts``:
     DeepSpeed-MoE's layers come with EP)."""
-    codes = np.asarray(framework_codes)
-    named = FRAMEWORKS[framework] if framework != "auto" else None
-    index = np.where(codes >= 0, codes, len(PREFERENCE))
-    looped = np.array(
-        [FRAMEWORKS[n].grouped_gemm_per_expert for n in PREFERENCE] + [bool(named and named.grouped_gemm_per_expert)]
-    )
-    hf = np.array([FRAMEWORKS[n].hf_experts for n in PREFERENCE] + [bool(named and named.hf_experts)])
-    return looped[index] & ~(hf[index] & (np.asarray(ep) == 1))
+    looped = _by_framework(framework_codes, "grouped_gemm_per_expert", framework, False)
+    hf = _by_framework(framework_codes, "hf_experts", framework, False)
+    return looped & ~(hf & (np.asarray(ep) == 1))
 
 
 def expert_loop(framework_codes, framework: str, ep, zero, eager: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -87,17 +79,10 @@ def expert_loop(framework_codes, framework: str, ep, zero, eager: bool) -> tuple
     implementation; a framework training transformers' modules at EP 1, ``Framework.hf_experts``), and whether
     ZeRO-3 fetches each module's parameters in a hook of its own (``Framework.zero3_module_fetch`` at ZeRO-3:
     physics/zero3_hooks.py; the experts' linears too where they loop)."""
-    codes = np.asarray(framework_codes)
-    unlabelled = FRAMEWORKS[framework] if framework != "auto" else None
-    index = np.where(codes >= 0, codes, len(PREFERENCE))
-    fetch = [FRAMEWORKS[n].zero3_module_fetch for n in PREFERENCE] + [
-        bool(unlabelled and unlabelled.zero3_module_fetch)
-    ]
-    fetched = np.array(fetch)[index] & (np.asarray(zero) >= 3)
+    fetched = _by_framework(framework_codes, "zero3_module_fetch", framework, False) & (np.asarray(zero) >= 3)
     if not eager:
-        return np.zeros(np.shape(codes), bool), fetched
-    hf = np.array([FRAMEWORKS[n].hf_experts for n in PREFERENCE] + [bool(unlabelled and unlabelled.hf_experts)])
-    return hf[index] & (np.asarray(ep) == 1), fetched
+        return np.zeros(np.shape(framework_codes), bool), fetched
+    return _by_framework(framework_codes, "hf_experts", framework, False) & (np.asarray(ep) == 1), fetched
 
 
 def label_layouts(

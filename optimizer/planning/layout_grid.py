@@ -40,6 +40,11 @@ def _divisors(n: int, choices) -> list[int]:
     return [c for c in choices if c <= n and n % c == 0]
 
 
+def tp_over_whole_nodes(tp: int, gpus_per_node: int) -> bool:
+    """A TP wider than a node that spans whole nodes (a hand-picked layout check takes; solve keeps TP in a node)."""
+    return tp > gpus_per_node and tp % gpus_per_node == 0
+
+
 def _offload_choices(setting: str, zero: int, dp: int) -> tuple[Offload, ...]:
     """ZeRO-Offload runs with stage 2 or 3 (or a single data-parallel rank)."""
     possible = zero >= 2 or dp == 1
@@ -146,7 +151,7 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: R
     model = ctx.job.model
     g, gpus = row.gpus_per_node, row.gpus
     tps = _divisors(g, TP_CHOICES) if ctx.shape.has_shapes else [1]
-    if ctx.shape.has_shapes and requested.tp and requested.tp > g and requested.tp % g == 0:
+    if ctx.shape.has_shapes and requested.tp and tp_over_whole_nodes(requested.tp, g):
         tps = [requested.tp]  # a hand-picked TP of whole nodes (nanotron's 80B at TP 16); solve keeps TP in a node
     if ctx.shape.has_shapes:
         tps = [t for t in tps if model.heads % t == 0 and (model.kv_heads or model.heads) % t == 0]
