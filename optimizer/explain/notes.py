@@ -26,7 +26,13 @@ from ..planning.candidates import CandidateTable, not_rentable
 from ..planning.context import Calibration, JobContext
 from ..planning.frameworks import CODES, FRAMEWORKS
 from ..planning.labels import grouped_gemm_per_expert
-from ..planning.layout_grid import CONTEXT_PARALLEL_MIN_SEQ_LEN, MICRO_BATCH_CHOICES, PP_CHOICES, VIRTUAL_STAGE_CHOICES
+from ..planning.layout_grid import (
+    CONTEXT_PARALLEL_MIN_SEQ_LEN,
+    CP_CHOICES,
+    MICRO_BATCH_CHOICES,
+    PP_CHOICES,
+    VIRTUAL_STAGE_CHOICES,
+)
 from ..planning.plans import SPOT_SUFFIX, headroom_note
 from ..results import MeasuredComparison, Plan
 from ..solver.model import solver_rows
@@ -111,7 +117,20 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
         notes.append(f"offer {offer.name} {why}: it cannot be rented there as it stands")
     return (
         notes + _tp_across_nodes_notes(plan) + moe_notes(ctx, plan) + kernel_notes(ctx, plan) + zero3_fetch_notes(plan)
-    )
+    ) + context_parallel_notes(ctx, plan)
+
+
+def context_parallel_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
+    """The context-parallel exchange a CP > 1 plan's time assumed (job.context_parallel)."""
+    if plan is None or plan.strategy.cp <= 1:
+        return []
+    exchange = ctx.job.context_parallel
+    how = {
+        "ring": "ring attention: K and V passed around the CP ranks, overlapped with attention",
+        "all_to_all": "Ulysses all-to-alls of q, k, v and the output around attention, not overlapped",
+        "all_to_all_repeat_kv": "Ulysses all-to-alls with K and V repeated to every query head (XTuner), not overlapped",
+    }[exchange]
+    return [f"context parallelism: CP {plan.strategy.cp} as {exchange} ({how}; job.context_parallel sets it)"]
 
 
 def _tp_across_nodes_notes(plan: Plan) -> list[str]:
@@ -343,6 +362,8 @@ def outside_search_notes(ctx: JobContext, strategy: Strategy) -> list[str]:
     outside = []
     if strategy.cp > 1 and ctx.job.seq_len < CONTEXT_PARALLEL_MIN_SEQ_LEN:
         outside.append(f"context parallelism below {CONTEXT_PARALLEL_MIN_SEQ_LEN:,} tokens")
+    if strategy.cp not in CP_CHOICES:
+        outside.append(f"CP {strategy.cp} (solve tries {', '.join(map(str, CP_CHOICES))})")
     if strategy.expert_tp and strategy.expert_tp != strategy.tp:
         outside.append("an expert TP other than the attention TP (parallel folding)")
     if strategy.virtual_stages > max(VIRTUAL_STAGE_CHOICES):
@@ -425,6 +446,7 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
     notes.append(spot_note(ctx.constraints.spot, "constraints.spot"))
     notes += measurement_notes(ctx) + precision_notes(ctx)
     notes += moe_notes(ctx, best) + kernel_notes(ctx, best) + zero3_fetch_notes(best) + gradient_notes(ctx, best)
+    notes += context_parallel_notes(ctx, best)
     if job.framework == "auto" and best is not None:
         notes.append(
             f"framework: any; the plan runs in {best.strategy.framework} (set job.framework or --framework to plan "

@@ -85,7 +85,7 @@ class Layout:
     recompute: Ints = Recompute.NONE
     virtual_stages: Ints = 1
     offload: Ints = Offload.NONE
-    cp: Ints = 1  # context parallelism: ranks that split each sequence (ring attention)
+    cp: Ints = 1  # context parallelism: ranks that split each sequence (RunSettings.context_parallel: the exchange)
     ep: Ints = 1  # expert parallelism: ranks (of the dp x cp ones) that split the routed experts
     # Expert tensor parallelism under Megatron-Core's parallel folding: the routed experts are split over
     # ep x etp ranks drawn from all tp x dp x cp ranks (etp 1: whole experts); 0: the attention TP, EP
@@ -188,6 +188,9 @@ class RunSettings:
     overlap: float = 0.0  # fraction of data-parallel traffic hidden behind compute
     moe_overlap: float = 0.0  # fraction of expert-parallel all-to-all hidden behind compute
     moe_dispatcher: str = "alltoall"  # "alltoall": a copy per routed expert; "deepep": one per rank / node
+    # the context-parallel exchange (job.context_parallel; physics/context_parallel.py): "ring" (ring attention's K/V
+    # passes), "all_to_all" (Ulysses: DeepSpeed, Megatron-Core a2a) or "all_to_all_repeat_kv" (XTuner's Ulysses)
+    context_parallel: str = "ring"
     moe_host_s_per_layer: float = 0.0  # host launch time per MoE layer and micro-batch the GPU waits for
     moe_host_s_per_local_expert: float = 0.0  # and per local expert, where Transformer Engine's GroupedLinear runs
     # per layout: its framework's experts run Transformer Engine's GroupedLinear, a host loop over local experts

@@ -48,6 +48,7 @@ from .constants import (
     QLORA_DEQUANT_BYTES_PER_PARAM,
     QLORA_DEQUANT_PASSES,
 )
+from .context_parallel import context_parallel_s
 from .gemm import rows_factor
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .links import Links, ring
@@ -325,8 +326,10 @@ def _model_parallel_s(
     links: Links,
     moe_overlap: float = 0.0,
     moe_dispatcher: str = "alltoall",
+    cp_exchange: str = "ring",
 ):
-    """TP all-reduces and PP sends of one micro-batch (not overlapped); the expert all-to-alls, of which
+    """TP all-reduces and PP sends of one micro-batch (not overlapped); the context-parallel exchange
+    (physics/context_parallel.py); the expert all-to-alls, of which
     ``moe_overlap`` hides behind compute, never more than the micro-batch's own compute (Megatron-Core's
     ``--overlap-moe-expert-parallel-comm`` and DualPipe hide one micro-batch's all-to-all behind another's
     compute)."""
@@ -346,7 +349,9 @@ def _model_parallel_s(
     return (
         tp_s
         + pp_s
-        + _context_parallel_s(shape, layout, seq_len, tokens, layers, mb, links, g)
+        + context_parallel_s(
+            shape, layout, tokens, layers, links, g, _attention_share(shape, seq_len) * mb.compute_s, cp_exchange
+        )
         + _expert_all_to_all_exposed_s(shape, layout, tokens, layers, mb, links, g, moe_overlap, moe_dispatcher)
     )
 
@@ -359,22 +364,6 @@ def _expert_all_to_all_exposed_s(
         shape, layout, expert_tokens(layout, tokens), layers * shape.moe_layer_share, links, g, dispatcher
     )
     return exposed_all_to_all_s(a2a_s, moe_overlap, mb.compute_s)
-
-
-def _context_parallel_s(
-    shape, layout: Layout, seq_len: float, tokens, layers, mb: _MicroBatch, links: Links, g
-) -> np.ndarray:
-    """Ring attention (Liu et al. 2023; Megatron-Core context parallelism): per layer each rank passes its
-    K and V chunk around the ring, cp - 1 hops forward, and K, V plus their gradients backward (3x the
-    forward volume in all). The exchange overlaps the attention of the chunk in hand; what exceeds the
-    attention compute of the layer is exposed."""
-    cp = np.asarray(layout.cp, float)
-    tp = np.asarray(layout.tp, float)
-    kv_bytes = (cp - 1.0) * 2.0 * tokens * shape.kv_width * 2.0 / tp  # K and V, bf16, TP-split heads
-    bw = np.where(links.multi_node & (tp * cp > g), links.net, links.intra)
-    exchange_s = layers * 3.0 * kv_bytes / bw
-    attention_share = _attention_share(shape, seq_len)
-    return np.where(cp > 1, np.maximum(0.0, exchange_s - attention_share * mb.compute_s), 0.0)
 
 
 def _rerun_bytes(shape, layout: Layout, tokens, modules: frozenset[str]) -> np.ndarray:
@@ -551,7 +540,7 @@ def step_time(
         stage_layers = np.ceil(shape.layers * mb.stage_share)
         mb = replace(mb, module_fetch_s=module_fetch_s(shape, train, layout, stage_layers, settings.zero3_module_fetch))
     micro_s = mb.busy_s + _model_parallel_s(
-        shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher
+        shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher, settings.context_parallel
     )
     if offloaded_bytes_per_micro is not None:
         micro_s = micro_s + _activation_offload_exposed_s(hw, mb, offloaded_bytes_per_micro)

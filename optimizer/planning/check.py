@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import ArgumentError, GpuplanError, JobError
 from ..inputs.layout_fields import pinned, words
+from ..physics.context_parallel import is_all_to_all
 from ..physics.layout import Recompute
 from ..physics.recompute_modules import frees_beyond_flash
 from ..results import MeasuredComparison, Plan
@@ -22,12 +23,12 @@ from .context import HardwareRow, JobContext
 from .evaluation import best_layout, evaluate
 from .frameworks import PREFERENCE, why_not_runnable
 from .layout_grid import (
-    CP_CHOICES,
     EP_CHOICES,
     GRID_FIELDS,
     TP_CHOICES,
     Requested,
-    context_choices,
+    cp_splits_heads,
+    cp_splits_sequence,
     fewest_broken_rules,
     strategy_grid,
     tp_over_whole_nodes,
@@ -300,12 +301,8 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
             field="pp",
         )
     cp = fixed.get("cp")
-    if cp is not None and cp > 1 and cp not in context_choices(ctx, cp):
-        return ArgumentError(
-            f"context parallelism {cp} is not possible here: it needs the sequence split into 2 x {cp} equal "
-            f"chunks, FlashAttention and the model's shapes; CP is one of {', '.join(map(str, CP_CHOICES))}",
-            field="cp",
-        )
+    if cp is not None and cp > 1 and (why := _cp_impossible(ctx, row, cp, tp or 1, pp or 1)):
+        return ArgumentError(f"context parallelism {cp} is not possible here: {why}", field="cp")
     ep = fixed.get("ep")
     if ep is not None and ep > 1:
         return ArgumentError(
@@ -356,6 +353,40 @@ def _why_no_layout(ctx: JobContext, row: HardwareRow, fixed: dict) -> JobError:
         )
     given = ", ".join(f"{k}={v}" for k, v in fixed.items() if v is not None) or "any options"
     return _batch_error(ctx, row, given)
+
+
+def _cp_impossible(ctx: JobContext, row: HardwareRow, cp: int, tp: int, pp: int) -> str | None:
+    """Which rule a hand-picked CP degree breaks (None: none), naming the job's exchange (job.context_parallel)."""
+    exchange = ctx.job.context_parallel
+    ulysses = is_all_to_all(exchange)
+    fix = (
+        "choose --cp among the degrees that do, or set job.context_parallel (ring: 2 x CP chunks; all_to_all: "
+        "CP shards, the query heads split over TP x CP)"
+    )
+    if ctx.job.attention != "flash" or not ctx.shape.has_shapes:
+        return "it needs FlashAttention (job.attention: flash) and the model's shapes (heads, layers); " + fix
+    s = ctx.job.seq_len
+    if not cp_splits_sequence(ctx, cp):
+        chunks = f"{cp} equal shards" if ulysses else f"2 x {cp} equal chunks (causal load balancing)"
+        fitting = [c for c in range(2, min(s, 4 * cp) + 1) if cp_splits_sequence(ctx, c)][:6]
+        return (
+            f"job.context_parallel {exchange} splits the sequence of {s:,} tokens (job.seq_len) into {chunks}, "
+            f"which {s:,} is not a multiple of; CP {', '.join(map(str, fitting)) or 'none'} would; " + fix
+        )
+    if ulysses and not cp_splits_heads(ctx, tp, cp):
+        model = ctx.job.model
+        return (
+            f"job.context_parallel {exchange} (Ulysses) gives each of the TP x CP = {tp * cp} ranks a share of the "
+            f"{model.heads} query heads ({model.kv_heads or model.heads} KV heads), which they do not split into "
+            "(the query heads must be a multiple of TP x CP; the KV heads per TP rank a multiple of CP or a divisor of "
+            "it: DeepSpeed's UlyssesSPAttentionHF); " + fix
+        )
+    if row.gpus % (tp * pp * cp):
+        return (
+            f"TP x PP x CP = {tp} x {pp} x {cp} does not divide the {row.gpus} GPUs (the data-parallel ranks are what "
+            "is left); choose a CP that divides the GPUs with the other degrees, or another GPU count"
+        )
+    return None
 
 
 def _batch_error(ctx: JobContext, row: HardwareRow, given: str) -> JobError:

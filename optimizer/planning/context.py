@@ -337,6 +337,7 @@ class JobContext:
             overlap=a.overlap,
             moe_overlap=a.moe_overlap,
             moe_dispatcher=a.moe_dispatcher,
+            context_parallel=self.job.context_parallel,
             moe_host_s_per_layer=MOE_HOST_S_PER_LAYER
             if a.moe_host_ms_per_layer is None
             else a.moe_host_ms_per_layer / 1e3,

@@ -15,6 +15,7 @@ import numpy as np
 from ..physics.constants import (
     FREE_BATCH_MICRO_BATCHES_PER_STAGE,
 )
+from ..physics.context_parallel import is_all_to_all, ulysses_heads_split
 from ..physics.layout import RECOMPUTE_LEAST, Layout, Offload, Recompute
 from ..physics.recompute_modules import frees_beyond_flash
 from .context import HardwareRow, JobContext
@@ -29,7 +30,7 @@ TP_CHOICES = (1, 2, 4, 8)
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 9, 12, 16, 18)
 MICRO_BATCH_CHOICES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGE_CHOICES = (1, 2, 4, 8)  # interleaved 1F1B (Narayanan et al. 2021, section 2.2)
-CP_CHOICES = (1, 2, 4, 8)  # context parallelism (ring attention) for long sequences
+CP_CHOICES = (1, 2, 4, 8)  # context parallelism the planner tries for long sequences (check takes any degree)
 EP_CHOICES = (1, 2, 4, 8, 16, 32, 64)  # expert parallelism for MoE models
 CONTEXT_PARALLEL_MIN_SEQ_LEN = 16384  # below this, activations are small enough without splitting sequences
 LAYOUT_FIELDS = Layout.field_names()
@@ -171,7 +172,7 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: R
     recomputed = RECOMPUTE_LEAST if requested.recompute_layers is None else requested.recompute_layers
     out = []
     for tp, pp, cp in [(t, p, c) for t in tps for p in pps for c in context_choices(ctx, requested.cp)]:
-        if gpus % (tp * pp * cp):
+        if gpus % (tp * pp * cp) or not cp_splits_heads(ctx, tp, cp):
             continue
         dp = gpus // (tp * pp * cp)
         for mb in micro_batches:
@@ -276,17 +277,35 @@ _DENSE = ((1, 0),)  # a dense model's one (ep, etp) pair
 
 
 def context_choices(ctx: JobContext, requested: int | None = None) -> list[int]:
-    """Context-parallel degrees: under FlashAttention, dividing the sequence into 2 cp chunks (the causal
-    load balancing of Megatron-Core and torchtitan); the planner tries them from 16k tokens up, a hand-
-    picked ``requested`` degree is allowed at any length."""
-    s = ctx.job.seq_len
+    """Context-parallel degrees: under FlashAttention, splitting the sequence as the job's exchange needs
+    (``cp_splits_sequence``); the planner tries CP_CHOICES from 16k tokens up, a hand-picked ``requested``
+    degree is allowed at any length and above 8 (Llama 3 trained at CP 16, XTuner's sequence parallel at 64)."""
     if ctx.job.attention != "flash" or not ctx.shape.has_shapes:
         return [1]
     if requested is not None and requested > 1:
-        return [1, requested] if requested in CP_CHOICES and s % (2 * requested) == 0 else [1]
-    if s < CONTEXT_PARALLEL_MIN_SEQ_LEN:
+        return [1, requested] if cp_splits_sequence(ctx, requested) else [1]
+    if ctx.job.seq_len < CONTEXT_PARALLEL_MIN_SEQ_LEN:
         return [1]
-    return [c for c in CP_CHOICES if s % (2 * c) == 0]
+    return [c for c in CP_CHOICES if cp_splits_sequence(ctx, c)]
+
+
+def cp_splits_sequence(ctx: JobContext, cp: int) -> bool:
+    """Whether ``cp`` ranks split the sequence: ring attention into 2 cp equal chunks (the causal load balancing of
+    Megatron-Core and torchtitan), Ulysses into cp shards (DeepSpeed's and XTuner's sequence sharding)."""
+    chunks = cp if is_all_to_all(ctx.job.context_parallel) else 2 * cp
+    return ctx.job.seq_len % chunks == 0
+
+
+def cp_splits_heads(ctx: JobContext, tp: int, cp: int) -> bool:
+    """Whether a TP x CP layout's attention heads split as the job's exchange needs: always under ring attention
+    (each rank keeps all its TP share of the heads); under Ulysses each TP rank's query heads over the cp ranks and
+    the KV heads by DeepSpeed's rule (physics/context_parallel.py ulysses_heads_split)."""
+    exchange = ctx.job.context_parallel
+    if cp <= 1 or not is_all_to_all(exchange):
+        return True
+    model = ctx.job.model
+    heads = model.heads or 0
+    return bool(ulysses_heads_split(heads, model.kv_heads or heads, tp, cp, exchange))
 
 
 def _shardings(row: HardwareRow, tp: int, dp: int) -> list[tuple[int, int]]:

@@ -104,7 +104,9 @@ def test_each_xtuner_line_gives_the_row_entered():
         # accumulative_counts = sequence_parallel_size and batch_size 1: the global batch is the GPU count
         assert layout["ga"] == layout["cp"] == row["sequence_parallel"] == sp, row["name"]
         assert row["global_batch"] == row["gpus"] // sp * row["micro_batch"] * layout["ga"] == row["gpus"]
-        assert row.get("expressible", True) == (sp == 1), row["name"]  # Ulysses is not gpuplan's ring cp
+        # XTuner's sequence parallel is Ulysses with K and V repeated to every query head (job.context_parallel)
+        assert row.get("expressible", True), row["name"]
+        assert row.get("context_parallel") == ("all_to_all_repeat_kv" if sp > 1 else None), row["name"]
         assert row["model"]["layers"] == {"Llama2-7B": 32, "Yi-34B-200K": 60, "Llama2-70B": 80}[model]
 
 
@@ -128,20 +130,28 @@ def test_moe_throughput_first_seen():
 def test_xtuner_throughput_first_seen():
     # the 4 SP-1 rows (DeepSpeed ZeRO-3, full recompute, A100 80GB): median |error| 27.7 %, worst 1.50 (Llama2-70B at
     # 8k on 32 GPUs: 216.8 published, 324 predicted); the 7B rows slow (0.84 at 8k, 0.70 at 32k), 34B and 70B fast
-    # (1.26, 1.50). The 10 sequence-parallel rows are not scored: 7 predicted at cp = SP size (0.58-0.81, all slow),
-    # 3 refused (SP 16 and 64: gpuplan's cp goes to 8).
-    ratios = _scored("xtuner-sequence-parallel")
-    assert len(ratios) == 4
-    assert statistics.median(abs(r - 1) for r in ratios) <= 0.30
-    assert max(_factor(r) for r in ratios) <= 1.6
-    apart = [s for s in SPEEDS if s.row["family"] == "xtuner-sequence-parallel" and not s.row.get("expressible", True)]
-    assert len(apart) == 10
-    refused = [s.row["name"] for s in apart if s.predicted is None]
-    assert refused == [
-        "xtuner-llama2-7b-1m-sp16-a100x32",
-        "xtuner-llama2-70b-256k-sp16-a100x32",
-        "xtuner-llama2-70b-1m-sp64-a100x64",
+    # (1.26, 1.50).
+    sp1 = [
+        s.ratio
+        for s in SPEEDS
+        if s.scored and s.row["family"] == "xtuner-sequence-parallel" and s.row["layout"]["cp"] == 1
     ]
+    assert len(sp1) == 4
+    assert statistics.median(abs(r - 1) for r in sp1) <= 0.30
+    assert max(_factor(r) for r in sp1) <= 1.6
+    # the 10 sequence-parallel rows, scored as Ulysses (job.context_parallel: all_to_all_repeat_kv, cp = SP size,
+    # SP 16 and 64 too): every one slow, 0.58 (Llama2-7B at 256k on 8 GPUs: 540.1 published, 313 predicted) to 0.89
+    # (Llama2-70B at 256k, SP 16); attention compute, not the exchange, sets their time (the all-to-alls take under 1 %
+    # of the 70B 1M step). First predicted as ring CP and not scored: the 7 rows up to SP 8 read 0.58-0.81 (the
+    # ring's K/V passes hide behind attention), SP 16 and 64 refused (CP went to 8).
+    sp = [s for s in SPEEDS if s.row["family"] == "xtuner-sequence-parallel" and s.row["layout"]["cp"] > 1]
+    assert len(sp) == 10 and all(s.scored for s in sp)
+    assert all(0.55 <= s.ratio <= 0.92 for s in sp), [(s.row["name"], round(s.ratio, 3)) for s in sp]
+    # the family as a whole, 14 rows: median |error| 28.0 %, worst 0.58
+    ratios = _scored("xtuner-sequence-parallel")
+    assert len(ratios) == 14
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.30
+    assert max(_factor(r) for r in ratios) <= 1.75
 
 
 def test_no_scored_row_is_refused():

@@ -151,6 +151,16 @@ class JobSpec(_Model):
         "cost, the LM head weighing its V x h parameters, so the first stage takes more layers: nanotron's build_model "
         "with get_block_compute_costs).",
     )
+    context_parallel: Literal["ring", "all_to_all", "all_to_all_repeat_kv"] = Field(
+        "ring",
+        description="How context-parallel ranks (CP, --cp) exchange what attention needs: ring (ring attention: K and V "
+        "passed around the CP ranks, overlapped with attention; Megatron-Core's --cp-comm-type p2p, torchtitan's "
+        "context_parallel), all_to_all (Ulysses: an all-to-all re-shards q, k, v by heads before attention and one "
+        "brings the output back, not overlapped; the query heads must split over TP x CP, K and V replicated up to one "
+        "head a rank where there are fewer than CP: DeepSpeed-Ulysses, DeepSpeed's UlyssesSPAttentionHF, "
+        "Megatron-Core's --cp-comm-type a2a) or all_to_all_repeat_kv (the same with K and V repeated to every query "
+        "head before the all-to-all: XTuner's sequence_parallel).",
+    )
     gradient_accumulator: Literal["in_place", "after_backward"] = Field(
         "in_place",
         description="Where backward writes the gradients: in_place (default: into the buffer gpuplan counts, "
