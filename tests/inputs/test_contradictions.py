@@ -337,11 +337,11 @@ def sku_row(**fields: str) -> str:
             "offers[0].memory_delivered",
             ["memory_delivered 1 byte", "less than a tenth of the label (180.0 GB"],
         ),
-        # no reported figure: the label is the reference
+        # no reported figure (every bundled SKU has one): the label is the reference
         (
-            "hardware: hardware\noffers:\n  - {name: r, sku: RTX-PRO-6000, price: 2, memory_delivered: 200GB}\n",
+            f"skus:\n  - {sku_row(memory='96GB')}\noffers:\n  - {{name: x1, sku: X1, price: 2, memory_delivered: 200GB}}\n",
             "offers[0].memory_delivered",
-            ["memory_delivered 200.0 GB", "RTX-PRO-6000's label (its memory 96.0 GB"],
+            ["memory_delivered 200.0 GB", "X1's label (its memory 96.0 GB"],
         ),
         (
             f"skus:\n  - {sku_row(memory='8GB')}\noffers:\n  - {{name: x1, sku: X1, price: 2, memory_delivered: 0.5GiB}}\n",
