@@ -119,7 +119,8 @@ def test_each_lightning_line_gives_the_rows_entered():
         memory_row = memory_rows[row["name"]]
         assert memory_row["published"]["peak_bytes"] == round(float(mib) * MIB), row["name"]
         assert memory_row["counts"] == "allocated" and memory_row["quote"] == row["quote"], row["name"]
-        assert memory_row.get("expressible", True) == row.get("expressible", True), row["name"]
+        # every one listed apart: GPT-2's eager attention keeps each layer's s x s dropout mask (memory_runs.yaml's rule)
+        assert memory_row["expressible"] is False and memory_row["job"]["attention"] == "eager", row["name"]
 
 
 def _peft_cells(quote: str) -> dict[str, int]:
@@ -186,15 +187,15 @@ def test_rasbt_memory_first_seen():
 def test_lightning_first_seen():
     # throughput, 2 scored rows: both predicted fast, 3.58 (DDP with AMP at 6 a GPU: 3,011 tokens/s published,
     # 10,782 predicted) and 2.26 (DeepSpeed ZeRO-3 at 40 a GPU: 4,654 against 10,509); the published runs reach
-    # 12-19 % of the A100's bf16 peak in model FLOPs. Memory (max allocated): 0.75 (DDP with AMP: 37.0 GiB against
-    # 27.8, without DDP's fp32 gradient buckets and AMP's fp32 weights and gradients) and 0.90 (ZeRO-3).
+    # 9-14 % of the A100's peak in model FLOPs. Memory (max allocated), not scored (the dropout rule): 0.75 (DDP with
+    # AMP: 37.0 GiB against 27.8, without DDP's fp32 gradient buckets and autocast's fp16 weight copies), 0.90 (ZeRO-3)
+    # and 0.95 (Gemini), as first entered and scored at b319cc1.
     ratios = _scored("lightning-colossalai-gpt")
     assert len(ratios) == 2
     assert max(_factor(r) for r in ratios) <= 3.7
-    memory = _scored_memory("lightning-colossalai-gpt")
-    assert len(memory) == 2
-    assert statistics.median(abs(r - 1) for r in memory) <= 0.19
-    assert max(_factor(r) for r in memory) <= 1.4
+    assert not _scored_memory("lightning-colossalai-gpt")
+    apart = [s.ratio for _, s, _ in MEMORIES if s is not None and s.row["family"] == "lightning-colossalai-gpt"]
+    assert len(apart) == 3 and all(0.7 < r < 1.0 for r in apart)
 
 
 def test_peft_first_seen():
