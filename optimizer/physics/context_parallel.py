@@ -132,3 +132,20 @@ def context_parallel_s(
     if is_all_to_all(exchange):
         return ulysses_s(shape, layout, tokens, layers, links, g, exchange)
     return ring_exchange_s(shape, layout, tokens, layers, links, g, attention_compute_s)
+
+
+def ulysses_extra_kv_bytes(shape, layout: Layout, seq_len: float, exchange: str = RING) -> np.ndarray:
+    """Activation bytes per rank Ulysses keeps beyond ring attention's 1 / cp share: FlashAttention saves K and V for
+    backward as it received them, the whole sequence for the rank's heads, so where the all-to-all carried more KV
+    heads than the model has (DeepSpeed's replication up to cp, XTuner's repeat to every query head) each kept layer
+    holds b s / cp x 2 (K and V) x (sent - own) KV width x 2 bytes more, the heads split by TP. Fully recomputed
+    layers keep only their input (none of it)."""
+    cp = np.asarray(layout.cp, float)
+    if not is_all_to_all(exchange) or not shape.heads:
+        return np.zeros_like(cp)
+    head_dim = shape.q_width / shape.heads
+    sent = ulysses_kv_heads(shape.heads, shape.kv_width / head_dim, cp, exchange) * head_dim
+    kept = layout.stage_layers(shape.layers) - layout.recomputed_layers(shape.layers)
+    tokens = np.asarray(layout.micro_batch, float) * seq_len / cp
+    extra = kept * tokens * 2.0 * (sent - shape.kv_width) * BF16_BYTES / np.asarray(layout.tp, float)
+    return np.where(cp > 1, extra, 0.0)

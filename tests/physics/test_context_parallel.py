@@ -15,6 +15,7 @@ from optimizer.physics.context_parallel import (
     context_parallel_s,
     ring_exchange_s,
     ulysses_bytes,
+    ulysses_extra_kv_bytes,
     ulysses_heads_split,
     ulysses_kv_heads,
     ulysses_s,
@@ -149,3 +150,18 @@ def test_ring_is_the_default_and_its_step_time_is_unchanged(long_job):
     assert default.step_s == ring.step_s
     ulysses = check(_with(long_job, context_parallel="all_to_all"), request).plan
     assert ulysses.step_s != default.step_s
+
+
+def test_ulysses_keeps_the_replicated_kv_heads_it_received():
+    # Llama 2 70B at 32k over CP 4, no recompute: XTuner's K and V arrive at 64 heads where the model has 8, and
+    # FlashAttention saves them: 80 layers x 8192 tokens x 2 x (8192 - 1024) x 2 bytes more a rank
+    layout = Layout(cp=4)
+    extra = ulysses_extra_kv_bytes(LLAMA2_70B, layout, 32768, ALL_TO_ALL_REPEAT_KV)
+    assert float(extra) == 80 * 8192 * 2 * (8192 - 1024) * 2
+    assert float(ulysses_extra_kv_bytes(LLAMA2_70B, layout, 32768, ALL_TO_ALL)) == 0.0  # 8 KV heads over 4: no copy
+    assert float(ulysses_extra_kv_bytes(LLAMA2_70B, Layout(cp=16), 32768, ALL_TO_ALL)) > 0.0  # replicated to 16
+    assert (
+        float(ulysses_extra_kv_bytes(LLAMA2_70B, Layout(cp=4, recompute=Recompute.FULL), 32768, "all_to_all_repeat_kv"))
+        == 0.0
+    )
+    assert float(ulysses_extra_kv_bytes(LLAMA2_70B, layout, 32768, RING)) == 0.0
