@@ -51,6 +51,7 @@ from .shared import (
     input_files,
     load_problem,
     spot_policy,
+    with_check_job_flags,
     with_job_flags,
     with_layout_flags,
     write_files,
@@ -128,11 +129,11 @@ def _exportable(result, export_kind: str | None, problem) -> None:
 
 
 @handled
-@with_job_flags
+@with_check_job_flags
 @with_layout_flags
 def check(
     job: Path | None = JobArg,
-    question: dict | None = None,  # the job flags (shared.with_job_flags)
+    question: dict | None = None,  # the job flags but --offload, a layout flag here (shared.with_check_job_flags)
     save: Path | None = SaveOpt,
     headroom: str | None = HeadroomOpt,
     sku: str | None = SkuOpt,

@@ -33,12 +33,22 @@ from ..cli_options import (
 from ..errors import ArgumentError, CatalogError, GpuplanError
 from ..inputs.catalog import vendor_in
 from ..inputs.files import load_catalog, load_job, problem_catalog
+from ..inputs.layout_fields import LAYOUT_FIELDS
 from ..inputs.overrides import apply_overrides
 from ..inputs.question import job_document, problem_of, saved_document
 from ..inputs.schema import Constraints
 from ..present import answers, output, render
 from ..present.exports import export
 from .handling import say, state
+from .job_options import (
+    ActivationOffloadOpt,
+    AttentionOpt,
+    DatasetTokensOpt,
+    EpochsOpt,
+    LossOpt,
+    OffloadOpt,
+    VariableLengthsOpt,
+)
 
 
 def emit(result: Any, fmt: Format, printer: Callable) -> None:
@@ -114,6 +124,8 @@ JOB_FLAG_OPTIONS: dict[str, tuple[str, Any]] = {
     "model": ("str | None", ModelOpt),
     "method": ("str | None", MethodJobOpt),
     "tokens": ("str | None", TokensOpt),
+    "dataset_tokens": ("str | None", DatasetTokensOpt),
+    "epochs": ("str | None", EpochsOpt),
     "seq_len": ("str | None", SeqLenOpt),
     "global_batch": ("str | None", GlobalBatchOpt),
     "precision": ("str | None", PrecisionOpt),
@@ -122,7 +134,15 @@ JOB_FLAG_OPTIONS: dict[str, tuple[str, Any]] = {
     "lora_targets": ("str | None", LoraTargetsOpt),
     "master_weights": ("bool | None", MasterWeightsOpt),
     "gradient_dtype": ("str | None", GradientDtypeOpt),
+    "loss": ("str | None", LossOpt),
+    "attention": ("str | None", AttentionOpt),
+    "variable_lengths": ("bool | None", VariableLengthsOpt),
+    "activation_offload": ("bool | None", ActivationOffloadOpt),
+    "offload": ("str | None", OffloadOpt),
 }
+# The job fields check pins as a layout flag of its own (--offload: inputs/layout_fields.py), which its job flags
+# leave to that flag (one option a name).
+CHECK_LAYOUT_JOB_FIELDS = frozenset(f.job_field for f in LAYOUT_FIELDS if f.job_field is not None)
 
 
 def with_options(placeholder: str, options: dict[str, tuple[Any, Any]]) -> Callable[[Callable], Callable]:
@@ -159,6 +179,10 @@ def _plain(value: Any) -> Any:
 # ``command`` takes its job question as ``question`` (the job flags' values by field); the command typer reads
 # takes the job flags of ``JOB_FLAG_OPTIONS`` themselves in that parameter's place, named by field.
 with_job_flags = with_options("question", JOB_FLAG_OPTIONS)
+# check's job flags: those of ``JOB_FLAG_OPTIONS`` but the job fields it pins as layout flags (``--offload``).
+with_check_job_flags = with_options(
+    "question", {name: option for name, option in JOB_FLAG_OPTIONS.items() if name not in CHECK_LAYOUT_JOB_FIELDS}
+)
 # ``command`` takes check's layout flags as ``layout`` (inputs/layout_fields.py: their values by field).
 with_layout_flags = with_options("layout", LAYOUT_OPTIONS)
 

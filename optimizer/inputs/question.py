@@ -27,6 +27,8 @@ JOB_FLAGS = (
     "model",
     "method",
     "tokens",
+    "dataset_tokens",
+    "epochs",
     "seq_len",
     "global_batch",
     "precision",
@@ -35,6 +37,11 @@ JOB_FLAGS = (
     "lora_targets",
     "master_weights",
     "gradient_dtype",
+    "loss",
+    "attention",
+    "variable_lengths",
+    "activation_offload",
+    "offload",
 )
 # a context length in thousands counts in 1,024s (an 8k context is 8,192 tokens, Llama 3.1's 128k 131,072)
 _CONTEXT = re.compile(r"^\s*([0-9]+)\s*[kK]\s*$")
@@ -93,10 +100,13 @@ def job_document(path: Path | None, flags: dict[str, Any]) -> dict:
     given = {k: v for k, v in flags.items() if v is not None}
     if path is None:
         missing = [f"--{k.replace('_', '-')}" for k in ("model", "tokens") if k not in given]
+        if "dataset_tokens" in given:  # the tokens as a data set's and its epochs (job.dataset_tokens x epochs)
+            missing = [flag for flag in missing if flag != "--tokens"]
         if missing:
             raise ArgumentError(
                 f"a question without a job file needs {' and '.join(missing)} (e.g. gpuplan solve --model "
-                "meta-llama/Llama-3.1-8B --tokens 1B), or give a job file (see problems/)",
+                "meta-llama/Llama-3.1-8B --tokens 1B, or --dataset-tokens 500M --epochs 2 for the tokens), or "
+                "give a job file (see problems/)",
                 field="job",
             )
         data: dict = {"job": {"name": job_name_of(str(given["model"]))}}
@@ -112,8 +122,22 @@ def job_document(path: Path | None, flags: dict[str, Any]) -> dict:
         given["lora_rank"] = int(given["lora_rank"])
     if "global_batch" in given:
         given["global_batch"] = global_batch_value(given["global_batch"])
+    if "epochs" in given:
+        given["epochs"] = epochs_value(str(given["epochs"]))
     data["job"].update(given)
     return data
+
+
+def epochs_value(text: str) -> int | float | str:
+    """``--epochs``: a number as a job file writes it (``2``, ``1.5``), else the text as typed, for the job's own
+    reading to refuse naming the flag (``job.epochs``: greater than 0, within its range)."""
+    try:
+        number = float(text.replace(",", "").replace("_", "")) if text.isascii() else None
+    except ValueError:
+        return text
+    if number is None:
+        return text
+    return int(number) if number.is_integer() else number
 
 
 def model_value(name: str, job: Path | None = None) -> str | dict:
@@ -235,11 +259,19 @@ def job_name_of(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", model.rsplit("/", 1)[-1]).strip("-.") or "job"
 
 
-def _names_field(reason: str, key: str) -> bool:
-    """Whether a job-level error's sentence names the field ``key`` (``job.tokens``, or ``global_batch`` as a
-    word): --tokens over a file's dataset_tokens, or --global-batch past the tokens, was blamed on the file's
-    'job' though the flag set it."""
-    return f"job.{key}" in reason or ("_" in key and re.search(rf"\b{key}\b", reason) is not None)
+def _named_at(reason: str, key: str) -> int | None:
+    """Where a job-level error's sentence first names the field ``key`` (``job.tokens``, or ``global_batch`` as a
+    word), or None: --tokens over a file's dataset_tokens, or --global-batch past the tokens, was blamed on the
+    file's 'job' though the flag set it; of two flags it names (--tokens 1B --epochs 2), the one it names first
+    is the one it is about ('job.epochs goes with job.dataset_tokens ... with job.tokens, ...')."""
+    match = re.search(rf"\bjob\.{key}\b", reason) or ("_" in key and re.search(rf"\b{key}\b", reason)) or None
+    return match.start() if match else None
+
+
+def _naming_field(reason: str, key: str) -> str:
+    """An error in a value a flag gave, naming the job field the flag sets (``job.loss: Input should be ...``)
+    where its sentence names none: the flag is the job file's field, and the fix is the same in either."""
+    return reason if f"job.{key}" in reason else f"job.{key}: {reason}"
 
 
 def problem_of(data: dict, path: Path | None, flags: dict[str, Any]) -> Problem:
@@ -254,9 +286,10 @@ def problem_of(data: dict, path: Path | None, flags: dict[str, Any]) -> Problem:
         field = exc.field or ""
         flag = next((k for k in given if field == f"job.{k}" or field.startswith(f"job.{k}.")), None)
         if flag is None and field == "job":  # a rule across the job's fields: the flag its sentence names
-            flag = next((k for k in given if _names_field(exc.reason, k)), None)
+            named = {k: at for k in given if (at := _named_at(exc.reason, k)) is not None}
+            flag = min(named, key=named.__getitem__) if named else None
         if flag is not None:
-            raise ArgumentError(exc.reason, field=flag) from None
+            raise ArgumentError(_naming_field(exc.reason, flag), field=flag) from None
         raise
     problem.source_path = str(path) if path else None
     return problem

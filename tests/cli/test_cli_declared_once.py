@@ -1,8 +1,9 @@
 """What the command line declares once: the job flags (``--model``, ``--method``, ``--tokens``, ``--seq-len``,
 ``--global-batch``, ``--precision``, ``--optimizer``, ``--lora-rank``, ``--lora-targets``,
-``--master-weights/--no-master-weights``, ``--gradient-dtype``) for check, solve and options
-(``cli.shared.JOB_FLAG_OPTIONS``), each reaching its own field of the job (they were eight positional values matched
-to fields by order); and the choices of its enums, which are the schema's own."""
+``--master-weights/--no-master-weights``, ``--gradient-dtype``, ``--dataset-tokens``, ``--epochs``, ``--loss``,
+``--attention``, ``--variable-lengths``, ``--activation-offload``, ``--offload``) for check, solve and options
+(``cli.shared.JOB_FLAG_OPTIONS``; check's --offload is its layout flag), each reaching its own field of the job (they
+were eight positional values matched to fields by order); and the choices of its enums, which are the schema's own."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ FLAGS = {
     "model": ("--model", ["--model", "llama-3.1-8b"]),
     "method": ("--method", ["--method", "lora"]),
     "tokens": ("--tokens", ["--tokens", "2B"]),
+    "dataset_tokens": ("--dataset-tokens", ["--dataset-tokens", "500M"]),
+    "epochs": ("--epochs", ["--epochs", "3"]),
     "seq_len": ("--seq-len", ["--seq-len", "8k"]),
     "global_batch": ("--global-batch", ["--global-batch", "64"]),
     "precision": ("--precision", ["--precision", "fp8"]),
@@ -33,7 +36,15 @@ FLAGS = {
     "lora_targets": ("--lora-targets", ["--lora-targets", "attention"]),
     "master_weights": ("--master-weights/--no-master-weights", ["--no-master-weights"]),
     "gradient_dtype": ("--gradient-dtype", ["--gradient-dtype", "fp32"]),
+    "loss": ("--loss", ["--loss", "chunked"]),
+    "attention": ("--attention", ["--attention", "cudnn"]),
+    "variable_lengths": ("--variable-lengths/--no-variable-lengths", ["--variable-lengths"]),
+    "activation_offload": ("--activation-offload/--no-activation-offload", ["--activation-offload"]),
+    "offload": ("--offload", ["--offload", "optimizer"]),
 }
+# the flags one question cannot give beside the others: the tokens as a data set's (in place of --tokens), and the
+# job's offload, which check pins as a layout flag of its own (solve writes it)
+APART = ("dataset_tokens", "epochs", "offload")
 
 
 def test_the_job_flags_are_declared_once_for_the_question_fields():
@@ -51,7 +62,7 @@ def test_every_planning_command_takes_every_job_flag(command):
 
 def test_each_job_flag_reaches_its_own_field(tmp_path):
     saved = tmp_path / "question.yaml"
-    given = [word for _, words in FLAGS.values() for word in words]
+    given = [word for field, (_, words) in FLAGS.items() if field not in APART for word in words]
     r = runner.invoke(app, ["check", *given, "--sku", "H100", "--gpus", "8", "--save", str(saved), "-q"])
     assert r.exit_code == 0, r.output
     job = yaml.safe_load(saved.read_text())["job"]
@@ -59,6 +70,14 @@ def test_each_job_flag_reaches_its_own_field(tmp_path):
     assert job["seq_len"] == 8192 and job["global_batch"] == 64 and job["precision"] == "fp8"
     assert job["optimizer"] == "sgd" and job["lora_rank"] == 32 and job["gradient_dtype"] == "fp32"
     assert job["lora_targets"] == "attention" and job["master_weights"] is False
+    assert job["loss"] == "chunked" and job["attention"] == "cudnn"
+    assert job["variable_lengths"] is True and job["activation_offload"] is True
+    apart = ["--model", "llama-3.1-8b", *(word for field in APART for word in FLAGS[field][1])]
+    r = runner.invoke(app, ["solve", *apart, "--save", str(saved), "--time-limit", "5", "-q"])
+    assert r.exit_code == 0, r.output
+    job = yaml.safe_load(saved.read_text())["job"]
+    assert job["dataset_tokens"] == "500M" and job["epochs"] == 3 and job["offload"] == "optimizer"
+    assert "tokens" not in job
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from optimizer.cli import app, checks, plan
 from optimizer.cli.handling import handled
-from optimizer.cli.shared import with_job_flags, with_options
+from optimizer.cli.shared import with_check_job_flags, with_options
 from optimizer.cli_options import LAYOUT_OPTIONS, layout_option
 from optimizer.errors import GpuplanError
 from optimizer.inputs import units
@@ -145,7 +145,7 @@ def test_a_toy_dimension_becomes_a_flag_of_check():
     toy_app = typer.Typer(rich_markup_mode=None)
     options = {**LAYOUT_OPTIONS, "toy_degree": layout_option(TOY)}
     command = functools.wraps(raw)(spy)
-    toy_app.command("check")(handled(with_job_flags(with_options("layout", options)(command))))
+    toy_app.command("check")(handled(with_check_job_flags(with_options("layout", options)(command))))
     toy_app.command("other")(lambda: None)  # two commands: typer keeps the command's name
     r = runner.invoke(toy_app, ["check", "--help"], terminal_width=200)
     assert r.exit_code == 0, r.output

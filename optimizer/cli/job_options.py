@@ -1,0 +1,58 @@
+"""The job flags for the job fields that say how the job runs rather than what it trains: the data set and its
+epochs, the loss's and attention's kernels, unpacked samples, activation and optimizer offload. Each is the job
+file's field of the same name (``inputs/schema/job.py``), its values the schema's, its default the schema's; the
+help says what it changes in the answer."""
+
+from __future__ import annotations
+
+import typer
+
+DatasetTokensOpt = typer.Option(
+    None,
+    "--dataset-tokens",
+    help="Tokens in the data set, trained on --epochs times (500M, 2T), in place of --tokens: the total is their "
+    "product, so the time and cost. Default: the job file's job.dataset_tokens (a question without a file needs "
+    "--tokens or this).",
+)
+EpochsOpt = typer.Option(
+    None,
+    "--epochs",
+    help="Passes over --dataset-tokens (2, 1.5): the total tokens, so the time and cost, scale with it. Default: "
+    "the job file's job.epochs, else 1. Goes with dataset tokens, not with --tokens (already the total).",
+)
+LossOpt = typer.Option(
+    None,
+    "--loss",
+    help="Cross-entropy's memory at its peak: standard (the framework's own: PyTorch's fp32 log-softmax and "
+    "gradients), chunked (bf16 logits, fp32 a chunk at a time: torchtune), flash (flash-attn's Triton loss, bf16 "
+    "logits: llm-foundry) or fused (no whole logits: Liger). Changes the activation memory, so which layouts "
+    "fit. Default: the job file's job.loss, else standard.",
+)
+AttentionOpt = typer.Option(
+    None,
+    "--attention",
+    help="Attention kernels: flash (the framework's fused attention), cudnn (cuDNN's fused attention whatever "
+    "the framework) or eager (the s x s scores held). Changes the attention's speed, so the step time and cost; "
+    "eager also the activation memory. Default: the job file's job.attention, else flash.",
+)
+VariableLengthsOpt = typer.Option(
+    None,
+    "--variable-lengths/--no-variable-lengths",
+    help="--variable-lengths: samples of different lengths fed unpacked (each batch padded to its longest: HF "
+    "Trainer without packing), so the caching allocator's segments for shorter steps stay beside the longest "
+    "step's: more memory a GPU. Default: the job file's job.variable_lengths, else off (packed).",
+)
+ActivationOffloadOpt = typer.Option(
+    None,
+    "--activation-offload/--no-activation-offload",
+    help="--activation-offload: activations saved for backward kept in pinned CPU memory (torchtune, "
+    "Megatron-Core), so less GPU memory, PCIe time where the copy outlasts the compute, and only the "
+    "frameworks that do it. Default: the job file's job.activation_offload, else off.",
+)
+OffloadOpt = typer.Option(
+    None,
+    "--offload",
+    help="Optimizer state in CPU memory (ZeRO-Offload): none (on the GPUs), optimizer (always, under ZeRO-2 or 3: less GPU "
+    "memory, the optimizer step on the CPU and its PCIe traffic in the step time) or auto (gpuplan plans both, "
+    "keeps the better). Default: the job file's job.offload, else none.",
+)
