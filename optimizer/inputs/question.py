@@ -67,6 +67,8 @@ def seq_len_value(text: str) -> int:
 _TOKENS = re.compile(r"^(.*?)\s*(tokens?|tok)\s*$", re.IGNORECASE)
 # a plain number: digits with thousands grouped by commas or underscores, a point, an exponent
 _PLAIN_NUMBER = re.compile(r"^[0-9][0-9,_]*(\.[0-9]*)?([eE][+-]?[0-9]+)?$")
+# a plain decimal, signed, without grouping: --epochs
+_PLAIN_DECIMAL = re.compile(r"^\s*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$")
 
 
 def global_batch_value(value: object) -> int | str:
@@ -128,15 +130,17 @@ def job_document(path: Path | None, flags: dict[str, Any]) -> dict:
     return data
 
 
-def epochs_value(text: str) -> int | float | str:
-    """``--epochs``: a number as a job file writes it (``2``, ``1.5``), else the text as typed, for the job's own
-    reading to refuse naming the flag (``job.epochs``: greater than 0, within its range)."""
-    try:
-        number = float(text.replace(",", "").replace("_", "")) if text.isascii() else None
-    except ValueError:
-        return text
-    if number is None:
-        return text
+def epochs_value(text: str) -> int | float:
+    """``--epochs``: a plain number as a job file writes it (``2``, ``1.5``, ``2e0``), for the job to range-check
+    (``job.epochs``: greater than 0, at most 10,000); no grouping, which would read the decimal comma of '1,5' as
+    15 epochs."""
+    if not text.isascii() or not _PLAIN_DECIMAL.match(text):
+        raise ArgumentError(
+            f"job.epochs: {text!r} is not a number of epochs; give the passes over --dataset-tokens as a number, "
+            "e.g. 2 or 1.5 (a decimal point, no grouping)",
+            field="epochs",
+        )
+    number = float(text)
     return int(number) if number.is_integer() else number
 
 

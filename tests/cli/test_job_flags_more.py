@@ -215,6 +215,9 @@ BAD = [
     ("check", "--epochs", "0", "job.epochs", ["greater than 0"]),
     ("check", "--epochs", "two", "job.epochs", ["number"]),
     ("solve", "--epochs", "nan", "job.epochs", ["epochs"]),
+    ("check", "--epochs", "1,5", "job.epochs", ["1.5", "no grouping"]),  # a decimal comma, not 15 epochs
+    ("check", "--epochs", "1_5", "job.epochs", ["1.5", "no grouping"]),
+    ("options", "--epochs", "-1", "job.epochs", ["greater than 0"]),
     ("check", "--dataset-tokens", "2X", "job.dataset_tokens", ["k, M, B or T"]),
     ("solve", "--dataset-tokens", "-5B", "job.dataset_tokens", ["greater than 0"]),
 ]
