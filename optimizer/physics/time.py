@@ -49,6 +49,7 @@ from .constants import (
     QLORA_DEQUANT_PASSES,
 )
 from .context_parallel import context_parallel_s
+from .eager_attention import eager_attention_s
 from .gemm import rows_factor
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .links import Links, ring
@@ -92,6 +93,7 @@ class StepTime:
     adapter_s: np.ndarray | float = 0.0  # LoRA's low-rank branches, whole step (part of ideal_s)
     expert_loop_s: np.ndarray | float = 0.0  # transformers' eager experts loop, whole step (part of ideal_s)
     module_fetch_s: np.ndarray | float = 0.0  # DeepSpeed ZeRO-3's per-module fetches, whole step (part of ideal_s)
+    eager_attention_s: np.ndarray | float = 0.0  # eager attention's score kernels, whole step (part of ideal_s)
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -101,7 +103,8 @@ class StepTime:
         """Every part of the step ``factor`` times faster (a measurement's correction: the whole step runs
         as measured, its parts in the proportions the model gives them)."""
         times = ("step_s", "ideal_s", "compute_s", "memory_s", "network_s", "bubble_s")
-        parts = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s", "adapter_s", "expert_loop_s", "module_fetch_s")
+        parts: tuple[str, ...] = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s", "adapter_s", "expert_loop_s")
+        parts += ("module_fetch_s", "eager_attention_s")
         return replace(self, **{name: getattr(self, name) / factor for name in times + parts})
 
     @property
@@ -209,11 +212,12 @@ class _MicroBatch:
     adapter_s: np.ndarray | float = 0.0  # LoRA's low-rank branches (physics/adapters.py), not overlapped
     expert_loop_s: np.ndarray | float = 0.0  # transformers' eager experts loop (physics/moe.py), not overlapped
     module_fetch_s: np.ndarray | float = 0.0  # ZeRO-3's per-module fetches (physics/zero3_hooks.py), not overlapped
+    eager_attention_s: np.ndarray | float = 0.0  # the materialised scores' kernels (physics/eager_attention.py)
 
     @property
     def busy_s(self) -> np.ndarray:
         host = self.moe_host_s + self.expert_loop_s + self.module_fetch_s  # the waits for the host (StepTime.host_s)
-        serial = self.moe_elementwise_s + host + self.dequant_s + self.cast_s + self.adapter_s
+        serial = self.moe_elementwise_s + host + self.dequant_s + self.cast_s + self.adapter_s + self.eager_attention_s
         return np.maximum(self.compute_s, self.memory_s) + serial
 
 
@@ -539,6 +543,8 @@ def step_time(
     if np.any(settings.zero3_module_fetch):
         stage_layers = np.ceil(shape.layers * mb.stage_share)
         mb = replace(mb, module_fetch_s=module_fetch_s(shape, train, layout, stage_layers, settings.zero3_module_fetch))
+    if settings.eager_attention:  # the s x s scores in HBM (physics/eager_attention.py)
+        mb = replace(mb, eager_attention_s=eager_attention_s(shape, hw.hbm_bytes_per_s, layout, s, mb.stage_share))
     micro_s = mb.busy_s + _model_parallel_s(
         shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher, settings.context_parallel
     )
@@ -584,4 +590,5 @@ def step_time(
         adapter_s=slots * np.asarray(mb.adapter_s, float),
         expert_loop_s=slots * np.asarray(mb.expert_loop_s, float),
         module_fetch_s=slots * np.asarray(mb.module_fetch_s, float),
+        eager_attention_s=slots * np.asarray(mb.eager_attention_s, float),
     )

@@ -168,10 +168,12 @@ def test_rasbt_throughput_first_seen():
     # eager attention costs it little at 1024 tokens). gpuplan reads the model flat across the steps (117-123k):
     # it misses what the page measures, the launch-bound eager model (step 7 to 8, compile: +22 %) and the vocab
     # padding to a multiple of 64 (step 9: +14 %). Step 5 (from-scratch LayerNorm and GELU) is not scored: 2.57.
+    # With eager attention's score kernels in the step (physics/eager_attention.py) step 6 reads 1.47 (81,013
+    # predicted) and step 5 1.78; the rest do not move (15.5 %): SDPA over eager is 1.49x predicted, 1.66x published.
     ratios = _scored("rasbt-llm-training-speed")
     assert len(ratios) == 6
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.17
-    assert max(_factor(r) for r in ratios) <= 2.2
+    assert max(_factor(r) for r in ratios) <= 1.5
 
 
 def test_rasbt_memory_first_seen():
@@ -189,10 +191,11 @@ def test_lightning_first_seen():
     # 10,782 predicted) and 2.26 (DeepSpeed ZeRO-3 at 40 a GPU: 4,654 against 10,509); the published runs reach
     # 9-14 % of the A100's peak in model FLOPs. Memory (max allocated), not scored (the dropout rule): 0.75 (DDP with
     # AMP: 37.0 GiB against 27.8, without DDP's fp32 gradient buckets and autocast's fp16 weight copies), 0.90 (ZeRO-3)
-    # and 0.95 (Gemini), as first entered and scored at b319cc1.
+    # and 0.95 (Gemini), as first entered and scored at b319cc1. With eager attention's score kernels in the step
+    # (GPT-2 XL's 25 heads x 1024 keys x 48 layers: physics/eager_attention.py): 2.13 (6,412) and 1.36 (6,314).
     ratios = _scored("lightning-colossalai-gpt")
     assert len(ratios) == 2
-    assert max(_factor(r) for r in ratios) <= 3.7
+    assert max(_factor(r) for r in ratios) <= 2.2
     assert not _scored_memory("lightning-colossalai-gpt")
     apart = [s.ratio for _, s, _ in MEMORIES if s is not None and s.row["family"] == "lightning-colossalai-gpt"]
     assert len(apart) == 3 and all(0.7 < r < 1.0 for r in apart)
