@@ -1,5 +1,5 @@
 """The job flags for the job fields that say how the job runs rather than what it trains: the data set and its
-epochs, the loss's and attention's kernels, unpacked samples, activation and optimizer offload. Each is the job
+epochs, the loss's and attention's kernels, the context-parallel exchange, unpacked samples, activation and optimizer offload. Each is the job
 file's field of the same name (``inputs/schema/job.py``), its values the schema's, its default the schema's; the
 help says what it changes in the answer."""
 
@@ -34,6 +34,15 @@ AttentionOpt = typer.Option(
     help="Attention kernels: flash (the framework's fused attention), cudnn (cuDNN's fused attention whatever "
     "the framework) or eager (the s x s scores held). Changes the attention's speed, so the step time and cost; "
     "eager also the activation memory. Default: the job file's job.attention, else flash.",
+)
+ContextParallelOpt = typer.Option(
+    None,
+    "--context-parallel",
+    help="How context-parallel ranks (--cp) exchange what attention needs: ring (ring attention, K and V passed "
+    "around and overlapped: Megatron-Core's p2p, torchtitan), all_to_all (Ulysses: q, k, v re-sharded by heads, "
+    "not overlapped: DeepSpeed, Megatron-Core's a2a) or all_to_all_repeat_kv (Ulysses with K and V repeated to "
+    "the query heads: XTuner). Changes the CP layouts' network time and which CP sizes run. Default: the job "
+    "file's job.context_parallel, else ring.",
 )
 VariableLengthsOpt = typer.Option(
     None,

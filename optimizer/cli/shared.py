@@ -43,6 +43,7 @@ from .handling import say, state
 from .job_options import (
     ActivationOffloadOpt,
     AttentionOpt,
+    ContextParallelOpt,
     DatasetTokensOpt,
     EpochsOpt,
     LossOpt,
@@ -136,6 +137,7 @@ JOB_FLAG_OPTIONS: dict[str, tuple[str, Any]] = {
     "gradient_dtype": ("str | None", GradientDtypeOpt),
     "loss": ("str | None", LossOpt),
     "attention": ("str | None", AttentionOpt),
+    "context_parallel": ("str | None", ContextParallelOpt),
     "variable_lengths": ("bool | None", VariableLengthsOpt),
     "activation_offload": ("bool | None", ActivationOffloadOpt),
     "offload": ("str | None", OffloadOpt),

@@ -39,6 +39,7 @@ JOB_FLAGS = (
     "gradient_dtype",
     "loss",
     "attention",
+    "context_parallel",
     "variable_lengths",
     "activation_offload",
     "offload",

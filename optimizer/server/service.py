@@ -525,7 +525,9 @@ def flags_command(document: dict, catalog: str, extra: str = "") -> str | None:
     words = ["gpuplan", "solve"]
     for key in (*JOB_FLAGS, "framework"):
         if key in job:
-            words += [f"--{key.replace('_', '-')}", str(job[key])]
+            flag, value = f"--{key.replace('_', '-')}", job[key]
+            # a switch (--master-weights/--no-master-weights) takes no value: its flag or its --no- flag
+            words += [flag if value else f"--no-{flag[2:]}"] if isinstance(value, bool) else [flag, str(value)]
     if "objective" in document:
         words += ["--objective", str(document["objective"])]
     for key in _CONSTRAINT_FLAGS:

@@ -192,6 +192,7 @@ DEFAULTS = {
     "--variable-lengths": "Default: the job file's job.variable_lengths, else off",
     "--activation-offload": "Default: the job file's job.activation_offload, else off.",
     "--offload": "Default: the job file's job.offload, else none.",
+    "--context-parallel": "Default: the job file's job.context_parallel, else ring.",
 }
 
 
@@ -211,6 +212,7 @@ BAD = [
     ("check", "--loss", "liger", "job.loss", ["'standard'", "'chunked'", "'flash'", "'fused'"]),
     ("solve", "--attention", "sdpa", "job.attention", ["'flash'", "'cudnn'", "'eager'"]),
     ("solve", "--offload", "cpu", "job.offload", ["'none'", "'optimizer'", "'auto'"]),
+    ("solve", "--context-parallel", "ulysses", "job.context_parallel", ["'ring'", "'all_to_all'"]),
     ("options", "--offload", "", "job.offload", ["'none'", "'optimizer'", "'auto'"]),
     ("check", "--epochs", "0", "job.epochs", ["greater than 0"]),
     ("check", "--epochs", "two", "job.epochs", ["number"]),
@@ -254,3 +256,14 @@ def test_a_flag_at_odds_with_the_tokens_or_its_kind_names_the_flag(args, flag):
 def test_a_question_without_a_file_takes_dataset_tokens_for_tokens():
     r = runner.invoke(app, ["check", "--model", "llama-3.1-8b", *FSDP])
     assert r.exit_code == 2 and "--tokens" in r.output and "--dataset-tokens" in r.output, r.output
+
+
+def test_the_context_parallel_exchange_plans_as_the_job_files_field(tmp_path):
+    # Llama 3.1 8B at 128k tokens over CP 16 on 16 H100: Ulysses' all-to-alls (physics/context_parallel.py) in place of
+    # the ring's overlapped K/V passes, from the flag as from job.context_parallel
+    where = ["--seq-len", "131072", "--gpus", "16", "--sku", "H100", "--tp", "1", "--cp", "16"]
+    where += ["--framework", "megatron", "--micro-batch", "1", "--recompute", "full"]
+    flags = ["--model", "llama-3.1-8b", "--tokens", "1B", "--context-parallel", "all_to_all"]
+    by_flag = json_answer("check", *flags, *where)
+    assert by_flag == json_answer("check", job_file(tmp_path, "  context_parallel: all_to_all\n"), *where)
+    assert by_flag != json_answer("check", "--model", "llama-3.1-8b", "--tokens", "1B", *where)

@@ -205,6 +205,23 @@ def test_the_page_gives_the_question_as_flags_the_cli_answers_alike(client):
     assert client.post("/page/solve", content=JOB.read_text(), headers=YAML).json()["flags_command"] is None
 
 
+def test_the_page_writes_a_switch_as_its_flag(client):
+    # a true/false job field is a switch on the command line (--master-weights/--no-master-weights): the flags
+    # command once wrote "--master-weights False", which the CLI refuses as an extra argument
+    document = {
+        "catalog": "default",
+        "job": {"name": "llama-3.1-8b", "model": "llama-3.1-8b", "tokens": "1B"}
+        | {"master_weights": False, "variable_lengths": True},
+        "constraints": {"gpu": {"types": ["H100-SXM"]}},
+    }
+    bundle = client.post("/page/solve", content=json.dumps(document), headers=JSON).json()
+    command = bundle["flags_command"]
+    assert "--no-master-weights" in command and "--variable-lengths" in command and "False" not in command
+    printed = cli(*shlex.split(command)[1:], "--format", "json")
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.stdout)["best"] == bundle["answer"]["best"]
+
+
 def test_a_solve_past_its_time_limit_is_an_answer(client):
     r = client.post("/v1/solve?time_limit=0.001", content=JOB.read_text(), headers=YAML)
     assert r.status_code == 200, r.text

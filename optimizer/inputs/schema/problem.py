@@ -70,6 +70,37 @@ ROLE_UNREAD: tuple[tuple[str, str, Callable[[Problem], bool], str], ...] = (
         lambda p: p.job.roles is not None and p.job.roles.workload == "drafter" and p.job.precision != "bf16",
         "a drafter's training is planned in bf16 (its weights, gradients and matmuls), not in a low precision yet",
     ),
+    (
+        "job.loss",
+        "loss",
+        lambda p: p.job.loss != "standard",
+        "a job with roles counts each role's memory as planning/role_jobs.py does, not by job.loss yet",
+    ),
+    (
+        "job.attention",
+        "attention",
+        lambda p: p.job.attention != "flash",
+        "a job with roles is timed at each role's own attention figures (planning/role_jobs.py), not by "
+        "job.attention yet",
+    ),
+    (
+        "job.variable_lengths",
+        "variable_lengths",
+        lambda p: p.job.variable_lengths,
+        "a job with roles counts no allocator gap for unpacked samples yet",
+    ),
+    (
+        "job.activation_offload",
+        "activation_offload",
+        lambda p: p.job.activation_offload,
+        "a job with roles keeps each role's activations on its GPUs, with no activation offload yet",
+    ),
+    (
+        "job.offload",
+        "offload",
+        lambda p: p.job.offload != "none",
+        "a job with roles keeps each role's optimizer state on its GPUs, with no ZeRO-Offload yet",
+    ),
 )
 
 
