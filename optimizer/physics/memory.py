@@ -39,6 +39,7 @@ from .constants import (
     LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_BF16,
     LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32,
 )
+from .context_parallel import ulysses_extra_kv_bytes
 from .layout import Layout, Recompute, RunSettings
 from .memory_terms import (
     after_backward_gradient_bytes,
@@ -525,6 +526,8 @@ def memory_breakdown(
         # Context parallelism splits every sequence cp ways; with FlashAttention every activation term is
         # linear in the sequence, so each rank keeps 1 / cp of them (Megatron-Core context parallelism).
         acts = activation_bytes(shape, settings, layout, train.pipeline_split) / np.asarray(layout.cp, float)
+        # Ulysses' FlashAttention keeps the replicated K and V heads it received (physics/context_parallel.py)
+        acts = acts + ulysses_extra_kv_bytes(shape, layout, float(settings.seq_len), settings.context_parallel)
         if train.bnb_saved_inputs and shape.has_shapes:
             acts = acts + bnb_saved_input_bytes(shape, settings, layout)  # bitsandbytes' 4-bit linears' inputs
     elif activation_reserve < 1.0:

@@ -263,7 +263,14 @@ def _broken_rules(ctx: JobContext, plan: Plan) -> list[str]:
         rule
         for name in names
         for rule in why_not_runnable(
-            name, plan.strategy, layers, ctx.job.method, ctx.job.optimizer, ctx.job.seq_len, ctx.job.precision
+            name,
+            plan.strategy,
+            layers,
+            ctx.job.method,
+            ctx.job.optimizer,
+            ctx.job.seq_len,
+            ctx.job.precision,
+            ctx.job.context_parallel,
         )[:most]
     ]
 

@@ -18,6 +18,7 @@ import numpy as np
 from ..inputs.schema import JobSpec, Strategy
 from ..physics.constants import LOGITS_BYTES_PER_VOCAB, MEGATRON_CROSS_ENTROPY_BYTES_PER_VOCAB
 from ..physics.layout import Offload, Recompute
+from .stage_splits import layers_per_stage_chunks, recompute_count
 
 # job.optimizer as the grid's constant "optimizer" column (the schema's order)
 OPTIMIZERS: tuple[str, ...] = get_args(JobSpec.model_fields["optimizer"].annotation)
@@ -25,6 +26,9 @@ OPTIMIZER_CODES = {name: i for i, name in enumerate(OPTIMIZERS)}
 # job.precision as the grid's constant "precision" column
 PRECISIONS: tuple[str, ...] = get_args(JobSpec.model_fields["precision"].annotation)
 PRECISION_CODES = {name: i for i, name in enumerate(PRECISIONS)}
+# job.context_parallel as the grid's constant "context_parallel" column (0: ring)
+EXCHANGES: tuple[str, ...] = get_args(JobSpec.model_fields["context_parallel"].annotation)
+EXCHANGE_CODES = {name: i for i, name in enumerate(EXCHANGES)}
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,9 @@ class Framework:
     offload_optimizers: frozenset[str] = frozenset({"adamw"})
     context_parallel: bool = False  # ring attention over cp ranks
     cp_source: str = "no ring-attention context parallelism"
+    # the Ulysses exchanges (job.context_parallel all_to_all, all_to_all_repeat_kv) its sequence parallelism runs
+    ulysses_exchanges: frozenset[str] = frozenset()
+    ulysses_source: str = "no Ulysses (all-to-all) sequence parallelism"
     expert_parallel: bool = False  # routed experts split over ep ranks with all-to-all dispatch
     ep_source: str = "no expert parallelism"
     ep_max_zero: int = 3  # highest ZeRO stage that combines with EP
@@ -135,6 +142,7 @@ class Framework:
         tp, pp, zero, shard = grid["tp"], grid["pp"], grid["zero"], grid["shard"]
         v, offload = grid["virtual_stages"], grid["offload"]
         cp = grid.get("cp", np.ones_like(tp))
+        exchange = grid.get("context_parallel", np.zeros_like(tp))  # EXCHANGE_CODES (absent: ring)
         dp = grid["dp"] * cp  # ranks that hold the same weights
         hybrid = (zero >= 3) & (shard < dp)
         layers = max(int(layers), 1)
@@ -183,8 +191,7 @@ class Framework:
             f"({self.offload_source})": (offload == Offload.OPTIMIZER)
             & self.offload
             & ~np.isin(optimizer, [OPTIMIZER_CODES[o] for o in self.offload_optimizers]),
-            f"{self.title} has no context parallelism as gpuplan models it ({self.cp_source})": (cp > 1)
-            & (not self.context_parallel),
+            **self._context_parallel_rules(cp, exchange),
             f"{self.title} has no expert parallelism ({self.ep_source})": (grid.get("ep", np.ones_like(tp)) > 1)
             & (not self.expert_parallel),
             f"{self.title} combines EP with ZeRO-{self.ep_max_zero} at most ({self.ep_source})": (
@@ -230,6 +237,19 @@ class Framework:
             **self._recompute_rules(grid, layers),
         }
 
+    def _context_parallel_rules(self, cp, exchange) -> dict[str, np.ndarray]:
+        """CP layouts whose exchange (job.context_parallel as ``EXCHANGE_CODES``) this framework does not run: ring
+        attention (``context_parallel``) or a Ulysses all-to-all (``ulysses_exchanges``)."""
+        ring = exchange == EXCHANGE_CODES["ring"]
+        ulysses = np.isin(exchange, [EXCHANGE_CODES[e] for e in self.ulysses_exchanges])
+        return {
+            f"{self.title} has no context parallelism as gpuplan models it ({self.cp_source})": (cp > 1)
+            & ring
+            & (not self.context_parallel),
+            f"{self.title} runs Ulysses sequence parallelism as {'/'.join(sorted(self.ulysses_exchanges)) or 'none'} "
+            f"only ({self.ulysses_source})": (cp > 1) & ~ring & ~ulysses,
+        }
+
     def _chunk_rules(self, pp, v, layers: int) -> dict[str, np.ndarray]:
         """Interleaving whose PP x v chunks this framework cannot split the layers into (``chunk_split``)."""
         if self.chunk_split == "any":
@@ -273,46 +293,6 @@ class Framework:
                 partial & (self.partial_recompute != "none") & ~runs
             ),
         }
-
-
-def layers_per_stage_chunks(layers: int, chunks) -> np.ndarray:
-    """Whether torchtitan splits ``layers`` into exactly ``chunks`` pipeline stages (``torchtitan_stage_split``)."""
-    return torchtitan_stage_split(layers, chunks)[0]
-
-
-def torchtitan_stage_split(layers: int, chunks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """How torchtitan makes exactly ``chunks`` pipeline stages of ``layers``: (whether it can, its
-    pipeline_parallel_layers_per_stage N, the embedding's and the output's weight in layers). N makes
-    ceil(E / N) stages, E the layers plus the embedding and the output counted as a layer each
-    (first/last_stage_less_layers 1, the defaults; tried first) or not at all (0), and every stage holds at least
-    one (torchtitan/distributed/pipeline_parallel.py pipeline_module_split_config and
-    generate_llm_fqn_per_model_part, v0.2.2 and b5bcd76c)."""
-    c = np.maximum(np.asarray(chunks, np.int64), 1)
-    ok, per, weight = (
-        np.zeros(np.shape(c), dtype=bool),
-        np.zeros(np.shape(c), np.int64),
-        np.zeros(np.shape(c), np.int64),
-    )
-    for extra in (2, 0):
-        e = layers + extra
-        n = -(-e // c)
-        fits = (e >= c) & (-(-e // n) == c) & ~ok
-        per, weight, ok = np.where(fits, n, per), np.where(fits, extra // 2, weight), ok | fits
-    return ok, per, weight
-
-
-def recompute_count(kind: str, wanted, layers: float, pp, chunks) -> np.ndarray:
-    """The fewest layers per pipeline stage, at least ``wanted``, that a framework's partial recompute
-    (``Framework.partial_recompute``) runs: a multiple of the chunks per rank ("block"), floor(L / k) for some k
-    ("every_k"); the stage's L layers at most."""
-    stage = np.ceil(max(layers, 1) / np.maximum(np.asarray(pp, float), 1.0))
-    n = np.minimum(np.maximum(np.asarray(wanted, float), 1.0), stage)
-    if kind == "every_k":
-        n = np.floor(stage / np.floor(stage / n))
-    elif kind == "block":
-        step = np.maximum(np.asarray(chunks, float), 1.0)
-        n = np.minimum(np.ceil(n / step) * step, stage)
-    return n.astype(np.int64)
 
 
 _DEEPSPEED_PIPE = "deepspeed/runtime/pipe/engine.py: 'ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism'"
@@ -395,6 +375,10 @@ FRAMEWORKS: dict[str, Framework] = {
         optimizers_source="Hugging Face Trainer's optim with no optimizer block in the DeepSpeed config "
         "(transformers integrations/deepspeed.py deepspeed_optim_sched sets zero_allow_untested_optimizer); "
         "DeepSpeed's own optimizer.type has no bitsandbytes optimizer (deepspeed/runtime/config.py)",
+        ulysses_exchanges=frozenset({"all_to_all", "all_to_all_repeat_kv"}),
+        ulysses_source="DeepSpeed-Ulysses, deepspeed/sequence/layer.py DistributedAttention (Jacobs et al. 2023), and "
+        "for Hugging Face models UlyssesSPAttentionHF (deepspeed/runtime/sequence_parallel/ulysses_sp.py); XTuner's "
+        "sequence_parallel repeats K and V to the query heads before its all-to-all (xtuner dispatch llama.py)",
         expert_parallel=True,
         ep_source="DeepSpeed-MoE, deepspeed.moe.layer.MoE(ep_size=...) (Rajbhandari et al. 2022); "
         "deepspeed/runtime/engine.py (0.19.8) refuses these layers under ZeRO-3: 'Native DeepSpeed MoE is not "
@@ -515,6 +499,9 @@ FRAMEWORKS: dict[str, Framework] = {
         offload_source="--optimizer-cpu-offload (Megatron-Core, with the distributed optimizer) is not modelled",
         context_parallel=True,
         cp_source=_MEGATRON_ARGS + ": --context-parallel-size",
+        ulysses_exchanges=frozenset({"all_to_all"}),
+        ulysses_source=_MEGATRON_ARGS + ": --cp-comm-type a2a (Transformer Engine's DotProductAttention cp_comm_type "
+        "'a2a', the Ulysses exchange)",
         expert_parallel=True,
         ep_source=_MEGATRON_ARGS + ": --expert-model-parallel-size (Megatron-Core MoE)",
         optimizer_in_backward_source="the distributed optimizer steps after the gradient reduce-scatter",
@@ -562,6 +549,7 @@ def why_not_runnable(
     optimizer: str = "adamw",
     seq_len: int | None = None,
     precision: str = "bf16",
+    context_parallel: str = "ring",
 ) -> list[str]:
     """The rules of ``framework`` that a plan's layout (for a job of ``method``, ``optimizer``, ``precision`` and
     ``seq_len``, where given) breaks (empty when it runs)."""
@@ -584,6 +572,7 @@ def why_not_runnable(
         "method": METHOD_CODES[method],
         "optimizer": OPTIMIZER_CODES[optimizer],
         "precision": PRECISION_CODES[precision],
+        "context_parallel": EXCHANGE_CODES[context_parallel],
         "grad_accum": s.grad_accum,
         **({"seq_len": seq_len} if seq_len else {}),
     }

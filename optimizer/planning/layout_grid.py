@@ -19,7 +19,7 @@ from ..physics.context_parallel import is_all_to_all, ulysses_heads_split
 from ..physics.layout import RECOMPUTE_LEAST, Layout, Offload, Recompute
 from ..physics.recompute_modules import frees_beyond_flash
 from .context import HardwareRow, JobContext
-from .frameworks import FRAMEWORKS, METHOD_CODES, OPTIMIZER_CODES, PRECISION_CODES, PREFERENCE
+from .frameworks import EXCHANGE_CODES, FRAMEWORKS, METHOD_CODES, OPTIMIZER_CODES, PRECISION_CODES, PREFERENCE
 from .labels import (
     label_layouts,
 )
@@ -115,6 +115,7 @@ def _rule_columns(ctx: JobContext, grid: np.ndarray) -> dict[str, np.ndarray]:
     columns["method"] = np.full(len(grid), METHOD_CODES[ctx.job.method])
     columns["optimizer"] = np.full(len(grid), OPTIMIZER_CODES[ctx.job.optimizer])
     columns["precision"] = np.full(len(grid), PRECISION_CODES[ctx.job.precision])
+    columns["context_parallel"] = np.full(len(grid), EXCHANGE_CODES[ctx.job.context_parallel])
     columns["seq_len"] = np.full(len(grid), int(ctx.job.seq_len))
     return columns
 

@@ -23,6 +23,7 @@ runner = CliRunner()
         ["--activation-offload"],
         ["--offload", "optimizer"],
         ["--compile"],
+        ["--context-parallel", "all_to_all"],
     ],
 )
 def test_a_setting_roles_do_not_read_is_refused_by_its_flag(flag):

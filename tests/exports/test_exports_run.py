@@ -16,7 +16,7 @@ import pytest
 import yaml
 from paths import ROOT
 
-from optimizer import CheckRequest, check, load_job
+from optimizer import CheckRequest, GpuplanError, check, load_job
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
 from optimizer.present.exports import export
@@ -134,6 +134,7 @@ MEGATRON_FLAGS: dict[str, type | None] = {
     "--num-virtual-stages-per-pipeline-rank": int, "--pipeline-model-parallel-layout": str,
     "--decoder-first-pipeline-num-layers": int,
     "--decoder-last-pipeline-num-layers": int, "--context-parallel-size": int, "--expert-model-parallel-size": int,
+    "--cp-comm-type": str,
     "--expert-tensor-parallel-size": int, "--sequence-parallel": None, "--optimizer": str,
     "--use-distributed-optimizer": None, "--optimizer-cpu-offload": None, "--optimizer-offload-fraction": float,
     "--use-precision-aware-optimizer": None, "--cpu-offloading-num-layers": int, "--micro-batch-size": int,
@@ -161,6 +162,7 @@ MEGATRON_CHOICES = {  # arguments.py and transformer_config.py Literals
     "--moe-token-dispatcher-type": ["allgather", "alltoall", "flex"],
     "--moe-flex-dispatcher-backend": ["deepep", "hybridep", "ncclep"],
     "--moe-router-dtype": ["fp32", "fp64"],
+    "--cp-comm-type": ["p2p", "a2a", "allgather", "a2a+p2p"],  # arguments.py's help: one type for every layer
 }
 
 
@@ -194,6 +196,28 @@ def test_megatron_starts_the_planned_70b_fine_tune():
     assert args.max_position_embeddings == args.seq_length == problem.job.seq_len
     assert args.save == args.load and 1 <= args.save_interval < args.train_iters
     assert args.pretrained_checkpoint == PRETRAINED and not args.finetune  # --finetune would reset each resume
+
+
+def test_the_exports_run_the_context_parallel_exchange_the_plan_timed():
+    """Ulysses (job.context_parallel all_to_all) at CP 8 on 128k tokens: Megatron-LM's --cp-comm-type a2a (its ring,
+    p2p, is the default and left unwritten); torchtitan, whose context parallelism is ring attention only, is
+    refused naming the rule."""
+    problem = job_problem("llama-3.1-8b", seq_len=131072, global_batch=8, framework="megatron")
+    job = problem.job.model_copy(update={"context_parallel": "all_to_all"})
+    problem = problem.model_copy(update={"job": job})
+    p = check(problem, CheckRequest("B200", 8, tp=1, cp=8, zero=1, recompute="full", compare=False)).plan
+    args = megatron_parse(export(p, "megatron", job=job))
+    assert (args.context_parallel_size, args.cp_comm_type) == (8, "a2a")
+    ring = check(
+        job_problem("llama-3.1-8b", seq_len=131072, global_batch=8, framework="megatron"),
+        CheckRequest("B200", 8, tp=1, cp=8, zero=1, recompute="full", compare=False),
+    ).plan
+    assert (
+        megatron_parse(export(ring, "megatron", job=job.model_copy(update={"context_parallel": "ring"}))).cp_comm_type
+        is None
+    )
+    with pytest.raises(GpuplanError, match="Ulysses"):
+        export(p, "torchtitan", job=job)
 
 
 def test_megatron_moe_export_carries_the_experts_and_the_dispatcher_the_plan_timed():

@@ -542,3 +542,23 @@ def test_interleaving_splits_the_layers_as_the_frameworks_do():
     layout = pipeline_layout(126, 16, 8).split("|")
     assert layout[0] == "E" and layout[-1] == "L" and layout[1:-1] == ["t"] * 126
     assert 8 in _virtual_stages(16, 64, 126, 8) and 8 not in _virtual_stages(16, 64, 125, 8)
+
+
+@pytest.mark.parametrize(
+    ("framework", "exchange", "runs"),
+    [
+        ("deepspeed", "all_to_all", True),  # DeepSpeed-Ulysses' DistributedAttention, UlyssesSPAttentionHF
+        ("deepspeed", "all_to_all_repeat_kv", True),  # XTuner's sequence parallel on DeepSpeed
+        ("deepspeed", "ring", False),  # no ring attention
+        ("megatron", "all_to_all", True),  # --cp-comm-type a2a
+        ("megatron", "all_to_all_repeat_kv", False),
+        ("megatron", "ring", True),  # --cp-comm-type p2p
+        ("torchtitan", "all_to_all", False),  # ring attention only
+        ("fsdp", "all_to_all", False),
+    ],
+)
+def test_each_framework_runs_the_context_parallel_exchanges_it_has(framework, exchange, runs):
+    s = Strategy(tp=1, pp=1, dp=1, cp=8, zero_stage=3 if framework != "megatron" else 1, micro_batch=1, grad_accum=8)
+    rules = why_not_runnable(framework, s, 32, seq_len=131072, context_parallel=exchange)
+    cp_rules = [r for r in rules if "context parallelism" in r or "Ulysses" in r]
+    assert (not cp_rules) == runs, rules

@@ -71,6 +71,12 @@ ROLE_UNREAD: tuple[tuple[str, str, Callable[[Problem], bool], str], ...] = (
         "a drafter's training is planned in bf16 (its weights, gradients and matmuls), not in a low precision yet",
     ),
     (
+        "job.context_parallel",
+        "context_parallel",
+        lambda p: p.job.context_parallel != "ring",
+        "a job with roles plans no context parallelism for its roles yet",
+    ),
+    (
         "job.loss",
         "loss",
         lambda p: p.job.loss != "standard",

@@ -169,14 +169,15 @@ def export(
     vendor: str | None = None,
     compile: bool | None = None,
     gradient_dtype: str | None = None,
+    context_parallel: str | None = None,
 ) -> str:
     """The launcher config ``kind`` (one of ``KINDS``, or a kind registered since) for ``plan``, as text to
     write to a file.
 
     ``job``: the plan's job (a JobSpec, or its ``ExportJob`` facts), which says what a Plan does not: the
     name, sequence length, precision, layer count, method and optimizer, and the run's tokens, model,
-    checkpoint size, fine-tune or not, MoE dispatcher, the SKU's vendor, torch.compile and the gradients' dtype
-    (``ExportJob``). Without it, the keywords give them
+    checkpoint size, fine-tune or not, MoE dispatcher, the SKU's vendor, torch.compile, the gradients' dtype and
+    the context-parallel exchange (``ExportJob``). Without it, the keywords give them
     one by one (each defaulting as ``ExportJob`` does); with it, a keyword given replaces the job's fact."""
     facts = _facts(
         job,
@@ -194,6 +195,7 @@ def export(
         vendor=vendor,
         compile=compile,
         gradient_dtype=gradient_dtype,
+        context_parallel=context_parallel,
     )
     if facts.precision not in PRECISIONS:
         raise ArgumentError(

@@ -50,7 +50,8 @@ class ExportJob:
     (the token dispatcher the plan's time assumed; gpuplan's default where only the job is given). ``vendor``:
     the plan's SKU's (``Sku.vendor``) as the caller's catalog gives it; None: the bundled hardware file's.
     ``compile``: job.compile, the run under torch.compile the plan's speed assumed. ``gradient_dtype``:
-    job.gradient_dtype, the gradients' dtype the plan's memory and reduce traffic assumed."""
+    job.gradient_dtype, the gradients' dtype the plan's memory and reduce traffic assumed. ``context_parallel``:
+    job.context_parallel, the CP exchange (ring or Ulysses' all-to-all) the plan's time assumed."""
 
     name: str = "gpuplan-job"
     seq_len: int | None = None
@@ -66,6 +67,7 @@ class ExportJob:
     vendor: str | None = None
     compile: bool = False
     gradient_dtype: str = "bf16"
+    context_parallel: str = "ring"
 
 
 def _checkpoint_bytes(job: JobSpec) -> float | None:
@@ -104,6 +106,7 @@ def job_facts(job: JobSpec) -> ExportJob:
         finetune=is_finetune(job),
         compile=job.compile,
         gradient_dtype=job.gradient_dtype,
+        context_parallel=job.context_parallel,
     )
 
 

@@ -53,7 +53,7 @@ def export_gaps(plan: Plan, launcher: Launcher, job: ExportJob) -> list[str]:
         gaps += [
             rule
             for rule in why_not_runnable(
-                kind, plan.strategy, layers, job.method, job.optimizer, job.seq_len, job.precision
+                kind, plan.strategy, layers, job.method, job.optimizer, job.seq_len, job.precision, job.context_parallel
             )
             if rule not in gaps
         ]

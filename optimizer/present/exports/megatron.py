@@ -88,6 +88,7 @@ def megatron_args(
     num_layers: int | None = None,
     optimizer: str = "adamw",
     gradient_dtype: str = "bf16",
+    context_parallel: str = "ring",
 ) -> list[str]:
     """The parallelism, batch, recompute, activation offload and precision arguments of Megatron-LM's
     ``pretrain_gpt.py``.
@@ -111,6 +112,8 @@ def megatron_args(
         # from its generated flags (arguments.py _add_network_size_args; argument_utils.py maps them back)
         args += [f"--decoder-first-pipeline-num-layers {ends[0]}", f"--decoder-last-pipeline-num-layers {ends[1]}"]
     args += [f"--context-parallel-size {s.cp}", f"--expert-model-parallel-size {ep(s)}"]
+    if s.cp > 1 and context_parallel == "all_to_all":  # Ulysses (job.context_parallel): TE's a2a exchange
+        args.append("--cp-comm-type a2a")
     if getattr(s, "expert_tp", None):
         args.append(f"--expert-tensor-parallel-size {s.expert_tp}")
     if s.tp > 1:
@@ -220,7 +223,9 @@ def command(plan: Plan, job: ExportJob) -> Command:
     s = plan.strategy
     target = [
         "pretrain_gpt.py",
-        *megatron_args(plan, job.seq_len, job.precision, job.num_layers, job.optimizer, job.gradient_dtype),
+        *megatron_args(
+            plan, job.seq_len, job.precision, job.num_layers, job.optimizer, job.gradient_dtype, job.context_parallel
+        ),
         *model_args(job.model, job.seq_len),
         *moe_args(job.model, plan_dispatcher(job.moe_dispatcher, plan)),
         *run_args(plan, job),

@@ -19,7 +19,7 @@ import json
 import shlex
 from typing import Any
 
-from ...planning.frameworks import torchtitan_stage_split
+from ...planning.stage_splits import torchtitan_stage_split
 from ...results import Plan
 from .common import DEFAULT_SEQ_LEN, Command, ExportJob, Launcher, comment, describe, ep, header, hybrid
 from .gaps import memory_option_gaps
@@ -59,7 +59,7 @@ def gaps(plan: Plan, job: ExportJob) -> list[str]:
 
 
 def layers_per_stage(num_layers: int, stages: int) -> dict[str, int]:
-    """torchtitan's keys for exactly ``stages`` pipeline stages (planning/frameworks.py torchtitan_stage_split, the
+    """torchtitan's keys for exactly ``stages`` pipeline stages (planning/stage_splits.py torchtitan_stage_split, the
     rule the planner keeps)."""
     ok, per, weight = torchtitan_stage_split(num_layers, stages)
     if not ok:
