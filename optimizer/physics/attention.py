@@ -22,11 +22,29 @@ its own whose efficiency differs by generation far more than the GEMMs' do, so i
 
 A GPU family or kernel without a published figure returns None: the attention then runs at the matmul
 efficiency, as gpuplan costed it before.
+
+Work, and a measured choice: both sources count a causal kernel's FLOPs as it runs them, the unmasked half of the
+scores only, forward 2 matmuls and backward 5 (cudnn-frontend @ 3929da2e benchmark/sdpa_benchmark_training/
+benchmark_single_sdpa.py ``flops``: the non-masked elements x 2 x (d_qk + d_vo) forward, x 2 x (3 d_qk + 2 d_vo)
+backward; flash-attention's benchmarks halve a causal count alike), 7 / 12 of the step's count here (PaLM's 12 L w
+s, ``attention_flops_per_token``: every key, the backward twice the forward). The step divides its own count by
+the kernels' figures, i.e. attention runs at 7 / 12 of the benchmarked kernel rate in a training step. Converting
+the count to the kernels' (session 36, then refitting the bases on the 303 dense rows: Hopper 0.511, Ampere 0.660,
+c = 5, fused ratio 1.3) made the dense rows held out by family 7.0 % -> 10.9 % (llm-foundry's 216 rows 7.6 % ->
+11.1 %, worst 1.76x) and torchtitan's context-parallel rows 2 % -> 51 % fast: whole training steps attend slower
+than the kernels benchmarked alone (short sequences' small grids, the ring steps' partial blocks and merges), and
+the step's count with the kernels' figures matches them. XTuner's Ulysses rows on A100 (first-seen, 0.58-0.89)
+point the other way and stay unexplained.
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
+
+from .layout import Layout, Recompute
+from .shapes import ModelShape
 
 # (sequence length, forward efficiency, backward efficiency), causal, share of the 16-bit dense peak
 _CUDNN_CAUSAL: dict[str, tuple[tuple[int, float, float], ...]] = {
@@ -51,7 +69,7 @@ _CUDNN_CAUSAL: dict[str, tuple[tuple[int, float, float], ...]] = {
 _FLASH2: dict[str, float] = {"ampere": math.sqrt(0.50 * 0.73), "hopper": 0.35}
 # The kernel each stack attends with, by GPU family: Transformer Engine runs cuDNN where it has it
 KERNELS = ("flash2", "cudnn")
-FORWARD_SHARE = 1.0 / 3.0  # of a training step's attention FLOPs (the backward takes twice the forward's)
+FORWARD_SHARE = 1.0 / 3.0  # of a training step's attention FLOPs as the step counts them (the module's Work)
 
 
 def _step_efficiency(forward: float, backward: float) -> float:
@@ -79,3 +97,33 @@ def attention_efficiency(kernel: str, gpu_family: str, seq_len: float) -> float 
     if kernel == "flash2":
         return _FLASH2.get(gpu_family)
     raise ValueError(f"unknown attention kernel {kernel!r}; one of {', '.join(KERNELS)}")
+
+
+def attention_flops_per_token(shape: ModelShape, seq_len: float) -> float:
+    """Attention score and value FLOPs per token, forward and backward: 12 L w s (Chowdhery et al. 2022,
+    appendix B), w the attention width (heads x head_dim; DeepSeek's MLA: heads x (192 + 128) / 2, its
+    scores at the query-key head dim and its values at the value head dim) and s the keys per query
+    (``ModelShape.attention_span``: shorter in sliding-window layers)."""
+    width = shape.attention_width or shape.q_width or shape.hidden
+    return 12.0 * shape.layers * width * shape.attention_span(seq_len)
+
+
+def attention_hw_flops_per_token(shape, seq_len: float, layout: Layout, core_attn: bool = True) -> np.ndarray:
+    """Attention score and value FLOPs per token as ``flops_per_token`` counts them: 12 L h s, plus a third
+    more where the forward attention is recomputed (selective recompute, or the fully recomputed layers)."""
+    return attention_flops_per_token(shape, seq_len) * (1.0 + attention_rerun_share(shape, layout, core_attn) / 3.0)
+
+
+def attention_rerun_share(shape, layout: Layout, core_attn: bool = True) -> np.ndarray:
+    """Share of the attention forward run again in backward: all of it under selective recompute of the core, the
+    recomputed layers' share under full recompute."""
+    selective = (np.asarray(layout.recompute) == Recompute.SELECTIVE) & core_attn
+    return np.where(selective, 1.0, layout.recomputed_share(shape.layers))
+
+
+def attention_flops_share(shape, seq_len: float) -> float:
+    """Share of a token's model FLOPs in the attention scores and values: 12 L h s of 6 N + 12 L h s
+    (Chowdhery et al. 2022, appendix B)."""
+    attention = attention_flops_per_token(shape, seq_len)
+    total = 6.0 * shape.active_params + attention
+    return attention / total if total > 0 else 0.0

@@ -42,6 +42,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .adapters import lora_bytes_per_token
+from .attention import (
+    attention_flops_per_token,
+    attention_flops_share,
+    attention_hw_flops_per_token,
+)
 from .constants import (
     CAST_HBM_EFFICIENCY,
     LAST_BACKWARD_SHARE_OF_MICRO_BATCH,
@@ -176,15 +181,6 @@ def op_recompute_flops_per_token(shape: ModelShape) -> float:
     return 2.0 * shape.layers * (h * k + q * h + mlp_share * h * f)
 
 
-def attention_flops_per_token(shape: ModelShape, seq_len: float) -> float:
-    """Attention score and value FLOPs per token, forward and backward: 12 L w s (Chowdhery et al. 2022,
-    appendix B), w the attention width (heads x head_dim; DeepSeek's MLA: heads x (192 + 128) / 2, its
-    scores at the query-key head dim and its values at the value head dim) and s the keys per query
-    (``ModelShape.attention_span``: shorter in sliding-window layers)."""
-    width = shape.attention_width or shape.q_width or shape.hidden
-    return 12.0 * shape.layers * width * shape.attention_span(seq_len)
-
-
 def _peak16(hw: Cluster) -> np.ndarray:
     """The 16-bit dense peak (the attention kernels' rate, and the one the efficiency is a share of)."""
     peak = np.asarray(hw.peak_flops, float)
@@ -246,7 +242,7 @@ def _micro_batch(
     tokens = b * seq_len * stage_share / tp / cp
     # FlashAttention's score and value matmuls run in 16-bit even in FP8 training (Transformer Engine's
     # default; torchtitan's float8 converts linear layers only), so they take the 16-bit peak.
-    attention = _attention_hw_flops(shape, seq_len, layout, "core_attn" in recompute_modules)
+    attention = attention_hw_flops_per_token(shape, seq_len, layout, "core_attn" in recompute_modules)
     peak16 = _peak16(hw)
     linear = hw_flops_per_token - attention
     expert = linear * active_expert_share(shape)
@@ -354,7 +350,7 @@ def _model_parallel_s(
         tp_s
         + pp_s
         + context_parallel_s(
-            shape, layout, tokens, layers, links, g, _attention_share(shape, seq_len) * mb.compute_s, cp_exchange
+            shape, layout, tokens, layers, links, g, attention_flops_share(shape, seq_len) * mb.compute_s, cp_exchange
         )
         + _expert_all_to_all_exposed_s(shape, layout, tokens, layers, mb, links, g, moe_overlap, moe_dispatcher)
     )
@@ -376,22 +372,6 @@ def _rerun_bytes(shape, layout: Layout, tokens, modules: frozenset[str]) -> np.n
     roofline."""
     selective = np.asarray(layout.recompute) == Recompute.SELECTIVE
     return np.where(selective, tokens * rerun_bytes_per_token(shape, modules) / 2.0, 0.0)
-
-
-def _attention_hw_flops(shape, seq_len: float, layout: Layout, core_attn: bool = True) -> np.ndarray:
-    """Attention score and value FLOPs per token as ``flops_per_token`` counts them: 12 L h s, plus a third
-    more where the forward attention is recomputed (selective recompute, or the fully recomputed layers)."""
-    attention = attention_flops_per_token(shape, seq_len)
-    selective = (np.asarray(layout.recompute) == Recompute.SELECTIVE) & core_attn
-    return attention * (1.0 + np.where(selective, 1.0, layout.recomputed_share(shape.layers)) / 3.0)
-
-
-def _attention_share(shape, seq_len: float) -> float:
-    """Share of a token's model FLOPs in the attention scores and values: 12 L h s of 6 N + 12 L h s
-    (Chowdhery et al. 2022, appendix B)."""
-    attention = attention_flops_per_token(shape, seq_len)
-    total = 6.0 * shape.active_params + attention
-    return attention / total if total > 0 else 0.0
 
 
 def _data_parallel_exposed_s(
