@@ -176,6 +176,9 @@ class RunSettings:
     # the gradient buffer's bytes per 16-bit gradient byte: 2 where gradients accumulate and reduce in fp32
     # (job.gradient_dtype: Megatron-Core's fp32 main_grad, nanotron's accumulate_grad_in_fp32)
     main_grad: Floats = 1.0
+    # per layout, whether its framework's data parallelism without ZeRO is torch DDP, whose buckets copy every
+    # gradient (physics/memory_terms.py ddp_bucket_bytes; planning/frameworks.py ddp_gradient_copy)
+    ddp_gradient_copy: bool | np.ndarray = False
     # TP splits the norms and residuals along the sequence too (Megatron's sequence parallelism; per layout)
     sequence_parallel: bool | np.ndarray = True
     logits_bytes_per_vocab: Floats = (

@@ -46,6 +46,7 @@ from .memory_terms import (
     bnb_saved_input_bytes,
     compute_split_stage_layers,
     compute_split_stage_share,
+    ddp_bucket_bytes,
     deepspeed_held_block_params,
     kbit_upcast_bytes,
     variable_length_fragmentation_bytes,
@@ -539,6 +540,7 @@ def memory_breakdown(
         fragmentation = variable_length_fragmentation_bytes(fragmentation, acts, settings)
     if train.gradient_accumulator == "after_backward" and shape.has_shapes:  # nanotron's FP32GradientAccumulator
         grads = grads + _after_backward_bytes(shape, train, layout, settings)
+    grads = grads + ddp_bucket_bytes(grads, layout, settings.ddp_gradient_copy)  # torch DDP's gradient buckets
     allocated = weights + grads + optim + acts
     reserve = framework_reserve_bytes(settings.framework_overhead, capacity, fragmentation, allocated)
     shape_of = np.broadcast(weights, acts, capacity).shape

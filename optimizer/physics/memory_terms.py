@@ -175,3 +175,14 @@ def after_backward_gradient_bytes(half_grad_bytes, one_micro_batch_bytes, layout
     held = np.maximum(half - np.asarray(one_micro_batch_bytes, float), 0.0)
     ddp = (np.asarray(layout.zero) == 0) & (np.asarray(layout.dp, float) > 1)
     return held + np.where(ddp, half, 0.0)
+
+
+def ddp_bucket_bytes(grad_bytes, layout: Layout, ddp_gradient_copy) -> np.ndarray:
+    """Per GPU, the gradient buckets of torch's DistributedDataParallel where a layout replicates its weights over
+    data-parallel ranks without ZeRO and its framework wraps the model in DDP (``ddp_gradient_copy``): the Reducer
+    allocates its buckets beside the parameters' gradients unless ``gradient_as_bucket_view=True``, which is off by
+    default and "can reduce peak memory usage, where the saved memory size will be equal to the total gradients
+    size" (torch.nn.parallel.DistributedDataParallel's documentation); accelerate, the Hugging Face Trainer and
+    Lightning construct DDP with the default. One more copy of ``grad_bytes`` (the layout's unsharded gradients)."""
+    replicated = (np.asarray(layout.zero) == 0) & (np.asarray(layout.dp, float) * np.asarray(layout.cp, float) > 1)
+    return np.where(np.asarray(ddp_gradient_copy, bool) & replicated, np.asarray(grad_bytes, float), 0.0)

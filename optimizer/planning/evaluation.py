@@ -31,6 +31,7 @@ from .columns import concat, take
 from .context import HardwareRow, JobContext, capacity_bytes
 from .frameworks import CODES, PREFERENCE, recompute_count
 from .labels import (
+    ddp_gradient_copy,
     expert_loop,
     fused_kernels,
     grouped_gemm_per_expert,
@@ -191,6 +192,8 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         fused_kernels=fused,
         fp8_saved_inputs=fused & (ctx.job.precision == "fp8"),
         sequence_parallel=sequence_parallel(codes, ctx.job.framework),
+        # job.bytes_per_param states the whole training state, DDP's buckets included
+        ddp_gradient_copy=ddp_gradient_copy(codes, ctx.job.framework) & (ctx.job.bytes_per_param is None),
         grouped_gemm_per_expert=grouped_gemm_per_expert(codes, ctx.job.framework, layout.ep),
         main_grad=FP32_GRAD_BYTES_PER_GRAD_BYTE if ctx.job.gradient_dtype == "fp32" else 1.0,
         fused_framework=fused_kernels(codes, ctx.kernel_speed, ctx.job.framework),

@@ -59,6 +59,9 @@ class Framework:
     offload_source: str
     # the optimizers (job.optimizer) its offload steps on the CPU as planned
     offload_optimizers: frozenset[str] = frozenset({"adamw"})
+    # data parallelism without ZeRO through torch DDP with its default gradient_as_bucket_view=False: the buckets
+    # hold a copy of every gradient (physics/memory_terms.py ddp_bucket_bytes)
+    ddp_gradient_copy: bool = False
     context_parallel: bool = False  # ring attention over cp ranks
     cp_source: str = "no ring-attention context parallelism"
     # the Ulysses exchanges (job.context_parallel all_to_all, all_to_all_repeat_kv) its sequence parallelism runs
@@ -307,6 +310,9 @@ FRAMEWORKS: dict[str, Framework] = {
         title="PyTorch FSDP (HF Trainer / accelerate)",
         zero_stages=frozenset({0, 2, 3}),
         zero_source="FSDP ShardingStrategy NO_SHARD / SHARD_GRAD_OP / FULL_SHARD, torch.distributed.fsdp docs",
+        # ZeRO 0 on more than one GPU is torch DDP (accelerate's and the HF Trainer's multi-GPU default without an
+        # FSDP config, Lightning's DDP strategy), gradient_as_bucket_view left False
+        ddp_gradient_copy=True,
         hybrid_shard=True,
         hybrid_source="FSDP ShardingStrategy.HYBRID_SHARD",
         tensor_parallel=False,

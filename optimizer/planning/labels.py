@@ -64,6 +64,13 @@ def sequence_parallel(framework_codes, framework: str) -> np.ndarray:
     return _by_framework(framework_codes, "sequence_parallel", framework, True)
 
 
+def ddp_gradient_copy(framework_codes, framework: str) -> np.ndarray:
+    """Per layout, whether its framework replicates without ZeRO through torch DDP, whose buckets copy every gradient
+    (``Framework.ddp_gradient_copy``; physics/memory_terms.py ddp_bucket_bytes). Under auto, an unlabelled layout:
+    no."""
+    return _by_framework(framework_codes, "ddp_gradient_copy", framework, False)
+
+
 def grouped_gemm_per_expert(framework_codes, framework: str, ep) -> np.ndarray:
     """Per layout, whether its framework's expert GEMMs loop over the local experts on the host
     (``Framework.grouped_gemm_per_expert``; a layout no framework runs takes the job's framework's, none under

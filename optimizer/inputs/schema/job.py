@@ -73,7 +73,12 @@ class JobSpec(_Model):
         description="paged_*: bitsandbytes paged optimizers, whose state pages to CPU memory when the GPU runs "
         "out (Dettmers et al. 2023, QLoRA), so it is not counted in GPU memory.",
     )
-    bytes_per_param: float | None = Field(None, gt=0, description="Training-state bytes per parameter.")
+    bytes_per_param: float | None = Field(
+        None,
+        gt=0,
+        description="Training-state bytes per parameter: the whole state (weights, gradients, optimizer, and any "
+        "copy a framework keeps of them, such as torch DDP's gradient buckets).",
+    )
     activation_reserve: Literal["auto"] | float | str = Field(
         "auto", description="auto (from shapes), a size per GPU (40GB) or a fraction of capacity (0.2)."
     )

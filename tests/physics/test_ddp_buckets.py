@@ -1,0 +1,35 @@
+"""torch DDP's gradient buckets (physics/memory_terms.py ddp_bucket_bytes): without ZeRO on more than one GPU the
+PyTorch stacks replicate through DistributedDataParallel, whose Reducer keeps its buckets beside the gradients unless
+gradient_as_bucket_view=True ("the saved memory size will be equal to the total gradients size", torch's
+documentation): one more copy of the gradients. Megatron-Core's contiguous gradient buffer is the gradients' own
+storage, and one GPU has no Reducer."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer import CheckRequest, check
+from optimizer.inputs.files import expand_models
+from optimizer.inputs.schema import Problem
+
+GIB = 2**30
+
+
+def _gradients_gib(framework: str, gpus: int, zero: int) -> float:
+    data = {"job": {"name": "ddp", "model": "llama-3.1-8b", "method": "full", "tokens": "1B", "framework": framework}}
+    problem = Problem.model_validate(expand_models(data))
+    request = CheckRequest("H100", gpus, tp=1, pp=1, zero=zero, micro_batch=1, recompute="full", compare=False)
+    return check(problem, request).plan.memory_gib.gradients
+
+
+def test_ddp_holds_a_second_copy_of_the_gradients():
+    one = _gradients_gib("fsdp", 1, 0)
+    # Llama 3.1 8B's 8,030,261,248 bf16 gradients: 14.96 GiB, and as much again in DDP's buckets on 8 GPUs
+    assert one * GIB == pytest.approx(8_030_261_248 * 2)
+    assert _gradients_gib("fsdp", 8, 0) == pytest.approx(2 * one)
+
+
+def test_megatron_and_sharded_layouts_hold_no_bucket_copy():
+    one = _gradients_gib("fsdp", 1, 0)
+    assert _gradients_gib("megatron", 8, 0) == pytest.approx(one)  # the grad buffer is the storage
+    assert _gradients_gib("fsdp", 8, 2) == pytest.approx(one / 8)  # sharded gradients: no DDP
