@@ -86,7 +86,14 @@ LLMFOUNDRY_DATA = ROOT / "validation" / "llmfoundry_runs.yaml"
 FAMILIES_DATA = ROOT / "validation" / "families.yaml"
 DATA_FILES = (DATA, FINETUNE_DATA, LLMFOUNDRY_DATA)
 # a fine-tune row's job keys beyond the layout (validation/finetune_runs.yaml), passed as they are
-FINETUNE_KEYS = ("lora_rank", "lora_targets", "optimizer", "optimizer_in_backward", "activation_offload")
+FINETUNE_KEYS = (
+    "lora_rank",
+    "lora_targets",
+    "optimizer",
+    "optimizer_in_backward",
+    "activation_offload",
+    "optimizer_implementation",
+)
 TOKENS = "100B"  # throughput does not depend on the run length
 # The data-parallel overlap the rows are predicted at (assumptions.overlap); None: gpuplan's, FITTED_OVERLAP. The
 # fit sets each value of OVERLAP_GRID in turn (at_overlap).

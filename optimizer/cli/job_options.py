@@ -44,6 +44,14 @@ ContextParallelOpt = typer.Option(
     "the query heads: XTuner). Changes the CP layouts' network time and which CP sizes run. Default: the job "
     "file's job.context_parallel, else ring.",
 )
+OptimizerImplementationOpt = typer.Option(
+    None,
+    "--optimizer-implementation",
+    help="How the optimizer step runs: fused (one kernel: Megatron's and DeepSpeed's FusedAdam, torchtitan, "
+    "torchtune, the HF Trainer's adamw_torch_fused) or foreach (torch.optim.AdamW's own default: a kernel per "
+    "operation, about 2.5x the step's memory traffic: plain PyTorch loops, Lightning, HF's adamw_torch). Changes "
+    "the optimizer step's time. Default: the job file's job.optimizer_implementation, else fused.",
+)
 VariableLengthsOpt = typer.Option(
     None,
     "--variable-lengths/--no-variable-lengths",

@@ -48,6 +48,7 @@ from .job_options import (
     EpochsOpt,
     LossOpt,
     OffloadOpt,
+    OptimizerImplementationOpt,
     VariableLengthsOpt,
 )
 
@@ -138,6 +139,7 @@ JOB_FLAG_OPTIONS: dict[str, tuple[str, Any]] = {
     "loss": ("str | None", LossOpt),
     "attention": ("str | None", AttentionOpt),
     "context_parallel": ("str | None", ContextParallelOpt),
+    "optimizer_implementation": ("str | None", OptimizerImplementationOpt),
     "variable_lengths": ("bool | None", VariableLengthsOpt),
     "activation_offload": ("bool | None", ActivationOffloadOpt),
     "offload": ("str | None", OffloadOpt),

@@ -40,6 +40,7 @@ JOB_FLAGS = (
     "loss",
     "attention",
     "context_parallel",
+    "optimizer_implementation",
     "variable_lengths",
     "activation_offload",
     "offload",

@@ -123,6 +123,9 @@ class TrainingState:
     # where backward writes the gradients (job.gradient_accumulator): "in_place" into the counted buffer, or
     # "after_backward" (nanotron's FP32GradientAccumulator; physics/memory_terms.py after_backward_gradient_bytes)
     gradient_accumulator: str = "in_place"
+    # the optimizer step's HBM traffic over a fused step's (job.optimizer_implementation foreach:
+    # physics/optimizer_step.py foreach_traffic_ratio)
+    update_traffic_ratio: float = 1.0
 
     def optimizer_bytes_at(self, zero) -> np.ndarray:
         """Optimizer bytes per trainable parameter at ZeRO stage ``zero`` (flattened shards from stage 1)."""

@@ -459,6 +459,7 @@ def _update_s(train, hw: Cluster, layout: Layout, mb: _MicroBatch):
         + (0.0 if train.lora else train.weight_bytes)
     )
     on_gpu_s = 2.0 * per_param * train.trainable_params / model_parallel / opt_shard / hw.hbm_bytes_per_s
+    on_gpu_s = on_gpu_s * train.update_traffic_ratio  # a foreach step's passes (physics/optimizer_step.py)
     local = train.trainable_params / model_parallel / opt_shard
     offloaded_s = (
         2.0 * 2.0 * local / hw.host_link_bytes_per_s

@@ -14,6 +14,7 @@ from ..physics.constants import (
     PURE_BF16_OPTIMIZER_BYTES,
     QLORA_BYTES_PER_PARAM,
 )
+from ..physics.optimizer_step import foreach_traffic_ratio
 from ..physics.shapes import ModelShape, TrainingState, lora_adapter_params
 
 
@@ -87,6 +88,11 @@ def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = True) 
         optimizer_in_backward=job.optimizer_in_backward,
         pipeline_split=job.pipeline_split,
         gradient_accumulator=job.gradient_accumulator,
+        update_traffic_ratio=(
+            foreach_traffic_ratio(job.optimizer, job.master_weights)
+            if job.optimizer_implementation == "foreach"
+            else 1.0
+        ),
         # (a stated bytes_per_param stands as given)
         flat_optimizer_extra_bytes=(
             ADAFACTOR_FLAT_SECOND_MOMENT_BYTES[job.master_weights]

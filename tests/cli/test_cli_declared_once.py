@@ -39,6 +39,7 @@ FLAGS = {
     "loss": ("--loss", ["--loss", "chunked"]),
     "attention": ("--attention", ["--attention", "cudnn"]),
     "context_parallel": ("--context-parallel", ["--context-parallel", "all_to_all"]),
+    "optimizer_implementation": ("--optimizer-implementation", ["--optimizer-implementation", "foreach"]),
     "variable_lengths": ("--variable-lengths/--no-variable-lengths", ["--variable-lengths"]),
     "activation_offload": ("--activation-offload/--no-activation-offload", ["--activation-offload"]),
     "offload": ("--offload", ["--offload", "optimizer"]),
@@ -72,6 +73,7 @@ def test_each_job_flag_reaches_its_own_field(tmp_path):
     assert job["optimizer"] == "sgd" and job["lora_rank"] == 32 and job["gradient_dtype"] == "fp32"
     assert job["lora_targets"] == "attention" and job["master_weights"] is False
     assert job["loss"] == "chunked" and job["attention"] == "cudnn" and job["context_parallel"] == "all_to_all"
+    assert job["optimizer_implementation"] == "foreach"
     assert job["variable_lengths"] is True and job["activation_offload"] is True
     apart = ["--model", "llama-3.1-8b", *(word for field in APART for word in FLAGS[field][1])]
     r = runner.invoke(app, ["solve", *apart, "--save", str(saved), "--time-limit", "5", "-q"])

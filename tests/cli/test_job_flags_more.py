@@ -72,6 +72,11 @@ CASES = {
     "activation-offload-solve": ("solve", ["--activation-offload"], "  activation_offload: true\n"),
     "offload": ("solve", ["--offload", "optimizer"], "  offload: optimizer\n"),
     "offload-auto-options": ("options", ["--offload", "auto"], "  offload: auto\n"),
+    "optimizer-implementation": (
+        "check",
+        ["--optimizer-implementation", "foreach"],
+        "  optimizer_implementation: foreach\n",
+    ),
 }
 
 
@@ -193,6 +198,7 @@ DEFAULTS = {
     "--activation-offload": "Default: the job file's job.activation_offload, else off.",
     "--offload": "Default: the job file's job.offload, else none.",
     "--context-parallel": "Default: the job file's job.context_parallel, else ring.",
+    "--optimizer-implementation": "Default: the job file's job.optimizer_implementation, else fused.",
 }
 
 
@@ -213,6 +219,7 @@ BAD = [
     ("solve", "--attention", "sdpa", "job.attention", ["'flash'", "'cudnn'", "'eager'"]),
     ("solve", "--offload", "cpu", "job.offload", ["'none'", "'optimizer'", "'auto'"]),
     ("solve", "--context-parallel", "ulysses", "job.context_parallel", ["'ring'", "'all_to_all'"]),
+    ("check", "--optimizer-implementation", "apex", "job.optimizer_implementation", ["'fused'", "'foreach'"]),
     ("options", "--offload", "", "job.offload", ["'none'", "'optimizer'", "'auto'"]),
     ("check", "--epochs", "0", "job.epochs", ["greater than 0"]),
     ("check", "--epochs", "two", "job.epochs", ["number"]),

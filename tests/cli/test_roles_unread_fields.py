@@ -24,6 +24,7 @@ runner = CliRunner()
         ["--offload", "optimizer"],
         ["--compile"],
         ["--context-parallel", "all_to_all"],
+        ["--optimizer-implementation", "foreach"],
     ],
 )
 def test_a_setting_roles_do_not_read_is_refused_by_its_flag(flag):

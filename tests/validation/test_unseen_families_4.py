@@ -193,9 +193,10 @@ def test_lightning_first_seen():
     # AMP: 37.0 GiB against 27.8, without DDP's fp32 gradient buckets and autocast's fp16 weight copies), 0.90 (ZeRO-3)
     # and 0.95 (Gemini), as first entered and scored at b319cc1. With eager attention's score kernels in the step
     # (GPT-2 XL's 25 heads x 1024 keys x 48 layers: physics/eager_attention.py): 2.13 (6,412) and 1.36 (6,314).
+    # DDP with AMP's torch.optim.Adam takes the foreach step (job.optimizer_implementation): 2.13 -> 2.02.
     ratios = _scored("lightning-colossalai-gpt")
     assert len(ratios) == 2
-    assert max(_factor(r) for r in ratios) <= 2.2
+    assert max(_factor(r) for r in ratios) <= 2.1
     assert not _scored_memory("lightning-colossalai-gpt")
     apart = [s.ratio for _, s, _ in MEMORIES if s is not None and s.row["family"] == "lightning-colossalai-gpt"]
     assert len(apart) == 3 and all(0.7 < r < 1.0 for r in apart)
@@ -205,10 +206,12 @@ def test_peft_first_seen():
     # throughput, 4 scored rows (one L40S, batch 4 at the run's mean 210 tokens): median |error| 33.9 %, all
     # predicted fast: 1.92 (full fine-tuning, 2,315 tokens/s published, 4,457 predicted) and 1.32-1.34 (LoRA r 32 and
     # 64 on q and v). Not scored: LoRA r 10 on the MLP 1.17, DoRA 1.60.
+    # With torch.optim.AdamW's foreach step (job.optimizer_implementation: physics/optimizer_step.py), as run.py
+    # builds it: the full fine-tune 1.92 -> 1.31 (3,025 predicted), the LoRA rows 1.31-1.33, median 32.3 %.
     ratios = _scored("peft-method-comparison")
     assert len(ratios) == 4
-    assert statistics.median(abs(r - 1) for r in ratios) <= 0.36
-    assert max(_factor(r) for r in ratios) <= 2.0
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.34
+    assert max(_factor(r) for r in ratios) <= 1.4
     # memory (max_memory_reserved), 4 scored rows: median |error| 70.9 %, worst 1.73 (LoRA r 32: 20.8 GiB published,
     # 35.8 predicted, of which 16.4 GiB reserve: the variable-length fragmentation term, one more copy of the 14.9 GiB
     # activations, where run.py empties the allocator's cache every 10 steps); full fine-tuning 1.19 at b319cc1 (43.2

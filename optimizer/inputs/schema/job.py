@@ -73,6 +73,15 @@ class JobSpec(_Model):
         description="paged_*: bitsandbytes paged optimizers, whose state pages to CPU memory when the GPU runs "
         "out (Dettmers et al. 2023, QLoRA), so it is not counted in GPU memory.",
     )
+    optimizer_implementation: Literal["fused", "foreach"] = Field(
+        "fused",
+        description="How the optimizer step runs: fused (one kernel over every parameter: Megatron-Core's and "
+        "DeepSpeed's FusedAdam, torchtitan's and torchtune's fused AdamW, the HF Trainer's adamw_torch_fused, its "
+        "default from transformers' switch for torch >= 2.8) or foreach (PyTorch's default for torch.optim.AdamW "
+        "and SGD without fused=True: a kernel per operation, about 2.5x the step's memory traffic: plain PyTorch "
+        "loops, Lightning, the HF Trainer's adamw_torch). Changes the optimizer step's time "
+        "(physics/optimizer_step.py).",
+    )
     bytes_per_param: float | None = Field(
         None,
         gt=0,

@@ -77,6 +77,12 @@ ROLE_UNREAD: tuple[tuple[str, str, Callable[[Problem], bool], str], ...] = (
         "a job with roles plans no context parallelism for its roles yet",
     ),
     (
+        "job.optimizer_implementation",
+        "optimizer_implementation",
+        lambda p: p.job.optimizer_implementation != "fused",
+        "a job with roles times each role's optimizer step as a fused one, not by job.optimizer_implementation yet",
+    ),
+    (
         "job.loss",
         "loss",
         lambda p: p.job.loss != "standard",
