@@ -36,7 +36,6 @@ from .links import Links
 RING = "ring"
 ALL_TO_ALL = "all_to_all"  # DeepSpeed-Ulysses / Megatron-Core a2a: K and V at max(kv heads, cp) heads
 ALL_TO_ALL_REPEAT_KV = "all_to_all_repeat_kv"  # XTuner: K and V repeated to every query head first
-EXCHANGES = (RING, ALL_TO_ALL, ALL_TO_ALL_REPEAT_KV)
 
 BF16_BYTES = 2.0  # q, k, v and the attention output travel in bf16
 # Ulysses' all-to-alls per layer and micro-batch (Jacobs et al. 2023, section 3.1): q, k, v before attention and the
