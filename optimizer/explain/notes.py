@@ -36,6 +36,7 @@ from ..planning.layout_grid import (
 from ..planning.plans import SPOT_SUFFIX, headroom_note
 from ..results import MeasuredComparison, Plan
 from ..solver.model import solver_rows
+from .setting_notes import context_parallel_notes, gradient_notes, optimizer_step_notes
 
 
 def measured_summary(ctx: JobContext, mine: Sku, base: Sku, cmp: MeasuredComparison) -> str:
@@ -91,7 +92,7 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
         notes.append("activations are the fixed job.activation_reserve, not computed from shapes")
     if ctx.recipe_batch_sequences is not None:  # (a batch it rounded up to the GPUs, said)
         notes += batch_notes(ctx, plan)
-    notes += measurement_notes(ctx) + precision_notes(ctx) + gradient_notes(ctx, plan)
+    notes += measurement_notes(ctx) + precision_notes(ctx) + gradient_notes(ctx, plan) + optimizer_step_notes(ctx, plan)
     if plan.hours.p50 * 3600.0 > units.LIMITS["duration"].high:
         notes.append(
             f"this configuration runs {_years(plan.hours.p50 * 3600.0)}, past the {LIMIT_YEARS} any GPU rental is "
@@ -120,19 +121,6 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
     ) + context_parallel_notes(ctx, plan)
 
 
-def context_parallel_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
-    """The context-parallel exchange a CP > 1 plan's time assumed (job.context_parallel)."""
-    if plan is None or plan.strategy.cp <= 1:
-        return []
-    exchange = ctx.job.context_parallel
-    how = {
-        "ring": "ring attention: K and V passed around the CP ranks, overlapped with attention",
-        "all_to_all": "Ulysses all-to-alls of q, k, v and the output around attention, not overlapped",
-        "all_to_all_repeat_kv": "Ulysses all-to-alls with K and V repeated to every query head (XTuner), not overlapped",
-    }[exchange]
-    return [f"context parallelism: CP {plan.strategy.cp} as {exchange} ({how}; job.context_parallel sets it)"]
-
-
 def _tp_across_nodes_notes(plan: Plan) -> list[str]:
     """A hand-picked TP wider than a node: its per-layer collectives leave NVLink (solve keeps TP in a node)."""
     tp, g = plan.strategy.tp, plan.gpus_per_node
@@ -142,18 +130,6 @@ def _tp_across_nodes_notes(plan: Plan) -> list[str]:
         f"TP {tp} spans {tp // g} nodes of {g} GPUs: its all-reduces (4 per layer and micro-batch, 6 with full "
         "recompute) cross the network, at the nodes' network bandwidth rather than NVLink's; solve keeps TP "
         "inside a node"
-    ]
-
-
-def gradient_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
-    """What a Megatron plan assumed of its gradients' dtype (job.gradient_dtype), where Megatron-LM's own default
-    differs: bf16, as the export launches it, against fp32 accumulation and reduce under --bf16."""
-    if plan is None or plan.strategy.framework != "megatron" or ctx.job.gradient_dtype != "bf16":
-        return []
-    return [
-        "gradients: bf16, as the Megatron export launches it (--grad-reduce-in-bf16); Megatron-LM's own default "
-        f"under --bf16 accumulates and reduces them in fp32: {plan.memory_gib.gradients:,.1f} GiB more per GPU and "
-        "twice the data-parallel reduce (job.gradient_dtype: fp32 plans that)"
     ]
 
 
@@ -446,6 +422,7 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
     notes.append(spot_note(ctx.constraints.spot, "constraints.spot"))
     notes += measurement_notes(ctx) + precision_notes(ctx)
     notes += moe_notes(ctx, best) + kernel_notes(ctx, best) + zero3_fetch_notes(best) + gradient_notes(ctx, best)
+    notes += optimizer_step_notes(ctx, best)
     notes += context_parallel_notes(ctx, best)
     if job.framework == "auto" and best is not None:
         notes.append(

@@ -37,3 +37,12 @@ def test_a_small_step_pays_the_foreach_passes():
     fused, foreach = _step("fused"), _step("foreach")
     update_s = 8_030_261_248 * 16 / 3.35e12
     assert foreach.step_s - fused.step_s == pytest.approx(1.5 * update_s, rel=0.02)
+
+
+@pytest.mark.parametrize("implementation", ["fused", "foreach"])
+def test_the_answer_says_how_the_step_was_timed(implementation):
+    job = {"name": "s", "model": "llama-3.1-8b", "method": "full", "tokens": "1B", "framework": "fsdp"}
+    problem = Problem.model_validate(expand_models({"job": job | {"optimizer_implementation": implementation}}))
+    notes = check(problem, CheckRequest("H100", 8, zero=3, compare=False)).notes
+    said = [n for n in notes if n.startswith("optimizer step:")]
+    assert len(said) == 1 and ("foreach, torch.optim.AdamW's default" in said[0]) == (implementation == "foreach")

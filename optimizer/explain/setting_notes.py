@@ -1,0 +1,49 @@
+"""Notes on what a plan assumed of the job's settings where a framework's own default differs: the gradients' dtype
+under Megatron, the optimizer step's implementation under a PyTorch stack, the context-parallel exchange."""
+
+from __future__ import annotations
+
+from ..planning.context import JobContext
+from ..results import Plan
+
+
+def gradient_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
+    """What a Megatron plan assumed of its gradients' dtype (job.gradient_dtype), where Megatron-LM's own default
+    differs: bf16, as the export launches it, against fp32 accumulation and reduce under --bf16."""
+    if plan is None or plan.strategy.framework != "megatron" or ctx.job.gradient_dtype != "bf16":
+        return []
+    return [
+        "gradients: bf16, as the Megatron export launches it (--grad-reduce-in-bf16); Megatron-LM's own default "
+        f"under --bf16 accumulates and reduces them in fp32: {plan.memory_gib.gradients:,.1f} GiB more per GPU and "
+        "twice the data-parallel reduce (job.gradient_dtype: fp32 plans that)"
+    ]
+
+
+def optimizer_step_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
+    """How a full fine-tune's optimizer step was timed under a PyTorch stack (job.optimizer_implementation), where a
+    plain torch.optim.AdamW differs: one fused kernel, against its foreach default (physics/optimizer_step.py)."""
+    if plan is None or ctx.job.method != "full" or plan.strategy.framework not in ("fsdp", "torchtitan"):
+        return []
+    if ctx.job.optimizer_implementation == "foreach":
+        return [
+            "optimizer step: foreach, torch.optim.AdamW's default (a kernel per operation, about 2.5x a fused step's "
+            "memory traffic; job.optimizer_implementation: fused plans fused=True)"
+        ]
+    return [
+        "optimizer step: one fused kernel (fused=True, the HF Trainer's adamw_torch_fused, torchtitan, torchtune); "
+        "a plain torch.optim.AdamW runs foreach, about 2.5x its memory traffic (job.optimizer_implementation: "
+        "foreach plans that)"
+    ]
+
+
+def context_parallel_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
+    """The context-parallel exchange a CP > 1 plan's time assumed (job.context_parallel)."""
+    if plan is None or plan.strategy.cp <= 1:
+        return []
+    exchange = ctx.job.context_parallel
+    how = {
+        "ring": "ring attention: K and V passed around the CP ranks, overlapped with attention",
+        "all_to_all": "Ulysses all-to-alls of q, k, v and the output around attention, not overlapped",
+        "all_to_all_repeat_kv": "Ulysses all-to-alls with K and V repeated to every query head (XTuner), not overlapped",
+    }[exchange]
+    return [f"context parallelism: CP {plan.strategy.cp} as {exchange} ({how}; job.context_parallel sets it)"]
