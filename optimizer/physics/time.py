@@ -99,6 +99,7 @@ class StepTime:
     expert_loop_s: np.ndarray | float = 0.0  # transformers' eager experts loop, whole step (part of ideal_s)
     module_fetch_s: np.ndarray | float = 0.0  # DeepSpeed ZeRO-3's per-module fetches, whole step (part of ideal_s)
     eager_attention_s: np.ndarray | float = 0.0  # eager attention's score kernels, whole step (part of ideal_s)
+    update_s: np.ndarray | float = 0.0  # the optimizer step (part of ideal_s)
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -109,7 +110,7 @@ class StepTime:
         as measured, its parts in the proportions the model gives them)."""
         times = ("step_s", "ideal_s", "compute_s", "memory_s", "network_s", "bubble_s")
         parts: tuple[str, ...] = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s", "adapter_s", "expert_loop_s")
-        parts += ("module_fetch_s", "eager_attention_s")
+        parts += ("module_fetch_s", "eager_attention_s", "update_s")
         return replace(self, **{name: getattr(self, name) / factor for name in times + parts})
 
     @property
@@ -572,4 +573,5 @@ def step_time(
         expert_loop_s=slots * np.asarray(mb.expert_loop_s, float),
         module_fetch_s=slots * np.asarray(mb.module_fetch_s, float),
         eager_attention_s=slots * np.asarray(mb.eager_attention_s, float),
+        update_s=update_s,
     )

@@ -58,6 +58,8 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         "memory": _f(timing.memory_s[i]),
         "network": max(0.0, _f(timing.network_s[i])),
         "bubble": _f(timing.bubble_s[i]),
+        # the optimizer step once a step, on the GPUs or the host (physics/time.py _update_s), busy time too
+        "optimizer_step": _f(np.broadcast_to(timing.update_s, np.shape(timing.step_s))[i]),
     }
     if ctx.shape.experts:  # MoE: the exposed expert all-to-all, a part of "network"
         breakdown["all_to_all"] = _f(np.broadcast_to(timing.all_to_all_s, np.shape(timing.step_s))[i])
