@@ -67,6 +67,7 @@ class Framework:
     # the Ulysses exchanges (job.context_parallel all_to_all, all_to_all_repeat_kv) its sequence parallelism runs
     ulysses_exchanges: frozenset[str] = frozenset()
     ulysses_source: str = "no Ulysses (all-to-all) sequence parallelism"
+    ulysses_with_tp: bool = True  # whether its Ulysses combines with tensor parallelism
     expert_parallel: bool = False  # routed experts split over ep ranks with all-to-all dispatch
     ep_source: str = "no expert parallelism"
     ep_max_zero: int = 3  # highest ZeRO stage that combines with EP
@@ -194,7 +195,7 @@ class Framework:
             f"({self.offload_source})": (offload == Offload.OPTIMIZER)
             & self.offload
             & ~np.isin(optimizer, [OPTIMIZER_CODES[o] for o in self.offload_optimizers]),
-            **self._context_parallel_rules(cp, exchange),
+            **self._context_parallel_rules(cp, exchange, tp),
             f"{self.title} has no expert parallelism ({self.ep_source})": (grid.get("ep", np.ones_like(tp)) > 1)
             & (not self.expert_parallel),
             f"{self.title} combines EP with ZeRO-{self.ep_max_zero} at most ({self.ep_source})": (
@@ -240,9 +241,10 @@ class Framework:
             **self._recompute_rules(grid, layers),
         }
 
-    def _context_parallel_rules(self, cp, exchange) -> dict[str, np.ndarray]:
+    def _context_parallel_rules(self, cp, exchange, tp) -> dict[str, np.ndarray]:
         """CP layouts whose exchange (job.context_parallel as ``EXCHANGE_CODES``) this framework does not run: ring
-        attention (``context_parallel``) or a Ulysses all-to-all (``ulysses_exchanges``)."""
+        attention (``context_parallel``) or a Ulysses all-to-all (``ulysses_exchanges``, with TP where
+        ``ulysses_with_tp``)."""
         ring = exchange == EXCHANGE_CODES["ring"]
         ulysses = np.isin(exchange, [EXCHANGE_CODES[e] for e in self.ulysses_exchanges])
         return {
@@ -251,6 +253,12 @@ class Framework:
             & (not self.context_parallel),
             f"{self.title} runs Ulysses sequence parallelism as {'/'.join(sorted(self.ulysses_exchanges)) or 'none'} "
             f"only ({self.ulysses_source})": (cp > 1) & ~ring & ~ulysses,
+            f"{self.title} runs Ulysses sequence parallelism without tensor parallelism ({self.ulysses_source})": (
+                cp > 1
+            )
+            & ~ring
+            & (tp > 1)
+            & (not self.ulysses_with_tp),
         }
 
     def _chunk_rules(self, pp, v, layers: int) -> dict[str, np.ndarray]:
@@ -384,7 +392,10 @@ FRAMEWORKS: dict[str, Framework] = {
         ulysses_exchanges=frozenset({"all_to_all", "all_to_all_repeat_kv"}),
         ulysses_source="DeepSpeed-Ulysses, deepspeed/sequence/layer.py DistributedAttention (Jacobs et al. 2023), and "
         "for Hugging Face models UlyssesSPAttentionHF (deepspeed/runtime/sequence_parallel/ulysses_sp.py); XTuner's "
-        "sequence_parallel repeats K and V to the query heads before its all-to-all (xtuner dispatch llama.py)",
+        "sequence_parallel repeats K and V to the query heads before its all-to-all (xtuner dispatch llama.py); "
+        "the sequence-parallel ranks are data-parallel ranks, beside ZeRO and no AutoTP (accelerate's ALST "
+        "integration: ParallelismConfig(dp_shard_size, sp_backend='deepspeed', sp_size))",
+        ulysses_with_tp=False,
         expert_parallel=True,
         ep_source="DeepSpeed-MoE, deepspeed.moe.layer.MoE(ep_size=...) (Rajbhandari et al. 2022); "
         "deepspeed/runtime/engine.py (0.19.8) refuses these layers under ZeRO-3: 'Native DeepSpeed MoE is not "

@@ -562,3 +562,14 @@ def test_each_framework_runs_the_context_parallel_exchanges_it_has(framework, ex
     rules = why_not_runnable(framework, s, 32, seq_len=131072, context_parallel=exchange)
     cp_rules = [r for r in rules if "context parallelism" in r or "Ulysses" in r]
     assert (not cp_rules) == runs, rules
+
+
+def test_deepspeeds_ulysses_runs_without_tensor_parallelism():
+    # its sequence-parallel ranks are data-parallel ranks beside ZeRO (accelerate's ALST integration); Megatron-Core's
+    # a2a CP combines with TP
+    s = Strategy(tp=2, pp=1, dp=1, cp=4, zero_stage=2, micro_batch=1, grad_accum=8)
+    rules = why_not_runnable("deepspeed", s, 32, seq_len=131072, context_parallel="all_to_all")
+    assert any("without tensor parallelism" in r for r in rules), rules
+    megatron = Strategy(tp=2, pp=1, dp=1, cp=4, zero_stage=1, micro_batch=1, grad_accum=8)
+    rules = why_not_runnable("megatron", megatron, 32, seq_len=131072, context_parallel="all_to_all")
+    assert not [r for r in rules if "Ulysses" in r], rules
