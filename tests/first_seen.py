@@ -1,5 +1,6 @@
-"""The rule every first-seen data file of validation/ keeps (unseen_families_2.yaml, unseen_families_3.yaml): its
-families are its own, registered in its own ``families:`` and nowhere else, so that nothing fitted ever reads them."""
+"""The rule every first-seen data file of validation/ keeps (unseen_families_2.yaml to unseen_families_4.yaml): its
+families are its own, registered in its own ``families:`` and nowhere else, so that nothing fitted ever reads them;
+and the figures their tests hold, a family's scored ratios (predicted / published) and how far each is from 1."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from paths import ROOT
 sys.path.insert(0, str(ROOT / "bench"))
 
 import throughput  # noqa: E402
+import unseen  # noqa: E402
 
 
 def assert_families_new(file_name: str, data: dict) -> set[str]:
@@ -33,3 +35,18 @@ def assert_families_new(file_name: str, data: dict) -> set[str]:
     assert not ours & fitted
     assert len({r["name"] for r in rows}) == len(rows)
     return ours
+
+
+def factor(ratio: float) -> float:
+    """How far a predicted / published ratio is from 1, as a factor (0.5 and 2.0 are both 2x off)."""
+    return max(ratio, 1.0 / ratio)
+
+
+def scored(speeds: list, family: str) -> list[float]:
+    """The family's scored throughput ratios (bench/unseen.py ``speeds``: expressible rows gpuplan predicted)."""
+    return [s.ratio for s in speeds if s.scored and s.row["family"] == family]
+
+
+def scored_memory(memories: list, family: str) -> list[float]:
+    """The family's scored peak-memory ratios (bench/unseen.py ``memories``)."""
+    return [s.ratio for s in unseen.scored_memories(memories) if s.row["family"] == family]

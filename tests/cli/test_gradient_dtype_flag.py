@@ -4,10 +4,9 @@ file asks the same question, and refused in one paragraph naming the flag where 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import yaml
+from cli_answers import json_answer
 from typer.testing import CliRunner
 
 from optimizer.cli import app
@@ -24,14 +23,6 @@ JOB = ["--model", "llama-3.1-8b", "--tokens", "1B"]
 ON_8_H100 = ["--sku", "H100", "--gpus", "8"]
 # plain data parallelism: every rank holds every gradient (no tensor or pipeline split, no ZeRO sharding)
 REPLICATED = [*ON_8_H100, "--tp", "1", "--pp", "1", "--zero", "0"]
-
-
-def json_answer(command: str, *args: str) -> dict:
-    r = runner.invoke(app, [command, *args, "-f", "json", *(["--time-limit", "10"] if command == "solve" else [])])
-    assert r.exit_code == 0, r.output
-    data = json.loads(r.stdout)
-    data.pop("solve_s", None)  # the solver's wall time, not the answer
-    return data
 
 
 def job_file(tmp_path, gradient_dtype: str | None) -> str:

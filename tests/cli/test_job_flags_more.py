@@ -6,11 +6,11 @@ one paragraph naming the flag, the field and the values it takes (exit 2)."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 import yaml
+from cli_answers import json_answer
 from typer.testing import CliRunner
 
 from optimizer.cli import app
@@ -33,14 +33,6 @@ JOB = ["--model", "llama-3.1-8b", "--tokens", "1B"]
 # 8 H100s under PyTorch FSDP, ZeRO-2 (FSDP's SHARD_GRAD_OP), no tensor or pipeline split, every layer's activations kept
 FSDP = ["--sku", "H100", "--gpus", "8", "--tp", "1", "--pp", "1", "--zero", "2", "--framework", "fsdp"]
 KEPT = [*FSDP, "--recompute", "none", "--micro-batch", "1"]
-
-
-def json_answer(command: str, *args: str) -> dict:
-    r = runner.invoke(app, [command, *args, "-f", "json", *(["--time-limit", "10"] if command == "solve" else [])])
-    assert r.exit_code == 0, r.output
-    data = json.loads(r.stdout)
-    data.pop("solve_s", None)  # the solver's wall time, not the answer
-    return data
 
 
 def job_file(tmp_path, fields: str, name: str = "job") -> str:

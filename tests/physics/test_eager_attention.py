@@ -11,8 +11,6 @@ from paths import ROOT
 
 from optimizer import load_catalog
 from optimizer.physics.eager_attention import (
-    EAGER_SCORE_BYTES_BACKWARD,
-    EAGER_SCORE_BYTES_FORWARD,
     eager_attention_bytes_per_token,
 )
 from optimizer.physics.shapes import ModelShape
@@ -23,13 +21,6 @@ import throughput  # noqa: E402
 import unseen  # noqa: E402
 
 GPT2_124M = ModelShape(params=124e6, active_params=124e6, layers=12, hidden=768, heads=12, has_shapes=True)
-
-
-def test_the_op_list_adds_up():
-    # forward: scale 2 + 2, mask 2 + 2 + 2, fp32 softmax 2 + 4, cast back 4 + 2; backward: cast 2 + 4, softmax 4 + 4
-    # + 2, scale 2 + 2 (bytes per score)
-    assert EAGER_SCORE_BYTES_FORWARD == 4 + 6 + 6 + 6
-    assert EAGER_SCORE_BYTES_BACKWARD == 6 + 10 + 4
 
 
 def test_bytes_per_token_count_every_key_of_every_head_in_every_layer():

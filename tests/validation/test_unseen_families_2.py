@@ -14,7 +14,7 @@ import statistics
 import sys
 
 import pytest
-from first_seen import assert_families_new
+from first_seen import assert_families_new, factor
 from paths import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -93,10 +93,6 @@ def _speed(family: str, nodes: tuple[int, int] = (1, 64)) -> list[float]:
 
 def _memory(family: str) -> list[float]:
     return [s.ratio for s in unseen.scored_memories(unseen.memories(DATA)) if s.row["family"] == family]
-
-
-def _factor(ratio: float) -> float:
-    return max(ratio, 1.0 / ratio)
 
 
 def test_the_families_are_new_and_listed():
@@ -205,11 +201,11 @@ def test_nanotron_throughput_first_seen():
     ratios = _speed("nanotron")
     assert len(ratios) == 26
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.11
-    assert max(_factor(r) for r in ratios) <= 3.7
+    assert max(factor(r) for r in ratios) <= 3.7
     small = _speed("nanotron", (1, 4))
     assert len(small) == 10
     assert statistics.median(abs(r - 1) for r in small) <= 0.10
-    assert max(_factor(r) for r in small) <= 3.0
+    assert max(factor(r) for r in small) <= 3.0
     large = _speed("nanotron", (8, 64))
     assert len(large) == 16
     assert statistics.median(abs(r - 1) for r in large) <= 0.25
@@ -236,7 +232,7 @@ def test_flash_attention_throughput_first_seen():
     ratios = _speed("flash-attention-training")
     assert len(ratios) == 5
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.07
-    assert max(_factor(r) for r in ratios) <= 1.2
+    assert max(factor(r) for r in ratios) <= 1.2
     assert all(s.fits for s in unseen.speeds(DATA) if s.row["family"] == "flash-attention-training")
     standard = {**next(r for r in RUNS if r["name"] == "flashattn-gpt3-355m-a100x8"), "loss": "standard"}
     assert not unseen.throughput.checked(standard, load_catalog(str(unseen.HARDWARE))).plan.fits
@@ -257,7 +253,7 @@ def test_nanotron_memory_first_seen():
     ratios = _memory("nanotron")
     assert len(ratios) == 26
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.11
-    assert max(_factor(r) for r in ratios) <= 1.36
+    assert max(factor(r) for r in ratios) <= 1.36
     assert sum(r < 1 for r in ratios) >= 24
     pipelined = [
         s.ratio
@@ -278,4 +274,4 @@ def test_deepspeed_gist_memory_first_seen():
     ratios = _memory("deepspeed-a800-gist")
     assert len(ratios) == 9
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.11
-    assert max(_factor(r) for r in ratios) <= 1.7
+    assert max(factor(r) for r in ratios) <= 1.7

@@ -15,7 +15,7 @@ import re
 import statistics
 import sys
 
-from first_seen import assert_families_new
+from first_seen import assert_families_new, factor, scored
 from paths import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -37,14 +37,6 @@ ULM_TOKENS_PER_STEP = 2 * 8192
 ULM_ACCUMULATION = {"Full": 1, "LoRA": 32, "QLoRA": 32}
 ULM_GPUS = {"H100": "H100-SXM", "Pro 6000": "RTX-PRO-6000", "A100": "A100-80GB"}
 BF16_BYTES = 2
-
-
-def _factor(ratio: float) -> float:
-    return max(ratio, 1.0 / ratio)
-
-
-def _scored(family: str) -> list[float]:
-    return [s.ratio for s in SPEEDS if s.scored and s.row["family"] == family]
 
 
 def test_the_families_are_new_and_listed():
@@ -118,10 +110,10 @@ def test_moe_throughput_first_seen():
     # x PP 8 without VPP, 1189 against 776). First seen under one MoE host time of 3.5 ms a layer: 11.8 %, the EP 32
     # rows 0.99 and 0.97; split into 0.25 ms a layer and 0.2 ms per local expert (physics/constants.py), EP 32's 4
     # local experts wait 1.05 ms a layer and those rows read 1.10 and 1.13.
-    ratios = _scored("xtuner-megatron-moe")
+    ratios = scored(SPEEDS, "xtuner-megatron-moe")
     assert len(ratios) == 9
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.14
-    assert max(_factor(r) for r in ratios) <= 2.7
+    assert max(factor(r) for r in ratios) <= 2.7
     # the two EP 32 rows (cross-node all-to-all, with and without DeepEP) within 15 %
     ep32 = [s.ratio for s in SPEEDS if s.scored and s.row["layout"].get("ep") == 32]
     assert len(ep32) == 2 and all(abs(r - 1) <= 0.15 for r in ep32)
@@ -138,7 +130,7 @@ def test_xtuner_throughput_first_seen():
     ]
     assert len(sp1) == 4
     assert statistics.median(abs(r - 1) for r in sp1) <= 0.30
-    assert max(_factor(r) for r in sp1) <= 1.6
+    assert max(factor(r) for r in sp1) <= 1.6
     # the 10 sequence-parallel rows, scored as Ulysses (job.context_parallel: all_to_all_repeat_kv, cp = SP size,
     # SP 16 and 64 too): every one slow, 0.58 (Llama2-7B at 256k on 8 GPUs: 540.1 published, 313 predicted) to 0.89
     # (Llama2-70B at 256k, SP 16); attention compute, not the exchange, sets their time (the all-to-alls take under 1 %
@@ -148,10 +140,10 @@ def test_xtuner_throughput_first_seen():
     assert len(sp) == 10 and all(s.scored for s in sp)
     assert all(0.55 <= s.ratio <= 0.92 for s in sp), [(s.row["name"], round(s.ratio, 3)) for s in sp]
     # the family as a whole, 14 rows: median |error| 28.0 %, worst 0.58
-    ratios = _scored("xtuner-sequence-parallel")
+    ratios = scored(SPEEDS, "xtuner-sequence-parallel")
     assert len(ratios) == 14
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.30
-    assert max(_factor(r) for r in ratios) <= 1.75
+    assert max(factor(r) for r in ratios) <= 1.75
 
 
 def test_no_scored_row_is_refused():
@@ -206,7 +198,7 @@ def test_universal_trainer_memory_first_seen():
     scored = [s.ratio for s in unseen.scored_memories(MEMORIES) if s.row["family"] == "universal-llm-trainer"]
     assert len(scored) == 21
     assert statistics.median(abs(r - 1) for r in scored) <= 0.04
-    assert max(_factor(r) for r in scored) <= 1.15
+    assert max(factor(r) for r in scored) <= 1.15
     apart = [s for _, s, _ in MEMORIES if s is not None and not s.row.get("expressible", True)]
     assert len(apart) == 13 and all(s.ratio < 0.65 for s in apart)
 
@@ -216,7 +208,7 @@ def test_universal_trainer_throughput_first_seen():
     # tokens/s published, 4,703 predicted), nearest 1.44 (Llama 3.1 8B full on A100). The published runs reach 12-17 %
     # MFU, and the LoRA fine-tune is slower a token than the full one of the same model on every GPU (Llama 3.1 8B on
     # H100: 2,560 against 3,486), where gpuplan has it faster (5,833 against 5,451).
-    ratios = _scored("universal-llm-trainer")
+    ratios = scored(SPEEDS, "universal-llm-trainer")
     assert len(ratios) == 21
     assert statistics.median(abs(r - 1) for r in ratios) <= 1.35
-    assert max(_factor(r) for r in ratios) <= 3.8
+    assert max(factor(r) for r in ratios) <= 3.8

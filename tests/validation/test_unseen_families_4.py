@@ -17,7 +17,7 @@ import re
 import statistics
 import sys
 
-from first_seen import assert_families_new
+from first_seen import assert_families_new, factor, scored, scored_memory
 from paths import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -42,18 +42,6 @@ MIB = 2**20  # callback.py prints max_memory_allocated / 1024**2 as "MB"
 # MLP of 8192 (SwiGLU), vocab 128256, tied embeddings
 PEFT_BATCH, PEFT_STEPS, PEFT_WINDOW_STEPS = 4, 5000, 250
 LLAMA32_3B = {"hidden": 3072, "layers": 28, "kv_width": 8 * 128, "ffn": 8192, "vocab": 128256}
-
-
-def _factor(ratio: float) -> float:
-    return max(ratio, 1.0 / ratio)
-
-
-def _scored(family: str) -> list[float]:
-    return [s.ratio for s in SPEEDS if s.scored and s.row["family"] == family]
-
-
-def _scored_memory(family: str) -> list[float]:
-    return [s.ratio for s in unseen.scored_memories(MEMORIES) if s.row["family"] == family]
 
 
 def _gpt_params(width: int, layers: int, vocab: int, positions: int, *, qkv_bias: bool, tied: bool) -> int:
@@ -170,20 +158,20 @@ def test_rasbt_throughput_first_seen():
     # padding to a multiple of 64 (step 9: +14 %). Step 5 (from-scratch LayerNorm and GELU) is not scored: 2.57.
     # With eager attention's score kernels in the step (physics/eager_attention.py) step 6 reads 1.47 (81,013
     # predicted) and step 5 1.78; the rest do not move (15.5 %): SDPA over eager is 1.49x predicted, 1.66x published.
-    ratios = _scored("rasbt-llm-training-speed")
+    ratios = scored(SPEEDS, "rasbt-llm-training-speed")
     assert len(ratios) == 6
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.17
-    assert max(_factor(r) for r in ratios) <= 1.5
+    assert max(factor(r) for r in ratios) <= 1.5
 
 
 def test_rasbt_memory_first_seen():
     # 5 scored rows (SDPA, reserved peak in GiB): median |error| 6.8 %, worst 0.85 (DDP x 4 at batch 32, 22.8 GiB
     # published, 19.4 predicted). Steps 5 and 6 are not scored (the chapter's attention keeps s x s tensors each
     # layer): 0.58 and 0.69.
-    ratios = _scored_memory("rasbt-llm-training-speed")
+    ratios = scored_memory(MEMORIES, "rasbt-llm-training-speed")
     assert len(ratios) == 5
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.08
-    assert max(_factor(r) for r in ratios) <= 1.2
+    assert max(factor(r) for r in ratios) <= 1.2
 
 
 def test_lightning_first_seen():
@@ -194,10 +182,10 @@ def test_lightning_first_seen():
     # and 0.95 (Gemini), as first entered and scored at b319cc1. With eager attention's score kernels in the step
     # (GPT-2 XL's 25 heads x 1024 keys x 48 layers: physics/eager_attention.py): 2.13 (6,412) and 1.36 (6,314).
     # DDP with AMP's torch.optim.Adam takes the foreach step (job.optimizer_implementation): 2.13 -> 2.02.
-    ratios = _scored("lightning-colossalai-gpt")
+    ratios = scored(SPEEDS, "lightning-colossalai-gpt")
     assert len(ratios) == 2
-    assert max(_factor(r) for r in ratios) <= 2.1
-    assert not _scored_memory("lightning-colossalai-gpt")
+    assert max(factor(r) for r in ratios) <= 2.1
+    assert not scored_memory(MEMORIES, "lightning-colossalai-gpt")
     apart = [s.ratio for _, s, _ in MEMORIES if s is not None and s.row["family"] == "lightning-colossalai-gpt"]
     assert len(apart) == 3 and all(0.7 < r < 1.0 for r in apart)
 
@@ -208,15 +196,15 @@ def test_peft_first_seen():
     # 64 on q and v). Not scored: LoRA r 10 on the MLP 1.17, DoRA 1.60.
     # With torch.optim.AdamW's foreach step (job.optimizer_implementation: physics/optimizer_step.py), as run.py
     # builds it: the full fine-tune 1.92 -> 1.31 (3,025 predicted), the LoRA rows 1.31-1.33, median 32.3 %.
-    ratios = _scored("peft-method-comparison")
+    ratios = scored(SPEEDS, "peft-method-comparison")
     assert len(ratios) == 4
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.34
-    assert max(_factor(r) for r in ratios) <= 1.4
+    assert max(factor(r) for r in ratios) <= 1.4
     # memory (max_memory_reserved), 4 scored rows: median |error| 70.9 %, worst 1.73 (LoRA r 32: 20.8 GiB published,
     # 35.8 predicted, of which 16.4 GiB reserve: the variable-length fragmentation term, one more copy of the 14.9 GiB
     # activations, where run.py empties the allocator's cache every 10 steps); full fine-tuning 1.19 at b319cc1 (43.2
     # GiB against 36.2), 1.20 with L40S's memory_reported 46068MiB (the reserve there is capped by the capacity).
-    memory = _scored_memory("peft-method-comparison")
+    memory = scored_memory(MEMORIES, "peft-method-comparison")
     assert len(memory) == 4
     assert statistics.median(abs(r - 1) for r in memory) <= 0.75
-    assert max(_factor(r) for r in memory) <= 1.8
+    assert max(factor(r) for r in memory) <= 1.8
