@@ -24,6 +24,7 @@ from ..errors import ArgumentError, GpuplanError, printable
 from ..present.jsonschema import json_schema
 from ..results import CheckResult, OptionsResult, PortfolioResult, SolveResult
 from .bodies import CheckFields, ExportFields
+from .job_fields import job_fields_data
 from .replies import ErrorBody, JobView, error_reply, json_reply, read_body, solved
 from .service import Query, QueryError, Service, error_payload
 
@@ -204,6 +205,13 @@ def catalog_listing(name: str, service: Served) -> Response:
 def models(service: Served) -> Response:
     """The bundled model presets: what gpuplan models --format json prints."""
     return json_reply(service.models())
+
+
+@REFERENCE.get("/v1/job-fields", tags=["reference"])
+def job_fields() -> Response:
+    """Every job setting a gpuplan solve flag sets (its flag, choices, default, unit and help): the page's
+    job controls are built from it."""
+    return json_reply(job_fields_data())
 
 
 @REFERENCE.get("/v1/schema/{kind}", tags=["reference"], responses={404: {"model": ErrorBody}})

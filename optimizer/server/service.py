@@ -503,27 +503,31 @@ class Service:
 # what a question without a job file can say in flags (gpuplan solve --model ... --deadline ...), beside the job
 # fields of inputs.question.JOB_FLAGS
 _CONSTRAINT_FLAGS = ("deadline", "budget", "max_nodes", "max_gpus", "deadline_quantile")
+# the constraints whose flag has another name than the field (--headroom: constraints.memory_headroom)
+_CONSTRAINT_FIELDS = {"memory_headroom": "--headroom"}
 
 
 def flags_command(document: dict, catalog: str, extra: str = "") -> str | None:
     """The question as ``gpuplan solve`` flags alone, with no job file, where the document says nothing the
-    flags cannot (a model by name, the job fields of ``JOB_FLAGS``, framework, objective, deadline, budget,
-    node and GPU caps, GPU types, spot); else None, and the job file says it."""
+    flags cannot (a model by name, the job fields of ``JOB_FLAGS``, framework, compile, objective, deadline,
+    budget, node and GPU caps, GPU types and memory, headroom, spot); else None, and the job file says it."""
     job, constraints = document.get("job"), document.get("constraints") or {}
     if set(document) - {"catalog", "objective", "job", "constraints"} or not isinstance(job, dict):
         return None
-    if not isinstance(job.get("model"), str) or set(job) - {*JOB_FLAGS, "name", "framework"}:
+    if not isinstance(job.get("model"), str) or set(job) - {*JOB_FLAGS, "name", "framework", "compile"}:
         return None
     named = job_name_of(job["model"])  # the CLI names a job without a file after its model
     if job.get("name", named) != named:
         return None
     gpu = constraints.get("gpu") if isinstance(constraints, dict) else None
-    if not isinstance(constraints, dict) or set(constraints) - {*_CONSTRAINT_FLAGS, "gpu", "spot"}:
+    if not isinstance(constraints, dict) or set(constraints) - {*_CONSTRAINT_FLAGS, *_CONSTRAINT_FIELDS, "gpu", "spot"}:
         return None
-    if gpu is not None and not (isinstance(gpu, dict) and set(gpu) <= {"types"} and isinstance(gpu.get("types"), list)):
+    if gpu is not None and not (
+        isinstance(gpu, dict) and set(gpu) <= {"types", "min_memory"} and isinstance(gpu.get("types", []), list)
+    ):
         return None
     words = ["gpuplan", "solve"]
-    for key in (*JOB_FLAGS, "framework"):
+    for key in (*JOB_FLAGS, "framework", "compile"):
         if key in job:
             flag, value = f"--{key.replace('_', '-')}", job[key]
             # a switch (--master-weights/--no-master-weights) takes no value: its flag or its --no- flag
@@ -533,8 +537,13 @@ def flags_command(document: dict, catalog: str, extra: str = "") -> str | None:
     for key in _CONSTRAINT_FLAGS:
         if key in constraints:
             words += [f"--{key.replace('_', '-')}", str(constraints[key])]
-    if gpu and gpu["types"]:
+    for key, flag in _CONSTRAINT_FIELDS.items():
+        if key in constraints:
+            words += [flag, str(constraints[key])]
+    if gpu and gpu.get("types"):
         words += ["--gpu-types", ",".join(map(str, gpu["types"]))]
+    if gpu and "min_memory" in gpu:
+        words += ["--min-memory", str(gpu["min_memory"])]
     if constraints.get("spot") in ("only", "never"):
         words.append("--spot" if constraints["spot"] == "only" else "--no-spot")
     if catalog != "default":

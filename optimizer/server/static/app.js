@@ -78,17 +78,26 @@ function count(id) {
   return value ? Number(value) : null;
 }
 
+// a number as typed, where it is one ("2", "1.5", "1e3"); else the text, for the API to refuse naming its field
+function numberOr(text) {
+  return /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(text) ? Number(text) : text;
+}
+
 // the form as a job document; a field left at its default stays out, so the job file says what was asked
 function jobDocument() {
   const model = $("model").value.trim();
-  const job = { name: jobName(model), model, method: $("method").value, tokens: $("tokens").value.trim() };
+  const job = { name: jobName(model), model, method: $("method").value };
+  if ($("tokens").value.trim()) job.tokens = $("tokens").value.trim();
   if ($("method").value !== "full" && count("lora_rank") !== null) job.lora_rank = count("lora_rank");
   if ($("seq_len").value) job.seq_len = Number($("seq_len").value);
-  if ($("global_batch").value) job.global_batch = Number($("global_batch").value);
+  if ($("global_batch").value.trim()) job.global_batch = numberOr($("global_batch").value.trim());
   if ($("precision").value) job.precision = $("precision").value;
   if ($("framework").value !== "auto") job.framework = $("framework").value;
   if ($("compile").checked) job.compile = true;
+  Object.assign(job, builtFieldValues());
   const constraints = {};
+  if ($("headroom").value.trim()) constraints.memory_headroom = $("headroom").value.trim();
+  if ($("deadline_quantile").value) constraints.deadline_quantile = $("deadline_quantile").value;
   if ($("deadline").value.trim()) constraints.deadline = $("deadline").value.trim();
   if ($("budget").value.trim()) constraints.budget = $("budget").value.trim();
   if (count("max_gpus") !== null) constraints.max_gpus = count("max_gpus");
@@ -951,12 +960,83 @@ async function loadPrecisions() {
   for (const name of field.enum) if (name !== field.default) select.append(new Option(name, name));
 }
 
+// ------------------------------------------------------------------ every job flag
+
+// The job settings of GET /v1/job-fields (every job field a gpuplan solve flag sets, with its choices, default,
+// unit and help) that the form has no control of its own for, each built here as a control with the id of its
+// field: a job flag added to the CLI is a control of the page with no HTML to write. A choice or switch left at
+// "default" and an empty box stay out of the job, as a flag not given.
+const BUILT = [];
+
+function fieldLabel(field) {
+  const words = field.name.replace(/_/g, " ");
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+function fieldHint(field) {
+  const parts = [];
+  if (field.unit) parts.push(field.example ? `${field.unit}, e.g. ${field.example}` : field.unit);
+  parts.push(field.kind === "choice" || field.kind === "switch" ? `default ${field.default}` : `empty: ${field.default}`);
+  if (field.minimum !== null && field.kind === "count") parts.push(`at least ${field.minimum}`);
+  return parts.join("; ");
+}
+
+function fieldControl(field) {
+  let control;
+  if (field.kind === "choice" || field.kind === "switch") {
+    control = el("select");
+    control.append(new Option(`default (${field.default})`, ""));
+    for (const choice of field.kind === "switch" ? ["on", "off"] : field.choices) control.append(new Option(choice, choice));
+  } else {
+    control = el("input");
+    if (field.kind !== "text") control.inputMode = field.kind === "count" ? "numeric" : "decimal";
+    if (field.example) control.placeholder = `e.g. ${field.example.split(",")[0]}`;
+  }
+  control.id = field.name;
+  control.dataset.flag = field.flag;
+  const label = el("label");
+  label.title = field.help;
+  label.append(`${fieldLabel(field)} `, el("code", field.flag), control, el("small", fieldHint(field)));
+  label.append(el("small", field.help, "help"));
+  return label;
+}
+
+async function loadJobFields() {
+  const { ok, data } = await fetchJSON("/v1/job-fields");
+  if (!ok) return;
+  const built = [];
+  for (const field of data.fields) {
+    const own = $(field.name);
+    if (own) {
+      const label = own.closest("label"); // a control of the form's own: the flag's help on it
+      if (label) label.title = field.help;
+    } else {
+      BUILT.push(field);
+      built.push(fieldControl(field));
+    }
+  }
+  $("job-fields").replaceChildren(...built);
+}
+
+// the built controls' values by job field
+function builtFieldValues() {
+  const values = {};
+  for (const field of BUILT) {
+    const value = $(field.name).value.trim();
+    if (!value) continue;
+    if (field.kind === "switch") values[field.name] = value === "on";
+    else if (field.kind === "count" || field.kind === "number") values[field.name] = numberOr(value);
+    else values[field.name] = value;
+  }
+  return values;
+}
+
 function syncMethod() {
   $("lora-rank-label").hidden = $("method").value === "full";
 }
 
 async function start() {
-  const [info, models] = await Promise.all([fetchJSON("/v1/info"), fetchJSON("/v1/models"), loadPrecisions()]);
+  const [info, models] = await Promise.all([fetchJSON("/v1/info"), fetchJSON("/v1/models"), loadPrecisions(), loadJobFields()]);
   if (info.ok) {
     for (const name of info.data.catalogs) $("catalog").append(new Option(name, name, false, name === info.data.default_catalog));
     for (const name of info.data.frameworks) if (name !== "auto") $("framework").append(new Option(name, name));
