@@ -128,3 +128,28 @@ def job_fields() -> tuple[JobField, ...]:
 def job_fields_data() -> dict:
     """``GET /v1/job-fields``: every job setting, as ``job_fields`` gives it."""
     return {"fields": [asdict(field) | {"choices": list(field.choices)} for field in job_fields()]}
+
+
+# the keys of a job.measured entry that --measured writes ('16xB200@2:45k tok/s,150GiB': inputs/overrides.py)
+_MEASURED_KEYS = {"sku", "gpus", "nodes", "tokens_per_s", "peak_memory"}
+
+
+def measured_words(entries: Any) -> list[str] | None:
+    """``job.measured``'s entries as the --measured flags that say them (GPUS x SKU [@NODES]: RATE [, PEAK], as
+    ``overrides.parse_measurement`` reads them), or None where an entry says what the flag cannot (a field the
+    flag has none for, a value with a separator of the flag's own in it)."""
+    words: list[str] = []
+    for entry in entries or []:
+        if (
+            not isinstance(entry, dict)
+            or set(entry) - _MEASURED_KEYS
+            or not {"sku", "gpus", "tokens_per_s"} <= set(entry)
+        ):
+            return None
+        values = {key: str(value).strip() for key, value in entry.items()}
+        if any(mark in value for value in values.values() for mark in ",:@"):
+            return None
+        text = f"{values['gpus']}x{values['sku']}" + (f"@{values['nodes']}" if "nodes" in values else "")
+        text += f":{values['tokens_per_s']}" + (f",{values['peak_memory']}" if "peak_memory" in values else "")
+        words += ["--measured", text]
+    return words

@@ -27,7 +27,7 @@ from ..inputs.bundled import bundled_catalog_names
 from ..inputs.catalog import catalog_entries, offers_for, vendor_in
 from ..inputs.files import load_catalog
 from ..inputs.overrides import FRAMEWORK_CHOICES
-from ..inputs.question import JOB_FLAGS, job_name_of, saved_document
+from ..inputs.question import job_name_of, saved_document
 from ..inputs.requests import CheckRequest
 from ..inputs.schema import Catalog, Portfolio, Problem
 from ..present import render, report
@@ -36,6 +36,7 @@ from ..present.exports import LAUNCHERS, export, find_launcher, unknown_kind
 from ..results import Plan, SolveResult
 from . import bodies, roles
 from .bodies import SOURCE, CheckFields, ExportFields
+from .job_fields import PAGE_JOB_FIELDS, measured_words
 from .store import Busy, Job, JobStore, Kept
 
 
@@ -509,12 +510,16 @@ _CONSTRAINT_FIELDS = {"memory_headroom": "--headroom"}
 
 def flags_command(document: dict, catalog: str, extra: str = "") -> str | None:
     """The question as ``gpuplan solve`` flags alone, with no job file, where the document says nothing the
-    flags cannot (a model by name, the job fields of ``JOB_FLAGS``, framework, compile, objective, deadline,
-    budget, node and GPU caps, GPU types and memory, headroom, spot); else None, and the job file says it."""
+    flags cannot (a model by name, the job fields of ``JOB_FLAGS``, framework, compile, measurements, objective,
+    deadline, budget, node and GPU caps, GPU types and memory, headroom, spot); else None, and the job file
+    says it."""
     job, constraints = document.get("job"), document.get("constraints") or {}
     if set(document) - {"catalog", "objective", "job", "constraints"} or not isinstance(job, dict):
         return None
-    if not isinstance(job.get("model"), str) or set(job) - {*JOB_FLAGS, "name", "framework", "compile"}:
+    if not isinstance(job.get("model"), str) or set(job) - {*PAGE_JOB_FIELDS, "name", "measured"}:
+        return None
+    measured = measured_words(job.get("measured"))
+    if measured is None:  # a measurement --measured cannot write
         return None
     named = job_name_of(job["model"])  # the CLI names a job without a file after its model
     if job.get("name", named) != named:
@@ -527,11 +532,12 @@ def flags_command(document: dict, catalog: str, extra: str = "") -> str | None:
     ):
         return None
     words = ["gpuplan", "solve"]
-    for key in (*JOB_FLAGS, "framework", "compile"):
+    for key in PAGE_JOB_FIELDS:
         if key in job:
             flag, value = f"--{key.replace('_', '-')}", job[key]
             # a switch (--master-weights/--no-master-weights) takes no value: its flag or its --no- flag
             words += [flag if value else f"--no-{flag[2:]}"] if isinstance(value, bool) else [flag, str(value)]
+    words += measured
     if "objective" in document:
         words += ["--objective", str(document["objective"])]
     for key in _CONSTRAINT_FLAGS:

@@ -95,6 +95,8 @@ function jobDocument() {
   if ($("framework").value !== "auto") job.framework = $("framework").value;
   if ($("compile").checked) job.compile = true;
   Object.assign(job, builtFieldValues());
+  const measured = measuredEntries();
+  if (measured.length) job.measured = measured;
   const constraints = {};
   if ($("headroom").value.trim()) constraints.memory_headroom = $("headroom").value.trim();
   if ($("deadline_quantile").value) constraints.deadline_quantile = $("deadline_quantile").value;
@@ -1029,6 +1031,23 @@ function builtFieldValues() {
     else values[field.name] = value;
   }
   return values;
+}
+
+// --measured's text (GPUs x SKU [@nodes]: rate [, peak]: inputs/overrides.py parse_measurement) as job.measured
+// entries, one a line; a line it cannot read is sent as written, and the API names the entry
+const MEASURED = /^\s*([0-9]{1,30})\s*[xX*]\s*([A-Za-z0-9._-]+)\s*(?:@\s*([0-9]{1,30}))?\s*:\s*([^,]+?)\s*(?:,\s*(.+?))?\s*$/;
+
+function measuredEntries() {
+  const lines = $("measured").value.split("\n").map((line) => line.trim()).filter(Boolean);
+  return lines.map((line) => {
+    const match = MEASURED.exec(line);
+    if (!match) return line;
+    const entry = { sku: match[2], gpus: Number(match[1]) };
+    if (match[3]) entry.nodes = Number(match[3]);
+    entry.tokens_per_s = match[4];
+    if (match[5]) entry.peak_memory = match[5];
+    return entry;
+  });
 }
 
 function syncMethod() {
