@@ -34,7 +34,9 @@ class Unit:
 # the units and examples of the fields that take a quantity, as their flags' --help gives them
 # (cli_options.py, cli/job_options.py)
 UNITS: dict[str, Unit] = {
-    "model": Unit("a preset or a Hugging Face Hub id (owner/name)", "llama-3.1-70b, meta-llama/Llama-3.1-8B"),
+    "model": Unit(
+        "a preset or a Hugging Face Hub id (owner/name)", "llama-3.1-70b, meta-llama/Llama-3.1-8B", "none: required"
+    ),
     "tokens": Unit("tokens to train on in all", "20B, 500M", "--dataset-tokens x --epochs"),
     "dataset_tokens": Unit(
         "tokens in the data set, trained on epochs times", "500M, 2T", "none: tokens gives the total"
@@ -64,7 +66,7 @@ class JobField:
     unit: str
     example: str
     help: str
-    minimum: float | None
+    minimum: float | None  # the least value (inclusive), where the schema bounds it
 
 
 def _kind(spec: dict[str, Any]) -> Kind:
@@ -91,10 +93,10 @@ def _default(spec: dict[str, Any], kind: Kind, unit: Unit | None) -> str:
 
 
 def _minimum(spec: dict[str, Any]) -> float | None:
+    """The least value the field takes (an inclusive bound: lora_rank's 1), or None."""
     for part in (spec, *spec.get("anyOf", [])):
-        for key in ("minimum", "exclusiveMinimum"):
-            if key in part:
-                return float(part[key])
+        if "minimum" in part:
+            return float(part["minimum"])
     return None
 
 

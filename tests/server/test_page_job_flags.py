@@ -123,6 +123,11 @@ def test_each_field_states_the_clis_default_choices_and_help(served):
     assert served["seq_len"]["unit"] == "tokens per sequence" and served["seq_len"]["default"] == "4096"
     assert served["epochs"]["default"] == "1"  # the CLI's "else 1"
     assert served["context_parallel"]["choices"] == ["ring", "all_to_all", "all_to_all_repeat_kv"]
+    assert served["lora_rank"]["minimum"] == 1 and served["epochs"]["minimum"] is None  # epochs: > 0, not >= 0
+
+
+def test_the_job_fields_are_a_route_of_the_api(client):
+    assert "/v1/job-fields" in client.get("/openapi.json").json()["paths"]
 
 
 # a small question, as the page's form sends it, and each new setting over it (the job field or constraint, its
