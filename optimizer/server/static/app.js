@@ -999,7 +999,7 @@ function fieldControl(field) {
   const label = el("label");
   label.title = field.help;
   label.append(`${fieldLabel(field)} `, el("code", field.flag), control, el("small", fieldHint(field)));
-  label.append(el("small", field.help, "help"));
+  if (field.help !== field.unit) label.append(el("small", field.help, "help")); // no description: the unit says it
   return label;
 }
 
