@@ -243,10 +243,6 @@ def layout_arguments(run: dict) -> dict:
     if stated.startswith("layers:"):  # a share of the blocks checkpointed, as check's --recompute layers:N
         recompute = stated
     micro_batch = run.get("micro_batch")
-    if run.get("framework") == "torchtitan" and (layout.get("pp") or 1) > 1 and not table:
-        # torchtitan's published batch is the local batch per data-parallel rank; its pipeline splits it
-        # into micro-batches of pipeline_parallel_microbatch_size, 1 by default (torchtitan JobConfig).
-        micro_batch = 1
     return {
         # GB200's node is the 72-GPU NVLink domain, so its rows name the domains (their trays are `nodes`)
         "nodes": None if table else run.get("nvlink_domains", run.get("nodes")),
@@ -256,7 +252,8 @@ def layout_arguments(run: dict) -> dict:
         "shard_degree": shard if shard and 1 < shard < dp else None,
         "micro_batch": micro_batch,
         "recompute": recompute,
-        "cp": layout.get("cp") if (layout.get("cp") or 1) > 1 else None,
+        # a stated CP (1 included) is pinned: left free, check may split a long sequence the run did not
+        "cp": (layout.get("cp") or 1) if "cp" in layout else None,
         "ep": layout.get("ep") if (layout.get("ep") or 1) > 1 else None,
         "expert_tp": layout.get("etp"),
         "virtual_stages": _virtual_stages(layout),
