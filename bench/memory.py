@@ -39,6 +39,7 @@ from optimizer import CheckRequest, check, load_catalog  # noqa: E402
 from optimizer.inputs.files import expand_models  # noqa: E402
 from optimizer.inputs.schema import Catalog, Offer, Problem, Sku  # noqa: E402
 from optimizer.physics.constants import FRAMEWORK_RESERVE_FIXED_BYTES  # noqa: E402
+from optimizer.physics.memory_terms import cached_beyond_peak_bytes  # noqa: E402
 
 DATA = ROOT / "validation" / "memory_runs.yaml"
 GIB = 2.0**30
@@ -115,6 +116,7 @@ def predict(row: dict, catalog: Catalog) -> Scored:
     m = result.plan.memory_gib
     terms = {"weights": m.weights, "gradients": m.gradients, "optimizer": m.optimizer}
     terms |= {"activations": m.activations, "reserve": m.reserve}
+    terms |= {"optimizer_step": m.optimizer_step, "not_concurrent": m.not_concurrent, "capacity": m.capacity}
     return Scored(row, counted_gib(terms, row["counts"]), published_gib(published), result.fits, m.capacity, terms)
 
 
@@ -123,7 +125,11 @@ def counted_gib(terms: dict[str, float], counts: str) -> float:
     activations, ``reserved`` (torch's reserved peak) the total less the reserve's part outside the allocator (the
     CUDA context and NCCL), ``device`` (nvidia-smi) the total."""
     state = terms["weights"] + terms["gradients"] + terms["optimizer"] + terms["activations"]
+    state = state + terms.get("optimizer_step", 0.0) - terms.get("not_concurrent", 0.0)  # the allocated peak
     total = state + terms["reserve"]
+    # a reserved or nvidia-smi reading keeps the freed activation segments cached while there is room
+    cached = cached_beyond_peak_bytes(terms.get("not_concurrent", 0.0), total, terms.get("capacity", total))
+    total = total + float(cached)
     return {"allocated": state, "reserved": total - FRAMEWORK_RESERVE_FIXED_BYTES / GIB, "device": total}[counts]
 
 

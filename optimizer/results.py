@@ -15,6 +15,10 @@ class MemoryGiB(BaseModel):
     optimizer: float
     activations: float
     reserve: float
+    optimizer_step: float = Field(0.0, description="The optimizer step's temporaries (foreach AdamW's denominator).")
+    not_concurrent: float = Field(
+        0.0, description="Of the parts above, what is never allocated at the same time; total leaves it out."
+    )
     total: float
     capacity: float
     basis: str = Field(description="Which capacity the fit used: delivered, reported, label or board.")

@@ -8,11 +8,27 @@ from ..results import Plan
 
 
 def gradient_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
-    """What a Megatron plan assumed of its gradients' dtype (job.gradient_dtype), where Megatron-LM's own default
+    """What a plan assumed of its gradients: when they exist, where that makes its peak (physics/memory_terms.py
+    not_concurrent_bytes); and under Megatron their dtype (job.gradient_dtype), where Megatron-LM's own default
     differs: bf16, as the export launches it, against fp32 accumulation and reduce under --bf16."""
-    if plan is None or plan.strategy.framework != "megatron" or ctx.job.gradient_dtype != "bf16":
+    if plan is None:
         return []
-    return [
+    notes = []
+    apart = plan.memory_gib.not_concurrent
+    if apart >= 0.05:
+        notes.append(
+            f"memory: {apart:,.1f} GiB of the parts are never held at once (the activations are freed before the "
+            "optimizer step"
+            + (
+                "; the loop frees the gradients after each step, zero_grad(), so the forward holds none; "
+                "accumulating micro-batches would keep them through it)"
+                if plan.strategy.grad_accum <= 1
+                else ")"
+            )
+        )
+    if plan.strategy.framework != "megatron" or ctx.job.gradient_dtype != "bf16":
+        return notes
+    return notes + [
         "gradients: bf16, as the Megatron export launches it (--grad-reduce-in-bf16); Megatron-LM's own default "
         f"under --bf16 accumulates and reduces them in fp32: {plan.memory_gib.gradients:,.1f} GiB more per GPU and "
         "twice the data-parallel reduce (job.gradient_dtype: fp32 plans that)"

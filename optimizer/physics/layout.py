@@ -179,6 +179,9 @@ class RunSettings:
     # per layout, whether its framework's data parallelism without ZeRO is torch DDP, whose buckets copy every
     # gradient (physics/memory_terms.py ddp_bucket_bytes; planning/frameworks.py ddp_gradient_copy)
     ddp_gradient_copy: bool | np.ndarray = False
+    # per layout, whether its framework frees the gradients after each step (physics/memory_terms.py
+    # not_concurrent_bytes; planning/frameworks.py frees_gradients)
+    frees_gradients: bool | np.ndarray = False
     # TP splits the norms and residuals along the sequence too (Megatron's sequence parallelism; per layout)
     sequence_parallel: bool | np.ndarray = True
     logits_bytes_per_vocab: Floats = (

@@ -49,6 +49,7 @@ from .memory_terms import (
     ddp_bucket_bytes,
     deepspeed_held_block_params,
     kbit_upcast_bytes,
+    not_concurrent_bytes,
     variable_length_fragmentation_bytes,
 )
 from .pipeline import heaviest_stage_share, in_flight, interleaved_in_flight_factor
@@ -63,11 +64,15 @@ class MemoryBreakdown:
     optimizer: np.ndarray
     activations: np.ndarray
     reserve: np.ndarray
+    optimizer_step: np.ndarray | float = 0.0  # the optimizer step's temporaries (foreach AdamW's denominator)
+    # of the four terms above and the step's, what is never allocated at once (memory_terms.not_concurrent_bytes)
+    not_concurrent: np.ndarray | float = 0.0
 
     @cached_property
     def total(self) -> np.ndarray:
         # Cached: the candidate table reads it once per row over arrays of a million layouts.
-        return self.weights + self.gradients + self.optimizer + self.activations + self.reserve
+        parts = self.weights + self.gradients + self.optimizer + self.activations + self.reserve
+        return parts + self.optimizer_step - self.not_concurrent
 
     @property
     def state(self) -> np.ndarray:
@@ -538,10 +543,15 @@ def memory_breakdown(
     fragmentation = allocator_fragmentation_bytes(shape, settings, layout) if shape.has_shapes else None
     if fragmentation is not None:  # samples of many lengths: the length-dependent tensors once more
         fragmentation = variable_length_fragmentation_bytes(fragmentation, acts, settings)
+    # the optimizer step's temporaries, sharded as the state is; and what is never allocated at once (the
+    # parameters' gradients only: the accumulators and DDP's buckets below persist)
+    per_state_byte = train.step_temporary_bytes / train.optimizer_bytes if train.optimizer_bytes else 0.0
+    step = optim * (0.0 if train.optimizer_in_backward else per_state_byte)
+    apart = not_concurrent_bytes(acts, grads, step, layout, settings.frees_gradients)
     if train.gradient_accumulator == "after_backward" and shape.has_shapes:  # nanotron's FP32GradientAccumulator
         grads = grads + _after_backward_bytes(shape, train, layout, settings)
     grads = grads + ddp_bucket_bytes(grads, layout, settings.ddp_gradient_copy)  # torch DDP's gradient buckets
-    allocated = weights + grads + optim + acts
+    allocated = weights + grads + optim + acts + step - apart
     reserve = framework_reserve_bytes(settings.framework_overhead, capacity, fragmentation, allocated)
     shape_of = np.broadcast(weights, acts, capacity).shape
     return MemoryBreakdown(
@@ -550,6 +560,8 @@ def memory_breakdown(
         optimizer=np.broadcast_to(optim, shape_of).astype(float),
         activations=np.broadcast_to(acts, shape_of).astype(float),
         reserve=np.broadcast_to(reserve, shape_of).astype(float),
+        optimizer_step=np.broadcast_to(step, shape_of).astype(float),
+        not_concurrent=np.broadcast_to(apart, shape_of).astype(float),
     )
 
 

@@ -59,3 +59,13 @@ def foreach_traffic_ratio(optimizer: str, master_weights: bool, grad_bytes: floa
     state_bytes = (MASTER_BYTES if master_weights else 0.0) + 2.0 * moment_bytes
     fused = 2.0 * (state_bytes + grad_bytes + 2.0)
     return foreach / fused
+
+
+def foreach_temporary_bytes(optimizer: str, master_weights: bool) -> float:
+    """Bytes per parameter foreach AdamW allocates for its step: ``_foreach_sqrt(exp_avg_sqs)`` makes a new list,
+    the denominator (the module's list), in the second moment's dtype (fp32 beside an fp32 master copy, else the
+    parameters' 16 bits), freed when the step returns; the other operations work in place. 0 for the fused step
+    and the optimizers with kernels of their own."""
+    if optimizer != "adamw":
+        return 0.0
+    return MASTER_BYTES if master_weights else 2.0

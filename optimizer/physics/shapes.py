@@ -126,6 +126,9 @@ class TrainingState:
     # the optimizer step's HBM traffic over a fused step's (job.optimizer_implementation foreach:
     # physics/optimizer_step.py foreach_traffic_ratio)
     update_traffic_ratio: float = 1.0
+    # bytes per trainable parameter the optimizer step allocates beside the state and frees when it returns
+    # (physics/optimizer_step.py foreach_temporary_bytes)
+    step_temporary_bytes: float = 0.0
 
     def optimizer_bytes_at(self, zero) -> np.ndarray:
         """Optimizer bytes per trainable parameter at ZeRO stage ``zero`` (flattened shards from stage 1)."""

@@ -33,6 +33,7 @@ from .frameworks import CODES, PREFERENCE, recompute_count
 from .labels import (
     ddp_gradient_copy,
     expert_loop,
+    frees_gradients,
     fused_kernels,
     grouped_gemm_per_expert,
     loss_bytes_per_vocab,
@@ -194,6 +195,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         sequence_parallel=sequence_parallel(codes, ctx.job.framework),
         # job.bytes_per_param states the whole training state, DDP's buckets included
         ddp_gradient_copy=ddp_gradient_copy(codes, ctx.job.framework) & (ctx.job.bytes_per_param is None),
+        frees_gradients=frees_gradients(codes, ctx.job.framework),
         grouped_gemm_per_expert=grouped_gemm_per_expert(codes, ctx.job.framework, layout.ep),
         main_grad=FP32_GRAD_BYTES_PER_GRAD_BYTE if ctx.job.gradient_dtype == "fp32" else 1.0,
         fused_framework=fused_kernels(codes, ctx.kernel_speed, ctx.job.framework),
@@ -285,7 +287,9 @@ def _least_recompute(
     activations = np.array(mem.activations, dtype=float)
     acts = activation_bytes(ctx.shape, take(settings, partial, n), some, ctx.train.pipeline_split)
     activations[partial] = acts / np.asarray(some.cp, float)
-    return layout, replace(mem, activations=activations)
+    # fewer activations overlap the gradients and the step's temporaries no more than before (min(A, other))
+    apart = np.minimum(mem.not_concurrent, activations)
+    return layout, replace(mem, activations=activations, not_concurrent=apart)
 
 
 # When a time limit may stop the evaluation, it runs in passes of about this many layouts (a pass of

@@ -59,9 +59,8 @@ class Framework:
     offload_source: str
     # the optimizers (job.optimizer) its offload steps on the CPU as planned
     offload_optimizers: frozenset[str] = frozenset({"adamw"})
-    # data parallelism without ZeRO through torch DDP with its default gradient_as_bucket_view=False: the buckets
-    # hold a copy of every gradient (physics/memory_terms.py ddp_bucket_bytes)
-    ddp_gradient_copy: bool = False
+    ddp_gradient_copy: bool = False  # torch DDP's buckets copy every gradient (memory_terms.ddp_bucket_bytes)
+    frees_gradients: bool = False  # its loop frees the gradients each step (memory_terms.not_concurrent_bytes)
     context_parallel: bool = False  # ring attention over cp ranks
     cp_source: str = "no ring-attention context parallelism"
     # the Ulysses exchanges (job.context_parallel all_to_all, all_to_all_repeat_kv) its sequence parallelism runs
@@ -321,6 +320,7 @@ FRAMEWORKS: dict[str, Framework] = {
         # ZeRO 0 on more than one GPU is torch DDP (accelerate's and the HF Trainer's multi-GPU default without an
         # FSDP config, Lightning's DDP strategy), gradient_as_bucket_view left False
         ddp_gradient_copy=True,
+        frees_gradients=True,  # the HF Trainer's model.zero_grad(), accelerate's and Lightning's zero_grad()
         hybrid_shard=True,
         hybrid_source="FSDP ShardingStrategy.HYBRID_SHARD",
         tensor_parallel=False,
@@ -416,6 +416,7 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "torchtitan": Framework(
         name="torchtitan",
+        frees_gradients=True,  # torchtitan train.py: optimizers.zero_grad() before each step
         op_recompute=True,
         op_recompute_source="torchtitan/distributed/activation_checkpoint.py SelectiveAC (b5bcd76c, 2026-08-21): "
         "saves SDPA's, communication ops' and every second matmul's outputs, recomputes the rest",

@@ -71,6 +71,13 @@ def ddp_gradient_copy(framework_codes, framework: str) -> np.ndarray:
     return _by_framework(framework_codes, "ddp_gradient_copy", framework, False)
 
 
+def frees_gradients(framework_codes, framework: str) -> np.ndarray:
+    """Per layout, whether its framework's loop frees the gradients after each optimizer step
+    (``Framework.frees_gradients``; physics/memory_terms.py not_concurrent_bytes). Under auto, an unlabelled
+    layout: no."""
+    return _by_framework(framework_codes, "frees_gradients", framework, False)
+
+
 def grouped_gemm_per_expert(framework_codes, framework: str, ep) -> np.ndarray:
     """Per layout, whether its framework's expert GEMMs loop over the local experts on the host
     (``Framework.grouped_gemm_per_expert``; a layout no framework runs takes the job's framework's, none under

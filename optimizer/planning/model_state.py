@@ -14,7 +14,7 @@ from ..physics.constants import (
     PURE_BF16_OPTIMIZER_BYTES,
     QLORA_BYTES_PER_PARAM,
 )
-from ..physics.optimizer_step import foreach_traffic_ratio
+from ..physics.optimizer_step import foreach_temporary_bytes, foreach_traffic_ratio
 from ..physics.shapes import ModelShape, TrainingState, lora_adapter_params
 
 
@@ -92,6 +92,11 @@ def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = True) 
             foreach_traffic_ratio(job.optimizer, job.master_weights)
             if job.optimizer_implementation == "foreach"
             else 1.0
+        ),
+        step_temporary_bytes=(
+            foreach_temporary_bytes(job.optimizer, job.master_weights)
+            if job.optimizer_implementation == "foreach" and job.bytes_per_param is None
+            else 0.0
         ),
         # (a stated bytes_per_param stands as given)
         flat_optimizer_extra_bytes=(

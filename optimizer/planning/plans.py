@@ -97,6 +97,8 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
             optimizer=_f(mem.optimizer[i]) / GIB,
             activations=_f(mem.activations[i]) / GIB,
             reserve=_f(mem.reserve[i]) / GIB,
+            optimizer_step=_f(np.broadcast_to(mem.optimizer_step, mem.total.shape)[i]) / GIB,
+            not_concurrent=_f(np.broadcast_to(mem.not_concurrent, mem.total.shape)[i]) / GIB,
             total=_f(mem.total[i]) / GIB,
             capacity=capacity / GIB,
             basis=basis,

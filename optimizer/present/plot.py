@@ -139,17 +139,20 @@ def memory_plot(plan, path: str | Path) -> None:
     """Stacked memory per GPU against usable capacity."""
     plt = _pyplot()
     m = plan.memory_gib
-    parts = ["weights", "gradients", "optimizer", "activations", "reserve"]
+    parts = ["weights", "gradients", "optimizer", "activations", "optimizer_step", "reserve"]
     fig, ax = plt.subplots(figsize=(8, 3.2))
     left = 0.0
     for k, name in enumerate(parts):
         value = getattr(m, name)
+        if name == "optimizer_step" and value <= 0:
+            continue  # a fused step's: none
         ax.barh(0, value, left=left, color=f"C{k}", label=f"{name} {value:,.1f} GiB")
         left += value
     ax.axvline(m.capacity, color="black", ls="--", label=f"capacity {m.capacity:,.1f} GiB ({m.basis})")
     ax.set_yticks([])
     ax.set_xlabel("GiB per GPU")
-    ax.set_title(f"{plan.label()}: {'fits' if plan.fits else 'does not fit'}")
+    apart = f" ({m.not_concurrent:,.1f} GiB never held at once)" if m.not_concurrent >= 0.05 else ""
+    ax.set_title(f"{plan.label()}: {'fits' if plan.fits else 'does not fit'}{apart}")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=3)
     fig.tight_layout()
     fig.savefig(path)

@@ -94,16 +94,24 @@ def memory_bar(used: float, capacity: float, width: int = 40, headroom: float = 
     return bar
 
 
+# the memory table's rows that are not the field's name
+_MEMORY_LABELS = {"optimizer_step": "optimizer step", "not_concurrent": "not held at once"}
+
+
 def _memory_table(plan: Plan) -> Table:
     m = plan.memory_gib
     table = Table(title="Memory per GPU", title_justify="left")
     table.add_column("part")
     table.add_column("GiB", justify="right")
     table.add_column("GB", justify="right")
-    for name in ("weights", "gradients", "optimizer", "activations", "reserve", "total", "capacity"):
-        value = getattr(m, name)
+    parts = ("weights", "gradients", "optimizer", "activations", "optimizer_step", "not_concurrent", "reserve")
+    for name in (*parts, "total", "capacity"):
+        value = -m.not_concurrent if name == "not_concurrent" else getattr(m, name)
+        if name in ("optimizer_step", "not_concurrent") and abs(value) < 0.05:
+            continue  # the step's temporaries and what is never allocated at once, where there are any
         style = "bold" if name in ("total", "capacity") else None
-        label = f"capacity ({m.basis})" if name == "capacity" else name
+        label = _MEMORY_LABELS.get(name, name)
+        label = f"capacity ({m.basis})" if name == "capacity" else label
         table.add_row(label, f"{value:,.1f}", f"{value * GIB / 1e9:,.1f}", style=style)
     return table
 

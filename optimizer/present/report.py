@@ -90,6 +90,7 @@ def memory_svg(plan: Plan, width: int = 760, height: int = 70) -> str:
         "gradients": "#6c8fd1",
         "optimizer": "#b36b00",
         "activations": "#2f8f46",
+        "optimizer_step": "#d19a3a",
         "reserve": "#8a8f99",
     }
     x, parts = (
@@ -108,8 +109,10 @@ def memory_svg(plan: Plan, width: int = 760, height: int = 70) -> str:
             x += w
     cap = m.capacity / total * width
     parts.append(f"<line x1='{cap:.1f}' y1='4' x2='{cap:.1f}' y2='42' stroke='#b33' stroke-width='2'/>")
+    apart = f"; {m.not_concurrent:,.1f} GiB of the parts never held at once" if m.not_concurrent >= 0.05 else ""
     parts.append(
-        f"<text x='0' y='60' font-size='11'>{m.total:,.1f} GiB of {m.capacity:,.1f} GiB ({m.basis} capacity)</text>"
+        f"<text x='0' y='60' font-size='11'>{m.total:,.1f} GiB of {m.capacity:,.1f} GiB ({m.basis} capacity){apart}"
+        "</text>"
     )
     parts.append("</svg>")
     return "".join(parts)

@@ -61,13 +61,18 @@ def test_not_a_torchtune_row_twice():
 
 
 def test_allocated_rows_leave_the_reserve_out():
-    # an allocated figure is compared with weights + gradients + optimizer + activations; the others add the reserve
+    # an allocated figure is compared with weights + gradients + optimizer + activations (+ the optimizer step's
+    # temporaries, less what is never held at once: physics/memory_terms.py not_concurrent_bytes); the others add
+    # the reserve and the freed segments the allocator keeps cached while there is room
     catalog = bench.catalog_with(TABLE.get("extra_skus", []))
     allocated = next(r for r in ROWS if r["counts"] == "allocated" and r.get("expressible", True))
     scored = bench.predict(allocated, catalog)
-    assert scored.predicted_gib == pytest.approx(sum(v for k, v in scored.terms.items() if k != "reserve"))
+    t = scored.terms
+    peak = t["weights"] + t["gradients"] + t["optimizer"] + t["activations"] + t["optimizer_step"] - t["not_concurrent"]
+    assert scored.predicted_gib == pytest.approx(peak)
     device = bench.predict({**allocated, "counts": "device"}, catalog)
-    assert device.predicted_gib == pytest.approx(scored.predicted_gib + scored.terms["reserve"])
+    cached = min(t["not_concurrent"], max(t["capacity"] - peak - t["reserve"], 0.0))
+    assert device.predicted_gib == pytest.approx(scored.predicted_gib + t["reserve"] + cached)
     # a reserved figure (torch's caching allocator) leaves out the CUDA context and NCCL's own buffers
     reserved = bench.predict({**allocated, "counts": "reserved"}, catalog)
     assert reserved.predicted_gib == pytest.approx(device.predicted_gib - FRAMEWORK_RESERVE_FIXED_BYTES / 2.0**30)

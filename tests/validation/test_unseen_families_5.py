@@ -150,11 +150,12 @@ def test_each_vectorlm_cell_gives_the_row_entered():
 def test_no_row_is_refused_and_which_are_said_not_to_fit():
     assert all(s.predicted is not None for s in SPEEDS)
     assert all(s is not None for _, s, _ in MEMORIES)
-    # first seen: four published runs gpuplan says do not fit (all pure-bf16 full fine-tunes of a 7-8B model on one
-    # 80 GB A100: weights, gradients and two bf16 moments are 4 x 2 bytes a parameter, 54-60 GiB, before the logits)
+    # first seen: four published runs gpuplan said do not fit (all pure-bf16 full fine-tunes of a 7-8B model on one
+    # 80 GB A100: weights, gradients and two bf16 moments are 4 x 2 bytes a parameter, 54-60 GiB, before the logits).
+    # Mistral 7B at batch 8 fits since the gradients the Trainer frees each step are no longer counted beside the
+    # activations (physics/memory_terms.py not_concurrent_bytes); vectorlm's accumulate over 4 micro-batches.
     unfit = {s.row["name"] for s in SPEEDS if not s.fits}
     assert unfit <= {
-        "fmsacc-mistral-7b-full-a100x1-b8",
         "vectorlm-llama3-8b-full-a100x1-s2048",
         "vectorlm-llama3-8b-full-a100x1-s4096",
         "vectorlm-llama3-8b-full-a100x1-s8192",
@@ -180,13 +181,17 @@ def test_fms_first_seen():
     assert len(ratios) == 17
     assert statistics.median(abs(r - 1) for r in ratios) <= 0.07
     assert max(factor(r) for r in ratios) <= 1.3
-    # memory (max allocated on rank 0), 17 scored rows: median |error| 5.1 %, worst 1.35 (santacoder on 2 GPUs, 5.3
-    # GiB published, 7.2 predicted; 1.34 on one), Mistral full fine-tuning at 8 a GPU 1.18-1.21, Llama 2 70B QLoRA on
-    # 2 GPUs 0.80 (43.5 GiB published, 34.6 predicted); the rest 0.95-1.10.
+    # memory (max allocated on rank 0), 17 scored rows: first seen median |error| 5.1 %, worst 1.35 (santacoder on 2
+    # GPUs, 5.3 GiB published, 7.2 predicted; 1.34 on one), Mistral full fine-tuning at 8 a GPU 1.18-1.21, Llama 2
+    # 70B QLoRA on 2 GPUs 0.80 (43.5 GiB published, 34.6 predicted); the rest 0.95-1.10. Every full fine-tune's
+    # published peak is 5 x its 16-bit parameter bytes whatever the batch: the optimizer step's weights, gradients,
+    # two moments and foreach's denominator, not the activations plus the gradients. Since gpuplan counts that
+    # (physics/memory_terms.py not_concurrent_bytes, physics/optimizer_step.py foreach_temporary_bytes): median
+    # 2.4 %, Mistral's full fine-tunes 1.00-1.02, santacoder 1.14-1.16, worst Llama 2 70B QLoRA on 2 GPUs 0.79.
     memory = scored_memory(MEMORIES, "fms-acceleration")
     assert len(memory) == 17
-    assert statistics.median(abs(r - 1) for r in memory) <= 0.06
-    assert max(factor(r) for r in memory) <= 1.4
+    assert statistics.median(abs(r - 1) for r in memory) <= 0.03
+    assert max(factor(r) for r in memory) <= 1.3
 
 
 def test_vectorlm_first_seen():

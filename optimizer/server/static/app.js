@@ -409,6 +409,7 @@ const MEMORY_PARTS = [
   ["gradients", "#6c8fd1"],
   ["optimizer", "#b36b00"],
   ["activations", "#2f8f46"],
+  ["optimizer_step", "#d19a3a"],
   ["reserve", "#8a8f99"],
 ];
 
@@ -447,6 +448,8 @@ function drawMemory(figure, legend, plan) {
   const capacity = memory.capacity * scale;
   chart.append(svg("line", { x1: capacity.toFixed(1), y1: 4, x2: capacity.toFixed(1), y2: barTop + barHeight + 6, stroke: "#b33", "stroke-width": 2, "data-line": "capacity" }));
   let caption = `${gib(memory.total)} of ${gib(memory.capacity)} (${memory.basis} capacity)`;
+  // what the parts count twice: the activations and the gradients (or the optimizer step's temporaries) are never held at once
+  if (typeof memory.not_concurrent === "number" && memory.not_concurrent >= 0.05) caption += `; ${gib(memory.not_concurrent)} of the parts never held at once`;
   if (headroom !== null && headroom > 0) {
     const at = (memory.capacity - headroom) * scale;
     chart.append(svg("line", { x1: at.toFixed(1), y1: 4, x2: at.toFixed(1), y2: barTop + barHeight + 6, stroke: "#b36b00", "stroke-width": 2, "stroke-dasharray": "3,2", "data-line": "headroom" }));
