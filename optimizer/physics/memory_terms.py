@@ -184,8 +184,14 @@ def ddp_bucket_bytes(grad_bytes, layout: Layout, ddp_gradient_copy) -> np.ndarra
     default and "can reduce peak memory usage, where the saved memory size will be equal to the total gradients
     size" (torch.nn.parallel.DistributedDataParallel's documentation); accelerate, the Hugging Face Trainer and
     Lightning construct DDP with the default. One more copy of ``grad_bytes`` (the layout's unsharded gradients)."""
+    return ddp_copies(layout, ddp_gradient_copy) * np.asarray(grad_bytes, float)
+
+
+def ddp_copies(layout: Layout, ddp_gradient_copy) -> np.ndarray:
+    """Per layout, the gradient copies DDP's buckets add (``ddp_bucket_bytes``): 1 where it replicates without
+    ZeRO over more than one rank, else 0."""
     replicated = (np.asarray(layout.zero) == 0) & (np.asarray(layout.dp, float) * np.asarray(layout.cp, float) > 1)
-    return np.where(np.asarray(ddp_gradient_copy, bool) & replicated, np.asarray(grad_bytes, float), 0.0)
+    return np.where(np.asarray(ddp_gradient_copy, bool) & replicated, 1.0, 0.0)
 
 
 def not_concurrent_bytes(activation_bytes, grad_bytes, step_temporary_bytes, layout: Layout, frees_gradients):

@@ -26,6 +26,7 @@ from ..physics.memory import (
     least_recomputed_layers,
     memory_breakdown,
 )
+from ..physics.memory_terms import ddp_copies
 from ..physics.time import StepTime, step_time
 from .columns import concat, take
 from .context import HardwareRow, JobContext, capacity_bytes
@@ -268,7 +269,13 @@ def _least_recompute(
     n = len(auto)
     chosen = np.zeros(n, dtype=np.int64)  # all
     kinds = partial_recompute(codes, ctx.job.framework)
-    budget = usable_bytes - (mem.weights + mem.gradients + mem.optimizer + mem.reserve)
+    # the activations' room: beside the gradients where they live through the forward, else beside the weights and
+    # state alone, the step (gradients and temporaries) fitting on its own (physics/memory_terms.not_concurrent_bytes)
+    kept = mem.weights + mem.optimizer + mem.reserve
+    freed = np.asarray(settings.frees_gradients, bool) & (np.asarray(layout.grad_accum) <= 1)
+    step_fits = kept + mem.gradients + mem.optimizer_step <= usable_bytes
+    budget = np.where(freed, usable_bytes - kept, usable_bytes - (kept + mem.gradients))
+    budget = np.where(step_fits, budget, -1.0)
     rows = np.flatnonzero(auto & (kinds != "none") & (mem.activations <= budget))
     if len(rows) and ctx.shape.has_shapes:
         some, some_settings = take(layout, rows, n), take(settings, rows, n)
@@ -287,8 +294,11 @@ def _least_recompute(
     activations = np.array(mem.activations, dtype=float)
     acts = activation_bytes(ctx.shape, take(settings, partial, n), some, ctx.train.pipeline_split)
     activations[partial] = acts / np.asarray(some.cp, float)
-    # fewer activations overlap the gradients and the step's temporaries no more than before (min(A, other))
-    apart = np.minimum(mem.not_concurrent, activations)
+    # what the activations and the step never hold at once, again: min(activations, temporaries + freed gradients)
+    param_grads = mem.gradients / (1.0 + ddp_copies(layout, settings.ddp_gradient_copy))  # DDP's buckets persist
+    other = mem.optimizer_step + np.where(freed, param_grads, 0.0)
+    apart = np.array(np.broadcast_to(mem.not_concurrent, activations.shape), dtype=float)
+    apart[partial] = np.minimum(activations, other)[partial]
     return layout, replace(mem, activations=activations, not_concurrent=apart)
 
 
