@@ -8,6 +8,9 @@ from pydantic import BaseModel, Field, SerializeAsAny
 
 from .inputs.schema import Strategy
 
+# The least GiB of the optimizer step's temporaries or of what is never held at once that an answer shows
+MEMORY_SHOWN_MIN_GIB = 0.05
+
 
 class MemoryGiB(BaseModel):
     weights: float

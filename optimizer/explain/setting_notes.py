@@ -4,7 +4,7 @@ under Megatron, the optimizer step's implementation under a PyTorch stack, the c
 from __future__ import annotations
 
 from ..planning.context import JobContext
-from ..results import Plan
+from ..results import MEMORY_SHOWN_MIN_GIB, Plan
 
 
 def gradient_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
@@ -15,7 +15,7 @@ def gradient_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
         return []
     notes = []
     apart = plan.memory_gib.not_concurrent
-    if apart >= 0.05:
+    if apart >= MEMORY_SHOWN_MIN_GIB:
         notes.append(
             f"memory: {apart:,.1f} GiB of the parts are never held at once (the activations are freed before the "
             "optimizer step"

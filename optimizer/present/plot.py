@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ArgumentError
+from ..results import MEMORY_SHOWN_MIN_GIB
 
 
 def _pyplot():
@@ -151,7 +152,7 @@ def memory_plot(plan, path: str | Path) -> None:
     ax.axvline(m.capacity, color="black", ls="--", label=f"capacity {m.capacity:,.1f} GiB ({m.basis})")
     ax.set_yticks([])
     ax.set_xlabel("GiB per GPU")
-    apart = f" ({m.not_concurrent:,.1f} GiB never held at once)" if m.not_concurrent >= 0.05 else ""
+    apart = f" ({m.not_concurrent:,.1f} GiB never held at once)" if m.not_concurrent >= MEMORY_SHOWN_MIN_GIB else ""
     ax.set_title(f"{plan.label()}: {'fits' if plan.fits else 'does not fit'}{apart}")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=3)
     fig.tight_layout()

@@ -14,7 +14,7 @@ from ..inputs.units import fmt_budget, fmt_count, fmt_duration
 from ..physics.constants import DEFAULT_COMPUTE_EFFICIENCY, FALLBACK_COMPUTE_EFFICIENCY, GIB
 from ..physics.efficiency import REFERENCE_HIDDEN, matmul_efficiency
 from ..planning.plans import at_the_edge, headroom_gib, headroom_text
-from ..results import CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
+from ..results import MEMORY_SHOWN_MIN_GIB, CapacityResult, CheckResult, OptionsResult, Plan, SolveResult
 
 
 def usd(value: float | None) -> str:
@@ -107,7 +107,7 @@ def _memory_table(plan: Plan) -> Table:
     parts = ("weights", "gradients", "optimizer", "activations", "optimizer_step", "not_concurrent", "reserve")
     for name in (*parts, "total", "capacity"):
         value = -m.not_concurrent if name == "not_concurrent" else getattr(m, name)
-        if name in ("optimizer_step", "not_concurrent") and abs(value) < 0.05:
+        if name in ("optimizer_step", "not_concurrent") and abs(value) < MEMORY_SHOWN_MIN_GIB:
             continue  # the step's temporaries and what is never allocated at once, where there are any
         style = "bold" if name in ("total", "capacity") else None
         label = _MEMORY_LABELS.get(name, name)

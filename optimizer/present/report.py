@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from ..results import OptionsResult, Plan, SolveResult
+from ..results import MEMORY_SHOWN_MIN_GIB, OptionsResult, Plan, SolveResult
 from .render import headline, strategy_text, usd
 
 CSS = """
@@ -109,7 +109,8 @@ def memory_svg(plan: Plan, width: int = 760, height: int = 70) -> str:
             x += w
     cap = m.capacity / total * width
     parts.append(f"<line x1='{cap:.1f}' y1='4' x2='{cap:.1f}' y2='42' stroke='#b33' stroke-width='2'/>")
-    apart = f"; {m.not_concurrent:,.1f} GiB of the parts never held at once" if m.not_concurrent >= 0.05 else ""
+    shown = m.not_concurrent >= MEMORY_SHOWN_MIN_GIB
+    apart = f"; {m.not_concurrent:,.1f} GiB of the parts never held at once" if shown else ""
     parts.append(
         f"<text x='0' y='60' font-size='11'>{m.total:,.1f} GiB of {m.capacity:,.1f} GiB ({m.basis} capacity){apart}"
         "</text>"
