@@ -64,9 +64,9 @@ class MemoryBreakdown:
     optimizer: np.ndarray
     activations: np.ndarray
     reserve: np.ndarray
-    optimizer_step: np.ndarray | float = 0.0  # the optimizer step's temporaries (foreach AdamW's denominator)
+    optimizer_step: np.ndarray  # the optimizer step's temporaries (foreach AdamW's denominator)
     # of the four terms above and the step's, what is never allocated at once (memory_terms.not_concurrent_bytes)
-    not_concurrent: np.ndarray | float = 0.0
+    not_concurrent: np.ndarray
 
     @cached_property
     def total(self) -> np.ndarray:

@@ -297,7 +297,7 @@ def _least_recompute(
     # what the activations and the step never hold at once, again: min(activations, temporaries + freed gradients)
     param_grads = mem.gradients / (1.0 + ddp_copies(layout, settings.ddp_gradient_copy))  # DDP's buckets persist
     other = mem.optimizer_step + np.where(freed, param_grads, 0.0)
-    apart = np.array(np.broadcast_to(mem.not_concurrent, activations.shape), dtype=float)
+    apart = np.array(mem.not_concurrent, dtype=float)
     apart[partial] = np.minimum(activations, other)[partial]
     return layout, replace(mem, activations=activations, not_concurrent=apart)
 

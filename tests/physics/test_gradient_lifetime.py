@@ -15,7 +15,6 @@ import pytest
 from optimizer import CheckRequest, check
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
-from optimizer.physics.memory_terms import cached_beyond_peak_bytes
 
 GIB = 2**30
 
@@ -75,16 +74,3 @@ def test_a_fused_step_allocates_nothing_beside_the_state():
     # the gradients alone exceed nothing the activations free: the forward peak or the step, whichever is larger
     peak = fused.weights + fused.optimizer + max(fused.activations, fused.gradients)
     assert _allocated_gib(fused) == pytest.approx(peak)
-
-
-def test_the_freed_segments_stay_reserved_while_the_gpu_has_room():
-    # the allocator keeps the activations' freed segments, which the larger gradient tensors do not fit, cached:
-    # a reserved reading grows to the parts' sum where there is room (torchtitan's and torchao's reserved figures),
-    # and the cache is given back when a cudaMalloc fails, so a plan needs only its allocated peak to fit
-    roomy = _memory(micro_batch=1, gpu="H200").memory_gib
-    assert roomy.not_concurrent > 0
-    cached = cached_beyond_peak_bytes(roomy.not_concurrent, roomy.total, roomy.capacity)
-    assert cached == pytest.approx(roomy.not_concurrent)
-    tight = _memory(micro_batch=8).memory_gib
-    cached = cached_beyond_peak_bytes(tight.not_concurrent, tight.total, tight.capacity)
-    assert tight.total + cached == pytest.approx(tight.capacity)  # reserved up to the GPU and no further

@@ -21,6 +21,13 @@ from .types import (
     sku_key,
 )
 
+
+def _given(name: str) -> Callable[[Problem], bool]:
+    """Whether a problem's job sets field ``name`` away from the job schema's default."""
+    default = JobSpec.model_fields[name].default
+    return lambda p: getattr(p.job, name) != default
+
+
 # One-model settings that a job with roles is not planned with (planning/role_jobs.py, solver/roles.py read none:
 # each role's GPUs at on-demand prices, its memory against the usable capacity, the expected time): answered as if
 # absent, they planned what the user had excluded (spot: only, on a catalog without spot prices, priced the split
@@ -48,13 +55,13 @@ ROLE_UNREAD: tuple[tuple[str, str, Callable[[Problem], bool], str], ...] = (
     (
         "job.framework",
         "framework",
-        lambda p: p.job.framework != "auto",
+        _given("framework"),
         "a job with roles is planned role by role (docs/roles.md), not as one framework's layouts",
     ),
     (
         "job.compile",
         "compile",
-        lambda p: p.job.compile,
+        _given("compile"),
         "a job with roles is not planned under torch.compile yet",
     ),
     (
@@ -73,44 +80,44 @@ ROLE_UNREAD: tuple[tuple[str, str, Callable[[Problem], bool], str], ...] = (
     (
         "job.context_parallel",
         "context_parallel",
-        lambda p: p.job.context_parallel != "ring",
+        _given("context_parallel"),
         "a job with roles plans no context parallelism for its roles yet",
     ),
     (
         "job.optimizer_implementation",
         "optimizer_implementation",
-        lambda p: p.job.optimizer_implementation != "fused",
+        _given("optimizer_implementation"),
         "a job with roles times each role's optimizer step as a fused one, not by job.optimizer_implementation yet",
     ),
     (
         "job.loss",
         "loss",
-        lambda p: p.job.loss != "standard",
+        _given("loss"),
         "a job with roles counts each role's memory as planning/role_jobs.py does, not by job.loss yet",
     ),
     (
         "job.attention",
         "attention",
-        lambda p: p.job.attention != "flash",
+        _given("attention"),
         "a job with roles is timed at each role's own attention figures (planning/role_jobs.py), not by "
         "job.attention yet",
     ),
     (
         "job.variable_lengths",
         "variable_lengths",
-        lambda p: p.job.variable_lengths,
+        _given("variable_lengths"),
         "a job with roles counts no allocator gap for unpacked samples yet",
     ),
     (
         "job.activation_offload",
         "activation_offload",
-        lambda p: p.job.activation_offload,
+        _given("activation_offload"),
         "a job with roles keeps each role's activations on its GPUs, with no activation offload yet",
     ),
     (
         "job.offload",
         "offload",
-        lambda p: p.job.offload != "none",
+        _given("offload"),
         "a job with roles keeps each role's optimizer state on its GPUs, with no ZeRO-Offload yet",
     ),
 )
