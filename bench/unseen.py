@@ -1,6 +1,6 @@
 """First-seen throughput and peak memory of source families gpuplan never fitted on (issue 48, "validation that cannot
-flatter, widened toward where users stand"): validation/unseen_families_2.yaml, unseen_families_3.yaml,
-unseen_families_4.yaml and unseen_families_5.yaml.
+flatter, widened toward where users stand"): validation/unseen_families_<n>.yaml, every set
+(2, 3, 4, 5, ...) in the order it was added.
 
     python bench/unseen.py          # per file: per-row tables, then median |error| and worst ratio per family and group
     python bench/unseen.py validation/unseen_families_3.yaml    # one file
@@ -9,7 +9,7 @@ Throughput rows go through bench/throughput.py's ``checked`` (the published layo
 shipped); memory rows through bench/memory.py's ``predict`` (the figure of the kind the source counts). Nothing here
 is fitted, so each figure is the family's held-out score. A row gpuplan refuses is listed with its reason and not
 scored; a row (throughput or memory) marked ``expressible: false`` is predicted on the nearest layout and listed
-apart, not scored. File 2's output comes first and reads as it did before files 3, 4 and 5 were added.
+apart, not scored. File 2's output comes first and reads as it did before the later files were added.
 """
 
 from __future__ import annotations
@@ -35,7 +35,14 @@ DATA = ROOT / "validation" / "unseen_families_2.yaml"
 DATA_3 = ROOT / "validation" / "unseen_families_3.yaml"
 DATA_4 = ROOT / "validation" / "unseen_families_4.yaml"
 DATA_5 = ROOT / "validation" / "unseen_families_5.yaml"
-DATA_FILES = (DATA, DATA_3, DATA_4, DATA_5)
+
+
+def _set_number(path: Path) -> int:
+    return int(path.stem.rsplit("_", 1)[1])
+
+
+# Every first-seen set, in the order it was added: a new validation/unseen_families_<n>.yaml is read without an edit.
+DATA_FILES = tuple(sorted((ROOT / "validation").glob("unseen_families_*.yaml"), key=_set_number))
 HARDWARE = ROOT / "validation" / "hardware.yaml"
 MISS_RATIO = 1.5  # issue 48: "every row within 1.5x"
 
