@@ -113,6 +113,30 @@ def all_to_all_s(shape, layout: Layout, tokens, layers, links: Links, g, dispatc
     return np.where(ep > 1, layers * np.maximum(intra_s, inter_s), 0.0)
 
 
+def dispatched_tokens(layout: Layout, tokens):
+    """Tokens a rank sends through the expert-parallel all-to-all per micro-batch: its sequence-parallel share
+    b s / (cp tp). Megatron-Core requires sequence parallelism for MoE under TP (TransformerConfig: "When using
+    expert parallelism and tensor parallelism, sequence parallelism must be used"), and its alltoall dispatcher
+    sends each rank's own shard across the EP group whatever the experts' TP (NVIDIA/Megatron-LM
+    megatron/core/transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher: the EP all-to-all of the
+    permuted local tokens, then ``gather_from_sequence_parallel_region`` over the expert-TP group; before
+    Core 0.10 ``all_to_all_sp2hp`` turned [b s / tp, h] into [b s, h / tp] first: the same bytes)."""
+    return np.asarray(tokens, float) / np.asarray(layout.tp, float)
+
+
+def expert_tp_gather_s(shape, layout: Layout, tokens, layers, links: Links) -> np.ndarray:
+    """The expert-TP group's exchange of the routed tokens after the all-to-all (``dispatched_tokens`` each):
+    where the experts are split etp ways every member needs every routed token of its experts, so the dispatch
+    all-gathers them over the etp ranks and the combine reduce-scatters them back, and backward transposes both
+    (Megatron-Core's MoEAlltoAllTokenDispatcher, as ``dispatched_tokens``): 4 x (etp - 1) received copies of
+    tokens x k bf16 hidden states per MoE layer, inside the node (the expert TP group is the innermost)."""
+    etp = np.asarray(layout.expert_tp, float)
+    if not shape.experts:
+        return np.zeros_like(etp)
+    volume = 4.0 * np.asarray(tokens, float) * shape.experts_per_token * (etp - 1.0) * shape.hidden * 2.0
+    return layers * volume / links.intra
+
+
 def expert_tokens(layout: Layout, tokens):
     """Tokens a rank dispatches to the experts per micro-batch: the sequence share it holds (b s / cp) when the
     experts are split by the attention TP; with parallel folding each of the tp ranks dispatches its own

@@ -62,9 +62,11 @@ from .moe import (
     active_expert_share,
     all_to_all_s,
     by_dispatcher,
+    dispatched_tokens,
     ep_spans_nodes,
     expert_loop_s,
     expert_tokens,
+    expert_tp_gather_s,
     exposed_all_to_all_s,
     grouped_gemm_factor,
     host_s_per_moe_layer,
@@ -361,9 +363,9 @@ def _expert_all_to_all_exposed_s(
     shape, layout: Layout, tokens, layers, mb: _MicroBatch, links: Links, g, moe_overlap: float, dispatcher: str
 ) -> np.ndarray:
     """The expert all-to-all of one micro-batch on the busiest stage that compute does not hide."""
-    a2a_s = all_to_all_s(
-        shape, layout, expert_tokens(layout, tokens), layers * shape.moe_layer_share, links, g, dispatcher
-    )
+    sent, moe_layers = dispatched_tokens(layout, tokens), layers * shape.moe_layer_share
+    a2a_s = all_to_all_s(shape, layout, sent, moe_layers, links, g, dispatcher)
+    a2a_s = a2a_s + expert_tp_gather_s(shape, layout, sent, moe_layers, links)
     return exposed_all_to_all_s(a2a_s, moe_overlap, mb.compute_s)
 
 

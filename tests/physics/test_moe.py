@@ -272,3 +272,26 @@ def test_an_export_names_the_dispatcher_auto_timed():
     one_node = check(problem, CheckRequest("B200", 8, ep=8, zero=1, compare=False)).plan
     assert plan_dispatcher("auto", two_nodes) == "deepep" and plan_dispatcher("auto", one_node) == "alltoall"
     assert plan_dispatcher("hybridep", one_node) == "hybridep"
+
+
+def _qwen3_30b_h100(tp: int, expert_tp: int, ep: int):
+    """Qwen3-30B-A3B (128 experts, top 8) on 16 H100, one 4k sequence a micro-batch."""
+    problem = _problem("qwen3-30b-a3b", moe_dispatcher="alltoall")
+    layout = {"tp": tp, "pp": 1, "ep": ep, "zero": 1, "micro_batch": 1}
+    return check(problem, CheckRequest("H100-SXM", 16, compare=False, expert_tp=expert_tp, **layout)).plan
+
+
+def test_each_tensor_parallel_rank_dispatches_its_own_sequence_shard():
+    # Megatron-Core runs MoE under TP with sequence parallelism only, and its alltoall dispatcher sends each rank's
+    # own b s / tp tokens across the EP group; where the experts are split etp ways the group then gathers them
+    # (and reduce-scatters them back): 4 x (etp - 1) copies of tokens / tp x top-k hidden states a layer, on NVLink.
+    # TP 2 with the experts unsplit (folding) sends half TP 1's tokens a micro-batch through the same EP 8
+    # all-to-all, and runs twice TP 1's micro-batches (half the data-parallel ranks): the step's all-to-all is TP 1's.
+    tp1, folded = _qwen3_30b_h100(1, 1, 8), _qwen3_30b_h100(2, 1, 8)
+    assert folded.strategy.grad_accum == 2 * tp1.strategy.grad_accum
+    assert folded.time_breakdown_s["all_to_all"] == pytest.approx(tp1.time_breakdown_s["all_to_all"], rel=1e-6)
+    # Splitting the experts by the attention TP adds their gather. At EP 4 x expert TP 2 inside a node the EP
+    # all-to-all moves 3 / 4 of the shard's routed tokens x 4 over NVLink, the gather 1 x 4: (3/4 + 1) / (3/4).
+    split, unsplit = _qwen3_30b_h100(2, 2, 4), _qwen3_30b_h100(2, 1, 4)
+    ratio = split.time_breakdown_s["all_to_all"] / unsplit.time_breakdown_s["all_to_all"]
+    assert ratio == pytest.approx((3 / 4 + 1) / (3 / 4), rel=1e-6)
