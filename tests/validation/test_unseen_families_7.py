@@ -7,9 +7,10 @@ axolotl-examples) and THUDM's GLM-4-9B finetune_demo (LoRA on one A100, full fin
 eight; nvidia-smi MiB: glm4-finetune-demo).
 
 Each row is predicted as gpuplan ships (bench/unseen.py: bench/throughput.py's ``checked`` and bench/memory.py's
-``predict``, nothing refitted), so the figures pinned below are first-seen errors, first predicted at 5664ce9 and
-held as a record: each threshold sits a little above today's figure, so a change that worsens them fails here and has
-to say why.
+``predict``, nothing refitted), so the figures pinned below are first-seen errors, first predicted at 5664ce9 (the
+Llama 4 Scout rows re-entered at a65f559 as their code ran, every expert on every token; gpuplan unchanged between)
+and held as a record: each threshold sits a little above today's figure, so a change that worsens them fails here
+and has to say why.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ SHAPE_PARAMS = {
 
 
 def _scout_params() -> tuple[int, int]:
-    """Llama 4 Scout's text model, total and active: 48 layers of 5120 wide attention (40 heads, 8 KV heads of
-    128), 16 routed SwiGLU experts of 8192 (top 1) and one shared, a 16-way router, untied vocabulary of 202048."""
+    """Llama 4 Scout's text model, total and routed-active (top 1): 48 layers of 5120 wide attention (40 heads, 8 KV
+    heads of 128), 16 routed SwiGLU experts of 8192 and one shared, a 16-way router, untied vocabulary of 202048."""
     attention = 5120 * 5120 * 2 + 5120 * 1024 * 2
     expert = 3 * 5120 * 8192
     fixed = attention + 5120 * 16 + 2 * 5120
@@ -78,8 +79,11 @@ def test_the_shapes_add_up_from_their_modules():
     shapes = DATA["shapes"]
     for name, params in SHAPE_PARAMS.items():
         assert shapes[name]["params"] == params, name
-    total, active = _scout_params()
-    assert (shapes["llama4_scout"]["params"], shapes["llama4_scout"]["active_params"]) == (total, active)
+    total, routed_active = _scout_params()
+    assert round(routed_active / 1e9) == 17  # Meta's "17B" active (Llama-4-Scout-17B-16E)
+    # as run, transformers' Llama4TextMoe runs all 16 experts on every token: every parameter computes
+    scout = shapes["llama4_scout"]
+    assert scout["params"] == scout["active_params"] == total and scout["experts_per_token"] == scout["experts"]
 
 
 def test_each_published_figure_is_the_quoted_one():
@@ -132,14 +136,15 @@ def test_no_row_is_refused_and_which_are_said_not_to_fit():
 
 
 def test_axolotl_memory_first_seen():
-    # 12 scored rows: first seen median |error| 18.2 %, worst 0.52 (gpt-oss-20b FSDP2 full fine-tuning on 8 x 48 GB,
+    # 12 scored rows: first seen median |error| 15.1 %, worst 0.52 (gpt-oss-20b FSDP2 full fine-tuning on 8 x 48 GB,
     # 36 GiB reserved published, 18.8 predicted; 0.73 on 4 x 80 GB, 46 against 33.4). The Cut Cross Entropy QLoRA
     # rows over-predicted 1.12-1.33 (Ministral 8B 8.76 GiB published, 11.7 predicted; Devstral 1.14, Magistral 2507
     # 1.16, Seed-OSS 36B 1.12), Magistral 2506 without it 1.26, OLMo 3 7B 0.93, Llama 2 7B QLoRA on the RTX 4090 0.80,
-    # gpt-oss-20b LoRA on 48 GB 0.91, Llama 4 Scout QLoRA 0.95 on one H100 and 0.74 on four.
+    # gpt-oss-20b LoRA on 48 GB 0.91, Llama 4 Scout QLoRA (every expert on every token, as run) 1.01 on one H100 and
+    # 0.87 on four.
     memory = scored_memory(MEMORIES, "axolotl-examples")
     assert len(memory) == 12
-    assert statistics.median(abs(r - 1) for r in memory) <= 0.2
+    assert statistics.median(abs(r - 1) for r in memory) <= 0.16
     assert max(factor(r) for r in memory) <= 2.0
     # the two 8-bit-base LoRA rows and the offload_params row, listed apart: 1.11, 2.21, 2.05
     # (their nearest layouts hold more on the GPU: a 16-bit base, the parameters and gradients not offloaded)
@@ -162,13 +167,14 @@ def test_cut_cross_entropy_saves_what_gpuplan_says():
 
 
 def test_axolotl_throughput_first_seen():
-    # Llama 4 Scout QLoRA with per-expert nf4 linears run one after another: 519 tokens/s published on one H100,
-    # 1,822 predicted (3.51); 280 a GPU on four under FSDP2, 2,604 predicted (9.30). Far beyond issue 48's 1.5x: the
-    # rows hold the record (bench/unseen.py lists them under "beyond 1.5x").
+    # Llama 4 Scout QLoRA, every expert computing every token (transformers' dense Llama4TextMoe), per-expert nf4
+    # linears one after another: 519 tokens/s published on one H100, 629 predicted (1.21); 280 a GPU on four under
+    # FSDP2, 722 predicted (2.58, beyond issue 48's 1.5x: bench/unseen.py lists it). Mapped with the router's top 1
+    # (17.2B active) they were first seen at 3.51 and 9.30.
     ratios = scored(SPEEDS, "axolotl-examples")
     assert len(ratios) == 2
-    assert max(factor(r) for r in ratios) <= 10.0
-    assert min(ratios) >= 3.0
+    assert max(factor(r) for r in ratios) <= 2.7
+    assert min(ratios) > 1.0
 
 
 def test_glm4_memory_first_seen():
