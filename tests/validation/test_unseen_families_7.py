@@ -8,7 +8,7 @@ eight; nvidia-smi MiB: glm4-finetune-demo).
 
 Each row is predicted as gpuplan ships (bench/unseen.py: bench/throughput.py's ``checked`` and bench/memory.py's
 ``predict``, nothing refitted), so the figures pinned below are first-seen errors, first predicted at 5664ce9 (the
-Llama 4 Scout rows re-entered at a65f559 as their code ran, every expert on every token; gpuplan unchanged between)
+Llama 4 Scout rows re-entered at db032bb as their code ran, every expert on every token; gpuplan unchanged between)
 and held as a record: each threshold sits a little above today's figure, so a change that worsens them fails here
 and has to say why.
 """
