@@ -252,8 +252,12 @@ MOE_PERMUTE_FORWARD_H = {"alltoall": 7.0, "deepep": 3.0, "hybridep": 0.0}
 # gradient, twice the forward traffic (Korthikanti et al. 2022, section 4: backward = 2x forward).
 MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
 
-# FITTED together (bench/throughput.py, on the 13 MoE rows; BENCHMARKS.md reports them held out by family): the
-# host time per MoE layer and micro-batch, forward + backward, that the GPU waits for, in two parts.
+# FITTED together (bench/throughput.py, on the MoE rows of Megatron-Bridge, NeMo and AutoModel and, since session 38,
+# the first-seen Megatron-Core MoE tables of the Megatron-MoE-ModelZoo and XTuner (bench/throughput.py MOE_FOLDED):
+# 27 rows of 5 source families; BENCHMARKS.md reports them held out by family): the host time per MoE layer and
+# micro-batch, forward + backward, that the GPU waits for, in two parts. The per-layer part fits at 0 on the five
+# families (0.25 ms on the first three alone; 0.5-1 ms with one of them held out), the per-local-expert part at
+# 0.2 ms on both: the host waits where a rank runs many local experts.
 # - Per layer: Megatron-Core's alltoall and flex dispatchers and DeepEP's normal kernels copy the token counts
 #   per expert to the host to size their all-to-alls and grouped GEMMs (a host-device sync each way), after
 #   which the GPU idles while Python launches the layer's next kernels; NVIDIA names "small expert GEMMs + host
@@ -271,7 +275,7 @@ MOE_ELEMENTWISE_BACKWARD_OVER_FORWARD = 2.0
 # Both per micro-batch, not per token, so they weigh most at micro-batch 1 (the published rows at micro-batch 1
 # were over-predicted by 34-58 % without them). ``assumptions.moe_host_ms_per_layer`` and
 # ``moe_host_ms_per_local_expert`` replace them (0 with full-iteration CUDA graphs and sync-free grouped MLPs).
-MOE_HOST_S_PER_LAYER = 0.25e-3
+MOE_HOST_S_PER_LAYER = 0.0
 MOE_HOST_S_PER_LOCAL_EXPERT = 0.2e-3
 
 # Host time of one iteration of transformers' eager experts loop (transformers 4.x's MoE blocks; 5.x's

@@ -61,7 +61,10 @@ def test_the_families_are_listed_and_no_fitted_row_belongs_to_them():
     assert unseen == set(UNSEEN_DATA["families"]) == {"megatron-moe-modelzoo", "internevo"}
     assert not unseen & registered
     fitted = {r.get("family") for path in throughput.DATA_FILES for r in yaml.safe_load(path.read_text())["runs"]}
-    assert not unseen & fitted  # nothing in bench/throughput.py's fit comes from these families
+    assert not unseen & fitted  # nothing in bench/throughput.py's efficiency fit comes from these families
+    # The ModelZoo's MoE rows joined the MoE host-time fit (bench/throughput.py MOE_FOLDED, session 38) after the
+    # first-seen figures below were recorded: they move with it (0.25 -> 0 ms a layer), and nothing else is fitted.
+    assert unseen & throughput.MOE_FOLDED_FAMILIES == {"megatron-moe-modelzoo"}
     assert len({r["name"] for r in ROWS}) == len(ROWS) == 23
 
 

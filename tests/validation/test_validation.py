@@ -118,10 +118,12 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     # The figure that counts is the one held out by source family: every family's 308 dense rows, 6.5 % within
     # 1.52x (the constant: 14.2 %), held at 8 % and 1.6x. The 23 small fine-tunes: 5.6 %, within 1.44x (Qwen's 7B
     # full fine-tune on 2 A100 under DeepSpeed ZeRO-3, whose step time is flat in the sequence length), held at 8 %
-    # and 1.5x. The 13 MoE rows (13.0 % median, 1.25x worst as shipped; 13.3 % and 1.25x with the host time fitted
+    # and 1.5x. The 13 MoE rows (12.3 % median, 1.25x worst as shipped; 12.3 % and 1.25x with the host time fitted
     # without each row; issue 48 asks for 15 % and 1.5x) are held at 15 % and 1.3x: the rows whose recipes recompute modules
     # gpuplan does not model (recompute_modules mla_up_proj, moe_act, layernorm: no stated recompute in the rows)
-    # are costed with the fewest layers recomputed that fit.
+    # are costed with the fewest layers recomputed that fit. The MoE host time is fitted on them and on 18 rows of two
+    # first-seen Megatron-Core MoE tables (bench/throughput.py MOE_FOLDED: 16.1 %, within 1.69x, reported apart);
+    # held out by source family every MoE row, 34 of 5 families: 13.6 %, held at 15 % (issue 48's figure).
     stdout = _bench(
         "throughput.py",
         "--fit",
@@ -129,13 +131,14 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
         *("--max-finetune-median", "0.08", "--max-finetune-worst", "1.50"),
         *("--max-gb200-median", "0.09", "--max-gb200-worst", "1.20"),
         *("--max-llm-foundry-median", "0.06", "--max-llm-foundry-worst", "1.50"),
-        *("--max-lofo-median", "0.08", "--max-lofo-worst", "1.60"),
+        *("--max-lofo-median", "0.08", "--max-lofo-worst", "1.60", "--max-moe-lofo-median", "0.15"),
         *("--max-dense-group-median", "0.15", "--max-dense-group-worst", "1.60"),
     )
     # Held out by family within each GPU generation and framework family (bench/lofo_groups.py; issue 48 asks
     # 15 % each, every row within 1.5x): dense A100 5.7 %, H100/H200 8.1 %, Blackwell 10.0 %; Megatron-Core 8.1 %,
     # FSDP / torchtitan 6.4 %, DeepSpeed 9.6 % (8 rows); worst 1.52x (OLMo-core's 13B in FP8), held at 15 % and
-    # 1.6x. MoE (reported, not held): 18-19 % per group.
+    # 1.6x. MoE (reported, not held): Megatron-Core 11.8 % (31 rows), FSDP / torchtitan 19.0 % (AutoModel's 3),
+    # Hopper 16.1 %, Blackwell 8.9 %.
     assert "dense on DeepSpeed" in stdout and "dense on blackwell" in stdout
     assert "dense on Hugging Face (Trainer / accelerate)" in stdout  # issue 48's fourth framework family
     assert "54 dense rows" in stdout
@@ -156,7 +159,7 @@ def test_throughput_on_published_layouts_stays_within_the_documented_figures():
     # out by family 5.8 %, 1.37x; the constant 13.5 %, 1.58x); held at 6 % and 1.5x.
     assert "216 llm-foundry rows" in stdout
     # Beside each group: leave one family out (issue 35) and the table columns only, with the refusals named.
-    assert stdout.count("leave one family out:") == 6 and stdout.count("table columns only:") == 6
+    assert stdout.count("leave one family out:") == 7 and stdout.count("table columns only:") == 7
     assert "Leave one family out" in stdout and "Table columns only:" in stdout
     # The efficiency model fitted on every dense row of every family, each base with its rows and families;
     # the shipped parameters are that fit's, and the shipping rule holds for them held out by family.
