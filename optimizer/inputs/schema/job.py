@@ -175,12 +175,14 @@ class JobSpec(_Model):
         "Megatron-Core's --cp-comm-type a2a) or all_to_all_repeat_kv (the same with K and V repeated to every query "
         "head before the all-to-all: XTuner's sequence_parallel).",
     )
-    gradient_accumulator: Literal["in_place", "after_backward"] = Field(
+    gradient_accumulator: Literal["in_place", "after_backward", "unsharded"] = Field(
         "in_place",
         description="Where backward writes the gradients: in_place (default: into the buffer gpuplan counts, "
         "Megatron-Core's main_grad, PyTorch's .grad, FSDP's and DeepSpeed's partitions) or after_backward (fresh 16-bit "
         "gradients of every parameter of the stage each micro-batch, added to the fp32 buffer when its backward ends, "
-        "and reduced through torch DDP's bucket copy without ZeRO: nanotron's FP32GradientAccumulator).",
+        "and reduced through torch DDP's bucket copy without ZeRO: nanotron's FP32GradientAccumulator) or unsharded "
+        "(FSDP2 with set_requires_gradient_sync(False) on every micro-batch but the last: each unit's gradient kept "
+        "unsharded in fp32 until the last one's reduce-scatter, KempnerForge's maybe_no_sync).",
     )
     master_weights: bool = Field(
         True,
