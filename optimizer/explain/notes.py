@@ -378,6 +378,13 @@ def kernel_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
         attention = f"attention in {kernel} at {share} on {sku.name}"
     if fused:
         stack = "Transformer Engine's fused layers"
+    elif framework and framework.fused_kernels and ctx.job.framework_pinned:  # check --framework on an auto job
+        stack = (
+            f"costed as eager PyTorch: the job's framework is auto, and check's --framework {plan.strategy.framework} "
+            "pins the layout's framework, costed as the auto question's solve costs it (job.framework: "
+            f"{plan.strategy.framework} in the job file, or solve --framework {plan.strategy.framework}, costs "
+            "Transformer Engine's fused layers)"
+        )
     elif framework and framework.fused_kernels:  # a Megatron label under framework auto: costed as eager
         stack = (
             f"costed as eager PyTorch under framework auto (--framework {plan.strategy.framework} costs "

@@ -120,6 +120,19 @@ def test_the_answer_says_which_kernels_its_speed_assumes():
     assert not any(n.startswith("kernels:") for n in check(stated, FSDP).notes)
 
 
+def test_a_check_pinning_megatron_on_an_auto_question_says_how_to_cost_megatrons_kernels():
+    # check's --framework pins the layout's framework; on a framework-auto job the layout is costed as the auto
+    # question's solve costs it (eager PyTorch), and the note names the setting that costs Transformer Engine's
+    # layers (the job's framework), not the --framework just given
+    megatron = CheckRequest("H100-SXM", 8, tp=2, pp=1, micro_batch=1, framework="megatron", compare=False)
+    auto = check(problem_of(), megatron)
+    note = next(n for n in auto.notes if n.startswith("kernels:"))
+    assert "job's framework is auto" in note and "job.framework: megatron" in note
+    named = check(problem_of(framework="megatron"), megatron)
+    assert any(n.startswith("kernels: Transformer Engine's fused layers") for n in named.notes)
+    assert named.plan.tokens_per_s > auto.plan.tokens_per_s
+
+
 def test_the_exports_start_the_compiled_run_the_plan_assumed():
     compiled = check(problem_of(framework="fsdp", compile=True), FSDP)
     problem = problem_of(framework="fsdp", compile=True)
