@@ -138,9 +138,10 @@ def expert_tp_gather_s(shape, layout: Layout, tokens, layers, links: Links) -> n
 
 
 def expert_tokens(layout: Layout, tokens):
-    """Tokens a rank dispatches to the experts per micro-batch: the sequence share it holds (b s / cp) when the
-    experts are split by the attention TP; with parallel folding each of the tp ranks dispatches its own
-    1 / tp of them (sequence parallel) to experts split etp ways (Megatron-Core MoE parallel folding)."""
+    """Tokens a rank's experts compute on per micro-batch (their rows, top-k routed copies aside): the sequence
+    share b s / cp when the experts are split by the attention TP (the expert-TP group gathers its members'
+    ``dispatched_tokens``); with parallel folding the tp ranks' own 1 / tp shares, gathered over etp of them
+    (Megatron-Core MoE parallel folding)."""
     return np.asarray(tokens, float) * layout.expert_tp / np.asarray(layout.tp, float)
 
 
