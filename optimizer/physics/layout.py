@@ -187,6 +187,8 @@ class RunSettings:
     logits_bytes_per_vocab: Floats = (
         12.0  # per token and vocabulary entry the loss takes (constants.LOGITS_BYTES_PER_VOCAB)
     )
+    # the loss runs on vocabulary-sharded logits, split by TP (job.loss_parallel; physics/vocab_split.py)
+    loss_parallel: bool = True
     activation_offload: bool = False  # saved activations in pinned CPU memory between forward and backward
     variable_lengths: bool = False  # unpacked samples of different lengths (job.variable_lengths)
     # what selective recompute re-runs (Megatron-Core's --recompute-modules; physics/recompute_modules.py)

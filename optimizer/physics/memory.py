@@ -56,6 +56,7 @@ from .memory_terms import (
 from .pipeline import heaviest_stage_share, in_flight, interleaved_in_flight_factor
 from .recompute_modules import freed_bytes_per_token
 from .shapes import ModelShape, TrainingState
+from .vocab_split import loss_vocab_split
 
 
 @dataclass
@@ -405,11 +406,11 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout, s
             norm_layer * layers * (1.0 - share), np.where(recomputing, norm_layer, 0.0)
         )
 
-    logits = settings.logits_bytes_per_vocab * s * b * shape.vocab
+    logits = settings.logits_bytes_per_vocab * s * b * shape.vocab / loss_vocab_split(settings, layout)
     v = np.asarray(layout.virtual_stages, float)
     first_stage = (stored(held) / tp + unsplit(held)) * interleaved_in_flight_factor(pp, v)
-    last_stage = (stored(last_held) + logits) / tp + unsplit(last_held)
-    return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits / tp)
+    last_stage = stored(last_held) / tp + logits + unsplit(last_held)
+    return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits)
 
 
 def least_recomputed_layers(
@@ -450,8 +451,8 @@ def loss_largest_tensor_bytes_per_vocab(logits_bytes_per_vocab) -> np.ndarray:
 def allocator_fragmentation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -> np.ndarray:
     """PyTorch's caching allocator's reserved-minus-allocated gap per GPU: about one of the step's largest transient
     tensors, a new segment taken when no cached block is whole for it (constants.FRAMEWORK_RESERVE_FRACTION's
-    comment), here the loss's largest logits tensor on a GPU: s b V / (t cp) entries (the vocabulary split by TP as
-    ``activation_bytes`` splits the logits; the sequence by CP). It does not grow with the GPU's capacity.
+    comment), here the loss's largest logits tensor on a GPU: s b V / (t cp) entries (the vocabulary split over TP
+    where the loss is, ``vocab_split.loss_vocab_split``, as ``activation_bytes`` splits the logits; the sequence by CP). It does not grow with the GPU's capacity.
 
     Against published reserved figures (validation/memory_runs.yaml: reserved minus gpuplan's allocated peak):
     torchtitan's Llama 3.1 8B at local batch 2 and 8192 tokens, eager loss (one fp32 logits tensor 7.8 GiB), 7.7 and
@@ -459,7 +460,7 @@ def allocator_fragmentation_bytes(shape: ModelShape, settings: RunSettings, layo
     2) Trainy's H200 runs 2.9 and 3.7 GiB, where 5 % of capacity gave 6.6 GiB on H200 and 8.4 GiB on B200."""
     tokens = float(settings.seq_len) * np.asarray(layout.micro_batch, float) / np.asarray(layout.cp, float)
     per_vocab = loss_largest_tensor_bytes_per_vocab(settings.logits_bytes_per_vocab)
-    return per_vocab * tokens * shape.vocab / np.asarray(layout.tp, float)
+    return per_vocab * tokens * shape.vocab / loss_vocab_split(settings, layout)
 
 
 def framework_reserve_bytes(setting, capacity_bytes, fragmentation_bytes=None, allocated_bytes=0.0) -> np.ndarray:

@@ -331,6 +331,7 @@ class JobContext:
             seq_len=float(self.job.seq_len),
             eager_attention=self.job.attention == "eager",
             logits_bytes_per_vocab=LOGITS_BYTES_PER_VOCAB[self.job.loss],
+            loss_parallel=self.job.loss_parallel,
             activation_offload=self.job.activation_offload,
             variable_lengths=self.job.variable_lengths,
             recompute_modules=self.modules,

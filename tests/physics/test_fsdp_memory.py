@@ -107,3 +107,36 @@ def test_kempnerforge_7b_fsdp4_published_peak():
     # mfu_scaling.md row 4: "| 4 | 4 | 1 | 7B | FSDP=4 | 38,983 | **53.8** | 61.1 GB | 3.36s |": two micro-batches of
     # 4 hold the same 29.9 GiB of fp32 gradients as FSDP 2's four of 2, so the peak barely moves though the shards halve
     assert _kempnerforge_gib("llama-3.1-8b", 4, 4, 2, "unsharded") == pytest.approx(61.1, rel=0.10)
+
+
+def _tp4_gib(loss_parallel: bool) -> float:
+    """KempnerForge's 7B at TP 4 x FSDP 8 on 32 H200 (mfu_bench.sh experiment 12: batch 4 x 2 micro-batches)."""
+    job = {
+        "name": "kempnerforge-tp",
+        "model": "llama-3.1-8b",
+        "method": "full",
+        "tokens": "10M",
+        "seq_len": 4096,
+        "global_batch": 8 * 4 * 2,
+        "framework": "torchtitan",
+        "kernels": "fused",
+        "master_weights": False,
+        "loss": "flash",
+        "attention": "flash",
+        "optimizer_implementation": "fused",
+        "gradient_accumulator": "unsharded",
+        "loss_parallel": loss_parallel,
+    }
+    problem = Problem.model_validate(expand_models({"job": job}))
+    request = CheckRequest("H200", 32, tp=4, pp=1, zero=3, micro_batch=4, grad_accum=2, recompute="full", compare=False)
+    m = check(problem, request).plan.memory_gib
+    return m.weights + m.gradients + m.optimizer + m.activations + m.optimizer_step - m.not_concurrent
+
+
+def test_a_gathered_output_head_keeps_the_whole_vocabulary_on_every_tp_rank():
+    # KempnerForge's output head gathers the logits to Replicate (tensor_parallel.py): the loss's 4 bytes a token and
+    # vocabulary entry (flash: bf16 logits and gradient) over 4 x 4096 tokens and 128,256 entries, whole on each of the
+    # 4 TP ranks: 7.8 GiB, not 1.96; mfu_scaling.md row 12 publishes 27.6 GiB ("| 12 | 32 | 8 | 7B | TP=4+FSDP=8 |")
+    gathered, split = _tp4_gib(False), _tp4_gib(True)
+    assert gathered - split == pytest.approx(4.0 * 4 * 4096 * 128256 * (1 - 1 / 4) / GIB, rel=0.01)
+    assert abs(gathered - 27.6) < abs(split - 27.6)

@@ -184,6 +184,12 @@ class JobSpec(_Model):
         "(FSDP2 with set_requires_gradient_sync(False) on every micro-batch but the last: each unit's gradient kept "
         "unsharded in fp32 until the last one's reduce-scatter, KempnerForge's maybe_no_sync).",
     )
+    loss_parallel: bool = Field(
+        True,
+        description="With TP, whether the loss runs on logits split over the vocabulary (Megatron-Core's "
+        "vocab-parallel cross-entropy, torchtitan's loss_parallel) or, false, on the whole vocabulary's logits "
+        "gathered on every TP rank (an output head ColwiseParallel(output_layouts=Replicate()): KempnerForge).",
+    )
     master_weights: bool = Field(
         True,
         description="Mixed precision with an fp32 master copy (AdamW 12 B/param of state: Megatron, DeepSpeed, "
