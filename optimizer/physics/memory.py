@@ -526,8 +526,9 @@ def memory_breakdown(
     (per layout) counts ZeRO-2/3 states as DeepSpeed's estimators do."""
     weights, grads, optim = state_bytes(shape, train, layout, zero3_per_step, deepspeed, settings.main_grad)
     weights = weights + kbit_upcast_bytes(train, layout)  # PEFT's fp32 copy of a QLoRA base's 16-bit parameters
-    # FSDP2 without gradient sync until the last micro-batch: each unit's fp32 gradient held unsharded (fsdp_memory.py)
-    accumulated = unsharded_accumulated_grad_bytes(shape, train, layout)
+    # FSDP2 without gradient sync until the last micro-batch: each unit's fp32 gradient held unsharded (fsdp_memory.py;
+    # the weights held over the step, zero3_per_step, count that gradient in state_bytes already)
+    accumulated = np.where(zero3_per_step, 0.0, unsharded_accumulated_grad_bytes(shape, train, layout))
     grads = gradients_at_peak_bytes(grads, accumulated, settings.frees_gradients)
     if np.any(deepspeed) and shape.has_shapes:  # ZeRO-3 keeps the running block gathered (reuse distance)
         weights = weights + np.where(np.asarray(deepspeed, bool), deepspeed_held_block_bytes(shape, train, layout), 0.0)

@@ -140,3 +140,16 @@ def test_a_gathered_output_head_keeps_the_whole_vocabulary_on_every_tp_rank():
     gathered, split = _tp4_gib(False), _tp4_gib(True)
     assert gathered - split == pytest.approx(4.0 * 4 * 4096 * 128256 * (1 - 1 / 4) / GIB, rel=0.01)
     assert abs(gathered - 27.6) < abs(split - 27.6)
+
+
+def test_weights_held_over_the_step_already_count_the_unsharded_gradient():
+    # torchtitan with PP sets set_requires_gradient_sync(False) itself (torch/distributed/pipelining/stage.py
+    # backward_maybe_with_nosync), counted by state_bytes' weights-held-over-the-step path: not a second time here
+    def gradients_gib(accumulator: str) -> float:
+        job = {"name": "pp", "model": "llama-3.1-8b", "method": "full", "tokens": "10M", "seq_len": 4096}
+        job |= {"global_batch": 32, "framework": "torchtitan", "gradient_accumulator": accumulator}
+        problem = Problem.model_validate(expand_models({"job": job}))
+        request = CheckRequest("H100-SXM", 8, tp=1, pp=2, zero=3, micro_batch=1, grad_accum=8, compare=False)
+        return check(problem, request).plan.memory_gib.gradients
+
+    assert gradients_gib("unsharded") == pytest.approx(gradients_gib("in_place"))
