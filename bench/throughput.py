@@ -161,6 +161,9 @@ def problem_for(run: dict, efficiency: float | None, host_ms: HostMs | None = No
             **{key: run[key] for key in FINETUNE_KEYS if key in run},
             # Megatron-Core's --recompute-modules where the recipe names them (physics/recompute_modules.py)
             **({"recompute_modules": run["recompute_modules"]} if run.get("recompute_modules") else {}),
+            # where backward leaves the gradients under accumulation (job.gradient_accumulator: KempnerForge's FSDP2
+            # without gradient sync until the last micro-batch, physics/fsdp_memory.py)
+            **({"gradient_accumulator": run["gradient_accumulator"]} if run.get("gradient_accumulator") else {}),
             # the context-parallel exchange where the row's trainer names one (job.context_parallel: XTuner's Ulysses)
             **({"context_parallel": run["context_parallel"]} if run.get("context_parallel") else {}),
         },

@@ -55,6 +55,7 @@ from .constants import (
 )
 from .context_parallel import context_parallel_s
 from .eager_attention import eager_attention_s
+from .fsdp_memory import UNSHARDED_ACCUMULATOR
 from .gemm import rows_factor
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .links import Links, ring
@@ -394,7 +395,9 @@ def _data_parallel_exposed_s(
     sets ``set_reshard_after_backward(False)`` and ``set_requires_gradient_sync(False)`` and reduces after
     the last micro-batch; torchtitan keeps reshard_after_forward False under PP; NeMo AutoModel's
     ``enable_fsdp_optimizations`` does both without PP). The step's all-gather hides behind the first
-    micro-batch's forward (a third of it), its reduce-scatter behind the last backward (two thirds)."""
+    micro-batch's forward (a third of it), its reduce-scatter behind the last backward (two thirds). A loop that
+    skips FSDP2's gradient sync on all but the last micro-batch (``job.gradient_accumulator: unsharded``) gathers
+    per micro-batch and reduce-scatters once, behind the last backward."""
     tp = np.asarray(layout.tp, float)
     dp = np.asarray(layout.dp, float) * np.asarray(layout.cp, float)
     zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
@@ -421,7 +424,11 @@ def _data_parallel_exposed_s(
         return dense + experts
 
     per_step_held = np.asarray(zero3_per_step, bool) & (zero >= 3)
-    zero3_micro_s = gathers_s(2.0, 1.0)
+    # FSDP2 without gradient sync on every micro-batch but the last (job.gradient_accumulator "unsharded",
+    # physics/fsdp_memory.py): each micro-batch gathers the weights twice, the gradients are reduce-scattered once,
+    # behind the last backward (FSDPParamGroup.post_backward returns before reducing while reduce_grads is False)
+    unsynced = (train.gradient_accumulator == UNSHARDED_ACCUMULATOR) & (zero >= 3) & ~per_step_held & (shard > 1)
+    zero3_micro_s = np.where(unsynced, gathers_s(2.0, 0.0), gathers_s(2.0, 1.0))
     per_micro_s = np.where(
         (zero >= 3) & ~per_step_held,
         zero3_micro_s,
@@ -439,7 +446,7 @@ def _data_parallel_exposed_s(
     per_step_s = per_step_shard_s + allreduce_s
     busy = mb.busy_s
     held_gather_s = np.where(per_step_held, gathers_s(1.0, 0.0), 0.0)
-    held_reduce_s = np.where(per_step_held, gathers_s(0.0, 1.0), 0.0)
+    held_reduce_s = np.where(per_step_held | unsynced, gathers_s(0.0, 1.0), 0.0)
     return (
         m * np.maximum(0.0, per_micro_s - overlap * busy)
         + np.maximum(0.0, held_gather_s - overlap * (1.0 - LAST_BACKWARD_SHARE_OF_MICRO_BATCH) * busy)

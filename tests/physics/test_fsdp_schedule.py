@@ -1,6 +1,8 @@
 """ZeRO-3 / FSDP traffic: which links a sharded collective uses, and when the weights are gathered under
 gradient accumulation (per micro-batch or once per step), with the memory that holding them costs."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -70,6 +72,19 @@ def test_with_gradient_accumulation_fsdp2_regathers_every_micro_batch_unless_wei
     per_micro = _network_s(layout, nodes=8)
     per_step = _network_s(layout, nodes=8, per_step=True)
     assert per_micro / per_step == pytest.approx(8 * 3 / 2)
+
+
+def test_fsdp2_without_gradient_sync_reduce_scatters_once_a_step():
+    # A loop that skips the gradient sync on all but the last micro-batch (set_requires_gradient_sync(False):
+    # job.gradient_accumulator unsharded) still regathers the weights twice a micro-batch, and reduce-scatters the
+    # gradients once, after the last backward: 8 x 2 + 1 transfers of the weights' size where the default runs 8 x 3.
+    layout = Layout(dp=64, zero=3, shard=64, grad_accum=8)
+    train = _train()
+    unsynced = dataclasses.replace(train, gradient_accumulator="unsharded")
+    synced_s = step_time(SHAPE, train, _cluster(8), layout, NO_OVERLAP)
+    unsynced_s = step_time(SHAPE, unsynced, _cluster(8), layout, NO_OVERLAP)
+    ratio = (unsynced_s.step_s - unsynced_s.ideal_s) / (synced_s.step_s - synced_s.ideal_s)
+    assert ratio == pytest.approx((8 * 2 + 1) / (8 * 3))
 
 
 def test_holding_the_weights_costs_the_unsharded_stage_and_its_fp32_gradient():

@@ -163,9 +163,13 @@ def test_kempnerforge_first_seen():
     ratios = scored(SPEEDS, "kempnerforge")
     assert len(ratios) == 16
     # 14 dense rows (FSDP2 and TP on 1-32 H200): median |error| 13.0 %, 0.72 (7B on one GPU, 10,471 published, 7,513
-    # predicted) to 1.30 (7B at TP 4 x FSDP 8 on 32 GPUs)
+    # predicted) to 1.30 (7B at TP 4 x FSDP 8 on 32 GPUs). With the rows' gradient_accumulator unsharded (session 38:
+    # FSDP2 without gradient sync reduce-scatters once a step, as KempnerForge's maybe_no_sync runs it) 14.8 %: the
+    # 70B at TP 4 x FSDP 8 1.03 -> 1.30 (551.8 published, 570 -> 720), its per-micro-batch reduce-scatters gone. Its
+    # step is slower than gpuplan's per-micro-batch traffic already implied, which points at what the rows do not
+    # state: the FSDP group's inter-node bandwidth on 4-GPU nodes and the fp32 reduce (reduce_dtype float32)
     dense = [s.ratio for s in SPEEDS if s.scored and s.row["family"] == "kempnerforge" and s.row["kind"] == "dense"]
-    assert statistics.median(abs(r - 1) for r in dense) <= 0.14
+    assert statistics.median(abs(r - 1) for r in dense) <= 0.15
     assert max(factor(r) for r in dense) <= 1.4
     # 2 scored MoE rows (packed experts, FSDP 8 over 2 nodes of 4 H200, EP 1): 2.45 (8 experts: 6,372 published,
     # 15,595 predicted) and 3.32 (16 experts: 4,608 published, 15,278 predicted), far outside 1.5x
