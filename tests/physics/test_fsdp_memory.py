@@ -64,15 +64,17 @@ def test_the_sharded_gradients_add_only_where_the_loop_keeps_them():
     assert list(freed) == [8.0, 8.0, 5.0] and list(kept) == [9.0, 9.0, 5.0]
 
 
-def _kempnerforge_gib(model: str, gpus: int, micro_batch: int, grad_accum: int, accumulator: str) -> float:
-    """gpuplan's allocated peak for KempnerForge's mfu_bench.sh run (pure bf16 fused AdamW, full recompute, 4096)."""
+def _kempnerforge_gib(model: str, gpus: int, micro_batch: int, grad_accum: int, accumulator: str, **layout) -> float:
+    """gpuplan's allocated peak for KempnerForge's mfu_bench.sh run (pure bf16 fused AdamW, full recompute, 4096);
+    ``layout`` adds tp and the job's loss_parallel."""
+    loss_parallel = layout.pop("loss_parallel", True)
     job = {
         "name": "kempnerforge",
         "model": model,
         "method": "full",
         "tokens": "10M",
         "seq_len": 4096,
-        "global_batch": gpus * micro_batch * grad_accum,
+        "global_batch": gpus // layout.get("tp", 1) * micro_batch * grad_accum,
         "framework": "torchtitan",
         "kernels": "fused",
         "master_weights": False,
@@ -80,19 +82,11 @@ def _kempnerforge_gib(model: str, gpus: int, micro_batch: int, grad_accum: int, 
         "attention": "flash",
         "optimizer_implementation": "fused",
         "gradient_accumulator": accumulator,
+        "loss_parallel": loss_parallel,
     }
     problem = Problem.model_validate(expand_models({"job": job}))
-    request = CheckRequest(
-        "H200",
-        gpus,
-        tp=1,
-        pp=1,
-        zero=3,
-        micro_batch=micro_batch,
-        grad_accum=grad_accum,
-        recompute="full",
-        compare=False,
-    )
+    shape = {"tp": 1, "pp": 1, "zero": 3, "recompute": "full", "compare": False, **layout}
+    request = CheckRequest("H200", gpus, micro_batch=micro_batch, grad_accum=grad_accum, **shape)
     m = check(problem, request).plan.memory_gib
     return m.weights + m.gradients + m.optimizer + m.activations + m.optimizer_step - m.not_concurrent
 
@@ -111,26 +105,7 @@ def test_kempnerforge_7b_fsdp4_published_peak():
 
 def _tp4_gib(loss_parallel: bool) -> float:
     """KempnerForge's 7B at TP 4 x FSDP 8 on 32 H200 (mfu_bench.sh experiment 12: batch 4 x 2 micro-batches)."""
-    job = {
-        "name": "kempnerforge-tp",
-        "model": "llama-3.1-8b",
-        "method": "full",
-        "tokens": "10M",
-        "seq_len": 4096,
-        "global_batch": 8 * 4 * 2,
-        "framework": "torchtitan",
-        "kernels": "fused",
-        "master_weights": False,
-        "loss": "flash",
-        "attention": "flash",
-        "optimizer_implementation": "fused",
-        "gradient_accumulator": "unsharded",
-        "loss_parallel": loss_parallel,
-    }
-    problem = Problem.model_validate(expand_models({"job": job}))
-    request = CheckRequest("H200", 32, tp=4, pp=1, zero=3, micro_batch=4, grad_accum=2, recompute="full", compare=False)
-    m = check(problem, request).plan.memory_gib
-    return m.weights + m.gradients + m.optimizer + m.activations + m.optimizer_step - m.not_concurrent
+    return _kempnerforge_gib("llama-3.1-8b", 32, 4, 2, "unsharded", tp=4, loss_parallel=loss_parallel)
 
 
 def test_a_gathered_output_head_keeps_the_whole_vocabulary_on_every_tp_rank():
