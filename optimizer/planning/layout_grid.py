@@ -265,13 +265,27 @@ def _expert_layouts(
         return _DENSE  # (a grid of a million layouts asks this for each of them)
     if requested_etp is None or requested_etp == tp:
         unfolded = [(ep, 0) for ep in expert_choices(ctx, replicas, requested_ep)]
-        if requested_etp == tp or tp == 1 or not requested_ep or (requested_ep, 0) in unfolded:
+        if requested_etp == tp or tp == 1:
             return unfolded
+        if not requested_ep or (requested_ep, 0) in unfolded:
+            # expert TP left open: the attention TP (Megatron-LM's --expert-tensor-parallel-size default) and, where a
+            # framework folds, expert TP 1, today's recipes' (Megatron-Bridge recipes/qwen/qwen3_moe.py
+            # expert_tensor_parallel_size 1 at TP 4; its H100 Qwen3-235B perf recipe TP 2 x ETP 1)
+            return unfolded + (_folded(ctx, tp, replicas, requested_ep, 1) if _may_fold(ctx) else [])
         requested_etp = 1
-    folded = [
-        ep for ep in expert_choices(ctx, tp * replicas, requested_ep) if (tp * replicas) % (ep * requested_etp) == 0
-    ]
-    return [(ep, requested_etp) for ep in folded]
+    return _folded(ctx, tp, replicas, requested_ep, requested_etp)
+
+
+def _folded(ctx: JobContext, tp: int, replicas: int, requested_ep: int | None, etp: int) -> list[tuple[int, int]]:
+    """Megatron-Core's parallel folding: (ep, etp) with EP x expert TP dividing all TP x DP x CP ranks."""
+    eps = expert_choices(ctx, tp * replicas, requested_ep)
+    return [(ep, etp) for ep in eps if (tp * replicas) % (ep * etp) == 0]
+
+
+def _may_fold(ctx: JobContext) -> bool:
+    """Whether the job's framework (or one auto may pick) folds the experts' TP apart from the attention's."""
+    names = FRAMEWORKS if ctx.job.framework == "auto" else (ctx.job.framework,)
+    return any(FRAMEWORKS[name].expert_folding for name in names if name in FRAMEWORKS)
 
 
 _DENSE = ((1, 0),)  # a dense model's one (ep, etp) pair

@@ -113,11 +113,13 @@ def test_moe_throughput_first_seen():
     # rows 0.99 and 0.97; split into 0.25 ms a layer and 0.2 ms per local expert (physics/constants.py), EP 32's 4
     # local experts wait 1.05 ms a layer and those rows read 1.10 and 1.13. Since these rows joined the MoE host-time
     # fit (bench/throughput.py MOE_FOLDED, session 38), which moved it to 0 ms a layer + 0.2 ms per local expert:
-    # 15.1 % (the EP 32 rows 1.12 and 1.15, the others within 0.01).
+    # 15.1 % (the EP 32 rows 1.12 and 1.15, the others within 0.01). Since check weighs expert TP 1 beside the
+    # attention TP where the page leaves it open (planning/layout_grid.py: today's Megatron recipes fold): 11.5 %,
+    # worst 0.82, the TP 4 x EP 8 row 0.59 -> 0.98 and TP 2 x PP 8 0.76 -> 1.03, both on expert TP 1.
     ratios = scored(SPEEDS, "xtuner-megatron-moe")
     assert len(ratios) == 9
-    assert statistics.median(abs(r - 1) for r in ratios) <= 0.16
-    assert max(factor(r) for r in ratios) <= 1.75
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.12
+    assert max(factor(r) for r in ratios) <= 1.25
     # the two EP 32 rows (cross-node all-to-all, with and without DeepEP) within 16 % (15 % before the refit above)
     ep32 = [s.ratio for s in SPEEDS if s.scored and s.row["layout"].get("ep") == 32]
     assert len(ep32) == 2 and all(abs(r - 1) <= 0.16 for r in ep32)
