@@ -238,6 +238,13 @@ def _chosen(plan_, fixed: Fixed, nodes: int | None) -> list[str]:
         "recompute": f"recompute {s.recompute_label}",
     }
     chosen = [text for name, text in auto.items() if getattr(fixed, name) is None]
+    # the MoE and long-sequence splits, where the plan uses them
+    if fixed.cp is None and s.cp > 1:
+        chosen.append(f"CP {s.cp}")
+    if fixed.ep is None and s.ep > 1:
+        chosen.append(f"EP {s.ep}")
+    if fixed.expert_tp is None and s.ep > 1 and s.tp > 1:
+        chosen.append(f"expert TP {s.expert_tp or s.tp}")
     if fixed.tp is None and fixed.pp is None and fixed.zero is None:
         chosen.append(f"framework {s.framework}")
     if nodes is None:

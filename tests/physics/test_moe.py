@@ -295,3 +295,15 @@ def test_each_tensor_parallel_rank_dispatches_its_own_sequence_shard():
     split, unsplit = _qwen3_30b_h100(2, 2, 4), _qwen3_30b_h100(2, 1, 4)
     ratio = split.time_breakdown_s["all_to_all"] / unsplit.time_breakdown_s["all_to_all"]
     assert ratio == pytest.approx((3 / 4 + 1) / (3 / 4), rel=1e-6)
+
+
+def test_check_says_which_expert_split_it_chose_where_the_question_left_it_open():
+    # the answer prints what it assumed: EP and the experts' TP chosen for a --tp 2 question on an MoE model
+    problem = _problem("qwen3-30b-a3b")
+    problem.job.global_batch = 32
+    result = check(problem, CheckRequest("H100-SXM", 16, tp=2, compare=False))
+    s = result.plan.strategy
+    assert s.ep > 1 and f"EP {s.ep}" in result.chosen
+    assert f"expert TP {s.expert_tp or s.tp}" in result.chosen
+    pinned = check(problem, CheckRequest("H100-SXM", 16, tp=2, ep=s.ep, expert_tp=s.expert_tp or 2, compare=False))
+    assert not any(c.startswith(("EP ", "expert TP")) for c in pinned.chosen)
