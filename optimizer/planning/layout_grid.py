@@ -258,9 +258,10 @@ def expert_choices(ctx: JobContext, replicas: int, requested: int | None = None)
 def _expert_layouts(
     ctx: JobContext, tp: int, replicas: int, requested_ep: int | None, requested_etp: int | None
 ) -> Sequence[tuple[int, int]]:
-    """(ep, etp) pairs: EP over the DP x CP ranks, the experts split by the attention TP (etp 0); or, for an expert
-    TP other than ``tp`` (asked, or 1 for a pinned EP only folding reaches), Megatron-Core's parallel folding: EP x
-    expert TP dividing all TP x DP x CP ranks (Megatron-Core MoE docs, "MoE Parallel Folding")."""
+    """(ep, etp) pairs: EP over the DP x CP ranks, the experts split by the attention TP (etp 0), and where the expert
+    TP is left open and a framework folds, expert TP 1 as well; or, for an expert TP other than ``tp`` (asked, or 1
+    for a pinned EP only folding reaches), only Megatron-Core's parallel folding: EP x expert TP dividing all TP x DP
+    x CP ranks (Megatron-Core MoE docs, "MoE Parallel Folding")."""
     if not ctx.shape.experts:
         return _DENSE  # (a grid of a million layouts asks this for each of them)
     if requested_etp is None or requested_etp == tp:
