@@ -22,6 +22,15 @@ from .shapes import ModelShape, TrainingState
 UNSHARDED_ACCUMULATOR = "unsharded"
 
 
+def skips_gradient_sync(train: TrainingState, layout: Layout) -> np.ndarray:
+    """Per layout, whether FSDP2 skips the gradient reduction on every micro-batch but the last: the job's loop says
+    so (``train.gradient_accumulator`` "unsharded"), FSDP shards (ZeRO-3 over more than one rank: ``fully_shard``)
+    and a step has more than one micro-batch (with one, its only micro-batch is the last and reduces)."""
+    zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
+    applies = (zero >= 3) & (shard > 1) & (np.asarray(layout.grad_accum, float) > 1)
+    return applies & (train.gradient_accumulator == UNSHARDED_ACCUMULATOR)
+
+
 def unsharded_accumulated_grad_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> np.ndarray:
     """Per GPU, the unsharded gradients FSDP2 keeps between micro-batches where the loop skips the gradient sync
     (``train.gradient_accumulator`` "unsharded"), at the peak of any micro-batch after the first: every trainable
@@ -42,10 +51,9 @@ def unsharded_accumulated_grad_bytes(shape: ModelShape, train: TrainingState, la
     Published: KempnerForge's mfu_scaling benchmark (validation/unseen_families_6.yaml, family kempnerforge,
     torch.cuda.max_memory_allocated) keeps 25-32 GiB at FSDP 2-8 x TP 4 whatever the FSDP degree: Llama 3.1 8B
     at TP 4, 7.5 GiB of it this term."""
-    zero, shard = np.asarray(layout.zero), np.asarray(layout.shard, float)
-    applies = (zero >= 3) & (shard > 1) & (np.asarray(layout.grad_accum, float) > 1)
-    if train.gradient_accumulator != UNSHARDED_ACCUMULATOR or not np.any(applies):
-        return np.zeros(np.broadcast(zero, shard, np.asarray(layout.grad_accum)).shape)
+    applies = skips_gradient_sync(train, layout)
+    if not np.any(applies):
+        return np.zeros(np.shape(applies))
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
     expert_split = np.asarray(layout.ep, float) * layout.expert_tp
     trainable_share = 0.0 if train.lora else shape.expert_share  # routed experts are not LoRA-adapted

@@ -211,9 +211,15 @@ def not_concurrent_bytes(activation_bytes, grad_bytes, step_temporary_bytes, lay
     torch.cuda.max_memory_allocated) peak at 5 x the 16-bit parameter bytes on every line whatever the batch
     (Mistral 7B on one A100: 67.46 GiB at batch 4 and 8), the step's weights, gradients, two AdamW moments and
     foreach's denominator, not at the activations plus the gradients."""
-    freed = np.asarray(frees_gradients, bool) & (np.asarray(layout.grad_accum) <= 1)
+    freed = gradients_freed(layout, frees_gradients)
     other = np.asarray(step_temporary_bytes, float) + np.where(freed, np.asarray(grad_bytes, float), 0.0)
     return np.minimum(np.asarray(activation_bytes, float), other)
+
+
+def gradients_freed(layout: Layout, frees_gradients) -> np.ndarray:
+    """Per layout, whether no gradient exists at the forward's peak (``not_concurrent_bytes``): the framework's loop
+    frees them after each step and no micro-batch accumulates into them (grad_accum 1)."""
+    return np.asarray(frees_gradients, bool) & (np.asarray(layout.grad_accum) <= 1)
 
 
 def cached_beyond_peak_bytes(not_concurrent_bytes, total_bytes, capacity_bytes) -> np.ndarray:

@@ -55,7 +55,7 @@ from .constants import (
 )
 from .context_parallel import context_parallel_s
 from .eager_attention import eager_attention_s
-from .fsdp_memory import UNSHARDED_ACCUMULATOR
+from .fsdp_memory import skips_gradient_sync
 from .gemm import rows_factor
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .links import Links, ring
@@ -427,7 +427,7 @@ def _data_parallel_exposed_s(
     # FSDP2 without gradient sync on every micro-batch but the last (job.gradient_accumulator "unsharded",
     # physics/fsdp_memory.py): each micro-batch gathers the weights twice, the gradients are reduce-scattered once,
     # behind the last backward (FSDPParamGroup.post_backward returns before reducing while reduce_grads is False)
-    unsynced = (train.gradient_accumulator == UNSHARDED_ACCUMULATOR) & (zero >= 3) & ~per_step_held & (shard > 1)
+    unsynced = skips_gradient_sync(train, layout) & ~per_step_held
     zero3_micro_s = np.where(unsynced, gathers_s(2.0, 0.0), gathers_s(2.0, 1.0))
     per_micro_s = np.where(
         (zero >= 3) & ~per_step_held,

@@ -26,7 +26,7 @@ from ..physics.memory import (
     least_recomputed_layers,
     memory_breakdown,
 )
-from ..physics.memory_terms import ddp_copies
+from ..physics.memory_terms import ddp_copies, gradients_freed, not_concurrent_bytes
 from ..physics.time import StepTime, step_time
 from .columns import concat, take
 from .context import HardwareRow, JobContext, capacity_bytes
@@ -272,7 +272,7 @@ def _least_recompute(
     # the activations' room: beside the gradients where they live through the forward, else beside the weights and
     # state alone, the step (gradients and temporaries) fitting on its own (physics/memory_terms.not_concurrent_bytes)
     kept = mem.weights + mem.optimizer + mem.reserve
-    freed = np.asarray(settings.frees_gradients, bool) & (np.asarray(layout.grad_accum) <= 1)
+    freed = gradients_freed(layout, settings.frees_gradients)
     step_fits = kept + mem.gradients + mem.optimizer_step <= usable_bytes
     budget = np.where(freed, usable_bytes - kept, usable_bytes - (kept + mem.gradients))
     budget = np.where(step_fits, budget, -1.0)
@@ -294,11 +294,11 @@ def _least_recompute(
     activations = np.array(mem.activations, dtype=float)
     acts = activation_bytes(ctx.shape, take(settings, partial, n), some, ctx.train.pipeline_split)
     activations[partial] = acts / np.asarray(some.cp, float)
-    # what the activations and the step never hold at once, again: min(activations, temporaries + freed gradients)
-    param_grads = mem.gradients / (1.0 + ddp_copies(layout, settings.ddp_gradient_copy))  # DDP's buckets persist
-    other = mem.optimizer_step + np.where(freed, param_grads, 0.0)
+    # what the activations and the step never hold at once, for the new activations (DDP's buckets persist)
+    param_grads = mem.gradients / (1.0 + ddp_copies(layout, settings.ddp_gradient_copy))
     apart = np.array(mem.not_concurrent, dtype=float)
-    apart[partial] = np.minimum(activations, other)[partial]
+    again = not_concurrent_bytes(activations, param_grads, mem.optimizer_step, layout, settings.frees_gradients)
+    apart[partial] = again[partial]
     return layout, replace(mem, activations=activations, not_concurrent=apart)
 
 

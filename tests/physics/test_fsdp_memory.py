@@ -17,7 +17,7 @@ import pytest
 from optimizer import CheckRequest, check
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem
-from optimizer.physics.fsdp_memory import gradients_at_peak_bytes, unsharded_accumulated_grad_bytes
+from optimizer.physics.fsdp_memory import unsharded_accumulated_grad_bytes
 from optimizer.physics.layout import Layout
 from optimizer.physics.shapes import ModelShape, TrainingState
 
@@ -55,13 +55,6 @@ def test_every_trainable_parameter_is_held_in_fp32_split_by_tp_not_by_fsdp():
 def test_nothing_is_held_where_fsdp_shards_nothing_or_reduces_every_micro_batch(accumulator, zero, dp, grad_accum):
     layout = Layout(tp=1, pp=1, dp=dp, zero=zero, shard=dp, micro_batch=4, grad_accum=grad_accum)
     assert float(np.sum(unsharded_accumulated_grad_bytes(_shape(), _train(accumulator), layout))) == 0.0
-
-
-def test_the_sharded_gradients_add_only_where_the_loop_keeps_them():
-    grads, held = np.array([1.0, 1.0, 5.0]), np.array([8.0, 8.0, 0.0])
-    freed = gradients_at_peak_bytes(grads, held, frees_gradients=True)
-    kept = gradients_at_peak_bytes(grads, held, frees_gradients=False)
-    assert list(freed) == [8.0, 8.0, 5.0] and list(kept) == [9.0, 9.0, 5.0]
 
 
 def _kempnerforge_gib(model: str, gpus: int, micro_batch: int, grad_accum: int, accumulator: str, **layout) -> float:
