@@ -46,6 +46,11 @@ def _cells(quote: str) -> list[str]:
     return [c.strip() for c in quote.strip().strip("|").split("|")]
 
 
+def _scored_memories(counts: str) -> list:
+    """The scored memory rows of one counter (allocated or reserved)."""
+    return [s for s in unseen.scored_memories(MEMORIES) if s.row["counts"] == counts]
+
+
 def _speed(name: str):
     return next(s for s in SPEEDS if s.row["name"] == name)
 
@@ -53,16 +58,17 @@ def _speed(name: str):
 def test_the_families_are_new_and_listed():
     # neither family is registered in validation/families.yaml nor names a row of any other file of validation/
     assert assert_families_new("unseen_families_8.yaml", DATA) == {"liger-hf-examples", "te-llama-tutorial"}
-    assert len(RUNS) == 16 and len(MEMORY) == 10
+    assert len(RUNS) == 16 and len(MEMORY) == 20
     # every row is a dense full fine-tune on A100 or H100
     assert all(r["kind"] == "finetune" and r["task"] == "full_finetune" for r in RUNS)
     assert {r["sku"] for r in RUNS} == {"A100-80GB", "H100-SXM"}
 
 
 def test_each_liger_row_is_its_log_line():
-    memory = {m["name"].removesuffix("-memory"): m for m in MEMORY}
+    memory = {m["name"].removesuffix("-memory"): m for m in MEMORY if m["counts"] == "allocated"}
+    reserved = {m["name"].removesuffix("-reserved"): m for m in MEMORY if m["counts"] == "reserved"}
     rows = [r for r in RUNS if r["family"] == "liger-hf-examples"]
-    assert {r["name"] for r in rows} == set(memory) and len(rows) == 2 * len(LIGER_MODELS)
+    assert {r["name"] for r in rows} == set(memory) == set(reserved) and len(rows) == 2 * len(LIGER_MODELS)
     for row in rows:
         # avg_tokens_per_second counts every rank's tokens (the Trainer gathers num_input_tokens_seen): a job figure
         assert row["tokens_per_s_per_gpu"] == round(_logged(row["quote"], "avg_tokens_per_second") / LIGER_GPUS, 3)
@@ -77,6 +83,11 @@ def test_each_liger_row_is_its_log_line():
         assert mem["layout"]["micro_batch"] == row["micro_batch"] and mem["layout"]["zero"] == 3
         # the memory row reads the longest measured step, the throughput row the mean one
         assert mem["job"]["seq_len"] >= row["seq_len"]
+        # the reserved row is the same run, job and layout, read from the same line
+        held = reserved[row["name"]]
+        assert (held["quote"], held["job"], held["layout"]) == (mem["quote"], mem["job"], mem["layout"])
+        assert held["published"]["peak_bytes"] == round(_logged(held["quote"], "total_peak_memory_reserved_MB") * MIB)
+        assert held["published"]["peak_bytes"] >= mem["published"]["peak_bytes"]
 
 
 def test_each_te_row_is_its_table_cell():
@@ -118,10 +129,18 @@ def test_liger_first_seen():
     assert max(factor(r) for r in ratios) <= 1.55
     # memory (torch's max allocated), 10 rows: median |error| 3.0 %, 1.01-1.15 except Phi-3.5-mini with Liger, 0.71
     # (41.8 GiB published, 29.9 predicted: at 128 x 484 tokens a GPU gpuplan's activations are 17.0 GiB)
-    memory = scored_memory(MEMORIES, "liger-hf-examples")
-    assert len(memory) == 10
-    assert statistics.median(abs(r - 1) for r in memory) <= 0.04
-    assert max(factor(r) for r in memory) <= 1.45
+    allocated = [s.ratio for s in _scored_memories("allocated")]
+    assert len(allocated) == 10 and len(scored_memory(MEMORIES, "liger-hf-examples")) == 20
+    assert statistics.median(abs(r - 1) for r in allocated) <= 0.04
+    assert max(factor(r) for r in allocated) <= 1.45
+    # the same runs' reserved peaks (torch.cuda.max_memory_reserved), 10 rows: median |error| 12.0 %, 0.76 (Phi-3.5-mini
+    # with Liger: 68.4 GiB published, 52.2 predicted) to 1.20 (Qwen2 7B eager: 64.7 published, 77.4 predicted); the
+    # Liger rows all under (0.76-0.96): gpuplan's reserve over the allocated peak is smaller than the allocator's
+    # cache of the padded batches' changing shapes
+    held = [s.ratio for s in _scored_memories("reserved")]
+    assert len(held) == 10
+    assert statistics.median(abs(r - 1) for r in held) <= 0.13
+    assert max(factor(r) for r in held) <= 1.35
 
 
 def test_the_liger_gain_is_published_and_missed():
