@@ -75,7 +75,32 @@ def exposed_all_to_all_s(a2a_s, moe_overlap: float, compute_s) -> np.ndarray:
     return np.maximum((1.0 - moe_overlap) * a2a_s, a2a_s - moe_overlap * np.asarray(compute_s, float))
 
 
-def all_to_all_s(shape, layout: Layout, tokens, layers, links: Links, g, dispatcher: str = "alltoall") -> np.ndarray:
+# How a token's k experts are chosen, for the all-to-all's destinations. "topk": a learned router's top-k of E under
+# balanced load, k distinct experts anywhere (hypergeometric: ``holds_one_of_k``). "round_robin": NeMo AutoModel's
+# FakeBalancedGate, the gate its published benchmarks run (``fake_balanced_gate: true`` in every
+# examples/llm_benchmark MoE config; NVIDIA-NeMo/Automodel nemo_automodel/components/moe/layers.py @ 89e3a9fd and
+# cb976544, noise 0): ``indices = arange(n_tokens * k).view(-1, k) % E``, token i's experts i k ... i k + k - 1 mod E,
+# consecutive, so with experts sharded contiguously over EP (ExpertParallel's Shard(0)) a token reaches a block of
+# adjacent ranks (``round_robin_groups_hit``). Perfectly balanced either way.
+MOE_ROUTINGS = ("topk", "round_robin")
+
+
+def round_robin_groups_hit(experts: float, per_group, k: float) -> np.ndarray:
+    """Expected distinct groups of ``per_group`` consecutive experts (a rank's E / ep, a node's) that a token's k
+    experts fall in under the round-robin gate (MOE_ROUTINGS): token i picks experts (i k + j) mod E for j < k, so
+    the tokens cycle through the E / gcd(E, k) first experts s = 0, k, 2k, ... mod E, each equally often over a
+    micro-batch of many more tokens than E; averaged over them. Groups of the whole model or more: 1."""
+    e, kk = int(experts), int(k)
+    starts = [(i * kk) % e for i in range(e // np.gcd(e, kk))]
+    held = np.clip(np.asarray(per_group, float), 1.0, float(e))
+    sizes, inverse = np.unique(held, return_inverse=True)  # a layout table holds few distinct group sizes
+    hit = [np.mean([len({((s + j) % e) // size for j in range(kk)}) for s in starts]) for size in sizes]
+    return np.asarray(hit, float)[inverse].reshape(held.shape)
+
+
+def all_to_all_s(
+    shape, layout: Layout, tokens, layers, links: Links, g, dispatcher: str = "alltoall", routing: str = "topk"
+) -> np.ndarray:
     """Expert parallelism's token dispatch and combine (Lepikhin et al. 2021, "GShard"; Megatron-Core MoE):
     per MoE layer and micro-batch, each token's hidden state goes to its top-k experts and comes back,
     forward and backward: 4 all-to-alls of tokens x k x h bf16 values, (ep - 1) / ep of them leaving the
@@ -86,22 +111,28 @@ def all_to_all_s(shape, layout: Layout, tokens, layers, links: Links, g, dispatc
     Copies per token: Megatron's ``alltoall`` dispatcher permutes tokens per expert, so a token travels once
     per routed expert (k copies, (ep - 1) / ep of them off the rank). DeepEP and HybridEP (``deepep``; the
     DeepSeek-V3 report section 3.2.2, DeepEP's README) send a token once to each rank that holds one of its
-    experts, and across nodes once per node over RDMA, forwarded over NVLink inside the destination node."""
+    experts, and across nodes once per node over RDMA, forwarded over NVLink inside the destination node.
+
+    ``routing`` (MOE_ROUTINGS): which ranks and nodes a token's k experts sit on. Under "round_robin" a rank or
+    node is hit by R / ep or N / nodes of the tokens, R and N the distinct ranks and nodes of k consecutive experts
+    (every rank receives the same share: the routing stays balanced); Megatron's alltoall sends k copies either
+    way, (ep - 1) / ep of them off the rank."""
     ep = np.asarray(layout.ep, float)
     if not shape.experts:
         return np.zeros_like(ep)
     if dispatcher == "auto":
         spans = ep_spans_nodes(layout, links, g)
-        return by_dispatcher(dispatcher, spans, lambda d: all_to_all_s(shape, layout, tokens, layers, links, g, d))
+        return by_dispatcher(
+            dispatcher, spans, lambda d: all_to_all_s(shape, layout, tokens, layers, links, g, d, routing)
+        )
     volume = 4.0 * tokens * shape.hidden * 2.0  # per copy: dispatch and combine, forward and backward, bf16
     # Of the ep destinations, those in the same node are reached over NVLink, the others over the NIC, at
     # the same time (NCCL's all-to-all posts every peer at once): the slower of the two sets the pace.
     in_node = np.minimum(ep, np.where(links.multi_node, experts_ranks_in_node(layout, g), ep))
     k = shape.experts_per_token
     if dispatcher in ("deepep", "hybridep"):
-        rank_hit = holds_one_of_k(shape.experts, shape.experts / ep, k)
-        node_hit = holds_one_of_k(shape.experts, shape.experts * in_node / ep, k)
         nodes = ep / in_node
+        rank_hit, node_hit = _hit_shares(shape, ep, in_node, nodes, routing)
         inter_copies = (nodes - 1.0) * node_hit
         # own node's other ranks, plus forwarding inside each destination node beyond the rank it lands on
         intra_copies = (in_node - 1.0) * rank_hit + (nodes - 1.0) * np.maximum(0.0, in_node * rank_hit - node_hit)
@@ -111,6 +142,22 @@ def all_to_all_s(shape, layout: Layout, tokens, layers, links: Links, g, dispatc
     intra_s = volume * intra_copies / links.intra
     inter_s = volume * inter_copies / links.net
     return np.where(ep > 1, layers * np.maximum(intra_s, inter_s), 0.0)
+
+
+def _hit_shares(shape, ep, in_node, nodes, routing: str) -> tuple[np.ndarray, np.ndarray]:
+    """(share of a token's destinations among the ep ranks, among the nodes): the chance that a given rank or
+    node holds one of the token's k experts, under the ``routing`` (MOE_ROUTINGS)."""
+    k = shape.experts_per_token
+    if routing == "round_robin":
+        ranks = round_robin_groups_hit(shape.experts, shape.experts / ep, k)
+        node_ranks = round_robin_groups_hit(shape.experts, shape.experts * in_node / ep, k)
+        return ranks / ep, node_ranks / nodes
+    if routing != "topk":
+        raise ValueError(f"unknown MoE routing {routing!r}: one of {', '.join(MOE_ROUTINGS)}")
+    return (
+        holds_one_of_k(shape.experts, shape.experts / ep, k),
+        holds_one_of_k(shape.experts, shape.experts * in_node / ep, k),
+    )
 
 
 def dispatched_tokens(layout: Layout, tokens):

@@ -416,12 +416,17 @@ def _data_parallel_exposed_s(
     if train.lora:
         trainable_weight_bytes = train.adapter_weight_bytes * train.trainable_params * mb.stage_share / tp
 
+    def over_shards_s(dense_bytes, expert_bytes) -> np.ndarray:
+        """Seconds of a ring all-gather or reduce-scatter of ``dense_bytes`` over the ZeRO shard group and
+        ``expert_bytes`` over the experts' own."""
+        return ring(shard) * dense_bytes / shard_bw + ring(expert_shard) * expert_bytes / expert_shard_bw
+
     def gathers_s(weight_copies: float, grad_copies: float) -> np.ndarray:
         """Seconds of ZeRO-3 all-gathers (``weight_copies`` of the weights) and reduce-scatters (of the
         gradients, ``grad_copies``), frozen weights included (LoRA gathers its base weights too)."""
-        dense = (weight_copies * dense_w + grad_copies * dense_g) * ring(shard) / shard_bw
-        experts = (weight_copies * expert_w + grad_copies * expert_g) * ring(expert_shard) / expert_shard_bw
-        return dense + experts
+        return over_shards_s(
+            weight_copies * dense_w + grad_copies * dense_g, weight_copies * expert_w + grad_copies * expert_g
+        )
 
     per_step_held = np.asarray(zero3_per_step, bool) & (zero >= 3)
     # FSDP2 without gradient sync on every micro-batch but the last (job.gradient_accumulator "unsharded",
@@ -429,19 +434,25 @@ def _data_parallel_exposed_s(
     # behind the last backward (FSDPParamGroup.post_backward returns before reducing while reduce_grads is False)
     unsynced = skips_gradient_sync(train, layout) & ~per_step_held
     zero3_micro_s = np.where(unsynced, gathers_s(2.0, 0.0), gathers_s(2.0, 1.0))
-    per_micro_s = np.where(
-        (zero >= 3) & ~per_step_held,
-        zero3_micro_s,
-        np.where(zero == 2, ring(shard) * dense_g / shard_bw + ring(expert_shard) * expert_g / expert_shard_bw, 0.0),
+    zero2_micro_s = over_shards_s(dense_g, expert_g)
+    per_micro_s = np.where((zero >= 3) & ~per_step_held, zero3_micro_s, np.where(zero == 2, zero2_micro_s, 0.0))
+    # ZeRO-2 all-gathers the updated weights once a step, the experts' over their shard group (frozen under LoRA)
+    trained_expert_w = 0.0 if train.lora else expert_w
+    per_step_shard_s = np.where(
+        zero == 2, over_shards_s(trainable_weight_bytes - trained_expert_w, trained_expert_w), 0.0
     )
-    per_step_shard_s = np.where(zero == 2, ring(shard) * trainable_weight_bytes / shard_bw, 0.0)
     dp_bw = links.spanning(tp * dp, g, tp)
     expert_dp = np.maximum(1.0, dp * tp / expert_split)
     expert_dp_bw = links.spanning(expert_split * expert_dp, g, expert_split)
+    # hybrid sharding all-reduces each rank's gradient shard over the ranks holding the same one: 1 / shard of the
+    # dense gradients over the replicas, 1 / expert_shard of the experts' over expert_dp / expert_shard ranks (FSDP2
+    # over the ranks EP leaves, replicated as the dense weights are: torchtitan's dp_shard_mod_ep, AutoModel's ep_shard)
+    expert_replicas = np.maximum(1.0, expert_dp / expert_shard)
+    hybrid_s = 2.0 * ring(replicas) * dense_g / shard / links.spanning(tp * dp, g, tp * shard)
+    expert_replica_bw = links.spanning(tp * dp, g, expert_split * expert_shard)
+    hybrid_s += 2.0 * ring(expert_replicas) * expert_g / expert_shard / expert_replica_bw
     allreduce_s = np.where(
-        zero <= 1,
-        2.0 * ring(dp) * dense_g / dp_bw + 2.0 * ring(expert_dp) * expert_g / expert_dp_bw,
-        2.0 * ring(replicas) * mb.grad_bytes / shard / links.spanning(tp * dp, g, tp * shard),
+        zero <= 1, 2.0 * ring(dp) * dense_g / dp_bw + 2.0 * ring(expert_dp) * expert_g / expert_dp_bw, hybrid_s
     )
     per_step_s = per_step_shard_s + allreduce_s
     busy = mb.busy_s
