@@ -4,6 +4,8 @@ floats or numpy arrays; sources in each docstring and in physics/constants.py.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .constants import (
@@ -158,6 +160,25 @@ def _hit_shares(shape, ep, in_node, nodes, routing: str) -> tuple[np.ndarray, np
         holds_one_of_k(shape.experts, shape.experts / ep, k),
         holds_one_of_k(shape.experts, shape.experts * in_node / ep, k),
     )
+
+
+@dataclass(frozen=True)
+class ExpertExchange:
+    """How a layout's experts exchange tokens: the dispatcher (``all_to_all_s``), the routing (MOE_ROUTINGS) and
+    the share of the all-to-all hidden behind compute (``exposed_all_to_all_s``)."""
+
+    dispatcher: str = "alltoall"
+    routing: str = "topk"
+    overlap: float = 0.0
+
+
+def exchange_exposed_s(shape, layout: Layout, tokens, layers, compute_s, links: Links, g, exchange: ExpertExchange):
+    """The expert all-to-all and the expert-TP exchange of one micro-batch of ``tokens`` per rank over ``layers``
+    layers, less what the micro-batch's ``compute_s`` hides."""
+    sent, moe_layers = dispatched_tokens(layout, tokens), layers * shape.moe_layer_share
+    a2a_s = all_to_all_s(shape, layout, sent, moe_layers, links, g, exchange.dispatcher, exchange.routing)
+    a2a_s = a2a_s + expert_tp_gather_s(shape, layout, sent, moe_layers, links)
+    return exposed_all_to_all_s(a2a_s, exchange.overlap, compute_s)
 
 
 def dispatched_tokens(layout: Layout, tokens):

@@ -60,15 +60,13 @@ from .gemm import rows_factor
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .links import Links, ring
 from .moe import (
+    ExpertExchange,
     active_expert_share,
-    all_to_all_s,
     by_dispatcher,
-    dispatched_tokens,
     ep_spans_nodes,
+    exchange_exposed_s,
     expert_loop_s,
     expert_tokens,
-    expert_tp_gather_s,
-    exposed_all_to_all_s,
     grouped_gemm_factor,
     host_s_per_moe_layer,
     moe_elementwise_bytes_per_token,
@@ -328,13 +326,12 @@ def _model_parallel_s(
     seq_len: float,
     mb: _MicroBatch,
     links: Links,
-    moe_overlap: float = 0.0,
-    moe_dispatcher: str = "alltoall",
+    exchange: ExpertExchange = ExpertExchange(),
     cp_exchange: str = "ring",
 ):
     """TP all-reduces and PP sends of one micro-batch (not overlapped); the context-parallel exchange
     (physics/context_parallel.py); the expert all-to-alls, of which
-    ``moe_overlap`` hides behind compute, never more than the micro-batch's own compute (Megatron-Core's
+    ``exchange.overlap`` hides behind compute, never more than the micro-batch's own compute (Megatron-Core's
     ``--overlap-moe-expert-parallel-comm`` and DualPipe hide one micro-batch's all-to-all behind another's
     compute)."""
     tp, pp, dp = np.asarray(layout.tp, float), np.asarray(layout.pp, float), np.asarray(layout.dp, float)
@@ -356,18 +353,8 @@ def _model_parallel_s(
         + context_parallel_s(
             shape, layout, tokens, layers, links, g, attention_flops_share(shape, seq_len) * mb.compute_s, cp_exchange
         )
-        + _expert_all_to_all_exposed_s(shape, layout, tokens, layers, mb, links, g, moe_overlap, moe_dispatcher)
+        + exchange_exposed_s(shape, layout, tokens, layers, mb.compute_s, links, g, exchange)
     )
-
-
-def _expert_all_to_all_exposed_s(
-    shape, layout: Layout, tokens, layers, mb: _MicroBatch, links: Links, g, moe_overlap: float, dispatcher: str
-) -> np.ndarray:
-    """The expert all-to-all of one micro-batch on the busiest stage that compute does not hide."""
-    sent, moe_layers = dispatched_tokens(layout, tokens), layers * shape.moe_layer_share
-    a2a_s = all_to_all_s(shape, layout, sent, moe_layers, links, g, dispatcher)
-    a2a_s = a2a_s + expert_tp_gather_s(shape, layout, sent, moe_layers, links)
-    return exposed_all_to_all_s(a2a_s, moe_overlap, mb.compute_s)
 
 
 def _rerun_bytes(shape, layout: Layout, tokens, modules: frozenset[str]) -> np.ndarray:
@@ -506,8 +493,10 @@ def step_time(
     explicit_efficiency=None,
     offloaded_bytes_per_micro=None,
     zero3_per_step=False,
+    moe_routing: str = "topk",
 ) -> StepTime:
-    """Time of one optimizer step. ``explicit_efficiency`` (nan = none) replaces the derived one."""
+    """Time of one optimizer step. ``explicit_efficiency`` (nan = none) replaces the derived one; ``moe_routing``
+    how the router picks a token's experts (physics/moe.py MOE_ROUTINGS)."""
     s = float(settings.seq_len)
     recompute = (np.asarray(layout.recompute), layout.recomputed_share(shape.layers), settings.recompute_modules)
     model_fpt, hw_fpt = flops_per_token(shape, train, s, *recompute)
@@ -547,9 +536,8 @@ def step_time(
         mb = replace(mb, module_fetch_s=module_fetch_s(shape, train, layout, stage_layers, settings.zero3_module_fetch))
     if settings.eager_attention:  # the s x s scores in HBM (physics/eager_attention.py)
         mb = replace(mb, eager_attention_s=eager_attention_s(shape, hw.hbm_bytes_per_s, layout, s, mb.stage_share))
-    micro_s = mb.busy_s + _model_parallel_s(
-        shape, hw, layout, s, mb, links, settings.moe_overlap, settings.moe_dispatcher, settings.context_parallel
-    )
+    exchange = ExpertExchange(settings.moe_dispatcher, moe_routing, settings.moe_overlap)
+    micro_s = mb.busy_s + _model_parallel_s(shape, hw, layout, s, mb, links, exchange, settings.context_parallel)
     if offloaded_bytes_per_micro is not None:
         micro_s = micro_s + _activation_offload_exposed_s(hw, mb, offloaded_bytes_per_micro)
     exposed = _data_parallel_exposed_s(train, hw, layout, mb, links, settings.overlap, zero3_per_step)
@@ -561,16 +549,10 @@ def step_time(
     slots = m + bubble
     bubble_s = bubble * mb.busy_s
     step_s = slots * micro_s + update_s + exposed
-    a2a_s = slots * _expert_all_to_all_exposed_s(
-        shape,
-        layout,
-        np.asarray(layout.micro_batch, float) * s / np.asarray(layout.cp, float),
-        shape.layers * mb.stage_share,
-        mb,
-        links,
-        np.asarray(hw.gpus_per_node, float),
-        settings.moe_overlap,
-        settings.moe_dispatcher,
+    tokens = np.asarray(layout.micro_batch, float) * s / np.asarray(layout.cp, float)
+    g = np.asarray(hw.gpus_per_node, float)
+    a2a_s = slots * exchange_exposed_s(
+        shape, layout, tokens, shape.layers * mb.stage_share, mb.compute_s, links, g, exchange
     )
     ideal_s = m * mb.busy_s + update_s
     if explicit_efficiency is not None:
