@@ -153,8 +153,9 @@ def problem_for(run: dict, efficiency: float | None, host_ms: HostMs | None = No
             "attention": run.get("attention", "flash"),
             # pure bf16 recipes keep no fp32 master copy (the row's master_weights_source)
             "master_weights": run.get("master_weights", True),
-            # gradients accumulated and reduced in fp32 where the recipe does (Megatron-LM's default, nanotron's)
-            "gradient_dtype": run.get("gradient_dtype", "bf16"),
+            # the dtype gradients reduce in where the recipe states it (Megatron-LM's fp32 default, nanotron's,
+            # torchtitan's and OLMo-core's fp32 reduce), else the framework's own (job.gradient_dtype auto)
+            "gradient_dtype": run.get("gradient_dtype", "auto"),
             # Megatron-Core's fused kernels keep fewer activations than eager PyTorch (physics/memory.py), and
             # DeepSpeed's ZeRO-3 fetches each module in a hook of its own (physics/zero3_hooks.py)
             "framework": run["framework"] if pinned or run["framework"] in PINNED_FRAMEWORKS else "auto",

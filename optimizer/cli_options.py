@@ -154,9 +154,10 @@ MasterWeightsOpt = typer.Option(
 GradientDtypeOpt = typer.Option(
     None,
     "--gradient-dtype",
-    help="bf16 or fp32: the dtype gradients accumulate and reduce in. Default: the job file's job.gradient_dtype, "
-    "else bf16 (2 bytes a gradient). fp32 (Megatron-LM's default under --bf16) holds 4 bytes a gradient and "
-    "doubles the data-parallel reduce traffic.",
+    help="auto, bf16 or fp32: the dtype gradients accumulate and reduce in. Default: the job file's "
+    "job.gradient_dtype, else auto (each framework's own: fp32 under torchtitan and DDP with autocast, bf16 under "
+    "Megatron as exported, DeepSpeed and FSDP). fp32 doubles the data-parallel reduce traffic and under Megatron "
+    "(its own default under --bf16) holds 4 bytes a gradient.",
 )
 HeadroomOpt = typer.Option(
     None,

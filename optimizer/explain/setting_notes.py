@@ -4,6 +4,8 @@ under Megatron, the optimizer step's implementation under a PyTorch stack, the c
 from __future__ import annotations
 
 from ..planning.context import JobContext
+from ..planning.frameworks import FRAMEWORKS
+from ..planning.labels import gradient_dtype_of
 from ..results import MEMORY_SHOWN_MIN_GIB, Plan
 
 
@@ -26,9 +28,33 @@ def gradient_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
                 else ")"
             )
         )
-    if plan.strategy.framework != "megatron" or ctx.job.gradient_dtype != "bf16":
-        return notes
-    return notes + [
+    return notes + _reduce_dtype_notes(ctx, plan)
+
+
+def _reduce_dtype_notes(ctx: JobContext, plan: Plan) -> list[str]:
+    """The dtype a plan's data-parallel gradients reduce in where it is not what the user might take for granted:
+    fp32 by the framework's own default (job.gradient_dtype auto), bf16 under torchtitan where the job states it,
+    and under Megatron bf16 as the export launches it against Megatron-LM's fp32 default."""
+    s = plan.strategy
+    fw = FRAMEWORKS.get(s.framework)
+    if fw is None:
+        return []
+    stated = ctx.job.gradient_dtype
+    dtype = gradient_dtype_of(s.framework, s.zero_stage, stated, ctx.job.master_weights)
+    reduced = s.dp * s.cp > 1  # a data-parallel reduce exists
+    if reduced and stated == "auto" and dtype == "fp32":
+        return [
+            f"gradients: reduced in fp32 over the data-parallel ranks, as {fw.title} does ({fw.reduce_source}): twice "
+            "a bf16 reduce's traffic (job.gradient_dtype: bf16 plans a bf16 reduce)"
+        ]
+    if reduced and s.framework == "torchtitan" and stated == "bf16":
+        return [
+            f"gradients: reduced in bf16 as job.gradient_dtype states, though {fw.reduce_source}: torchtitan's "
+            "own config reduces in fp32, twice this plan's reduce traffic"
+        ]
+    if s.framework != "megatron" or dtype != "bf16":
+        return []
+    return [
         "gradients: bf16, as the Megatron export launches it (--grad-reduce-in-bf16); Megatron-LM's own default "
         f"under --bf16 accumulates and reduces them in fp32: {plan.memory_gib.gradients:,.1f} GiB more per GPU and "
         "twice the data-parallel reduce (job.gradient_dtype: fp32 plans that)"

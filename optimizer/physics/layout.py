@@ -173,9 +173,12 @@ class RunSettings:
     fp8_saved_inputs: bool | np.ndarray = False  # Transformer Engine keeps FP8 linear inputs for the weight gradient
     # per layout, whether its framework runs Transformer Engine's layers (Cluster.fused_efficiency_ratio applies)
     fused_framework: bool | np.ndarray = False
-    # the gradient buffer's bytes per 16-bit gradient byte: 2 where gradients accumulate and reduce in fp32
-    # (job.gradient_dtype: Megatron-Core's fp32 main_grad, nanotron's accumulate_grad_in_fp32)
+    # the data-parallel reduce's bytes per 16-bit gradient byte: 2 where gradients reduce in fp32 (job.gradient_dtype;
+    # planning/labels.py fp32_reduce: Megatron-Core's fp32 main_grad, torchtitan's mixed_precision_reduce float32)
     main_grad: Floats = 1.0
+    # the gradient buffer's bytes per 16-bit gradient byte: 2 where the gradients take an fp32 buffer of their own
+    # beside 16-bit weights (job.gradient_dtype fp32: Megatron-Core's main_grad, nanotron's accumulate_grad_in_fp32)
+    grad_buffer: Floats = 1.0
     # per layout, whether its framework's data parallelism without ZeRO is torch DDP, whose buckets copy every
     # gradient (physics/memory_terms.py ddp_bucket_bytes; planning/frameworks.py ddp_gradient_copy)
     ddp_gradient_copy: bool | np.ndarray = False
@@ -210,3 +213,9 @@ class RunSettings:
     link_efficiency: float = 1.0  # achieved / nominal link bandwidth
     activation_reserve: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)
     framework_overhead: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)
+
+    @property
+    def bucket_per_grad_byte(self) -> np.ndarray:
+        """torch DDP's buckets' bytes per byte of the gradients counted: the reduce dtype's over the buffer's
+        (physics/memory_terms.py ddp_bucket_bytes)."""
+        return np.asarray(self.main_grad, float) / np.asarray(self.grad_buffer, float)

@@ -524,7 +524,7 @@ def memory_breakdown(
 ) -> MemoryBreakdown:
     """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1); ``deepspeed``
     (per layout) counts ZeRO-2/3 states as DeepSpeed's estimators do."""
-    weights, grads, optim = state_bytes(shape, train, layout, zero3_per_step, deepspeed, settings.main_grad)
+    weights, grads, optim = state_bytes(shape, train, layout, zero3_per_step, deepspeed, settings.grad_buffer)
     weights = weights + kbit_upcast_bytes(train, layout)  # PEFT's fp32 copy of a QLoRA base's 16-bit parameters
     # FSDP2 without gradient sync until the last micro-batch: each unit's fp32 gradient held unsharded (fsdp_memory.py;
     # the weights held over the step, zero3_per_step, count that gradient in state_bytes already)
@@ -556,7 +556,7 @@ def memory_breakdown(
     apart = not_concurrent_bytes(acts, grads, step, layout, settings.frees_gradients)
     if train.gradient_accumulator == "after_backward" and shape.has_shapes:  # nanotron's FP32GradientAccumulator
         grads = grads + _after_backward_bytes(shape, train, layout, settings)
-    grads = grads + ddp_bucket_bytes(grads, layout, settings.ddp_gradient_copy)  # torch DDP's gradient buckets
+    grads = grads + ddp_bucket_bytes(grads, layout, settings.ddp_gradient_copy, settings.bucket_per_grad_byte)
     allocated = weights + grads + optim + acts + step - apart
     reserve = framework_reserve_bytes(settings.framework_overhead, capacity, fragmentation, allocated)
     shape_of = np.broadcast(weights, acts, capacity).shape

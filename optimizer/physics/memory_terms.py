@@ -177,21 +177,25 @@ def after_backward_gradient_bytes(half_grad_bytes, one_micro_batch_bytes, layout
     return held + np.where(ddp, half, 0.0)
 
 
-def ddp_bucket_bytes(grad_bytes, layout: Layout, ddp_gradient_copy) -> np.ndarray:
+def ddp_bucket_bytes(grad_bytes, layout: Layout, ddp_gradient_copy, bucket_per_grad_byte=1.0) -> np.ndarray:
     """Per GPU, the gradient buckets of torch's DistributedDataParallel where a layout replicates its weights over
     data-parallel ranks without ZeRO and its framework wraps the model in DDP (``ddp_gradient_copy``): the Reducer
     allocates its buckets beside the parameters' gradients unless ``gradient_as_bucket_view=True``, which is off by
     default and "can reduce peak memory usage, where the saved memory size will be equal to the total gradients
     size" (torch.nn.parallel.DistributedDataParallel's documentation); accelerate, the Hugging Face Trainer and
-    Lightning construct DDP with the default. One more copy of ``grad_bytes`` (the layout's unsharded gradients)."""
-    return ddp_copies(layout, ddp_gradient_copy) * np.asarray(grad_bytes, float)
+    Lightning construct DDP with the default. One more copy of ``grad_bytes`` (the layout's unsharded gradients), in
+    the dtype they reduce in: the buckets are the parameters' gradients' dtype (torch/csrc/distributed/c10d/reducer.cpp
+    initialize_buckets: one flat tensor per bucket of the first parameter's options), fp32 under autocast over fp32
+    parameters where the gradients counted are 16-bit (``bucket_per_grad_byte`` 2: RunSettings.main_grad over
+    grad_buffer)."""
+    return ddp_copies(layout, ddp_gradient_copy, bucket_per_grad_byte) * np.asarray(grad_bytes, float)
 
 
-def ddp_copies(layout: Layout, ddp_gradient_copy) -> np.ndarray:
-    """Per layout, the gradient copies DDP's buckets add (``ddp_bucket_bytes``): 1 where it replicates without
-    ZeRO over more than one rank, else 0."""
+def ddp_copies(layout: Layout, ddp_gradient_copy, bucket_per_grad_byte=1.0) -> np.ndarray:
+    """Per layout, the gradient copies DDP's buckets add (``ddp_bucket_bytes``), per byte of the gradients counted:
+    ``bucket_per_grad_byte`` where it replicates without ZeRO over more than one rank, else 0."""
     replicated = (np.asarray(layout.zero) == 0) & (np.asarray(layout.dp, float) * np.asarray(layout.cp, float) > 1)
-    return np.where(np.asarray(ddp_gradient_copy, bool) & replicated, 1.0, 0.0)
+    return np.where(np.asarray(ddp_gradient_copy, bool) & replicated, np.asarray(bucket_per_grad_byte, float), 0.0)
 
 
 def not_concurrent_bytes(activation_bytes, grad_bytes, step_temporary_bytes, layout: Layout, frees_gradients):

@@ -21,7 +21,7 @@ from ..results import MeasuredComparison, Plan
 from .calibration import predict_layout, resolve_row
 from .context import HardwareRow, JobContext
 from .evaluation import best_layout, evaluate
-from .frameworks import PREFERENCE, why_not_runnable
+from .frameworks import PREFERENCE
 from .layout_grid import (
     EP_CHOICES,
     GRID_FIELDS,
@@ -35,6 +35,7 @@ from .layout_grid import (
 )
 from .model_state import training_state
 from .plans import plan_from
+from .runnable import why_not_runnable
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ from .frameworks import CODES, PREFERENCE, recompute_count
 from .labels import (
     ddp_gradient_copy,
     expert_loop,
+    fp32_gradient_buffer,
+    fp32_reduce,
     frees_gradients,
     fused_kernels,
     grouped_gemm_per_expert,
@@ -198,7 +200,14 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         ddp_gradient_copy=ddp_gradient_copy(codes, ctx.job.framework) & (ctx.job.bytes_per_param is None),
         frees_gradients=frees_gradients(codes, ctx.job.framework),
         grouped_gemm_per_expert=grouped_gemm_per_expert(codes, ctx.job.framework, layout.ep),
-        main_grad=FP32_GRAD_BYTES_PER_GRAD_BYTE if ctx.job.gradient_dtype == "fp32" else 1.0,
+        main_grad=np.where(
+            fp32_reduce(codes, ctx.job.framework, layout.zero, ctx.job.gradient_dtype, ctx.job.master_weights),
+            FP32_GRAD_BYTES_PER_GRAD_BYTE,
+            1.0,
+        ),
+        grad_buffer=np.where(
+            fp32_gradient_buffer(codes, ctx.job.framework, ctx.job.gradient_dtype), FP32_GRAD_BYTES_PER_GRAD_BYTE, 1.0
+        ),
         fused_framework=fused_kernels(codes, ctx.kernel_speed, ctx.job.framework),
         logits_bytes_per_vocab=loss_bytes_per_vocab(codes, ctx.job.loss, ctx.job.framework),
     )
@@ -295,7 +304,7 @@ def _least_recompute(
     acts = activation_bytes(ctx.shape, take(settings, partial, n), some, ctx.train.pipeline_split)
     activations[partial] = acts / np.asarray(some.cp, float)
     # what the activations and the step never hold at once, for the new activations (DDP's buckets persist)
-    param_grads = mem.gradients / (1.0 + ddp_copies(layout, settings.ddp_gradient_copy))
+    param_grads = mem.gradients / (1.0 + ddp_copies(layout, settings.ddp_gradient_copy, settings.bucket_per_grad_byte))
     apart = np.array(mem.not_concurrent, dtype=float)
     again = not_concurrent_bytes(activations, param_grads, mem.optimizer_step, layout, settings.frees_gradients)
     apart[partial] = again[partial]

@@ -15,7 +15,7 @@ from typing import get_args
 
 import numpy as np
 
-from ..inputs.schema import JobSpec, Strategy
+from ..inputs.schema import JobSpec
 from ..physics.constants import LOGITS_BYTES_PER_VOCAB, MEGATRON_CROSS_ENTROPY_BYTES_PER_VOCAB
 from ..physics.layout import Offload, Recompute
 from .stage_splits import layers_per_stage_chunks, recompute_count
@@ -61,6 +61,14 @@ class Framework:
     offload_optimizers: frozenset[str] = frozenset({"adamw"})
     ddp_gradient_copy: bool = False  # torch DDP's buckets copy every gradient (memory_terms.ddp_bucket_bytes)
     frees_gradients: bool = False  # its loop frees the gradients each step (memory_terms.not_concurrent_bytes)
+    # Under job.gradient_dtype auto with fp32 master weights, its data-parallel gradient reduce runs in fp32 at ZeRO
+    # stages below this one (twice a bf16 reduce's traffic), else in bf16
+    fp32_reduce_below_zero: int = 0
+    reduce_source: str = "gradients reduced in bf16"
+    # whether job.gradient_dtype fp32 is a gradient buffer of its own beside the 16-bit weights (Megatron-Core's
+    # main_grad), rather than the fp32 parameters' own gradients (FSDP's sharded parameters, DDP under autocast),
+    # which the 16 bytes a parameter of mixed precision already count
+    fp32_gradient_buffer: bool = True
     context_parallel: bool = False  # ring attention over cp ranks
     cp_source: str = "no ring-attention context parallelism"
     # the Ulysses exchanges (job.context_parallel all_to_all, all_to_all_repeat_kv) its sequence parallelism runs
@@ -321,6 +329,12 @@ FRAMEWORKS: dict[str, Framework] = {
         # FSDP config, Lightning's DDP strategy), gradient_as_bucket_view left False
         ddp_gradient_copy=True,
         frees_gradients=True,  # the HF Trainer's model.zero_grad(), accelerate's and Lightning's zero_grad()
+        fp32_reduce_below_zero=1,
+        reduce_source="DDP under autocast keeps the parameters, so their gradients and the all-reduce, in fp32 "
+        "(accelerate's and the HF Trainer's multi-GPU default); accelerate's FSDP plugin reduces in the mixed "
+        "precision dtype (src/accelerate/utils/dataclasses.py FullyShardedDataParallelPlugin.set_mixed_precision: "
+        "MixedPrecision(param_dtype=dtype, reduce_dtype=dtype, buffer_dtype=dtype))",
+        fp32_gradient_buffer=False,
         hybrid_shard=True,
         hybrid_source="FSDP ShardingStrategy.HYBRID_SHARD",
         tensor_parallel=False,
@@ -359,6 +373,8 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "deepspeed": Framework(
         name="deepspeed",
+        reduce_source="deepspeed/runtime/engine.py (edaa72212, 2026-08-22): communication_data_type, unset, is "
+        "torch.bfloat16 under bf16",
         methods_source="Hugging Face PEFT docs 'DeepSpeed': LoRA with ZeRO-1/2/3 and 'Use PEFT QLoRA and DeepSpeed "
         "with ZeRO3' (PEFT 0.10.0, bitsandbytes >= 0.43)",
         title="DeepSpeed",
@@ -417,6 +433,11 @@ FRAMEWORKS: dict[str, Framework] = {
     "torchtitan": Framework(
         name="torchtitan",
         frees_gradients=True,  # torchtitan train.py: optimizers.zero_grad() before each step
+        fp32_reduce_below_zero=4,
+        reduce_source="torchtitan/config/configs.py (b5bcd76c6, 2026-08-21): mixed_precision_reduce: "
+        "Literal['float32'] = 'float32', FSDP2's MixedPrecisionPolicy.reduce_dtype; under DDP alone "
+        "mixed_precision_param applies through torch.autocast, the parameters and gradients fp32",
+        fp32_gradient_buffer=False,
         op_recompute=True,
         op_recompute_source="torchtitan/distributed/activation_checkpoint.py SelectiveAC (b5bcd76c, 2026-08-21): "
         "saves SDPA's, communication ops' and every second matmul's outputs, recomputes the rest",
@@ -474,6 +495,8 @@ FRAMEWORKS: dict[str, Framework] = {
     ),
     "megatron": Framework(
         name="megatron",
+        reduce_source="the Megatron export writes --grad-reduce-in-bf16, as NeMo's performance recipes set "
+        "grad_reduce_in_fp32 false (Megatron-LM's own default under --bf16 is fp32: job.gradient_dtype fp32)",
         methods=frozenset({"full", "lora"}),
         methods_source="Megatron-Bridge src/megatron/bridge/peft/lora.py (LoRA, DoRA; main at 067f987d, "
         "2026-08-22); no 4-bit NF4 base weights, so no QLoRA",
@@ -557,42 +580,3 @@ LORA_EXPORT_GAPS = {
 # job.method as the grid's constant "method" column
 METHOD_CODES = {"full": 0, "lora": 1, "qlora": 2}
 CODES = {name: i for i, name in enumerate(PREFERENCE)}
-
-
-def why_not_runnable(
-    framework: str,
-    strategy: Strategy,
-    layers: int,
-    method: str = "full",
-    optimizer: str = "adamw",
-    seq_len: int | None = None,
-    precision: str = "bf16",
-    context_parallel: str = "ring",
-) -> list[str]:
-    """The rules of ``framework`` that a plan's layout (for a job of ``method``, ``optimizer``, ``precision`` and
-    ``seq_len``, where given) breaks (empty when it runs)."""
-    s = strategy
-    layout = {
-        "tp": s.tp,
-        "pp": s.pp,
-        "dp": s.dp,
-        "zero": s.zero_stage,
-        "shard": s.shard_degree,
-        "cp": s.cp,
-        "ep": s.ep,
-        "etp": s.expert_tp or 0,
-        "virtual_stages": s.virtual_stages,
-        "offload": int(Offload.from_label(s.offload)),
-        "recompute": int(Recompute.from_label(s.recompute)),
-        "recompute_layers": s.recompute_layers or 0,
-        "optimizer_in_backward": int(s.optimizer_in_backward),
-        "activation_offload": int(s.activation_offload),
-        "method": METHOD_CODES[method],
-        "optimizer": OPTIMIZER_CODES[optimizer],
-        "precision": PRECISION_CODES[precision],
-        "context_parallel": EXCHANGE_CODES[context_parallel],
-        "grad_accum": s.grad_accum,
-        **({"seq_len": seq_len} if seq_len else {}),
-    }
-    grid = {k: np.array([v]) for k, v in layout.items()}
-    return [rule for rule, broken in FRAMEWORKS[framework].violations(grid, layers).items() if bool(broken[0])]

@@ -52,6 +52,30 @@ def loss_bytes_per_vocab(framework_codes, loss: str, framework: str) -> np.ndarr
     return _by_framework(framework_codes, "standard_loss_bytes_per_vocab", framework, auto)
 
 
+def fp32_reduce(framework_codes, framework: str, zero, gradient_dtype: str, master_weights: bool) -> np.ndarray:
+    """Per layout, whether its data-parallel gradient reduce runs in fp32 (twice a bf16 reduce's traffic):
+    job.gradient_dtype bf16 or fp32 for every layout, or under auto its framework's default with fp32 master weights
+    (``Framework.fp32_reduce_below_zero``; a layout no framework runs takes the job's framework's, bf16 under auto)."""
+    if gradient_dtype != "auto":
+        return np.full(np.shape(framework_codes), gradient_dtype == "fp32")
+    below = _by_framework(framework_codes, "fp32_reduce_below_zero", framework, 0)
+    return (np.asarray(zero) < below) & master_weights
+
+
+def fp32_gradient_buffer(framework_codes, framework: str, gradient_dtype: str) -> np.ndarray:
+    """Per layout, whether its gradients take an fp32 buffer of their own (job.gradient_dtype fp32 under a framework
+    that keeps one beside its 16-bit weights, ``Framework.fp32_gradient_buffer``: Megatron-Core's main_grad)."""
+    if gradient_dtype != "fp32":
+        return np.zeros(np.shape(framework_codes), bool)
+    return _by_framework(framework_codes, "fp32_gradient_buffer", framework, True)
+
+
+def gradient_dtype_of(framework: str, zero: int, gradient_dtype: str, master_weights: bool) -> str:
+    """The dtype one plan's gradients reduce in (bf16 or fp32): ``fp32_reduce`` of its framework and ZeRO stage."""
+    fp32 = fp32_reduce(np.array([CODES[framework]]), framework, np.array([zero]), gradient_dtype, master_weights)
+    return "fp32" if bool(fp32[0]) else "bf16"
+
+
 def partial_recompute(framework_codes, framework: str) -> np.ndarray:
     """Per layout, its framework's partial recompute (``Framework.partial_recompute``; a layout no framework runs
     takes the job's framework's, none under auto)."""

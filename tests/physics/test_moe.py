@@ -11,8 +11,8 @@ from optimizer.inputs.schema import ModelSpec, Problem
 from optimizer.physics.constants import GEMM_K_HALF_FP8, MOE_HOST_S_PER_LAYER, MOE_HOST_S_PER_LOCAL_EXPERT
 from optimizer.physics.layout import Cluster, Layout
 from optimizer.physics.moe import expert_k_factor, exposed_all_to_all_s, moe_elementwise_bytes_per_token
-from optimizer.planning.frameworks import why_not_runnable
 from optimizer.planning.model_state import model_shape
+from optimizer.planning.runnable import why_not_runnable
 
 
 def _problem(model: str, precision: str = "bf16", framework: str = "megatron", **assumptions) -> Problem:

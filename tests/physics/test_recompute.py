@@ -21,7 +21,8 @@ from optimizer.physics.layout import Layout, Recompute, RunSettings
 from optimizer.physics.memory import activation_bytes, least_recomputed_layers, op_saved_bytes_per_token
 from optimizer.physics.time import op_recompute_flops_per_token
 from optimizer.planning.calibration import job_context
-from optimizer.planning.frameworks import recompute_count, why_not_runnable
+from optimizer.planning.frameworks import recompute_count
+from optimizer.planning.runnable import why_not_runnable
 from optimizer.present.exports import export
 from optimizer.present.exports.megatron import megatron_args
 

@@ -11,7 +11,8 @@ from optimizer import CheckRequest, GpuplanError, check, load_catalog, load_job,
 from optimizer.inputs.files import expand_models
 from optimizer.inputs.schema import Problem, Strategy
 from optimizer.inputs.units import batch_sequences
-from optimizer.planning.frameworks import FRAMEWORKS, why_not_runnable
+from optimizer.planning.frameworks import FRAMEWORKS
+from optimizer.planning.runnable import why_not_runnable
 
 NODUS = load_catalog("nodus-2026-11")
 

@@ -151,12 +151,14 @@ class JobSpec(_Model):
         "optimizer.early_step_in_backward; PyTorch tutorial 'How to save memory by fusing the optimizer step into "
         "the backward pass'). No gradient accumulation and no pipeline parallelism with it.",
     )
-    gradient_dtype: Literal["bf16", "fp32"] = Field(
-        "bf16",
+    gradient_dtype: Literal["auto", "bf16", "fp32"] = Field(
+        "auto",
         description="The dtype gradients accumulate and reduce in: bf16 (2 bytes a gradient; the Megatron export "
-        "writes --grad-reduce-in-bf16, as NeMo's performance recipes set grad_reduce_in_fp32 false) or fp32 (4 "
-        "bytes a gradient and twice the data-parallel reduce traffic: Megatron-LM's default under --bf16, NeMo's "
-        "bf16 DDP config, nanotron's accumulate_grad_in_fp32).",
+        "writes --grad-reduce-in-bf16, as NeMo's performance recipes set grad_reduce_in_fp32 false), fp32 (twice "
+        "the data-parallel reduce traffic, and under Megatron 4 bytes a gradient: Megatron-LM's default under "
+        "--bf16, NeMo's bf16 DDP config, nanotron's accumulate_grad_in_fp32) or auto: each framework's own with "
+        "fp32 master weights (fp32 under torchtitan, whose mixed_precision_reduce is float32 only, and under "
+        "DDP with autocast; bf16 under Megatron as exported, DeepSpeed and accelerate's FSDP).",
     )
     pipeline_split: Literal["layers", "compute"] = Field(
         "layers",

@@ -13,7 +13,7 @@ SkyPilot run (the same as the framework's export) in ``command``.
 name, sequence length, precision, layer count, method, optimizer, which a Plan does not carry). A tool that
 cannot express a layout raises ``ArgumentError(field="export")`` naming the exports that can; a framework's
 export (deepspeed, megatron, torchtitan) also refuses every layout its planner rules refuse
-(``frameworks.why_not_runnable``). Where accelerate's nearest setting needs no more GPU memory than planned
+(``runnable.why_not_runnable``). Where accelerate's nearest setting needs no more GPU memory than planned
 (FSDP's SHARD_GRAD_OP for ZeRO-1, FSDP CPU offload for optimizer offload), its export writes it and says so
 in a ``note:`` line. The section and argument builders (``torchtitan_sections``, ``megatron_args``) still map
 every layout.

@@ -66,7 +66,7 @@ class ExportJob:
     moe_dispatcher: str = MOE_DISPATCHER
     vendor: str | None = None
     compile: bool = False
-    gradient_dtype: str = "bf16"
+    gradient_dtype: str = "auto"
     context_parallel: str = "ring"
 
 

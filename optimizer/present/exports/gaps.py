@@ -3,7 +3,7 @@
 An export whose ``Launcher`` has ``gaps`` (deepspeed, megatron, torchtitan, accelerate) refuses a plan where
 ``export_gaps`` finds any: the tool's own (its module's ``gaps``), among them ``memory_option_gaps`` (the
 fine-tune memory options its config cannot carry); every rule by which gpuplan's planner says the framework
-of that name refuses the layout (``frameworks.why_not_runnable``); and the LoRA plans it does not write
+of that name refuses the layout (``runnable.why_not_runnable``); and the LoRA plans it does not write
 (``frameworks.LORA_EXPORT_GAPS``). ``refuse`` raises ``ArgumentError(field="export")`` naming the other
 exports that can write the plan. Read back by tests/exports/test_exports.py (``exported`` checks every refusal,
 test_deepspeed_refuses_what_it_cannot_run_and_names_what_can, test_accelerate_refuses_tensor_and_pipeline_
@@ -17,7 +17,8 @@ import dataclasses
 from collections.abc import Iterable
 
 from ...errors import ArgumentError
-from ...planning.frameworks import FRAMEWORKS, LORA_EXPORT_GAPS, why_not_runnable
+from ...planning.frameworks import FRAMEWORKS, LORA_EXPORT_GAPS
+from ...planning.runnable import why_not_runnable
 from ...results import Plan
 from .common import ExportJob, Launcher, describe
 

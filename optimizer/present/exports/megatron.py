@@ -145,7 +145,7 @@ def megatron_args(
         args.append("--fp8-format hybrid")
     elif precision == "nvfp4":
         args.append("--fp4-format e2m1")
-    if gradient_dtype == "bf16" and precision != "fp16":  # else Megatron-LM accumulates and reduces in fp32
+    if gradient_dtype != "fp32" and precision != "fp16":  # else Megatron-LM accumulates and reduces in fp32
         args.append("--grad-reduce-in-bf16")
     return args
 
