@@ -116,6 +116,9 @@ NOT_IN_TABLE_LAYOUT_KEYS = frozenset(
     {"tp", "pp", "cp", "vp", "ep", "etp", "pp_schedule", "fsdp", "fsdp_degree", "zero", "recompute"}
 )
 NOT_IN_TABLE_KEYS = NOT_IN_TABLE_ROW_KEYS | NOT_IN_TABLE_LAYOUT_KEYS | frozenset(FINETUNE_KEYS)
+# Row keys no published table prints, read from the recipe wherever a row states them (their ``*_source``): the
+# "table columns only" prediction leaves them to gpuplan's default on every row.
+RECIPE_ONLY_ROW_KEYS = frozenset({"gradient_dtype"})
 
 
 def modelled(run: dict, skus: set[str]) -> str | None:
@@ -194,6 +197,8 @@ def moe_assumptions(run: dict) -> dict:
         out["moe_dispatcher"] = moe["dispatcher"]
     if moe.get("a2a_overlap"):
         out["moe_overlap"] = 1.0
+    if moe.get("routing"):  # the benchmark's gate where it is not a learned router (AutoModel's FakeBalancedGate)
+        out["moe_routing"] = moe["routing"]
     if moe.get("experts"):  # transformers' experts implementation where the row trains its modeling code
         out["experts_implementation"] = moe["experts"]
     return out
@@ -228,7 +233,7 @@ def table_only(run: dict) -> dict:
     """The row as a user checking its published table would give it: without the keys its ``not_in_table``
     names (read from a recipe or a config, not the table), which gpuplan then chooses or defaults;
     ``layout_arguments`` also leaves the node placement and any ZeRO stage the table does not print free."""
-    dropped = set(run.get("not_in_table") or ())
+    dropped = set(run.get("not_in_table") or ()) | RECIPE_ONLY_ROW_KEYS
     out = {k: v for k, v in run.items() if k not in dropped}
     out["layout"] = {k: v for k, v in run["layout"].items() if k not in dropped}
     out["_table_only"] = True

@@ -242,6 +242,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         explicit_efficiency=per_row(9),
         offloaded_bytes_per_micro=offloaded_micro,
         zero3_per_step=held,
+        moe_routing=ctx.assumptions.moe_routing,
     )
     if np.any(per_row(13) != 1.0):  # the calibration's anchors: a measured configuration runs as measured
         timing = timing.faster(per_row(13))

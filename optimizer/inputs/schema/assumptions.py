@@ -56,6 +56,13 @@ class Assumptions(_Model):
         "copy per destination rank and remote node; HybridEP permutes in its kernels); auto: deepep where the "
         "expert-parallel group spans nodes, alltoall inside one (Megatron-Core's MoE README).",
     )
+    moe_routing: Literal["topk", "round_robin"] = Field(
+        "topk",
+        description="How the router picks a token's experts: topk (a learned router, balanced: each of the k "
+        "experts on any rank) or round_robin (NeMo AutoModel's FakeBalancedGate, fake_balanced_gate: true in its "
+        "benchmark configs: token i takes experts i k .. i k + k - 1, so one or two EP ranks a token; a benchmark "
+        "setting whose all-to-all a learned router does not reach; physics/moe.py round_robin_groups_hit).",
+    )
     moe_host_ms_per_layer: float | None = Field(
         None,
         description="Host time per MoE layer and micro-batch (forward + backward, ms) that the GPU waits for: kernel "
