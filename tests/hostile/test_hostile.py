@@ -2579,7 +2579,11 @@ def test_install_completion_into_an_unwritable_start_up_file_is_bad_input(tmp_pa
             pytest.skip("root may write a read-only file")
         (tmp_path / ".bashrc").write_text("# mine\n")
         (tmp_path / ".bashrc").chmod(0o400)
-    proc = gpuplan("--install-completion", "bash", env={"HOME": str(tmp_path)})
+    # typer detects the shell from the process tree (shellingham) unless told not to, and then takes no value: run
+    # from a tree with no shell above it, it printed "Shell None is not supported" (exit 1) before writing anything.
+    # typer's own test switch makes the shell the argument's, so the test does not depend on who launched pytest.
+    no_detection = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    proc = gpuplan("--install-completion", "bash", env={"HOME": str(tmp_path), **no_detection})
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "'--install-completion'" in proc.stderr and f"{tmp_path}/.bashrc" in proc.stderr
