@@ -27,9 +27,10 @@ def tile_rate(rows, cols) -> np.ndarray:
     return tiles / (tiles + GEMM_TILES_HALF)
 
 
-def _time_per_flop(shape: ModelShape, tp, rows, weight_gradient: bool) -> np.ndarray:
+def _time_per_flop(shape: ModelShape, tp, rows, weight_gradient: bool, k_half=GEMM_K_HALF_16BIT) -> np.ndarray:
     """Relative time per FLOP of one layer's dense GEMMs with ``rows`` tokens: forward (rows x N), data gradient
-    (rows x K), and, where the weights train, weight gradient (K = rows), combined by FLOPs (equal per pass)."""
+    (rows x K), and, where the weights train, weight gradient (K = rows, its tile's fixed cost worth ``k_half``
+    steps), combined by FLOPs (equal per pass)."""
     rows = np.asarray(rows, float)
     weight: np.ndarray | float = 0.0
     time: np.ndarray | float = 0.0
@@ -37,18 +38,19 @@ def _time_per_flop(shape: ModelShape, tp, rows, weight_gradient: bool) -> np.nda
         weight = weight + (3.0 if weight_gradient else 2.0) * w
         time = time + w * (1.0 / tile_rate(rows, n_forward) + 1.0 / tile_rate(rows, k_forward))
         if weight_gradient:
-            time = time + w * (rows + GEMM_K_HALF_16BIT) / rows
+            time = time + w * (rows + k_half) / rows
     return np.asarray(time / weight, float)
 
 
-def rows_factor(shape: ModelShape, tp, rows, weight_gradient: bool = True) -> np.ndarray:
+def rows_factor(shape: ModelShape, tp, rows, weight_gradient: bool = True, k_half=GEMM_K_HALF_16BIT) -> np.ndarray:
     """The dense GEMMs' rate with ``rows`` tokens per micro-batch on a rank over their rate with
     GEMM_K_REFERENCE tokens (1 there; under 1 with fewer tokens). ``weight_gradient``: False where the base
-    weights are frozen (LoRA: no weight-gradient GEMM)."""
+    weights are frozen (LoRA: no weight-gradient GEMM). ``k_half``: the weight gradient's fixed cost per tile in
+    K steps, GEMM_K_HALF_16BIT at 16 bits, r times it at r times the rate (FP8: GEMM_K_HALF_FP8)."""
     tp = np.asarray(tp, float)
     rows = np.broadcast_to(np.asarray(rows, float), np.broadcast_shapes(np.shape(tp), np.shape(rows)))
     if not shape.has_shapes or shape.hidden <= 0:
         return np.ones_like(rows)
     rows = np.maximum(rows, 1.0)
-    reference = _time_per_flop(shape, tp, GEMM_K_REFERENCE, weight_gradient)
-    return np.minimum(1.0, np.asarray(reference / _time_per_flop(shape, tp, rows, weight_gradient), float))
+    reference = _time_per_flop(shape, tp, GEMM_K_REFERENCE, weight_gradient, k_half)
+    return np.minimum(1.0, np.asarray(reference / _time_per_flop(shape, tp, rows, weight_gradient, k_half), float))

@@ -121,3 +121,10 @@ class Split:
     def dense_factor(self) -> np.ndarray:
         """The dense linear layers' time over their 16-bit time: phi / s + 1 - phi."""
         return self.gemm_share / self.dense_speedup + 1.0 - self.gemm_share
+
+    def dense_factor_at(self, rate16, rate_low) -> np.ndarray:
+        """``dense_factor`` at a micro-batch's tokens, over the 16-bit time at GEMM_K_REFERENCE tokens: the GEMMs at
+        their own precision's rate for those tokens (``rate_low``: physics/gemm.py rows_factor with the low
+        precision's K_half), the rest at the 16-bit one (``rate16``)."""
+        rate_low = np.where(self.low_precision, rate_low, rate16)
+        return self.gemm_share / (self.dense_speedup * rate_low) + (1.0 - self.gemm_share) / rate16

@@ -49,6 +49,7 @@ from .attention import (
 )
 from .constants import (
     CAST_HBM_EFFICIENCY,
+    GEMM_K_HALF_16BIT,
     LAST_BACKWARD_SHARE_OF_MICRO_BATCH,
     QLORA_DEQUANT_BYTES_PER_PARAM,
     QLORA_DEQUANT_PASSES,
@@ -261,10 +262,16 @@ def _micro_batch(
     )
     phi = split.gemm_share
     expert_factor = phi / (split.expert_speedup * grouped) + (1.0 - phi) / grouped16
-    # the dense GEMMs at the micro-batch's tokens per rank (physics/gemm.py; 1 at GEMM_K_REFERENCE tokens)
-    dense_rate = rows_factor(shape, tp, b * seq_len / cp, weight_gradient=not train.lora)
+    # the dense GEMMs at the micro-batch's tokens per rank (physics/gemm.py; 1 at GEMM_K_REFERENCE tokens); a low
+    # precision's weight-gradient GEMMs (K = the tokens) pay their tiles' fixed cost at their own rate, worth r
+    # times the K steps at r times the 16-bit peak (physics/constants.py GEMM_K_HALF_FP8)
+    rows, trains = b * seq_len / cp, not train.lora
+    dense_rate = rows_factor(shape, tp, rows, weight_gradient=trains)
+    ratio = np.asarray(hw.peak_flops, float) / peak16
+    ratio = np.where(np.isfinite(ratio) & (ratio > 0), ratio, 1.0)
+    low_rate = rows_factor(shape, tp, rows, trains, GEMM_K_HALF_16BIT * ratio)
     compute_s = tokens * (
-        ((linear - expert) * split.dense_factor / dense_rate + expert * expert_factor)
+        ((linear - expert) * split.dense_factor_at(dense_rate, low_rate) + expert * expert_factor)
         / (peak16 * hw.compute_efficiency)
         + attention / (peak16 * attention_efficiency)
     )

@@ -72,3 +72,25 @@ def test_a_named_transformer_engine_framework_runs_at_the_fitted_fused_ratio():
     assert named.strategy.framework == pinned.strategy.framework == "megatron"
     assert FITTED_FUSED_RATIO == 1.25 and named.mfu / pinned.mfu == pytest.approx(1.25, rel=0.10)
     assert named.tokens_per_s > 1.15 * pinned.tokens_per_s
+
+
+def test_fp8_gains_less_on_a_micro_batch_of_few_tokens():
+    # The weight gradient reduces over the micro-batch's tokens (K = tokens), and its tiles' fixed cost is time: at
+    # twice the rate it is worth twice the K steps (DeepGEMM's K sweep, GEMM_K_HALF_FP8 = 2 x GEMM_K_HALF_16BIT). At
+    # the reference's 8,192 tokens nothing changes; at 2,048 (Transformer Engine's accelerate tutorial: 8 x 256)
+    # FP8's weight gradient runs further from its many-token rate than BF16's, and the speed-up shrinks.
+    from optimizer.physics.constants import GEMM_K_HALF_FP8
+    from optimizer.physics.gemm import rows_factor
+
+    shape = _shape("llama-3.1-8b")
+    fp8, bf16 = Split.of(shape, 1.0, 0.5, 2.0), Split.of(shape, 1.0, 0.5, 1.0)
+
+    def speedup(tokens: float) -> float:
+        rate16 = rows_factor(shape, 1.0, tokens)
+        low = rows_factor(shape, 1.0, tokens, k_half=GEMM_K_HALF_FP8)
+        return float(bf16.dense_factor_at(rate16, rate16) / fp8.dense_factor_at(rate16, low))
+
+    assert float(rows_factor(shape, 1.0, 8192.0, k_half=GEMM_K_HALF_FP8)) == pytest.approx(1.0)
+    assert speedup(8192.0) == pytest.approx(1.0 / float(fp8.dense_factor))
+    assert float(rows_factor(shape, 1.0, 2048.0, k_half=GEMM_K_HALF_FP8)) < float(rows_factor(shape, 1.0, 2048.0))
+    assert 1.0 < speedup(2048.0) < speedup(8192.0)
