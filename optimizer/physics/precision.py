@@ -98,6 +98,7 @@ class Split:
     dense_speedup: np.ndarray  # s for the dense GEMMs (1 at 16 bits)
     expert_speedup: np.ndarray  # s for the experts' grouped GEMMs, before their K and token-count rates
     low_precision: np.ndarray  # bool: casts run
+    peak_ratio: np.ndarray  # r: the precision's peak over the 16-bit one (1 where unknown)
 
     @classmethod
     def of(cls, shape: ModelShape, tp, efficiency, peak_ratio) -> Split:
@@ -115,6 +116,7 @@ class Split:
             dense_speedup=ratio * ceiling * rate_low / rate16,
             expert_speedup=ratio * ceiling,
             low_precision=low,
+            peak_ratio=ratio,
         )
 
     @property

@@ -267,9 +267,7 @@ def _micro_batch(
     # times the K steps at r times the 16-bit peak (physics/constants.py GEMM_K_HALF_FP8)
     rows, trains = b * seq_len / cp, not train.lora
     dense_rate = rows_factor(shape, tp, rows, weight_gradient=trains)
-    ratio = np.asarray(hw.peak_flops, float) / peak16
-    ratio = np.where(np.isfinite(ratio) & (ratio > 0), ratio, 1.0)
-    low_rate = rows_factor(shape, tp, rows, trains, GEMM_K_HALF_16BIT * ratio)
+    low_rate = rows_factor(shape, tp, rows, trains, GEMM_K_HALF_16BIT * split.peak_ratio)
     compute_s = tokens * (
         ((linear - expert) * split.dense_factor_at(dense_rate, low_rate) + expert * expert_factor)
         / (peak16 * hw.compute_efficiency)
