@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .constants import GEMM_K_HALF_16BIT, GEMM_K_REFERENCE, GEMM_TILE_ELEMENTS, GEMM_TILES_HALF
-from .precision import dense_gemms
+from .precision import Split, dense_gemms
 from .shapes import ModelShape
 
 
@@ -54,3 +54,13 @@ def rows_factor(shape: ModelShape, tp, rows, weight_gradient: bool = True, k_hal
     rows = np.maximum(rows, 1.0)
     reference = _time_per_flop(shape, tp, GEMM_K_REFERENCE, weight_gradient, k_half)
     return np.minimum(1.0, np.asarray(reference / _time_per_flop(shape, tp, rows, weight_gradient, k_half), float))
+
+
+def dense_time_factor(split: Split, shape: ModelShape, tp, rows, weight_gradient: bool = True) -> np.ndarray:
+    """The dense linear layers' time with ``rows`` tokens per micro-batch on a rank over their 16-bit time at
+    GEMM_K_REFERENCE tokens: ``split.dense_factor_at`` the 16-bit rate and the low precision's, whose weight-gradient
+    GEMMs (K = the tokens) pay their tiles' fixed cost at their own rate, worth r times the K steps at r times the
+    16-bit peak (physics/constants.py GEMM_K_HALF_FP8 = 2 x GEMM_K_HALF_16BIT)."""
+    rate16 = rows_factor(shape, tp, rows, weight_gradient)
+    low = rows_factor(shape, tp, rows, weight_gradient, GEMM_K_HALF_16BIT * split.peak_ratio)
+    return split.dense_factor_at(rate16, low)

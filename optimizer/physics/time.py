@@ -49,7 +49,6 @@ from .attention import (
 )
 from .constants import (
     CAST_HBM_EFFICIENCY,
-    GEMM_K_HALF_16BIT,
     LAST_BACKWARD_SHARE_OF_MICRO_BATCH,
     QLORA_DEQUANT_BYTES_PER_PARAM,
     QLORA_DEQUANT_PASSES,
@@ -57,7 +56,7 @@ from .constants import (
 from .context_parallel import context_parallel_s
 from .eager_attention import eager_attention_s
 from .fsdp_memory import skips_gradient_sync
-from .gemm import rows_factor
+from .gemm import dense_time_factor
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .links import Links, ring
 from .moe import (
@@ -262,15 +261,10 @@ def _micro_batch(
     )
     phi = split.gemm_share
     expert_factor = phi / (split.expert_speedup * grouped) + (1.0 - phi) / grouped16
-    # the dense GEMMs at the micro-batch's tokens per rank (physics/gemm.py; 1 at GEMM_K_REFERENCE tokens); a low
-    # precision's weight-gradient GEMMs (K = the tokens) pay their tiles' fixed cost at their own rate, worth r
-    # times the K steps at r times the 16-bit peak (physics/constants.py GEMM_K_HALF_FP8)
-    rows, trains = b * seq_len / cp, not train.lora
-    dense_rate = rows_factor(shape, tp, rows, weight_gradient=trains)
-    low_rate = rows_factor(shape, tp, rows, trains, GEMM_K_HALF_16BIT * split.peak_ratio)
+    # the dense GEMMs at the micro-batch's tokens per rank, each precision at its own rate (physics/gemm.py)
+    dense = dense_time_factor(split, shape, tp, b * seq_len / cp, weight_gradient=not train.lora)
     compute_s = tokens * (
-        ((linear - expert) * split.dense_factor_at(dense_rate, low_rate) + expert * expert_factor)
-        / (peak16 * hw.compute_efficiency)
+        ((linear - expert) * dense + expert * expert_factor) / (peak16 * hw.compute_efficiency)
         + attention / (peak16 * attention_efficiency)
     )
     cast_s = np.where(
