@@ -175,7 +175,7 @@ class RunSettings:
     fused_framework: bool | np.ndarray = False
     # the data-parallel reduce's bytes per 16-bit gradient byte: 2 where gradients reduce in fp32 (job.gradient_dtype;
     # planning/labels.py fp32_reduce: Megatron-Core's fp32 main_grad, torchtitan's mixed_precision_reduce float32)
-    main_grad: Floats = 1.0
+    reduce_per_grad_byte: Floats = 1.0
     # the gradient buffer's bytes per 16-bit gradient byte: 2 where the gradients take an fp32 buffer of their own
     # beside 16-bit weights (job.gradient_dtype fp32: Megatron-Core's main_grad, nanotron's accumulate_grad_in_fp32)
     grad_buffer: Floats = 1.0
@@ -218,4 +218,4 @@ class RunSettings:
     def bucket_per_grad_byte(self) -> np.ndarray:
         """torch DDP's buckets' bytes per byte of the gradients counted: the reduce dtype's over the buffer's
         (physics/memory_terms.py ddp_bucket_bytes)."""
-        return np.asarray(self.main_grad, float) / np.asarray(self.grad_buffer, float)
+        return np.asarray(self.reduce_per_grad_byte, float) / np.asarray(self.grad_buffer, float)

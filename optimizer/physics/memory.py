@@ -99,7 +99,7 @@ def state_bytes(
     layout: Layout,
     zero3_per_step=False,
     deepspeed=False,
-    main_grad=1.0,
+    grad_buffer=1.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Weights, gradients and optimizer state per GPU (ZeRO paper section 5.1, Figure 1).
 
@@ -114,7 +114,7 @@ def state_bytes(
     weights unsharded from the first forward to the last backward, and each trainable parameter's unsharded
     gradient accumulated in fp32 between micro-batches (FSDP_UNSHARDED_GRAD_BYTES): the memory side of
     gathering once per step. ``deepspeed`` (per layout): DeepSpeed's ZeRO-2/3, as its estimators count them
-    (``deepspeed_fp32_grad_bytes``, ``deepspeed_gathered_params``). ``main_grad`` (per layout): the gradient
+    (``deepspeed_fp32_grad_bytes``, ``deepspeed_gathered_params``). ``grad_buffer`` (per layout): the gradient
     buffer's bytes per 16-bit gradient byte, 2 where gradients accumulate in fp32 (job.gradient_dtype: Megatron-
     Core's fp32 main_grad buffer, whole on every rank under its distributed optimizer as the 16-bit one is)."""
     tp, pp = np.asarray(layout.tp, float), np.asarray(layout.pp, float)
@@ -149,7 +149,7 @@ def state_bytes(
     gathered = np.where(deepspeed, deepspeed_gathered_params(shape, tp, expert_split), gathered)
     weights = weights + np.where(zero >= 3, zero3_gather_bytes_per_param(train) * gathered, 0.0)
     grad_total = train.grad_bytes * train.trainable_params
-    grads = per_gpu(grad_total, grad_total * trainable_share, zero >= 2) * np.asarray(main_grad, float)
+    grads = per_gpu(grad_total, grad_total * trainable_share, zero >= 2) * np.asarray(grad_buffer, float)
     if np.any(deepspeed):
         fp32_total = deepspeed_fp32_grad_bytes(train, zero) * train.trainable_params
         fp32_grads = per_gpu(fp32_total, fp32_total * trainable_share, True)

@@ -186,7 +186,7 @@ def ddp_bucket_bytes(grad_bytes, layout: Layout, ddp_gradient_copy, bucket_per_g
     Lightning construct DDP with the default. One more copy of ``grad_bytes`` (the layout's unsharded gradients), in
     the dtype they reduce in: the buckets are the parameters' gradients' dtype (torch/csrc/distributed/c10d/reducer.cpp
     initialize_buckets: one flat tensor per bucket of the first parameter's options), fp32 under autocast over fp32
-    parameters where the gradients counted are 16-bit (``bucket_per_grad_byte`` 2: RunSettings.main_grad over
+    parameters where the gradients counted are 16-bit (``bucket_per_grad_byte`` 2: RunSettings.reduce_per_grad_byte over
     grad_buffer)."""
     return ddp_copies(layout, ddp_gradient_copy, bucket_per_grad_byte) * np.asarray(grad_bytes, float)
 

@@ -523,7 +523,7 @@ def step_time(
         ep_spans_nodes(layout, links, np.asarray(hw.gpus_per_node, float)),
         settings.recompute_modules,
     )
-    g32 = np.asarray(settings.main_grad, float)  # fp32 gradients: twice the reduce traffic (job.gradient_dtype)
+    g32 = np.asarray(settings.reduce_per_grad_byte, float)  # an fp32 reduce: twice the traffic (job.gradient_dtype)
     mb = replace(mb, grad_bytes=mb.grad_bytes * g32, expert_grad_bytes=np.asarray(mb.expert_grad_bytes) * g32)
     if shape.experts and (np.any(settings.expert_loop) or np.any(settings.zero3_module_fetch)):
         dispatched = expert_tokens(layout, np.asarray(layout.micro_batch, float) * s / np.asarray(layout.cp, float))

@@ -200,7 +200,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         ddp_gradient_copy=ddp_gradient_copy(codes, ctx.job.framework) & (ctx.job.bytes_per_param is None),
         frees_gradients=frees_gradients(codes, ctx.job.framework),
         grouped_gemm_per_expert=grouped_gemm_per_expert(codes, ctx.job.framework, layout.ep),
-        main_grad=np.where(
+        reduce_per_grad_byte=np.where(
             fp32_reduce(codes, ctx.job.framework, layout.zero, ctx.job.gradient_dtype, ctx.job.master_weights),
             FP32_GRAD_BYTES_PER_GRAD_BYTE,
             1.0,

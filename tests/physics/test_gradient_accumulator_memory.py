@@ -47,7 +47,7 @@ def test_ddp_keeps_a_bucket_copy_without_zero_and_with_data_parallelism():
 def test_the_8_86b_at_tp_4_on_512_gpus_holds_a_bucket_of_its_gradients():
     # the cell "8.86B x 64 nodes: DP 128, TP 4, PP 1, MBS 2, ZeRO-0": 2 bytes x 8.86B / 4 = 4.1 GiB of DDP buckets
     layout = Layout(tp=4, pp=1, dp=128, zero=0, micro_batch=2, grad_accum=1, recompute=Recompute.NONE)
-    settings = RunSettings(seq_len=4096.0, main_grad=2.0, grad_buffer=2.0)
+    settings = RunSettings(seq_len=4096.0, reduce_per_grad_byte=2.0, grad_buffer=2.0)
     in_place = memory_breakdown(SHAPE, _train("in_place"), layout, settings, 80 * GIB)
     after = memory_breakdown(SHAPE, _train("after_backward"), layout, settings, 80 * GIB)
     added = float(after.gradients - in_place.gradients)

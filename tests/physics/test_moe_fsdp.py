@@ -7,7 +7,9 @@ from math import comb
 import numpy as np
 import pytest
 
-from optimizer.inputs.schema import JobSpec, ModelSpec
+from optimizer import CheckRequest, check
+from optimizer.inputs.files import expand_models
+from optimizer.inputs.schema import JobSpec, ModelSpec, Problem
 from optimizer.physics.layout import Cluster, Layout, RunSettings
 from optimizer.physics.links import Links
 from optimizer.physics.moe import all_to_all_s, round_robin_groups_hit
@@ -217,11 +219,7 @@ def test_the_assumption_reaches_a_check():
     # assumptions.moe_routing round_robin (AutoModel's fake_balanced_gate) costs the same layout's all-to-all as the
     # gate sends it: DeepEP's one copy a destination rank, one EP rank a token at EP 8 within a node, where a learned
     # top-8 reaches most of the 8
-    from optimizer import CheckRequest, check
-    from optimizer.inputs.files import expand_models
-    from optimizer.inputs.schema import Problem
-
-    def all_to_all_s(routing: str) -> float:
+    def exchange_s(routing: str) -> float:
         job = {"name": "qwen3", "model": "qwen3-30b-a3b", "tokens": "10B", "seq_len": 4096, "global_batch": 64}
         problem = Problem.model_validate(
             expand_models({"job": job, "assumptions": {"moe_routing": routing, "moe_dispatcher": "deepep"}})
@@ -229,4 +227,4 @@ def test_the_assumption_reaches_a_check():
         request = CheckRequest("H100-SXM", 8, tp=1, pp=1, ep=8, zero=3, micro_batch=1, compare=False)
         return check(problem, request).plan.time_breakdown_s["all_to_all"]
 
-    assert 0.0 < all_to_all_s("round_robin") < 0.5 * all_to_all_s("topk")
+    assert 0.0 < exchange_s("round_robin") < 0.5 * exchange_s("topk")
