@@ -1,0 +1,107 @@
+"""Published dense pre-training throughput of a ninth set of source families gpuplan never fitted on
+(validation/unseen_families_9.yaml; issue 48: "We also measure on published families you have not seen"), where users
+stand: Modalities' scaling tables (GPT-style 2.7B and 6.7B under PyTorch FSDP1 FULL_SHARD and HYBRID_SHARD on 4 to
+512 A100 64GB and H100 64GB in 4-GPU nodes; modalities).
+
+Each row is predicted as gpuplan ships (bench/unseen.py: bench/throughput.py's ``checked`` and bench/memory.py's
+``predict``, nothing refitted), so the figures pinned below are first-seen errors, first predicted at 4e5df22 (the
+committed tree exported clean) and held as a record: each threshold sits a little above today's figure, so a change
+that worsens them fails here and has to say why; the model is being changed while this file is written, so an
+improvement passes.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+
+from first_seen import assert_families_new, factor, scored
+from paths import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+import unseen  # noqa: E402
+
+DATA = unseen.load(ROOT / "validation" / "unseen_families_9.yaml")
+RUNS, MEMORY = DATA["runs"], DATA["memory_rows"]
+SPEEDS = unseen.speeds(DATA)
+MEMORIES = unseen.memories(DATA)
+
+# Modalities src/modalities/utils/mfu.py @ 2029c649: PEAK_PERFORMANCE (bf16, a GPU) and 6 N + 12 L T H FLOPs a token
+MODALITIES_PEAK_FLOPS = {"A100": 312e12, "H100": 989e12}
+MODALITIES_GPUS_PER_NODE = 4  # Leonardo Booster's and MareNostrum 5's accelerated nodes: 4 GPUs each
+# The MFU column's widths and depths (the header's derivation: L H from two sequence lengths, N = 12 L H^2)
+MODALITIES_LAYERS_HIDDEN = {"2.7": (32, 2560), "6.7": (32, 4096)}
+
+
+def _cells(quote: str) -> list[str]:
+    """A markdown table row's cells."""
+    return [c.strip() for c in quote.strip().strip("|").split("|")]
+
+
+def _speed(name: str):
+    return next(s for s in SPEEDS if s.row["name"] == name)
+
+
+def test_the_families_are_new_and_listed():
+    # the family is registered in validation/families.yaml by no one and names a row of no other file of validation/
+    assert assert_families_new("unseen_families_9.yaml", DATA) == {"modalities"}
+    assert len(RUNS) == 15
+    assert all(r["kind"] == "dense" and r["task"] == "pretrain" for r in RUNS)
+    assert {r["sku"] for r in RUNS} == {"A100-80GB", "H100-SXM"}
+
+
+def test_each_modalities_row_is_its_table_line():
+    rows = [r for r in RUNS if r["family"] == "modalities"]
+    assert len(rows) == 15
+    for row in rows:
+        # # Params (B) | #GPUs | Samples/s | GradAccm | MBS | GBS | Sequence Length | Precision | Sharding | AC | GPU | MFU
+        size, gpus, samples_s, accum, mbs, gbs, seq, precision, sharding, ac, gpu, mfu = _cells(row["quote"])
+        assert row["gpus"] == int(gpus) and row["seq_len"] == int(seq)
+        assert row["micro_batch"] == int(mbs) and row["global_batch"] == int(gbs) and row["layout"]["ga"] == int(accum)
+        # Samples/s is the whole job's: GBS = MBS x GradAccm x GPUs on every line
+        assert int(gbs) == int(mbs) * int(accum) * int(gpus)
+        assert row["tokens_per_s_per_gpu"] == round(float(samples_s) * int(seq) / int(gpus), 3)
+        assert precision == "BF_16" and row["precision"] == "bf16"
+        assert row["sku"] == {"A100": "A100-80GB", "H100": "H100-SXM"}[gpu]
+        assert row["nodes"] * MODALITIES_GPUS_PER_NODE == row["gpus"]
+        # FULL_SHARD over every GPU; HYBRID_SHARD within a node of 4, replicated across nodes
+        assert row["layout"]["fsdp"] is True
+        assert row["layout"].get("fsdp_degree") == {"FULL_SHARD": None, "HYBRID_SHARD": 4}[sharding]
+        assert row["layout"]["recompute"] == {"False": "none", "True": "full"}[ac]
+        # the shape the MFU column pins: the published MFU is the row's tokens/s x (6 x 12 L H^2 + 12 L T H) / peak
+        layers, hidden = MODALITIES_LAYERS_HIDDEN[size]
+        assert (row["model"]["layers"], row["model"]["hidden"]) == (layers, hidden)
+        flops_per_token = 6 * 12 * layers * hidden**2 + 12 * layers * int(seq) * hidden
+        mfu_computed = row["tokens_per_s_per_gpu"] * flops_per_token / MODALITIES_PEAK_FLOPS[gpu]
+        assert abs(mfu_computed / float(mfu) - 1) < 0.002, (row["name"], mfu_computed, mfu)
+
+
+def test_no_row_is_refused_and_every_run_fits():
+    assert all(s.predicted is not None for s in SPEEDS)
+    assert all(s is not None for _, s, _ in MEMORIES)
+    assert all(s.fits for s in SPEEDS)
+
+
+def test_modalities_first_seen():
+    # 15 rows (FSDP1, no activation checkpointing, 4096 tokens): median |error| 17.4 %, 0.90 (6.7B on 8 A100: 4,751
+    # published, 4,274 predicted) to 1.96 (2.7B FULL_SHARD on 256 A100: 4,851 published, 9,502 predicted). On A100 the
+    # rows up to 64 GPUs sit at 0.90-1.01; every H100 row is over (1.29-1.36 at up to 512 GPUs HYBRID_SHARD), the
+    # published MFU there being 0.28-0.30 against 0.57-0.69 on A100
+    ratios = scored(SPEEDS, "modalities")
+    assert len(ratios) == 15
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.19
+    assert max(factor(r) for r in ratios) <= 2.0
+
+
+def test_full_shard_collapse_at_scale_is_missed():
+    # the published FULL_SHARD runs lose 35-48 % a GPU from 64 to 256 A100 or 512 H100 at MBS 2 while HYBRID_SHARD
+    # (sharded within a node) keeps 85-97 %; gpuplan predicts FULL_SHARD at 256 / 512 GPUs no slower than at 64. Held:
+    # the HYBRID_SHARD row at the most GPUs stays within 1.40x, the FULL_SHARD one within 2.0x
+    for full, hybrid in (
+        ("modalities-2p7b-a100x256-mbs2-full", "modalities-2p7b-a100x256-mbs2-hybrid"),
+        ("modalities-2p7b-h100x512-mbs2-full", "modalities-2p7b-h100x512-mbs2-hybrid"),
+    ):
+        published = _speed(hybrid).row["tokens_per_s_per_gpu"] / _speed(full).row["tokens_per_s_per_gpu"]
+        assert 1.3 < published < 1.7, (full, published)
+        assert factor(_speed(hybrid).ratio) <= 1.40 and factor(_speed(full).ratio) <= 2.0
