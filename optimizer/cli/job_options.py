@@ -25,7 +25,8 @@ LossOpt = typer.Option(
     "--loss",
     help="Cross-entropy's memory at its peak: standard (the framework's own: PyTorch's fp32 log-softmax and "
     "gradients), chunked (bf16 logits, fp32 a chunk at a time: torchtune), flash (flash-attn's Triton loss, bf16 "
-    "logits: llm-foundry) or fused (no whole logits: Liger). Changes the activation memory, so which layouts "
+    "logits: llm-foundry), fused (no whole logits: Liger) or bf16 (PyTorch's loss on bf16 logits, no fp32 "
+    "upcast). Changes the activation memory, so which layouts "
     "fit. Default: the job file's job.loss, else standard.",
 )
 AttentionOpt = typer.Option(

@@ -111,8 +111,11 @@ LOSS_FP32_COPY_MIN_BYTES_PER_VOCAB = 6.0  # at or above: the loss holds an fp32 
 # linear cross-entropy (Hsu et al. 2024, section 3.4) never materialises the full logits (0; its chunk's working
 # set is within the reserve); flash-attn's Triton cross-entropy (flash_attn/losses/cross_entropy.py, llm-foundry's
 # default loss) saves the bf16 logits with a per-token log-sum-exp and writes their bf16 gradient (2 + 2).
-# Megatron-Core's own standard loss is Framework.standard_loss_bytes_per_vocab.
-LOGITS_BYTES_PER_VOCAB = {"standard": 12.0, "chunked": 2.0, "flash": 4.0, "fused": 0.0}
+# Megatron-Core's own standard loss is Framework.standard_loss_bytes_per_vocab. PyTorch's cross-entropy on the model's
+# 16-bit logits without an fp32 upcast (F.cross_entropy on a bf16 model's output: KempnerForge scripts/train.py @
+# 01b461a, universal-llm-trainer) keeps the same three tensors in bf16 (aten log_softmax returns its input's dtype and
+# saves its output; nll_loss_backward's zeros_like and _log_softmax_backward_data write bf16): 2 + 2 + 2 (bf16).
+LOGITS_BYTES_PER_VOCAB = {"standard": 12.0, "chunked": 2.0, "flash": 4.0, "fused": 0.0, "bf16": 6.0}
 # Megatron-Core's vocab-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py) turns the fp32
 # logits into the softmax in place and writes the gradient over it: the fp32 copy (4) and the bf16 logits (2).
 MEGATRON_CROSS_ENTROPY_BYTES_PER_VOCAB = 6.0

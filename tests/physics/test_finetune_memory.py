@@ -41,7 +41,7 @@ def test_qlora_keeps_embeddings_and_lm_head_in_16_bits():
     assert train.weights_total(shape.params) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize(("loss", "bytes_per_vocab"), [("standard", 12), ("chunked", 2), ("fused", 0)])
+@pytest.mark.parametrize(("loss", "bytes_per_vocab"), [("standard", 12), ("chunked", 2), ("fused", 0), ("bf16", 6)])
 def test_cross_entropy_memory_by_loss(loss, bytes_per_vocab):
     # One GPU, no pipeline: activations = layers + logits; the loss only changes the logits term.
     def activations(name):

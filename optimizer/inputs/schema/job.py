@@ -103,12 +103,13 @@ class JobSpec(_Model):
         description="LoRA on every linear layer, on q, k, v and o only (attention), or on the fused query-key-value "
         "projection only (qkv: Megatron's linear_qkv, as NeMo's and Megatron-Bridge's performance recipes).",
     )
-    loss: Literal["standard", "chunked", "flash", "fused"] = Field(
+    loss: Literal["standard", "chunked", "flash", "fused", "bf16"] = Field(
         "standard",
         description="Cross-entropy memory: standard (the framework's own: PyTorch's fp32 log-softmax and "
         "gradients, Megatron-Core's in place), chunked (bf16 logits, fp32 per chunk: torchtune), flash "
         "(flash-attn's Triton cross-entropy: bf16 logits and their gradient; llm-foundry's default), fused (no "
-        "full logits: Liger's fused linear cross-entropy).",
+        "full logits: Liger's fused linear cross-entropy), bf16 (PyTorch's cross-entropy on the bf16 logits, no "
+        "fp32 upcast: its log-softmax and two gradients in bf16).",
     )
     kernels: Literal["auto", "fused", "eager"] = Field(
         "auto",
