@@ -60,6 +60,8 @@ def unsharded_accumulated_grad_bytes(shape: ModelShape, train: TrainingState, la
     total = FSDP_UNSHARDED_GRAD_BYTES * train.trainable_params
     stage = heaviest_stage_share(shape, pp, layout.virtual_stages)
     dense = total * (1.0 - trainable_share) * stage / tp
+    if not train.lora:  # parameters whole on every TP rank (memory_terms.tp_replicated_state_bytes): (1 - 1/t) more
+        dense = dense + FSDP_UNSHARDED_GRAD_BYTES * train.tp_replicated_params * (1.0 - 1.0 / tp)
     experts = total * trainable_share / expert_split / pp
     return np.where(applies, dense + experts, 0.0)
 

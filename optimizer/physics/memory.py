@@ -51,6 +51,7 @@ from .memory_terms import (
     deepspeed_held_block_params,
     kbit_upcast_bytes,
     not_concurrent_bytes,
+    tp_replicated_state_bytes,
     variable_length_fragmentation_bytes,
 )
 from .pipeline import heaviest_stage_share, in_flight, interleaved_in_flight_factor
@@ -179,6 +180,9 @@ def state_bytes(
         grads = np.minimum(grads, one_tensor / tp / np.where(zero >= 2, shard, 1.0))
     optim_total = train.optimizer_bytes_at(zero) * train.trainable_params
     optim = per_gpu(optim_total, optim_total * trainable_share, zero >= 1)
+    if train.tp_replicated_params:  # parameters whole on every TP rank (KempnerForge's token embedding)
+        more_weights, more_grads, more_optim = tp_replicated_state_bytes(train, layout, grad_buffer)
+        weights, grads, optim = weights + more_weights, grads + more_grads, optim + more_optim
     off_gpu = (np.asarray(layout.offload) > 0) | train.paged_optimizer
     return weights, grads, np.where(off_gpu, 0.0, optim)
 

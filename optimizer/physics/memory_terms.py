@@ -234,3 +234,27 @@ def cached_beyond_peak_bytes(not_concurrent_bytes, total_bytes, capacity_bytes) 
     "num_alloc_retries"), so they are not part of what a plan needs to fit."""
     room = np.maximum(np.asarray(capacity_bytes, float) - np.asarray(total_bytes, float), 0.0)
     return np.minimum(np.asarray(not_concurrent_bytes, float), room)
+
+
+def tp_replicated_state_bytes(
+    train: TrainingState, layout: Layout, grad_buffer=1.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per GPU, the weights, gradients and optimizer state of the parameters every TP rank holds whole
+    (``train.tp_replicated_params``, job.embedding_parallel false) beyond the 1 / t share ``memory.state_bytes`` gives
+    them: (1 - 1 / t) of their state, sharded by ZeRO / FSDP as the rest.
+
+    KempnerForge kempnerforge/distributed/tensor_parallel.py @ 01b461a: "Token embedding: Replicated
+    (SequenceParallel norm handles Replicate->Shard(1))", "The token embedding stays replicated because RowwiseParallel
+    on nn.Embedding doesn't correctly redistribute output to Shard(1)"; its plan parallelises the blocks and the output
+    head only, so the V x h embedding, its gradient and its AdamW moments are whole on each TP rank, and FSDP2's
+    ``fully_shard`` (over dp_shard alone) shards them by the FSDP degree, not by t x FSDP."""
+    tp, zero = np.asarray(layout.tp, float), np.asarray(layout.zero)
+    shard = np.asarray(layout.shard, float)
+    whole = train.tp_replicated_params * (1.0 - 1.0 / tp)
+
+    def sharded(at_stage) -> np.ndarray:
+        return whole / np.where(zero >= at_stage, shard, 1.0)
+
+    trained = 0.0 if train.lora else 1.0  # LoRA leaves the embedding frozen: its weights alone
+    grads = sharded(2) * train.grad_bytes * np.asarray(grad_buffer, float) * trained
+    return sharded(3) * train.weight_bytes, grads, sharded(1) * train.optimizer_bytes_at(zero) * trained

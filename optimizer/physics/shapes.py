@@ -129,6 +129,9 @@ class TrainingState:
     # bytes per trainable parameter the optimizer step allocates beside the state and frees when it returns
     # (physics/optimizer_step.py foreach_temporary_bytes)
     step_temporary_bytes: float = 0.0
+    # parameters every TP rank holds whole (job.embedding_parallel false: the token embedding, memory_terms.py
+    # tp_replicated_state_bytes)
+    tp_replicated_params: float = 0.0
 
     def optimizer_bytes_at(self, zero) -> np.ndarray:
         """Optimizer bytes per trainable parameter at ZeRO stage ``zero`` (flattened shards from stage 1)."""

@@ -88,6 +88,7 @@ def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = True) 
         optimizer_in_backward=job.optimizer_in_backward,
         pipeline_split=job.pipeline_split,
         gradient_accumulator=job.gradient_accumulator,
+        tp_replicated_params=0.0 if job.embedding_parallel else float(shape.vocab * shape.hidden),
         update_traffic_ratio=(
             foreach_traffic_ratio(job.optimizer, job.master_weights)
             if job.optimizer_implementation == "foreach"

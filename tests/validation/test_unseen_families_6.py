@@ -183,8 +183,10 @@ def test_kempnerforge_first_seen():
     # -> 0.62-0.82 (7B at TP 4 x FSDP 8: 27.6 published, 5.6 -> 12.6 -> 18.4), 70B 0.23 -> 0.89 -> 0.92. The worst are
     # the MoE rows at one micro-batch (8 experts 0.40, 16 experts 0.38), unchanged. Then the loss as its train.py runs
     # it, F.cross_entropy on the bf16 logits (job.loss bf16: 6 bytes per logit, not flash-attn's 4): 25.7 % -> 15.3 %,
-    # the FSDP rows without TP 0.98-1.00, the TP rows 0.72-0.90, the MoE rows 0.44-0.48
+    # the FSDP rows without TP 0.98-1.00, the TP rows 0.72-0.90, the MoE rows 0.44-0.48. Then its token embedding whole
+    # on every TP rank (job.embedding_parallel false, memory_terms.tp_replicated_state_bytes): 15.3 % -> 10.2 %, the TP
+    # rows with FSDP 0.87-0.98, TP alone 0.79 (TP 4) and 0.81 (TP 2)
     memory = scored_memory(MEMORIES, "kempnerforge")
     assert len(memory) == 16
-    assert statistics.median(abs(r - 1) for r in memory) <= 0.16
+    assert statistics.median(abs(r - 1) for r in memory) <= 0.11
     assert max(factor(r) for r in memory) <= 2.3

@@ -193,6 +193,12 @@ class JobSpec(_Model):
         "vocab-parallel cross-entropy, torchtitan's loss_parallel) or, false, on the whole vocabulary's logits "
         "gathered on every TP rank (an output head ColwiseParallel(output_layouts=Replicate()): KempnerForge).",
     )
+    embedding_parallel: bool = Field(
+        True,
+        description="With TP, whether the token embedding is split over the TP ranks (Megatron-Core's "
+        "VocabParallelEmbedding, torchtitan's RowwiseParallel tok_embeddings) or, false, replicated whole on every TP "
+        "rank with its gradient and optimizer state (KempnerForge's tensor-parallel plan).",
+    )
     master_weights: bool = Field(
         True,
         description="Mixed precision with an fp32 master copy (AdamW 12 B/param of state: Megatron, DeepSpeed, "
