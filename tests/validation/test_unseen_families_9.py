@@ -3,6 +3,9 @@
 stand: the Modalities team's scaling tables (README: GPT-style 2.7B and 6.7B under PyTorch FSDP1 FULL_SHARD and
 HYBRID_SHARD on 4 to 512 A100 64GB and H100 64GB in 4-GPU nodes) and its FSDP2 sweep notebook (a 6.1B Llama-style model
 on 4 to 128 A100 64GB: tokens/s, torch's peak allocated memory, and the runs that ran out of memory); modalities.
+EasyContext's speed table (Llama 2 7B at 64K-700K tokens on 8 A100 under DeepSpeed ZeRO-3 with parameter offload, data
+parallel against ring attention; easycontext) is checked against its lines and not scored: gpuplan has no parameter
+offload.
 
 Each row is predicted as gpuplan ships (bench/unseen.py: bench/throughput.py's ``checked`` and bench/memory.py's
 ``predict``, nothing refitted), so the figures pinned below are first-seen errors, first predicted at 14203e8 (the
@@ -35,6 +38,7 @@ MODALITIES_PEAK_FLOPS = {"A100": 312e12, "H100": 989e12}
 MODALITIES_GPUS_PER_NODE = 4  # Leonardo Booster's and MareNostrum 5's accelerated nodes: 4 GPUs each
 # The MFU column's widths and depths (the header's derivation: L H from two sequence lengths, N = 12 L H^2)
 MODALITIES_LAYERS_HIDDEN = {"2.7": (32, 2560), "6.7": (32, 4096)}
+EASYCONTEXT_GPUS = 8  # the README: "The throughput is measured on 8 A100s"
 MIB = 2**20  # Modalities' trainer: torch.cuda.max_memory_allocated(device) / 1024**2, printed "(MB)"
 NOTEBOOK = "fsdp2"  # the notebook's rows are named modalities-fsdp2-*
 
@@ -50,14 +54,15 @@ def _speed(name: str):
 
 def test_the_families_are_new_and_listed():
     # the family is registered in validation/families.yaml by no one and names a row of no other file of validation/
-    assert assert_families_new("unseen_families_9.yaml", DATA) == {"modalities"}
-    assert len(RUNS) == 25 and len(MEMORY) == 10 and len(DATA["out_of_memory"]) == 13
-    assert all(r["kind"] == "dense" and r["task"] == "pretrain" for r in RUNS)
+    assert assert_families_new("unseen_families_9.yaml", DATA) == {"modalities", "easycontext"}
+    assert len(RUNS) == 30 and len(MEMORY) == 10 and len(DATA["out_of_memory"]) == 13
+    modalities = [r for r in RUNS if r["family"] == "modalities"]
+    assert len(modalities) == 25 and all(r["kind"] == "dense" and r["task"] == "pretrain" for r in modalities)
     assert {r["sku"] for r in RUNS} == {"A100-80GB", "H100-SXM"}
 
 
 def _readme_rows() -> list[dict]:
-    return [r for r in RUNS if NOTEBOOK not in r["name"]]
+    return [r for r in RUNS if r["family"] == "modalities" and NOTEBOOK not in r["name"]]
 
 
 def _notebook_cells(quote: str) -> tuple:
@@ -149,7 +154,7 @@ def test_modalities_first_seen():
     # 4,751 published, 4,274 predicted) to 1.96 (2.7B FULL_SHARD on 256 A100: 4,851 published, 9,502 predicted). On
     # A100 the rows up to 64 GPUs sit at 0.90-1.01; every H100 row is over (1.29-1.36 up to 512 GPUs HYBRID_SHARD), the
     # published MFU there being 0.28-0.30 against 0.57-0.69 on A100
-    readme = [s.ratio for s in SPEEDS if NOTEBOOK not in s.row["name"]]
+    readme = [s.ratio for s in SPEEDS if s.row["family"] == "modalities" and NOTEBOOK not in s.row["name"]]
     assert statistics.median(abs(r - 1) for r in readme) <= 0.19
     assert max(factor(r) for r in readme) <= 2.0
     # notebook rows, 10 (FSDP2, 6.1B, 4096 tokens, 4-128 A100): median |error| 6.5 %, 0.92 (8 GPUs at micro-batch 2:
@@ -178,3 +183,23 @@ def test_full_shard_collapse_at_scale_is_missed():
         published = _speed(hybrid).row["tokens_per_s_per_gpu"] / _speed(full).row["tokens_per_s_per_gpu"]
         assert 1.3 < published < 1.7, (full, published)
         assert factor(_speed(hybrid).ratio) <= 1.40 and factor(_speed(full).ratio) <= 2.0
+
+
+def test_each_easycontext_row_is_its_table_line_and_not_scored():
+    rows = [r for r in RUNS if r["family"] == "easycontext"]
+    assert len(rows) == 5
+    for row in rows:
+        # Setup | Throughput on 8 A100
+        setup, throughput = _cells(row["quote"])
+        length, mode = (part.strip() for part in setup.split(","))
+        value, unit = throughput.split()
+        assert unit == "tokens/s" and row["gpus"] == EASYCONTEXT_GPUS
+        assert row["tokens_per_s_per_gpu"] == round(float(value) / EASYCONTEXT_GPUS, 3)
+        # the K of the table: 65536 for the data-parallel stage's 64K, thousands for the ring stages (the header)
+        assert round(row["seq_len"] / 1000) == int(length.removesuffix("K")) or row["seq_len"] == 65536
+        ring = mode == "ring attention"
+        assert mode in ("data parallel", "ring attention") and row["layout"]["cp"] == (EASYCONTEXT_GPUS if ring else 1)
+        assert row["global_batch"] == (EASYCONTEXT_GPUS // row["layout"]["cp"]) * row["layout"]["ga"]
+        # ZeRO-3 with the parameters offloaded: no gpuplan setting, so predicted on the nearest layout, not scored
+        assert row["expressible"] is False and "offload_param" in row["not_expressible"]
+    assert scored(SPEEDS, "easycontext") == []
