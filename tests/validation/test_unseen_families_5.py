@@ -153,7 +153,9 @@ def test_no_row_is_refused_and_which_are_said_not_to_fit():
     # first seen: four published runs gpuplan said do not fit (all pure-bf16 full fine-tunes of a 7-8B model on one
     # 80 GB A100: weights, gradients and two bf16 moments are 4 x 2 bytes a parameter, 54-60 GiB, before the logits).
     # Mistral 7B at batch 8 fits since the gradients the Trainer frees each step are no longer counted beside the
-    # activations (physics/memory_terms.py not_concurrent_bytes); vectorlm's accumulate over 4 micro-batches.
+    # activations (physics/memory_terms.py not_concurrent_bytes). vectorlm's three never step the optimizer (its
+    # benchmark.py calls train_step only, so tr_step stays 0 and every batch runs under no_sync): their rows state
+    # bytes_per_param 4, and they fit once bench/throughput.py reads that key (FINETUNE_KEYS).
     unfit = {s.row["name"] for s in SPEEDS if not s.fits}
     assert unfit <= {
         "vectorlm-llama3-8b-full-a100x1-s2048",
