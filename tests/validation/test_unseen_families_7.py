@@ -72,7 +72,7 @@ def test_the_families_are_new_and_listed():
     assert PATH in unseen.DATA_FILES
     assert assert_families_new(PATH.name, DATA) == {"axolotl-examples", "glm4-finetune-demo"}
     assert len(RUNS) == 2 and len(MEMORY) == 17
-    assert sum(r.get("expressible", True) for r in MEMORY) == 14
+    assert sum(r.get("expressible", True) for r in MEMORY) == 13  # the GLM-4 SFT row is listed apart
 
 
 def test_the_shapes_add_up_from_their_modules():
@@ -148,7 +148,9 @@ def test_axolotl_memory_first_seen():
     assert max(factor(r) for r in memory) <= 2.0
     # the two 8-bit-base LoRA rows and the offload_params row, listed apart: 1.11, 2.21, 2.05
     # (their nearest layouts hold more on the GPU: a 16-bit base, the parameters and gradients not offloaded)
-    apart = [s.ratio for row, s, _ in MEMORIES if not row.get("expressible", True)]
+    apart = [
+        s.ratio for row, s, _ in MEMORIES if not row.get("expressible", True) and row["family"] == "axolotl-examples"
+    ]
     assert len(apart) == 3 and min(apart) > 1.0
 
 
@@ -179,11 +181,13 @@ def test_axolotl_throughput_first_seen():
 
 def test_glm4_memory_first_seen():
     # LoRA on one A100: 21.0 GiB published (nvidia-smi), 23.5 predicted (1.12). Full fine-tuning under ZeRO-3 on 8
-    # A100: 79.0 GiB published, 98.8 % of the card (the caching allocator and DeepSpeed's buffers grew to fill it),
-    # 26.9 predicted (0.34).
+    # A100: 79.0 GiB published, 98.8 % of the card (the caching allocator grew to fill it), 26.9 predicted (0.34), first
+    # scored; now listed apart (expressible: false): DeepSpeed's zero.Init made the model fp32 (bf16 auto filled from the
+    # training arguments' unset bf16), and a card-full reading bounds the peak from above only.
     memory = scored_memory(MEMORIES, "glm4-finetune-demo")
-    assert len(memory) == 2
+    assert len(memory) == 1
     lora, sft = BY_NAME["glm4-9b-lora-a100"], BY_NAME["glm4-9b-sft-zero3-a100x8"]
     assert factor(lora.ratio) <= 1.15
-    assert factor(sft.ratio) <= 3.0
+    assert not sft.row.get("expressible", True)
+    assert sft.predicted_gib < sft.published_gib  # a bound from above: gpuplan's peak below the card-full reading
     assert sft.published_gib / sft.capacity_gib > 0.98  # the reading is the card's capacity, not a peak below it
