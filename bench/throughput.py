@@ -102,6 +102,7 @@ FINETUNE_KEYS = (
     "optimizer_in_backward",
     "activation_offload",
     "optimizer_implementation",
+    "bytes_per_param",
 )
 TOKENS = "100B"  # throughput does not depend on the run length
 # The data-parallel overlap the rows are predicted at (assumptions.overlap); None: gpuplan's, FITTED_OVERLAP. The

@@ -59,6 +59,7 @@ from .fsdp_memory import skips_gradient_sync
 from .gemm import dense_time_factor
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .links import Links, ring
+from .loss_time import loss_s
 from .moe import (
     ExpertExchange,
     active_expert_share,
@@ -100,6 +101,7 @@ class StepTime:
     expert_loop_s: np.ndarray | float = 0.0  # transformers' eager experts loop, whole step (part of ideal_s)
     module_fetch_s: np.ndarray | float = 0.0  # DeepSpeed ZeRO-3's per-module fetches, whole step (part of ideal_s)
     eager_attention_s: np.ndarray | float = 0.0  # eager attention's score kernels, whole step (part of ideal_s)
+    loss_s: np.ndarray | float = 0.0  # the loss's kernels over the logits, whole step (part of ideal_s)
     update_s: np.ndarray | float = 0.0  # the optimizer step (part of ideal_s)
 
     @property
@@ -111,7 +113,7 @@ class StepTime:
         as measured, its parts in the proportions the model gives them)."""
         times = ("step_s", "ideal_s", "compute_s", "memory_s", "network_s", "bubble_s")
         parts: tuple[str, ...] = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s", "adapter_s", "expert_loop_s")
-        parts += ("module_fetch_s", "eager_attention_s", "update_s")
+        parts += ("module_fetch_s", "eager_attention_s", "loss_s", "update_s")
         return replace(self, **{name: getattr(self, name) / factor for name in times + parts})
 
     @property
@@ -211,11 +213,13 @@ class _MicroBatch:
     expert_loop_s: np.ndarray | float = 0.0  # transformers' eager experts loop (physics/moe.py), not overlapped
     module_fetch_s: np.ndarray | float = 0.0  # ZeRO-3's per-module fetches (physics/zero3_hooks.py), not overlapped
     eager_attention_s: np.ndarray | float = 0.0  # the materialised scores' kernels (physics/eager_attention.py)
+    loss_s: np.ndarray | float = 0.0  # the loss's kernels over the logits (physics/loss_time.py)
 
     @property
     def busy_s(self) -> np.ndarray:
         host = self.moe_host_s + self.expert_loop_s + self.module_fetch_s  # the waits for the host (StepTime.host_s)
         serial = self.moe_elementwise_s + host + self.dequant_s + self.cast_s + self.adapter_s + self.eager_attention_s
+        serial = serial + self.loss_s
         return np.maximum(self.compute_s, self.memory_s) + serial
 
 
@@ -535,6 +539,8 @@ def step_time(
         mb = replace(mb, module_fetch_s=module_fetch_s(shape, train, layout, stage_layers, settings.zero3_module_fetch))
     if settings.eager_attention:  # the s x s scores in HBM (physics/eager_attention.py)
         mb = replace(mb, eager_attention_s=eager_attention_s(shape, hw.hbm_bytes_per_s, layout, s, mb.stage_share))
+    if shape.vocab and np.any(settings.loss_traffic_bytes_per_logit):  # the cross-entropy (physics/loss_time.py)
+        mb = replace(mb, loss_s=loss_s(shape, hw.hbm_bytes_per_s, layout, settings) * mb.stage_share)
     exchange = ExpertExchange(settings.moe_dispatcher, moe_routing, settings.moe_overlap)
     micro_s = mb.busy_s + _model_parallel_s(shape, hw, layout, s, mb, links, exchange, settings.context_parallel)
     if offloaded_bytes_per_micro is not None:
@@ -574,5 +580,6 @@ def step_time(
         expert_loop_s=slots * np.asarray(mb.expert_loop_s, float),
         module_fetch_s=slots * np.asarray(mb.module_fetch_s, float),
         eager_attention_s=slots * np.asarray(mb.eager_attention_s, float),
+        loss_s=slots * np.asarray(mb.loss_s, float),
         update_s=update_s,
     )

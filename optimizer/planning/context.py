@@ -258,6 +258,12 @@ class JobContext:
         stated = self.stated_efficiency(sku)
         return COMPILED_RATIO if self.job.compile and not stated else 1.0
 
+    @property
+    def compiled_loss(self) -> bool:
+        """Whether job.compile fuses the loss's kernels (physics/loss_time.py): not where the job states the whole
+        step's efficiency (assumptions.mfu), which is the stack's as it ran, compiled loss included."""
+        return self.job.compile and self.assumptions.mfu == "auto"
+
     def host_link_bytes_per_s(self, sku: Sku) -> float:
         """GPU-host bandwidth per GPU per direction (activation and optimizer offload): the job's
         assumptions.host_link_gb_per_s_per_gpu where it states one, else the SKU's own link (a Grace

@@ -40,6 +40,7 @@ from .labels import (
     fused_kernels,
     grouped_gemm_per_expert,
     loss_bytes_per_vocab,
+    loss_traffic_bytes_per_logit,
     partial_recompute,
     sequence_parallel,
     zero3_per_step,
@@ -210,6 +211,10 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         ),
         fused_framework=fused_kernels(codes, ctx.kernel_speed, ctx.job.framework),
         logits_bytes_per_vocab=loss_bytes_per_vocab(codes, ctx.job.loss, ctx.job.framework),
+        # under a stated efficiency the stack's kernels, the compiled loss's among them, are in the stated figure
+        loss_traffic_bytes_per_logit=loss_traffic_bytes_per_logit(
+            codes, ctx.job.loss, ctx.job.framework, ctx.compiled_loss
+        ),
     )
     eager_experts = bool(ctx.shape.experts) and ctx.assumptions.experts_implementation == "eager"
     loop = expert_loop(codes, ctx.job.framework, layout.ep, layout.zero, eager_experts)

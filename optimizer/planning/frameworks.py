@@ -140,6 +140,8 @@ class Framework:
     partial_recompute_source: str = "activation checkpointing wraps every transformer block or none"
     # its plain cross-entropy's memory per token and vocabulary entry (job.loss standard; physics/constants.py)
     standard_loss_bytes_per_vocab: float = LOGITS_BYTES_PER_VOCAB["standard"]
+    # job.loss chunked is a fused kernel's one pass over the bf16 logits (physics/loss_time.py), not a chunked upcast
+    fused_chunked_loss: bool = False
     # per-op selective recompute (Recompute.OP: each block saves its matmuls' outputs but every second one)
     op_recompute: bool = False
     op_recompute_source: str = "no per-op selective checkpointing policy"
@@ -560,6 +562,7 @@ FRAMEWORKS: dict[str, Framework] = {
         expert_folding=True,
         folding_source=_MEGATRON_ARGS + ": --expert-tensor-parallel-size (Megatron-Core MoE, 'MoE Parallel Folding')",
         standard_loss_bytes_per_vocab=MEGATRON_CROSS_ENTROPY_BYTES_PER_VOCAB,
+        fused_chunked_loss=True,  # --cross-entropy-fusion-impl te: Transformer Engine's fused cross-entropy
         partial_recompute="block",
         partial_recompute_source="megatron/core/transformer/transformer_config.py (d98e8a64, 2026-08-22): "
         "recompute_method 'block' recomputes recompute_num_layers layers within each pipeline stage (each "

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..physics.constants import LOGITS_BYTES_PER_VOCAB
 from ..physics.layout import RECOMPUTE_LEAST, Recompute
+from ..physics.loss_time import LOSS_TRAFFIC_BYTES_PER_LOGIT
 from .frameworks import CODES, FRAMEWORKS, PREFERENCE
 
 
@@ -50,6 +51,24 @@ def loss_bytes_per_vocab(framework_codes, loss: str, framework: str) -> np.ndarr
         return np.full(np.shape(framework_codes), LOGITS_BYTES_PER_VOCAB[loss])
     auto = LOGITS_BYTES_PER_VOCAB["standard"]
     return _by_framework(framework_codes, "standard_loss_bytes_per_vocab", framework, auto)
+
+
+def loss_traffic_bytes_per_logit(framework_codes, loss: str, framework: str, compiled: bool = False) -> np.ndarray:
+    """Per layout, the loss's kernels' HBM bytes per token and vocabulary entry (physics/loss_time.py): job.loss's,
+    chunked as the framework each layout is labelled with runs it (Transformer Engine's fused cross-entropy under
+    Megatron-Core: ``Framework.fused_chunked_loss``; a layout no framework runs takes the job's framework's), and
+    under torch.compile (``compiled``) one fused pass over the bf16 logits as flash-attn's (Inductor fuses the upcast,
+    log-softmax and gather: torchtitan and torchtune compile the loss with the model, OLMo-core's compile_loss, a
+    Hugging Face model's loss inside its compiled forward) on the layouts torch.compile applies to: not Megatron-Core's,
+    which runs Transformer Engine's layers uncompiled."""
+    traffic = np.full(np.shape(framework_codes), LOSS_TRAFFIC_BYTES_PER_LOGIT[loss])
+    if loss == "chunked":
+        fused = _by_framework(framework_codes, "fused_chunked_loss", framework, False)
+        traffic = np.where(fused, LOSS_TRAFFIC_BYTES_PER_LOGIT["flash"], traffic)
+    if compiled and loss in ("standard", "chunked", "bf16"):
+        eager_stack = ~_by_framework(framework_codes, "fused_kernels", framework, False)
+        traffic = np.where(eager_stack, LOSS_TRAFFIC_BYTES_PER_LOGIT["flash"], traffic)
+    return traffic
 
 
 def fp32_reduce(framework_codes, framework: str, zero, gradient_dtype: str, master_weights: bool) -> np.ndarray:

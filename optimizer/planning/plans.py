@@ -77,6 +77,9 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
         breakdown["adapters"] = _f(np.broadcast_to(timing.adapter_s, np.shape(timing.step_s))[i])
     if ctx.job.attention == "eager":  # the s x s scores' element-wise kernels (physics/eager_attention.py), busy too
         breakdown["eager_attention"] = _f(np.broadcast_to(timing.eager_attention_s, np.shape(timing.step_s))[i])
+    loss_s = _f(np.broadcast_to(timing.loss_s, np.shape(timing.step_s))[i])
+    if loss_s > 0:  # the cross-entropy's kernels over the logits (physics/loss_time.py), busy time too
+        breakdown["loss"] = loss_s
     if ctx.job.precision in LOW_PRECISIONS:  # FP8/NVFP4: the operand casts (physics/precision.py), busy time too
         breakdown["casts"] = _f(np.broadcast_to(timing.cast_s, np.shape(timing.step_s))[i])
     return Plan(

@@ -60,10 +60,11 @@ def test_hybrid_shard_is_asked_for_by_shard_degree():
 
 def test_free_batch_optimum_is_the_shortest_whole_job():
     # Ranking layouts by time per optimizer step preferred small steps (TP 8, 4.5 h); over the whole job
-    # ZeRO-3 DP 64 finishes in about 2.3 h, and the answer says which batch it chose.
+    # ZeRO-3 DP 64 finishes in about 2.3 h (2.32 since the loss's kernels cost time, physics/loss_time.py), and the
+    # answer says which batch it chose.
     free = job(method="full", seq_len=4096, global_batch="free")
     answer = plan(free.model_copy(update={"objective": "time"}), runners_up=False)
-    assert answer.best is not None and answer.best.hours.p50 <= 2.3
+    assert answer.best is not None and answer.best.hours.p50 <= 2.35
     assert any("global batch chosen" in n for n in answer.notes)
 
 

@@ -38,14 +38,15 @@ def test_a_fine_tune_takes_the_recipe_batch_on_every_plan(fields, sequences):
     assert any(n.startswith(f"global batch: {sequences} sequences") and "recipes" in n for n in answer.notes)
 
 
-def test_the_issues_70b_lora_costs_975_33_on_8_b200_at_the_recipe_batch():
+def test_the_issues_70b_lora_costs_978_27_on_8_b200_at_the_recipe_batch():
     answer = plan(apply_overrides(_job(), deadline="2d", spot="never"), runners_up=False)
     # the chosen plan: 4 B200 (at the edge of memory, under a framework reserve that does not grow with capacity)
     # are cheaper, and passed over within the near-tie rule for the twice-as-fast 8
     cheapest = answer.best
     assert (cheapest.sku, cheapest.gpus) == ("B200", 8)
-    # (PEFT's branch kernels are in its step: 0.54 s of 5.4, physics/adapters.py)
-    assert cheapest.cost_usd.p50 == pytest.approx(975.33, abs=0.01)
+    # (PEFT's branch kernels are in its step: 0.54 s of 5.4, physics/adapters.py; the loss's kernels since session
+    # 40, physics/loss_time.py: $975.33 -> $978.27)
+    assert cheapest.cost_usd.p50 == pytest.approx(978.27, abs=0.01)
     assert cheapest.hours.p50 == pytest.approx(22.2, abs=0.05)
 
 
