@@ -203,11 +203,14 @@ def misses(rows: list[Speed], scored: list[memory.Scored]) -> list[str]:
     return out
 
 
-def report(data: dict) -> list[str]:
-    """One data file's tables and figures, as printed."""
+def report(data: dict, collected: list | None = None) -> list[str]:
+    """One data file's tables and figures, as printed; its predictions appended to ``collected`` (rows, scored
+    memory rows) for the summary over every set."""
     rows = speeds(data)
     memory_rows = memories(data)  # each row predicted once, for the table and the figures
     scored = scored_memories(memory_rows)
+    if collected is not None:
+        collected.append((rows, scored))
     lines = speed_lines(rows) + [""]
     if memory_rows:
         lines += memory_lines(memory_rows) + [""]
@@ -224,12 +227,29 @@ def report(data: dict) -> list[str]:
     return lines
 
 
+def every_set_lines(collected: list) -> list[str]:
+    """Every set's scored rows together, by source family's GPU generation and framework (bench/lofo_groups.py's
+    groups) and for memory by GPU and framework: issue 48 asks the fitted families' thresholds of first-seen ones
+    too (15 % a group, every row within 1.5x)."""
+    rows = [s for set_rows, _ in collected for s in set_rows]
+    scored = [m for _, set_scored in collected for m in set_scored]
+    speed = {k: v for k, v in speed_groups(rows).items() if not k.startswith("family ")}
+    mem = {k: v for k, v in memory_groups(scored).items() if not k.startswith("family ")}
+    families = {s.row["family"] for s in rows if s.scored} | {m.row["family"] for m in scored}
+    head = f"{len(collected)} sets, {len(families)} source families"
+    return [head] + summary_lines("throughput", speed) + summary_lines("memory", mem)
+
+
 def main(argv: list[str] | None = None) -> int:
     paths = [Path(a) for a in (sys.argv[1:] if argv is None else argv)] or list(DATA_FILES)
+    collected: list = []
     for i, path in enumerate(paths):
         if i:
             print(f"\n## {path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path}\n")
-        print("\n".join(report(load(path))))
+        print("\n".join(report(load(path), collected)))
+    if len(paths) > 1:
+        print("\n## every first-seen set together\n")
+        print("\n".join(every_set_lines(collected)))
     return 0
 
 
