@@ -17,8 +17,10 @@ from optimizer.physics.constants import LOGITS_BYTES_PER_VOCAB  # noqa: E402
 TOKENS, VOCAB, HIDDEN = 2048, 32768, 64
 
 
-def peak_bytes_per_vocab_entry(keep_logits: bool) -> float:
-    """Peak live bytes beyond the inputs, per token and vocabulary entry, less the LM head's own gradient."""
+def peak_bytes_per_vocab_entry(keep_logits: bool, upcast: bool = True) -> float:
+    """Peak live bytes beyond the inputs, per token and vocabulary entry, less the LM head's own gradient; ``upcast``
+    False runs the cross-entropy on the bf16 logits as they are (KempnerForge's scripts/train.py, universal-llm-trainer:
+    job.loss bf16)."""
     torch.manual_seed(0)
     hidden = torch.randn(TOKENS, HIDDEN, dtype=torch.bfloat16, requires_grad=True)
     head = (torch.randn(VOCAB, HIDDEN, dtype=torch.bfloat16) * 0.02).requires_grad_()
@@ -26,7 +28,7 @@ def peak_bytes_per_vocab_entry(keep_logits: bool) -> float:
     mode = LiveBytes()
     with mode:
         logits = hidden @ head.t()
-        loss = F.cross_entropy(logits.float(), labels)
+        loss = F.cross_entropy(logits.float() if upcast else logits, labels)
         if not keep_logits:
             del logits  # torchtitan's train step drops its reference before backward
         loss.backward()
@@ -40,4 +42,15 @@ def test_standard_cross_entropy_peaks_at_twelve_bytes_per_vocab_entry():
     # with the bf16 logits still referenced (a model output kept through backward) two more
     assert peak_bytes_per_vocab_entry(keep_logits=True) == pytest.approx(
         LOGITS_BYTES_PER_VOCAB["standard"] + 2, abs=0.1
+    )
+
+
+def test_bf16_cross_entropy_peaks_at_six_bytes_per_vocab_entry():
+    # no .float(): log_softmax's bf16 output (saved), nll_loss's bf16 gradient and log_softmax backward's: 2 + 2 + 2
+    assert peak_bytes_per_vocab_entry(keep_logits=False, upcast=False) == pytest.approx(
+        LOGITS_BYTES_PER_VOCAB["bf16"], abs=0.1
+    )
+    # a loop that keeps the model's logits referenced through backward (KempnerForge's) holds two more
+    assert peak_bytes_per_vocab_entry(keep_logits=True, upcast=False) == pytest.approx(
+        LOGITS_BYTES_PER_VOCAB["bf16"] + 2, abs=0.1
     )
