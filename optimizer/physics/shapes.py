@@ -117,6 +117,9 @@ class TrainingState:
     # the linears LoRA adapts ("all_linear", "attention" or "qkv"; "" where no adapter runs or the shapes are unknown):
     # their low-rank branches' HBM traffic (physics/adapters.py)
     lora_targets: str = ""
+    # bytes of an adapter element in the branch kernels: 4 for PEFT's fp32 adapters on a 16-bit model without autocast
+    # (planning/model_state.py lora_adapter_element_bytes), else 2
+    lora_adapter_bytes: float = 2.0
     # how the pipeline stages divide the layers (job.pipeline_split): "layers" evenly, "compute" by cumulative matmul
     # cost with the LM head as a block (nanotron; physics/memory_terms.py compute_split_stage_layers)
     pipeline_split: str = "layers"

@@ -277,7 +277,9 @@ def _micro_batch(
         0.0,
     )
     # LoRA's branches beside each adapted linear run at HBM bandwidth (physics/adapters.py)
-    adapter_bytes = lora_bytes_per_token(shape, train.lora_targets, layout.recomputed_share(shape.layers))
+    adapter_bytes = lora_bytes_per_token(
+        shape, train.lora_targets, layout.recomputed_share(shape.layers), train.lora_adapter_bytes
+    )
     adapter_s = tokens * adapter_bytes / (np.asarray(hw.hbm_bytes_per_s, float) * CAST_HBM_EFFICIENCY)
     model_parallel = tp / stage_share
     # Expert parallelism keeps 1 / (ep x etp) of the routed experts on each rank (frozen under LoRA).

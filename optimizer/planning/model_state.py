@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from ..errors import JobError
 from ..inputs.schema import JobSpec, ModelSpec
+from ..physics.adapters import ACTIVATION_BYTES, FP32_ADAPTER_BYTES
 from ..physics.constants import (
     ADAFACTOR_FLAT_SECOND_MOMENT_BYTES,
     MIXED_PRECISION_ADAM_BYTES,
@@ -83,6 +84,7 @@ def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = True) 
         _training_state(job, shape),
         bnb_saved_inputs=bnb,
         lora_targets=job.lora_targets if lora_branches and job.method != "full" and shape.has_shapes else "",
+        lora_adapter_bytes=lora_adapter_element_bytes(job),
         teacher_params=float(job.teacher_params or 0.0),
         paged_optimizer=job.optimizer in PAGED_OPTIMIZERS,
         optimizer_in_backward=job.optimizer_in_backward,
@@ -106,6 +108,25 @@ def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = True) 
             else 0.0
         ),
     )
+
+
+def lora_adapter_element_bytes(job: JobSpec) -> float:
+    """Bytes of a LoRA adapter element in the step's branch kernels (physics/adapters.py): 4 where the job trains a
+    16-bit model without autocast (``master_weights: false``) through PEFT on transformers' eager modeling code
+    (``kernels: eager`` under ``framework`` fsdp, deepspeed or auto: not Megatron's or torchtitan's), else 2.
+
+    PEFT's ``get_peft_model(..., autocast_adapter_dtype=True)`` (huggingface/peft src/peft/mapping.py @ v0.14.0 and
+    5d602fd; ``BaseTuner._cast_adapter_dtype``) upcasts the adapters of a bf16 / fp16 model to fp32 and
+    ``lora.Linear.forward`` casts each input to them, so without ``torch.autocast`` the branch runs in fp32. Under
+    autocast (``master_weights`` true: HF Trainer's bf16 over fp32 weights) the GEMMs run in 16 bits; torchtune's
+    ``LoRALinear`` (``kernels: fused`` in its rows) and Megatron's adapters keep the model's dtype."""
+    peft_pure_16bit = (
+        job.method in ("lora", "qlora")
+        and job.framework in ("auto", "fsdp", "deepspeed")
+        and job.kernels == "eager"
+        and not job.master_weights
+    )
+    return FP32_ADAPTER_BYTES if peft_pure_16bit else ACTIVATION_BYTES
 
 
 def optimizer_bytes_per_param(job: JobSpec) -> float:
