@@ -214,7 +214,27 @@ def test_universal_trainer_throughput_first_seen():
     # tokens/s published, 4,703 predicted), nearest 1.44 (Llama 3.1 8B full on A100). The published runs reach 12-17 %
     # MFU, and the LoRA fine-tune is slower a token than the full one of the same model on every GPU (Llama 3.1 8B on
     # H100: 2,560 against 3,486), where gpuplan has it faster (5,833 against 5,451).
+    # PEFT's fp32 adapters of the bf16 model, without autocast (physics/adapters.py: the input cast, the fp32 branch,
+    # its promoted sum and the cast back; planning/model_state.py lora_adapter_element_bytes): median 91.6 %, worst
+    # 2.99 (Gemma 2 9B LoRA on H100, 3,795 predicted), and the LoRA rows now slower a token than the full ones of the
+    # same model, as published (Llama 3.1 8B on H100: 4,759 against 5,354).
     ratios = scored(SPEEDS, "universal-llm-trainer")
     assert len(ratios) == 21
-    assert statistics.median(abs(r - 1) for r in ratios) <= 1.35
-    assert max(factor(r) for r in ratios) <= 3.8
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.95
+    assert max(factor(r) for r in ratios) <= 3.05
+
+
+def test_universal_trainer_lora_is_slower_a_token_than_full_as_published():
+    # docs/gpu_test.md: Llama 3.1 8B 4.7 s (full) against 6.4 s (LoRA) a step on H100, 10.9 / 12.5 on the RTX Pro
+    # 6000, 9.7 / 11.5 on A100; Phi-3-mini 4.0 / 5.0, 8.0 / 9.2 and 7.4 / 8.5: the same 16,384 tokens a step
+    by_name = {s.row["name"]: s for s in SPEEDS if s.row["family"] == "universal-llm-trainer"}
+    pairs = 0
+    for name, full in by_name.items():
+        if "-full-" not in name:
+            continue
+        lora = by_name[name.replace("-full-", "-lora-")]
+        published = lora.row["tokens_per_s_per_gpu"] / full.row["tokens_per_s_per_gpu"]
+        assert published < 1.0, name
+        assert (lora.predicted or 0.0) < (full.predicted or 0.0), (name, lora.predicted, full.predicted)
+        pairs += 1
+    assert pairs == 6

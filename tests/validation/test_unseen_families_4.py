@@ -196,10 +196,13 @@ def test_peft_first_seen():
     # 64 on q and v). Not scored: LoRA r 10 on the MLP 1.17, DoRA 1.60.
     # With torch.optim.AdamW's foreach step (job.optimizer_implementation: physics/optimizer_step.py), as run.py
     # builds it: the full fine-tune 1.92 -> 1.31 (3,025 predicted), the LoRA rows 1.31-1.33, median 32.3 %.
+    # PEFT keeps the LoRA adapters of the bf16 model in fp32 (autocast_adapter_dtype, the row's master_weights_source)
+    # and run.py trains without autocast: the branch in fp32 (physics/adapters.py) takes the LoRA rows 1.21-1.23 ->
+    # 1.12-1.14, median 23.0 -> 13.5 %; the full fine-tune stays the worst, 1.27.
     ratios = scored(SPEEDS, "peft-method-comparison")
     assert len(ratios) == 4
-    assert statistics.median(abs(r - 1) for r in ratios) <= 0.34
-    assert max(factor(r) for r in ratios) <= 1.4
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.15
+    assert max(factor(r) for r in ratios) <= 1.3
     # memory (max_memory_reserved), 4 scored rows: median |error| 70.9 %, worst 1.73 (LoRA r 32: 20.8 GiB published,
     # 35.8 predicted, of which 16.4 GiB reserve: the variable-length fragmentation term, one more copy of the 14.9 GiB
     # activations, where run.py empties the allocator's cache every 10 steps); full fine-tuning 1.19 at b319cc1 (43.2
