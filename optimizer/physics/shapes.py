@@ -120,6 +120,8 @@ class TrainingState:
     # bytes of an adapter element in the branch kernels: 4 for PEFT's fp32 adapters on a 16-bit model without autocast
     # (planning/model_state.py lora_adapter_element_bytes), else 2
     lora_adapter_bytes: float = 2.0
+    # LoRA dropout > 0: a dropout kernel and its mask on each adapted linear's input (physics/adapters.py)
+    lora_dropout: bool = False
     # how the pipeline stages divide the layers (job.pipeline_split): "layers" evenly, "compute" by cumulative matmul
     # cost with the LM head as a block (nanotron; physics/memory_terms.py compute_split_stage_layers)
     pipeline_split: str = "layers"

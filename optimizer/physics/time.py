@@ -278,7 +278,7 @@ def _micro_batch(
     )
     # LoRA's branches beside each adapted linear run at HBM bandwidth (physics/adapters.py)
     adapter_bytes = lora_bytes_per_token(
-        shape, train.lora_targets, layout.recomputed_share(shape.layers), train.lora_adapter_bytes
+        shape, train.lora_targets, layout.recomputed_share(shape.layers), train.lora_adapter_bytes, train.lora_dropout
     )
     adapter_s = tokens * adapter_bytes / (np.asarray(hw.hbm_bytes_per_s, float) * CAST_HBM_EFFICIENCY)
     model_parallel = tp / stage_share

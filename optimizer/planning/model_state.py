@@ -71,9 +71,17 @@ def model_shape(model: ModelSpec) -> ModelShape:
     )
 
 
-def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = True) -> TrainingState:
+def training_state(
+    job: JobSpec,
+    shape: ModelShape,
+    lora_branches: bool = True,
+    lora_adapter_dtype: str = "auto",
+    lora_dropout: float = 0.0,
+) -> TrainingState:
     """Bytes per parameter of the job's method and optimizer, plus a frozen teacher if any; with ``lora_branches``
-    (assumptions.lora_branch_traffic, on by default) the linears LoRA adapts, whose branch kernels the time counts.
+    (assumptions.lora_branch_traffic, on by default) the linears LoRA adapts, whose branch kernels the time counts,
+    their adapters in ``lora_adapter_dtype`` (bf16, fp32, or auto: ``lora_adapter_element_bytes``) and with a dropout
+    kernel where ``lora_dropout`` > 0 (PEFT's ``LoraConfig.lora_dropout``, 0 by default).
 
     QLoRA under a framework the job names as Hugging Face's stack (``fsdp``: HF Trainer / Accelerate, Lightning;
     ``deepspeed``) quantises through bitsandbytes' ``Linear4bit`` (PEFT's QLoRA guides, bitsandbytes' "FSDP-QLoRA"),
@@ -84,7 +92,8 @@ def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = True) 
         _training_state(job, shape),
         bnb_saved_inputs=bnb,
         lora_targets=job.lora_targets if lora_branches and job.method != "full" and shape.has_shapes else "",
-        lora_adapter_bytes=lora_adapter_element_bytes(job),
+        lora_adapter_bytes=lora_adapter_element_bytes(job, lora_adapter_dtype),
+        lora_dropout=lora_dropout > 0.0,
         teacher_params=float(job.teacher_params or 0.0),
         paged_optimizer=job.optimizer in PAGED_OPTIMIZERS,
         optimizer_in_backward=job.optimizer_in_backward,
@@ -110,16 +119,21 @@ def training_state(job: JobSpec, shape: ModelShape, lora_branches: bool = True) 
     )
 
 
-def lora_adapter_element_bytes(job: JobSpec) -> float:
-    """Bytes of a LoRA adapter element in the step's branch kernels (physics/adapters.py): 4 where the job trains a
-    16-bit model without autocast (``master_weights: false``) through PEFT on transformers' eager modeling code
-    (``kernels: eager`` under ``framework`` fsdp, deepspeed or auto: not Megatron's or torchtitan's), else 2.
+def lora_adapter_element_bytes(job: JobSpec, adapter_dtype: str = "auto") -> float:
+    """Bytes of a LoRA adapter element in the step's branch kernels (physics/adapters.py): as ``adapter_dtype`` states
+    (bf16: 2, fp32: 4), else (auto) 4 where the job trains a 16-bit model without autocast (``master_weights: false``)
+    through PEFT on transformers' eager modeling code (``kernels: eager`` under ``framework`` fsdp, deepspeed or auto:
+    not Megatron's or torchtitan's), and 2 otherwise.
 
     PEFT's ``get_peft_model(..., autocast_adapter_dtype=True)`` (huggingface/peft src/peft/mapping.py @ v0.14.0 and
     5d602fd; ``BaseTuner._cast_adapter_dtype``) upcasts the adapters of a bf16 / fp16 model to fp32 and
     ``lora.Linear.forward`` casts each input to them, so without ``torch.autocast`` the branch runs in fp32. Under
-    autocast (``master_weights`` true: HF Trainer's bf16 over fp32 weights) the GEMMs run in 16 bits; torchtune's
-    ``LoRALinear`` (``kernels: fused`` in its rows) and Megatron's adapters keep the model's dtype."""
+    autocast (``master_weights`` true: HF Trainer's bf16) the GEMMs take 16-bit copies, and the branch is counted as
+    16-bit: under by the input's casts (PyTorch's ops on PEFT's forward under ``torch.autocast``: 36 bytes a token and
+    input element without recompute, against 12 in 16 bits and 30 in fp32; 20 an output element against 20 and 56).
+    torchtune's ``LoRALinear`` (``kernels: fused`` in its rows) and Megatron's adapters keep the model's dtype."""
+    if adapter_dtype in ("bf16", "fp32"):
+        return FP32_ADAPTER_BYTES if adapter_dtype == "fp32" else ACTIVATION_BYTES
     peft_pure_16bit = (
         job.method in ("lora", "qlora")
         and job.framework in ("auto", "fsdp", "deepspeed")

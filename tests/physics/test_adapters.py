@@ -8,9 +8,12 @@ both. The torch tests skip where torch is not installed; the rule that picks the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from optimizer.inputs.files import expand_models
+from optimizer import CheckRequest
+from optimizer.inputs.files import expand_models, problem_catalog
 from optimizer.inputs.schema import Problem
 from optimizer.physics.adapters import (
     ACTIVATION_BYTES,
@@ -19,7 +22,9 @@ from optimizer.physics.adapters import (
     branch_bytes_per_element,
     lora_bytes_per_token,
 )
-from optimizer.planning.model_state import lora_adapter_element_bytes, model_shape
+from optimizer.planning.check import Fixed, check_row
+from optimizer.planning.context import build_context
+from optimizer.planning.model_state import lora_adapter_element_bytes, model_shape, training_state
 
 TOKENS, RANK = 4096, 1  # the rank-sized terms (r x width) vanish against tokens x width
 
@@ -127,3 +132,29 @@ def test_a_full_recompute_runs_the_forward_twice():
 )
 def test_peft_fp32_adapters_where_a_16_bit_model_trains_without_autocast(job, adapter_bytes):
     assert lora_adapter_element_bytes(_job(**job).job) == adapter_bytes
+
+
+def test_a_stated_dtype_or_dropout_overrides_the_rule_and_reaches_the_step_time():
+    # torchtune's shape of job (kernels fused, pure bf16): the rule gives 16-bit adapters; a user who runs PEFT's
+    # fp32 ones with LoRA dropout says so (training_state's lora_adapter_dtype and lora_dropout)
+    problem = _job(method="lora", framework="fsdp", kernels="fused", master_weights=False, seq_len=4096)
+    ctx = build_context(problem, problem_catalog(problem))
+    fixed = Fixed.of(CheckRequest("H100-SXM", 1, micro_batch=1, recompute="none", compare=False))
+
+    def adapters_s(**stated) -> float:
+        train = training_state(problem.job, ctx.shape, True, **stated)
+        plan = check_row(replace(ctx, train=train), "H100-SXM", 1, None, False, fixed).plan
+        return plan.time_breakdown_s["adapters"]
+
+    assert training_state(problem.job, ctx.shape).lora_adapter_bytes == ACTIVATION_BYTES
+    peft = _job(method="lora", framework="fsdp", kernels="eager", master_weights=False).job
+    assert training_state(peft, ctx.shape, lora_adapter_dtype="bf16").lora_adapter_bytes == ACTIVATION_BYTES
+    sixteen, fp32 = adapters_s(), adapters_s(lora_adapter_dtype="fp32")
+    dropped = adapters_s(lora_adapter_dtype="fp32", lora_dropout=0.05)
+
+    def per_token(adapter_bytes: float, dropout: bool) -> float:
+        return float(lora_bytes_per_token(ctx.shape, "all_linear", 0.0, adapter_bytes, dropout))
+
+    assert fp32 / sixteen == pytest.approx(per_token(4.0, False) / per_token(2.0, False), rel=1e-9)
+    assert dropped / sixteen == pytest.approx(per_token(4.0, True) / per_token(2.0, False), rel=1e-9)
+    assert adapters_s(lora_dropout=0.0) == sixteen
