@@ -12,6 +12,7 @@ from ..inputs import units
 from ..inputs.catalog import find_sku
 from ..inputs.schema import Sku, Strategy
 from ..inputs.units import YEAR_S, fmt_bytes, parse_count
+from ..physics.attention import KERNEL_NAMES
 from ..physics.constants import (
     DEFAULT_COMPUTE_EFFICIENCY,
     FALLBACK_COMPUTE_EFFICIENCY,
@@ -373,7 +374,7 @@ def kernel_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
     if ctx.job.attention == "eager":
         attention = "eager attention (the s x s scores materialised) at the matmul efficiency"
     else:
-        kernel = "cuDNN's fused attention" if fused or ctx.job.attention == "cudnn" else "FlashAttention-2 (SDPA)"
+        kernel = KERNEL_NAMES[ctx.attention_kernel(fused)]
         share = "the matmul efficiency" if efficiency is None else f"{efficiency:.0%} of the 16-bit peak"
         attention = f"attention in {kernel} at {share} on {sku.name}"
     if fused:
@@ -558,9 +559,9 @@ def recompute_note(ctx: JobContext, requested: str | None) -> list[str]:
             "nothing for recompute to drop and no extra forward pass is counted: checked as none; remove "
             "activation_reserve to model recompute"
         ]
-    if requested == "selective" and ctx.job.attention == "flash":
+    if requested == "selective" and ctx.job.tiled_attention:
         return [
-            "selective recompute changes nothing under FlashAttention, which never stores the s x s attention "
+            "selective recompute changes nothing under fused attention, which never stores the s x s attention "
             "scores that selective recompute would drop (Korthikanti et al. 2022, section 5): checked as none"
         ]
     return []

@@ -68,7 +68,11 @@ _CUDNN_CAUSAL: dict[str, tuple[tuple[int, float, float], ...]] = {
 # FlashAttention-2, forward and backward together, by GPU family (the module's sources)
 _FLASH2: dict[str, float] = {"ampere": math.sqrt(0.50 * 0.73), "hopper": 0.35}
 # The kernel each stack attends with, by GPU family: Transformer Engine runs cuDNN where it has it
-KERNELS = ("flash2", "cudnn")
+KERNEL_NAMES = {
+    "flash2": "FlashAttention-2 (SDPA)",
+    "cudnn": "cuDNN's fused attention",
+}
+KERNELS = tuple(KERNEL_NAMES)
 FORWARD_SHARE = 1.0 / 3.0  # of a training step's attention FLOPs as the step counts them (the module's Work)
 
 

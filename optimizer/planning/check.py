@@ -76,7 +76,7 @@ class Fixed:
     def grid_values(self, ctx: JobContext) -> dict[str, int | None]:
         """Fixed values as strategy-grid columns."""
         rc = None if self.recompute is None else int(Recompute.parse(self.recompute)[0])
-        if rc == Recompute.SELECTIVE and ctx.job.attention == "flash" and not frees_beyond_flash(ctx.modules):
+        if rc == Recompute.SELECTIVE and ctx.job.tiled_attention and not frees_beyond_flash(ctx.modules):
             rc = int(Recompute.NONE)  # FlashAttention already drops the s^2 tensors selective recompute would
         if ctx.activation_reserve != "auto":
             rc = None  # with a fixed activation reserve, recompute changes nothing but time
@@ -371,8 +371,11 @@ def _cp_impossible(ctx: JobContext, row: HardwareRow, cp: int, tp: int, pp: int)
         "choose --cp among the degrees that do, or set job.context_parallel (ring: 2 x CP chunks; all_to_all: "
         "CP shards, the query heads split over TP x CP)"
     )
-    if ctx.job.attention != "flash" or not ctx.shape.has_shapes:
-        return "it needs FlashAttention (job.attention: flash) and the model's shapes (heads, layers); " + fix
+    if not ctx.job.tiled_attention or not ctx.shape.has_shapes:
+        return (
+            "it needs fused attention (job.attention: flash, cudnn or triton) and the model's shapes (heads, layers); "
+            + fix
+        )
     s = ctx.job.seq_len
     if not cp_splits_sequence(ctx, cp):
         chunks = f"{cp} equal shards" if ulysses else f"2 x {cp} equal chunks (causal load balancing)"

@@ -241,13 +241,19 @@ class JobContext:
         family, under eager attention, or where the job or the catalog row states the whole step's efficiency."""
         if self.assumptions.mfu != "auto" or sku.default_mfu or self.job.attention == "eager":
             return None
-        # Transformer Engine's attention where the named framework runs its layers (Megatron-Core); a PyTorch stack
-        # on Transformer Engine's linears and norms (kernels: fused) attends as job.attention says
-        te_attention = fused and self.framework_named and FRAMEWORKS[self.job.framework].fused_kernels
-        kernel = "cudnn" if self.job.attention == "cudnn" or te_attention else "flash2"
         family = family_of(sku.architecture, sku.form_factor)
-        efficiency = attention_efficiency(kernel, family, float(self.job.seq_len))
+        efficiency = attention_efficiency(self.attention_kernel(fused), family, float(self.job.seq_len))
         return None if efficiency is None else efficiency * self.calibration.compute
+
+    def attention_kernel(self, fused: bool) -> str:
+        """The attention kernel a layout runs (physics/attention.py KERNELS): cuDNN's where job.attention names
+        it, else Transformer Engine's cuDNN attention where the named framework runs its layers
+        (Megatron-Core; a PyTorch stack on Transformer Engine's linears and norms, kernels: fused, attends as
+        job.attention says), else PyTorch SDPA's FlashAttention-2."""
+        if self.job.attention == "cudnn":
+            return "cudnn"
+        te_attention = fused and self.framework_named and FRAMEWORKS[self.job.framework].fused_kernels
+        return "cudnn" if te_attention else "flash2"
 
     def compiled_efficiency_ratio(self, sku: Sku) -> float:
         """How much more of the peak a compiled eager PyTorch stack reaches than ``compute_efficiency``

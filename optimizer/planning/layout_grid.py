@@ -161,7 +161,7 @@ def _layouts(ctx: JobContext, row: HardwareRow, ignore_batch: bool, requested: R
     # Under FlashAttention selective recompute of the attention core keeps the same tensors as none (docs/design.md
     # section 4.4); of Megatron-Core's other modules (job.recompute_modules), less
     recomputes = [Recompute.NONE, Recompute.FULL]
-    if ctx.job.attention != "flash" or frees_beyond_flash(ctx.modules):
+    if not ctx.job.tiled_attention or frees_beyond_flash(ctx.modules):
         recomputes.insert(1, Recompute.SELECTIVE)
     if ctx.job.framework == "torchtitan" or requested.op_recompute:
         # torchtitan's own (the other frameworks' rules refuse it); not offered under auto, where its element-wise
@@ -296,7 +296,7 @@ def context_choices(ctx: JobContext, requested: int | None = None) -> list[int]:
     """Context-parallel degrees: under FlashAttention, splitting the sequence as the job's exchange needs
     (``cp_splits_sequence``); the planner tries CP_CHOICES from 16k tokens up, a hand-picked ``requested``
     degree is allowed at any length and above 8 (Llama 3 trained at CP 16, XTuner's sequence parallel at 64)."""
-    if ctx.job.attention != "flash" or not ctx.shape.has_shapes:
+    if not ctx.job.tiled_attention or not ctx.shape.has_shapes:
         return [1]
     if requested is not None and requested > 1:
         return [1, requested] if cp_splits_sequence(ctx, requested) else [1]

@@ -60,3 +60,15 @@ def test_a_stated_mfu_is_the_whole_steps_and_a_stated_matmul_efficiency_leaves_a
     assert _plan({"mfu": 0.4}, attention="cudnn").tokens_per_s == pytest.approx(stated.tokens_per_s)
     matmul = _plan({"matmul_efficiency": 0.4})
     assert _plan({"matmul_efficiency": 0.4}, attention="cudnn").tokens_per_s > matmul.tokens_per_s * 1.3
+
+
+def test_selective_recompute_and_context_parallelism_treat_cudnn_as_fused_attention():
+    # cuDNN's attention never stores the s x s scores either (Megatron-Core's context parallelism runs on it)
+    job = {**JOB, "attention": "cudnn"}
+    data = {"catalog": "default", "job": job}
+    result = check(
+        Problem.model_validate(expand_models(data)),
+        CheckRequest("H100-SXM", 8, tp=1, pp=1, cp=2, zero=3, micro_batch=1, recompute="selective", framework="fsdp"),
+    )
+    assert result.plan.strategy.cp == 2
+    assert any("changes nothing under fused attention" in note for note in result.notes)

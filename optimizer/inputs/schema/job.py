@@ -252,6 +252,12 @@ class JobSpec(_Model):
         return self
 
     @property
+    def tiled_attention(self) -> bool:
+        """Whether the attention kernels never store the s x s scores (every kernel but eager): selective
+        recompute of the core then frees nothing more, and context parallelism splits the sequence."""
+        return self.attention != "eager"
+
+    @property
     def free_batch(self) -> bool:
         """``global_batch: free``: any batch up to the scaling-law cap, whatever the method."""
         return isinstance(self.global_batch, str) and self.global_batch.strip().lower() == "free"
