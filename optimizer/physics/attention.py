@@ -12,6 +12,14 @@ its own whose efficiency differs by generation far more than the GEMMs' do, so i
   arXiv:2307.08691, abstract): the range's geometric mid. Hopper: "FlashAttention-2 achieving only 35%
   utilization on the H100 GPU" (Shah et al. 2024, FlashAttention-3, arXiv:2407.08608, abstract); PyTorch's SDPA
   at (1, 24, 4608, 128) on an H100: 329.5 TFLOP/s, 33 % (pytorch/pytorch#142132).
+- ``efficient``: PyTorch SDPA's memory-efficient kernel (xformers' "cutlass" one, aten/src/ATen/native/transformers/
+  cuda/mem_eff_attention), which SDPA runs when it is handed an explicit attention mask: FlashAttention takes none
+  (sdp_utils.cpp check_for_attn_mask), and transformers' SDPA path passes a 4-D causal-and-padding mask whenever a
+  batch's attention_mask holds a zero (a padded batch; modeling_attn_mask_utils.py
+  AttentionMaskConverter._ignore_causal_mask_sdpa drops it only when it is all ones). "FlashAttention-2 is around
+  2x faster than FlashAttention and FlashAttention in xformers (the 'cutlass' implementation)" (Dao 2023, section
+  4.1), and under a mask tensor the kernel computes every block of the s x s square where a causal kernel skips
+  the masked half: twice the work. So FlashAttention-2's step efficiency over 2 x 2.
 - ``cudnn``: cuDNN's fused attention, which Transformer Engine runs under Megatron-Core on Hopper and Blackwell
   (on Ampere Transformer Engine runs FlashAttention-2). NVIDIA/cudnn-frontend@3929da2e
   benchmark/sdpa_benchmark_training/results (Llama 3.1 405B heads, d 128, causal, BF16; the H200 and GB200
@@ -71,9 +79,14 @@ _FLASH2: dict[str, float] = {"ampere": math.sqrt(0.50 * 0.73), "hopper": 0.35}
 KERNEL_NAMES = {
     "flash2": "FlashAttention-2 (SDPA)",
     "cudnn": "cuDNN's fused attention",
+    "efficient": "SDPA's memory-efficient attention under a mask tensor",
 }
 KERNELS = tuple(KERNEL_NAMES)
 FORWARD_SHARE = 1.0 / 3.0  # of a training step's attention FLOPs as the step counts them (the module's Work)
+# FlashAttention-2 over xformers' cutlass kernel, SDPA's memory-efficient one (Dao 2023, arXiv:2307.08691, 4.1)
+FLASH2_OVER_CUTLASS = 2.0
+# The blocks a kernel computes under a dense mask tensor over those a causal kernel computes: all s^2 of s^2 / 2
+DENSE_MASK_WORK = 2.0
 
 
 def _step_efficiency(forward: float, backward: float) -> float:
@@ -100,7 +113,17 @@ def attention_efficiency(kernel: str, gpu_family: str, seq_len: float) -> float 
         kernel = "flash2"  # Transformer Engine on Ampere runs FlashAttention-2
     if kernel == "flash2":
         return _FLASH2.get(gpu_family)
+    if kernel == "efficient":
+        flash2 = _FLASH2.get(gpu_family)
+        return None if flash2 is None else flash2 / slowdown_over_flash2(kernel)
     raise ValueError(f"unknown attention kernel {kernel!r}; one of {', '.join(KERNELS)}")
+
+
+def slowdown_over_flash2(kernel: str) -> float:
+    """How many times FlashAttention-2's time a kernel takes where no figure of its own is published for the GPU
+    (the attention then runs at the matmul efficiency over this): SDPA's memory-efficient kernel under a mask
+    tensor at half its rate over twice the blocks; 1 for the others."""
+    return FLASH2_OVER_CUTLASS * DENSE_MASK_WORK if kernel == "efficient" else 1.0
 
 
 def attention_flops_per_token(shape: ModelShape, seq_len: float) -> float:

@@ -13,7 +13,7 @@ from ..errors import GpuplanError, JobError
 from ..inputs import units
 from ..inputs.catalog import host_gpus, offers_for, usable_memory_bytes
 from ..inputs.schema import Catalog, Offer, Problem, Sku
-from ..physics.attention import attention_efficiency
+from ..physics.attention import attention_efficiency, slowdown_over_flash2
 from ..physics.constants import (
     COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
     DEFAULT_COMPUTE_EFFICIENCY,
@@ -237,21 +237,26 @@ class JobContext:
         calibration (physics/attention.py), for a layout whose framework runs Transformer Engine's layers
         (``fused``: cuDNN attention where the job names that framework; under framework auto every layout is
         costed at the eager stack's kernels, as the matmuls are) or not (PyTorch SDPA's FlashAttention-2), or
-        cuDNN's for every layout under job.attention cudnn. None where no figure is published for the GPU's
-        family, under eager attention, or where the job or the catalog row states the whole step's efficiency."""
+        cuDNN's (SDPA's memory-efficient kernel's) for every layout under job.attention cudnn (efficient). None
+        where no figure is published for the GPU's family (the matmul efficiency then applies; the efficient
+        kernel's slowdown over FlashAttention-2 is taken off it), under eager attention, or where the job or the
+        catalog row states the whole step's efficiency."""
         if self.assumptions.mfu != "auto" or sku.default_mfu or self.job.attention == "eager":
             return None
         family = family_of(sku.architecture, sku.form_factor)
-        efficiency = attention_efficiency(self.attention_kernel(fused), family, float(self.job.seq_len))
+        kernel = self.attention_kernel(fused)
+        efficiency = attention_efficiency(kernel, family, float(self.job.seq_len))
+        if efficiency is None and kernel == "efficient":  # no figure for the GPU: the matmuls' rate, slowed alike
+            return self.compute_efficiency(sku) / slowdown_over_flash2(kernel)
         return None if efficiency is None else efficiency * self.calibration.compute
 
     def attention_kernel(self, fused: bool) -> str:
-        """The attention kernel a layout runs (physics/attention.py KERNELS): cuDNN's where job.attention names
-        it, else Transformer Engine's cuDNN attention where the named framework runs its layers
+        """The attention kernel a layout runs (physics/attention.py KERNELS): the one job.attention names (cudnn,
+        efficient), else Transformer Engine's cuDNN attention where the named framework runs its layers
         (Megatron-Core; a PyTorch stack on Transformer Engine's linears and norms, kernels: fused, attends as
         job.attention says), else PyTorch SDPA's FlashAttention-2."""
-        if self.job.attention == "cudnn":
-            return "cudnn"
+        if self.job.attention in ("cudnn", "efficient"):
+            return self.job.attention
         te_attention = fused and self.framework_named and FRAMEWORKS[self.job.framework].fused_kernels
         return "cudnn" if te_attention else "flash2"
 

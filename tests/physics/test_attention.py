@@ -72,3 +72,25 @@ def test_selective_recompute_and_context_parallelism_treat_cudnn_as_fused_attent
     )
     assert result.plan.strategy.cp == 2
     assert any("changes nothing under fused attention" in note for note in result.notes)
+
+
+def test_sdpas_memory_efficient_kernel_under_a_mask_tensor_is_a_quarter_of_flashattention_2():
+    # FA2 paper 4.1: FA2 "around 2x faster than ... FlashAttention in xformers (the 'cutlass' implementation)",
+    # SDPA's memory-efficient kernel; under a mask tensor it computes every block, twice a causal kernel's
+    for family in ("ampere", "hopper"):
+        flash2 = attention_efficiency("flash2", family, 8192)
+        assert attention_efficiency("efficient", family, 8192) == pytest.approx(flash2 / 4)
+    assert attention_efficiency("efficient", "cdna", 8192) is None
+
+
+def test_a_padded_batch_through_sdpa_attends_slower_on_every_gpu_including_one_without_a_published_figure():
+    # transformers hands SDPA a 4-D mask for a padded batch: at 32k tokens attention is most of the step
+    flash, efficient = _plan(), _plan(attention="efficient")
+    assert 1.5 < flash.tokens_per_s / efficient.tokens_per_s < 4
+    # RTX PRO 6000 (Blackwell, PCIe) has no published attention figure: the matmul rate, slowed by the same 4x
+    data = {"catalog": "default", "job": {**JOB, "seq_len": 8192, "global_batch": 8}}
+    layout = CheckRequest("RTX-PRO-6000", 1, tp=1, pp=1, zero=0, micro_batch=1, recompute="full", framework="fsdp")
+    plain = check(Problem.model_validate(expand_models(data)), layout).plan
+    data["job"]["attention"] = "efficient"
+    masked = check(Problem.model_validate(expand_models(data)), layout).plan
+    assert masked.tokens_per_s < plain.tokens_per_s

@@ -218,9 +218,13 @@ def test_universal_trainer_throughput_first_seen():
     # its promoted sum and the cast back; planning/model_state.py lora_adapter_element_bytes): median 91.6 %, worst
     # 2.99 (Gemma 2 9B LoRA on H100, 3,795 predicted), and the LoRA rows now slower a token than the full ones of the
     # same model, as published (Llama 3.1 8B on H100: 4,759 against 5,354).
+    # The trainer's batch keeps the dataset's zero-padded attention mask, so transformers hands SDPA a 4-D mask and
+    # SDPA runs its memory-efficient kernel over every block (attention: efficient, physics/attention.py): median
+    # 20.4 %; Llama and Phi-3 0.85-1.36 (the RTX Pro 6000 at the matmul rate over the kernel's 4x), Gemma 7B
+    # 1.25-1.59 and Gemma 2 9B 2.11-2.99 (its attention implementation in transformers 4.49 not pinned: flash).
     ratios = scored(SPEEDS, "universal-llm-trainer")
     assert len(ratios) == 21
-    assert statistics.median(abs(r - 1) for r in ratios) <= 0.95
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.22
     assert max(factor(r) for r in ratios) <= 3.05
 
 
