@@ -122,11 +122,13 @@ def test_liger_first_seen():
     # 10 rows (FSDP1 FULL_SHARD, 4 A100 80GB, full activation checkpointing): median |error| 18.6 %, 1.00 (Llama 3 8B
     # with Liger) to 1.51 (Gemma 7B eager: 1,800 published, 2,713 predicted); Phi-3.5-mini eager 1.49. Every eager row
     # is over (1.14-1.51), every Liger row less so (1.00-1.22): on A100 job.kernels eager costs nothing (the predicted
-    # speed of each eager row is its fused one's), while Liger's kernels and fused linear CE gain 1.10-1.28
+    # speed of each eager row is its fused one's), while Liger's kernels and fused linear CE gain 1.10-1.28.
+    # The left-padded batch's mask sends SDPA to its memory-efficient kernel over every block (attention: efficient,
+    # physics/attention.py): median 16.0 %, worst 1.47.
     ratios = scored(SPEEDS, "liger-hf-examples")
     assert len(ratios) == 10
-    assert statistics.median(abs(r - 1) for r in ratios) <= 0.20
-    assert max(factor(r) for r in ratios) <= 1.55
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.17
+    assert max(factor(r) for r in ratios) <= 1.5
     # memory (torch's max allocated), 10 rows: median |error| 3.0 %, 1.01-1.15 except Phi-3.5-mini with Liger, 0.71
     # (41.8 GiB published, 29.9 predicted: at 128 x 484 tokens a GPU gpuplan's activations are 17.0 GiB)
     allocated = [s.ratio for s in _scored_memories("allocated")]
