@@ -395,7 +395,12 @@ def kernel_notes(ctx: JobContext, plan: Plan | None) -> list[str]:
         stack = f"eager PyTorch under torch.compile (the matmuls at {COMPILED_RATIO:.2f}x the eager efficiency)"
     else:
         stack = "eager PyTorch, torch.compile off (--compile or job.compile: true for a compiled run)"
-    hint = "" if fused or ctx.job.attention != "flash" else " (job.attention: cudnn for Transformer Engine's attention)"
+    hint = (
+        ""
+        if fused or ctx.job.attention != "flash"
+        else " (job.attention: cudnn for Transformer Engine's attention; efficient for padded batches through "
+        "transformers' SDPA, which then runs its memory-efficient kernel over every block)"
+    )
     return [f"kernels: {stack}; {attention}{hint}", *_default_efficiency_note(ctx, sku)]
 
 

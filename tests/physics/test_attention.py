@@ -94,3 +94,14 @@ def test_a_padded_batch_through_sdpa_attends_slower_on_every_gpu_including_one_w
     data["job"]["attention"] = "efficient"
     masked = check(Problem.model_validate(expand_models(data)), layout).plan
     assert masked.tokens_per_s < plain.tokens_per_s
+
+
+def test_the_answer_names_the_attention_kernel_it_assumed_and_how_to_state_a_padded_batch():
+    data = {"catalog": "default", "job": JOB}
+    notes = check(Problem.model_validate(expand_models(data)), LAYOUT).notes
+    kernel = next(note for note in notes if note.startswith("kernels:"))
+    assert "FlashAttention-2 (SDPA)" in kernel and "efficient for padded batches" in kernel
+    data = {"catalog": "default", "job": {**JOB, "attention": "efficient"}}
+    notes = check(Problem.model_validate(expand_models(data)), LAYOUT).notes
+    kernel = next(note for note in notes if note.startswith("kernels:"))
+    assert "memory-efficient attention under a mask tensor" in kernel and "padded batches" not in kernel
