@@ -103,6 +103,8 @@ FINETUNE_KEYS = (
     "activation_offload",
     "optimizer_implementation",
     "bytes_per_param",
+    "lora_dropout",
+    "lora_adapter_dtype",
 )
 TOKENS = "100B"  # throughput does not depend on the run length
 # The data-parallel overlap the rows are predicted at (assumptions.overlap); None: gpuplan's, FITTED_OVERLAP. The

@@ -75,13 +75,13 @@ def training_state(
     job: JobSpec,
     shape: ModelShape,
     lora_branches: bool = True,
-    lora_adapter_dtype: str = "auto",
-    lora_dropout: float = 0.0,
+    lora_adapter_dtype: str | None = None,
+    lora_dropout: float | None = None,
 ) -> TrainingState:
     """Bytes per parameter of the job's method and optimizer, plus a frozen teacher if any; with ``lora_branches``
     (assumptions.lora_branch_traffic, on by default) the linears LoRA adapts, whose branch kernels the time counts,
-    their adapters in ``lora_adapter_dtype`` (bf16, fp32, or auto: ``lora_adapter_element_bytes``) and with a dropout
-    kernel where ``lora_dropout`` > 0 (PEFT's ``LoraConfig.lora_dropout``, 0 by default).
+    their adapters in ``lora_adapter_dtype`` (bf16, fp32, or auto: ``lora_adapter_element_bytes``; None: the job's)
+    and with a dropout kernel where ``lora_dropout`` > 0 (PEFT's ``LoraConfig.lora_dropout``; None: the job's).
 
     QLoRA under a framework the job names as Hugging Face's stack (``fsdp``: HF Trainer / Accelerate, Lightning;
     ``deepspeed``) quantises through bitsandbytes' ``Linear4bit`` (PEFT's QLoRA guides, bitsandbytes' "FSDP-QLoRA"),
@@ -92,8 +92,10 @@ def training_state(
         _training_state(job, shape),
         bnb_saved_inputs=bnb,
         lora_targets=job.lora_targets if lora_branches and job.method != "full" and shape.has_shapes else "",
-        lora_adapter_bytes=lora_adapter_element_bytes(job, lora_adapter_dtype),
-        lora_dropout=lora_dropout > 0.0,
+        lora_adapter_bytes=lora_adapter_element_bytes(
+            job, job.lora_adapter_dtype if lora_adapter_dtype is None else lora_adapter_dtype
+        ),
+        lora_dropout=(job.lora_dropout if lora_dropout is None else lora_dropout) > 0.0,
         teacher_params=float(job.teacher_params or 0.0),
         paged_optimizer=job.optimizer in PAGED_OPTIMIZERS,
         optimizer_in_backward=job.optimizer_in_backward,

@@ -158,3 +158,19 @@ def test_a_stated_dtype_or_dropout_overrides_the_rule_and_reaches_the_step_time(
     assert fp32 / sixteen == pytest.approx(per_token(4.0, False) / per_token(2.0, False), rel=1e-9)
     assert dropped / sixteen == pytest.approx(per_token(4.0, True) / per_token(2.0, False), rel=1e-9)
     assert adapters_s(lora_dropout=0.0) == sixteen
+
+
+def test_the_job_states_its_lora_dropout_and_adapter_dtype_and_check_costs_them():
+    # job.lora_dropout and job.lora_adapter_dtype, as a user writes them, reach the step's adapter kernels
+    def adapters_s(**job) -> float:
+        problem = _job(method="lora", framework="fsdp", kernels="fused", master_weights=False, seq_len=4096, **job)
+        ctx = build_context(problem, problem_catalog(problem))
+        fixed = Fixed.of(CheckRequest("H100-SXM", 1, micro_batch=1, recompute="none", compare=False))
+        return check_row(ctx, "H100-SXM", 1, None, False, fixed).plan.time_breakdown_s["adapters"]
+
+    plain = adapters_s()
+    assert adapters_s(lora_dropout=0.05) > plain
+    assert adapters_s(lora_adapter_dtype="fp32") > plain
+    assert adapters_s(lora_adapter_dtype="bf16") == plain
+    with pytest.raises(ValueError):
+        _job(method="lora", lora_dropout=1.5)

@@ -222,10 +222,12 @@ def test_universal_trainer_throughput_first_seen():
     # SDPA runs its memory-efficient kernel over every block (attention: efficient, physics/attention.py): median
     # 20.4 %; Llama and Phi-3 0.85-1.36 (the RTX Pro 6000 at the matmul rate over the kernel's 4x), Gemma 7B
     # 1.25-1.59 and Gemma 2 9B 2.11-2.99 (its attention implementation in transformers 4.49 not pinned: flash).
+    # Its LoRA configs' lora_dropout 0.05 (job.lora_dropout: a dropout kernel and mask per adapted linear): 16.4 %,
+    # worst 2.82.
     ratios = scored(SPEEDS, "universal-llm-trainer")
     assert len(ratios) == 21
-    assert statistics.median(abs(r - 1) for r in ratios) <= 0.22
-    assert max(factor(r) for r in ratios) <= 3.05
+    assert statistics.median(abs(r - 1) for r in ratios) <= 0.18
+    assert max(factor(r) for r in ratios) <= 2.9
 
 
 def test_universal_trainer_lora_is_slower_a_token_than_full_as_published():

@@ -105,6 +105,19 @@ class JobSpec(_Model):
         description="LoRA on every linear layer, on q, k, v and o only (attention), or on the fused query-key-value "
         "projection only (qkv: Megatron's linear_qkv, as NeMo's and Megatron-Bridge's performance recipes).",
     )
+    lora_dropout: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="LoRA dropout probability (PEFT's LoraConfig.lora_dropout, 0 by default): above 0 each adapted "
+        "linear runs a dropout kernel on its input and keeps its mask (physics/adapters.py).",
+    )
+    lora_adapter_dtype: Literal["auto", "bf16", "fp32"] = Field(
+        "auto",
+        description="The LoRA adapters' dtype in the step's branch kernels: auto (fp32 where PEFT upcasts a 16-bit "
+        "model's adapters and no autocast runs: LoRA with kernels eager, master_weights false, framework fsdp, "
+        "deepspeed or auto; else the model's 16 bits), bf16 or fp32 as stated.",
+    )
     loss: Literal["standard", "chunked", "flash", "fused", "bf16"] = Field(
         "standard",
         description="Cross-entropy memory: standard (the framework's own: PyTorch's fp32 log-softmax and "
