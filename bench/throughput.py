@@ -245,7 +245,7 @@ def table_only(run: dict) -> dict:
 
 def layout_arguments(run: dict) -> dict:
     """``check``'s pinned-layout arguments for a row's published layout: its ``layout:`` (tp, pp, cp, ep, etp,
-    vp or pp_schedule, fsdp and fsdp_degree, recompute, and zero where the source states the stage), its
+    vp or pp_schedule, fsdp and fsdp_degree, recompute, offload, and zero where the source states the stage), its
     ``framework``, ``micro_batch`` and ``nodes`` (``nvlink_domains`` where given). bench/validate.py pins its
     rows' layouts with it too. A ``table_only`` row pins no nodes and no ZeRO stage beyond FSDP's or a
     stated one (Megatron's distributed optimizer, ZeRO-1, is a recipe setting), and its micro-batch as given."""
@@ -279,6 +279,9 @@ def layout_arguments(run: dict) -> dict:
         "ep": layout.get("ep"),
         "expert_tp": layout.get("etp"),
         "virtual_stages": _virtual_stages(layout),
+        # what the run offloads to the host where the row states it (ZeRO-Offload's optimizer: DeepSpeed's
+        # offload_optimizer device cpu)
+        "offload": layout.get("offload"),
     }
 
 

@@ -12,6 +12,11 @@ its own whose efficiency differs by generation far more than the GEMMs' do, so i
   arXiv:2307.08691, abstract): the range's geometric mid. Hopper: "FlashAttention-2 achieving only 35%
   utilization on the H100 GPU" (Shah et al. 2024, FlashAttention-3, arXiv:2407.08608, abstract); PyTorch's SDPA
   at (1, 24, 4608, 128) on an H100: 329.5 TFLOP/s, 33 % (pytorch/pytorch#142132).
+- ``flash3``: FlashAttention-3 (flash-attn's hopper/ build; transformers' attn_implementation
+  "flash_attention_3"), Hopper only: "FlashAttention-3 achieves speedup on H100 GPUs by 1.5-2.0x with FP16 reaching
+  up to 740 TFLOPs/s (75% utilization)" over FlashAttention-2's 35 % (Shah et al. 2024, arXiv:2407.08608, abstract):
+  FlashAttention-2's Hopper figure times the range's geometric mid. Elsewhere (no Hopper instructions) it is
+  FlashAttention-2's figure.
 - ``efficient``: PyTorch SDPA's memory-efficient kernel (xformers' "cutlass" one, aten/src/ATen/native/transformers/
   cuda/mem_eff_attention), which SDPA runs when it is handed an explicit attention mask: FlashAttention takes none
   (sdp_utils.cpp check_for_attn_mask), and transformers' SDPA path passes a 4-D causal-and-padding mask whenever a
@@ -80,9 +85,12 @@ KERNEL_NAMES = {
     "flash2": "FlashAttention-2 (SDPA)",
     "cudnn": "cuDNN's fused attention",
     "efficient": "SDPA's memory-efficient attention under a mask tensor",
+    "flash3": "FlashAttention-3",
 }
 KERNELS = tuple(KERNEL_NAMES)
 FORWARD_SHARE = 1.0 / 3.0  # of a training step's attention FLOPs as the step counts them (the module's Work)
+# FlashAttention-3 over FlashAttention-2 on H100: "1.5-2.0x" (Shah et al. 2024, abstract), the geometric mid
+FLASH3_OVER_FLASH2_HOPPER = math.sqrt(1.5 * 2.0)
 # FlashAttention-2 over xformers' cutlass kernel, SDPA's memory-efficient one (Dao 2023, arXiv:2307.08691, 4.1)
 FLASH2_OVER_CUTLASS = 2.0
 # The blocks a kernel computes under a dense mask tensor over those a causal kernel computes: all s^2 of s^2 / 2
@@ -113,6 +121,10 @@ def attention_efficiency(kernel: str, gpu_family: str, seq_len: float) -> float 
         kernel = "flash2"  # Transformer Engine on Ampere runs FlashAttention-2
     if kernel == "flash2":
         return _FLASH2.get(gpu_family)
+    if kernel == "flash3":
+        flash2 = _FLASH2.get(gpu_family)
+        speedup = FLASH3_OVER_FLASH2_HOPPER if gpu_family == "hopper" else 1.0
+        return None if flash2 is None else flash2 * speedup
     if kernel == "efficient":
         flash2 = _FLASH2.get(gpu_family)
         return None if flash2 is None else flash2 / slowdown_over_flash2(kernel)

@@ -252,10 +252,10 @@ class JobContext:
 
     def attention_kernel(self, fused: bool) -> str:
         """The attention kernel a layout runs (physics/attention.py KERNELS): the one job.attention names (cudnn,
-        efficient), else Transformer Engine's cuDNN attention where the named framework runs its layers
+        efficient, flash3), else Transformer Engine's cuDNN attention where the named framework runs its layers
         (Megatron-Core; a PyTorch stack on Transformer Engine's linears and norms, kernels: fused, attends as
         job.attention says), else PyTorch SDPA's FlashAttention-2."""
-        if self.job.attention in ("cudnn", "efficient"):
+        if self.job.attention in ("cudnn", "efficient", "flash3"):
             return self.job.attention
         te_attention = fused and self.framework_named and FRAMEWORKS[self.job.framework].fused_kernels
         return "cudnn" if te_attention else "flash2"

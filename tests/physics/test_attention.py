@@ -105,3 +105,11 @@ def test_the_answer_names_the_attention_kernel_it_assumed_and_how_to_state_a_pad
     notes = check(Problem.model_validate(expand_models(data)), LAYOUT).notes
     kernel = next(note for note in notes if note.startswith("kernels:"))
     assert "memory-efficient attention under a mask tensor" in kernel and "padded batches" not in kernel
+
+
+def test_flashattention_3_is_its_papers_speedup_over_flashattention_2_on_hopper_only():
+    # FA3 paper, abstract: "speedup on H100 GPUs by 1.5-2.0x" over FlashAttention-2's 35 %
+    assert attention_efficiency("flash3", "hopper", 8192) == pytest.approx(0.35 * math.sqrt(1.5 * 2.0))
+    # no Hopper instructions elsewhere: FlashAttention-2's figure
+    assert attention_efficiency("flash3", "ampere", 8192) == attention_efficiency("flash2", "ampere", 8192)
+    assert _plan(attention="flash3").tokens_per_s > _plan().tokens_per_s

@@ -91,10 +91,11 @@ class JobSpec(_Model):
     activation_reserve: Literal["auto"] | float | str = Field(
         "auto", description="auto (from shapes), a size per GPU (40GB) or a fraction of capacity (0.2)."
     )
-    attention: Literal["flash", "cudnn", "efficient", "eager"] = Field(
+    attention: Literal["flash", "flash3", "cudnn", "efficient", "eager"] = Field(
         "flash",
         description="Attention kernels: flash (fused, the framework's own: PyTorch SDPA's FlashAttention-2, "
-        "Transformer Engine's cuDNN attention under Megatron-Core), cudnn (cuDNN's fused attention whatever the "
+        "Transformer Engine's cuDNN attention under Megatron-Core), flash3 (FlashAttention-3, Hopper's: transformers' "
+        "flash_attention_3), cudnn (cuDNN's fused attention whatever the "
         "framework: Transformer Engine's attention in a PyTorch stack, SDPA's cuDNN backend), efficient (SDPA's "
         "memory-efficient kernel under an explicit attention mask, as transformers passes a padded batch's: every "
         "block of the s x s square computed), eager (the s x s scores materialised). Their speed: "
