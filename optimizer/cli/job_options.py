@@ -32,9 +32,10 @@ LossOpt = typer.Option(
 AttentionOpt = typer.Option(
     None,
     "--attention",
-    help="Attention kernels: flash (the framework's fused attention), cudnn (cuDNN's fused attention whatever "
-    "the framework) or eager (the s x s scores held). Changes the attention's speed, so the step time and cost; "
-    "eager also the activation memory. Default: the job file's job.attention, else flash.",
+    help="Attention kernels: flash (the framework's fused attention), flash3 (FlashAttention-3, Hopper), cudnn "
+    "(cuDNN's fused attention whatever the framework), efficient (SDPA's memory-efficient kernel under a mask: "
+    "padded batches through transformers) or eager (the s x s scores held). Changes the attention's speed, so the "
+    "step time and cost; eager also the activation memory. Default: the job file's job.attention, else flash.",
 )
 ContextParallelOpt = typer.Option(
     None,
