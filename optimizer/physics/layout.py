@@ -190,6 +190,8 @@ class RunSettings:
     logits_bytes_per_vocab: Floats = (
         12.0  # per token and vocabulary entry the loss takes (constants.LOGITS_BYTES_PER_VOCAB)
     )
+    # whether the loss upcasts the logits to fp32 (job.loss other than bf16; memory.allocator_fragmentation_bytes)
+    loss_upcast: bool | np.ndarray = True
     # per token and vocabulary entry the loss's kernels read and write (physics/loss_time.py; per layout)
     loss_traffic_bytes_per_logit: Floats = 0.0
     # the loss runs on vocabulary-sharded logits, split by TP (job.loss_parallel; physics/vocab_split.py)

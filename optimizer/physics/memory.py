@@ -44,6 +44,7 @@ from .fsdp_memory import gradients_at_peak_bytes, unsharded_accumulated_grad_byt
 from .layout import Layout, Recompute, RunSettings
 from .memory_terms import (
     after_backward_gradient_bytes,
+    backward_gradient_bytes_per_token,
     bnb_saved_input_bytes,
     compute_split_stage_layers,
     compute_split_stage_share,
@@ -411,10 +412,14 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout, s
         )
 
     logits = settings.logits_bytes_per_vocab * s * b * shape.vocab / loss_vocab_split(settings, layout)
+    # a backward's gradients in flight, after the loss's tensors are freed (recompute's working set is on top of them)
+    grads_h, grads_f = backward_gradient_bytes_per_token(shape)
+    grads = np.where(recomputing, 0.0, s * b * (grads_f / tp + grads_h * (1.0 / tp + whole)))
+    top = np.maximum(logits, grads)  # what the last stage adds to its layers
     v = np.asarray(layout.virtual_stages, float)
     first_stage = (stored(held) / tp + unsplit(held)) * interleaved_in_flight_factor(pp, v)
-    last_stage = stored(last_held) / tp + logits + unsplit(last_held)
-    return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + logits)
+    last_stage = stored(last_held) / tp + top + unsplit(last_held)
+    return np.where(pp > 1, np.maximum(first_stage, last_stage), first_stage + top)
 
 
 def least_recomputed_layers(
@@ -443,13 +448,15 @@ def least_recomputed_layers(
     return np.where(count >= per_stage, 0, count).astype(np.int64)
 
 
-def loss_largest_tensor_bytes_per_vocab(logits_bytes_per_vocab) -> np.ndarray:
+def loss_largest_tensor_bytes_per_vocab(logits_bytes_per_vocab, upcast=True) -> np.ndarray:
     """The loss's largest single tensor per token and vocabulary entry (constants.LOSS_LARGEST_TENSOR_*): an fp32
-    copy of the logits where the loss holds one (6 bytes or more), else the bf16 logits (any loss that keeps them),
-    else none (a fused loss)."""
+    copy of the logits where the loss holds one (6 bytes or more, and it ``upcast``s them), else the bf16 logits (any
+    loss that keeps them), else none (a fused loss). A cross-entropy on the bf16 logits (job.loss bf16, ``upcast``
+    False) takes its 6 bytes as three bf16 tensors (tests/validation/test_loss_memory.py), Megatron-Core's as fp32 + bf16."""
     total = np.asarray(logits_bytes_per_vocab, float)
     bf16 = np.where(total > 0.0, LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_BF16, 0.0)
-    return np.where(total >= LOSS_FP32_COPY_MIN_BYTES_PER_VOCAB, LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32, bf16)
+    fp32 = (total >= LOSS_FP32_COPY_MIN_BYTES_PER_VOCAB) & np.asarray(upcast, bool)
+    return np.where(fp32, LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32, bf16)
 
 
 def allocator_fragmentation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout) -> np.ndarray:
@@ -463,7 +470,7 @@ def allocator_fragmentation_bytes(shape: ModelShape, settings: RunSettings, layo
     9.1 GiB; torchao's at batch 1 (3.9 GiB), 3.5 and 3.9 GiB; with the loss compiled (bf16 logits, 3.9 GiB at batch
     2) Trainy's H200 runs 2.9 and 3.7 GiB, where 5 % of capacity gave 6.6 GiB on H200 and 8.4 GiB on B200."""
     tokens = float(settings.seq_len) * np.asarray(layout.micro_batch, float) / np.asarray(layout.cp, float)
-    per_vocab = loss_largest_tensor_bytes_per_vocab(settings.logits_bytes_per_vocab)
+    per_vocab = loss_largest_tensor_bytes_per_vocab(settings.logits_bytes_per_vocab, settings.loss_upcast)
     return per_vocab * tokens * shape.vocab / loss_vocab_split(settings, layout)
 
 

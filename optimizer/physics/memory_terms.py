@@ -110,6 +110,27 @@ def variable_length_fragmentation_bytes(fragmentation_bytes, activation_bytes, s
     return np.maximum(fixed, np.asarray(activation_bytes, float))
 
 
+def backward_gradient_bytes_per_token(shape: ModelShape) -> tuple[float, float]:
+    """Bytes per token of the activation gradients alive at the peak of one block's backward beyond the tensors the
+    block saved (``memory.layer_activation_bytes``), as (hidden-width part, MLP-width part); TP splits the second,
+    and the first only under sequence parallelism (``memory.activation_bytes``).
+
+    PyTorch's autograd frees a node's saved tensors once the node has run (torch/csrc/autograd/engine.cpp,
+    ``call_function``: ``fn.release_variables()`` unless the graph is kept) and a gradient once the node that reads it
+    has run, so a block's backward peaks in its MLP, every saved tensor but the down projection's input still held:
+    the block output's gradient (2h, handed by the residual add to both branches), the down projection's input
+    gradient (2f, its saved input of 2f released) and, in a gated MLP (transformers' LlamaMLP, ``down_proj(act_fn(
+    gate_proj(x)) * up_proj(x))``), the multiply's two input gradients (2f each) while that 2f is alive: 2h + 4f over
+    the saved set; ungated (``fc2(act(fc1(x)))``) the activation's input gradient alone, 2h + 2f. Transformer
+    Engine's fused SwiGLU backward writes one [s, 2f] gradient the same way. They follow the loss's tensors, which
+    are freed first, so a plan holds the larger of the two: they show where the loss keeps few logits (Liger's or
+    Cut Cross Entropy's fused loss, a long sequence over a small vocabulary). ``memory.activation_bytes`` counts them
+    where no layer is re-run; under recompute it already counts the re-run layer's working set on top of the loss's
+    tensors (BENCHMARKS, session 40's open question)."""
+    f = shape.ffn_active
+    return 2.0 * shape.hidden, (4.0 if shape.gated_mlp else 2.0) * f
+
+
 def block_matmul_params(shape: ModelShape) -> float:
     """One block's matmul parameters, the cost nanotron balances its pipeline stages by (src/nanotron/models/llama.py
     ``get_block_compute_costs``: 4 x heads x d_qkv x h for the attention's QKV and output projections, 3 x d_ff x h

@@ -211,6 +211,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         ),
         fused_framework=fused_kernels(codes, ctx.kernel_speed, ctx.job.framework),
         logits_bytes_per_vocab=loss_bytes_per_vocab(codes, ctx.job.loss, ctx.job.framework),
+        loss_upcast=ctx.job.loss != "bf16",
         # under a stated efficiency the stack's kernels, the compiled loss's among them, are in the stated figure
         loss_traffic_bytes_per_logit=loss_traffic_bytes_per_logit(
             codes, ctx.job.loss, ctx.job.framework, ctx.compiled_loss

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from optimizer import CheckRequest, check
 from optimizer.inputs.files import expand_models, load_catalog
 from optimizer.inputs.schema import Problem
 from optimizer.physics.constants import FRAMEWORK_RESERVE_FIXED_BYTES, FRAMEWORK_RESERVE_FRACTION, GIB
@@ -28,6 +29,29 @@ SHAPE = job_context(
 @pytest.mark.parametrize("loss_bytes, largest", [(12.0, 4.0), (6.0, 4.0), (4.0, 2.0), (2.0, 2.0), (0.0, 0.0)])
 def test_the_largest_loss_tensor_is_an_fp32_copy_where_the_loss_upcasts_else_the_bf16_logits(loss_bytes, largest):
     assert float(loss_largest_tensor_bytes_per_vocab(loss_bytes)) == largest
+
+
+def test_a_cross_entropy_on_the_bf16_logits_holds_no_fp32_tensor():
+    # job.loss bf16 takes 6 bytes a logit as Megatron-Core's loss does, but as three bf16 tensors (log_softmax's output,
+    # nll_loss's gradient, log_softmax backward's: tests/validation/test_loss_memory.py), not an fp32 copy and the logits
+    assert float(loss_largest_tensor_bytes_per_vocab(6.0, upcast=False)) == 2.0
+    assert float(loss_largest_tensor_bytes_per_vocab(6.0, upcast=True)) == 4.0
+    settings = RunSettings(seq_len=8192, logits_bytes_per_vocab=6.0, loss_upcast=False)
+    assert float(allocator_fragmentation_bytes(SHAPE, settings, Layout(micro_batch=2))) == pytest.approx(
+        2 * 2 * 8192 * 128256
+    )
+
+
+def test_a_bf16_loss_job_reserves_one_bf16_logits_tensor_through_check():
+    def reserve_gib(loss: str) -> float:
+        job = {"model": "llama-3.1-8b", "tokens": "1B", "seq_len": 8192, "global_batch": 16, "loss": loss}
+        problem = Problem.model_validate(expand_models({"catalog": "default", "job": job}))
+        request = CheckRequest("H100", 8, compare=False, zero=3, micro_batch=2, recompute="full")
+        return check(problem, request).plan.memory_gib.reserve
+
+    # the 6-byte loss on the bf16 logits reserves half of what the upcast one does: 3.9 GiB less at batch 2 x 8,192
+    gap = reserve_gib("standard") - reserve_gib("bf16")
+    assert gap == pytest.approx(2 * 2 * 8192 * 128256 / GIB, rel=0.01)
 
 
 def test_fragmentation_is_one_fp32_logits_tensor_per_gpu_split_by_tp_and_cp():
