@@ -70,6 +70,7 @@ _RANGES: dict[str, str] = {
     "tokens_per_s": "rate",
     "peak_memory_bytes": "memory",
     "lora_rank": "lora_rank",
+    "lora_dropout": "share",
     "trainable_params": "params",
     "teacher_params": "params",
     "tokens": "tokens",
