@@ -2,6 +2,7 @@
 
     python bench/memory.py                                  # the table and the summary lines
     python bench/memory.py --max-median 0.19 --max-worst 2.1    # exit 1 past either (tests use this)
+    python bench/memory.py --terms                              # each row's terms in GiB, to compare term by term
 
 Each row of validation/memory_runs.yaml is predicted through ``check`` on the layout its source ran (the row's
 ``job:`` and ``layout:``, mapped the same way for every row; nothing is tuned per row) and compared with the figure
@@ -45,8 +46,8 @@ DATA = ROOT / "validation" / "memory_runs.yaml"
 GIB = 2.0**30
 COUNTS = ("allocated", "reserved", "device")
 # check's layout arguments a row's ``layout:`` may pin (CheckRequest fields of the same name)
-LAYOUT_KEYS = ("tp", "pp", "cp", "ep", "zero", "shard_degree", "micro_batch", "grad_accum", "recompute")
-LAYOUT_KEYS += ("virtual_stages", "expert_tp", "offload")
+LAYOUT_KEYS: tuple[str, ...] = ("tp", "pp", "cp", "ep", "zero", "shard_degree", "micro_batch", "grad_accum")
+LAYOUT_KEYS += ("recompute", "virtual_stages", "expert_tp", "offload")
 
 
 @dataclass
@@ -159,6 +160,24 @@ def markdown(scored: list[Scored]) -> list[str]:
     return lines
 
 
+TERMS = ("weights", "gradients", "optimizer", "activations", "optimizer_step", "not_concurrent", "reserve")
+
+
+def terms_table(scored: list[Scored]) -> list[str]:
+    """Each row's memory terms in GiB as ``check`` reports them (what the figure of its ``counts`` sums), beside the
+    published figure: where a row misses, the term to read at its source."""
+    lines = [
+        "| row | counts | " + " | ".join(TERMS) + " | predicted | published |",
+        "| --- | --- |" + " ---: |" * (len(TERMS) + 2),
+    ]
+    for s in scored:
+        cells = " | ".join(f"{s.terms[t]:.2f}" for t in TERMS)
+        lines.append(
+            f"| {s.row['name']} | {s.row['counts']} | {cells} | {s.predicted_gib:.2f} | {s.published_gib:.2f} |"
+        )
+    return lines
+
+
 def summary_lines(scored: list[Scored]) -> list[str]:
     def line(label: str, rows: list[Scored]) -> str:
         s = summary(rows)
@@ -194,9 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-median", type=float, help="exit 1 when the median |error| is above this (0.10 = 10 %%)")
     ap.add_argument("--max-worst", type=float, help="exit 1 when a scored ratio is above this or below its inverse")
+    ap.add_argument("--terms", action="store_true", help="print each row's memory terms (GiB) instead of the table")
     args = ap.parse_args(argv)
     scored = evaluate_all(load_rows())
-    print("\n".join(markdown(scored)))
+    print("\n".join(terms_table(scored) if args.terms else markdown(scored)))
     print()
     print("\n".join(summary_lines(scored)))
     overall = summary([s for s in scored if s.row.get("expressible", True)])

@@ -95,3 +95,14 @@ def test_variable_lengths_hold_the_length_dependent_tensors_once_more():
     assert bench.predict(allocated, catalog).predicted_gib == pytest.approx(
         bench.predict({**allocated, "job": fixed_job}, catalog).predicted_gib
     )
+
+
+def test_the_terms_table_adds_up_to_each_allocated_figure(capsys):
+    # bench/memory.py --terms: an allocated figure (torch.cuda.max_memory_allocated) is the state and activations,
+    # plus the optimizer step's temporaries, less what is never allocated at once; the reserve is not in it
+    assert bench.main(["--terms"]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if "| allocated |" in line]
+    assert len(rows) >= 20
+    for cells in rows:
+        w, g, o, a, step, apart, _, predicted = (float(c) for c in cells[2:10])
+        assert w + g + o + a + step - apart == pytest.approx(predicted, abs=0.03), cells[0]
