@@ -412,9 +412,10 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout, s
         )
 
     logits = settings.logits_bytes_per_vocab * s * b * shape.vocab / loss_vocab_split(settings, layout)
-    # a backward's gradients in flight, after the loss's tensors are freed (recompute's working set is on top of them)
+    # a backward's gradients in flight, after the loss's tensors are freed: a re-run layer's backward holds them on top
+    # of its recompute working set as any layer's does on top of what it saved
     grads_h, grads_f = backward_gradient_bytes_per_token(shape)
-    grads = np.where(recomputing, 0.0, s * b * (grads_f / tp + grads_h * (1.0 / tp + whole)))
+    grads = s * b * (grads_f / tp + grads_h * (1.0 / tp + whole))
     top = np.maximum(logits, grads)  # what the last stage adds to its layers
     v = np.asarray(layout.virtual_stages, float)
     first_stage = (stored(held) / tp + unsplit(held)) * interleaved_in_flight_factor(pp, v)
