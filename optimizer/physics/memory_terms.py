@@ -125,8 +125,8 @@ def backward_gradient_bytes_per_token(shape: ModelShape) -> tuple[float, float]:
     Engine's fused SwiGLU backward writes one [s, 2f] gradient the same way. They follow the loss's tensors, which
     are freed first, so a plan holds the larger of the two: they show where the loss keeps few logits (Liger's or
     Cut Cross Entropy's fused loss, a long sequence over a small vocabulary). ``memory.activation_bytes`` counts them
-    where no layer is re-run; under recompute it already counts the re-run layer's working set on top of the loss's
-    tensors (BENCHMARKS, session 40's open question)."""
+    on the last stage as the larger of them and the loss's tensors, a re-run layer's backward included; it still adds
+    the re-run layer's working set on top of the loss's tensors, which never coexist (BENCHMARKS, session 41)."""
     f = shape.ffn_active
     return 2.0 * shape.hidden, (4.0 if shape.gated_mlp else 2.0) * f
 
