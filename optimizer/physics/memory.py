@@ -412,8 +412,7 @@ def activation_bytes(shape: ModelShape, settings: RunSettings, layout: Layout, s
         )
 
     logits = settings.logits_bytes_per_vocab * s * b * shape.vocab / loss_vocab_split(settings, layout)
-    # a backward's gradients in flight, after the loss's tensors are freed: a re-run layer's backward holds them on top
-    # of its recompute working set as any layer's does on top of what it saved
+    # a backward's gradients in flight (a re-run layer's too), after the loss's tensors are freed
     grads_h, grads_f = backward_gradient_bytes_per_token(shape)
     grads = s * b * (grads_f / tp + grads_h * (1.0 / tp + whole))
     top = np.maximum(logits, grads)  # what the last stage adds to its layers
