@@ -75,3 +75,15 @@ OffloadOpt = typer.Option(
     "memory, the optimizer step on the CPU and its PCIe traffic in the step time) or auto (gpuplan plans both, "
     "keeps the better). Default: the job file's job.offload, else none.",
 )
+LoraDropoutOpt = typer.Option(
+    None,
+    "--lora-dropout",
+    help="LoRA dropout probability (PEFT's lora_dropout): above 0 each adapted linear runs a dropout kernel and "
+    "keeps its mask, which the step time counts. Default: the job file's job.lora_dropout, else 0.",
+)
+LoraAdapterDtypeOpt = typer.Option(
+    None,
+    "--lora-adapter-dtype",
+    help="The LoRA adapters' dtype in the step's branch kernels: auto (fp32 where PEFT upcasts a 16-bit model's "
+    "adapters and no autocast runs), bf16 or fp32. Default: the job file's job.lora_adapter_dtype, else auto.",
+)

@@ -35,6 +35,8 @@ JOB_FLAGS = (
     "optimizer",
     "lora_rank",
     "lora_targets",
+    "lora_dropout",
+    "lora_adapter_dtype",
     "master_weights",
     "gradient_dtype",
     "loss",

@@ -34,6 +34,8 @@ FLAGS = {
     "optimizer": ("--optimizer", ["--optimizer", "sgd"]),
     "lora_rank": ("--lora-rank", ["--lora-rank", "32"]),
     "lora_targets": ("--lora-targets", ["--lora-targets", "attention"]),
+    "lora_dropout": ("--lora-dropout", ["--lora-dropout", "0.05"]),
+    "lora_adapter_dtype": ("--lora-adapter-dtype", ["--lora-adapter-dtype", "fp32"]),
     "master_weights": ("--master-weights/--no-master-weights", ["--no-master-weights"]),
     "gradient_dtype": ("--gradient-dtype", ["--gradient-dtype", "fp32"]),
     "loss": ("--loss", ["--loss", "chunked"]),
