@@ -84,10 +84,21 @@ def _on_signal(signum: int, frame: Any) -> None:
     stop_now(signum)
 
 
+def _on_unraisable(unraisable: Any) -> None:
+    """A stop raised where Python cannot raise it (a weakref callback such as importlib's module-lock ``cb``, a
+    ``__del__``) would be printed as "Exception ignored" with its traceback and lost: end the process as its
+    signal asks instead. Anything else goes to Python's own hook."""
+    first = _state["first"]
+    if first is not None and isinstance(unraisable.exc_value, KeyboardInterrupt):
+        stop_now(first)
+    sys.__unraisablehook__(unraisable)
+
+
 def install(raising: bool = False) -> None:
     """Handle every stop signal not ignored at start; ``raising``: as exceptions (during a command), else
     by ending the process at once. Main thread only (elsewhere nothing changes)."""
     _state["raising"] = raising
+    sys.unraisablehook = _on_unraisable
     for signum in STOPS:
         with contextlib.suppress(OSError, ValueError):
             if signal.getsignal(signum) != signal.SIG_IGN:
