@@ -119,23 +119,21 @@ def attention_efficiency(kernel: str, gpu_family: str, seq_len: float) -> float 
         if gpu_family in _CUDNN_CAUSAL:
             return _interpolated(_CUDNN_CAUSAL[gpu_family], seq_len)
         kernel = "flash2"  # Transformer Engine on Ampere runs FlashAttention-2
-    if kernel == "flash2":
-        return _FLASH2.get(gpu_family)
-    if kernel == "flash3":
-        flash2 = _FLASH2.get(gpu_family)
-        speedup = FLASH3_OVER_FLASH2_HOPPER if gpu_family == "hopper" else 1.0
-        return None if flash2 is None else flash2 * speedup
+    if kernel not in KERNEL_NAMES:
+        raise ValueError(f"unknown attention kernel {kernel!r}; one of {', '.join(KERNELS)}")
+    flash2 = _FLASH2.get(gpu_family)
+    return None if flash2 is None else flash2 * speed_over_flash2(kernel, gpu_family)
+
+
+def speed_over_flash2(kernel: str, gpu_family: str) -> float:
+    """A kernel's rate over FlashAttention-2's on this GPU family (and over the matmul efficiency where no
+    FlashAttention-2 figure is published): FlashAttention-3's on Hopper; SDPA's memory-efficient kernel under a mask
+    tensor at half the rate over twice the blocks; 1 for the others."""
+    if kernel == "flash3" and gpu_family == "hopper":
+        return FLASH3_OVER_FLASH2_HOPPER
     if kernel == "efficient":
-        flash2 = _FLASH2.get(gpu_family)
-        return None if flash2 is None else flash2 / slowdown_over_flash2(kernel)
-    raise ValueError(f"unknown attention kernel {kernel!r}; one of {', '.join(KERNELS)}")
-
-
-def slowdown_over_flash2(kernel: str) -> float:
-    """How many times FlashAttention-2's time a kernel takes where no figure of its own is published for the GPU
-    (the attention then runs at the matmul efficiency over this): SDPA's memory-efficient kernel under a mask
-    tensor at half its rate over twice the blocks; 1 for the others."""
-    return FLASH2_OVER_CUTLASS * DENSE_MASK_WORK if kernel == "efficient" else 1.0
+        return 1.0 / (FLASH2_OVER_CUTLASS * DENSE_MASK_WORK)
+    return 1.0
 
 
 def attention_flops_per_token(shape: ModelShape, seq_len: float) -> float:

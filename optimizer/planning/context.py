@@ -13,7 +13,7 @@ from ..errors import GpuplanError, JobError
 from ..inputs import units
 from ..inputs.catalog import host_gpus, offers_for, usable_memory_bytes
 from ..inputs.schema import Catalog, Offer, Problem, Sku
-from ..physics.attention import attention_efficiency, slowdown_over_flash2
+from ..physics.attention import KERNEL_NAMES, attention_efficiency, speed_over_flash2
 from ..physics.constants import (
     COMPUTE_OPTIMAL_TOKENS_PER_PARAM,
     DEFAULT_COMPUTE_EFFICIENCY,
@@ -246,16 +246,19 @@ class JobContext:
         family = family_of(sku.architecture, sku.form_factor)
         kernel = self.attention_kernel(fused)
         efficiency = attention_efficiency(kernel, family, float(self.job.seq_len))
-        if efficiency is None and kernel == "efficient":  # no figure for the GPU: the matmuls' rate, slowed alike
-            return self.compute_efficiency(sku) / slowdown_over_flash2(kernel)
-        return None if efficiency is None else efficiency * self.calibration.compute
+        if (
+            efficiency is None
+        ):  # no figure for the GPU: the matmuls' rate, times the kernel's own ratio where it has one
+            ratio = speed_over_flash2(kernel, family)
+            return None if ratio == 1.0 else self.compute_efficiency(sku) * ratio
+        return efficiency * self.calibration.compute
 
     def attention_kernel(self, fused: bool) -> str:
         """The attention kernel a layout runs (physics/attention.py KERNELS): the one job.attention names (cudnn,
         efficient, flash3), else Transformer Engine's cuDNN attention where the named framework runs its layers
         (Megatron-Core; a PyTorch stack on Transformer Engine's linears and norms, kernels: fused, attends as
         job.attention says), else PyTorch SDPA's FlashAttention-2."""
-        if self.job.attention in ("cudnn", "efficient", "flash3"):
+        if self.job.attention in KERNEL_NAMES:  # a kernel named as such (flash and eager are not)
             return self.job.attention
         te_attention = fused and self.framework_named and FRAMEWORKS[self.job.framework].fused_kernels
         return "cudnn" if te_attention else "flash2"

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from tests.paths import ROOT
+from paths import ROOT
 
 SCRIPT = """
 import os, signal, time, weakref
