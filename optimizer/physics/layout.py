@@ -214,6 +214,12 @@ class RunSettings:
     # DeepSpeed ZeRO-3 with each expert's linears fetched one module at a time
     expert_loop: bool | np.ndarray = False
     zero3_module_fetch: bool | np.ndarray = False
+    # per layout: its framework issues eager PyTorch operators from Python, whose host time floors each micro-batch
+    # (physics/host_launch.py; not Transformer Engine's stack), compiled by torch.compile where ``compiled``; and the
+    # multi-tensor operators its optimizer step dispatches (host_launch.optimizer_step_ops; 1: a fused step)
+    host_launch: bool | np.ndarray = False
+    compiled: bool | np.ndarray = False
+    optimizer_step_ops: float = 1.0
     link_efficiency: float = 1.0  # achieved / nominal link bandwidth
     activation_reserve: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)
     framework_overhead: Any = "auto"  # "auto", bytes, or a fraction of capacity (< 1)

@@ -57,6 +57,7 @@ from .context_parallel import context_parallel_s
 from .eager_attention import eager_attention_s
 from .fsdp_memory import skips_gradient_sync
 from .gemm import dense_time_factor
+from .host_launch import micro_batch_host_s, optimizer_host_s
 from .layout import Cluster, Layout, Recompute, RunSettings
 from .links import Links, ring
 from .loss_time import loss_s
@@ -103,6 +104,8 @@ class StepTime:
     eager_attention_s: np.ndarray | float = 0.0  # eager attention's score kernels, whole step (part of ideal_s)
     loss_s: np.ndarray | float = 0.0  # the loss's kernels over the logits, whole step (part of ideal_s)
     update_s: np.ndarray | float = 0.0  # the optimizer step (part of ideal_s)
+    launch_host_s: np.ndarray | float = 0.0  # issuing eager operators beyond the GPU's busy time (part of ideal_s)
+    launch_total_s: np.ndarray | float = 0.0  # issuing them, all of it, whole step (physics/host_launch.py)
 
     @property
     def tokens_per_s(self) -> np.ndarray:
@@ -113,7 +116,7 @@ class StepTime:
         as measured, its parts in the proportions the model gives them)."""
         times = ("step_s", "ideal_s", "compute_s", "memory_s", "network_s", "bubble_s")
         parts: tuple[str, ...] = ("all_to_all_s", "moe_host_s", "dequant_s", "cast_s", "adapter_s", "expert_loop_s")
-        parts += ("module_fetch_s", "eager_attention_s", "loss_s", "update_s")
+        parts += ("module_fetch_s", "eager_attention_s", "loss_s", "update_s", "launch_host_s", "launch_total_s")
         return replace(self, **{name: getattr(self, name) / factor for name in times + parts})
 
     @property
@@ -122,9 +125,10 @@ class StepTime:
 
     @property
     def host_s(self) -> np.ndarray | float:
-        """The step's waits for the host: the MoE layers' launches, transformers' eager experts loop and
-        DeepSpeed ZeRO-3's per-module fetches."""
-        return self.moe_host_s + self.expert_loop_s + self.module_fetch_s
+        """The step's waits for the host: the MoE layers' launches, transformers' eager experts loop, DeepSpeed
+        ZeRO-3's per-module fetches and, where issuing the eager operators outlasts the GPU's work, all of it."""
+        launch_s = np.where(np.asarray(self.launch_host_s) > 0, self.launch_total_s, 0.0)
+        return self.moe_host_s + self.expert_loop_s + self.module_fetch_s + launch_s
 
     def bound(self) -> np.ndarray:
         """Whichever of compute, HBM bandwidth, exposed communication or the host's waits takes longest."""
@@ -214,13 +218,15 @@ class _MicroBatch:
     module_fetch_s: np.ndarray | float = 0.0  # ZeRO-3's per-module fetches (physics/zero3_hooks.py), not overlapped
     eager_attention_s: np.ndarray | float = 0.0  # the materialised scores' kernels (physics/eager_attention.py)
     loss_s: np.ndarray | float = 0.0  # the loss's kernels over the logits (physics/loss_time.py)
+    launch_host_s: np.ndarray | float = 0.0  # the host's time to issue the eager operators (physics/host_launch.py)
 
     @property
     def busy_s(self) -> np.ndarray:
         host = self.moe_host_s + self.expert_loop_s + self.module_fetch_s  # the waits for the host (StepTime.host_s)
         serial = self.moe_elementwise_s + host + self.dequant_s + self.cast_s + self.adapter_s + self.eager_attention_s
         serial = serial + self.loss_s
-        return np.maximum(self.compute_s, self.memory_s) + serial
+        # the GPU runs behind the host: the longer of its work and the host's to issue the operators
+        return np.maximum(np.maximum(self.compute_s, self.memory_s) + serial, self.launch_host_s)
 
 
 def _micro_batch(
@@ -543,25 +549,29 @@ def step_time(
         mb = replace(mb, eager_attention_s=eager_attention_s(shape, hw.hbm_bytes_per_s, layout, s, mb.stage_share))
     if shape.vocab and np.any(settings.loss_traffic_bytes_per_logit):  # the cross-entropy (physics/loss_time.py)
         mb = replace(mb, loss_s=loss_s(shape, hw.hbm_bytes_per_s, layout, settings) * mb.stage_share)
+    if np.any(settings.host_launch):  # the host's floor under eager PyTorch (physics/host_launch.py)
+        mb = replace(mb, launch_host_s=micro_batch_host_s(shape, train, layout, settings))
     exchange = ExpertExchange(settings.moe_dispatcher, moe_routing, settings.moe_overlap)
     micro_s = mb.busy_s + _model_parallel_s(shape, hw, layout, s, mb, links, exchange, settings.context_parallel)
     if offloaded_bytes_per_micro is not None:
         micro_s = micro_s + _activation_offload_exposed_s(hw, mb, offloaded_bytes_per_micro)
     exposed = _data_parallel_exposed_s(train, hw, layout, mb, links, settings.overlap, zero3_per_step)
     update_s = _update_s(train, hw, layout, mb)
+    update_host_s = optimizer_host_s(shape, train, layout, settings) if np.any(settings.host_launch) else 0.0
+    launch_exposed_s = np.maximum(0.0, update_host_s - update_s)  # the step's own launches beyond its kernels
 
     pp, m = np.asarray(layout.pp, float), np.asarray(layout.grad_accum, float)
     v = np.asarray(layout.virtual_stages, float)
     bubble = bubble_slots(pp, v)  # 1F1B's m + (p - 1) / v micro-batch slots (physics/pipeline.py)
     slots = m + bubble
     bubble_s = bubble * mb.busy_s
-    step_s = slots * micro_s + update_s + exposed
+    step_s = slots * micro_s + update_s + launch_exposed_s + exposed
     tokens = np.asarray(layout.micro_batch, float) * s / np.asarray(layout.cp, float)
     g = np.asarray(hw.gpus_per_node, float)
     a2a_s = slots * exchange_exposed_s(
         shape, layout, tokens, shape.layers * mb.stage_share, mb.compute_s, links, g, exchange
     )
-    ideal_s = m * mb.busy_s + update_s
+    ideal_s = m * mb.busy_s + update_s + launch_exposed_s
     if explicit_efficiency is not None:
         eff = np.asarray(explicit_efficiency, float)
         step_s = np.where(np.isnan(eff), step_s, ideal_s / np.where(np.isnan(eff), 1.0, eff))
@@ -584,4 +594,6 @@ def step_time(
         eager_attention_s=slots * np.asarray(mb.eager_attention_s, float),
         loss_s=slots * np.asarray(mb.loss_s, float),
         update_s=update_s,
+        launch_host_s=slots * (mb.busy_s - replace(mb, launch_host_s=0.0).busy_s) + launch_exposed_s,
+        launch_total_s=slots * np.asarray(mb.launch_host_s, float) + update_host_s,
     )

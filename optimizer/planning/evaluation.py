@@ -16,6 +16,7 @@ from ..physics.constants import (
     HOST_MEMORY_SERVER_GPUS,
 )
 from ..physics.cost import run_cost_usd
+from ..physics.host_launch import optimizer_step_ops
 from ..physics.layout import RECOMPUTE_LEAST, Cluster, Layout, Offload, Recompute
 from ..physics.memory import (
     FP32_GRAD_BYTES_PER_GRAD_BYTE,
@@ -192,6 +193,7 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
     a = ctx.assumptions
     codes = grid[:, len(LAYOUT_FIELDS)]
     fused = fused_kernels(codes, ctx.job.kernels, ctx.job.framework, ctx.job.compile)
+    te_layers = fused_kernels(codes, ctx.kernel_speed, ctx.job.framework)
     settings = replace(
         ctx.settings,
         fused_kernels=fused,
@@ -209,7 +211,11 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
         grad_buffer=np.where(
             fp32_gradient_buffer(codes, ctx.job.framework, ctx.job.gradient_dtype), FP32_GRAD_BYTES_PER_GRAD_BYTE, 1.0
         ),
-        fused_framework=fused_kernels(codes, ctx.kernel_speed, ctx.job.framework),
+        fused_framework=te_layers,
+        # eager PyTorch layers issued from Python (not Transformer Engine's): the host floor (physics/host_launch.py)
+        host_launch=~te_layers,
+        compiled=ctx.job.compile,
+        optimizer_step_ops=optimizer_step_ops(ctx.job.optimizer, ctx.job.optimizer_implementation),
         logits_bytes_per_vocab=loss_bytes_per_vocab(codes, ctx.job.loss, ctx.job.framework),
         loss_upcast=ctx.job.loss != "bf16",
         # under a stated efficiency the stack's kernels, the compiled loss's among them, are in the stated figure
