@@ -5,7 +5,9 @@ max_memory_allocated on rank 0) on H200 and B200 under ZeRO-2 and ZeRO-1 + TP + 
 (colossalai-llama-benchmark); Alibaba's Megatron-LLaMA, LLaMA-13B on 32 to 512 A100-80GB with Megatron's
 DistributedOptimizer against its overlapped one (megatron-llama); DeepSpeed's ZenFlow core-binding blog, Qwen2.5-3B under
 ZeRO-2 with CPU optimizer offload on 2 A100-40GB (deepspeed-zenflow-blog); and Megatron-DeepSpeed's rebase notes, GPT-3
-125M and 2.7B on 8 A100 with TP 2 x PP 2 with and without FlashAttention (megatron-deepspeed-rebase).
+125M and 2.7B on 8 A100 with TP 2 x PP 2 with and without FlashAttention (megatron-deepspeed-rebase); Megatron-LM's
+README, GPT-3 175B on 1024 A100 (megatron-lm-readme); and Lightning Thunder's benchmarking docs, LitGPT's Llama 2 7B
+trained in pure bf16 on one H100 (thunder-benchmark-docs).
 
 Each row is predicted as gpuplan ships (bench/unseen.py: bench/throughput.py's ``checked`` and bench/memory.py's
 ``predict``, nothing refitted), so the figures pinned below are first-seen errors, first predicted at 7d4a959 (the
@@ -38,6 +40,8 @@ COLOSSAL = "colossalai-llama-benchmark"
 MLLAMA = "megatron-llama"
 ZENFLOW = "deepspeed-zenflow-blog"
 MDSR = "megatron-deepspeed-rebase"
+MLM = "megatron-lm-readme"
+THUNDER = "thunder-benchmark-docs"
 MIB = 2**20
 GIB = 2**30
 # performance_evaluator.py's Megatron count a token: 24 x (3 + checkpointing) x L h^2 (1 + s / 6h + V / 16 L h)
@@ -64,17 +68,19 @@ def _megatron_flops_per_token(model: dict, seq: int, factor_: int) -> float:
 
 def test_the_families_are_new_and_listed():
     # the family is registered in validation/families.yaml by no one and names a row of no other file of validation/
-    assert assert_families_new("unseen_families_11.yaml", DATA) == {COLOSSAL, MLLAMA, ZENFLOW, MDSR}
-    assert [len(_family(f)) for f in (COLOSSAL, MLLAMA, ZENFLOW, MDSR)] == [5, 6, 2, 4]
-    assert len(RUNS) == 17 and len(MEMORY) == 5
-    assert {r["sku"] for r in RUNS} == {"H200", "B200", "A800-80GB", "A100-80GB", "A100-40GB"}
+    families = (COLOSSAL, MLLAMA, ZENFLOW, MDSR, MLM, THUNDER)
+    assert assert_families_new("unseen_families_11.yaml", DATA) == set(families)
+    assert [len(_family(f)) for f in families] == [5, 6, 2, 4, 1, 1]
+    assert len(RUNS) == 19 and len(MEMORY) == 6
+    assert {r["sku"] for r in RUNS} == {"H100-SXM", "H200", "B200", "A800-80GB", "A100-80GB", "A100-40GB"}
     # no row is refused, and every row is scored or listed apart with its reason
     assert all(s.predicted is not None for s in SPEEDS)
     assert all(m is not None for _, m, _ in MEMORIES)
     for row in RUNS + MEMORY:
         assert row.get("expressible", True) or len(row.get("not_expressible", "")) > 40, row["name"]
-    # every memory row is a throughput row's run (Colossal-AI's: the only family that prints memory)
-    assert {m["name"].removesuffix("-memory") for m in MEMORY} == {r["name"] for r in _family(COLOSSAL)}
+    # every memory row is a throughput row's run (Colossal-AI's and Thunder's: the families that print memory)
+    memory_runs = {r["name"] for r in _family(COLOSSAL) + _family(THUNDER)}
+    assert {m["name"].removesuffix("-memory") for m in MEMORY} == memory_runs
 
 
 def test_each_colossal_table_row_is_its_line():
@@ -302,3 +308,65 @@ def test_megatron_deepspeed_first_seen():
     assert factor(ratios["mdsr-gpt3-2p7b-a100x8-tp2-pp2-flash2"]) <= 1.30
     apart = [s for s in SPEEDS if s.row["family"] == MDSR and not s.scored]
     assert len(apart) == 2 and all(s.predicted for s in apart)
+
+
+# README.md @ 152aab30: 'With full global batch size of 1536 on 1024 A100 GPUs, each iteration takes around 32 seconds
+# resulting in 138 teraFLOPs per GPU which is 44% of the theoretical peak FLOPs.'
+MLM_SENTENCE = re.compile(
+    r"global batch size of (\d+) on (\d+) A100 GPUs, each iteration takes around (\d+) seconds resulting in (\d+) "
+    r"teraFLOPs per GPU which is (\d+)% of the theoretical peak"
+)
+A100_PEAK_TFLOPS = 312.0  # dense bf16/fp16
+
+
+def test_the_megatron_readme_row_is_its_sentence():
+    (row,) = _family(MLM)
+    batch, gpus, seconds, tflops, percent = (int(x) for x in MLM_SENTENCE.search(row["quote"]).groups())
+    assert row["global_batch"] == batch and row["gpus"] == gpus
+    assert row["tokens_per_s_per_gpu"] == batch * row["seq_len"] / seconds / gpus
+    # the sentence's TFLOPs are the Megatron paper's count with checkpointing at that rate, its 44 % of the A100's 312
+    counted = row["tokens_per_s_per_gpu"] * _megatron_flops_per_token(row["model"], row["seq_len"], CHECKPOINTED)
+    assert round(counted / 1e12) == tflops and round(100 * tflops / A100_PEAK_TFLOPS) == percent
+    layout = row["layout"]
+    assert gpus // (layout["tp"] * layout["pp"]) * row["micro_batch"] * layout["ga"] == batch
+    assert m_params(row["model"]) == row["model"]["params"]
+
+
+def m_params(m: dict) -> int:
+    """A GPT-3 layer stack's parameters (biases, two LayerNorms, a 4h MLP), tied embedding, 2048 learned positions."""
+    h = m["hidden"]
+    return m["layers"] * (12 * h * h + 13 * h) + m["vocab"] * h + 2048 * h + 2 * h
+
+
+def test_megatron_readme_first_seen():
+    # 1 row: 1.13 (96 tokens/s a GPU published, 109 predicted) on TP 8 x PP 16 x DP 8 with full recompute
+    (ratio,) = scored(SPEEDS, MLM)
+    assert factor(ratio) <= 1.16
+
+
+# docs/source/intermediate/benchmarking.rst's printout (one line a field)
+THUNDER_FIELD = re.compile(r"([A-Za-z/ ]+): ([\w.-]+)")
+
+
+def test_the_thunder_row_is_its_printout():
+    (row,) = _family(THUNDER)
+    fields = dict(THUNDER_FIELD.findall(row["quote"].replace(" | ", "\n")))
+    assert fields["Model name"] == "Llama-2-7b-hf" and fields["Compiler"] == "thunder"
+    assert int(fields["Seq Length"]) == row["seq_len"] and int(fields["Micro BS"]) == row["micro_batch"]
+    assert int(fields["Global BS"]) == row["global_batch"] and int(fields["Number of Layers"]) == row["model"]["layers"]
+    assert fields["Number of parameters"] == f"{row['model']['params'] / 1e9:.2f}B"
+    assert row["tokens_per_s_per_gpu"] == float(fields["Tokens/s/GPU"]) == float(fields["Tokens/s"])
+    # the mean iteration time gives the same rate within 0.1 %
+    per_iteration = row["seq_len"] * row["global_batch"] / (float(fields["Average iter time"]) / 1000)
+    assert abs(per_iteration / row["tokens_per_s_per_gpu"] - 1) < 0.001
+    (mem,) = [m for m in MEMORY if m["family"] == THUNDER]
+    assert mem["published"]["peak_gb"] == float(fields["Memory used"]) and mem["counts"] == "allocated"
+    assert row["master_weights"] is False and mem["job"]["master_weights"] is False
+
+
+def test_thunder_first_seen():
+    # throughput 0.96 (10,690 published, 10,274 predicted); memory 0.91 (64.22 GB = 59.8 GiB allocated, 54.4 predicted)
+    (ratio,) = scored(SPEEDS, THUNDER)
+    assert factor(ratio) <= 1.06
+    (memory_ratio,) = scored_memory(MEMORIES, THUNDER)
+    assert factor(memory_ratio) <= 1.12
