@@ -14,7 +14,9 @@ Each row is predicted as gpuplan ships (bench/unseen.py: bench/throughput.py's `
 ``predict``, nothing refitted), so the figures pinned below are first-seen errors, first predicted at 7d4a959 (the
 Colossal-AI rows), held as a record: each threshold sits a little above today's figure, so a change that worsens them
 fails here and has to say why; an improvement passes. Every row is either scored or listed apart with the reason.
-The other families were first predicted at 5898a7b, the committed tree exported clean.
+The Megatron-LLaMA, ZenFlow and Megatron-DeepSpeed rows were first predicted at 5898a7b, the Megatron-LM, Thunder and
+ColossalChat rows at 7982618 (its host floor under eager steps moved none of this file's figures: checked against
+ecc9f66), each on the committed tree exported clean.
 """
 
 from __future__ import annotations
