@@ -8,7 +8,8 @@ Sources, term by term:
   optimizer state, then the gradients, then the weights. ZeRO-3 also holds gathered layers (DeepSpeed's
   estimator: 4 x largest layer), the weights in their stored format plus gradients of trained ones: under FSDP
   one block, under DeepSpeed the largest single module with its fp32 gradient partition, so DeepSpeed ZeRO-2/3
-  states equal its estimators. Optimizer in backward keeps one tensor's gradient instead of all of them.
+  states equal its estimators; ZeRO-2's fp32 gradient partition lives in its step alone (``deepspeed_memory.py``).
+  Optimizer in backward keeps one tensor's gradient instead of all of them.
 - Activations: Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
   Models", section 4.1), re-derived for the real widths by counting what PyTorch's autograd keeps
   (``saved_tensors_hooks`` on the bundled presets, tests/validation/test_torch_accounting.py); the terms are in
@@ -40,6 +41,14 @@ from .constants import (
     LOSS_LARGEST_TENSOR_BYTES_PER_VOCAB_FP32,
 )
 from .context_parallel import ulysses_extra_kv_bytes
+from .deepspeed_memory import (
+    deepspeed_fp32_grad_bytes,
+    deepspeed_frees_gradients,
+    deepspeed_gathered_params,
+    deepspeed_held_block_bytes,
+    deepspeed_step_fp32_grad_bytes,
+    deepspeed_step_temporary_bytes,
+)
 from .fsdp_memory import gradients_at_peak_bytes, unsharded_accumulated_grad_bytes
 from .layout import Layout, Recompute, RunSettings
 from .memory_terms import (
@@ -49,7 +58,6 @@ from .memory_terms import (
     compute_split_stage_layers,
     compute_split_stage_share,
     ddp_bucket_bytes,
-    deepspeed_held_block_params,
     kbit_upcast_bytes,
     not_concurrent_bytes,
     tp_replicated_state_bytes,
@@ -83,14 +91,6 @@ class MemoryBreakdown:
         return self.weights + self.gradients + self.optimizer
 
 
-# DeepSpeed's estimators (deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641), per trainable
-# parameter, sharded over the ZeRO group, with mixed-precision Adam: deepspeed/runtime/zero/stage_1_and_2.py
-# estimate_zero2_model_states_mem_needs, 2 N + 18 N / G ("18 = 2_grads_16bit + 4_grads_32bit + 4_params_32bit +
-# 8_optimizer_states_32bit"), and stage3.py estimate_zero3_model_states_mem_needs, 4 x largest layer + 18 N / G.
-# Against the ZeRO paper's 16 (2 + 2 + 12), ZeRO-2 adds the 4-byte fp32 gradient partition the optimizer steps
-# on, ZeRO-3 2 bytes (stage3.py initialize_optimizer_states: one fp32 gradient buffer of the largest sub-group).
-# Per byte of 16-bit gradient, so a stated bytes_per_param scales them too.
-DEEPSPEED_FP32_GRAD_BYTES_PER_GRAD_BYTE = {2: 2.0, 3: 1.0}
 # An fp32 gradient (IEEE 754 binary32, 4 bytes) per byte of a 16-bit one (bf16, 2 bytes): job.gradient_dtype fp32.
 FP32_GRAD_BYTES_PER_GRAD_BYTE = 2.0
 
@@ -194,34 +194,6 @@ def zero3_gather_bytes_per_param(train: TrainingState) -> float:
     gathered in their stored format (NF4 under QLoRA: torchao's NF4Tensor implements FSDP2's all-gather,
     torchtune's QLoRA distributed recipes) and frozen base weights produce no gradients (LoRA)."""
     return train.weight_bytes + (0.0 if train.lora else train.grad_bytes)
-
-
-def deepspeed_fp32_grad_bytes(train: TrainingState, zero) -> np.ndarray:
-    """Bytes per trainable parameter, unsharded, of DeepSpeed's fp32 gradient partition (4 ZeRO-2, 2 ZeRO-3)."""
-    per_grad_byte = np.where(np.asarray(zero) >= 3, DEEPSPEED_FP32_GRAD_BYTES_PER_GRAD_BYTE[3], 0.0)
-    per_grad_byte = np.where(np.asarray(zero) == 2, DEEPSPEED_FP32_GRAD_BYTES_PER_GRAD_BYTE[2], per_grad_byte)
-    return per_grad_byte * train.grad_bytes
-
-
-def deepspeed_gathered_params(shape: ModelShape, tp, expert_split) -> np.ndarray:
-    """Parameters of the largest single module, DeepSpeed's "largest layer" (stage3.py model_to_params: the most
-    parameters any module holds itself, ``m.parameters(recurse=False)``): the embedding or LM head (V x h), else an
-    attention or MLP projection, or one MoE layer's routed experts, which Hugging Face transformers holds as one
-    module of 3-D tensors (MixtralExperts: gate_up_proj and down_proj). Split by TP (the experts by EP x ETP)."""
-    experts = shape.expert_params / shape.moe_layers if shape.moe_layers > 0 else 0.0
-    return np.maximum(shape.largest_tensor_params / np.asarray(tp, float), experts / np.asarray(expert_split, float))
-
-
-def deepspeed_held_block_bytes(shape: ModelShape, train: TrainingState, layout: Layout) -> np.ndarray:
-    """Per GPU under DeepSpeed ZeRO-3, the stored bytes of the block kept gathered through its backward beyond the
-    largest module DeepSpeed's estimator counts (``memory_terms.deepspeed_held_block_params``): memory of the run,
-    not of the model states the estimators give, so ``state_bytes`` leaves it out."""
-    tp = np.asarray(layout.tp, float)
-    expert_split = np.asarray(layout.ep, float) * layout.expert_tp
-    share = shape.expert_share
-    block = shape.layer_params * ((1.0 - share) / tp + share / expert_split)
-    held = deepspeed_held_block_params(block, deepspeed_gathered_params(shape, tp, expert_split))
-    return np.where(np.asarray(layout.zero) >= 3, train.weight_bytes * held, 0.0)
 
 
 def host_optimizer_bytes(train: TrainingState, layout: Layout, gpus_per_node) -> np.ndarray:
@@ -536,11 +508,17 @@ def memory_breakdown(
     """Per-GPU memory of one layout. ``activation_reserve`` is 'auto', bytes, or a fraction (<1); ``deepspeed``
     (per layout) counts ZeRO-2/3 states as DeepSpeed's estimators do."""
     weights, grads, optim = state_bytes(shape, train, layout, zero3_per_step, deepspeed, settings.grad_buffer)
+    ds_fp32 = np.zeros_like(grads)  # DeepSpeed ZeRO-2's fp32 gradient partition lives in its step alone
+    if np.any(deepspeed):
+        plain = state_bytes(shape, train, layout, zero3_per_step, False, settings.grad_buffer)[1]
+        ds_fp32 = deepspeed_step_fp32_grad_bytes(grads, plain, layout, deepspeed)
+        grads = grads - ds_fp32
+    frees = deepspeed_frees_gradients(layout, deepspeed, settings.frees_gradients)
     weights = weights + kbit_upcast_bytes(train, layout)  # PEFT's fp32 copy of a QLoRA base's 16-bit parameters
     # FSDP2 without gradient sync until the last micro-batch: each unit's fp32 gradient held unsharded (fsdp_memory.py;
     # the weights held over the step, zero3_per_step, count that gradient in state_bytes already)
     accumulated = np.where(zero3_per_step, 0.0, unsharded_accumulated_grad_bytes(shape, train, layout))
-    grads = gradients_at_peak_bytes(grads, accumulated, settings.frees_gradients)
+    grads = gradients_at_peak_bytes(grads, accumulated, frees)
     if np.any(deepspeed) and shape.has_shapes:  # ZeRO-3 keeps the running block gathered (reuse distance)
         weights = weights + np.where(np.asarray(deepspeed, bool), deepspeed_held_block_bytes(shape, train, layout), 0.0)
     capacity = np.asarray(capacity_bytes, float)
@@ -563,8 +541,8 @@ def memory_breakdown(
     # the optimizer step's temporaries, sharded as the state is; and what is never allocated at once (the
     # parameters' gradients only: the accumulators and DDP's buckets below persist)
     per_state_byte = train.step_temporary_bytes / train.optimizer_bytes if train.optimizer_bytes else 0.0
-    step = optim * (0.0 if train.optimizer_in_backward else per_state_byte)
-    apart = not_concurrent_bytes(acts, grads, step, layout, settings.frees_gradients)
+    step = optim * (0.0 if train.optimizer_in_backward else per_state_byte) + deepspeed_step_temporary_bytes(ds_fp32)
+    apart = not_concurrent_bytes(acts, grads, step, layout, frees)
     if train.gradient_accumulator == "after_backward" and shape.has_shapes:  # nanotron's FP32GradientAccumulator
         grads = grads + _after_backward_bytes(shape, train, layout, settings)
     grads = grads + ddp_bucket_bytes(grads, layout, settings.ddp_gradient_copy, settings.bucket_per_grad_byte)

@@ -230,7 +230,8 @@ def not_concurrent_bytes(activation_bytes, grad_bytes, step_temporary_bytes, lay
     accumulates into them (grad_accum 1), no gradient exists at the forward peak and backward makes them as it
     frees the activations: the peak is weights + state + max(activations, gradients + temporaries). Otherwise
     the gradients live through the forward (accumulated, or a persistent buffer: Megatron-Core's grad buffer,
-    DeepSpeed's partitions) and the peak is weights + state + gradients + max(activations, temporaries).
+    DeepSpeed ZeRO-3's partitions; ZeRO-2's are freed by its step, ``deepspeed_memory.deepspeed_frees_gradients``)
+    and the peak is weights + state + gradients + max(activations, temporaries).
 
     Published: fms-acceleration's full fine-tunes under the Hugging Face Trainer (validation/unseen_families_5.yaml,
     torch.cuda.max_memory_allocated) peak at 5 x the 16-bit parameter bytes on every line whatever the batch
