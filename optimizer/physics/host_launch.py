@@ -31,9 +31,10 @@ scatter, ``log_softmax_backward``, the cast). PEFT's LoRA adds per adapted linea
 dropout's). The experts of an MoE layer are physics/moe.py's (its host terms); its router is one linear.
 
 torch.compile (Inductor) keeps the GEMMs and the attention as calls of their own and fuses each element-wise chain
-between two of them into one Triton kernel (Ansel et al. 2024, "PyTorch 2", section 5: TorchInductor's scheduler
-fuses pointwise and reduction nodes into shared kernels): forward, one kernel a norm (with the residual add before
-it), one per rotated tensor, one for the activation; backward two a norm (input gradient, weight gradient's
+between two of them into one Triton kernel (pytorch/pytorch@26f1733f6a174ad8d3a7c9c08b372252b6e0bba8
+torch/_inductor/scheduler.py, Scheduler.fuse_nodes: "Combine eligible nodes into FusedSchedulerNodes"; a derived
+count, not a published one): forward, one kernel a norm (with the residual add before it), one per rotated tensor,
+one for the activation; backward two a norm (input gradient, weight gradient's
 reduction), one a rotated tensor, one the activation. A compiled Llama layer: 13 forward, 22 backward; around the
 layers 6 + 7 (embedding, rotary tables, final norm, head, fused loss 2 each way).
 
@@ -54,14 +55,14 @@ from .shapes import ModelShape, TrainingState
 from .zero3_hooks import ATTENTION_LINEARS, ROUTER_LINEARS, block_linears
 
 # Host time of one eager PyTorch operator, Python to kernel launch: the geometric middle of the stated range, "The
-# crucial sum is the "before kernel" total: ~5-25 us of CPU-side work per op" (J. Huang Lin, "From PyTorch op to
-# kernel launch", jiahuanglin.xyz/all_lessons/gpu_kernel_serving/18_pytorch_to_kernel.html: Python bytecode ~1 us,
+# crucial sum is the "before kernel" total: ~5–25 µs of CPU-side work per op" ("From PyTorch op to kernel launch",
+# https://jiahuanglin.xyz/all_lessons/gpu_kernel_serving/18_pytorch_to_kernel.html, its table: Python bytecode ~1 us,
 # pybind11 ~1 us, autograd dispatch ~1-3 us, ATen dispatcher ~1-2 us, backend ~1-5 us, cudaLaunchKernel ~1-3 us).
 # Its low end is PyTorch's own dispatch without a launch: "an overhead of ~7 microseconds for the simplest tensor
 # operations" with autograd (pytorch/pytorch issue 41383, 2020).
 HOST_S_PER_OP = math.sqrt(5e-6 * 25e-6)
 # One more kernel launched inside an operator already dispatched: the driver's share alone, "Driver
-# (cudaLaunchKernel) | Enqueue grid+block+args onto a stream. | ~1-3 us on CUDA 12+ drivers" (the same lesson's
+# (cudaLaunchKernel) | Enqueue grid+block+args onto a stream. | ~1–3 µs on CUDA 12+ drivers" (the same lesson's
 # table), its geometric middle.
 DRIVER_LAUNCH_S = math.sqrt(1e-6 * 3e-6)
 # Elements a multi-tensor kernel covers: kChunkSize 65536 per block, depth_to_max_blocks 2240 blocks a launch where

@@ -212,8 +212,9 @@ def _physics(ctx: JobContext, figures: list[tuple], grids: list[np.ndarray]) -> 
             fp32_gradient_buffer(codes, ctx.job.framework, ctx.job.gradient_dtype), FP32_GRAD_BYTES_PER_GRAD_BYTE, 1.0
         ),
         fused_framework=te_layers,
-        # eager PyTorch layers issued from Python (not Transformer Engine's): the host floor (physics/host_launch.py)
-        host_launch=~te_layers,
+        # eager PyTorch layers issued from Python (not Transformer Engine's): the host floor (physics/host_launch.py),
+        # but for a stated whole-step efficiency (assumptions.mfu), the stack's as it ran
+        host_launch=~te_layers & (a.mfu == "auto"),
         compiled=ctx.job.compile,
         optimizer_step_ops=optimizer_step_ops(ctx.job.optimizer, ctx.job.optimizer_implementation),
         logits_bytes_per_vocab=loss_bytes_per_vocab(codes, ctx.job.loss, ctx.job.framework),

@@ -186,3 +186,12 @@ def test_faster_scales_the_launch_terms_and_bound_reads_all_of_the_host_time():
     assert float(st.faster(2.0).launch_host_s[0]) == pytest.approx(0.002)
     hidden = replace(st, launch_host_s=np.array([0.0]), launch_total_s=np.array([0.005]))
     assert hidden.bound()[0] == "compute"
+
+
+def test_a_stated_whole_step_efficiency_is_the_stack_as_it_ran_host_included():
+    job = {"model": LLAMA_1B, "tokens": "1B", "seq_len": 512, "global_batch": 1, "framework": "fsdp"}
+    # a high stated MFU: the GPU's work alone would take a few ms, well under the host's ~27 ms
+    stated = Problem.model_validate(expand_models({"catalog": "default", "job": job, "assumptions": {"mfu": 0.6}}))
+    plan = check(stated, ONE_B200).plan
+    assert plan.bound != "host"
+    assert plan.step_s < 0.02
