@@ -27,10 +27,10 @@ Pure functions over floats or numpy arrays. Sources:
   forward, back in backward) on a side stream that overlaps compute (torchtune OffloadActivations,
   use_streams); only the transfer time beyond the micro-batch's compute is exposed. torchtune's flags
   table measures -0.1 % tokens/s for Llama 3.2 3B on an A100, where the transfer hides entirely.
-- Overlap: exposed data-parallel time = max(0, comm - overlap x compute it can hide behind).
-  Per-micro-batch collectives hide behind each micro-batch; the step's all-reduce only behind the
-  last backward (about 2/3 of a micro-batch). Pipeline bubble: 1F1B takes (m + p - 1) micro-batch
-  slots for m micro-batches (Narayanan et al. 2021, section 2.2).
+- Overlap: exposed data-parallel time = max(0, comm - overlap x compute it can hide behind). Per-micro-batch
+  collectives hide behind each micro-batch; the step's all-reduce only behind the last backward (about 2/3 of a
+  micro-batch). Pipeline bubble: 1F1B takes (m + p - 1) micro-batch slots for m (Narayanan et al. 2021, section 2.2).
+- Host floor: an eager PyTorch micro-batch takes max(GPU busy, the host's to issue it) (physics/host_launch.py).
 - Scaling efficiency = ideal step (compute and HBM only, no communication, no bubble) / predicted
   step. An explicit efficiency for the node count replaces the derived one (seed 000's 79 % test).
 """
