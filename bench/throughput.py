@@ -121,7 +121,7 @@ NOT_IN_TABLE_LAYOUT_KEYS = frozenset(
 NOT_IN_TABLE_KEYS = NOT_IN_TABLE_ROW_KEYS | NOT_IN_TABLE_LAYOUT_KEYS | frozenset(FINETUNE_KEYS)
 # Row keys no published table prints, read from the recipe wherever a row states them (their ``*_source``): the
 # "table columns only" prediction leaves them to gpuplan's default on every row.
-RECIPE_ONLY_ROW_KEYS = frozenset({"gradient_dtype"})
+RECIPE_ONLY_ROW_KEYS = frozenset({"gradient_dtype", "overlap"})
 
 
 def modelled(run: dict, skus: set[str]) -> str | None:
@@ -185,7 +185,9 @@ def problem_for(run: dict, efficiency: float | None, host_ms: HostMs | None = No
             **moe_assumptions(run),
             # the published recipe's FSDP schedule under gradient accumulation (the row's zero3_gathers_source)
             **({"zero3_gathers": run["zero3_gathers"]} if run.get("zero3_gathers") else {}),
+            # the data-parallel overlap the row's recipe states (its overlap_source), else the fit's value
             **({"overlap": OVERLAP} if OVERLAP is not None else {}),
+            **({"overlap": run["overlap"]} if "overlap" in run else {}),
         },
     }
     return Problem.model_validate(expand_models(data))
