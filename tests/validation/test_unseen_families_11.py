@@ -171,12 +171,15 @@ def test_colossal_first_seen():
     assert max(factor(r) for r in allocated) <= 1.25
 
 
-def test_colossal_zero2_run_is_said_not_to_fit():
-    # gpuplan's verdict on a run that ran: the ZeRO-2 7B step at 36 x 4096 is predicted above the H200's memory
+def test_colossal_zero2_run_that_ran_is_said_to_fit():
+    # gpuplan's verdict on a run that ran: the ZeRO-2 7B step at 36 x 4096 on an H200. First predicted at 141 GiB,
+    # over the GPU ("does not fit"); since DeepSpeed-style ZeRO-2's gradient partitions exist only inside the step
+    # (physics/deepspeed_memory.py, b9aad4b) 136 GiB: check says it fits (within the H200's reported 140 GiB), still
+    # above the 116 GiB it allocated and above the 141 GB (131 GiB) the memory row's capacity counts
     (speed,) = [s for s in SPEEDS if s.row["name"] == "colossalai-llama2-7b-h200x8-zero2-b36"]
-    assert speed.scored and not speed.fits
+    assert speed.scored and speed.fits
     (mem,) = [m for _, m, _ in MEMORIES if m is not None and m.row["name"].startswith(speed.row["name"])]
-    assert mem.predicted_gib > mem.capacity_gib > mem.published_gib
+    assert 1.0 < mem.predicted_gib / mem.published_gib < 1.2
 
 
 # README.md's 32-GPU table: 'Training cost | 49.7 hours ($5482) | 40.3 hours ($4445)', 'Training Model TFLOPS | 146 |180'
