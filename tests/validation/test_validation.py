@@ -25,9 +25,11 @@ from optimizer.physics.constants import MOE_HOST_S_PER_LAYER, MOE_HOST_S_PER_LOC
 
 
 def _bench(script: str, *args: str) -> str:
-    """``python bench/SCRIPT ARGS``'s output, which must exit 0 (its thresholds held)."""
+    """``python bench/SCRIPT ARGS``'s output, which must exit 0 (its thresholds held). validate.py and throughput.py
+    each refit the efficiency model per held-out family (about 5 CPU minutes on 2 cores): the limit is a hang's, not
+    a speed target (those live in bench/)."""
     out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), *args], capture_output=True, text=True, timeout=300
+        [sys.executable, str(ROOT / "bench" / script), *args], capture_output=True, text=True, timeout=900
     )
     assert out.returncode == 0, out.stdout + out.stderr
     return out.stdout
