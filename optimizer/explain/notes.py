@@ -21,6 +21,7 @@ from ..physics.constants import (
     ZERO3_MODULE_FETCH_S,
 )
 from ..physics.efficiency import COMPILED_RATIO, FITTED_BASE, family_of
+from ..physics.host_launch import HOST_S_PER_OP
 from ..physics.precision import LOW_PRECISIONS
 from ..planning.calibration import predict, resolve_row
 from ..planning.candidates import CandidateTable, not_rentable
@@ -117,9 +118,8 @@ def check_notes(ctx: JobContext, plan: Plan) -> list[str]:
     if offer is not None and (why := not_rentable(offer, plan.nodes, plan.gpus_per_node)):
         # a verdict on hardware the offer does not rent, which solve never plans (a cost below its optimum)
         notes.append(f"offer {offer.name} {why}: it cannot be rented there as it stands")
-    return (
-        notes + _tp_across_nodes_notes(plan) + moe_notes(ctx, plan) + kernel_notes(ctx, plan) + zero3_fetch_notes(plan)
-    ) + context_parallel_notes(ctx, plan)
+    notes += _tp_across_nodes_notes(plan) + moe_notes(ctx, plan) + kernel_notes(ctx, plan)
+    return notes + zero3_fetch_notes(plan) + host_launch_notes(plan) + context_parallel_notes(ctx, plan)
 
 
 def _tp_across_nodes_notes(plan: Plan) -> list[str]:
@@ -147,6 +147,25 @@ def zero3_fetch_notes(plan: Plan | None) -> list[str]:
         f"DeepSpeed ZeRO-3 fetches each module's parameters in a hook of its own, {ZERO3_MODULE_FETCH_S * 1e3:g} ms "
         f"a module and pass (DeepSpeed PR 1188): {fetch_s:,.1f} s of the {plan.step_s:,.1f} s step ({share:.0%}) at micro-batch "
         f"{plan.strategy.micro_batch}; a larger micro-batch, ZeRO-2 or FSDP (one gather per layer) shrink it"
+    ]
+
+
+def host_launch_notes(plan: Plan | None) -> list[str]:
+    """A step bound by the host's issuing of eager PyTorch operators (physics/host_launch.py), when that wait is a
+    noticeable share of it: torch.compile's fused kernels, a larger micro-batch or CUDA graphs shrink it."""
+    if plan is None or not plan.step_s:
+        return []
+    launch_s = plan.time_breakdown_s.get("host_launch", 0.0)
+    share = launch_s / plan.step_s
+    if share < 0.05:
+        return []
+    scale, unit = (1e3, "ms") if plan.step_s < 1.0 else (1.0, "s")
+    return [
+        f"host-bound: eager PyTorch issues its operators one by one, about {HOST_S_PER_OP * 1e6:.0f} us each on the "
+        f"host, and the GPU waits {launch_s * scale:,.1f} {unit} of the {plan.step_s * scale:,.1f} {unit} step "
+        f"({share:.0%}) at micro-batch "
+        f"{plan.strategy.micro_batch}; torch.compile (--compile: fewer, fused kernels), a larger micro-batch or CUDA "
+        "graphs shrink it"
     ]
 
 
@@ -435,6 +454,7 @@ def plan_notes(ctx: JobContext, best: Plan | None) -> list[str]:
     notes.append(spot_note(ctx.constraints.spot, "constraints.spot"))
     notes += measurement_notes(ctx) + precision_notes(ctx)
     notes += moe_notes(ctx, best) + kernel_notes(ctx, best) + zero3_fetch_notes(best) + gradient_notes(ctx, best)
+    notes += host_launch_notes(best)
     notes += optimizer_step_notes(ctx, best)
     notes += context_parallel_notes(ctx, best)
     if job.framework == "auto" and best is not None:

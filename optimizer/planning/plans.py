@@ -71,6 +71,9 @@ def plan_from(ctx: JobContext, row: HardwareRow, ev: Evaluation, i: int) -> Plan
     fetch_s = _f(np.broadcast_to(timing.module_fetch_s, np.shape(timing.step_s))[i])
     if fetch_s > 0:  # DeepSpeed ZeRO-3's per-module fetches (physics/zero3_hooks.py), busy time too
         breakdown["zero3_fetch"] = fetch_s
+    launch_s = _f(np.broadcast_to(timing.launch_host_s, np.shape(timing.step_s))[i])
+    if launch_s > 0:  # eager operators the host issues beyond the GPU's work (physics/host_launch.py), busy time too
+        breakdown["host_launch"] = launch_s
     if ctx.train.quantized_base:  # QLoRA: the NF4 dequantisation kernels, a part of the busy time
         breakdown["dequant"] = _f(np.broadcast_to(timing.dequant_s, np.shape(timing.step_s))[i])
     if ctx.train.lora_targets:  # LoRA: its low-rank branches' kernels (physics/adapters.py), busy time too
