@@ -134,15 +134,21 @@ def _tp_across_nodes_notes(plan: Plan) -> list[str]:
     ]
 
 
+def _noticeable_part(plan: Plan | None, part: str) -> tuple[float, float] | None:
+    """(seconds, share of the step) of ``time_breakdown_s[part]`` where it is 5 % of the step or more, else None."""
+    if plan is None or not plan.step_s:
+        return None
+    part_s = plan.time_breakdown_s.get(part, 0.0)
+    share = part_s / plan.step_s
+    return (part_s, share) if share >= 0.05 else None
+
+
 def zero3_fetch_notes(plan: Plan | None) -> list[str]:
     """DeepSpeed ZeRO-3's per-module fetches when they take a noticeable share of the step (physics/zero3_hooks.py):
     per module and micro-batch, so larger micro-batches, ZeRO-2 or FSDP's one gather per layer remove most."""
-    if plan is None or not plan.step_s:
+    if plan is None or (part := _noticeable_part(plan, "zero3_fetch")) is None:
         return []
-    fetch_s = plan.time_breakdown_s.get("zero3_fetch", 0.0)
-    share = fetch_s / plan.step_s
-    if share < 0.05:
-        return []
+    fetch_s, share = part
     return [
         f"DeepSpeed ZeRO-3 fetches each module's parameters in a hook of its own, {ZERO3_MODULE_FETCH_S * 1e3:g} ms "
         f"a module and pass (DeepSpeed PR 1188): {fetch_s:,.1f} s of the {plan.step_s:,.1f} s step ({share:.0%}) at micro-batch "
@@ -153,19 +159,15 @@ def zero3_fetch_notes(plan: Plan | None) -> list[str]:
 def host_launch_notes(plan: Plan | None) -> list[str]:
     """A step bound by the host's issuing of eager PyTorch operators (physics/host_launch.py), when that wait is a
     noticeable share of it: torch.compile's fused kernels, a larger micro-batch or CUDA graphs shrink it."""
-    if plan is None or not plan.step_s:
+    if plan is None or (part := _noticeable_part(plan, "host_launch")) is None:
         return []
-    launch_s = plan.time_breakdown_s.get("host_launch", 0.0)
-    share = launch_s / plan.step_s
-    if share < 0.05:
-        return []
+    launch_s, share = part
     scale, unit = (1e3, "ms") if plan.step_s < 1.0 else (1.0, "s")
     return [
         f"host-bound: eager PyTorch issues its operators one by one, about {HOST_S_PER_OP * 1e6:.0f} us each on the "
         f"host, and the GPU waits {launch_s * scale:,.1f} {unit} of the {plan.step_s * scale:,.1f} {unit} step "
-        f"({share:.0%}) at micro-batch "
-        f"{plan.strategy.micro_batch}; torch.compile (--compile: fewer, fused kernels), a larger micro-batch or CUDA "
-        "graphs shrink it"
+        f"({share:.0%}) at micro-batch {plan.strategy.micro_batch}; torch.compile (--compile: fewer, fused "
+        "kernels), a larger micro-batch or CUDA graphs shrink it"
     ]
 
 
