@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .layout import Layout, Recompute
 from .shapes import ModelShape
 
 # Megatron-Core's default (TransformerConfig.recompute_modules)
@@ -97,3 +98,10 @@ def rerun_bytes_per_token(shape: ModelShape, modules: frozenset[str]) -> float:
     if "moe_act" in modules:
         per_layer += moe_share * 6.0 * _routed_width(shape)
     return shape.layers * per_layer
+
+
+def rerun_bytes(shape: ModelShape, layout: Layout, tokens, modules: frozenset[str]) -> np.ndarray:
+    """Half the HBM traffic of the element-wise kernels selective recompute re-runs (norms, the experts'
+    activation), counted with the activations' (written and read: 2 x) under the roofline (physics/time.py)."""
+    selective = np.asarray(layout.recompute) == Recompute.SELECTIVE
+    return np.where(selective, tokens * rerun_bytes_per_token(shape, modules) / 2.0, 0.0)

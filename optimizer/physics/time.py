@@ -75,7 +75,7 @@ from .moe import (
 )
 from .pipeline import bubble_slots
 from .precision import Split, cast_bytes_per_token
-from .recompute_modules import DEFAULT_RECOMPUTE_MODULES, rerun_bytes_per_token, rerun_flops_per_token
+from .recompute_modules import DEFAULT_RECOMPUTE_MODULES, rerun_bytes, rerun_flops_per_token
 from .shapes import ModelShape, TrainingState
 from .zero3_hooks import module_fetch_s
 
@@ -302,7 +302,7 @@ def _micro_batch(
     # Trained weights are read forward, for the data gradient and for the weight gradient; frozen ones
     # twice (no weight gradient); a teacher once (forward only).
     weight_reads = (2.0 if train.lora else 3.0) * (weight_bytes - teacher_bytes) + teacher_bytes
-    acts = (0.0 if acts is None else np.asarray(acts, float)) + _rerun_bytes(shape, layout, tokens, recompute_modules)
+    acts = (0.0 if acts is None else np.asarray(acts, float)) + rerun_bytes(shape, layout, tokens, recompute_modules)
     memory_s = (weight_reads + 2.0 * grad_bytes + 2.0 * acts) / hw.hbm_bytes_per_s
     moe_bytes = by_dispatcher(dispatcher, ep_spans, lambda d: moe_elementwise_bytes_per_token(shape, d))
     moe_s = tokens * moe_bytes / np.asarray(hw.hbm_bytes_per_s, float)
@@ -366,14 +366,6 @@ def _model_parallel_s(
         )
         + exchange_exposed_s(shape, layout, tokens, layers, mb.compute_s, links, g, exchange)
     )
-
-
-def _rerun_bytes(shape, layout: Layout, tokens, modules: frozenset[str]) -> np.ndarray:
-    """Half the HBM traffic of the element-wise kernels selective recompute re-runs (norms, the experts'
-    activation: physics/recompute_modules.py), counted with the activations' (written and read: 2 x) under the
-    roofline."""
-    selective = np.asarray(layout.recompute) == Recompute.SELECTIVE
-    return np.where(selective, tokens * rerun_bytes_per_token(shape, modules) / 2.0, 0.0)
 
 
 def _data_parallel_exposed_s(
@@ -493,6 +485,25 @@ def _activation_offload_exposed_s(hw: Cluster, mb: _MicroBatch, offloaded_bytes)
     return np.maximum(0.0, transfer_s - mb.busy_s)
 
 
+def _serial_terms(mb: _MicroBatch, shape, train, hbm_bytes_per_s, layout: Layout, settings: RunSettings):
+    """The micro-batch with the kernels and waits its roofline leaves out, each where the run has it: transformers'
+    eager experts loop, ZeRO-3's per-module fetches, eager attention's scores, the loss and the host's floor."""
+    s, stage_layers = float(settings.seq_len), np.ceil(shape.layers * mb.stage_share)
+    if shape.experts and (np.any(settings.expert_loop) or np.any(settings.zero3_module_fetch)):
+        dispatched = expert_tokens(layout, np.asarray(layout.micro_batch, float) * s / np.asarray(layout.cp, float))
+        loop = expert_loop_s(shape, layout, dispatched, stage_layers, settings.expert_loop, settings.zero3_module_fetch)
+        mb = replace(mb, expert_loop_s=loop)
+    if np.any(settings.zero3_module_fetch):
+        mb = replace(mb, module_fetch_s=module_fetch_s(shape, train, layout, stage_layers, settings.zero3_module_fetch))
+    if settings.eager_attention:  # the s x s scores in HBM (physics/eager_attention.py)
+        mb = replace(mb, eager_attention_s=eager_attention_s(shape, hbm_bytes_per_s, layout, s, mb.stage_share))
+    if shape.vocab and np.any(settings.loss_traffic_bytes_per_logit):  # the cross-entropy (physics/loss_time.py)
+        mb = replace(mb, loss_s=loss_s(shape, hbm_bytes_per_s, layout, settings) * mb.stage_share)
+    if np.any(settings.host_launch):  # the host's floor under eager PyTorch (physics/host_launch.py)
+        mb = replace(mb, launch_host_s=micro_batch_host_s(shape, train, layout, settings))
+    return mb
+
+
 def step_time(
     shape: ModelShape,
     train: TrainingState,
@@ -537,20 +548,7 @@ def step_time(
     )
     g32 = np.asarray(settings.reduce_per_grad_byte, float)  # an fp32 reduce: twice the traffic (job.gradient_dtype)
     mb = replace(mb, grad_bytes=mb.grad_bytes * g32, expert_grad_bytes=np.asarray(mb.expert_grad_bytes) * g32)
-    if shape.experts and (np.any(settings.expert_loop) or np.any(settings.zero3_module_fetch)):
-        dispatched = expert_tokens(layout, np.asarray(layout.micro_batch, float) * s / np.asarray(layout.cp, float))
-        stage_layers = np.ceil(shape.layers * mb.stage_share)
-        loop = expert_loop_s(shape, layout, dispatched, stage_layers, settings.expert_loop, settings.zero3_module_fetch)
-        mb = replace(mb, expert_loop_s=loop)
-    if np.any(settings.zero3_module_fetch):
-        stage_layers = np.ceil(shape.layers * mb.stage_share)
-        mb = replace(mb, module_fetch_s=module_fetch_s(shape, train, layout, stage_layers, settings.zero3_module_fetch))
-    if settings.eager_attention:  # the s x s scores in HBM (physics/eager_attention.py)
-        mb = replace(mb, eager_attention_s=eager_attention_s(shape, hw.hbm_bytes_per_s, layout, s, mb.stage_share))
-    if shape.vocab and np.any(settings.loss_traffic_bytes_per_logit):  # the cross-entropy (physics/loss_time.py)
-        mb = replace(mb, loss_s=loss_s(shape, hw.hbm_bytes_per_s, layout, settings) * mb.stage_share)
-    if np.any(settings.host_launch):  # the host's floor under eager PyTorch (physics/host_launch.py)
-        mb = replace(mb, launch_host_s=micro_batch_host_s(shape, train, layout, settings))
+    mb = _serial_terms(mb, shape, train, hw.hbm_bytes_per_s, layout, settings)
     exchange = ExpertExchange(settings.moe_dispatcher, moe_routing, settings.moe_overlap)
     micro_s = mb.busy_s + _model_parallel_s(shape, hw, layout, s, mb, links, exchange, settings.context_parallel)
     if offloaded_bytes_per_micro is not None:
