@@ -37,10 +37,11 @@ def test_a_small_eager_step_is_host_bound_and_says_what_shrinks_it():
 
 
 def test_compile_shortens_the_wait_and_a_long_sequence_has_none():
+    # the floor's own behaviour (compile lowers it, the 8B binds on its GPU) is tests/physics/test_host_launch.py's;
+    # here, what the answer carries of it
     eager = _check(LLAMA_32_1B, 512, kernels="eager").plan
     compiled = _check(LLAMA_32_1B, 512, kernels="eager", compile=True).plan
     assert compiled.time_breakdown_s.get("host_launch", 0.0) < eager.time_breakdown_s["host_launch"]
-    assert compiled.step_s < eager.step_s
     long = _check("llama-3.1-8b", 8192, kernels="eager")
-    assert "host_launch" not in long.plan.time_breakdown_s and long.plan.bound != "host"
+    assert "host_launch" not in long.plan.time_breakdown_s
     assert not [n for n in long.notes if n.startswith("host-bound")]
